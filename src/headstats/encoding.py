@@ -1,0 +1,221 @@
+"""Tokenisation of records into model inputs, with words aligned to word pieces by character offsets.
+
+Each :class:`EncodedInput` holds what the scores need besides attention: the positions of the special
+tokens (from the tokenizer's special-tokens mask and ids, so ``<s>``/``</s>`` work as well as
+[CLS]/[SEP]), the segment of every position, and the dependency arcs as sets of piece positions
+(METHODS 1.1, 1.3). Alignment is by character offsets on the text the model saw: a word owns every piece of
+its own side whose offsets overlap the word's span.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from headstats.inputs.records import Record, Word
+
+
+@dataclass(frozen=True)
+class Arc:
+    """One dependency arc, as piece positions of its dependent and head words."""
+
+    dependent: tuple[int, ...]
+    head: tuple[int, ...]
+    relation: str
+
+
+@dataclass
+class EncodedInput:
+    """One record tokenised for the model.
+
+    Attributes
+    ----------
+    index : int
+        Position of the record in its data set (file order).
+    sentence_id : str
+    input_ids, token_type_ids : ndarray of int
+        ``token_type_ids`` is all zeros for models without segment embeddings.
+    special, cls, sep : ndarray of bool
+    segment : ndarray of int
+        0 for positions of sentence A (with [CLS] and the first [SEP]), 1 for sentence B.
+    is_pair : bool
+    word_pieces : list of tuple of int
+        Piece positions of each word, words of side A first, then side B (empty when unparsed).
+    arcs : list of Arc
+        Arcs whose both ends have pieces in the (possibly truncated) sequence.
+    truncated : bool
+    """
+
+    index: int
+    sentence_id: str
+    input_ids: np.ndarray
+    token_type_ids: np.ndarray
+    special: np.ndarray
+    cls: np.ndarray
+    sep: np.ndarray
+    segment: np.ndarray
+    is_pair: bool
+    word_pieces: list[tuple[int, ...]] = field(default_factory=list)
+    arcs: list[Arc] = field(default_factory=list)
+    truncated: bool = False
+
+    @property
+    def length(self) -> int:
+        return int(self.input_ids.shape[0])
+
+
+@dataclass
+class EncodingResult:
+    """Encoded inputs and what was left out, with reasons.
+
+    ``skipped`` counts inputs not scored (``too_long``, ``empty``); ``notes`` counts things that were
+    kept but changed (``truncated``, ``arcs_dropped_truncation``, ``words_without_pieces``).
+    """
+
+    inputs: list[EncodedInput]
+    skipped: Counter
+    notes: Counter
+
+
+def _segments(sequence_ids: list[int | None], special: np.ndarray) -> np.ndarray:
+    """Segment per position; special positions join A until the first B piece, B after it."""
+    seq = np.array([-1 if s is None else s for s in sequence_ids])
+    segment = np.where(seq < 0, 0, seq).astype(np.int8)
+    b_positions = np.flatnonzero(seq == 1)
+    if b_positions.size:
+        first_b = b_positions[0]
+        idx = np.arange(len(seq))
+        # A special after the first B piece ([SEP] closing B) belongs to B; [CLS] and the [SEP]
+        # closing A come before it and stay in A.
+        segment[(seq < 0) & (idx > first_b)] = 1
+    return segment
+
+
+def align_words(
+    words: Iterable[Word], offsets: np.ndarray, sequence_ids: list[int | None], side: int
+) -> list[tuple[int, ...]]:
+    """Piece positions of each word: pieces of ``side`` whose character span overlaps the word's.
+
+    Parameters
+    ----------
+    words : iterable of Word
+        Words with ``start``/``end`` offsets into their side's text.
+    offsets : ndarray, shape (n, 2)
+        The fast tokenizer's ``offset_mapping`` (character spans into each piece's own side).
+    sequence_ids : list
+        ``BatchEncoding.sequence_ids()``: 0, 1 or None per piece.
+    side : int
+        0 for text A, 1 for text B.
+    """
+    on_side = np.array([s == side for s in sequence_ids]) & (offsets[:, 1] > offsets[:, 0])
+    positions = np.flatnonzero(on_side)
+    starts, ends = offsets[positions, 0], offsets[positions, 1]
+    pieces = []
+    for word in words:
+        hit = (starts < word.end) & (ends > word.start)
+        pieces.append(tuple(int(p) for p in positions[hit]))
+    return pieces
+
+
+def encode_record(
+    record: Record,
+    tokenizer: Any,
+    *,
+    index: int,
+    max_length: int = 128,
+    too_long: str = "skip",
+    notes: Counter | None = None,
+) -> EncodedInput | None:
+    """Tokenise one record; return None when it is too long and ``too_long="skip"``.
+
+    Truncation (``too_long="truncate"``) cuts the longest side first; arcs that lose an end are dropped
+    and counted in ``notes["arcs_dropped_truncation"]``.
+    """
+    notes = Counter() if notes is None else notes
+    kwargs = dict(return_offsets_mapping=True, return_special_tokens_mask=True, return_token_type_ids=True)
+    encoding = tokenizer(record.text_a, record.text_b, truncation=False, **kwargs)
+    truncated = False
+    if len(encoding["input_ids"]) > max_length:
+        if too_long == "skip":
+            return None
+        encoding = tokenizer(
+            record.text_a, record.text_b, truncation="longest_first", max_length=max_length, **kwargs
+        )
+        truncated = True
+        notes["truncated"] += 1
+    input_ids = np.asarray(encoding["input_ids"], dtype=np.int64)
+    special = np.asarray(encoding["special_tokens_mask"], dtype=bool)
+    sequence_ids = encoding.sequence_ids()
+    cls = special & (input_ids == tokenizer.cls_token_id) if tokenizer.cls_token_id is not None else special & False
+    sep = special & (input_ids == tokenizer.sep_token_id) if tokenizer.sep_token_id is not None else special & False
+    token_type_ids = np.asarray(encoding.get("token_type_ids") or np.zeros_like(input_ids), dtype=np.int64)
+    offsets = np.asarray(encoding["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+    word_pieces: list[tuple[int, ...]] = []
+    arcs: list[Arc] = []
+    for side, words in ((0, record.words_a), (1, record.words_b)):
+        if not words:
+            continue
+        pieces = align_words(words, offsets, sequence_ids, side)
+        word_pieces.extend(pieces)
+        for word, dep in zip(words, pieces):
+            if word.head < 0:
+                continue
+            head = pieces[word.head]
+            if dep and head:
+                arcs.append(Arc(dep, head, word.deprel))
+            elif truncated:
+                notes["arcs_dropped_truncation"] += 1
+            else:
+                notes["arcs_dropped_no_pieces"] += 1
+        notes["words_without_pieces"] += sum(1 for p in pieces if not p) if not truncated else 0
+    return EncodedInput(
+        index=index,
+        sentence_id=record.sentence_id,
+        input_ids=input_ids,
+        token_type_ids=token_type_ids,
+        special=special,
+        cls=cls,
+        sep=sep,
+        segment=_segments(sequence_ids, special),
+        is_pair=record.is_pair,
+        word_pieces=word_pieces,
+        arcs=arcs,
+        truncated=truncated,
+    )
+
+
+def encode_records(
+    records: list[Record],
+    tokenizer: Any,
+    *,
+    max_length: int = 128,
+    too_long: str = "skip",
+) -> EncodingResult:
+    """Tokenise every record; inputs over ``max_length`` pieces are skipped or truncated and counted.
+
+    Parameters
+    ----------
+    records : list of Record
+    tokenizer : transformers fast tokenizer
+    max_length : int
+        Maximum number of pieces, special tokens included (128 in the paper).
+    too_long : {"skip", "truncate"}
+    """
+    if too_long not in ("skip", "truncate"):
+        raise ValueError(f"too_long must be 'skip' or 'truncate', not {too_long!r}")
+    skipped: Counter = Counter()
+    notes: Counter = Counter()
+    inputs = []
+    for index, record in enumerate(records):
+        if not record.text_a.strip() and not (record.text_b or "").strip():
+            skipped["empty"] += 1
+            continue
+        encoded = encode_record(record, tokenizer, index=index, max_length=max_length, too_long=too_long, notes=notes)
+        if encoded is None:
+            skipped["too_long"] += 1
+        else:
+            inputs.append(encoded)
+    return EncodingResult(inputs=inputs, skipped=skipped, notes=notes)

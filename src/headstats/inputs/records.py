@@ -1,0 +1,69 @@
+"""The data model every reader produces and every later layer consumes.
+
+A :class:`Record` is one model input: a single sentence (``text_a``) or a pair (``text_a``, ``text_b``),
+with an optional dependency parse of each side. Words carry character offsets into the text of their own
+side, so that they can be aligned to word pieces by offsets (METHODS 1.3), never by string search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Word:
+    """One word of a parsed side.
+
+    Attributes
+    ----------
+    text : str
+        The word's form.
+    start, end : int
+        Character offsets of the word in its side's text, ``text[start:end]``. Words of one multiword
+        token (UD ``2-3``) share the token's span.
+    head : int
+        0-based index of the head word within the same side; -1 for the root.
+    deprel : str
+        The relation to the head in headstats' canonical label set (spaCy/ClearNLP style: ``nsubj``,
+        ``dobj``, ``amod``, ``advmod``, ...; UD ``obj`` is stored as ``dobj``). See
+        :func:`headstats.inputs.parsing.canonical_relation`.
+    """
+
+    text: str
+    start: int
+    end: int
+    head: int
+    deprel: str
+
+
+@dataclass(frozen=True)
+class Record:
+    """One input: a sentence or a sentence pair, with optional parses.
+
+    Attributes
+    ----------
+    sentence_id : str
+        The record's ``id`` if the source gives one, else its 0-based index in file order, as a string.
+    text_a, text_b : str, str or None
+        The two sides; ``text_b`` is None for single-sentence inputs.
+    label : str or None
+        A class label, if the source has one (GLUE, JSONL); kept for fine-tuning, unused by scores.
+    words_a, words_b : tuple of Word or None
+        Dependency parses of each side, None when the side was not parsed.
+    """
+
+    sentence_id: str
+    text_a: str
+    text_b: str | None = None
+    label: str | None = None
+    words_a: tuple[Word, ...] | None = None
+    words_b: tuple[Word, ...] | None = None
+    meta: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def is_pair(self) -> bool:
+        return self.text_b is not None
+
+    @property
+    def is_parsed(self) -> bool:
+        return self.words_a is not None and (self.text_b is None or self.words_b is not None)

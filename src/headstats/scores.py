@@ -1,0 +1,273 @@
+"""Sieve bias scores (Pande et al., AAAI 2021; METHODS 1.2-1.3), vectorised over batch, layers and heads.
+
+For a head's attention matrix ``A`` over the n real positions of an input, a role f with sieve ``S_f(i)``
+has the token-level bias
+
+    b_f(i) = mean_{j in S_f(i)} A[i, j]  /  mean_{j < n} A[i, j]
+
+(uniform attention gives exactly 1) and the per-input score is the mean of ``b_f(i)`` over the counted
+queries with a non-empty sieve. For a dependency arc from dependent word d to head word g with piece sets
+``P_d`` and ``P_g``:
+
+    b(d -> g) = mean_{a in P_d} [ mean_{b in P_g} A[a, b] ]  /  mean_{a in P_d} [ mean_{j < n} A[a, j] ]
+
+and the per-input score of a relation is the mean of ``b`` over that relation's arcs (NaN when the input
+has none). All functions take attention of shape (B, L, H, N, N) and return scores of shape (B, L, H, R).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from headstats.encoding import EncodedInput
+from headstats.roles import SequenceLayout, get_role, role_relation
+
+ARC_DIRECTIONS = ("dependent_to_head", "head_to_dependent", "both")
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    """The options of the scores (METHODS 1.1).
+
+    Attributes
+    ----------
+    window : int
+        w of the ``local`` sieve, ``|i - j| <= w``.
+    count_special_queries : bool
+        Whether [CLS]/[SEP] rows count as queries of sieve roles (the paper counts them).
+    arc_direction : {"dependent_to_head", "head_to_dependent", "both"}
+        Which end of an arc is the query; ``both`` scores each arc in both directions, as two arcs.
+    relations : tuple of str
+        Relations whose union forms the ``syntactic`` role (canonical labels).
+    """
+
+    window: int = 2
+    count_special_queries: bool = True
+    arc_direction: str = "dependent_to_head"
+    relations: tuple[str, ...] = ("nsubj", "dobj", "amod", "advmod")
+
+    def __post_init__(self):
+        if self.window < 0:
+            raise ValueError(f"window must be >= 0, not {self.window}")
+        if self.arc_direction not in ARC_DIRECTIONS:
+            raise ValueError(f"arc_direction must be one of {ARC_DIRECTIONS}, not {self.arc_direction!r}")
+
+    @classmethod
+    def from_options(cls, options) -> "ScoreSettings":
+        """Build from any object with the same attributes (e.g. the protocol's ``ScoringOptions``)."""
+        return cls(
+            window=options.window,
+            count_special_queries=options.count_special_queries,
+            arc_direction=options.arc_direction,
+            relations=tuple(options.relations),
+        )
+
+
+@dataclass
+class BatchLayout:
+    """Padded (B, N) tensors describing the positions of a batch."""
+
+    real: torch.Tensor
+    special: torch.Tensor
+    cls: torch.Tensor
+    sep: torch.Tensor
+    segment: torch.Tensor
+    is_pair: torch.Tensor
+
+    @classmethod
+    def from_inputs(cls, inputs: Sequence[EncodedInput], width: int, device="cpu") -> "BatchLayout":
+        B = len(inputs)
+        arrays = {name: np.zeros((B, width), dtype=bool) for name in ("real", "special", "cls", "sep")}
+        segment = np.zeros((B, width), dtype=np.int64)
+        for row, item in enumerate(inputs):
+            n = item.length
+            arrays["real"][row, :n] = True
+            arrays["special"][row, :n] = item.special
+            arrays["cls"][row, :n] = item.cls
+            arrays["sep"][row, :n] = item.sep
+            segment[row, :n] = item.segment
+        tensors = {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
+        is_pair = torch.tensor([item.is_pair for item in inputs], dtype=torch.bool, device=device)
+        return cls(segment=torch.from_numpy(segment).to(device), is_pair=is_pair, **tensors)
+
+
+def row_means(attn: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+    """``mean_{j < n} A[i, j]`` for every query, shape (B, L, H, N)."""
+    realf = real.to(attn.dtype)
+    return torch.einsum("blhij,bj->blhi", attn, realf) / realf.sum(-1)[:, None, None, None]
+
+
+def sieve_bias(
+    attn: torch.Tensor, sieves: torch.Tensor, queries: torch.Tensor, real: torch.Tensor
+) -> torch.Tensor:
+    """Per-input sieve bias scores for R sieves at once.
+
+    Parameters
+    ----------
+    attn : Tensor (B, L, H, N, N)
+    sieves : bool Tensor (B, R, N, N)
+        ``sieves[b, r, i, j]``: key j is in the sieve of query i for role r (padded keys are ignored).
+    queries : bool Tensor (B, R, N)
+        Queries that count for role r (padded queries are ignored).
+    real : bool Tensor (B, N)
+
+    Returns
+    -------
+    Tensor (B, L, H, R)
+        Mean over counted queries with a non-empty sieve of ``b_f(i)``; NaN when there is none.
+    """
+    keys = (sieves & real[:, None, None, :]).to(attn.dtype)
+    size = keys.sum(-1)
+    inside = torch.einsum("blhij,brij->blhri", attn, keys) / size[:, None, None]
+    bias = inside / row_means(attn, real)[:, :, :, None, :]
+    counted = (queries & real[:, None, :] & (size > 0)).to(attn.dtype)
+    total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
+    return total / counted.sum(-1)[:, None, None]
+
+
+def arc_bias(
+    attn: torch.Tensor,
+    query_weights: torch.Tensor,
+    key_weights: torch.Tensor,
+    membership: torch.Tensor,
+    real: torch.Tensor,
+) -> torch.Tensor:
+    """Per-input arc scores for R arc roles at once.
+
+    Parameters
+    ----------
+    attn : Tensor (B, L, H, N, N)
+    query_weights, key_weights : Tensor (B, K, N)
+        ``1 / |P|`` on the pieces of each arc's query end and key end (zero rows for padding arcs).
+    membership : bool Tensor (B, K, R)
+        Whether arc k counts for role r.
+    real : bool Tensor (B, N)
+
+    Returns
+    -------
+    Tensor (B, L, H, R)
+        Mean of ``b(d -> g)`` over the arcs of each role; NaN for an input without such an arc.
+    """
+    to_keys = torch.einsum("blhac,bkc->blhak", attn, key_weights)
+    numerator = torch.einsum("blhak,bka->blhk", to_keys, query_weights)
+    denominator = torch.einsum("blha,bka->blhk", row_means(attn, real), query_weights)
+    bias = torch.nan_to_num(numerator / denominator, nan=0.0, posinf=0.0)
+    member = membership.to(attn.dtype)
+    return torch.einsum("blhk,bkr->blhr", bias, member) / member.sum(1)[:, None, None]
+
+
+def _builtin_sieve(name: str, layout: BatchLayout, window: int) -> torch.Tensor:
+    B, N = layout.real.shape
+    device = layout.real.device
+    if name == "local":
+        idx = torch.arange(N, device=device)
+        band = (idx[:, None] - idx[None, :]).abs() <= window
+        return band.expand(B, N, N)
+    if name == "delimiter":
+        return layout.special[:, None, :].expand(B, N, N)
+    if name == "delimiter_cls":
+        return layout.cls[:, None, :].expand(B, N, N)
+    if name == "delimiter_sep":
+        return layout.sep[:, None, :].expand(B, N, N)
+    if name == "block":
+        same = layout.segment[:, :, None] == layout.segment[:, None, :]
+        return same & ~layout.special[:, None, :]
+    raise KeyError(name)
+
+
+def _user_sieve(spec, inputs: Sequence[EncodedInput], width: int, options: ScoreSettings, device) -> torch.Tensor:
+    out = np.zeros((len(inputs), width, width), dtype=bool)
+    for row, item in enumerate(inputs):
+        layout = SequenceLayout(item.length, item.special, item.cls, item.sep, item.segment, item.is_pair)
+        mask = np.asarray(spec.sieve(layout, options), dtype=bool)
+        if mask.shape != (item.length, item.length):
+            raise ValueError(
+                f"sieve of role {spec.name!r} returned shape {mask.shape}; expected {(item.length, item.length)}"
+            )
+        out[row, : item.length, : item.length] = mask
+    return torch.from_numpy(out).to(device)
+
+
+def _arc_tensors(
+    inputs: Sequence[EncodedInput], width: int, arc_roles: list[tuple[int, str | None]], settings: ScoreSettings, device
+):
+    """Query/key piece weights of every arc, and which arc roles each arc counts for."""
+    rows = []
+    for item in inputs:
+        arcs = []
+        for arc in item.arcs:
+            if settings.arc_direction in ("dependent_to_head", "both"):
+                arcs.append((arc.dependent, arc.head, arc.relation))
+            if settings.arc_direction in ("head_to_dependent", "both"):
+                arcs.append((arc.head, arc.dependent, arc.relation))
+        rows.append(arcs)
+    K = max(1, max(len(r) for r in rows))
+    q = np.zeros((len(inputs), K, width), dtype=np.float32)
+    k = np.zeros((len(inputs), K, width), dtype=np.float32)
+    member = np.zeros((len(inputs), K, len(arc_roles)), dtype=bool)
+    relations = set(settings.relations)
+    for b, arcs in enumerate(rows):
+        for a, (query_pieces, key_pieces, relation) in enumerate(arcs):
+            q[b, a, list(query_pieces)] = 1.0 / len(query_pieces)
+            k[b, a, list(key_pieces)] = 1.0 / len(key_pieces)
+            for r, (_, wanted) in enumerate(arc_roles):
+                member[b, a, r] = relation in relations if wanted is None else relation == wanted
+    as_t = lambda x: torch.from_numpy(x).to(device)  # noqa: E731
+    return as_t(q), as_t(k), as_t(member)
+
+
+def score_batch(
+    attn: torch.Tensor,
+    inputs: Sequence[EncodedInput],
+    roles: Sequence[str],
+    settings: ScoreSettings = ScoreSettings(),
+) -> np.ndarray:
+    """Scores of every role for every input, layer and head of a batch.
+
+    Parameters
+    ----------
+    attn : Tensor (B, L, H, N, N)
+        Attention of a right-padded batch (``N`` = the longest input of the batch).
+    inputs : sequence of EncodedInput
+        The batch's inputs, in the order of ``attn``.
+    roles : sequence of str
+        Registered role names or ``syntactic:<rel>``.
+    settings : ScoreSettings
+
+    Returns
+    -------
+    ndarray (B, L, H, R), float64; NaN where the input does not take part in a role.
+    """
+    B, L, H, N, _ = attn.shape
+    device = attn.device
+    layout = BatchLayout.from_inputs(inputs, N, device)
+    out = torch.full((B, L, H, len(roles)), float("nan"), dtype=attn.dtype, device=device)
+
+    sieve_cols, sieve_masks, query_masks = [], [], []
+    arc_cols, arc_roles = [], []
+    base_queries = layout.real if settings.count_special_queries else layout.real & ~layout.special
+    for col, name in enumerate(roles):
+        spec = get_role(name)
+        if spec.kind == "arc":
+            arc_cols.append(col)
+            arc_roles.append((col, role_relation(name)))
+            continue
+        if spec.sieve is None:
+            mask = _builtin_sieve(name, layout, settings.window)
+        else:
+            mask = _user_sieve(spec, inputs, N, settings, device)
+        queries = base_queries & layout.is_pair[:, None] if spec.pairs_only else base_queries
+        sieve_cols.append(col)
+        sieve_masks.append(mask)
+        query_masks.append(queries)
+    if sieve_cols:
+        scores = sieve_bias(attn, torch.stack(sieve_masks, 1), torch.stack(query_masks, 1), layout.real)
+        out[..., sieve_cols] = scores
+    if arc_cols:
+        q, k, member = _arc_tensors(inputs, N, arc_roles, settings, device)
+        out[..., arc_cols] = arc_bias(attn, q, k, member, layout.real)
+    return out.double().cpu().numpy()

@@ -1,0 +1,1 @@
+"""Statistics: tables in, tables out. Never imports torch, matplotlib or rich."""
