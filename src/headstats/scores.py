@@ -270,4 +270,4 @@ def score_batch(
     if arc_cols:
         q, k, member = _arc_tensors(inputs, N, arc_roles, settings, device)
         out[..., arc_cols] = arc_bias(attn, q, k, member, layout.real)
-    return out.double().cpu().numpy()
+    return out.detach().double().cpu().numpy()

@@ -1,0 +1,78 @@
+"""Role assignment from test results, and the paper's analyses of it (METHODS 1.4-1.5).
+
+A head is assigned role f when its corrected p-value is below alpha (``reject`` in the tests table).
+These functions take the tests table of :func:`headstats.stats.onesample.test_roles` and return tidy
+tables: the role-assignment grid, heads per role per layer, co-location of roles, strongest heads.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import pandas as pd
+
+HEAD_KEYS = ["model", "dataset", "layer", "head"]
+
+
+def role_table(tests: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, dataset, layer, head), a boolean column per role tested, and ``roles``.
+
+    ``roles`` names the roles held, joined by ``+`` in the order they were tested (empty when none).
+    A role that could not be tested for a head (no participating input) is False there.
+    """
+    roles = list(dict.fromkeys(tests["role"]))
+    wide = (
+        tests.assign(reject=tests["reject"].fillna(False).astype(bool))
+        .pivot_table(index=HEAD_KEYS, columns="role", values="reject", aggfunc="any", fill_value=False)
+        .reindex(columns=roles, fill_value=False)
+        .astype(bool)
+    )
+    wide.columns.name = None
+    wide["roles"] = ["+".join(r for r, held in zip(roles, row) if held) for row in wide[roles].to_numpy()]
+    wide["n_roles"] = wide[roles].sum(axis=1).astype(int)
+    return wide.reset_index()
+
+
+def role_columns(roles: pd.DataFrame) -> list[str]:
+    """The boolean role columns of a role table."""
+    return [c for c in roles.columns if c not in (*HEAD_KEYS, "roles", "n_roles")]
+
+
+def heads_per_role_per_layer(roles: pd.DataFrame) -> pd.DataFrame:
+    """Count of heads holding each role in each layer: ``model, dataset, layer, role, n_heads, share``."""
+    cols = role_columns(roles)
+    long = roles.melt(id_vars=HEAD_KEYS, value_vars=cols, var_name="role", value_name="held")
+    grouped = long.groupby(["model", "dataset", "layer", "role"], sort=False)["held"]
+    out = grouped.agg(n_heads="sum", n_total="size").reset_index()
+    out["n_heads"] = out["n_heads"].astype(int)
+    out["share"] = out["n_heads"] / out["n_total"]
+    return out
+
+
+def colocation(roles: pd.DataFrame, *, pairs: bool = True) -> pd.DataFrame:
+    """How many heads hold each combination of roles.
+
+    Returns a table ``model, dataset, combination, kind, n_heads, share`` where ``kind`` is ``exact``
+    (heads whose set of roles is exactly the combination, ``none`` for no role) or ``pair``
+    (heads holding both roles of a pair, whatever else they hold; e.g. the paper's local and syntactic).
+    Shares are of all heads of the model.
+    """
+    cols = role_columns(roles)
+    rows = []
+    for (model, dataset), group in roles.groupby(["model", "dataset"], sort=False):
+        total = len(group)
+        exact = group["roles"].replace("", "none").value_counts()
+        for combo, n in exact.items():
+            rows.append((model, dataset, combo, "exact", int(n), n / total))
+        if pairs:
+            for a, b in combinations(cols, 2):
+                n = int((group[a] & group[b]).sum())
+                rows.append((model, dataset, f"{a}+{b}", "pair", n, n / total))
+    return pd.DataFrame(rows, columns=["model", "dataset", "combination", "kind", "n_heads", "share"])
+
+
+def strongest_heads(tests: pd.DataFrame, *, k: int = 10) -> pd.DataFrame:
+    """The k heads with the largest mean score per (model, dataset, role), with their test results."""
+    cols = ["model", "dataset", "role", "layer", "head", "n", "mean", "effect_size", "ci_low", "p_corr", "reject"]
+    ranked = tests.dropna(subset=["mean"]).sort_values("mean", ascending=False)
+    return ranked.groupby(["model", "dataset", "role"], sort=False).head(k)[cols].reset_index(drop=True)

@@ -1,0 +1,507 @@
+"""Read inputs from files: plain text, JSONL, GLUE-format TSV and CoNLL-U (gold parses).
+
+Every reader returns a list of :class:`~headstats.inputs.records.Record`. ``sentence_id`` is the record's
+own id where the format has one (JSONL ``id``, CoNLL-U ``# sent_id``, GLUE index column), else its 0-based
+index among the records of the file, in file order, as a string. Problems with a file are raised as
+:class:`~headstats.errors.HeadstatsError` naming the file, the line where there is one, and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal, get_args
+
+from headstats.errors import HeadstatsError
+from headstats.inputs.parsing import canonical_relation
+from headstats.inputs.records import Record, Word
+
+__all__ = ["FORMATS", "Format", "infer_format", "read_records", "read_text", "read_jsonl", "read_conllu"]
+
+Format = Literal["text", "jsonl", "glue", "conllu"]
+
+#: The input formats :func:`read_records` understands.
+FORMATS: tuple[str, ...] = get_args(Format)
+
+_EXTENSIONS: dict[str, str] = {
+    ".txt": "text",
+    ".jsonl": "jsonl",
+    ".tsv": "glue",
+    ".conllu": "conllu",
+    ".conll": "conllu",
+}
+
+
+def infer_format(path: str | os.PathLike[str]) -> str:
+    """Infer the input format from a file's extension.
+
+    ``.txt`` is ``text``, ``.jsonl`` is ``jsonl``, ``.tsv`` is ``glue``, ``.conllu`` and ``.conll`` are
+    ``conllu`` (case-insensitive).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The data file.
+
+    Returns
+    -------
+    str
+        One of :data:`FORMATS`.
+
+    Raises
+    ------
+    HeadstatsError
+        If the extension is not one of those.
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix in _EXTENSIONS:
+        return _EXTENSIONS[suffix]
+    known = ", ".join(f"{ext} ({fmt})" for ext, fmt in _EXTENSIONS.items())
+    raise HeadstatsError(
+        f"cannot tell the format of {os.fspath(path)!r} from its extension {suffix or '(none)'!r}; "
+        f"known: {known}; pass format: one of {', '.join(FORMATS)}"
+    )
+
+
+def read_records(
+    path: str | os.PathLike[str], *, format: str | None = None, limit: int | None = None
+) -> list[Record]:
+    """Read the inputs of a data file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The data file.
+    format : {"text", "jsonl", "glue", "conllu"}, optional
+        The file's format; inferred from the extension when None (see :func:`infer_format`).
+    limit : int, optional
+        Read at most this many records (the first ones in file order); all when None.
+
+    Returns
+    -------
+    list of Record
+        At least one record. Records from CoNLL-U carry gold parses; the others are unparsed (see
+        :func:`headstats.inputs.parsing.parse_records`).
+
+    Raises
+    ------
+    HeadstatsError
+        If the file is missing, the format unknown, the content malformed (with the line number), two
+        records share a ``sentence_id``, or the file holds no record.
+    """
+    path = Path(path)
+    fmt = infer_format(path) if format is None else format
+    if fmt not in FORMATS:
+        raise HeadstatsError(f"unknown input format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise HeadstatsError(f"limit must be a positive whole number or None, got {limit!r}")
+    if not path.exists():
+        raise HeadstatsError(
+            f"data file not found: {os.fspath(path)!r}; check the path (a relative path starts from the current folder)"
+        )
+    if not path.is_file():
+        raise HeadstatsError(f"data path {os.fspath(path)!r} is not a file; name one data file")
+    readers = {"text": read_text, "jsonl": read_jsonl, "glue": _read_glue, "conllu": read_conllu}
+    records = readers[fmt](path, limit=limit)
+    if not records:
+        raise HeadstatsError(
+            f"no inputs in {os.fspath(path)!r} (read as {fmt}); the corpus is empty: add inputs or check format:"
+        )
+    _check_unique_ids(records, path)
+    return records
+
+
+def _check_unique_ids(records: list[Record], path: Path) -> None:
+    seen: dict[str, int] = {}
+    for k, rec in enumerate(records):
+        if rec.sentence_id in seen:
+            raise HeadstatsError(
+                f"{os.fspath(path)}: records {seen[rec.sentence_id]} and {k} (0-based) share the id "
+                f"{rec.sentence_id!r}; give every record its own id"
+            )
+        seen[rec.sentence_id] = k
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(1-based line number, line without its end-of-line)``; a leading BOM is dropped."""
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            for number, line in enumerate(fh, start=1):
+                yield number, line.rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        raise HeadstatsError(
+            f"{os.fspath(path)}: not UTF-8 text (byte {exc.start} of a line cannot be decoded); save it as UTF-8"
+        ) from None
+
+
+# --- plain text ------------------------------------------------------------------------------------------
+
+
+def read_text(path: str | os.PathLike[str], *, limit: int | None = None) -> list[Record]:
+    """Read plain text: one input per line, a TAB between the two sides of a pair.
+
+    Blank lines (empty or only whitespace) are skipped and do not count: the ``sentence_id`` of an input is
+    its 0-based index among the non-blank lines. ``#`` starts no comment. Each side is stripped of
+    surrounding whitespace.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The text file (UTF-8).
+    limit : int, optional
+        Stop after this many records.
+
+    Returns
+    -------
+    list of Record
+
+    Raises
+    ------
+    HeadstatsError
+        If a line holds more than one TAB, or one side of a pair is empty (with the line number).
+    """
+    path = Path(path)
+    records: list[Record] = []
+    for number, line in _lines(path):
+        if limit is not None and len(records) >= limit:
+            break
+        if not line.strip():
+            continue
+        sides = line.split("\t")
+        if len(sides) > 2:
+            raise HeadstatsError(
+                f"{os.fspath(path)}, line {number}: {len(sides) - 1} TABs; a line holds one input, or two sides "
+                "of a pair separated by one TAB"
+            )
+        sides = [side.strip() for side in sides]
+        if any(not side for side in sides):
+            raise HeadstatsError(
+                f"{os.fspath(path)}, line {number}: one side of the pair is empty; remove the TAB or add the "
+                "missing side"
+            )
+        records.append(
+            Record(
+                sentence_id=str(len(records)),
+                text_a=sides[0],
+                text_b=sides[1] if len(sides) == 2 else None,
+                meta={"line": number},
+            )
+        )
+    return records
+
+
+# --- JSONL -----------------------------------------------------------------------------------------------
+
+
+def _optional_text(obj: dict, key: str, where: str) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise HeadstatsError(f"{where}: field {key!r} must be a string or a number, got {type(value).__name__}")
+    return str(value)
+
+
+def read_jsonl(path: str | os.PathLike[str], *, limit: int | None = None) -> list[Record]:
+    """Read JSON Lines: one object per line with ``text_a`` and optional ``text_b``, ``id``, ``label``.
+
+    Blank lines are skipped; ``sentence_id`` is ``id`` (as a string) when present, else the 0-based index
+    of the record among the non-blank lines. Other fields are ignored.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The JSONL file (UTF-8).
+    limit : int, optional
+        Stop after this many records.
+
+    Returns
+    -------
+    list of Record
+
+    Raises
+    ------
+    HeadstatsError
+        If a line is not a JSON object, lacks a non-empty string ``text_a``, or has a ``text_b`` that is
+        not a string (with the line number).
+    """
+    path = Path(path)
+    records: list[Record] = []
+    for number, line in _lines(path):
+        if limit is not None and len(records) >= limit:
+            break
+        if not line.strip():
+            continue
+        where = f"{os.fspath(path)}, line {number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise HeadstatsError(
+                f"{where}: invalid JSON ({exc.msg}, column {exc.colno}); write one JSON object per line"
+            ) from None
+        if not isinstance(obj, dict):
+            raise HeadstatsError(f"{where}: expected a JSON object with 'text_a', got {type(obj).__name__}")
+        text_a = obj.get("text_a")
+        if not isinstance(text_a, str) or not text_a.strip():
+            raise HeadstatsError(
+                f"{where}: missing or empty 'text_a'; every line needs a non-empty string 'text_a'"
+            )
+        text_b = obj.get("text_b")
+        if text_b is not None and (not isinstance(text_b, str) or not text_b.strip()):
+            raise HeadstatsError(f"{where}: 'text_b' must be a non-empty string, or left out for a single input")
+        given_id = _optional_text(obj, "id", where)
+        records.append(
+            Record(
+                sentence_id=given_id if given_id is not None else str(len(records)),
+                text_a=text_a,
+                text_b=text_b,
+                label=_optional_text(obj, "label", where),
+                meta={"line": number},
+            )
+        )
+    return records
+
+
+# --- GLUE TSV --------------------------------------------------------------------------------------------
+
+
+def _read_glue(path: Path, *, limit: int | None = None) -> list[Record]:
+    from headstats.inputs.glue import read_glue_tsv  # imported here: the GLUE reader is its own module
+
+    records = read_glue_tsv(path, task=None)
+    return list(records if limit is None else records[:limit])
+
+
+# --- CoNLL-U ---------------------------------------------------------------------------------------------
+
+_N_COLUMNS = 10
+
+
+def _conllu_blocks(path: Path) -> Iterator[list[tuple[int, str]]]:
+    """Yield each sentence block of a CoNLL-U file as ``[(line number, line), ...]``."""
+    block: list[tuple[int, str]] = []
+    for number, line in _lines(path):
+        if line.strip():
+            block.append((number, line))
+        elif block:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+class _Token:
+    """One token line of CoNLL-U, checked: a word (``int`` id), a multiword range, or an empty node."""
+
+    __slots__ = ("line", "kind", "first", "last", "form", "head", "deprel", "space_after")
+
+    def __init__(self, line: int, kind: str, first: int, last: int, form: str, head: int | None,
+                 deprel: str, space_after: bool) -> None:
+        self.line, self.kind, self.first, self.last = line, kind, first, last
+        self.form, self.head, self.deprel, self.space_after = form, head, deprel, space_after
+
+
+def _parse_token_line(number: int, line: str, where: str) -> _Token:
+    from conllu.exceptions import ParseException
+    from conllu.parser import DEFAULT_FIELDS, parse_line
+
+    columns = line.split("\t")
+    if len(columns) != _N_COLUMNS:
+        raise HeadstatsError(
+            f"{where}, line {number}: malformed CoNLL-U, {len(columns)} columns where 10 TAB-separated "
+            "columns are needed (ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC)"
+        )
+    is_word = "-" not in columns[0] and "." not in columns[0]
+    if is_word and not columns[6].strip().isdigit():
+        raise HeadstatsError(
+            f"{where}, line {number}: malformed CoNLL-U, HEAD {columns[6]!r} is not an integer; "
+            "gold heads are needed (0 for the root)"
+        )
+    try:
+        token = parse_line(line, fields=DEFAULT_FIELDS)
+    except ParseException as exc:
+        raise HeadstatsError(f"{where}, line {number}: malformed CoNLL-U ({exc}); fix that line") from None
+    token_id = token["id"]
+    misc = token["misc"] or {}
+    space_after = misc.get("SpaceAfter") != "No"
+    if isinstance(token_id, tuple):
+        first, sep, last = token_id
+        kind = "range" if sep == "-" else "empty"
+        return _Token(number, kind, first, last, token["form"], None, "", space_after)
+    if not isinstance(token_id, int):
+        raise HeadstatsError(f"{where}, line {number}: malformed CoNLL-U, ID {columns[0]!r} is not a word index")
+    head = token["head"]
+    if not isinstance(head, int):
+        raise HeadstatsError(
+            f"{where}, line {number}: malformed CoNLL-U, HEAD {columns[6]!r} is not an integer; "
+            "gold heads are needed (0 for the root)"
+        )
+    deprel = token["deprel"]
+    if not deprel or deprel == "_":
+        raise HeadstatsError(
+            f"{where}, line {number}: malformed CoNLL-U, DEPREL is missing; give every word a relation"
+        )
+    return _Token(number, "word", token_id, token_id, token["form"], head, deprel, space_after)
+
+
+def _surface_tokens(tokens: list[_Token]) -> list[_Token]:
+    """The tokens that make up the text: multiword ranges, and words outside any range."""
+    surface, covered_until = [], 0
+    for tok in tokens:
+        if tok.kind == "range":
+            surface.append(tok)
+            covered_until = tok.last
+        elif tok.kind == "word" and tok.first > covered_until:
+            surface.append(tok)
+    return surface
+
+
+def _joined_text(surface: list[_Token]) -> str:
+    """Rebuild a sentence's text from its surface forms, a space after each unless ``SpaceAfter=No``."""
+    parts = []
+    for tok in surface:
+        parts.append(tok.form)
+        if tok.space_after:
+            parts.append(" ")
+    return "".join(parts).rstrip(" ")
+
+
+def _find_spans(text: str, surface: list[_Token]) -> list[tuple[int, int]] | None:
+    """Scan ``text`` left to right for each surface form; None if one is missing or text is skipped."""
+    spans, pos = [], 0
+    for tok in surface:
+        start = text.find(tok.form, pos)
+        if start < 0 or text[pos:start].strip():
+            return None
+        spans.append((start, start + len(tok.form)))
+        pos = start + len(tok.form)
+    return spans
+
+
+def _sentence_words(tokens: list[_Token], text: str, where: str) -> tuple[str, tuple[Word, ...], bool]:
+    """Build the words of one sentence; returns ``(text used, words, whether the forms rebuilt the text)``."""
+    surface = _surface_tokens(tokens)
+    spans = _find_spans(text, surface) if text else None
+    rebuilt = spans is None
+    if rebuilt:
+        text = _joined_text(surface)
+        spans = _find_spans(text, surface)
+    span_of_word: dict[int, tuple[int, int]] = {}
+    for tok, span in zip(surface, spans, strict=True):
+        for word_id in range(tok.first, tok.last + 1):
+            span_of_word[word_id] = span
+    words = []
+    n_words = sum(tok.kind == "word" for tok in tokens)
+    for tok in tokens:
+        if tok.kind != "word":
+            continue
+        if not 0 <= tok.head <= n_words:
+            raise HeadstatsError(
+                f"{where}, line {tok.line}: malformed CoNLL-U, HEAD {tok.head} is out of range (the sentence has "
+                f"{n_words} words; 0 is the root)"
+            )
+        if tok.head == tok.first:
+            raise HeadstatsError(f"{where}, line {tok.line}: malformed CoNLL-U, word {tok.first} is its own head")
+        start, end = span_of_word[tok.first]
+        words.append(Word(text=tok.form, start=start, end=end, head=tok.head - 1,
+                          deprel=canonical_relation(tok.deprel)))
+    return text, tuple(words), rebuilt
+
+
+def _check_word_ids(tokens: list[_Token], where: str) -> None:
+    expected = 1
+    for tok in tokens:
+        if tok.kind == "word":
+            if tok.first != expected:
+                raise HeadstatsError(
+                    f"{where}, line {tok.line}: malformed CoNLL-U, word ID {tok.first} where {expected} was "
+                    "expected; word IDs run 1, 2, 3, ... in each sentence"
+                )
+            expected += 1
+        elif tok.kind == "range" and not tok.first <= tok.last:
+            raise HeadstatsError(
+                f"{where}, line {tok.line}: malformed CoNLL-U, range {tok.first}-{tok.last} is empty"
+            )
+
+
+def _read_block(block: list[tuple[int, str]], where: str) -> tuple[dict[str, str], list[_Token]]:
+    from conllu.exceptions import ParseException
+    from conllu.parser import parse_comment_line
+
+    metadata: dict[str, str] = {}
+    tokens: list[_Token] = []
+    for number, line in block:
+        if line.startswith("#"):
+            try:
+                pairs = parse_comment_line(line)
+            except ParseException:
+                continue  # a comment that is no "key = value" pair
+            for key, value in pairs:
+                if isinstance(value, str):
+                    metadata.setdefault(key, value)
+        else:
+            tokens.append(_parse_token_line(number, line, where))
+    _check_word_ids(tokens, where)
+    return metadata, tokens
+
+
+def read_conllu(path: str | os.PathLike[str], *, limit: int | None = None) -> list[Record]:
+    """Read CoNLL-U with gold dependency parses: one record per sentence.
+
+    ``sentence_id`` is ``# sent_id`` when present, else the sentence's 0-based index in the file; the text
+    is ``# text`` when present, else the forms joined with a space unless ``SpaceAfter=No``. Words get
+    character offsets by scanning the text left to right for each surface token; the words of a multiword
+    token (``2-3``) share its span; empty nodes (``8.1``) are skipped. Heads become 0-based word indices
+    (-1 for the root) and relations go through
+    :func:`~headstats.inputs.parsing.canonical_relation` (``obj`` becomes ``dobj``).
+
+    If a sentence's forms cannot be found in order in its ``# text``, the forms joined as above serve as its
+    text instead; heads and relations are unaffected, so nothing is lost but the original spacing. The
+    number of such sentences is given in one warning.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The CoNLL-U file (UTF-8).
+    limit : int, optional
+        Stop after this many sentences.
+
+    Returns
+    -------
+    list of Record
+        Single-sentence records with ``words_a`` set; ``meta`` holds the first ``line`` of the sentence.
+
+    Raises
+    ------
+    HeadstatsError
+        For malformed CoNLL-U (a wrong number of columns, a non-integer or out-of-range head, word IDs not
+        running 1, 2, 3, ...), naming the file and the line.
+    """
+    path = Path(path)
+    where = os.fspath(path)
+    records: list[Record] = []
+    rebuilt_ids: list[str] = []
+    for block in _conllu_blocks(path):
+        if limit is not None and len(records) >= limit:
+            break
+        metadata, tokens = _read_block(block, where)
+        if not any(tok.kind == "word" for tok in tokens):
+            continue  # a block of comments only
+        text, words, rebuilt = _sentence_words(tokens, metadata.get("text", "").strip(), where)
+        sentence_id = metadata.get("sent_id", str(len(records)))
+        if rebuilt and "text" in metadata:
+            rebuilt_ids.append(sentence_id)
+        records.append(
+            Record(sentence_id=sentence_id, text_a=text, words_a=words,
+                   meta={"line": block[0][0], "text_source": "forms" if rebuilt else "text"})
+        )
+    if rebuilt_ids:
+        warnings.warn(
+            f"{where}: in {len(rebuilt_ids)} sentence(s) (first: {rebuilt_ids[0]!r}) the word forms do not "
+            "match '# text'; their text was rebuilt from the forms, so heads and relations are all kept",
+            stacklevel=2,
+        )
+    return records

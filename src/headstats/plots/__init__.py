@@ -1,0 +1,1 @@
+"""Figures: tables in, matplotlib Figures out; never computes statistics, never calls plt.show()."""

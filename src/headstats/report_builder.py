@@ -1,0 +1,176 @@
+"""The study report: a methods paragraph generated from the resolved protocol, role-assignment figures and
+tables per model and data set, inputs used and skipped, and the statistics that qualify the roles.
+
+Report layer: takes tables (never computes statistics) and figures from :mod:`headstats.plots`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from headstats.analysis import Analysis
+from headstats.assign import role_columns
+from headstats.plots import roles_plots
+from headstats.report import Report, save_figure, write_report
+
+TEST_NAMES = {
+    "t": "one-sample t-test (ddof = 1)",
+    "wilcoxon": "Wilcoxon signed-rank test on score - tau",
+    "sign": "sign test (median above tau)",
+    "bootstrap": "bootstrap test of the mean",
+    "permutation": "sign-flip permutation test",
+}
+CORRECTION_NAMES = {
+    "holm": "Holm's step-down correction (family-wise error rate)",
+    "bonferroni": "Bonferroni correction (family-wise error rate)",
+    "fdr_bh": "Benjamini-Hochberg correction (false discovery rate)",
+    "fdr_by": "Benjamini-Yekutieli correction (false discovery rate under dependence)",
+    "none": "no multiple-comparison correction (as in the paper's code)",
+}
+
+
+def methods_paragraph(protocol, manifest: dict) -> str:
+    """A methods paragraph, in words, from the resolved protocol and the manifest."""
+    sc, st = protocol.scoring, protocol.statistics
+    models = ", ".join(
+        f"{name} ({p.get('architecture', '?')}, {p.get('n_layers')} layers x {p.get('n_heads')} heads)"
+        for name, p in manifest["models"].items()
+    )
+    datasets = []
+    for name, info in manifest["datasets"].items():
+        parses = info.get("parses", "none")
+        parse_text = {"gold": "gold dependency parses", "spacy": f"parsed with spaCy {info.get('parser')}",
+                      "gold+spacy": "gold parses, the rest parsed with spaCy", "none": "not parsed"}[parses]
+        datasets.append(f"{name} ({info['n_read']} inputs, {info.get('pairs', 0)} of them pairs; {parse_text})")
+    family = " x ".join(st.family) if st.family else "all hypotheses of the study"
+    special = "counted" if sc.count_special_queries else "not counted"
+    return (
+        f"We scored every attention head of {models} on {'; '.join(datasets)}. "
+        f"For each input, layer and head we computed the sieve bias score of Pande et al. (2021) for the roles "
+        f"{', '.join(f'`{r}`' for r in sc.roles)}: the mean attention inside the role's sieve over the mean "
+        f"attention over all keys, averaged over queries (1 = uniform attention). The local window was "
+        f"w = {sc.window}; [CLS]/[SEP] queries were {special}; syntactic arcs ran {sc.arc_direction.replace('_', ' ')} "
+        f"over the relations {', '.join(sc.relations)}, words aligned to word pieces by character offsets. "
+        f"Inputs longer than {sc.max_length} pieces were {'skipped' if sc.too_long == 'skip' else 'truncated'}. "
+        f"For every model, data set, role, layer and head we tested H0: mean score <= tau = {st.tau:g} against "
+        f"H1: mean score > tau with a one-sided {TEST_NAMES.get(st.test, st.test)}, and controlled multiple "
+        f"comparisons with {CORRECTION_NAMES.get(st.correction, st.correction)} over families of "
+        f"{family}. A head was assigned a role when its corrected p-value was below alpha = {st.alpha:g}. "
+        f"Each result reports the mean score, a one-sided {st.confidence:.0%} lower confidence bound, the "
+        f"effect size, the number of inputs that took part (N), the power at the observed effect and the N "
+        f"needed for {st.power_target:.0%} power. Seed {protocol.seed}; protocol sha256 "
+        f"`{manifest['protocol_sha256'][:16]}`."
+    )
+
+
+def inputs_section(report: Report, manifest: dict, analysis: Analysis) -> None:
+    report.heading("Inputs used and skipped")
+    rows = []
+    for key, counts in manifest["inputs"].items():
+        model, dataset = key.split("/", 1)
+        skipped = ", ".join(f"{reason}: {n}" for reason, n in counts["skipped"].items() if n) or "none"
+        notes = ", ".join(f"{reason}: {n}" for reason, n in counts["notes"].items() if n) or "none"
+        dropped = "; ".join(f"{r} ({why})" for r, why in counts["roles_not_applicable"].items()) or "none"
+        rows.append(dict(model=model, dataset=dataset, read=counts["n_records"], scored=counts["n_scored"],
+                         skipped=skipped, notes=notes, roles_not_applicable=dropped))
+    report.table(pd.DataFrame(rows), "inputs read, scored and skipped, with reasons")
+    part = analysis.tables.get("participation")
+    if part is not None:
+        report.table(part, "inputs taking part per role (an input without an arc of a relation takes no part in it)")
+
+
+def role_sections(report: Report, root: Path, analysis: Analysis, protocol) -> None:
+    tests, roles = analysis.tests, analysis.roles
+    per_layer = analysis.tables["heads_per_layer"]
+    coloc = analysis.tables["colocation"]
+    counts = (
+        per_layer.groupby(["model", "dataset", "role"], sort=False)["n_heads"].sum().unstack("role").reset_index()
+    )
+    report.heading("Heads assigned per role")
+    report.table(counts, "number of heads assigned each role (of all heads of the model)")
+    for (model, dataset), part in roles.groupby(["model", "dataset"], sort=False):
+        tag = f"{model}__{dataset}".replace("/", "_").replace(":", "_")
+        report.heading(f"{model} on {dataset}", level=3)
+        fig = roles_plots.role_grid(part, title=f"roles per head: {model} on {dataset}")
+        report.figure(save_figure(fig, root, f"roles_grid_{tag}"), "role-assignment grid (layer x head)")
+        sub_tests = tests[(tests["model"] == model) & (tests["dataset"] == dataset)]
+        fig = roles_plots.mean_score_maps(sub_tests, tau=protocol.statistics.tau, title=f"{model} on {dataset}")
+        report.figure(save_figure(fig, root, f"mean_scores_{tag}"), "mean score per head and role; assigned heads outlined")
+        pl = per_layer[(per_layer["model"] == model) & (per_layer["dataset"] == dataset)]
+        fig = roles_plots.heads_per_layer_plot(pl, title=f"heads per role per layer: {model} on {dataset}")
+        report.figure(save_figure(fig, root, f"heads_per_layer_{tag}"), "heads per role per layer")
+        wide = pl.pivot(index="layer", columns="role", values="n_heads").reset_index()
+        report.table(wide[["layer", *[c for c in role_columns(part) if c in wide.columns]]], "heads per role per layer")
+        co = coloc[(coloc["model"] == model) & (coloc["dataset"] == dataset)]
+        fig = roles_plots.colocation_plot(co, title=f"co-location: {model} on {dataset}")
+        report.figure(save_figure(fig, root, f"colocation_{tag}"), "heads per exact combination of roles")
+        pairs = co[co["kind"] == "pair"].sort_values("n_heads", ascending=False)
+        report.table(pairs[["combination", "n_heads", "share"]], "co-location: heads holding both roles of a pair", max_rows=15)
+
+
+def build_report(root: Path, protocol, analysis: Analysis, manifest: dict) -> Report:
+    """Build the report of a study and write ``report.md`` and ``report.html`` into ``root``."""
+    report = Report(title=f"headstats report: {protocol.name}")
+    if protocol.description:
+        report.text(protocol.description)
+    report.heading("Methods")
+    report.text(methods_paragraph(protocol, manifest))
+    inputs_section(report, manifest, analysis)
+    role_sections(report, root, analysis, protocol)
+    statistics_sections(report, root, analysis, protocol)
+    report.heading("Strongest heads per role")
+    report.table(analysis.tables["strongest_heads"], f"top {protocol.report.top_k} heads by mean score", max_rows=60)
+    for extra in EXTRA_SECTIONS:
+        extra(report, root, analysis, protocol)
+    report.heading("Files and reproduction")
+    report.text(
+        "- `scores.parquet`: one row per input, layer, head and role (column `score`)\n"
+        "- `tests.csv` / `tests.parquet`: one row per model, data set, role, layer and head\n"
+        "- `roles.csv`: one row per head, a boolean column per role\n"
+        "- `manifest.json`: versions, model weight hashes, data hashes, seed, counts\n"
+        "- `protocol.resolved.yaml`: rerun with `headstats run protocol.resolved.yaml`"
+    )
+    write_report(report, root, html_too=protocol.report.html)
+    return report
+
+
+def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol) -> None:
+    """p-values, power and sensitivity (figures from :mod:`headstats.plots.stats_plots`)."""
+    from headstats.plots import stats_plots
+
+    tests = analysis.tests
+    st = protocol.statistics
+    report.heading("p-values, power and sensitivity")
+    fig = stats_plots.plot_pvalue_histogram(tests, alpha=st.alpha)
+    report.figure(save_figure(fig, root, "pvalue_histogram"), "uncorrected p-values of all hypotheses")
+    tested = tests[tests["p_unc"].notna()]
+    weak = tested[(~tested["reject"].astype(bool)) & (tested["mean"] > st.tau)]
+    if len(weak):
+        short = weak.sort_values("n_for_power")[["model", "dataset", "role", "layer", "head", "n", "mean",
+                                                  "effect_size", "power", "n_for_power"]]
+        report.text(
+            f"{len(weak)} head-role pairs have a mean above tau but were not assigned: their non-assignment "
+            f"may only mean too few inputs. The largest N a protocol would need for {st.power_target:.0%} power "
+            f"among them is {short['n_for_power'].max():.0f}."
+        )
+        report.table(short, "heads above tau but not assigned: power and inputs needed", max_rows=20)
+    if "tau_sensitivity" in analysis.tables:
+        sens = analysis.tables["tau_sensitivity"]
+        for (model, dataset), _ in sens.groupby(["model", "dataset"], sort=False):
+            fig = stats_plots.plot_tau_sensitivity(sens, model=model, dataset=dataset, alpha=st.alpha, tau_used=st.tau)
+            tag = f"{model}__{dataset}".replace("/", "_")
+            report.figure(save_figure(fig, root, f"tau_sensitivity_{tag}"),
+                          f"heads assigned per role as tau varies (alpha = {st.alpha:g}): {model} on {dataset}")
+        rob = analysis.tables["robustness"]
+        unstable = rob[~rob["stable"]] if "stable" in rob else rob
+        report.text(
+            f"Robustness: {len(unstable)} of {len(rob)} head-role pairs change assignment between tests or "
+            "corrections (`robustness.csv`)."
+        )
+        report.table(unstable, "heads whose assignment depends on the test or correction", max_rows=20)
+
+
+#: Functions (report, root, analysis, protocol) appended by later sections (e.g. the comparison).
+EXTRA_SECTIONS: list = []

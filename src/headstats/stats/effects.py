@@ -1,0 +1,138 @@
+"""The one place headstats talks to pingouin.
+
+pingouin renamed its output columns between versions (``p-val`` -> ``p_val``, ``W-val`` -> ``W_val``,
+``CI95%`` -> ``CI95``, ``cohen-d`` -> ``cohen_d``) and asserts on arguments instead of raising. Everything
+pingouin is reached through the functions here, which take and return plain numbers and arrays, and which
+normalise pingouin's tables to stable names. Nothing else in headstats imports pingouin.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pingouin
+
+#: pingouin column names across versions -> one stable snake_case name.
+_PG_COLUMNS: dict[str, str] = {
+    "T": "t", "dof": "dof", "alternative": "alternative",
+    "p-val": "p_val", "p_val": "p_val", "p-unc": "p_val",
+    "CI95%": "ci", "CI95": "ci",
+    "cohen-d": "cohen_d", "cohen_d": "cohen_d",
+    "BF10": "bf10", "power": "power",
+    "W-val": "w_val", "W_val": "w_val", "RBC": "rbc", "CLES": "cles",
+}
+
+#: pingouin's brentq bound for the sample size; beyond it n_for_power is NaN.
+N_MAX = 10_000_000
+
+
+def pingouin_version() -> str:
+    """The installed pingouin version (for manifests)."""
+    return str(pingouin.__version__)
+
+
+def normalise_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """Rename a pingouin result table's columns to the stable names of :data:`_PG_COLUMNS`."""
+    return table.rename(columns={c: _PG_COLUMNS.get(c, c) for c in table.columns})
+
+
+def pingouin_ttest_greater(x: np.ndarray, tau: float) -> dict[str, float]:
+    """``pingouin.ttest(x, tau, alternative="greater")`` as a dict with stable keys
+    (``t, dof, p_val, cohen_d, bf10, power``; ``ci_low`` from its confidence interval)."""
+    row = normalise_columns(pingouin.ttest(np.asarray(x, float), float(tau), alternative="greater")).iloc[0]
+    out = {k: row[k] for k in ("t", "dof", "p_val", "cohen_d", "power") if k in row}
+    out["bf10"] = float(row["bf10"]) if "bf10" in row else float("nan")
+    ci = row.get("ci")
+    out["ci_low"] = float(np.asarray(ci)[0]) if ci is not None else float("nan")
+    return out
+
+
+def pingouin_wilcoxon_greater(x: np.ndarray, tau: float, *, correction: bool = False) -> dict[str, float]:
+    """``pingouin.wilcoxon(x - tau, alternative="greater")`` with stable keys (``w_val, p_val, rbc``).
+
+    pingouin applies a continuity correction by default; ``correction=False`` matches scipy's default.
+    """
+    d = np.asarray(x, float) - float(tau)
+    row = normalise_columns(pingouin.wilcoxon(d, alternative="greater", correction=correction)).iloc[0]
+    return {k: float(row[k]) for k in ("w_val", "p_val", "rbc")}
+
+
+def power_ttest_greater(d: np.ndarray, n: np.ndarray, *, alpha: float) -> np.ndarray:
+    r"""Power of the one-sided one-sample t-test, ``pingouin.power_ttest(contrast="one-sample",
+    alternative="greater")``, vectorised.
+
+    .. math:: 1 - \beta = P\left(T_{n-1}(\delta) > t_{1-\alpha,\,n-1}\right), \quad \delta = d \sqrt n,
+
+    with :math:`T_{\nu}(\delta)` the non-central t distribution. NaN where d or n is not finite or n < 2.
+    """
+    d = np.asarray(d, dtype=float)
+    n = np.asarray(n, dtype=float)
+    d, n = np.broadcast_arrays(d, n)
+    out = np.full(d.shape, np.nan)
+    ok = np.isfinite(d) & np.isfinite(n) & (n >= 2)
+    if ok.any() and np.isfinite(alpha) and 0 < alpha < 1:
+        out[ok] = pingouin.power_ttest(
+            d=d[ok], n=n[ok], power=None, alpha=float(alpha), contrast="one-sample", alternative="greater"
+        )
+    return out
+
+
+def n_for_power_greater(d: np.ndarray, *, power: float, alpha: float) -> np.ndarray:
+    """Smallest integer n >= 2 whose one-sided one-sample t-test has ``power`` at effect ``d``.
+
+    Integer bisection over :func:`power_ttest_greater` (pingouin's power function), vectorised over ``d``;
+    it equals ``ceil(pingouin.power_ttest(d=d, power=power, alpha=alpha, contrast="one-sample",
+    alternative="greater"))``. NaN where ``d <= 0`` or not finite, or where more than
+    :data:`N_MAX` inputs would be needed (pingouin's own search bound).
+    """
+    d = np.atleast_1d(np.asarray(d, dtype=float))
+    out = np.full(d.shape, np.nan)
+    ok = np.isfinite(d) & (d > 0)
+    if not ok.any() or not (np.isfinite(alpha) and 0 < alpha < 1):
+        return out
+    dd = d[ok]
+    lo = np.full(dd.shape, 2.0)  # power(lo) may already suffice
+    hi = np.full(dd.shape, float(N_MAX))
+    reach = power_ttest_greater(dd, hi, alpha=alpha) >= power
+    enough_at_2 = power_ttest_greater(dd, lo, alpha=alpha) >= power
+    # invariant: power(hi) >= target, power(lo) < target (for the rows still searching)
+    search = reach & ~enough_at_2
+    for _ in range(64):
+        active = search & (hi - lo > 1)
+        if not active.any():
+            break
+        mid = np.floor((lo + hi) / 2)
+        pw = power_ttest_greater(dd[active], mid[active], alpha=alpha)
+        up = pw >= power
+        h, l_ = hi[active], lo[active]
+        h[up] = mid[active][up]
+        l_[~up] = mid[active][~up]
+        hi[active], lo[active] = h, l_
+    res = np.where(enough_at_2, 2.0, np.where(reach, hi, np.nan))
+    out[ok] = res
+    return out
+
+
+def bayes_factor_two_sided(t: np.ndarray, n: np.ndarray, *, r: float = 0.707) -> np.ndarray:
+    r"""Two-sided JZS Bayes factor BF10 of a one-sample t statistic, ``pingouin.bayesfactor_ttest``.
+
+    .. math:: \mathrm{BF}_{10} = \frac{\int_0^\infty (1 + N g r^2)^{-1/2}
+        \left(1 + \frac{t^2}{\nu (1 + N g r^2)}\right)^{-(\nu+1)/2} (2\pi)^{-1/2} g^{-3/2} e^{-1/(2g)}\,dg}
+        {(1 + t^2/\nu)^{-(\nu+1)/2}}
+
+    (Rouder et al. 2009), :math:`\nu = N - 1`. It weighs H1: mean != tau against H0: mean = tau; it is
+    not a one-sided quantity. ``inf`` where the denominator underflows (overwhelming evidence), NaN where
+    t is not finite or N < 2.
+    """
+    t = np.atleast_1d(np.asarray(t, dtype=float))
+    n = np.broadcast_to(np.asarray(n, dtype=float), t.shape)
+    out = np.full(t.shape, np.nan)
+    for i in np.nonzero(np.isfinite(t) & np.isfinite(n) & (n >= 2))[0]:
+        try:
+            with np.errstate(all="ignore"):
+                out[i] = float(pingouin.bayesfactor_ttest(float(t[i]), int(n[i]), r=r))
+        except (ZeroDivisionError, OverflowError):
+            out[i] = math.inf
+    return out

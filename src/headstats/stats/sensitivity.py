@@ -1,0 +1,178 @@
+r"""How role assignments move with tau, alpha, the test and the correction.
+
+:func:`tau_sensitivity` counts the heads assigned each role over a grid of tau x alpha (Pande et al. 2021 fix
+tau = 3 but their code tried 1 to 3.5). It packs the scores once; for the t-test the p-values of all taus
+come from the per-head mean, sd and N at once,
+:math:`p(\tau) = P\left(T_{N-1} \ge (\bar s - \tau)\sqrt N / s\right)`; the corrected p-values do not depend
+on alpha, so each tau is corrected once and compared with every alpha.
+
+:func:`robustness` runs several tests and corrections on the same scores and says, per head and role,
+whether its assignment is the same under all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from headstats.errors import HeadstatsError
+from headstats.stats.corrections import check_correction
+from headstats.stats.onesample import (
+    HYPOTHESIS_KEYS,
+    _check_options,
+    apply_correction,
+    check_family,
+    check_test,
+    run_test,
+    score_matrix,
+)
+
+#: Columns of :func:`tau_sensitivity`.
+SENSITIVITY_COLUMNS: tuple[str, ...] = (
+    "model", "dataset", "role", "tau", "alpha", "n_heads_assigned", "n_heads_tested",
+)
+DEFAULT_TAUS: np.ndarray = np.arange(1.0, 4.0 + 1e-9, 0.25)
+
+
+def _check_grid(values: Sequence[float], name: str, *, open_unit: bool) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(values, dtype=float))
+    if arr.size == 0 or not np.isfinite(arr).all():
+        raise HeadstatsError(f"{name} must be a non-empty list of finite numbers, got {values!r}")
+    if open_unit and not ((arr > 0) & (arr < 1)).all():
+        raise HeadstatsError(f"every value of {name} must lie strictly between 0 and 1, got {values!r}")
+    return arr
+
+
+def tau_sensitivity(
+    scores: pd.DataFrame,
+    *,
+    taus: Sequence[float] = DEFAULT_TAUS,
+    alphas: Sequence[float] = (0.01, 0.05, 0.1),
+    test: str = "t",
+    correction: str = "holm",
+    family: Sequence[str] = ("model", "dataset"),
+    confidence: float = 0.95,
+    seed: int = 0,
+    min_n: int = 2,
+    n_resamples: int = 9999,
+) -> pd.DataFrame:
+    """Heads assigned per role for every tau and alpha.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        The long scores table of :func:`~headstats.stats.onesample.test_roles`.
+    taus, alphas : sequence of float
+        The grid (default tau = 1, 1.25, ..., 4 and alpha = 0.01, 0.05, 0.1).
+    test, correction, family, confidence, seed, min_n, n_resamples
+        As in :func:`~headstats.stats.onesample.test_roles`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Tidy, columns :data:`SENSITIVITY_COLUMNS`: one row per (model, dataset, role, tau, alpha);
+        ``n_heads_tested`` counts the heads with a p-value (enough inputs), ``n_heads_assigned`` those with
+        ``p_corr < alpha``.
+    """
+    check_test(test)
+    check_correction(correction)
+    fam = check_family(family)
+    taus = _check_grid(taus, "taus", open_unit=False)
+    alphas = _check_grid(alphas, "alphas", open_unit=True)
+    _check_options(tau=float(taus[0]), alpha=float(alphas[0]), confidence=confidence, min_n=min_n,
+                   n_resamples=n_resamples, seed=seed)
+    mat = score_matrix(scores)
+    if test == "t":
+        mean, sd, _ = mat.moments()
+        n = mat.n.astype(float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tstat = (mean[None, :] - taus[:, None]) / (sd / np.sqrt(n))[None, :]
+            p_all = sps.t.sf(tstat, (n - 1)[None, :])
+        p_all[:, mat.n < max(min_n, 2)] = np.nan
+        base = mat.keys.copy()
+    else:
+        base = None
+    parts = []
+    for i, tau in enumerate(taus):
+        if base is not None:
+            frame = base.copy()
+            frame["p_unc"] = p_all[i]
+        else:
+            frame = run_test(mat, test=test, tau=float(tau), confidence=confidence, seed=seed,
+                             n_resamples=n_resamples, min_n=min_n)
+        # the adjusted p-values of these corrections do not depend on alpha
+        frame = apply_correction(frame, correction=correction, family=fam, alpha=float(alphas[0]))
+        pc = frame["p_corr"].to_numpy(float)
+        tested = np.isfinite(frame["p_unc"].to_numpy(float))
+        for a in alphas:
+            part = frame.loc[:, ["model", "dataset", "role"]].copy()
+            part["assigned"] = np.where(np.isfinite(pc), pc < a, False)
+            part["tested"] = tested
+            agg = part.groupby(["model", "dataset", "role"], sort=True, observed=True).agg(
+                n_heads_assigned=("assigned", "sum"), n_heads_tested=("tested", "sum")
+            ).reset_index()
+            agg.insert(3, "tau", float(tau))
+            agg.insert(4, "alpha", float(a))
+            parts.append(agg)
+    if not parts:
+        return pd.DataFrame(columns=list(SENSITIVITY_COLUMNS))
+    out = pd.concat(parts, ignore_index=True)
+    out["n_heads_assigned"] = out["n_heads_assigned"].astype(int)
+    out["n_heads_tested"] = out["n_heads_tested"].astype(int)
+    return out.sort_values(["model", "dataset", "role", "alpha", "tau"]).reset_index(drop=True)[
+        list(SENSITIVITY_COLUMNS)
+    ]
+
+
+def robustness(
+    scores: pd.DataFrame,
+    *,
+    tests: Sequence[str] = ("t", "wilcoxon", "sign"),
+    corrections: Sequence[str] = ("holm", "bonferroni", "fdr_bh", "fdr_by"),
+    tau: float = 3.0,
+    alpha: float = 0.05,
+    family: Sequence[str] = ("model", "dataset"),
+    confidence: float = 0.95,
+    seed: int = 0,
+    min_n: int = 2,
+    n_resamples: int = 9999,
+    only_unstable: bool = False,
+) -> pd.DataFrame:
+    """Whether each head's assignment of each role is the same under several tests and corrections.
+
+    Each test runs once; its p-values are then corrected with each correction.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (model, dataset, role, layer, head): the keys, one boolean column per combination named
+        ``<test>_<correction>`` (e.g. ``t_holm``, ``wilcoxon_fdr_bh``; True = assigned), ``n_assigned`` (how
+        many combinations assign it) and ``stable`` (all agree). With ``only_unstable=True`` only the rows
+        with ``stable == False``.
+    """
+    tests = [check_test(t) for t in tests]
+    corrections = [check_correction(c) for c in corrections]
+    if not tests or not corrections:
+        raise HeadstatsError("robustness needs at least one test and one correction")
+    fam = check_family(family)
+    _check_options(tau=tau, alpha=alpha, confidence=confidence, min_n=min_n, n_resamples=n_resamples,
+                   seed=seed)
+    mat = score_matrix(scores)
+    out = mat.keys.copy().loc[:, list(HYPOTHESIS_KEYS)]
+    names = []
+    for t in tests:
+        frame = run_test(mat, test=t, tau=tau, confidence=confidence, seed=seed, n_resamples=n_resamples,
+                         min_n=min_n)
+        for c in corrections:
+            name = f"{t}_{c}"
+            out[name] = apply_correction(frame, correction=c, family=fam, alpha=alpha)["reject"].to_numpy(bool)
+            names.append(name)
+    block = out[names].to_numpy(bool)
+    out["n_assigned"] = block.sum(axis=1)
+    out["stable"] = block.all(axis=1) | ~block.any(axis=1)
+    if only_unstable:
+        out = out.loc[~out["stable"]]
+    return out.reset_index(drop=True)

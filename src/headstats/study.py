@@ -1,0 +1,227 @@
+"""Run a whole protocol: read and parse the data, build and load the models, score, test, assign roles,
+compare, and write the output folder (tables, figures, report, manifest).
+
+This is the layer just below the CLI; it takes plain callbacks for logging and progress so that it can be
+driven from Python too::
+
+    from headstats.protocol import load_protocol
+    from headstats.study import run_study
+
+    run_study(load_protocol("protocols/quickstart.yaml"), "runs/quickstart", overwrite=True)
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, ContextManager
+
+import pandas as pd
+
+from headstats.errors import HeadstatsError
+from headstats.inputs.records import Record
+from headstats.protocol import DatasetSpec, Protocol, dump_protocol
+from headstats.storage import check_output_folder, file_hashes, staged_output, write_manifest, write_table
+
+Log = Callable[[str], None]
+ProgressFactory = Callable[[str, int], ContextManager[Callable[[int], None]]]
+
+
+@contextmanager
+def _no_progress(description: str, total: int):
+    yield lambda n: None
+
+
+@dataclass
+class LoadedData:
+    """A data set's records and where they came from."""
+
+    spec: DatasetSpec
+    records: list[Record]
+    files: list[str] = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+
+
+@dataclass
+class StudyResult:
+    """Everything a study computed (also written to the output folder)."""
+
+    out: Path
+    scores: pd.DataFrame
+    tests: pd.DataFrame
+    roles: pd.DataFrame
+    tables: dict[str, pd.DataFrame]
+    manifest: dict
+
+
+def needs_parses(protocol: Protocol) -> bool:
+    from headstats.roles import get_role
+
+    return any(get_role(r).kind == "arc" for r in protocol.scoring.roles)
+
+
+def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: dict[str, set[str]] | None = None) -> LoadedData:
+    """Read one data set (file or GLUE task) and parse it if the protocol's roles need parses."""
+    from headstats.inputs.parsing import parse_records
+    from headstats.inputs.readers import read_records
+
+    info: dict = {"name": spec.name}
+    if spec.path is not None:
+        records = read_records(spec.path, format=spec.format, limit=spec.limit)
+        files = [spec.path]
+        info.update(source="file", path=spec.path, format=spec.format or Path(spec.path).suffix.lstrip("."))
+    else:
+        from headstats.inputs.glue import glue_file, load_glue
+
+        glue = spec.glue
+        root = glue.root or protocol.data_root
+        excluded = set()
+        if glue.exclude_finetune_rows and exclude_ids:
+            excluded = exclude_ids.get(f"{glue.task.lower()}:{glue.split}", set())
+        records = load_glue(glue.task, split=glue.split, root=root, n=glue.n or spec.limit, sample=glue.sample,
+                            seed=protocol.seed, exclude_ids=excluded)
+        files = []
+        if root is not None:
+            try:
+                files = [str(glue_file(glue.task, glue.split, root))]
+            except HeadstatsError:
+                files = []
+        info.update(source="glue", task=glue.task, split=glue.split, n=glue.n, sample=glue.sample,
+                    excluded_finetune_rows=len(excluded))
+    info["n_read"] = len(records)
+    info["pairs"] = sum(r.is_pair for r in records)
+    parse = spec.parse
+    if parse == "spacy" or (parse == "auto" and needs_parses(protocol)):
+        if parse == "spacy":
+            records = [Record(r.sentence_id, r.text_a, r.text_b, r.label, meta=r.meta) for r in records]
+        gold = sum(r.is_parsed for r in records)
+        records = parse_records(records, parser=protocol.scoring.parser)
+        info["parses"] = "gold" if gold == len(records) else ("spacy" if gold == 0 else "gold+spacy")
+        info["parser"] = None if gold == len(records) else protocol.scoring.parser
+    elif parse == "gold":
+        info["parses"] = "gold"
+    else:
+        info["parses"] = "none"
+    return LoadedData(spec=spec, records=records, files=files, info=info)
+
+
+def build_models(protocol: Protocol, log: Log) -> tuple[dict[str, str], dict[str, dict]]:
+    """Resolve every model spec to something ``load_model`` takes, fine-tuning (cached) where asked."""
+    sources, finetuned = {}, {}
+    for spec in protocol.models:
+        if spec.finetune is None:
+            sources[spec.name] = spec.source
+            continue
+        from headstats.finetune import cached_finetune
+
+        cache = Path(protocol.cache_dir or ".headstats_cache")
+        log(f"fine-tuning (or reusing) {spec.name}: {spec.finetune.base} on {spec.finetune.task}")
+        path = cached_finetune(spec.finetune, cache_dir=cache, data_root=protocol.data_root)
+        sources[spec.name] = str(path)
+        finetuned[spec.name] = {"path": str(path), "recipe": spec.finetune.model_dump()}
+    return sources, finetuned
+
+
+def _training_ids(finetuned: dict[str, dict]) -> dict[str, set[str]]:
+    """GLUE rows (``task:split`` -> sentence ids) that a fine-tuned model was trained on."""
+    import json
+
+    out: dict[str, set[str]] = {}
+    for info in finetuned.values():
+        manifest = Path(info["path"]) / "finetune_manifest.json"
+        if manifest.exists():
+            data = json.loads(manifest.read_text())
+            for key, ids in (data.get("train_ids_by_split") or {}).items():
+                out.setdefault(key, set()).update(map(str, ids))
+    return out
+
+
+def run_study(
+    protocol: Protocol,
+    out: str | Path | None = None,
+    *,
+    overwrite: bool = False,
+    log: Log = lambda message: None,
+    progress: ProgressFactory = _no_progress,
+) -> StudyResult:
+    """Run a protocol end to end and write its output folder.
+
+    Parameters
+    ----------
+    protocol : Protocol
+        A validated protocol (:func:`headstats.protocol.load_protocol`).
+    out : path, optional
+        The output folder (default: the protocol's ``output``, else ``runs/<name>``).
+    overwrite : bool
+        Replace an existing output folder (otherwise refused before any work starts).
+    log, progress
+        Callbacks for messages and for progress bars (``progress(description, total)`` is a context
+        manager yielding ``advance(n)``).
+    """
+    from headstats.models import load_model
+    from headstats.pipeline import score_records
+    from headstats.scores import ScoreSettings
+
+    started = time.time()
+    out = check_output_folder(out or protocol.output or f"runs/{protocol.name}", overwrite=overwrite)
+    sources, finetuned = build_models(protocol, log)
+    exclude = _training_ids(finetuned)
+    data = {}
+    for spec in protocol.datasets:
+        log(f"reading data set {spec.name}")
+        data[spec.name] = load_data(spec, protocol, exclude_ids=exclude)
+    settings = ScoreSettings.from_options(protocol.scoring)
+    score_frames, counts, model_provenance = [], {}, {}
+    for spec in protocol.models:
+        log(f"loading model {spec.name} ({sources[spec.name]})")
+        loaded = load_model(sources[spec.name], revision=spec.revision, device=protocol.device)
+        loaded.name = spec.name
+        loaded.provenance["model"] = spec.name
+        model_provenance[spec.name] = loaded.provenance | ({"finetune": finetuned[spec.name]} if spec.name in finetuned else {})
+        for name, dataset in data.items():
+            with progress(f"{spec.name} / {name}", len(dataset.records)) as advance:
+                run = score_records(
+                    loaded, dataset.records, dataset=name, roles=protocol.scoring.roles, settings=settings,
+                    max_length=protocol.scoring.max_length, too_long=protocol.scoring.too_long,
+                    batch_size=protocol.scoring.batch_size, progress=advance,
+                )
+            if run.counts["n_scored"] == 0:
+                raise HeadstatsError(
+                    f"no input of data set {name!r} could be scored ({run.counts['skipped']}); "
+                    "raise scoring.max_length or set scoring.too_long: truncate"
+                )
+            score_frames.append(run.scores)
+            counts[f"{spec.name}/{name}"] = run.counts
+        del loaded
+    scores = pd.concat(score_frames, ignore_index=True)
+
+    from headstats.analysis import analyse
+
+    log("testing every head and role")
+    analysis = analyse(scores, protocol)
+    manifest = {
+        "headstats_run": protocol.name,
+        "protocol_sha256": protocol.fingerprint(),
+        "seed": protocol.seed,
+        "models": model_provenance,
+        "datasets": {n: d.info | {"files_sha256": file_hashes(d.files)} for n, d in data.items()},
+        "inputs": counts,
+        "wall_time_s": None,
+    }
+    with staged_output(out, overwrite=overwrite) as stage:
+        log(f"writing {out}")
+        write_table(scores, stage, "scores", csv=False)
+        write_table(analysis.tests, stage, "tests")
+        write_table(analysis.roles, stage, "roles", parquet=False)
+        for name, table in analysis.tables.items():
+            write_table(table, stage, name, parquet=False)
+        (stage / "protocol.resolved.yaml").write_text(dump_protocol(protocol))
+        from headstats.report_builder import build_report
+
+        build_report(stage, protocol, analysis, manifest)
+        manifest["wall_time_s"] = round(time.time() - started, 2)
+        write_manifest(stage, manifest)
+    log(f"done in {manifest['wall_time_s']:.1f} s: {out}")
+    return StudyResult(out, scores, analysis.tests, analysis.roles, analysis.tables, manifest)

@@ -1,0 +1,61 @@
+"""Shared fixtures: a tiny random-initialised BERT built from a config, and the shared data folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+TINY_WORDS = (
+    "the a an cat dog mouse mat man woman child house car tree bird sat ran saw chased ate likes "
+    "gave quickly slowly very big small red green happy old new on in under with and but is was "
+    "it he she they we you . , ? ! ' s ##s ##ed ##ing ##ly un ##happy yesterday today book read"
+).split()
+
+
+def build_tiny_bert(folder: Path, *, layers: int = 2, heads: int = 2, hidden: int = 16, seed: int = 0) -> Path:
+    """Save a random-initialised BertModel with a small uncased vocabulary and a fast tokenizer."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *TINY_WORDS]
+    vocab += [c for c in "abcdefghijklmnopqrstuvwxyz0123456789"] + [f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"]
+    vocab = list(dict.fromkeys(vocab))
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True)
+    tokenizer.save_pretrained(folder)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(seed)
+    BertModel(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """Directory of a tiny random BERT (2 layers x 2 heads, hidden 16)."""
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny_bert"))
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tiny_model_dir):
+    from headstats.models import load_model
+
+    return load_model(str(tiny_model_dir))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.exists():
+        pytest.skip(f"needs the shared data folder {SHARED_DATA} (present in CI, absent in a fresh clone)")
+    return SHARED_DATA

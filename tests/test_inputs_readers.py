@@ -1,0 +1,377 @@
+"""Tests of headstats.inputs.readers: text, JSONL, GLUE TSV and CoNLL-U inputs, and their errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+import warnings
+from pathlib import Path
+
+import pytest
+
+from headstats.errors import HeadstatsError
+from headstats.inputs.readers import FORMATS, infer_format, read_records
+from headstats.inputs.records import Record, Word
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "data" / "demo"
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+EWT_DEV = SHARED_DATA / "ud" / "en_ewt" / "en_ewt-ud-dev.conllu"
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def conllu_line(*columns) -> str:
+    return "\t".join(str(c) for c in columns)
+
+
+# --- formats and dispatch --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [("a.txt", "text"), ("a.jsonl", "jsonl"), ("dev.tsv", "glue"), ("x.conllu", "conllu"), ("x.conll", "conllu"),
+     ("X.CONLLU", "conllu")],
+)
+def test_infer_format(name, fmt):
+    assert infer_format(name) == fmt
+
+
+def test_infer_format_unknown_lists_formats():
+    with pytest.raises(HeadstatsError, match=r"'data\.csv'.*pass format: one of text, jsonl, glue, conllu"):
+        infer_format("data.csv")
+    assert FORMATS == ("text", "jsonl", "glue", "conllu")
+
+
+def test_missing_file_names_the_path(tmp_path):
+    missing = tmp_path / "nope.txt"
+    with pytest.raises(HeadstatsError, match=f"data file not found: '{missing}'"):
+        read_records(missing)
+
+
+def test_directory_is_not_a_file(tmp_path):
+    folder = tmp_path / "corpus.txt"
+    folder.mkdir()
+    with pytest.raises(HeadstatsError, match="is not a file"):
+        read_records(folder)
+
+
+@pytest.mark.parametrize(("name", "content"), [("e.txt", ""), ("b.txt", "\n  \n\t\n"), ("e.jsonl", "\n"),
+                                               ("e.conllu", "# just a comment\n\n")])
+def test_empty_corpus(tmp_path, name, content):
+    with pytest.raises(HeadstatsError, match="no inputs in .*the corpus is empty"):
+        read_records(write(tmp_path, name, content))
+
+
+def test_unknown_format_and_bad_limit(tmp_path):
+    path = write(tmp_path, "a.txt", "One.\n")
+    with pytest.raises(HeadstatsError, match="unknown input format 'csv': use one of text, jsonl, glue, conllu"):
+        read_records(path, format="csv")
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(HeadstatsError, match="limit must be a positive whole number"):
+            read_records(path, limit=bad)
+
+
+def test_format_overrides_extension(tmp_path):
+    path = write(tmp_path, "data.lines", '{"text_a": "Hello there."}\n')
+    (rec,) = read_records(path, format="jsonl")
+    assert rec.text_a == "Hello there."
+
+
+# --- plain text ------------------------------------------------------------------------------------------
+
+
+def test_text_singles_pairs_and_blank_lines(tmp_path):
+    content = "The cat sat.\n\n  # not a comment  \nA man runs.\tSomeone is running.\r\n   \nLast one."
+    recs = read_records(write(tmp_path, "c.txt", content))
+    assert [r.sentence_id for r in recs] == ["0", "1", "2", "3"]  # index among non-blank lines
+    assert recs[0] == Record("0", "The cat sat.")
+    assert recs[1].text_a == "# not a comment" and not recs[1].is_pair
+    assert (recs[2].text_a, recs[2].text_b) == ("A man runs.", "Someone is running.")
+    assert recs[3].text_a == "Last one."
+    assert [r.meta["line"] for r in recs] == [1, 3, 4, 6]
+
+
+def test_text_limit_and_bom(tmp_path):
+    path = tmp_path / "bom.txt"
+    path.write_bytes("\ufeffFirst.\nSecond.\nThird.\n".encode())
+    recs = read_records(path, limit=2)
+    assert [r.text_a for r in recs] == ["First.", "Second."]
+
+
+def test_text_two_tabs_gives_the_line(tmp_path):
+    path = write(tmp_path, "bad.txt", "Fine.\n\nA\tB\tC\n")
+    with pytest.raises(HeadstatsError, match=r"bad\.txt, line 3: 2 TABs"):
+        read_records(path)
+
+
+def test_text_empty_side_gives_the_line(tmp_path):
+    with pytest.raises(HeadstatsError, match=r"line 2: one side of the pair is empty"):
+        read_records(write(tmp_path, "bad.txt", "Fine.\nOnly one side\t \n"))
+
+
+def test_text_not_utf8(tmp_path):
+    path = tmp_path / "latin.txt"
+    path.write_bytes("Caf\xe9 au lait.\n".encode("latin-1"))
+    with pytest.raises(HeadstatsError, match="not UTF-8"):
+        read_records(path)
+
+
+# --- JSONL -----------------------------------------------------------------------------------------------
+
+
+def test_jsonl_ids_labels_and_pairs(tmp_path):
+    lines = [
+        {"text_a": "A cat sat.", "id": "s-17", "label": 1},
+        {"text_a": "Is it raining?", "text_b": "Yes, heavily.", "label": "entailment", "extra": [1, 2]},
+        {"text_a": "Numbers work.", "id": 42},
+    ]
+    content = "\n".join(json.dumps(line) for line in lines[:2]) + "\n\n" + json.dumps(lines[2]) + "\n"
+    recs = read_records(write(tmp_path, "c.jsonl", content))
+    assert [r.sentence_id for r in recs] == ["s-17", "1", "42"]
+    assert recs[0].label == "1" and recs[0].text_b is None
+    assert (recs[1].text_a, recs[1].text_b, recs[1].label) == ("Is it raining?", "Yes, heavily.", "entailment")
+    assert recs[2].label is None and recs[2].meta["line"] == 4
+
+
+def test_jsonl_invalid_json_gives_the_line(tmp_path):
+    content = '{"text_a": "ok"}\n{"text_a": "ok too"}\n{"text_a": "broken"\n'
+    with pytest.raises(HeadstatsError, match=r"c\.jsonl, line 3: invalid JSON"):
+        read_records(write(tmp_path, "c.jsonl", content))
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"text_b": "no a"}', "line 2: missing or empty 'text_a'"),
+        ('{"text_a": "  "}', "line 2: missing or empty 'text_a'"),
+        ('{"text_a": 5}', "line 2: missing or empty 'text_a'"),
+        ('["text_a", "x"]', "line 2: expected a JSON object"),
+        ('{"text_a": "a", "text_b": 3}', "line 2: 'text_b' must be a non-empty string"),
+        ('{"text_a": "a", "id": {"x": 1}}', "line 2: field 'id' must be a string or a number"),
+    ],
+)
+def test_jsonl_bad_records(tmp_path, line, message):
+    with pytest.raises(HeadstatsError, match=message):
+        read_records(write(tmp_path, "c.jsonl", '{"text_a": "fine"}\n' + line + "\n"))
+
+
+def test_duplicate_ids_are_refused(tmp_path):
+    content = '{"text_a": "a", "id": "x"}\n{"text_a": "b"}\n{"text_a": "c", "id": "x"}\n'
+    with pytest.raises(HeadstatsError, match="records 0 and 2 .* share the id 'x'"):
+        read_records(write(tmp_path, "c.jsonl", content))
+    # an explicit id that equals another record's index collides too
+    content = '{"text_a": "a"}\n{"text_a": "b", "id": 0}\n'
+    with pytest.raises(HeadstatsError, match="share the id '0'"):
+        read_records(write(tmp_path, "d.jsonl", content))
+
+
+# --- GLUE ------------------------------------------------------------------------------------------------
+
+
+def test_glue_dispatch_and_limit(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_read_glue_tsv(path, *, task=None, split=None):
+        calls.append((Path(path), task))
+        return [Record(str(i), f"Sentence {i}.") for i in range(5)]
+
+    module = types.ModuleType("headstats.inputs.glue")
+    module.read_glue_tsv = fake_read_glue_tsv
+    monkeypatch.setitem(sys.modules, "headstats.inputs.glue", module)
+    path = write(tmp_path, "dev.tsv", "sentence\tlabel\nx\t1\n")
+    recs = read_records(path, limit=3)
+    assert calls == [(path, None)]
+    assert [r.sentence_id for r in recs] == ["0", "1", "2"]
+
+
+def test_glue_real_reader(tmp_path):
+    glue = pytest.importorskip("headstats.inputs.glue", reason="the GLUE reader (headstats.inputs.glue) is missing")
+    assert hasattr(glue, "read_glue_tsv")
+    folder = tmp_path / "SST-2"
+    folder.mkdir()
+    path = write(folder, "dev.tsv", "sentence\tlabel\nit 's a charming film . \t1\na dull , lifeless mess . \t0\n")
+    recs = read_records(path)
+    assert len(recs) == 2 and not recs[0].is_pair
+    assert recs[0].label == "1" and recs[1].label == "0"
+
+
+# --- CoNLL-U ---------------------------------------------------------------------------------------------
+
+SNIPPET = "\n".join([
+    "# newdoc id = d1",
+    "# sent_id = s1",
+    "# text = I don't know, Sam.",
+    conllu_line(1, "I", "I", "PRON", "PRP", "_", 4, "nsubj", "_", "_"),
+    conllu_line("2-3", "don't", "_", "_", "_", "_", "_", "_", "_", "_"),
+    conllu_line(2, "do", "do", "AUX", "VBP", "_", 4, "aux", "_", "_"),
+    conllu_line(3, "n't", "not", "PART", "RB", "_", 4, "advmod", "_", "_"),
+    conllu_line(4, "know", "know", "VERB", "VB", "_", 0, "root", "_", "SpaceAfter=No"),
+    conllu_line("4.1", "know", "know", "VERB", "VB", "_", "_", "_", "4:conj", "_"),
+    conllu_line(5, ",", ",", "PUNCT", ",", "_", 6, "punct", "_", "_"),
+    conllu_line(6, "Sam", "Sam", "PROPN", "NNP", "_", 4, "vocative", "_", "SpaceAfter=No"),
+    conllu_line(7, ".", ".", "PUNCT", ".", "_", 4, "punct", "_", "_"),
+    "",
+    "# text = The report was read by Ann.",
+    conllu_line(1, "The", "the", "DET", "DT", "_", 2, "det", "_", "_"),
+    conllu_line(2, "report", "report", "NOUN", "NN", "_", 4, "nsubj:pass", "_", "_"),
+    conllu_line(3, "was", "be", "AUX", "VBD", "_", 4, "aux:pass", "_", "_"),
+    conllu_line(4, "read", "read", "VERB", "VBN", "_", 0, "root", "_", "_"),
+    conllu_line(5, "by", "by", "ADP", "IN", "_", 6, "case", "_", "_"),
+    conllu_line(6, "Ann", "Ann", "PROPN", "NNP", "_", 4, "obl:agent", "_", "SpaceAfter=No"),
+    conllu_line(7, ".", ".", "PUNCT", ".", "_", 4, "punct", "_", "_"),
+    "",
+    "# sent_id = s3",
+    conllu_line(1, "Eat", "eat", "VERB", "VB", "_", 0, "root", "_", "_"),
+    conllu_line(2, "fresh", "fresh", "ADJ", "JJ", "_", 3, "amod", "_", "_"),
+    conllu_line(3, "fruit", "fruit", "NOUN", "NN", "_", 1, "obj", "_", "SpaceAfter=No"),
+    conllu_line(4, "!", "!", "PUNCT", ".", "_", 1, "punct", "_", "_"),
+    "",
+])
+
+
+def test_conllu_heads_offsets_mwt_and_empty_nodes(tmp_path):
+    recs = read_records(write(tmp_path, "s.conllu", SNIPPET))
+    assert [r.sentence_id for r in recs] == ["s1", "1", "s3"]  # sent_id, else 0-based index
+    first = recs[0]
+    assert first.text_a == "I don't know, Sam."
+    assert first.words_a == (
+        Word("I", 0, 1, 3, "nsubj"),
+        Word("do", 2, 7, 3, "aux"),  # the words of "don't" share its span
+        Word("n't", 2, 7, 3, "advmod"),
+        Word("know", 8, 12, -1, "root"),  # the empty node 4.1 is skipped
+        Word(",", 12, 13, 5, "punct"),
+        Word("Sam", 14, 17, 3, "vocative"),
+        Word(".", 17, 18, 3, "punct"),
+    )
+    assert first.is_parsed and not first.is_pair and first.meta["line"] == 1
+    second = recs[1]
+    assert [(w.text, w.start, w.end, w.head, w.deprel) for w in second.words_a] == [
+        ("The", 0, 3, 1, "det"), ("report", 4, 10, 3, "nsubjpass"), ("was", 11, 14, 3, "auxpass"),
+        ("read", 15, 19, -1, "root"), ("by", 20, 22, 5, "case"), ("Ann", 23, 26, 3, "obl"),
+        (".", 26, 27, 3, "punct"),
+    ]
+
+
+def test_conllu_without_text_joins_forms_with_space_after(tmp_path):
+    recs = read_records(write(tmp_path, "s.conllu", SNIPPET))
+    third = recs[2]
+    assert third.text_a == "Eat fresh fruit!"
+    assert third.words_a[2] == Word("fruit", 10, 15, 0, "dobj")
+    assert third.words_a[3] == Word("!", 15, 16, 0, "punct")
+    assert third.meta["text_source"] == "forms"
+
+
+def test_conllu_text_that_does_not_match_falls_back_to_forms(tmp_path):
+    content = "\n".join([
+        "# sent_id = odd",
+        "# text = Completely different words.",
+        conllu_line(1, "Hello", "hello", "INTJ", "UH", "_", 0, "root", "_", "SpaceAfter=No"),
+        conllu_line(2, "!", "!", "PUNCT", ".", "_", 1, "punct", "_", "_"),
+        "",
+    ])
+    with pytest.warns(UserWarning, match=r"in 1 sentence\(s\) \(first: 'odd'\).*heads and relations are all kept"):
+        (rec,) = read_records(write(tmp_path, "odd.conllu", content))
+    assert rec.text_a == "Hello!"
+    assert rec.words_a == (Word("Hello", 0, 5, -1, "root"), Word("!", 5, 6, 0, "punct"))
+
+
+def test_conllu_limit(tmp_path):
+    recs = read_records(write(tmp_path, "s.conllu", SNIPPET), limit=2)
+    assert [r.sentence_id for r in recs] == ["s1", "1"]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("1\tI\tI\tPRON\tPRP\t_\t2\tnsubj\t_", r"line 4: malformed CoNLL-U, 9 columns where 10"),
+        (conllu_line(1, "I", "I", "PRON", "PRP", "_", "x", "nsubj", "_", "_"), r"line 4: .*HEAD 'x' is not an integer"),
+        (conllu_line(1, "I", "I", "PRON", "PRP", "_", "_", "nsubj", "_", "_"), r"line 4: .*HEAD '_' is not an integer"),
+        (conllu_line(1, "I", "I", "PRON", "PRP", "_", 9, "nsubj", "_", "_"), r"line 4: .*HEAD 9 is out of range"),
+        (conllu_line(1, "I", "I", "PRON", "PRP", "_", 1, "nsubj", "_", "_"), r"line 4: .*word 1 is its own head"),
+        (conllu_line(3, "I", "I", "PRON", "PRP", "_", 2, "nsubj", "_", "_"), r"line 4: .*word ID 3 where 1"),
+        (conllu_line(1, "I", "I", "PRON", "PRP", "_", 2, "_", "_", "_"), r"line 4: .*DEPREL is missing"),
+        (conllu_line("x", "I", "I", "PRON", "PRP", "_", 2, "nsubj", "_", "_"), r"line 4: malformed CoNLL-U"),
+    ],
+)
+def test_conllu_malformed_gives_file_and_line(tmp_path, line, message):
+    content = "\n".join([
+        "# sent_id = ok",
+        conllu_line(1, "Fine", "fine", "ADJ", "JJ", "_", 0, "root", "_", "_"),
+        "",
+        line,
+        conllu_line(2, "slept", "sleep", "VERB", "VBD", "_", 0, "root", "_", "_"),
+        "",
+    ])
+    with pytest.raises(HeadstatsError, match=r"bad\.conllu, " + message):
+        read_records(write(tmp_path, "bad.conllu", content))
+
+
+def test_conllu_crlf_and_no_final_blank_line(tmp_path):
+    content = "# text = Go!\r\n" + conllu_line(1, "Go", "go", "VERB", "VB", "_", 0, "root", "_", "SpaceAfter=No") + \
+        "\r\n" + conllu_line(2, "!", "!", "PUNCT", ".", "_", 1, "punct", "_", "_")
+    (rec,) = read_records(write(tmp_path, "g.conllu", content))
+    assert rec.text_a == "Go!" and rec.words_a[1] == Word("!", 2, 3, 0, "punct")
+
+
+# --- the demo corpus -------------------------------------------------------------------------------------
+
+
+def test_demo_mini_conllu():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        recs = read_records(DEMO / "mini.conllu")
+    assert [r.sentence_id for r in recs] == [f"mini-{i}" for i in range(1, 7)]
+    cat = recs[0]
+    assert cat.text_a == "The cat chased the small mouse."
+    assert [(w.text, w.head, w.deprel) for w in cat.words_a] == [
+        ("The", 1, "det"), ("cat", 2, "nsubj"), ("chased", -1, "root"), ("the", 5, "det"),
+        ("small", 5, "amod"), ("mouse", 2, "dobj"), (".", 2, "punct"),
+    ]
+    for rec in recs:
+        assert sum(w.head == -1 for w in rec.words_a) == 1
+        for w in rec.words_a:
+            span = rec.text_a[w.start:w.end]
+            assert span == w.text or w.text in ("do", "n't", "Maria", "'s")
+
+
+def test_demo_text_files():
+    singles = read_records(DEMO / "sentences.txt")
+    pairs = read_records(DEMO / "pairs.txt")
+    assert len(singles) >= 220 and not any(r.is_pair for r in singles)
+    assert len(pairs) >= 110 and all(r.is_pair for r in pairs)
+    for rec in singles:
+        assert 5 <= len(rec.text_a.split()) <= 25, rec.text_a
+    assert len({r.text_a for r in singles}) == len(singles)
+
+
+# --- UD English EWT (shared data) ------------------------------------------------------------------------
+
+
+@pytest.mark.shared_data
+def test_ewt_dev():
+    if not EWT_DEV.exists():
+        pytest.skip(f"needs {EWT_DEV} (the shared data folder beside the repository; absent in a fresh clone)")
+    recs = read_records(EWT_DEV)
+    assert len(recs) == 2001
+    assert recs[0].sentence_id == "weblog-blogspot.com_nominations_20041117172713_ENG_20041117_172713-0001"
+    assert recs[0].text_a == "From the AP comes this story :"
+    assert recs[0].words_a[5] == Word("story", 23, 28, 3, "nsubj")
+    assert all(r.sentence_id.split("-")[0] in {"weblog", "newsgroup", "email", "answers", "reviews"} for r in recs)
+    assert len({r.sentence_id for r in recs}) == 2001
+    n_mwt_parts = 0
+    for rec in recs:
+        spans = [(w.start, w.end) for w in rec.words_a]
+        for w, span in zip(rec.words_a, spans):
+            if rec.text_a[w.start:w.end] != w.text:
+                assert spans.count(span) >= 2, (rec.sentence_id, w)  # only the parts of a multiword token
+                n_mwt_parts += 1
+        assert sum(w.head == -1 for w in rec.words_a) == 1
+    assert n_mwt_parts > 0
+    relations = {w.deprel for r in recs for w in r.words_a}
+    assert {"dobj", "nsubjpass", "poss"} <= relations and not {"obj", "nmod:poss", "ROOT"} & relations
