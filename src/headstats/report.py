@@ -53,8 +53,12 @@ def _cell(value) -> str:
     if isinstance(value, (float, np.floating)):
         if np.isnan(value):
             return ""
+        if np.isinf(value):
+            return "inf" if value > 0 else "-inf"
         if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
             return f"{value:.2e}"
+        if float(value).is_integer() and abs(value) >= 10:
+            return f"{value:.0f}"
         return f"{value:.3f}"
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"

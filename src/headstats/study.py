@@ -107,6 +107,13 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: dict[str, s
     return LoadedData(spec=spec, records=records, files=files, info=info)
 
 
+def check_data_files(protocol: Protocol) -> None:
+    """Fail early, before any model is built or loaded, if a data file of the protocol is missing."""
+    for spec in protocol.datasets:
+        if spec.path is not None and not Path(spec.path).is_file():
+            raise HeadstatsError(f"data file {spec.path!r} of data set {spec.name!r} does not exist; check the path")
+
+
 def build_models(protocol: Protocol, log: Log) -> tuple[dict[str, str], dict[str, dict]]:
     """Resolve every model spec to something ``load_model`` takes, fine-tuning (cached) where asked."""
     sources, finetuned = {}, {}
@@ -166,6 +173,7 @@ def run_study(
 
     started = time.time()
     out = check_output_folder(out or protocol.output or f"runs/{protocol.name}", overwrite=overwrite)
+    check_data_files(protocol)
     sources, finetuned = build_models(protocol, log)
     exclude = _training_ids(finetuned)
     data = {}

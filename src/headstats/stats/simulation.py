@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from headstats.errors import HeadstatsError
-from headstats.stats.corrections import check_correction, correct_pvalues
+from headstats.stats.corrections import check_correction, correct_pvalues_rows
 from headstats.stats.onesample import ONE_SAMPLE_TESTS, RESAMPLING_TESTS, check_test
 
 DISTRIBUTIONS: tuple[str, ...] = ("normal", "gamma", "lognormal")
@@ -180,8 +180,9 @@ def simulate_error_rates(
 
     Each replication is one family of ``m_null`` heads with mean exactly tau and ``m_alt`` heads with mean
     ``tau + effect * sd``, each with ``n_sentences`` independent scores from ``distribution``. The same
-    registered test functions and :func:`~headstats.stats.corrections.correct_pvalues` as
-    :func:`~headstats.stats.onesample.test_roles` are used; a head is assigned when ``p_corr < alpha``.
+    registered test functions as :func:`~headstats.stats.onesample.test_roles` are used, and
+    :func:`~headstats.stats.corrections.correct_pvalues_rows` (row-wise equal to ``correct_pvalues``, which
+    calls statsmodels; its Holm runs ``gc.collect()`` on every call, too slow for thousands of families); a head is assigned when ``p_corr < alpha``.
     Analytic tests run on all replications at once (a ``(B (m_0 + m_1), N)`` matrix); resampling tests run
     replication by replication with seed ``seed + b``.
 
@@ -216,10 +217,8 @@ def simulate_error_rates(
             p = fn(x, tau=tau, confidence=0.95, seed=seed, n_resamples=n_resamples).p_unc
         p = p.reshape(n_replications, m)
         for corr in corrections:
-            rej = np.empty_like(p, dtype=bool)
-            for b in range(n_replications):
-                pc = correct_pvalues(p[b], method=corr, alpha=alpha)
-                rej[b] = np.where(np.isfinite(pc), pc < alpha, False)
+            pc = correct_pvalues_rows(p, method=corr)
+            rej = np.where(np.isfinite(pc), pc < alpha, False)
             v = rej[:, ~is_alt].sum(axis=1)
             s = rej[:, is_alt].sum(axis=1)
             r = v + s
