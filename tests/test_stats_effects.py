@@ -1,0 +1,88 @@
+"""Tests of headstats.stats.effects, the pingouin adapter: each function equals pingouin's own."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pingouin
+import pytest
+
+from headstats.stats.effects import (
+    bayes_factor_two_sided,
+    n_for_power_greater,
+    normalise_columns,
+    pingouin_ttest_greater,
+    pingouin_wilcoxon_greater,
+    power_ttest_greater,
+)
+
+
+def test_power_matches_pingouin_scalar_calls():
+    d = np.array([0.05, 0.2, 0.5, 1.0, 2.0])
+    n = np.array([1000, 50, 20, 8, 3])
+    ours = power_ttest_greater(d, n, alpha=0.01)
+    for di, ni, p in zip(d, n, ours):
+        ref = pingouin.power_ttest(d=di, n=ni, alpha=0.01, contrast="one-sample", alternative="greater")
+        assert p == pytest.approx(ref, rel=1e-12)  # matches pingouin.power_ttest
+
+
+def test_power_documented_example():
+    # pingouin's docstring: power_ttest(d=0.5, n=20, alternative="greater") = 0.4634 (two-samples contrast);
+    # one-sample, one-sided, n = 20, d = 0.5 is 0.6951 (G*Power)
+    assert power_ttest_greater(np.array([0.5]), np.array([20]), alpha=0.05)[0] == pytest.approx(0.6951, abs=1e-4)
+
+
+def test_power_nan_where_undefined():
+    out = power_ttest_greater(np.array([np.nan, 0.3, 0.3]), np.array([10, 1, np.nan]), alpha=0.05)
+    assert np.isnan(out).all()
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.001])
+def test_n_for_power_is_ceiling_of_pingouin_solution(alpha):
+    d = np.array([0.02, 0.1, 0.3, 0.5, 0.8, 1.5, 3.0])
+    ours = n_for_power_greater(d, power=0.8, alpha=alpha)
+    for di, ni in zip(d, ours):
+        ref = pingouin.power_ttest(d=di, power=0.8, alpha=alpha, contrast="one-sample", alternative="greater")
+        assert ni == max(2.0, math.ceil(ref))  # matches ceil(pingouin.power_ttest(..., n=None))
+
+
+def test_n_for_power_known_value_and_nans():
+    # d = 0.5, 80 % power, one-sided 5 %: n = 26.14 -> 27 (G*Power, one-sample t)
+    assert n_for_power_greater(np.array([0.5]), power=0.8, alpha=0.05)[0] == 27
+    out = n_for_power_greater(np.array([0.0, -0.4, np.nan, 1e-5]), power=0.8, alpha=0.05)
+    assert np.isnan(out).all()  # d <= 0, undefined, or > 1e7 inputs needed
+
+
+def test_bayes_factor_matches_pingouin_and_handles_huge_t():
+    t = np.array([0.5, 2.0, -3.0, 5.0])
+    n = np.array([20, 30, 40, 100])
+    ours = bayes_factor_two_sided(t, n)
+    for ti, ni, b in zip(t, n, ours):
+        assert b == pytest.approx(pingouin.bayesfactor_ttest(ti, ni), rel=1e-10)  # matches pingouin.bayesfactor_ttest
+    huge = bayes_factor_two_sided(np.array([200.0, np.nan]), np.array([1000, 10]))
+    assert huge[0] == np.inf and np.isnan(huge[1])  # pingouin raises ZeroDivisionError here
+
+
+def test_bayes_factor_against_published_value():
+    # Rouder et al. (2009) / BayesFactor R package: one-sample t = 2.0, N = 30, r = 0.707 -> BF10 ~ 1.17
+    assert bayes_factor_two_sided(np.array([2.0]), np.array([30]))[0] == pytest.approx(1.17, abs=0.02)
+
+
+def test_normalise_columns_old_and_new_pingouin_names():
+    old = pd.DataFrame(columns=["T", "dof", "p-val", "CI95%", "cohen-d", "BF10", "power", "W-val", "RBC"])
+    new = pd.DataFrame(columns=["T", "dof", "p_val", "CI95", "cohen_d", "BF10", "power", "W_val", "RBC"])
+    assert list(normalise_columns(old).columns) == list(normalise_columns(new).columns)
+
+
+def test_pingouin_wrappers_agree_with_scipy():
+    from scipy import stats as sps
+
+    x = np.array([3.4, 2.2, 4.1, 3.9, 5.2, 2.6, 3.3, 4.8, 3.05, 3.7])
+    t = pingouin_ttest_greater(x, 3.0)
+    ref = sps.ttest_1samp(x, 3.0, alternative="greater")
+    assert t["p_val"] == pytest.approx(ref.pvalue) and t["t"] == pytest.approx(ref.statistic)
+    w = pingouin_wilcoxon_greater(x, 3.0)
+    wref = sps.wilcoxon(x - 3.0, alternative="greater")
+    assert w["p_val"] == pytest.approx(wref.pvalue) and w["w_val"] == wref.statistic
