@@ -26,7 +26,8 @@ def build_tiny_bert(folder: Path, *, layers: int = 2, heads: int = 2, hidden: in
     vocab += [c for c in "abcdefghijklmnopqrstuvwxyz0123456789"] + [f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"]
     vocab = list(dict.fromkeys(vocab))
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True)
+    # transformers 5 ignores vocab_file in the constructor; from_pretrained reads vocab.txt (4 and 5 alike)
+    tokenizer = BertTokenizerFast.from_pretrained(folder, do_lower_case=True)
     tokenizer.save_pretrained(folder)
     config = BertConfig(
         vocab_size=len(vocab),
@@ -34,7 +35,7 @@ def build_tiny_bert(folder: Path, *, layers: int = 2, heads: int = 2, hidden: in
         num_hidden_layers=layers,
         num_attention_heads=heads,
         intermediate_size=2 * hidden,
-        max_position_embeddings=64,
+        max_position_embeddings=256,
     )
     torch.manual_seed(seed)
     BertModel(config).save_pretrained(folder)

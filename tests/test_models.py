@@ -77,8 +77,11 @@ def test_missing_local_path(tmp_path, monkeypatch):
 
 
 def test_hub_id_not_on_disk_offline(monkeypatch, tmp_path):
+    import huggingface_hub.constants
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    # huggingface_hub reads the variable at import; set its flag too so that no request is tried
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     monkeypatch.chdir(tmp_path)
     assert resolve_model_path("headstats-test/not-a-model") == ("headstats-test/not-a-model", False)
     with pytest.raises(HeadstatsError, match="not on disk"):

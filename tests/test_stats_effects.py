@@ -23,7 +23,7 @@ def test_power_matches_pingouin_scalar_calls():
     d = np.array([0.05, 0.2, 0.5, 1.0, 2.0])
     n = np.array([1000, 50, 20, 8, 3])
     ours = power_ttest_greater(d, n, alpha=0.01)
-    for di, ni, p in zip(d, n, ours):
+    for di, ni, p in zip(d, n, ours, strict=True):
         ref = pingouin.power_ttest(d=di, n=ni, alpha=0.01, contrast="one-sample", alternative="greater")
         assert p == pytest.approx(ref, rel=1e-12)  # matches pingouin.power_ttest
 
@@ -43,7 +43,7 @@ def test_power_nan_where_undefined():
 def test_n_for_power_is_ceiling_of_pingouin_solution(alpha):
     d = np.array([0.02, 0.1, 0.3, 0.5, 0.8, 1.5, 3.0])
     ours = n_for_power_greater(d, power=0.8, alpha=alpha)
-    for di, ni in zip(d, ours):
+    for di, ni in zip(d, ours, strict=True):
         ref = pingouin.power_ttest(d=di, power=0.8, alpha=alpha, contrast="one-sample", alternative="greater")
         assert ni == max(2.0, math.ceil(ref))  # matches ceil(pingouin.power_ttest(..., n=None))
 
@@ -59,15 +59,21 @@ def test_bayes_factor_matches_pingouin_and_handles_huge_t():
     t = np.array([0.5, 2.0, -3.0, 5.0])
     n = np.array([20, 30, 40, 100])
     ours = bayes_factor_two_sided(t, n)
-    for ti, ni, b in zip(t, n, ours):
+    for ti, ni, b in zip(t, n, ours, strict=True):
         assert b == pytest.approx(pingouin.bayesfactor_ttest(ti, ni), rel=1e-10)  # matches pingouin.bayesfactor_ttest
     huge = bayes_factor_two_sided(np.array([200.0, np.nan]), np.array([1000, 10]))
     assert huge[0] == np.inf and np.isnan(huge[1])  # pingouin raises ZeroDivisionError here
 
 
-def test_bayes_factor_against_published_value():
-    # Rouder et al. (2009) / BayesFactor R package: one-sample t = 2.0, N = 30, r = 0.707 -> BF10 ~ 1.17
-    assert bayes_factor_two_sided(np.array([2.0]), np.array([30]))[0] == pytest.approx(1.17, abs=0.02)
+def test_bayes_factor_equals_cauchy_prior_integral():
+    # JZS = Cauchy(0, r) prior on delta: BF10 = int nct.pdf(t; N-1, delta sqrt(N)) cauchy.pdf(delta; r) / t.pdf
+    from scipy import integrate
+    from scipy import stats as sps
+
+    t, n, r = 2.0, 30, 0.707
+    num = integrate.quad(lambda dl: sps.nct.pdf(t, n - 1, dl * math.sqrt(n)) * sps.cauchy.pdf(dl, scale=r),
+                         -np.inf, np.inf)[0]
+    assert bayes_factor_two_sided(np.array([t]), np.array([n]))[0] == pytest.approx(num / sps.t.pdf(t, n - 1), rel=1e-4)
 
 
 def test_normalise_columns_old_and_new_pingouin_names():

@@ -170,7 +170,9 @@ def encode_record(
                 notes["arcs_dropped_truncation"] += 1
             else:
                 notes["arcs_dropped_no_pieces"] += 1
-        notes["words_without_pieces"] += sum(1 for p in pieces if not p) if not truncated else 0
+        missing = sum(1 for p in pieces if not p)
+        if missing and not truncated:
+            notes["words_without_pieces"] += missing
     return EncodedInput(
         index=index,
         sentence_id=record.sentence_id,

@@ -433,6 +433,8 @@ def finetune(
             "ids_sha256": hashlib.sha256("\n".join(train_ids).encode()).hexdigest(),
             "ids": train_ids,
         },
+        # the same, keyed "task:split" (canonical task name, as headstats.inputs.glue.get_task gives it)
+        "train_ids_by_split": {f"{gtask.name}:{plan['train_split']}": train_ids},
         "note": (
             f"{gtask.folder} has no train split here: trained on {len(train)} seeded dev rows, measured on "
             f"the other {len(evaluation)}; analyses of {gtask.name} dev must leave the trained ids out"

@@ -17,6 +17,8 @@ from typing import Any
 from headstats.errors import HeadstatsError
 
 DEFAULT_MODEL = "default"
+#: Architectures whose position ids start after the padding index (max length = positions - offset).
+POSITION_OFFSET = {"roberta": 2, "xlm-roberta": 2, "camembert": 2, "longformer": 2}
 WEIGHT_FILE_SUFFIXES = (".safetensors", ".bin", ".pt", ".h5", ".msgpack")
 
 
@@ -89,6 +91,17 @@ class LoadedModel:
     @property
     def n_heads(self) -> int:
         return int(self.provenance["n_heads"])
+
+    @property
+    def max_input_length(self) -> int:
+        """The longest input, in pieces, that the model's position embeddings allow."""
+        config = self.model.config
+        limit = getattr(config, "max_position_embeddings", None) or 512
+        limit -= POSITION_OFFSET.get(config.model_type, 0)
+        tokenizer_limit = getattr(self.tokenizer, "model_max_length", None)
+        if tokenizer_limit and tokenizer_limit < 100_000:
+            limit = min(limit, int(tokenizer_limit))
+        return int(limit)
 
 
 def _weight_hashes(path: str, is_local: bool, revision: str | None) -> dict[str, str]:

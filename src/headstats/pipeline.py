@@ -125,14 +125,16 @@ def score_records(
     roles : sequence of str
     settings : ScoreSettings
     max_length, too_long
-        Inputs over ``max_length`` pieces are skipped or truncated, and counted.
+        Inputs over ``max_length`` pieces (capped at what the model's position embeddings allow) are
+        skipped or truncated, and counted.
     batch_size : int
         Padding and batch size do not change any score.
     progress : callable, optional
         Called with the number of inputs done after each batch.
     """
     kept, dropped = applicable_roles(roles, records)
-    encoding = encode_records(list(records), loaded.tokenizer, max_length=max_length, too_long=too_long)
+    effective_max = min(max_length, loaded.max_input_length)
+    encoding = encode_records(list(records), loaded.tokenizer, max_length=effective_max, too_long=too_long)
     values = score_encoded(loaded, encoding, roles=kept, settings=settings, batch_size=batch_size, progress=progress)
     sentence_ids = [item.sentence_id for item in encoding.inputs]
     frame = scores_frame(values, sentence_ids, kept, model=loaded.name, dataset=dataset)
@@ -143,6 +145,7 @@ def score_records(
         "skipped": dict(Counter(encoding.skipped)),
         "notes": dict(Counter(encoding.notes)),
         "roles_not_applicable": dropped,
+        "max_length": effective_max,
         "participation": participation,
     }
     return ScoreRun(scores=frame, counts=counts)

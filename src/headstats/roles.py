@@ -127,6 +127,8 @@ def register_role(
     """
     if not name or not name.replace("_", "").isalnum() or name.startswith("syntactic"):
         raise ValueError(f"role name {name!r} must be letters, digits and '_' and not start with 'syntactic'")
+    if name in {r.name for r in BUILTIN_ROLES}:
+        raise ValueError(f"built-in role {name!r} cannot be replaced; register your role under another name")
     if name in _REGISTRY and not overwrite:
         raise ValueError(f"role {name!r} is already registered; pass overwrite=True to replace it")
     if not callable(sieve):

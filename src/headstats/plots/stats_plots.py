@@ -38,7 +38,8 @@ def _one(table: pd.DataFrame, column: str, value: object | None, what: str) -> t
     values = pd.unique(table[column])
     if value is None:
         if len(values) > 1:
-            raise ValueError(f"{what}: the table holds several {column}s ({', '.join(map(str, values))}); pass {column}=")
+            held = ", ".join(map(str, values))
+            raise ValueError(f"{what}: the table holds several {column}s ({held}); pass {column}=")
         value = values[0] if len(values) else None
     return table.loc[table[column] == value], value
 
@@ -89,7 +90,8 @@ def plot_tau_sensitivity(
         ax.axvline(tau_used, color="#444", ls="--", lw=0.8)
     ax.set_xlabel("tau (threshold of the sieve bias score)")
     ax.set_ylabel("share of heads assigned" if share else "heads assigned")
-    ax.set_title(f"role counts vs tau ({model}, {dataset}, alpha={alpha:g})" if alpha is not None else "role counts vs tau")
+    where = f"{model}, {dataset}" + (f", alpha={alpha:g}" if alpha is not None else "")
+    ax.set_title(f"role counts vs tau ({where})")
     if len(table):
         ax.legend(fontsize="small", frameon=False, ncol=1 + len(pd.unique(table["role"])) // 8)
     ax.grid(alpha=0.3)

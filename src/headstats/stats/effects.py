@@ -4,15 +4,20 @@ pingouin renamed its output columns between versions (``p-val`` -> ``p_val``, ``
 ``CI95%`` -> ``CI95``, ``cohen-d`` -> ``cohen_d``) and asserts on arguments instead of raising. Everything
 pingouin is reached through the functions here, which take and return plain numbers and arrays, and which
 normalise pingouin's tables to stable names. Nothing else in headstats imports pingouin.
+
+pingouin is imported on first use, not with this module: importing pingouin imports seaborn and
+matplotlib, which the statistics layer must not pull in merely by being imported.
 """
 
 from __future__ import annotations
 
 import math
 
+from functools import cache
+from types import ModuleType
+
 import numpy as np
 import pandas as pd
-import pingouin
 
 #: pingouin column names across versions -> one stable snake_case name.
 _PG_COLUMNS: dict[str, str] = {
@@ -28,9 +33,16 @@ _PG_COLUMNS: dict[str, str] = {
 N_MAX = 10_000_000
 
 
+@cache
+def _pg() -> ModuleType:
+    import pingouin
+
+    return pingouin
+
+
 def pingouin_version() -> str:
     """The installed pingouin version (for manifests)."""
-    return str(pingouin.__version__)
+    return str(_pg().__version__)
 
 
 def normalise_columns(table: pd.DataFrame) -> pd.DataFrame:
@@ -41,7 +53,7 @@ def normalise_columns(table: pd.DataFrame) -> pd.DataFrame:
 def pingouin_ttest_greater(x: np.ndarray, tau: float) -> dict[str, float]:
     """``pingouin.ttest(x, tau, alternative="greater")`` as a dict with stable keys
     (``t, dof, p_val, cohen_d, bf10, power``; ``ci_low`` from its confidence interval)."""
-    row = normalise_columns(pingouin.ttest(np.asarray(x, float), float(tau), alternative="greater")).iloc[0]
+    row = normalise_columns(_pg().ttest(np.asarray(x, float), float(tau), alternative="greater")).iloc[0]
     out = {k: row[k] for k in ("t", "dof", "p_val", "cohen_d", "power") if k in row}
     out["bf10"] = float(row["bf10"]) if "bf10" in row else float("nan")
     ci = row.get("ci")
@@ -55,7 +67,7 @@ def pingouin_wilcoxon_greater(x: np.ndarray, tau: float, *, correction: bool = F
     pingouin applies a continuity correction by default; ``correction=False`` matches scipy's default.
     """
     d = np.asarray(x, float) - float(tau)
-    row = normalise_columns(pingouin.wilcoxon(d, alternative="greater", correction=correction)).iloc[0]
+    row = normalise_columns(_pg().wilcoxon(d, alternative="greater", correction=correction)).iloc[0]
     return {k: float(row[k]) for k in ("w_val", "p_val", "rbc")}
 
 
@@ -73,7 +85,7 @@ def power_ttest_greater(d: np.ndarray, n: np.ndarray, *, alpha: float) -> np.nda
     out = np.full(d.shape, np.nan)
     ok = np.isfinite(d) & np.isfinite(n) & (n >= 2)
     if ok.any() and np.isfinite(alpha) and 0 < alpha < 1:
-        out[ok] = pingouin.power_ttest(
+        out[ok] = _pg().power_ttest(
             d=d[ok], n=n[ok], power=None, alpha=float(alpha), contrast="one-sample", alternative="greater"
         )
     return out
@@ -132,7 +144,7 @@ def bayes_factor_two_sided(t: np.ndarray, n: np.ndarray, *, r: float = 0.707) ->
     for i in np.nonzero(np.isfinite(t) & np.isfinite(n) & (n >= 2))[0]:
         try:
             with np.errstate(all="ignore"):
-                out[i] = float(pingouin.bayesfactor_ttest(float(t[i]), int(n[i]), r=r))
+                out[i] = float(_pg().bayesfactor_ttest(float(t[i]), int(n[i]), r=r))
         except (ZeroDivisionError, OverflowError):
             out[i] = math.inf
     return out

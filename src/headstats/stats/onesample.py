@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -285,7 +285,9 @@ def wilcoxon_test(
         elif nz[i] < n:
             parts.append(f"{n - nz[i]} scores equal to tau dropped")
         if nz[i] > 0:
-            parts.append(how or ("permutation" if tied[i] and n <= 13 else "normal approximation" if tied[i] else "exact"))
+            if how is None:
+                how_i = ("permutation" if n <= 13 else "normal approximation") if tied[i] else "exact"
+            parts.append(how or how_i)
         notes[i] = "; ".join(parts)
     total = nz * (nz + 1) / 2.0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -350,7 +352,9 @@ def bootstrap_test(
         var = np.maximum(m2 - m1 * m1, 0.0) * n / (n - 1) if n > 1 else np.full_like(m1, np.nan)
         se = np.sqrt(var / n)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ts = np.where(se > 0, m1 / se, np.where(np.abs(m1) > 1e-12 * (np.abs(mean)[:, None] + 1), np.sign(m1) * np.inf, 0.0))
+            # a resample of identical values: t* is +-inf, or 0 when it equals the mean
+            moved = np.abs(m1) > 1e-12 * (np.abs(mean)[:, None] + 1)
+            ts = np.where(se > 0, m1 / se, np.where(moved, np.sign(m1) * np.inf, 0.0))
         tstar[:, start:start + b] = ts
     gamma = np.abs(np.finfo(float).eps * 100 * t)
     count = (tstar >= (t - gamma)[:, None]).sum(axis=1)
@@ -380,7 +384,7 @@ def permutation_test(
     :math:`p = \#\{\bar d^\epsilon \ge \bar d\} / 2^N` (exact); otherwise B random sign vectors from
     ``numpy.random.default_rng(seed)`` give :math:`p = (1 + \#\{\bar d^*_b \ge \bar d\}) / (B + 1)`. This is
     ``scipy.stats.permutation_test((d,), mean, permutation_type="samples", alternative="greater")``.
-    The sign test inverts poorly, so the bound is the t-based lower bound of the mean (as for ``t``).
+    A sign-flip test does not invert cheaply, so the bound is the t-based lower bound of the mean (as for ``t``).
     Effect size: Cohen's d.
     """
     k, n = x.shape
@@ -506,7 +510,7 @@ def score_matrix(scores: pd.DataFrame) -> ScoreMatrix:
     radix = np.ones(len(keys), dtype=np.int64)
     for i in range(len(keys) - 2, -1, -1):
         radix[i] = radix[i + 1] * len(uniques[i + 1])
-    combined = sum(c.astype(np.int64) * r for c, r in zip(codes, radix))
+    combined = sum(c.astype(np.int64) * r for c, r in zip(codes, radix, strict=True))
     hyp, gid = np.unique(combined, return_inverse=True)
     g = hyp.size
     order = np.lexsort((sid, gid))
@@ -530,7 +534,7 @@ def score_matrix(scores: pd.DataFrame) -> ScoreMatrix:
     values[gk, pos] = score[keep]
     key_cols = {}
     rem = hyp.copy()
-    for k, u, r in zip(keys, uniques, radix):
+    for k, u, r in zip(keys, uniques, radix, strict=True):
         key_cols[k] = u.take(rem // r) if hasattr(u, "take") else np.asarray(u)[rem // r]
         rem = rem % r
     key_frame = pd.DataFrame(key_cols)

@@ -74,6 +74,13 @@ def _signrank_cdf(n: int) -> np.ndarray:
     return np.cumsum(counts) / 2.0**n
 
 
+@lru_cache(maxsize=8)
+def _triu(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs i <= j of the Walsh averages (cached: every head of a data set has the same n)."""
+    i, j = np.triu_indices(n)
+    return i.astype(np.int32), j.astype(np.int32)
+
+
 def walsh_rank_bound(n: int, tail: float) -> int:
     """``C``: the 1-based rank of the lower Walsh average bounding a one-tail-``tail`` interval.
 
@@ -100,7 +107,7 @@ def hodges_lehmann(d: np.ndarray, *, confidence: float = 0.95, alternative: str 
     n = d.size
     if n == 0:
         return (np.nan, np.nan, np.nan)
-    i, j = np.triu_indices(n)
+    i, j = _triu(n)
     walsh = (d[i] + d[j]) / 2.0
     m = walsh.size
     tail = (1.0 - confidence) / 2.0 if alternative == "two-sided" else 1.0 - confidence

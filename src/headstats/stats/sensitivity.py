@@ -4,7 +4,8 @@ r"""How role assignments move with tau, alpha, the test and the correction.
 tau = 3 but their code tried 1 to 3.5). It packs the scores once; for the t-test the p-values of all taus
 come from the per-head mean, sd and N at once,
 :math:`p(\tau) = P\left(T_{N-1} \ge (\bar s - \tau)\sqrt N / s\right)`; the corrected p-values do not depend
-on alpha, so each tau is corrected once and compared with every alpha.
+on alpha, so each tau is corrected once (all taus of a family in one vectorised call of
+:func:`~headstats.stats.corrections.correct_pvalues_rows`) and compared with every alpha.
 
 :func:`robustness` runs several tests and corrections on the same scores and says, per head and role,
 whether its assignment is the same under all of them.
@@ -19,13 +20,14 @@ import pandas as pd
 from scipy import stats as sps
 
 from headstats.errors import HeadstatsError
-from headstats.stats.corrections import check_correction
+from headstats.stats.corrections import check_correction, correct_pvalues_rows
 from headstats.stats.onesample import (
     HYPOTHESIS_KEYS,
     _check_options,
     apply_correction,
     check_family,
     check_test,
+    family_labels,
     run_test,
     score_matrix,
 )
@@ -85,6 +87,7 @@ def tau_sensitivity(
     _check_options(tau=float(taus[0]), alpha=float(alphas[0]), confidence=confidence, min_n=min_n,
                    n_resamples=n_resamples, seed=seed)
     mat = score_matrix(scores)
+    g = len(mat.n)
     if test == "t":
         mean, sd, _ = mat.moments()
         n = mat.n.astype(float)
@@ -92,36 +95,36 @@ def tau_sensitivity(
             tstat = (mean[None, :] - taus[:, None]) / (sd / np.sqrt(n))[None, :]
             p_all = sps.t.sf(tstat, (n - 1)[None, :])
         p_all[:, mat.n < max(min_n, 2)] = np.nan
-        base = mat.keys.copy()
     else:
-        base = None
+        p_all = np.empty((taus.size, g))
+        for i, tau in enumerate(taus):
+            p_all[i] = run_test(mat, test=test, tau=float(tau), confidence=confidence, seed=seed,
+                                n_resamples=n_resamples, min_n=min_n)["p_unc"].to_numpy(float)
+    # correct every tau of a family at once (row-wise equal to correct_pvalues; see its tests)
+    p_corr = np.full_like(p_all, np.nan)
+    fam_codes, _ = pd.factorize(family_labels(mat.keys, fam))
+    for c in np.unique(fam_codes):
+        idx = np.nonzero(fam_codes == c)[0]
+        p_corr[:, idx] = correct_pvalues_rows(p_all[:, idx], method=correction)
+    groups = mat.keys.loc[:, ["model", "dataset", "role"]].drop_duplicates().reset_index(drop=True)
+    gcode = mat.keys.loc[:, ["model", "dataset", "role"]].merge(
+        groups.reset_index(), on=["model", "dataset", "role"], how="left")["index"].to_numpy()
+    n_groups = len(groups)
+    tested = np.isfinite(p_all)
     parts = []
     for i, tau in enumerate(taus):
-        if base is not None:
-            frame = base.copy()
-            frame["p_unc"] = p_all[i]
-        else:
-            frame = run_test(mat, test=test, tau=float(tau), confidence=confidence, seed=seed,
-                             n_resamples=n_resamples, min_n=min_n)
-        # the adjusted p-values of these corrections do not depend on alpha
-        frame = apply_correction(frame, correction=correction, family=fam, alpha=float(alphas[0]))
-        pc = frame["p_corr"].to_numpy(float)
-        tested = np.isfinite(frame["p_unc"].to_numpy(float))
+        n_tested = np.bincount(gcode, weights=tested[i], minlength=n_groups)
         for a in alphas:
-            part = frame.loc[:, ["model", "dataset", "role"]].copy()
-            part["assigned"] = np.where(np.isfinite(pc), pc < a, False)
-            part["tested"] = tested
-            agg = part.groupby(["model", "dataset", "role"], sort=True, observed=True).agg(
-                n_heads_assigned=("assigned", "sum"), n_heads_tested=("tested", "sum")
-            ).reset_index()
-            agg.insert(3, "tau", float(tau))
-            agg.insert(4, "alpha", float(a))
-            parts.append(agg)
-    if not parts:
+            assigned = np.where(np.isfinite(p_corr[i]), p_corr[i] < a, False)
+            part = groups.copy()
+            part["tau"] = float(tau)
+            part["alpha"] = float(a)
+            part["n_heads_assigned"] = np.bincount(gcode, weights=assigned, minlength=n_groups).astype(int)
+            part["n_heads_tested"] = n_tested.astype(int)
+            parts.append(part)
+    if not parts or n_groups == 0:
         return pd.DataFrame(columns=list(SENSITIVITY_COLUMNS))
     out = pd.concat(parts, ignore_index=True)
-    out["n_heads_assigned"] = out["n_heads_assigned"].astype(int)
-    out["n_heads_tested"] = out["n_heads_tested"].astype(int)
     return out.sort_values(["model", "dataset", "role", "alpha", "tau"]).reset_index(drop=True)[
         list(SENSITIVITY_COLUMNS)
     ]

@@ -133,7 +133,7 @@ def plant(
     true_mean = np.where(is_alt, tau + effect * sd, tau)
     x = draw(rng, true_mean, sd=sd, size=(m, n_sentences), distribution=distribution)
     if missing > 0:
-        for i, r in enumerate(roles):
+        for i in range(len(roles)):
             drop = rng.random(n_sentences) < missing
             rows = slice(i * n_layers * n_heads, (i + 1) * n_layers * n_heads)
             x[rows, drop] = np.nan
@@ -160,6 +160,12 @@ def planted_scores(**kwargs) -> pd.DataFrame:
     return plant(**kwargs).scores
 
 
+def _mean_se(x: np.ndarray) -> tuple[float, float]:
+    """Mean over replications and its Monte Carlo standard error ``sd / sqrt(B)``."""
+    se = float(x.std(ddof=1) / np.sqrt(x.size)) if x.size > 1 else float("nan")
+    return float(x.mean()), se
+
+
 def simulate_error_rates(
     *,
     tests: Sequence[str] = ("t", "wilcoxon", "sign"),
@@ -182,7 +188,8 @@ def simulate_error_rates(
     ``tau + effect * sd``, each with ``n_sentences`` independent scores from ``distribution``. The same
     registered test functions as :func:`~headstats.stats.onesample.test_roles` are used, and
     :func:`~headstats.stats.corrections.correct_pvalues_rows` (row-wise equal to ``correct_pvalues``, which
-    calls statsmodels; its Holm runs ``gc.collect()`` on every call, too slow for thousands of families); a head is assigned when ``p_corr < alpha``.
+    calls statsmodels; its Holm runs ``gc.collect()`` on every call, too slow for thousands of families);
+    a head is assigned when ``p_corr < alpha``.
     Analytic tests run on all replications at once (a ``(B (m_0 + m_1), N)`` matrix); resampling tests run
     replication by replication with seed ``seed + b``.
 
@@ -225,9 +232,9 @@ def simulate_error_rates(
             any_false = (v > 0).astype(float)
             fdp = v / np.maximum(r, 1)
             share = s / m_alt if m_alt else np.full(n_replications, np.nan)
-            fwer, fwer_se = any_false.mean(), any_false.std(ddof=1) / np.sqrt(n_replications) if n_replications > 1 else np.nan
-            fdr, fdr_se = fdp.mean(), fdp.std(ddof=1) / np.sqrt(n_replications) if n_replications > 1 else np.nan
-            pw, pw_se = share.mean(), share.std(ddof=1) / np.sqrt(n_replications) if n_replications > 1 else np.nan
+            fwer, fwer_se = _mean_se(any_false)
+            fdr, fdr_se = _mean_se(fdp)
+            pw, pw_se = _mean_se(share)
             controls = _CONTROLS.get(corr, "FWER")
             err, err_se = (fdr, fdr_se) if controls == "FDR" else (fwer, fwer_se)
             rows.append({
