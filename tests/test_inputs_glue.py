@@ -182,3 +182,11 @@ def test_real_glue_files(shared_data):
     mrpc = load_glue("mrpc", root=root, n=1)[0]
     assert mrpc.is_pair and mrpc.label == "1"
     assert available_splits("qnli", root) == ["dev", "test"]
+
+
+def test_non_utf8_file_is_a_one_line_error(tmp_path):
+    bad = tmp_path / "SST-2" / "dev.tsv"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"sentence\tlabel\ncaf\xe9 au lait\t1\n")
+    with pytest.raises(HeadstatsError, match="not UTF-8"):
+        read_glue_tsv(bad)

@@ -58,8 +58,13 @@ def analyse(scores: pd.DataFrame, protocol) -> Analysis:
     kwargs = statistics_kwargs(protocol.statistics, protocol.seed)
     tests = test_roles(scores, **kwargs)
     roles = role_table(tests)
+    from headstats.stats.power import power_summary, underpowered
+
+    power_target = protocol.statistics.power_target
     tables = {
         "heads_per_layer": heads_per_role_per_layer(roles),
+        "power_summary": power_summary(tests, power_target=power_target),
+        "underpowered": underpowered(tests, power_target=power_target),
         "colocation": colocation(roles),
         "strongest_heads": strongest_heads(tests, k=protocol.report.top_k),
         "participation": participation(scores),

@@ -145,17 +145,19 @@ def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol
     report.heading("p-values, power and sensitivity")
     fig = stats_plots.plot_pvalue_histogram(tests, alpha=st.alpha)
     report.figure(save_figure(fig, root, "pvalue_histogram"), "uncorrected p-values of all hypotheses")
-    tested = tests[tests["p_unc"].notna()]
-    weak = tested[(~tested["reject"].astype(bool)) & (tested["mean"] > st.tau)]
-    if len(weak):
-        short = weak.sort_values("n_for_power")[["model", "dataset", "role", "layer", "head", "n", "mean",
-                                                  "effect_size", "power", "n_for_power"]]
+    summary = analysis.tables.get("power_summary")
+    if summary is not None:
+        report.table(summary, f"per role: heads assigned, not assigned, and underpowered (power < {st.power_target:.0%} "
+                     "at the observed effect); max_n_for_power = inputs a protocol would need", max_rows=60)
+    weak = analysis.tables.get("underpowered")
+    if weak is not None and len(weak):
         report.text(
-            f"{len(weak)} head-role pairs have a mean above tau but were not assigned: their non-assignment "
-            f"may only mean too few inputs. The largest N a protocol would need for {st.power_target:.0%} power "
-            f"among them is {short['n_for_power'].max():.0f}."
+            f"{len(weak)} head-role pairs have a mean above tau but were not assigned, with power below "
+            f"{st.power_target:.0%}: their non-assignment may only mean too few inputs. `n_for_power` is the "
+            "number of inputs at which each would have that power at its observed effect (NaN: more than 10 million)."
         )
-        report.table(short, "heads above tau but not assigned: power and inputs needed", max_rows=20)
+        cols = ["model", "dataset", "role", "layer", "head", "n", "mean", "effect_size", "power", "n_for_power"]
+        report.table(weak[cols], "heads above tau but not assigned: power and inputs needed", max_rows=20)
     if "tau_sensitivity" in analysis.tables:
         sens = analysis.tables["tau_sensitivity"]
         for (model, dataset), _ in sens.groupby(["model", "dataset"], sort=False):

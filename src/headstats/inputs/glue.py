@@ -247,6 +247,15 @@ def read_glue_tsv(path: str | Path, *, task: str | None = None, split: str | Non
     gtask = get_task(task) if task is not None else _task_from_folder(path)
     split = split or path.stem
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    try:
+        return _read_tsv(path, gtask, split)
+    except UnicodeDecodeError as exc:
+        raise HeadstatsError(
+            f"GLUE file {str(path)!r} is not UTF-8 text (byte {exc.start}); give the file as GLUE distributes it"
+        ) from None
+
+
+def _read_tsv(path: Path, gtask: GlueTask | None, split: str) -> list[Record]:
     # utf-8-sig drops MRPC's byte-order mark; newline="" lets csv see the raw line ends.
     with open(path, encoding="utf-8-sig", newline="") as handle:
         reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
