@@ -60,3 +60,14 @@ def shared_data() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip(f"needs the shared data folder {SHARED_DATA} (present in CI, absent in a fresh clone)")
     return SHARED_DATA
+
+
+def space_words(text: str, heads: list[int], rels: list[str]):
+    """Words of a space-separated text with their character offsets and the given arcs (heads 0-based)."""
+    from headstats.inputs.records import Word
+
+    out, start = [], 0
+    for token, head, rel in zip(text.split(" "), heads, rels):
+        out.append(Word(token, start, start + len(token), head, rel))
+        start += len(token) + 1
+    return tuple(out)

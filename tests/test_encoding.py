@@ -11,13 +11,7 @@ from headstats.encoding import Arc, align_words, encode_record, encode_records
 from headstats.inputs.records import Record, Word
 
 
-def words(text: str, heads: list[int], rels: list[str]) -> tuple[Word, ...]:
-    """Words of a space-separated text with their character offsets and the given arcs."""
-    out, start = [], 0
-    for token, head, rel in zip(text.split(" "), heads, rels):
-        out.append(Word(token, start, start + len(token), head, rel))
-        start += len(token) + 1
-    return tuple(out)
+from conftest import space_words as words  # noqa: E402
 
 
 @pytest.fixture(scope="module")

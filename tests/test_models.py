@@ -10,19 +10,13 @@ import numpy as np
 import pytest
 
 from headstats.errors import HeadstatsError
-from headstats.inputs.records import Record, Word
+from headstats.inputs.records import Record
 from headstats.models import load_model, resolve_model_path, tokenizer_fingerprint
 
 ROBERTA_CORPUS = ["the cat sat on the mat", "a dog ran in the house", "unhappy children read old books"]
 
 
-def words(text: str, heads: list[int], rels: list[str]) -> tuple[Word, ...]:
-    """Words of a space-separated text with their character offsets and the given arcs."""
-    out, start = [], 0
-    for token, head, rel in zip(text.split(" "), heads, rels):
-        out.append(Word(token, start, start + len(token), head, rel))
-        start += len(token) + 1
-    return tuple(out)
+from conftest import space_words as words  # noqa: E402
 
 
 def test_provenance_of_tiny_bert(tiny_model, tiny_model_dir):

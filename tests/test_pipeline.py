@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from headstats.encoding import encode_record
-from headstats.extraction import forward_attentions, pad_batch
-from headstats.inputs.records import Record, Word
+from headstats.extraction import pad_batch
+from headstats.inputs.records import Record
 from headstats.pipeline import SCORE_COLUMNS, applicable_roles, score_records, scores_frame
 from headstats.roles import register_role, unregister_role
 
@@ -17,12 +17,7 @@ ROLES = ["local", "delimiter", "delimiter_cls", "delimiter_sep", "block", "synta
          "syntactic:dobj"]
 
 
-def words(text: str, heads: list[int], rels: list[str]) -> tuple[Word, ...]:
-    out, start = [], 0
-    for token, head, rel in zip(text.split(" "), heads, rels):
-        out.append(Word(token, start, start + len(token), head, rel))
-        start += len(token) + 1
-    return tuple(out)
+from conftest import space_words as words  # noqa: E402
 
 
 def single(sid, text, heads=None, rels=None):
