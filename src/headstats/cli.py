@@ -154,6 +154,36 @@ def validate(protocol: Path = typer.Argument(..., help="YAML protocol file")) ->
                    f"{len(proto.scoring.roles)} roles)")
 
 
+@app.command()
+def finetune(
+    model: str = typer.Option("default", "--model", help="base model: 'default', a directory or a hub id"),
+    task: str = typer.Option(..., "--task", help="GLUE task: sst2, mrpc, qqp, qnli, rte, cola, ..."),
+    out: Optional[Path] = typer.Option(None, "--out", help="checkpoint folder (default: reuse or build in the cache)"),
+    epochs: float = typer.Option(1.0, "--epochs"),
+    lr: float = typer.Option(3e-5, "--lr", help="learning rate"),
+    batch_size: int = typer.Option(16, "--batch-size"),
+    max_length: int = typer.Option(64, "--max-length"),
+    train_rows: Optional[int] = typer.Option(2000, "--train-rows", help="training rows (seeded sample); 0 = all"),
+    seed: int = typer.Option(0, "--seed"),
+    data_root: Optional[Path] = typer.Option(None, "--data-root", envvar="HEADSTATS_GLUE_ROOT",
+                                             help="GLUE folder (<root>/SST-2/train.tsv, ...)"),
+    cache_dir: Path = typer.Option(Path(".headstats_cache"), "--cache-dir"),
+    overwrite: bool = typer.Option(False, "--overwrite"),
+    quiet: bool = typer.Option(False, "--quiet"),
+) -> None:
+    """Fine-tune a sequence-classification head on a GLUE task with a seeded, recorded recipe."""
+    with _errors():
+        _quiet_libraries()
+        from headstats.finetune import finetune_command
+
+        folder, metrics = finetune_command(
+            model, task, out, epochs, lr, batch_size, max_length, train_rows or None, seed, data_root,
+            cache_dir=cache_dir, overwrite=overwrite, progress=not quiet,
+        )
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in metrics.items() if isinstance(v, float))
+        typer.echo(f"checkpoint: {folder}" + (f" ({shown})" if shown else ""))
+
+
 @app.command("list-roles")
 def list_roles_command() -> None:
     """List the registered roles (and how to name a syntactic relation)."""

@@ -110,7 +110,7 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol) -> N
         report.table(pairs[["combination", "n_heads", "share"]], "co-location: heads holding both roles of a pair", max_rows=15)
 
 
-def build_report(root: Path, protocol, analysis: Analysis, manifest: dict) -> Report:
+def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, comparison: dict | None = None) -> Report:
     """Build the report of a study and write ``report.md`` and ``report.html`` into ``root``."""
     report = Report(title=f"headstats report: {protocol.name}")
     if protocol.description:
@@ -122,8 +122,8 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict) -> Re
     statistics_sections(report, root, analysis, protocol)
     report.heading("Strongest heads per role")
     report.table(analysis.tables["strongest_heads"], f"top {protocol.report.top_k} heads by mean score", max_rows=60)
-    for extra in EXTRA_SECTIONS:
-        extra(report, root, analysis, protocol)
+    if comparison:
+        comparison_section(report, root, comparison, manifest)
     report.heading("Files and reproduction")
     report.text(
         "- `scores.parquet`: one row per input, layer, head and role (column `score`)\n"
@@ -174,5 +174,61 @@ def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol
         report.table(unstable, "heads whose assignment depends on the test or correction", max_rows=20)
 
 
-#: Functions (report, root, analysis, protocol) appended by later sections (e.g. the comparison).
-EXTRA_SECTIONS: list = []
+def finetuned_models_table(manifest: dict) -> pd.DataFrame:
+    """Recipe and dev metrics of each model that headstats fine-tuned."""
+    rows = []
+    for name, prov in manifest["models"].items():
+        info = prov.get("finetune")
+        if not info:
+            continue
+        recipe, metrics = info["recipe"], info.get("metrics") or {}
+        row = {"model": name, "base": recipe["base"], "task": recipe["task"], "epochs": recipe["epochs"],
+               "learning_rate": recipe["learning_rate"], "train_rows": recipe["train_rows"], "seed": recipe["seed"]}
+        row.update({k: v for k, v in metrics.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def comparison_section(report: Report, root: Path, tables: dict, manifest: dict) -> None:
+    """Pretrained vs fine-tuned: generated summary, change maps, transitions, per-layer figures."""
+    from headstats.compare import comparison_markdown
+    from headstats.plots import compare_plots
+
+    report.heading("Pretrained vs fine-tuned")
+    finetuned = finetuned_models_table(manifest)
+    if len(finetuned):
+        report.table(finetuned, "models fine-tuned by headstats: recipe and metrics on held-out rows")
+    report.heading("Summary", level=3)
+    for chunk in comparison_markdown(tables).split("### ")[1:]:
+        title, _, body = chunk.partition("\n")
+        report.text(f"**{title.strip()}**\n\n{body.strip()}")
+    paired = tables["paired_tests"]
+    for (model_after, dataset), part in paired.groupby(["model_after", "dataset"], sort=False):
+        tag = f"{model_after}__{dataset}".replace("/", "_")
+        report.heading(f"{model_after} vs {part['model_before'].iloc[0]} on {dataset}", level=3)
+        for role in dict.fromkeys(part["role"]):
+            if role in ("local", "delimiter_sep", "delimiter_cls", "syntactic", "block"):
+                fig = compare_plots.change_map(part, role=role)
+                report.figure(save_figure(fig, root, f"change_{tag}_{role}"),
+                              f"median change of the {role} score per head (after - before); significant heads marked")
+        if "heads_per_layer" in tables:
+            hpl = tables["heads_per_layer"]
+            hpl = hpl[hpl["dataset"] == dataset]
+            hpl = hpl[hpl["model"].isin([part["model_before"].iloc[0], model_after])]
+            fig = compare_plots.heads_per_layer_before_after(hpl, dataset=dataset, model_after=model_after)
+            report.figure(save_figure(fig, root, f"heads_per_layer_before_after_{tag}"),
+                          "heads per role per layer, before and after fine-tuning")
+        if "similarity" in tables:
+            fig = compare_plots.similarity_map(tables["similarity"], dataset=dataset, model_b=model_after)
+            report.figure(save_figure(fig, root, f"similarity_{tag}"),
+                          "mean cosine similarity of the two models' attention maps per head (Kovaleva et al. 2019)")
+        if "special_mass_per_layer" in tables:
+            fig = compare_plots.special_mass_plot(tables["special_mass_per_layer"], dataset=dataset,
+                                                  models=[part["model_before"].iloc[0], model_after])
+            report.figure(save_figure(fig, root, f"special_mass_{tag}"), "attention mass on [CLS] and [SEP] per layer")
+        if "transitions" in tables:
+            t = tables["transitions"]
+            t = t[(t["model_after"] == model_after) & (t["dataset"] == dataset)]
+            report.table(t, "role transitions per layer (gained, lost, kept)", max_rows=60)
+        sig = part[part["reject"].astype(bool)].sort_values("p_corr")
+        report.table(sig, "heads whose score changed significantly", max_rows=25)

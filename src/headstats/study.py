@@ -12,6 +12,7 @@ driven from Python too::
 
 from __future__ import annotations
 
+import json
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -62,7 +63,7 @@ def needs_parses(protocol: Protocol) -> bool:
     return any(get_role(r).kind == "arc" for r in protocol.scoring.roles)
 
 
-def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: dict[str, set[str]] | None = None) -> LoadedData:
+def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | None = None) -> LoadedData:
     """Read one data set (file or GLUE task) and parse it if the protocol's roles need parses."""
     from headstats.inputs.parsing import parse_records
     from headstats.inputs.readers import read_records
@@ -77,9 +78,7 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: dict[str, s
 
         glue = spec.glue
         root = glue.root or protocol.data_root
-        excluded = set()
-        if glue.exclude_finetune_rows and exclude_ids:
-            excluded = exclude_ids.get(f"{glue.task.lower()}:{glue.split}", set())
+        excluded = set(exclude_ids or ())
         records = load_glue(glue.task, split=glue.split, root=root, n=glue.n or spec.limit, sample=glue.sample,
                             seed=protocol.seed, exclude_ids=excluded)
         files = []
@@ -127,21 +126,21 @@ def build_models(protocol: Protocol, log: Log) -> tuple[dict[str, str], dict[str
         log(f"fine-tuning (or reusing) {spec.name}: {spec.finetune.base} on {spec.finetune.task}")
         path = cached_finetune(spec.finetune, cache_dir=cache, data_root=protocol.data_root)
         sources[spec.name] = str(path)
-        finetuned[spec.name] = {"path": str(path), "recipe": spec.finetune.model_dump()}
+        metrics_file = Path(path) / "metrics.json"
+        metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else None
+        finetuned[spec.name] = {"path": str(path), "recipe": spec.finetune.model_dump(), "metrics": metrics}
     return sources, finetuned
 
 
-def _training_ids(finetuned: dict[str, dict]) -> dict[str, set[str]]:
-    """GLUE rows (``task:split`` -> sentence ids) that a fine-tuned model was trained on."""
-    import json
+def training_exclusions(spec: DatasetSpec, finetuned: dict[str, dict]) -> set[str]:
+    """Ids of a GLUE data set's rows that any fine-tuned model of the study was trained on."""
+    if spec.glue is None or not spec.glue.exclude_finetune_rows or not finetuned:
+        return set()
+    from headstats.finetune import analysis_exclusions
 
-    out: dict[str, set[str]] = {}
+    out: set[str] = set()
     for info in finetuned.values():
-        manifest = Path(info["path"]) / "finetune_manifest.json"
-        if manifest.exists():
-            data = json.loads(manifest.read_text())
-            for key, ids in (data.get("train_ids_by_split") or {}).items():
-                out.setdefault(key, set()).update(map(str, ids))
+        out |= analysis_exclusions(info["path"], spec.glue.task, spec.glue.split)
     return out
 
 
@@ -174,12 +173,14 @@ def run_study(
     started = time.time()
     out = check_output_folder(out or protocol.output or f"runs/{protocol.name}", overwrite=overwrite)
     check_data_files(protocol)
+    from headstats.comparison_run import check_comparable, run_comparisons
+
     sources, finetuned = build_models(protocol, log)
-    exclude = _training_ids(finetuned)
+    check_comparable(protocol, sources)
     data = {}
     for spec in protocol.datasets:
         log(f"reading data set {spec.name}")
-        data[spec.name] = load_data(spec, protocol, exclude_ids=exclude)
+        data[spec.name] = load_data(spec, protocol, exclude_ids=training_exclusions(spec, finetuned))
     settings = ScoreSettings.from_options(protocol.scoring)
     score_frames, counts, model_provenance = [], {}, {}
     for spec in protocol.models:
@@ -209,6 +210,7 @@ def run_study(
 
     log("testing every head and role")
     analysis = analyse(scores, protocol)
+    comparison = run_comparisons(protocol, scores, analysis.roles, sources, data, log=log)
     manifest = {
         "headstats_run": protocol.name,
         "protocol_sha256": protocol.fingerprint(),
@@ -225,11 +227,14 @@ def run_study(
         write_table(analysis.roles, stage, "roles", parquet=False)
         for name, table in analysis.tables.items():
             write_table(table, stage, name, parquet=False)
+        for name, table in comparison.items():
+            write_table(table, stage, f"compare_{name}", parquet=name == "paired_tests")
         (stage / "protocol.resolved.yaml").write_text(dump_protocol(protocol))
         from headstats.report_builder import build_report
 
-        build_report(stage, protocol, analysis, manifest)
+        build_report(stage, protocol, analysis, manifest, comparison=comparison)
         manifest["wall_time_s"] = round(time.time() - started, 2)
         write_manifest(stage, manifest)
     log(f"done in {manifest['wall_time_s']:.1f} s: {out}")
-    return StudyResult(out, scores, analysis.tests, analysis.roles, analysis.tables, manifest)
+    return StudyResult(out, scores, analysis.tests, analysis.roles, {**analysis.tables, **{
+        f"compare_{k}": v for k, v in comparison.items()}}, manifest)
