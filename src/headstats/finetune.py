@@ -156,14 +156,14 @@ def _label_ids(records: Sequence[Record], gtask: GlueTask) -> np.ndarray:
 
 def _base_provenance(spec: str, tokenizer: Any, model: Any) -> dict[str, Any]:
     path, is_local = resolve_model_path(spec)
-    from headstats.models import _weight_hashes  # the same hashes load_model records
+    from headstats.models import weight_hashes  # the same hashes load_model records
 
     return {
         "model": spec,
         "path": path if is_local else None,
         "hub_id": None if is_local else spec,
         "model_type": model.config.model_type,
-        "weights_sha256": _weight_hashes(path, is_local, None),
+        "weights_sha256": weight_hashes(path, is_local, None),
         "tokenizer_class": type(tokenizer).__name__,
         "vocab_sha256": tokenizer_fingerprint(tokenizer),
     }
@@ -484,9 +484,9 @@ def finetune_cache_key(recipe: FinetuneRecipe, *, data_root: str | Path | None =
     gtask = get_task(recipe.task)
     recipe = recipe.model_copy(update={"task": gtask.name})
     path, is_local = resolve_model_path(recipe.base)
-    from headstats.models import _weight_hashes
+    from headstats.models import weight_hashes
 
-    weights = _weight_hashes(path, is_local, None) if is_local else {"hub_id": recipe.base}
+    weights = weight_hashes(path, is_local, None) if is_local else {"hub_id": recipe.base}
     root = glue_root(data_root)
     data: dict[str, str] = {}
     if root is not None:

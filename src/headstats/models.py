@@ -104,7 +104,8 @@ class LoadedModel:
         return int(limit)
 
 
-def _weight_hashes(path: str, is_local: bool, revision: str | None) -> dict[str, str]:
+def weight_hashes(path: str, is_local: bool, revision: str | None) -> dict[str, str]:
+    """sha256 of each weight file of a model directory (or of the hub cache's copy of a hub model)."""
     if is_local:
         folder = Path(path)
         return {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.suffix in WEIGHT_FILE_SUFFIXES}
@@ -193,7 +194,7 @@ def load_model(
         "architecture": type(model).__name__,
         "n_layers": int(config.num_hidden_layers),
         "n_heads": int(config.num_attention_heads),
-        "weights_sha256": _weight_hashes(path, is_local, revision),
+        "weights_sha256": weight_hashes(path, is_local, revision),
         "tokenizer_class": type(tokenizer).__name__,
         "vocab_sha256": tokenizer_fingerprint(tokenizer),
         "device": device,

@@ -135,6 +135,8 @@ def score_records(
     kept, dropped = applicable_roles(roles, records)
     effective_max = min(max_length, loaded.max_input_length)
     encoding = encode_records(list(records), loaded.tokenizer, max_length=effective_max, too_long=too_long)
+    if progress is not None and len(records) > len(encoding.inputs):
+        progress(len(records) - len(encoding.inputs))  # skipped inputs are done too
     values = score_encoded(loaded, encoding, roles=kept, settings=settings, batch_size=batch_size, progress=progress)
     sentence_ids = [item.sentence_id for item in encoding.inputs]
     frame = scores_frame(values, sentence_ids, kept, model=loaded.name, dataset=dataset)

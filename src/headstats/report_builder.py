@@ -228,7 +228,8 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict)
             report.figure(save_figure(fig, root, f"special_mass_{tag}"), "attention mass on [CLS] and [SEP] per layer")
         if "transitions" in tables:
             t = tables["transitions"]
-            t = t[(t["model_after"] == model_after) & (t["dataset"] == dataset)]
-            report.table(t, "role transitions per layer (gained, lost, kept)", max_rows=60)
+            t = t[(t["model_after"] == model_after) & (t["dataset"] == dataset) & ((t["before"] > 0) | (t["after"] > 0))]
+            report.table(t, "role transitions per layer (gained, lost, kept; layer-role pairs with no head before "
+                         "or after left out)", max_rows=60)
         sig = part[part["reject"].astype(bool)].sort_values("p_corr")
         report.table(sig, "heads whose score changed significantly", max_rows=25)

@@ -20,6 +20,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 CHANGE_VALUES = ("median_diff", "estimate", "effect_size", "neglog10p")
 
@@ -154,6 +155,8 @@ def heads_per_layer_before_after(
                 ax.plot(line["layer"], line["n_heads"], label=f"{stage} ({line['model'].iloc[0]})", **style)
         ax.set_title(role, fontsize=9)
         ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         if k % ncols == 0:
             ax.set_ylabel("heads")
