@@ -44,3 +44,14 @@ def test_strongest_heads(tests_table):
     top = strongest_heads(tests_table, k=1)
     local = top[top.role == "local"].iloc[0]
     assert (local.layer, local["head"]) == (1, 0)
+
+
+def test_role_not_tested_on_a_data_set_is_missing_not_false(tests_table):
+    pairs = tests_table.assign(dataset="pairs")
+    block = pairs[pairs.role == "local"].assign(role="block", reject=True)
+    roles = role_table(pd.concat([tests_table, pairs, block], ignore_index=True))
+    singles = roles[roles.dataset == "d"]
+    assert singles["block"].isna().all()  # block was never tested on the single-sentence data set
+    assert roles[roles.dataset == "pairs"]["block"].all()
+    per_layer = heads_per_role_per_layer(roles)
+    assert set(per_layer[per_layer.dataset == "d"]["role"]) == {"local", "syntactic", "delimiter"}

@@ -18,7 +18,8 @@ def role_table(tests: pd.DataFrame) -> pd.DataFrame:
     """One row per (model, dataset, layer, head), a boolean column per role tested, and ``roles``.
 
     ``roles`` names the roles held, joined by ``+`` in the order they were tested (empty when none).
-    A role that could not be tested for a head (no participating input) is False there.
+    A role that was tested for a head but could not be decided (too few participating inputs) is False;
+    a role that was not tested on that data set at all (``block`` on single sentences) is missing (NA).
     """
     roles = list(dict.fromkeys(tests["role"]))
     wide = (
@@ -28,8 +29,15 @@ def role_table(tests: pd.DataFrame) -> pd.DataFrame:
         .astype(bool)
     )
     wide.columns.name = None
-    wide["roles"] = ["+".join(r for r, held in zip(roles, row) if held) for row in wide[roles].to_numpy()]
-    wide["n_roles"] = wide[roles].sum(axis=1).astype(int)
+    wide = wide.astype("boolean")
+    tested = tests.groupby(["model", "dataset"], sort=False)["role"].agg(set)
+    for (model, dataset), present in tested.items():
+        absent = [r for r in roles if r not in present]
+        if absent:
+            wide.loc[(model, dataset), absent] = pd.NA
+    held = wide[roles].fillna(False).to_numpy(dtype=bool)
+    wide["roles"] = ["+".join(r for r, h in zip(roles, row) if h) for row in held]
+    wide["n_roles"] = held.sum(axis=1).astype(int)
     return wide.reset_index()
 
 
@@ -39,9 +47,12 @@ def role_columns(roles: pd.DataFrame) -> list[str]:
 
 
 def heads_per_role_per_layer(roles: pd.DataFrame) -> pd.DataFrame:
-    """Count of heads holding each role in each layer: ``model, dataset, layer, role, n_heads, share``."""
+    """Count of heads holding each role in each layer: ``model, dataset, layer, role, n_heads, share``.
+
+    Roles not tested on a data set (NA in the role table) are left out of that data set's rows.
+    """
     cols = role_columns(roles)
-    long = roles.melt(id_vars=HEAD_KEYS, value_vars=cols, var_name="role", value_name="held")
+    long = roles.melt(id_vars=HEAD_KEYS, value_vars=cols, var_name="role", value_name="held").dropna(subset=["held"])
     grouped = long.groupby(["model", "dataset", "layer", "role"], sort=False)["held"]
     out = grouped.agg(n_heads="sum", n_total="size").reset_index()
     out["n_heads"] = out["n_heads"].astype(int)

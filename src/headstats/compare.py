@@ -111,9 +111,11 @@ def role_transitions(roles_before: pd.DataFrame, roles_after: pd.DataFrame, *,
     joined, cols, mb, ma = _joined_roles(roles_before, roles_after, roles)
     frames = []
     for role in cols:
-        b = joined[f"{role}_before"].astype(bool)
-        a = joined[f"{role}_after"].astype(bool)
-        part = pd.DataFrame({"dataset": joined["dataset"], "layer": joined["layer"], "before": b, "after": a,
+        tested = joined[f"{role}_before"].notna() | joined[f"{role}_after"].notna()  # NA: not tested there
+        sub = joined[tested]
+        b = sub[f"{role}_before"].fillna(False).astype(bool)
+        a = sub[f"{role}_after"].fillna(False).astype(bool)
+        part = pd.DataFrame({"dataset": sub["dataset"], "layer": sub["layer"], "before": b, "after": a,
                              "kept": b & a, "gained": ~b & a, "lost": b & ~a})
         agg = part.groupby(["dataset", "layer"], sort=True).agg(
             n_heads=("before", "size"), before=("before", "sum"), after=("after", "sum"), kept=("kept", "sum"),
@@ -135,8 +137,8 @@ def role_changes(roles_before: pd.DataFrame, roles_after: pd.DataFrame, *,
                  roles: Sequence[str] | None = None) -> pd.DataFrame:
     """Per head: the roles held before and after, those gained and lost (``+``-joined names), ``changed``."""
     joined, cols, mb, ma = _joined_roles(roles_before, roles_after, roles)
-    before = joined[[f"{r}_before" for r in cols]].to_numpy(bool)
-    after = joined[[f"{r}_after" for r in cols]].to_numpy(bool)
+    before = joined[[f"{r}_before" for r in cols]].fillna(False).to_numpy(bool)
+    after = joined[[f"{r}_after" for r in cols]].fillna(False).to_numpy(bool)
     names = np.array(cols, dtype=object)
 
     def join(mask: np.ndarray) -> list[str]:

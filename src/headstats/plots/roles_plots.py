@@ -43,9 +43,10 @@ def role_grid(roles: pd.DataFrame, *, title: str = "") -> Figure:
     fig = Figure(figsize=(max(6.0, 0.55 * n_heads + 2.5), max(3.0, 0.45 * n_layers + 1.2)))
     ax = fig.add_subplot()
     width = 1.0 / max(1, len(cols))
-    for _, row in roles.iterrows():
+    held = roles[cols].fillna(False).astype(bool)
+    for (_, row), (_, held_row) in zip(roles.iterrows(), held.iterrows()):
         for k, role in enumerate(cols):
-            if row[role]:
+            if held_row[role]:
                 ax.add_patch(Rectangle((row["head"] + k * width, row["layer"]), width, 1, color=colours[role], lw=0))
     ax.set_xlim(0, n_heads)
     ax.set_ylim(n_layers, 0)
