@@ -161,3 +161,22 @@ def test_list_roles():
     result = runner.invoke(app, ["list-roles"])
     assert result.exit_code == 0
     assert "delimiter_sep" in result.output and "syntactic:<rel>" in result.output
+
+
+def test_run_with_data_root_for_glue_inputs(tmp_path, tiny_model_dir):
+    root = tmp_path / "glue"
+    (root / "SST-2").mkdir(parents=True)
+    rows = ["the cat sat\t1", "a dog ran quickly\t0", "the bird saw the man\t1", "she read a book\t0"]
+    (root / "SST-2" / "dev.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
+    protocol = write_protocol(tmp_path, str(tiny_model_dir), datasets=[{"name": "sst2", "glue": {"task": "sst2", "n": 3}}])
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["run", str(protocol), "--out", str(out), "--quiet", "--data-root", str(root)])
+    assert result.exit_code == 0, result.output
+    scores = pd.read_parquet(out / "scores.parquet")
+    assert sorted(scores["sentence_id"].unique()) == ["0", "1", "2"]  # the first n = 3 rows
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["datasets"]["sst2"]["files_sha256"] == {
+        str(root / "SST-2" / "dev.tsv"): __import__("hashlib").sha256((root / "SST-2" / "dev.tsv").read_bytes()).hexdigest()
+    }
+    missing = runner.invoke(app, ["run", str(protocol), "--out", str(tmp_path / "o2"), "--data-root", str(tmp_path / "nope")])
+    assert_one_line_error(missing, "--data-root")

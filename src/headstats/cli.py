@@ -78,12 +78,18 @@ def run(
     out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: protocol's 'output')"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing output folder"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bars or log lines"),
+    data_root: Optional[Path] = typer.Option(None, "--data-root",
+                                             help="GLUE data folder; overrides the protocol's data_root"),
 ) -> None:
     """Run a protocol end to end: scores, tests, roles, figures, report and manifest."""
     with _errors():
         from headstats.protocol import load_protocol
 
         proto = load_protocol(protocol)
+        if data_root is not None:
+            if not data_root.is_dir():
+                raise HeadstatsError(f"--data-root {str(data_root)!r} is not a folder; give the GLUE data folder")
+            proto.data_root = str(data_root.resolve())
         _quiet_libraries()
         from headstats.study import run_study
 
