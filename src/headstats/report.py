@@ -37,7 +37,9 @@ class Report:
         self.blocks.append(Block("text", text))
 
     def table(self, frame: pd.DataFrame, caption: str = "", max_rows: int = 40) -> None:
-        self.blocks.append(Block("table", frame.head(max_rows), caption=_rows_caption(caption, frame, max_rows)))
+        shown = frame.head(max_rows).copy()
+        shown.columns.name = None  # a leftover pivot name would render as an extra header row
+        self.blocks.append(Block("table", shown, caption=_rows_caption(caption, frame, max_rows)))
 
     def figure(self, path: str, caption: str = "") -> None:
         self.blocks.append(Block("figure", path, caption=caption))
