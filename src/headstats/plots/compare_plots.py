@@ -154,7 +154,8 @@ def heads_per_layer_before_after(
             if len(line):
                 ax.plot(line["layer"], line["n_heads"], label=f"{stage} ({line['model'].iloc[0]})", **style)
         ax.set_title(role, fontsize=9)
-        ax.set_ylim(bottom=0)
+        top = part.loc[part["role"] == role, "n_heads"].max()
+        ax.set_ylim(0, max(1.0, float(top) * 1.05 if pd.notna(top) else 1.0))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
