@@ -196,3 +196,17 @@ def test_roberta_layout_and_scores(tiny_roberta_dir):
     finite = run.scores.dropna(subset=["score"])
     assert len(finite) == 2 * 2 * 2 * 2 + 2 * 2 * 1 + 2 * 2 * 1  # local + cls on both, block and syntactic on the pair
     assert (finite["score"] > 0).all()
+
+
+def test_hub_id_fails_fast_when_the_hub_is_unreachable(monkeypatch):
+    import time
+
+    import headstats.models as models
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens there
+    assert models.hub_reachable(timeout=1.0) is False
+    start = time.perf_counter()
+    with pytest.raises(HeadstatsError, match="cannot be reached"):
+        models.load_model("headstats-test/not-a-model")
+    assert time.perf_counter() - start < 10  # no minute of retries before the error

@@ -26,6 +26,13 @@ def _quiet_libraries() -> None:
 
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+    try:
+        import huggingface_hub
+
+        huggingface_hub.utils.logging.set_verbosity_error()
+        huggingface_hub.utils.disable_progress_bars()
+    except (ImportError, AttributeError):  # pragma: no cover - older huggingface_hub
+        pass
 
 
 def _fail(message: str) -> None:

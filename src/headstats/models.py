@@ -55,6 +55,32 @@ def resolve_model_path(spec: str) -> tuple[str, bool]:
     return spec, False
 
 
+def _in_hub_cache(repo_id: str, revision: str | None) -> bool:
+    """Whether the hub cache already holds this model's config (so no network is needed)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+    except Exception:  # noqa: BLE001 - an invalid repo id is "not cached"
+        return False
+    return isinstance(found, str)
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """A quick check that the Hugging Face hub answers (False at once when HF_HUB_OFFLINE is set)."""
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        return False
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        with socket.create_connection((endpoint.hostname, endpoint.port or 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     """sha256 hex digest of a file, read in chunks."""
     digest = hashlib.sha256()
@@ -166,6 +192,11 @@ def load_model(
 
     path, is_local = resolve_model_path(spec)
     kwargs: dict[str, Any] = {} if is_local else {"revision": revision}
+    if not is_local and not _in_hub_cache(path, revision) and not hub_reachable():
+        raise HeadstatsError(
+            f"model {spec!r} is not on disk (no local directory, not in the Hugging Face cache) and the hub "
+            "cannot be reached (offline?); give a local directory, or 'default' for the embedded all-MiniLM-L6-v2"
+        )
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
         cls = AutoModelForSequenceClassification if for_classification else AutoModel
