@@ -198,15 +198,12 @@ def test_roberta_layout_and_scores(tiny_roberta_dir):
     assert (finite["score"] > 0).all()
 
 
-def test_hub_id_fails_fast_when_the_hub_is_unreachable(monkeypatch):
-    import time
-
+def test_hub_id_fails_before_any_download_when_the_hub_is_unreachable(monkeypatch):
     import headstats.models as models
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens there
     assert models.hub_reachable(timeout=1.0) is False
-    start = time.perf_counter()
-    with pytest.raises(HeadstatsError, match="cannot be reached"):
+    # the check comes before transformers' download (with its minute of retries) is tried
+    with pytest.raises(HeadstatsError, match="not in the Hugging Face cache"):
         models.load_model("headstats-test/not-a-model")
-    assert time.perf_counter() - start < 10  # no minute of retries before the error
