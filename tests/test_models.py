@@ -199,11 +199,12 @@ def test_roberta_layout_and_scores(tiny_roberta_dir):
 
 
 def test_hub_id_fails_before_any_download_when_the_hub_is_unreachable(monkeypatch):
+    import headstats.hub as hub
     import headstats.models as models
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens there
-    assert models.hub_reachable(timeout=1.0) is False
+    assert hub.hub_reachable(timeout=1.0) is False
     # the check comes before transformers' download (with its minute of retries) is tried
     with pytest.raises(HeadstatsError, match="not in the Hugging Face cache"):
         models.load_model("headstats-test/not-a-model")

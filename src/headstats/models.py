@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from headstats.errors import HeadstatsError
+from headstats.hub import hub_reachable
 
 DEFAULT_MODEL = "default"
 #: Architectures whose position ids start after the padding index (max length = positions - offset).
@@ -64,21 +65,6 @@ def _in_hub_cache(repo_id: str, revision: str | None) -> bool:
     except Exception:  # noqa: BLE001 - an invalid repo id is "not cached"
         return False
     return isinstance(found, str)
-
-
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """A quick check that the Hugging Face hub answers (False at once when HF_HUB_OFFLINE is set)."""
-    import socket
-    from urllib.parse import urlparse
-
-    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
-        return False
-    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    try:
-        with socket.create_connection((endpoint.hostname, endpoint.port or 443), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:

@@ -31,6 +31,7 @@ from typing import Any, Literal
 import numpy as np
 
 from headstats.errors import HeadstatsError
+from headstats.hub import hub_reachable
 from headstats.inputs.records import Record
 
 #: Environment variable naming a GLUE data folder, used when no root is given.
@@ -493,6 +494,11 @@ def _load_from_datasets(gtask: GlueTask, split: str, source: Any) -> list[Record
                     f"or give --data-root, 'data_root:' or {GLUE_ROOT_ENV}"
                 ) from None
             if source is None:
+                offline = any(os.environ.get(v, "0").lower() in ("1", "true", "yes")
+                              for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+                if not offline and not hub_reachable():
+                    # set HF_DATASETS_OFFLINE=1 to read a copy already in the datasets cache
+                    raise HeadstatsError(offline_hint)
                 ds = datasets.load_dataset(HF_GLUE, gtask.name, split=hf_split)
             else:
                 local = Path(source).expanduser()
