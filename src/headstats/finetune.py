@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from pydantic import ValidationError
 
 from headstats.errors import HeadstatsError
 from headstats.inputs.glue import (
@@ -307,7 +308,13 @@ class _Bar:
         if not enabled:
             return
         try:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
         except ImportError:  # pragma: no cover
             return
         self._progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -579,8 +586,8 @@ def finetune_command(
     try:
         recipe = FinetuneRecipe(base=model, task=task, epochs=epochs, learning_rate=lr, batch_size=batch_size,
                                 max_length=max_length, train_rows=train_rows, seed=seed)
-    except Exception as exc:  # pydantic ValidationError: one line for the CLI
-        first = getattr(exc, "errors", lambda: [{"loc": (), "msg": str(exc)}])()[0]
+    except ValidationError as exc:  # one line for the CLI
+        first = exc.errors()[0]
         raise HeadstatsError(f"invalid fine-tuning option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     if out is None:
         folder = cached_finetune(recipe, cache_dir=cache_dir, data_root=data_root, progress=progress)

@@ -24,7 +24,13 @@ import pandas as pd
 from headstats.errors import HeadstatsError
 from headstats.inputs.records import Record
 from headstats.protocol import DatasetSpec, Protocol, dump_protocol
-from headstats.storage import check_output_folder, file_hashes, staged_output, write_manifest, write_table
+from headstats.storage import (
+    check_output_folder,
+    file_hashes,
+    staged_output,
+    write_manifest,
+    write_table,
+)
 
 Log = Callable[[str], None]
 ProgressFactory = Callable[[str, int], ContextManager[Callable[[int], None]]]
@@ -166,15 +172,16 @@ def run_study(
         Callbacks for messages and for progress bars (``progress(description, total)`` is a context
         manager yielding ``advance(n)``).
     """
+    from headstats.analysis import analyse
+    from headstats.comparison_run import check_comparable, run_comparisons
     from headstats.models import load_model
     from headstats.pipeline import score_records
+    from headstats.report_builder import build_report
     from headstats.scores import ScoreSettings
 
     started = time.time()
     out = check_output_folder(out or protocol.output or f"runs/{protocol.name}", overwrite=overwrite)
     check_data_files(protocol)
-    from headstats.comparison_run import check_comparable, run_comparisons
-
     sources, finetuned = build_models(protocol, log)
     check_comparable(protocol, sources)
     data = {}
@@ -205,9 +212,6 @@ def run_study(
             counts[f"{spec.name}/{name}"] = run.counts
         del loaded
     scores = pd.concat(score_frames, ignore_index=True)
-
-    from headstats.analysis import analyse
-
     log("testing every head and role")
     analysis = analyse(scores, protocol)
     comparison = run_comparisons(protocol, scores, analysis.roles, sources, data, log=log)
@@ -230,8 +234,6 @@ def run_study(
         for name, table in comparison.items():
             write_table(table, stage, f"compare_{name}", parquet=name == "paired_tests")
         (stage / "protocol.resolved.yaml").write_text(dump_protocol(protocol))
-        from headstats.report_builder import build_report
-
         build_report(stage, protocol, analysis, manifest, comparison=comparison)
         manifest["wall_time_s"] = round(time.time() - started, 2)
         write_manifest(stage, manifest)
