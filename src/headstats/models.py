@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from headstats.errors import HeadstatsError
+from headstats.errors import HeadstatsError, ModelError
 from headstats.hub import hub_reachable
 
 DEFAULT_MODEL = "default"
@@ -54,6 +54,38 @@ def resolve_model_path(spec: str) -> tuple[str, bool]:
     if spec.startswith((".", "/", "~")) or os.sep in spec.strip("/").replace("/", "", 1):
         raise HeadstatsError(f"model directory {spec!r} does not exist; check the path")
     return spec, False
+
+
+def check_device(device: str) -> None:
+    """Refuse a device that torch does not know or that this machine does not have (no model is loaded).
+
+    Raises
+    ------
+    ModelError
+        Naming the devices that can be used here.
+    """
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ModelError(f"unknown device {device!r}; use 'cpu', 'cuda', 'cuda:N' or 'mps'") from None
+    available = {"cpu": True, "cuda": torch.cuda.is_available(),
+                 "mps": bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available()}
+    if not available.get(dev.type, False):
+        have = ", ".join(k for k, ok in available.items() if ok)
+        raise ModelError(f"device {device!r} is not available on this machine; use one of: {have}")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ModelError(f"device {device!r} does not exist; this machine has {torch.cuda.device_count()} GPU(s)")
+
+
+def check_model_source(spec: str, *, revision: str | None = None) -> None:
+    """Check a model spec without loading any weights (for ``validate`` and before ``run`` starts).
+
+    A local directory must hold ``config.json`` and weight files; ``default`` must be installed. A hub id
+    is checked when it is loaded.
+    """
+    resolve_model_path(spec)
 
 
 def _in_hub_cache(repo_id: str, revision: str | None) -> bool:

@@ -1,0 +1,55 @@
+import pytest
+
+from headstats.errors import HeadstatsError, UnknownNameError
+from headstats.registry import Registry
+
+
+def make():
+    reg: Registry[int] = Registry("test", hint="add one with register_test")
+    reg.register("t", 1)
+    reg.register("wilcoxon", 2)
+    reg.register("sign", 3)
+    return reg
+
+
+def test_get_and_order():
+    reg = make()
+    assert reg.get("wilcoxon") == 2
+    assert reg.names() == ["t", "wilcoxon", "sign"]
+    assert "sign" in reg and "x" not in reg and len(reg) == 3
+
+
+def test_unknown_name_suggests_nearest_and_lists_all():
+    reg = make()
+    with pytest.raises(UnknownNameError) as info:
+        reg.get("wilcox")
+    message = str(info.value)
+    assert message == ("unknown test 'wilcox'; did you mean 'wilcoxon'?; choose one of t, wilcoxon, sign "
+                       "(add one with register_test)")
+    assert isinstance(info.value, HeadstatsError) and isinstance(info.value, KeyError)
+
+
+def test_unknown_name_without_a_close_match_has_no_guess():
+    assert "did you mean" not in make().unknown_message("zzzzzz")
+
+
+def test_register_refuses_duplicates_unless_overwrite():
+    reg = make()
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register("t", 9)
+    reg.register("t", 9, overwrite=True)
+    assert reg.get("t") == 9
+    reg.unregister("t")
+    assert "t" not in reg
+    with pytest.raises(UnknownNameError):
+        reg.unregister("t")
+
+
+def test_decorator_registers():
+    reg: Registry = Registry("role")
+
+    @reg.decorator("previous")
+    def previous():
+        return "p"
+
+    assert reg.get("previous")() == "p"
