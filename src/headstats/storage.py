@@ -15,7 +15,7 @@ import tempfile
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import pandas as pd
 
@@ -28,8 +28,12 @@ VERSIONED_PACKAGES = (
 )
 
 
-def check_output_folder(out: str | Path, *, overwrite: bool = False) -> Path:
-    """Refuse an existing output folder unless ``overwrite``; return the resolved path."""
+def check_output_folder(out: str | Path, *, overwrite: bool = False, inputs: Iterable[str | Path] = ()) -> Path:
+    """Refuse an existing output folder unless ``overwrite``; return the resolved path.
+
+    ``inputs`` are the files and folders the run reads (data files, model folders): an output path that
+    holds one of them is refused.
+    """
     out = Path(out).expanduser().resolve()
     if out.exists() and not overwrite:
         raise HeadstatsError(f"output folder {str(out)!r} exists; choose another --out or pass --overwrite")
