@@ -1,4 +1,4 @@
-"""Output folders: atomic staging, refusal of existing folders, tables and the manifest."""
+"""Tables and the manifest (output folders themselves: tests/test_folders.py)."""
 
 from __future__ import annotations
 
@@ -10,65 +10,7 @@ from importlib import metadata
 import pandas as pd
 import pytest
 
-from headstats.errors import HeadstatsError
-from headstats.storage import check_output_folder, file_hashes, staged_output, write_manifest, write_table
-
-
-def test_failed_block_leaves_nothing(tmp_path):
-    out = tmp_path / "run"
-    with pytest.raises(RuntimeError, match="boom"):
-        with staged_output(out) as stage:
-            (stage / "scores.csv").write_text("half written")
-            raise RuntimeError("boom")
-    assert not out.exists()
-    assert list(tmp_path.iterdir()) == []  # no .run.partial-* sibling either
-
-
-def test_interrupt_leaves_nothing(tmp_path):
-    out = tmp_path / "run"
-    with pytest.raises(KeyboardInterrupt):
-        with staged_output(out) as stage:
-            (stage / "x").write_text("x")
-            raise KeyboardInterrupt
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_success_renames_into_place(tmp_path):
-    out = tmp_path / "nested" / "run"
-    with staged_output(out) as stage:
-        assert stage.parent == out.parent and stage.name.startswith(".run.partial-")
-        assert not out.exists()
-        (stage / "a.txt").write_text("done")
-    assert (out / "a.txt").read_text() == "done"
-    assert sorted(p.name for p in out.parent.iterdir()) == ["run"]
-
-
-def test_existing_folder_refused_then_replaced(tmp_path):
-    out = tmp_path / "run"
-    out.mkdir()
-    (out / "old.txt").write_text("old")
-    with pytest.raises(HeadstatsError, match="exists; choose another --out or pass --overwrite"):
-        with staged_output(out):
-            pass
-    assert (out / "old.txt").read_text() == "old"
-    # a failed overwrite keeps the old folder
-    with pytest.raises(ValueError):
-        with staged_output(out, overwrite=True) as stage:
-            (stage / "new.txt").write_text("new")
-            raise ValueError("fail")
-    assert sorted(p.name for p in out.iterdir()) == ["old.txt"]
-    with staged_output(out, overwrite=True) as stage:
-        (stage / "new.txt").write_text("new")
-    assert sorted(p.name for p in out.iterdir()) == ["new.txt"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
-
-
-def test_output_path_that_is_a_file(tmp_path):
-    target = tmp_path / "file"
-    target.write_text("x")
-    with pytest.raises(HeadstatsError, match="is a file"):
-        check_output_folder(target, overwrite=True)
-    assert check_output_folder(tmp_path / "new") == (tmp_path / "new").resolve()
+from headstats.storage import file_hashes, write_manifest, write_table
 
 
 def test_write_table_and_hashes(tmp_path):
@@ -94,3 +36,13 @@ def test_manifest_has_versions_and_command(tmp_path):
     assert manifest["versions"]["python"] == ".".join(map(str, sys.version_info[:3]))
     assert manifest["versions"]["headstats"] == metadata.version("headstats")
     assert manifest["command"] == sys.argv
+
+
+def test_manifest_lists_the_files_written(tmp_path):
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "a.png").write_bytes(b"png")
+    (tmp_path / "tests.csv").write_text("x")
+    write_manifest(tmp_path, {"seed": 0})
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["written_by"] == "headstats"
+    assert manifest["output_files"] == ["figures/a.png", "manifest.json", "tests.csv"]

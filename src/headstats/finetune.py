@@ -33,10 +33,8 @@ import math
 import os
 import platform
 import re
-import shutil
 import sys
 import time
-import uuid
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -46,6 +44,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from headstats.errors import HeadstatsError
+from headstats.folders import FILES_KEY, WRITTEN_BY, check_output_folder, claim_output, output_file_list
 from headstats.inputs.glue import (
     HF_GLUE,
     GlueTask,
@@ -390,8 +389,7 @@ def finetune(
         ``COMPLETE``.
     """
     out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
-        raise HeadstatsError(f"output folder {str(out_dir)!r} exists; give another folder or --overwrite")
+    out_dir = check_output_folder(out_dir, overwrite=overwrite)
     gtask = get_task(recipe.task)
     if not gtask.labels:
         raise HeadstatsError(f"GLUE {gtask.name} is a regression task; headstats fine-tunes classification tasks only")
@@ -454,25 +452,15 @@ def finetune(
         "wall_time_s": metrics["wall_time_s"]["total"],
     }
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}"
-    try:
-        tmp.mkdir()
+    with claim_output(out_dir, overwrite=overwrite) as claim:
+        tmp = claim.staging
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         _write_json(tmp / METRICS_NAME, metrics)
-        _write_json(tmp / MANIFEST_NAME, manifest)
         (tmp / COMPLETE_MARKER).write_text(f"{manifest['created']}\n", encoding="utf-8")
-        if out_dir.exists():
-            old = out_dir.parent / f".{out_dir.name}.old-{uuid.uuid4().hex[:8]}"
-            os.replace(out_dir, old)
-            os.replace(tmp, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        files = sorted(set(output_file_list(tmp)) | {MANIFEST_NAME})
+        _write_json(tmp / MANIFEST_NAME, {"written_by": WRITTEN_BY, **manifest, FILES_KEY: files})
+        claim.publish()
     return out_dir
 
 

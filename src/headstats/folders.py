@@ -1,0 +1,410 @@
+"""Output folders that never cost a user a file: safety checks, a lock, a staging folder and a race-free swap.
+
+Every folder headstats writes (a run, ``headstats score``, a fine-tuned checkpoint) goes through
+:func:`claim_output`:
+
+1. **Check** (:func:`check_output_folder`): the target is refused when it is ``/``, the home folder, the working
+   folder or an ancestor of any of them, a folder that holds one of the run's inputs (data files, model
+   folders, the protocol), a symbolic link, or a file; an existing folder is refused without ``overwrite``, and
+   with ``overwrite`` unless headstats wrote it (:func:`is_headstats_output`: its manifest says so and every
+   file in it is one the manifest lists).
+2. **Lock**: ``.<name>.headstats-lock`` beside the target, created exclusively, holds the owner's pid; a second
+   run into the same folder stops at once with a clear error. A lock whose process is gone (``kill -9``) is
+   stale and taken over.
+3. **Stage**: the run writes into ``.<name>.partial-<random>`` beside the target (created at the start, so an
+   unwritable or full disk fails before any work). Staging folders left behind by a killed run are swept by
+   the next run into the same target; only folders carrying headstats' staging marker are ever removed.
+4. **Publish** (:meth:`OutputClaim.publish`): without ``overwrite`` the staging folder is renamed onto the target,
+   which fails (and deletes nothing) if anything appeared there meanwhile; with ``overwrite`` the old folder is
+   re-checked, renamed aside, the new one renamed in, and only then is the old one deleted.
+
+On any exception (including ``KeyboardInterrupt`` and the CLI's SIGTERM exception) the staging folder, the lock
+and any parent folders the claim created are removed; nothing outside them is touched.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import socket
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from headstats.errors import OutputError
+
+#: File in every staging folder: who is writing it (so a sweep removes only headstats' own leftovers).
+STAGING_MARKER = ".headstats-staging"
+#: Manifest files that mark a folder as written by headstats, and the key listing what it wrote.
+MANIFEST_NAMES = ("manifest.json", "finetune_manifest.json")
+WRITTEN_BY = "headstats"
+FILES_KEY = "output_files"
+#: What a run folder written before manifests listed their files may hold (top level; figures/ below).
+LEGACY_SUFFIXES = (".csv", ".parquet", ".md", ".html", ".yaml", ".json", ".png", ".svg", ".pdf", ".txt")
+
+
+# --------------------------------------------------------------------------------------------- checks
+
+def _protected_places() -> list[tuple[Path, str]]:
+    places = [(Path("/"), "the root folder"), (Path.home(), "your home folder"), (Path.cwd(), "the working folder")]
+    return [(p.resolve(), what) for p, what in places]
+
+
+def _is_within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _unsafe_reason(out: Path, inputs: Iterable[str | Path]) -> str | None:
+    """Why ``out`` may never be (over)written, or None."""
+    for place, what in _protected_places():
+        if out == place:
+            return f"it is {what}"
+        if _is_within(place, out):
+            return f"it holds {what} ({place})"
+    for item in inputs:
+        if item is None or str(item) == "":
+            continue
+        path = Path(item).expanduser()
+        if not path.exists():
+            continue
+        path = path.resolve()
+        if _is_within(path, out):
+            return f"it holds an input of this run ({path})"
+    return None
+
+
+def manifest_of(folder: Path) -> dict | None:
+    """The headstats manifest of ``folder`` (run or checkpoint), or None when it has none."""
+    for name in MANIFEST_NAMES:
+        path = folder / name
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def _files_below(folder: Path) -> list[str]:
+    out = []
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        rel = Path(root).relative_to(folder)
+        for name in files + [d for d in dirs if (Path(root) / d).is_symlink()]:
+            out.append((rel / name).as_posix())
+    return sorted(out)
+
+
+def foreign_files(folder: Path) -> list[str] | None:
+    """Files in ``folder`` that headstats did not write (empty list: none); None if headstats did not write it."""
+    manifest = manifest_of(folder)
+    if manifest is None:
+        return None
+    present = _files_below(folder)
+    listed = manifest.get(FILES_KEY)
+    if manifest.get("written_by") == WRITTEN_BY and isinstance(listed, list):
+        allowed = set(listed) | set(MANIFEST_NAMES)
+        return [f for f in present if f not in allowed]
+    is_legacy_run = isinstance(manifest.get("versions"), dict) and "headstats" in manifest["versions"]
+    is_legacy_checkpoint = "recipe" in manifest and "base_model" in manifest
+    if not (is_legacy_run or is_legacy_checkpoint):
+        return None
+    if is_legacy_checkpoint:
+        return [f for f in present if "/" in f]
+    return [f for f in present if not (f.count("/") <= 1 and (f.count("/") == 0 or f.startswith("figures/"))
+                                       and f.endswith(LEGACY_SUFFIXES))]
+
+
+def is_headstats_output(folder: str | Path) -> bool:
+    """Whether ``folder`` was written by headstats and holds nothing else."""
+    folder = Path(folder)
+    return folder.is_dir() and not folder.is_symlink() and foreign_files(folder) == []
+
+
+def check_output_folder(out: str | Path, *, overwrite: bool = False, inputs: Iterable[str | Path] = ()) -> Path:
+    """Check that ``out`` may be written, and return it resolved. Nothing is created or changed.
+
+    Parameters
+    ----------
+    out : path
+        The output folder.
+    overwrite : bool
+        Allow replacing an existing folder, which must be one headstats wrote.
+    inputs : paths
+        Files and folders the run reads (data, models, protocol): ``out`` may not hold any of them.
+
+    Raises
+    ------
+    OutputError
+        Naming the reason and what to do instead.
+    """
+    raw = Path(out).expanduser()
+    if "\x00" in str(out):
+        raise OutputError("output path contains a NUL character; choose another --out")
+    if raw.is_symlink():
+        raise OutputError(f"output path {str(raw)!r} is a symbolic link; give the real folder or another --out")
+    resolved = raw.resolve()
+    if len(resolved.name) > 200:
+        raise OutputError(f"output folder name is {len(resolved.name)} characters long; choose a name under 200")
+    reason = _unsafe_reason(resolved, inputs)
+    if reason is not None:
+        raise OutputError(f"refusing to write to {str(resolved)!r}: {reason}; choose a new folder for --out")
+    if resolved.exists() and not resolved.is_dir():
+        raise OutputError(f"output path {str(resolved)!r} is a file; choose a folder")
+    if resolved.exists() and not overwrite:
+        raise OutputError(f"output folder {str(resolved)!r} exists; choose another --out or pass --overwrite")
+    if resolved.exists():
+        _check_replaceable(resolved)
+    return resolved
+
+
+def _check_replaceable(folder: Path) -> None:
+    foreign = foreign_files(folder)
+    if foreign is None:
+        raise OutputError(
+            f"--overwrite refused: {str(folder)!r} was not written by headstats (no headstats manifest); "
+            "choose a new folder for --out"
+        )
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise OutputError(
+            f"--overwrite refused: {str(folder)!r} holds files headstats did not write ({shown}); "
+            "move them away or choose a new folder for --out"
+        )
+
+
+# --------------------------------------------------------------------------------------------- lock
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _owner_alive(info: dict) -> bool:
+    if info.get("host") not in (None, socket.gethostname()):
+        return True  # another machine's lock on a shared disk: never taken over
+    try:
+        return _pid_alive(int(info.get("pid", -1)))
+    except (TypeError, ValueError):
+        return False
+
+
+def _read_owner(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+
+
+def _owner_record() -> str:
+    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()})
+
+
+def _acquire_lock(lock: Path, out: Path) -> None:
+    for _ in range(3):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            owner = _read_owner(lock)
+            if owner and _owner_alive(owner):
+                raise OutputError(
+                    f"another headstats run (pid {owner.get('pid')}) is writing to {str(out)!r}; wait for it to "
+                    f"finish or choose another --out (if no run is going on, delete {str(lock)!r})"
+                ) from None
+            if not owner and time.time() - _mtime(lock) < 5:
+                time.sleep(0.2)  # being written by its owner right now
+                continue
+            lock.unlink(missing_ok=True)  # stale: its process is gone
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(_owner_record())
+        return
+    raise OutputError(f"could not take the lock {str(lock)!r}; delete it if no headstats run is going on")
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _sweep_stale_staging(out: Path) -> list[Path]:
+    """Remove staging folders of dead runs into ``out`` (only those with headstats' marker)."""
+    swept = []
+    for candidate in out.parent.glob(f".{out.name}.partial-*"):
+        marker = candidate / STAGING_MARKER
+        if candidate.is_symlink() or not candidate.is_dir() or not marker.is_file():
+            continue
+        if not _owner_alive(_read_owner(marker)):
+            shutil.rmtree(candidate, ignore_errors=True)
+            swept.append(candidate)
+    for candidate in out.parent.glob(f".{out.name}.old-*"):
+        marker = candidate / STAGING_MARKER
+        if candidate.is_dir() and not candidate.is_symlink() and marker.is_file() \
+                and not _owner_alive(_read_owner(marker)):
+            shutil.rmtree(candidate, ignore_errors=True)
+            swept.append(candidate)
+    return swept
+
+
+# --------------------------------------------------------------------------------------------- claim
+
+def _os_error_message(exc: OSError, where: Path) -> str:
+    if exc.errno == errno.ENOSPC:
+        return f"no space left on the disk of {str(where)!r}; free space or choose another --out"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"cannot write to {str(where)!r} (permission denied or read-only); choose another --out"
+    return f"cannot write to {str(where)!r}: {exc.strerror or exc}; choose another --out"
+
+
+@dataclass
+class OutputClaim:
+    """A checked and locked output location with its staging folder (see :func:`claim_output`)."""
+
+    out: Path
+    staging: Path
+    overwrite: bool
+    lock: Path
+    created_parents: list[Path] = field(default_factory=list)
+    published: bool = False
+
+    def publish(self) -> Path:
+        """Move the staging folder into place (race-free; see the module docstring)."""
+        (self.staging / STAGING_MARKER).unlink(missing_ok=True)
+        try:
+            if self.out.is_symlink() or (self.out.exists() and not self.out.is_dir()):
+                raise OutputError(f"{str(self.out)!r} became a link or a file while this run wrote; nothing "
+                                  "was replaced; choose another --out")
+            if self.out.exists() and self.overwrite:
+                self._swap()
+            elif self.out.exists() and any(self.out.iterdir()):
+                raise OutputError(f"output folder {str(self.out)!r} appeared while this run wrote; nothing was "
+                                  "replaced; choose another --out or pass --overwrite")
+            else:
+                os.rename(self.staging, self.out)  # an empty folder that appeared meanwhile is replaced
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise OutputError(f"output folder {str(self.out)!r} appeared while this run wrote; nothing was "
+                                  "replaced; choose another --out or pass --overwrite") from None
+            raise OutputError(_os_error_message(exc, self.out)) from None
+        self.published = True
+        return self.out
+
+    def _swap(self) -> None:
+        _check_replaceable(self.out)
+        aside = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old-", dir=self.out.parent))
+        aside.rmdir()
+        os.rename(self.out, aside)
+        if not is_headstats_output(aside):  # changed between the check and the move: put it back
+            os.rename(aside, self.out)
+            _check_replaceable(self.out)
+            raise OutputError(f"--overwrite refused: {str(self.out)!r} changed while this run wrote; "
+                              "choose a new folder for --out")
+        try:
+            os.rename(self.staging, self.out)
+        except OSError:
+            if not self.out.exists():
+                os.rename(aside, self.out)
+            raise
+        shutil.rmtree(aside, ignore_errors=True)
+
+    def _cleanup(self) -> None:
+        if not self.published:
+            shutil.rmtree(self.staging, ignore_errors=True)
+        self.lock.unlink(missing_ok=True)
+        if not self.published:
+            for parent in self.created_parents:  # innermost first
+                try:
+                    parent.rmdir()
+                except OSError:
+                    break
+
+
+@contextmanager
+def claim_output(out: str | Path, *, overwrite: bool = False,
+                 inputs: Iterable[str | Path] = ()) -> Iterator[OutputClaim]:
+    """Check, lock and stage an output folder for the duration of a block.
+
+    The block writes into ``claim.staging`` and calls ``claim.publish()`` when everything is written. If the
+    block raises (or ends without publishing) the staging folder, the lock and any parent folders the claim
+    created are removed, and the target is untouched.
+
+    Raises
+    ------
+    OutputError
+        The target is unsafe, exists, is locked by a live run, or cannot be written (permission, disk full).
+    """
+    target = check_output_folder(out, overwrite=overwrite, inputs=inputs)
+    created = [p for p in [target.parent, *target.parent.parents] if not p.exists()]
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(_os_error_message(exc, target.parent)) from None
+    lock = target.parent / f".{target.name}.headstats-lock"
+    try:
+        _acquire_lock(lock, target)
+    except OSError as exc:
+        _remove_empty(created)
+        raise OutputError(_os_error_message(exc, target.parent)) from None
+    except BaseException:
+        _remove_empty(created)
+        raise
+    claim = OutputClaim(target, target.parent / f".{target.name}.partial-pending", overwrite, lock, created)
+    try:
+        _sweep_stale_staging(target)
+        claim.staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+        (claim.staging / STAGING_MARKER).write_text(_owner_record(), encoding="utf-8")
+    except OSError as exc:
+        claim._cleanup()
+        raise OutputError(_os_error_message(exc, target.parent)) from None
+    except BaseException:
+        claim._cleanup()
+        raise
+    try:
+        yield claim
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EACCES, errno.EROFS, errno.EDQUOT):
+            raise OutputError(_os_error_message(exc, target)) from None
+        raise
+    finally:
+        claim._cleanup()
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            break
+
+
+def output_file_list(folder: str | Path) -> list[str]:
+    """Every file below ``folder`` as relative POSIX paths (what a manifest lists as written by headstats)."""
+    folder = Path(folder)
+    return [f for f in _files_below(folder) if f != STAGING_MARKER]
+
+
+@contextmanager
+def staged_output(out: str | Path, *, overwrite: bool = False,
+                  inputs: Iterable[str | Path] = ()) -> Iterator[Path]:
+    """Yield a staging folder that becomes ``out`` only if the block finishes without error.
+
+    A shorthand for :func:`claim_output` for code that writes everything in one block.
+    """
+    with claim_output(out, overwrite=overwrite, inputs=inputs) as claim:
+        yield claim.staging
+        claim.publish()

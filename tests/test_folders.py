@@ -1,0 +1,280 @@
+"""Output folders never cost a user a file: safety checks, lock, staging, sweep and race-free publish."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from headstats.errors import OutputError
+from headstats.folders import (
+    STAGING_MARKER,
+    check_output_folder,
+    claim_output,
+    is_headstats_output,
+    staged_output,
+)
+from headstats.storage import write_manifest
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A temporary HOME and working folder, so that the dangerous cases cannot touch real ones."""
+    home = tmp_path / "home"
+    work = home / "work"
+    work.mkdir(parents=True)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("secret")
+    (work / "thesis.tex").write_text("chapter 1")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    return home
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def headstats_folder(path: Path, files=("tests.csv",)) -> Path:
+    path.mkdir(parents=True)
+    for name in files:
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text("old")
+    write_manifest(path, {"headstats_run": "x"})
+    return path
+
+
+# ----------------------------------------------------------------------------------- refused targets
+
+@pytest.mark.parametrize("target", ["/", "~", ".", "..", "~/..", "../.."])
+def test_root_home_cwd_and_their_ancestors_are_refused_even_with_overwrite(home, target):
+    before = snapshot(home)
+    with pytest.raises(OutputError, match="refusing to write to .*choose a new folder for --out"):
+        with staged_output(target, overwrite=True) as stage:
+            (stage / "x").write_text("x")
+    assert snapshot(home) == before
+    assert sorted(p.name for p in home.iterdir()) == [".ssh", "work"]
+
+
+def test_folder_holding_an_input_is_refused(home):
+    data = home / "work" / "corpus"
+    data.mkdir()
+    (data / "sentences.txt").write_text("A sentence.")
+    headstats_folder(home / "work" / "runs" / "r")
+    model = home / "work" / "runs" / "r" / "model"
+    with pytest.raises(OutputError, match="it holds an input of this run"):
+        check_output_folder(data, overwrite=True, inputs=[data / "sentences.txt"])
+    with pytest.raises(OutputError, match="it holds an input"):
+        check_output_folder(home / "work" / "runs", overwrite=True, inputs=[home / "work" / "runs" / "r"])
+    # an input that does not exist (yet) protects nothing; an output beside the data is fine
+    assert check_output_folder(home / "work" / "out", inputs=[data / "sentences.txt", model, None])
+
+
+def test_unrelated_existing_folder_is_never_replaced(home):
+    thesis = home / "work" / "thesis"
+    thesis.mkdir()
+    (thesis / "chapter1.tex").write_text("words")
+    with pytest.raises(OutputError, match="exists; choose another --out or pass --overwrite"):
+        check_output_folder(thesis)
+    with pytest.raises(OutputError, match="was not written by headstats"):
+        with staged_output(thesis, overwrite=True) as stage:
+            (stage / "tests.csv").write_text("new")
+    assert snapshot(thesis) == {"chapter1.tex": b"words"}
+    assert sorted(p.name for p in thesis.parent.iterdir()) == ["thesis", "thesis.tex"]
+
+
+def test_headstats_folder_with_a_users_file_in_it_is_not_replaced(home):
+    run = headstats_folder(home / "work" / "run")
+    (run / "my_notes.txt").write_text("notes")
+    with pytest.raises(OutputError, match=r"holds files headstats did not write \(my_notes.txt\)"):
+        check_output_folder(run, overwrite=True)
+    assert (run / "my_notes.txt").read_text() == "notes"
+
+
+def test_fake_manifest_without_the_marker_is_not_enough(home):
+    fake = home / "work" / "fake"
+    fake.mkdir()
+    (fake / "manifest.json").write_text(json.dumps({"anything": 1}))
+    (fake / "data.bin").write_text("precious")
+    with pytest.raises(OutputError, match="not written by headstats"):
+        check_output_folder(fake, overwrite=True)
+
+
+def test_symlink_target_is_refused_and_its_target_untouched(home):
+    real = headstats_folder(home / "work" / "real")
+    link = home / "work" / "link"
+    link.symlink_to(real)
+    before = snapshot(real)
+    with pytest.raises(OutputError, match="is a symbolic link"):
+        with staged_output(link, overwrite=True):
+            pass
+    assert snapshot(real) == before and link.is_symlink()
+
+
+def test_file_target_and_nul_are_refused(home):
+    target = home / "work" / "file"
+    target.write_text("x")
+    with pytest.raises(OutputError, match="is a file"):
+        check_output_folder(target, overwrite=True)
+    with pytest.raises(OutputError, match="NUL"):
+        check_output_folder("a\x00b")
+    assert target.read_text() == "x"
+
+
+# ----------------------------------------------------------------------------------- staging and publish
+
+def test_success_publishes_and_leaves_nothing_else(home):
+    out = home / "work" / "nested" / "run"
+    with staged_output(out) as stage:
+        assert stage.parent == out.parent and stage.name.startswith(".run.partial-")
+        assert (out.parent / ".run.headstats-lock").exists()
+        assert not out.exists()
+        (stage / "a.txt").write_text("done")
+    assert snapshot(out) == {"a.txt": b"done"}
+    assert sorted(p.name for p in out.parent.iterdir()) == ["run"]
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("boom"), KeyboardInterrupt(), SystemExit(143)])
+def test_failure_leaves_nothing_not_even_created_parents(home, exc):
+    out = home / "work" / "a" / "b" / "run"
+    with pytest.raises(type(exc)):
+        with staged_output(out) as stage:
+            (stage / "half.csv").write_text("half written")
+            raise exc
+    assert sorted(p.name for p in (home / "work").iterdir()) == ["thesis.tex"]
+
+
+def test_overwrite_replaces_a_headstats_folder_and_a_failure_keeps_it(home):
+    out = headstats_folder(home / "work" / "run", files=("tests.csv", "figures/a.png"))
+    before = snapshot(out)
+    with pytest.raises(ValueError):
+        with staged_output(out, overwrite=True) as stage:
+            (stage / "new.csv").write_text("new")
+            raise ValueError("fail")
+    assert snapshot(out) == before
+    with staged_output(out, overwrite=True) as stage:
+        (stage / "new.csv").write_text("new")
+    assert snapshot(out) == {"new.csv": b"new"}
+    assert sorted(p.name for p in out.parent.iterdir()) == ["run", "thesis.tex"]
+
+
+def test_a_folder_that_appears_while_writing_is_not_deleted(home):
+    out = home / "work" / "run"
+    with pytest.raises(OutputError, match="appeared while this run wrote; nothing was replaced"):
+        with staged_output(out) as stage:
+            (stage / "tests.csv").write_text("mine")
+            out.mkdir()
+            (out / "theirs.txt").write_text("theirs")
+    assert snapshot(out) == {"theirs.txt": b"theirs"}
+    assert sorted(p.name for p in out.parent.iterdir()) == ["run", "thesis.tex"]
+
+
+def test_with_overwrite_a_foreign_folder_that_appears_while_writing_is_not_deleted(home):
+    out = headstats_folder(home / "work" / "run")
+    with pytest.raises(OutputError, match="holds files headstats did not write"):
+        with staged_output(out, overwrite=True) as stage:
+            (stage / "tests.csv").write_text("mine")
+            (out / "added_meanwhile.txt").write_text("theirs")
+    assert (out / "added_meanwhile.txt").read_text() == "theirs"
+
+
+def test_published_folder_is_itself_replaceable(home):
+    out = home / "work" / "run"
+    with staged_output(out) as stage:
+        (stage / "tests.csv").write_text("1")
+        write_manifest(stage, {"headstats_run": "x"})
+    assert is_headstats_output(out)
+    with staged_output(out, overwrite=True) as stage:
+        (stage / "tests.csv").write_text("2")
+    assert (out / "tests.csv").read_text() == "2"
+
+
+# ----------------------------------------------------------------------------------- lock and sweep
+
+def test_second_run_into_the_same_folder_is_refused(home):
+    out = home / "work" / "run"
+    with claim_output(out) as first:
+        with pytest.raises(OutputError, match=rf"another headstats run \(pid {os.getpid()}\) is writing to"):
+            with claim_output(out):
+                pass
+        (first.staging / "tests.csv").write_text("first")
+        first.publish()
+    assert snapshot(out) == {"tests.csv": b"first"}
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_lock_and_staging_of_a_killed_run_are_swept(home):
+    out = home / "work" / "run"
+    owner = json.dumps({"pid": dead_pid(), "host": os.uname().nodename})
+    (out.parent / ".run.headstats-lock").write_text(owner)
+    stale = out.parent / ".run.partial-abc123"
+    stale.mkdir()
+    (stale / STAGING_MARKER).write_text(owner)
+    (stale / "scores.parquet").write_text("half")
+    not_ours = out.parent / ".run.partial-userfolder"  # same pattern, no marker: never removed
+    not_ours.mkdir()
+    (not_ours / "keep.txt").write_text("keep")
+    with staged_output(out) as stage:
+        (stage / "tests.csv").write_text("new")
+    assert sorted(p.name for p in out.parent.iterdir()) == [".run.partial-userfolder", "run", "thesis.tex"]
+    assert (not_ours / "keep.txt").read_text() == "keep"
+
+
+def test_kill_9_during_a_run_then_the_next_run_succeeds(home, tmp_path):
+    out = home / "work" / "run"
+    script = (
+        "import os, sys, time\n"
+        "from headstats.folders import claim_output\n"
+        f"with claim_output({str(out)!r}) as claim:\n"
+        "    (claim.staging / 'half.csv').write_text('x')\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    with pytest.raises(OutputError, match="another headstats run"):
+        check = claim_output(out)
+        check.__enter__()
+    proc.kill()
+    proc.wait()
+    assert not out.exists()
+    with staged_output(out) as stage:
+        (stage / "tests.csv").write_text("new")
+    assert sorted(p.name for p in out.parent.iterdir()) == ["run", "thesis.tex"]
+
+
+@pytest.mark.parametrize("code, words", [(30, "permission denied or read-only"), (28, "no space left")])
+def test_unwritable_or_full_disk_fails_before_any_work(home, monkeypatch, code, words):
+    import errno
+    import tempfile
+
+    assert (errno.EROFS, errno.ENOSPC) == (30, 28)
+
+    def refuse(*args, **kwargs):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+    with pytest.raises(OutputError, match=words):
+        with claim_output(home / "work" / "new" / "run"):
+            pytest.fail("the block must not run")
+    assert sorted(p.name for p in (home / "work").iterdir()) == ["thesis.tex"]
+
+
+def test_full_disk_while_writing_gives_one_error_and_leaves_nothing(home, monkeypatch):
+    import errno
+
+    out = home / "work" / "run"
+    with pytest.raises(OutputError, match="no space left on the disk of .*free space or choose another --out"):
+        with staged_output(out) as stage:
+            (stage / "a.csv").write_text("a")
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert sorted(p.name for p in (home / "work").iterdir()) == ["thesis.tex"]
