@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pytest
 from matplotlib.figure import Figure
 
 from headstats.report import Report, markdown_table, render_html, render_markdown, save_figure, write_report
@@ -74,3 +75,26 @@ def test_render_html_inlines_figures(tmp_path):
     write_report(report, tmp_path)
     assert (tmp_path / "report.html").read_text() == page
     assert (tmp_path / "report.md").read_text() == render_markdown(report)
+
+
+def test_figure_tags_are_unique_for_names_that_differ_only_in_punctuation():
+    from headstats.report import figure_tag
+
+    assert figure_tag("default", "demo_single") == "default__demo_single"
+    tags = {figure_tag("m", "a/b"), figure_tag("m", "a_b"), figure_tag("m", "a:b"), figure_tag("org/m", "d")}
+    assert len(tags) == 4
+    assert all("/" not in t and ":" not in t for t in tags)
+    assert figure_tag("m", "a/b").startswith("m__a_b-")
+
+
+def test_a_figure_file_is_never_written_twice(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from headstats.report import save_figure
+
+    assert save_figure(Figure(), tmp_path, "x") == "figures/x.png"
+    with pytest.raises(RuntimeError, match="written twice"):
+        save_figure(Figure(), tmp_path, "x")

@@ -7,7 +7,9 @@ figures; this module only renders. Figures are saved under ``figures/`` of the o
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,11 +143,33 @@ def render_html(report: Report, root: Path) -> str:
     return "\n".join(parts)
 
 
+def figure_tag(*names: str) -> str:
+    """A file-name part for figures of ``names`` (model, data set, role), unique for distinct names.
+
+    Characters other than letters, digits, ``.``, ``-`` and ``_`` become ``_``; when anything was replaced
+    (or the result is long) a short hash of the original names is appended, so that ``a/b`` and ``a_b``
+    never share a figure file.
+    """
+    raw = "__".join(str(n) for n in names)
+    slug = re.sub(r"[^A-Za-z0-9._-]", "_", raw)[:80]
+    if slug != raw:
+        slug += "-" + hashlib.sha1(raw.encode("utf-8")).hexdigest()[:8]
+    return slug
+
+
 def save_figure(fig, root: Path, name: str) -> str:
-    """Save a Figure as ``figures/<name>.png`` under ``root``; return the relative path."""
+    """Save a Figure as ``figures/<name>.png`` under ``root``; return the relative path.
+
+    Raises
+    ------
+    RuntimeError
+        If that figure file was already written in this report (two figures must never share a file).
+    """
     folder = root / "figures"
     folder.mkdir(exist_ok=True)
     rel = f"figures/{name}.png"
+    if (root / rel).exists():
+        raise RuntimeError(f"figure {rel} written twice; figure names must be unique (use figure_tag)")
     fig.savefig(root / rel, dpi=110, bbox_inches="tight")
     return rel
 

@@ -13,7 +13,7 @@ import pandas as pd
 from headstats.analysis import Analysis
 from headstats.assign import role_columns
 from headstats.plots import roles_plots
-from headstats.report import Report, save_figure, write_report
+from headstats.report import Report, figure_tag, save_figure, write_report
 
 TEST_NAMES = {
     "t": "one-sample t-test (ddof = 1)",
@@ -69,7 +69,9 @@ def inputs_section(report: Report, manifest: dict, analysis: Analysis) -> None:
     report.heading("Inputs used and skipped")
     rows = []
     for key, counts in manifest["inputs"].items():
-        model, dataset = key.split("/", 1)
+        model, dataset = counts.get("model"), counts.get("dataset")
+        if model is None or dataset is None:  # manifests before model and dataset were recorded per entry
+            model, dataset = key.rsplit("/", 1)
         skipped = ", ".join(f"{reason}: {n}" for reason, n in counts["skipped"].items() if n) or "none"
         notes = ", ".join(f"{reason}: {n}" for reason, n in counts["notes"].items() if n) or "none"
         dropped = "; ".join(f"{r} ({why})" for r, why in counts["roles_not_applicable"].items()) or "none"
@@ -91,7 +93,7 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol) -> N
     report.heading("Heads assigned per role")
     report.table(counts, "number of heads assigned each role (of all heads of the model)")
     for (model, dataset), part in roles.groupby(["model", "dataset"], sort=False):
-        tag = f"{model}__{dataset}".replace("/", "_").replace(":", "_")
+        tag = figure_tag(model, dataset)
         report.heading(f"{model} on {dataset}", level=3)
         fig = roles_plots.role_grid(part, title=f"roles per head: {model} on {dataset}")
         report.figure(save_figure(fig, root, f"roles_grid_{tag}"), "role-assignment grid (layer x head)")
@@ -162,7 +164,7 @@ def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol
         sens = analysis.tables["tau_sensitivity"]
         for (model, dataset), _ in sens.groupby(["model", "dataset"], sort=False):
             fig = stats_plots.plot_tau_sensitivity(sens, model=model, dataset=dataset, alpha=st.alpha, tau_used=st.tau)
-            tag = f"{model}__{dataset}".replace("/", "_")
+            tag = figure_tag(model, dataset)
             report.figure(save_figure(fig, root, f"tau_sensitivity_{tag}"),
                           f"heads assigned per role as tau varies (alpha = {st.alpha:g}): {model} on {dataset}")
         rob = analysis.tables["robustness"]
@@ -204,7 +206,7 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict)
         report.text(f"**{title.strip()}**\n\n{body.strip()}")
     paired = tables["paired_tests"]
     for (model_after, dataset), part in paired.groupby(["model_after", "dataset"], sort=False):
-        tag = f"{model_after}__{dataset}".replace("/", "_")
+        tag = figure_tag(model_after, dataset)
         report.heading(f"{model_after} vs {part['model_before'].iloc[0]} on {dataset}", level=3)
         for role in dict.fromkeys(part["role"]):
             if role in ("local", "delimiter_sep", "delimiter_cls", "syntactic", "block"):
