@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from headstats.errors import HeadstatsError
+from headstats.errors import DataError, HeadstatsError
 from headstats.inputs.readers import FORMATS, infer_format, read_records
 from headstats.inputs.records import Record, Word
 
@@ -57,7 +57,7 @@ def test_missing_file_names_the_path(tmp_path):
 def test_directory_is_not_a_file(tmp_path):
     folder = tmp_path / "corpus.txt"
     folder.mkdir()
-    with pytest.raises(HeadstatsError, match="is not a file"):
+    with pytest.raises(DataError, match=r"corpus\.txt' is a folder, not a file; name one data file inside it"):
         read_records(folder)
 
 
@@ -152,7 +152,7 @@ def test_jsonl_invalid_json_gives_the_line(tmp_path):
         ('{"text_a": "  "}', "line 2: missing or empty 'text_a'"),
         ('{"text_a": 5}', "line 2: missing or empty 'text_a'"),
         ('["text_a", "x"]', "line 2: expected a JSON object"),
-        ('{"text_a": "a", "text_b": 3}', "line 2: 'text_b' must be a non-empty string"),
+        ('{"text_a": "a", "text_b": 3}', "line 2: 'text_b' must be a string with a visible character"),
         ('{"text_a": "a", "id": {"x": 1}}', "line 2: field 'id' must be a string or a number"),
     ],
 )
