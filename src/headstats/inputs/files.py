@@ -104,6 +104,6 @@ def _not_utf8_message(path: Path) -> str:
             except UnicodeDecodeError as exc:
                 return (
                     f"{where}, line {number}: not UTF-8 text (byte {exc.start + 1} of the line, 0x{data[exc.start]:02x}, "
-                    "cannot be decoded; latin-1 or Windows-1252?); save the file as UTF-8"
+                    "cannot be decoded: latin-1, Windows-1252, or a binary file?); give it as UTF-8 text"
                 )
     return f"{where}: not UTF-8 text; save it as UTF-8"  # a sequence cut at the end of the file
