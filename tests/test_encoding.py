@@ -152,3 +152,101 @@ def test_word_without_pieces_is_counted(tokenizer):
     assert result.inputs[0].arcs == [Arc((1,), (2,), "det")]
     assert result.notes["words_without_pieces"] == 1
     assert result.notes["arcs_dropped_no_pieces"] == 1
+
+
+# --- literal special tokens in the text ------------------------------------------------------------------
+
+
+def test_literal_special_tokens_are_text(tokenizer):
+    a, b = "the cat [SEP] sat", "[CLS] a dog [PAD]"
+    # what the tokenizer does on its own: the literal [SEP] and [CLS] become special ids
+    raw = tokenizer(a, b)["input_ids"]
+    assert raw.count(tokenizer.sep_token_id) == 3 and raw.count(tokenizer.cls_token_id) == 2
+    record = Record("p", a, b, words_a=words(a, [1, 3, 3, -1], ["det", "nsubj", "dep", "ROOT"]),
+                    words_b=words(b, [2, 2, -1, 2], ["dep", "det", "ROOT", "dep"]))
+    enc = encode_record(record, tokenizer, index=0)
+    ids = enc.input_ids.tolist()
+    assert ids.count(tokenizer.cls_token_id) == 1 and ids.count(tokenizer.sep_token_id) == 2
+    assert ids.count(tokenizer.pad_token_id) == 0
+    # "[" and "]" are not in the tiny vocabulary
+    assert tokenizer.convert_ids_to_tokens(ids) == [
+        "[CLS]", "the", "cat", "[UNK]", "s", "##e", "##p", "[UNK]", "sat", "[SEP]",
+        "[UNK]", "c", "##l", "##s", "[UNK]", "a", "dog", "[UNK]", "p", "##a", "##d", "[UNK]", "[SEP]",
+    ]
+    assert np.flatnonzero(enc.special).tolist() == [0, 9, 22]
+    assert np.flatnonzero(enc.sep).tolist() == [9, 22] and np.flatnonzero(enc.cls).tolist() == [0]
+    assert enc.segment.tolist() == [0] * 10 + [1] * 13
+    # the literal tokens are words with all their pieces, and arcs use them
+    assert enc.word_pieces == [(1,), (2,), (3, 4, 5, 6, 7), (8,), (10, 11, 12, 13, 14), (15,), (16,),
+                               (17, 18, 19, 20, 21)]
+    assert enc.arcs[2] == Arc((3, 4, 5, 6, 7), (8,), "dep")
+    assert enc.arcs[3] == Arc((10, 11, 12, 13, 14), (16,), "dep")
+
+
+@pytest.fixture(scope="module")
+def roberta_tokenizer(tmp_path_factory):
+    """A byte-level BPE tokenizer of the RoBERTa kind (<s> A </s></s> B </s>), trained on a few sentences."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tiny_roberta_tokenizer")
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(["the cat sat on the mat", "a dog ran in the house"] * 5, vocab_size=300,
+                            min_frequency=1, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(folder))
+    return RobertaTokenizerFast.from_pretrained(folder)
+
+
+def test_literal_special_tokens_are_text_for_roberta(roberta_tokenizer):
+    tok = roberta_tokenizer
+    a, b = "the cat </s> sat", "<s> a dog <mask>"
+    raw = tok(a, b)["input_ids"]
+    assert raw.count(tok.sep_token_id) == 4 and raw.count(tok.cls_token_id) == 2
+    record = Record("p", a, b, words_a=words(a, [1, 3, 3, -1], ["det", "nsubj", "dep", "ROOT"]),
+                    words_b=words(b, [2, 2, -1, 2], ["dep", "det", "ROOT", "dep"]))
+    enc = encode_record(record, tok, index=0)
+    ids = enc.input_ids.tolist()
+    assert ids.count(tok.cls_token_id) == 1 and ids.count(tok.sep_token_id) == 3
+    assert ids.count(tok.mask_token_id) == 0
+    pieces = tok.convert_ids_to_tokens(ids)
+    assert np.flatnonzero(enc.special).tolist() == [i for i, p in enumerate(pieces) if p in ("<s>", "</s>")]
+    assert pieces[0] == "<s>" and pieces[-1] == "</s>"
+    # every word owns exactly the pieces that spell it, on its own side
+    spelled = ["".join(pieces[i] for i in word).replace("\u0120", "") for word in enc.word_pieces]
+    assert spelled == ["the", "cat", "</s>", "sat", "<s>", "a", "dog", "<mask>"]
+    first_b = np.flatnonzero(enc.sep)[1] + 1
+    assert all(i < first_b for word in enc.word_pieces[:4] for i in word)
+    assert all(i >= first_b for word in enc.word_pieces[4:] for i in word)
+    assert len(enc.arcs) == 6
+
+
+def test_old_transformers_without_split_special_tokens_is_a_model_error(tokenizer):
+    from headstats.errors import ModelError
+
+    def old_tokenizer(*args, **kwargs):
+        if "split_special_tokens" in kwargs:
+            raise TypeError("_batch_encode_plus() got an unexpected keyword argument 'split_special_tokens'")
+        return tokenizer(*args, **kwargs)
+
+    with pytest.raises(ModelError, match=r"upgrade it: pip install -U 'transformers>=4.42'"):
+        encode_record(Record("s", "the cat"), old_tokenizer, index=0)
+
+
+# --- inputs with no visible character, or no piece -------------------------------------------------------
+
+
+def test_invisible_inputs_are_skipped_as_empty(tokenizer, roberta_tokenizer):
+    records = [
+        Record("zw", "\u200b\u200c\u200d"),
+        Record("soft", "\u00ad \u2060\ufeff"),
+        Record("pair", "the cat", "\u200b"),
+        Record("ok", "the cat"),
+        Record("fffd", "\ufffd"),  # visible, but BERT's normaliser deletes it: no piece
+    ]
+    result = encode_records(records, tokenizer)
+    assert dict(result.skipped) == {"empty": 3, "no_pieces": 1}
+    assert [e.sentence_id for e in result.inputs] == ["ok"]
+    # a byte-level BPE spells U+FFFD in bytes: it is scored there
+    result = encode_records(records, roberta_tokenizer)
+    assert dict(result.skipped) == {"empty": 3}
+    assert [e.sentence_id for e in result.inputs] == ["ok", "fffd"]

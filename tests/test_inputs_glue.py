@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from headstats.errors import HeadstatsError
+from headstats.errors import DataError, HeadstatsError
 from headstats.inputs.glue import (
     GLUE_ROOT_ENV,
     available_splits,
@@ -188,5 +188,31 @@ def test_non_utf8_file_is_a_one_line_error(tmp_path):
     bad = tmp_path / "SST-2" / "dev.tsv"
     bad.parent.mkdir(parents=True)
     bad.write_bytes(b"sentence\tlabel\ncaf\xe9 au lait\t1\n")
-    with pytest.raises(HeadstatsError, match="not UTF-8"):
+    with pytest.raises(DataError, match=r"dev\.tsv, line 2: not UTF-8 text \(byte 4 of the line, 0xe9"):
         read_glue_tsv(bad)
+
+
+def test_bad_glue_files_are_data_errors(tmp_path, glue_root):
+    with pytest.raises(DataError, match=r"GLUE file '.*SST-2' is a folder, not a file"):
+        read_glue_tsv(glue_root / "SST-2")
+    binary = write(tmp_path / "SST-2" / "dev.tsv", "sentence\tlabel\ngood\t1\nbad\x00\x00\t0\n")
+    with pytest.raises(DataError, match=r"dev\.tsv, line 3: a NUL byte; this is a binary file"):
+        read_glue_tsv(binary)
+    empty = write(tmp_path / "RTE" / "dev.tsv", "")
+    with pytest.raises(DataError, match=r"GLUE file '.*dev\.tsv' is empty; give a non-empty file"):
+        read_glue_tsv(empty)
+    with pytest.raises(DataError, match=r"no column 'question1' for task qqp"):
+        read_glue_tsv(glue_root / "SST-2" / "dev.tsv", task="qqp")
+    headless = write(tmp_path / "x" / "dev.tsv", "text\tgold\nA cat.\t1\n")
+    with pytest.raises(DataError, match=r"cannot tell which GLUE task .* from its header \['text', 'gold'\]: it has "
+                                        r"none of the GLUE columns"):
+        read_glue_tsv(headless)
+
+
+def test_glue_rows_without_visible_text(tmp_path):
+    root = tmp_path / "glue"
+    write(root / "SST-2" / "dev.tsv", "sentence\tlabel\n\u200b \t1\n\u00ad\t0\n")
+    with pytest.raises(DataError, match=r"no usable inputs in GLUE sst2 dev: all 2 record\(s\) are empty"):
+        load_glue("sst2", split="dev", root=root)
+    write(root / "SST-2" / "dev.tsv", "sentence\tlabel\n\u200b \t1\nA fine film.\t0\n")
+    assert [r.text_a for r in load_glue("sst2", split="dev", root=root)] == ["\u200b ", "A fine film."]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from headstats.errors import HeadstatsError
+from headstats.errors import DataError, HeadstatsError
+from headstats.inputs.filters import PARSE_PREFIX, split_too_long
 from headstats.inputs.parsing import (
     CANONICAL_RELATIONS,
     DEFAULT_PARSER,
@@ -192,3 +193,44 @@ def test_parse_records_loads_no_parser_when_all_are_gold():
     gold = (Word("Gold", 0, 4, -1, "root"),)
     records = [Record("a", "Gold", words_a=gold)]
     assert parse_records(records, parser="headstats_no_such_model") == records
+
+
+# --- inputs too long for the parser ----------------------------------------------------------------------
+
+
+def test_text_longer_than_the_parser_takes_is_a_data_error_naming_the_input(nlp):
+    huge = "word " * 200_001  # 1,000,005 characters; spaCy's nlp.max_length is 1,000,000
+    records = [Record("ok", "The cat sat."), Record("big", "A dog.", huge, meta={"line": 7})]
+    counting = CountingParser(nlp)
+    counting.max_length = nlp.max_length
+    with pytest.raises(DataError, match=r"input 'big' \(line 7\), text_b has 1,000,005 characters, more than the "
+                                        r"spaCy parser takes \(nlp.max_length = 1,000,000\); shorten that input or "
+                                        r"remove it from the data"):
+        parse_records(records, parser=counting)
+    assert counting.calls == 0  # refused before anything was parsed
+    with pytest.raises(DataError, match=r"text 1 \(0-based\) has 1,000,005 characters"):
+        parse_texts(["Fine.", huge], parser=nlp)
+
+
+def test_truncate_filter_parses_only_the_prefix_the_model_can_see(nlp):
+    huge = Record("big", "The cat sat on the mat. " * 50_000)  # 1,200,000 characters, 300,000 words
+    small = Record("small", "Dogs bark.")
+    kept, skipped = split_too_long([huge, small], max_length=12, too_long="truncate", n_special=2)
+    assert skipped == [] and kept[0].meta[PARSE_PREFIX] == (len("The cat sat on the mat. The cat sat on"), None)
+    counting = CountingParser(nlp)
+    counting.max_length = nlp.max_length
+    out = parse_records(kept, parser=counting)
+    assert counting.texts == ["The cat sat on the mat. The cat sat on", "Dogs bark."]
+    assert out[0].text_a == huge.text_a  # the model still gets the whole text (and truncates it)
+    assert [w.text for w in out[0].words_a] == "The cat sat on the mat . The cat sat on".split()
+    assert out[0].words_a[-1].end == kept[0].meta[PARSE_PREFIX][0]
+    # with too_long: skip the same record is never parsed at all
+    kept, skipped = split_too_long([huge, small], max_length=12, too_long="skip", n_special=2)
+    assert skipped == [("big", "too_long")] and [r.sentence_id for r in kept] == ["small"]
+
+
+def test_few_huge_words_are_still_refused_after_the_filter(nlp):
+    record = Record("blob", "x" * 1_000_001)  # one word: it fits by words, not the parser
+    (kept,), _ = split_too_long([record], max_length=128, too_long="truncate", n_special=2)
+    with pytest.raises(DataError, match=r"input 'blob' has 1,000,001 characters"):
+        parse_records([kept], parser=nlp)

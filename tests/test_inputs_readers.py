@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from headstats.errors import HeadstatsError
+from headstats.errors import DataError, HeadstatsError
+from headstats.inputs.filters import split_empty
 from headstats.inputs.readers import FORMATS, infer_format, read_records
 from headstats.inputs.records import Record, Word
 
@@ -57,7 +58,7 @@ def test_missing_file_names_the_path(tmp_path):
 def test_directory_is_not_a_file(tmp_path):
     folder = tmp_path / "corpus.txt"
     folder.mkdir()
-    with pytest.raises(HeadstatsError, match="is not a file"):
+    with pytest.raises(DataError, match=r"corpus\.txt' is a folder, not a file; name one data file inside it"):
         read_records(folder)
 
 
@@ -122,6 +123,22 @@ def test_text_not_utf8(tmp_path):
         read_records(path)
 
 
+def test_text_invisible_lines_are_empty_records_and_a_file_of_them_is_refused(tmp_path):
+    content = "The cat sat.\n\u200b\u200c\n  \n\ufeff\u00ad \u2060\nA dog ran.\n"
+    recs = read_records(write(tmp_path, "z.txt", content))
+    # whitespace-only line 3 is a blank line; lines 2 and 4 are inputs without a visible character
+    assert [(r.sentence_id, r.meta["line"]) for r in recs] == [("0", 1), ("1", 2), ("2", 4), ("3", 5)]
+    assert split_empty(recs)[1] == [("1", "empty"), ("2", "empty")]
+    with pytest.raises(DataError, match=r"no usable inputs in '.*only\.txt': all 2 record\(s\) are empty \(no visible "
+                                        r"character"):
+        read_records(write(tmp_path, "only.txt", "\u200b\n\n\u00ad\u200d\n"))
+
+
+def test_text_pair_with_an_invisible_side_gives_the_line(tmp_path):
+    with pytest.raises(DataError, match=r"line 2: one side of the pair is empty \(no visible character\)"):
+        read_records(write(tmp_path, "bad.txt", "Fine.\nA cat.\t\u200b\u2060\n"))
+
+
 # --- JSONL -----------------------------------------------------------------------------------------------
 
 
@@ -150,9 +167,11 @@ def test_jsonl_invalid_json_gives_the_line(tmp_path):
     [
         ('{"text_b": "no a"}', "line 2: missing or empty 'text_a'"),
         ('{"text_a": "  "}', "line 2: missing or empty 'text_a'"),
+        ('{"text_a": "\\u200b\\u00ad"}', "line 2: missing or empty 'text_a'"),
+        ('{"text_a": "a", "text_b": "\\ufeff"}', "line 2: 'text_b' must be a string with a visible character"),
         ('{"text_a": 5}', "line 2: missing or empty 'text_a'"),
         ('["text_a", "x"]', "line 2: expected a JSON object"),
-        ('{"text_a": "a", "text_b": 3}', "line 2: 'text_b' must be a non-empty string"),
+        ('{"text_a": "a", "text_b": 3}', "line 2: 'text_b' must be a string with a visible character"),
         ('{"text_a": "a", "id": {"x": 1}}', "line 2: field 'id' must be a string or a number"),
     ],
 )
@@ -319,6 +338,78 @@ def test_conllu_crlf_and_no_final_blank_line(tmp_path):
     assert rec.text_a == "Go!" and rec.words_a[1] == Word("!", 2, 3, 0, "punct")
 
 
+def tree_file(tmp_path, rows, name="t.conllu"):
+    """A CoNLL-U file with a good first sentence and then sentence 'bad' whose (id, head) rows are given."""
+    lines = ["# sent_id = good", conllu_line(1, "Fine", "fine", "ADJ", "JJ", "_", 0, "root", "_", "_"), "",
+             "# sent_id = bad"]
+    for word_id, head in rows:
+        form = f"w{word_id}"
+        lines.append(conllu_line(word_id, form, form, "X", "X", "_", head, "root" if head == 0 else "dep", "_", "_"))
+    return write(tmp_path, name, "\n".join(lines) + "\n\n")
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        # 1 -> 0 (root); 2 -> 3 -> 5 -> 3: a cycle that never reaches the root
+        ([(1, 0), (2, 3), (3, 5), (4, 1), (5, 3)], r"sentence 'bad' in .*t\.conllu \(line 4\) has a head cycle "
+                                                   r"\(words 3 -> 5 -> 3\); fix the file or remove the sentence"),
+        ([(1, 2), (2, 3), (3, 1)], r"sentence 'bad' in .*t\.conllu \(line 4\) has no root \(no word has HEAD 0\); "
+                                   r"fix the file or remove the sentence"),
+        ([(1, 0), (2, 1), (3, 0)], r"sentence 'bad' in .*t\.conllu \(line 4\) has 2 roots \(words 1, 3 have HEAD 0\) "
+                                   r"where a sentence has one; fix the file or remove the sentence"),
+        ([(1, 0), (2, 4)], r"t\.conllu, line 6: malformed CoNLL-U, HEAD 4 is out of range in sentence 'bad': it points "
+                           r"outside the sentence, which has 2 words \(0 is the root\)"),
+        ([(1, 0), (2, 2)], r"t\.conllu, line 6: malformed CoNLL-U, word 2 is its own head in sentence 'bad'"),
+    ],
+)
+def test_conllu_heads_that_form_no_tree_are_refused(tmp_path, rows, message):
+    with pytest.raises(DataError, match=message):
+        read_records(tree_file(tmp_path, rows))
+
+
+def test_conllu_tree_with_multiword_token_and_empty_node_passes(tmp_path):
+    # the SNIPPET's first sentence holds a range 2-3 and an empty node 4.1; a deep chain is a tree too
+    assert len(read_records(write(tmp_path, "s.conllu", SNIPPET))) == 3
+    rows = [(1, 0)] + [(k, k - 1) for k in range(2, 400)]
+    (_, chain) = read_records(tree_file(tmp_path, rows, "chain.conllu"))
+    assert [w.head for w in chain.words_a] == [-1] + list(range(398))
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("latin.txt", "ok\nCaf\xe9\n".encode("latin-1"), r"latin\.txt, line 2: not UTF-8 text"),
+        ("latin.jsonl", '{"text_a": "Caf\xe9"}\n'.encode("latin-1"), r"latin\.jsonl, line 1: not UTF-8 text"),
+        ("latin.conllu", "# text = Caf\xe9\n".encode("latin-1"), r"latin\.conllu, line 1: not UTF-8 text"),
+        ("gz.txt", b"\x1f\x8b\x08\x00\x00\x00", r"gz\.txt, line 1: not UTF-8 text .*or a binary file\?"),
+        ("zip.txt", b"PK\x03\x04\x14\x00\x00\x00", r"zip\.txt, line 1: a NUL byte; this is a binary file"),
+        ("bin.jsonl", b'{"text_a": "x"}\n\x00\x00\n', r"bin\.jsonl, line 2: a NUL byte"),
+        ("bin.conllu", b"1\tx\x00\n", r"bin\.conllu, line 1: a NUL byte"),
+        ("empty.txt", b"", r"no inputs in '.*empty\.txt' \(read as text\); the corpus is empty"),
+        ("empty.jsonl", b"", r"no inputs in .*the corpus is empty"),
+        ("empty.conllu", b"", r"no inputs in .*the corpus is empty"),
+        ("empty.tsv", b"", r"GLUE file '.*empty\.tsv' is empty; give a non-empty file"),
+        ("nojson.jsonl", b'{"text_a": "x"}\nnot json\n', r"nojson\.jsonl, line 2: invalid JSON"),
+        ("nested.jsonl", b"[" * 100_000 + b"\n", r"nested\.jsonl, line 1: JSON that cannot be read"),
+        ("notexta.jsonl", b'{"text": "x"}\n', r"notexta\.jsonl, line 1: missing or empty 'text_a'"),
+        ("cols.tsv", b"foo\tbar\nx\ty\n", r"cannot tell which GLUE task '.*cols\.tsv' holds from its header"),
+        ("rows.tsv", b"sentence\tlabel\ngood\t1\nno label\n", r"rows\.tsv' has 1 malformed row.*line\(s\) 3"),
+        ("data.csv", b"a,b\n", r"cannot tell the format of '.*data\.csv'.*pass format:"),
+    ],
+)
+def test_every_bad_data_file_is_one_data_error(tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(DataError, match=message):
+        read_records(path)
+
+
+def test_unknown_format_is_a_data_error(tmp_path):
+    with pytest.raises(DataError, match="unknown input format 'csv'"):
+        read_records(write(tmp_path, "a.txt", "One.\n"), format="csv")
+
+
 # --- the demo corpus -------------------------------------------------------------------------------------
 
 
@@ -373,5 +464,9 @@ def test_ewt_dev():
                 n_mwt_parts += 1
         assert sum(w.head == -1 for w in rec.words_a) == 1
     assert n_mwt_parts > 0
+    # a sentence with an empty node (8.1, line 1602 of the file) reads with its 33 words and one root
+    elided = next(r for r in recs if r.sentence_id.endswith("aggressivevoicedaily_20060814163400_ENG_20060814_163400-0007"))
+    assert len(elided.words_a) == 33 and [w.head for w in elided.words_a].count(-1) == 1
+    assert elided.words_a[4] == Word("write", elided.text_a.index("write"), elided.text_a.index("write") + 5, 31, "ccomp")
     relations = {w.deprel for r in recs for w in r.words_a}
     assert {"dobj", "nsubjpass", "poss"} <= relations and not {"obj", "nmod:poss", "ROOT"} & relations

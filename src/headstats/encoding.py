@@ -5,6 +5,10 @@ tokens (from the tokenizer's special-tokens mask and ids, so ``<s>``/``</s>`` wo
 [CLS]/[SEP]), the segment of every position, and the dependency arcs as sets of piece positions
 (METHODS 1.1, 1.3). Alignment is by character offsets on the text the model saw: a word owns every piece of
 its own side whose offsets overlap the word's span.
+
+Text is tokenised as text: a literal ``[SEP]``, ``[CLS]``, ``<s>`` or ``[MASK]`` written in an input is split
+into ordinary pieces (``split_special_tokens=True``), so that the only special positions are those the
+tokenizer adds, and such a string is a word like any other.
 """
 
 from __future__ import annotations
@@ -15,7 +19,12 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from headstats.errors import ModelError
+from headstats.inputs.filters import SKIP_EMPTY, SKIP_TOO_LONG, is_empty_record
 from headstats.inputs.records import Record, Word
+
+#: Reason for a record a side of which the tokenizer turns into no piece at all (e.g. only U+FFFD under BERT).
+SKIP_NO_PIECES = "no_pieces"
 
 
 @dataclass(frozen=True)
@@ -71,8 +80,10 @@ class EncodedInput:
 class EncodingResult:
     """Encoded inputs and what was left out, with reasons.
 
-    ``skipped`` counts inputs not scored (``too_long``, ``empty``); ``notes`` counts things that were
-    kept but changed (``truncated``, ``arcs_dropped_truncation``, ``words_without_pieces``).
+    ``skipped`` counts inputs not scored: ``too_long``, ``empty`` (a side with no visible character, see
+    :func:`headstats.inputs.filters.has_visible_text`) and ``no_pieces`` (a side the tokenizer turns into no
+    piece); ``notes`` counts things that were kept but changed (``truncated``, ``arcs_dropped_truncation``,
+    ``words_without_pieces``).
     """
 
     inputs: list[EncodedInput]
@@ -120,6 +131,24 @@ def align_words(
     return pieces
 
 
+def _tokenize(tokenizer: Any, record: Record, **kwargs: Any) -> Any:
+    """Call the tokenizer with literal special tokens in the text split into ordinary pieces."""
+    try:
+        return tokenizer(record.text_a, record.text_b, split_special_tokens=True, **kwargs)
+    except TypeError as exc:
+        if "split_special_tokens" not in str(exc):
+            raise
+        raise ModelError(
+            "this version of transformers cannot tokenise '[SEP]', '<s>' ... written in the text as text "
+            "(split_special_tokens); upgrade it: pip install -U 'transformers>=4.42'"
+        ) from None
+
+
+def _has_empty_side(sequence_ids: list[int | None], is_pair: bool) -> bool:
+    sides = {s for s in sequence_ids if s is not None}
+    return not {0, 1} <= sides if is_pair else 0 not in sides
+
+
 def encode_record(
     record: Record,
     tokenizer: Any,
@@ -128,22 +157,29 @@ def encode_record(
     max_length: int = 128,
     too_long: str = "skip",
     notes: Counter | None = None,
+    skipped: Counter | None = None,
 ) -> EncodedInput | None:
-    """Tokenise one record; return None when it is too long and ``too_long="skip"``.
+    """Tokenise one record; return None when it is skipped (and count the reason in ``skipped``).
 
+    It is skipped when it is longer than ``max_length`` pieces and ``too_long="skip"`` (``"too_long"``), or
+    when a side yields no piece at all (``"no_pieces"``: text the tokenizer's normaliser deletes entirely).
     Truncation (``too_long="truncate"``) cuts the longest side first; arcs that lose an end are dropped
-    and counted in ``notes["arcs_dropped_truncation"]``.
+    and counted in ``notes["arcs_dropped_truncation"]``. ``[SEP]``, ``<s>`` ... written in the text are
+    tokenised as text (see the module's docstring).
     """
     notes = Counter() if notes is None else notes
+    skipped = Counter() if skipped is None else skipped
     kwargs = dict(return_offsets_mapping=True, return_special_tokens_mask=True, return_token_type_ids=True)
-    encoding = tokenizer(record.text_a, record.text_b, truncation=False, **kwargs)
+    encoding = _tokenize(tokenizer, record, truncation=False, **kwargs)
+    if _has_empty_side(encoding.sequence_ids(), record.is_pair):
+        skipped[SKIP_NO_PIECES] += 1
+        return None
     truncated = False
     if len(encoding["input_ids"]) > max_length:
         if too_long == "skip":
+            skipped[SKIP_TOO_LONG] += 1
             return None
-        encoding = tokenizer(
-            record.text_a, record.text_b, truncation="longest_first", max_length=max_length, **kwargs
-        )
+        encoding = _tokenize(tokenizer, record, truncation="longest_first", max_length=max_length, **kwargs)
         truncated = True
         notes["truncated"] += 1
     input_ids = np.asarray(encoding["input_ids"], dtype=np.int64)
@@ -198,6 +234,10 @@ def encode_records(
 ) -> EncodingResult:
     """Tokenise every record; inputs over ``max_length`` pieces are skipped or truncated and counted.
 
+    A record a side of which has no visible character (``text_b`` too, for a pair) is skipped as
+    ``"empty"`` (:func:`headstats.inputs.filters.is_empty_record`, the same test as the filter run before
+    parsing), one whose side yields no piece as ``"no_pieces"``.
+
     Parameters
     ----------
     records : list of Record
@@ -212,12 +252,11 @@ def encode_records(
     notes: Counter = Counter()
     inputs = []
     for index, record in enumerate(records):
-        if not record.text_a.strip() and not (record.text_b or "").strip():
-            skipped["empty"] += 1
+        if is_empty_record(record):
+            skipped[SKIP_EMPTY] += 1
             continue
-        encoded = encode_record(record, tokenizer, index=index, max_length=max_length, too_long=too_long, notes=notes)
-        if encoded is None:
-            skipped["too_long"] += 1
-        else:
+        encoded = encode_record(record, tokenizer, index=index, max_length=max_length, too_long=too_long,
+                                notes=notes, skipped=skipped)
+        if encoded is not None:
             inputs.append(encoded)
     return EncodingResult(inputs=inputs, skipped=skipped, notes=notes)

@@ -24,14 +24,17 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from headstats.errors import HeadstatsError
+from headstats.errors import DataError, HeadstatsError
 from headstats.hub import hub_reachable
+from headstats.inputs.files import check_data_file, iter_lines
+from headstats.inputs.filters import check_usable
 from headstats.inputs.records import Record
 
 #: Environment variable naming a GLUE data folder, used when no root is given.
@@ -238,41 +241,45 @@ def read_glue_tsv(path: str | Path, *, task: str | None = None, split: str | Non
 
     Raises
     ------
+    DataError
+        A missing file or a folder, a file that is not UTF-8 text or holds NUL bytes (a binary file), an
+        empty file, a header without the task's columns, or malformed rows (wrong number of fields, a tab
+        inside a text): the message gives how many and the first line numbers.
     HeadstatsError
-        Missing file, unknown task, a header without the task's columns, or malformed rows (wrong number of
-        fields, a tab inside a text): the message gives how many and the first line numbers.
+        An unknown task.
     """
     path = Path(path)
-    if not path.is_file():
-        raise HeadstatsError(f"GLUE file {str(path)!r} does not exist; check the path or the GLUE data root")
+    if not path.exists():
+        raise DataError(f"GLUE file {str(path)!r} does not exist; check the path or the GLUE data root")
+    check_data_file(path, what="GLUE file")
     gtask = get_task(task) if task is not None else _task_from_folder(path)
     split = split or path.stem
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     try:
         return _read_tsv(path, gtask, split)
-    except UnicodeDecodeError as exc:
-        raise HeadstatsError(
-            f"GLUE file {str(path)!r} is not UTF-8 text (byte {exc.start}); give the file as GLUE distributes it"
-        ) from None
+    except csv.Error as exc:
+        raise DataError(f"GLUE file {str(path)!r} cannot be read as TSV ({exc}); give the file as GLUE distributes it") from None
 
 
 def _read_tsv(path: Path, gtask: GlueTask | None, split: str) -> list[Record]:
-    # utf-8-sig drops MRPC's byte-order mark; newline="" lets csv see the raw line ends.
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+    # iter_lines drops MRPC's byte-order mark, keeps the raw line ends for csv, and refuses a file that is not
+    # UTF-8 text or holds NUL bytes (naming the line).
+    with closing(iter_lines(path, keepends=True)) as numbered:
+        reader = csv.reader((line for _, line in numbered), delimiter="\t", quoting=csv.QUOTE_NONE)
         try:
             first = next(reader)
         except StopIteration:
-            raise HeadstatsError(f"GLUE file {str(path)!r} is empty; give a non-empty file") from None
+            raise DataError(f"GLUE file {str(path)!r} is empty; give a non-empty file") from None
         header_task = _infer_task_from_header(first)
         if gtask is None:
             gtask = header_task
         if gtask is None and _looks_like_cola_row(first):
             gtask = GLUE_TASKS["cola"]
         if gtask is None:
-            raise HeadstatsError(
-                f"cannot tell which GLUE task {str(path)!r} holds from its header {first[:5]}; "
-                f"give the task ({', '.join(GLUE_TASKS)})"
+            raise DataError(
+                f"cannot tell which GLUE task {str(path)!r} holds from its header {first[:5]}: it has none of the "
+                f"GLUE columns (sentence, sentence1/sentence2, question1, #1 String, ...); give the task "
+                f"({', '.join(GLUE_TASKS)}) or a GLUE file"
             )
         headerless = bool(gtask.headerless) and header_task is None and _looks_like_cola_row(first)
         if headerless:
@@ -304,7 +311,7 @@ def _rows_to_records(
         label_col = col.get(gtask.label) if gtask.label else None
     for needed in (gtask.text_a, gtask.text_b):
         if needed is not None and needed not in col:
-            raise HeadstatsError(
+            raise DataError(
                 f"GLUE file {str(path)!r} has no column {needed!r} for task {gtask.name} (its header: "
                 f"{columns}); give the right task or a GLUE file of this task"
             )
@@ -335,12 +342,12 @@ def _rows_to_records(
         )
     if bad:
         shown = ", ".join(str(n) for n in bad[:5]) + (", ..." if len(bad) > 5 else "")
-        raise HeadstatsError(
+        raise DataError(
             f"GLUE file {str(path)!r} has {len(bad)} malformed row(s) (not {width} tab-separated fields) at "
             f"line(s) {shown}; repair them, or give the file as the GLUE distribution wrote it"
         )
     if not records:
-        raise HeadstatsError(f"GLUE file {str(path)!r} has no data rows; give a non-empty file")
+        raise DataError(f"GLUE file {str(path)!r} has no data rows; give a non-empty file")
     return records
 
 
@@ -366,7 +373,7 @@ def glue_file(task: str, split: str = "dev", root: str | Path | None = None) -> 
             f"or set {GLUE_ROOT_ENV}"
         )
     if not base.is_dir():
-        raise HeadstatsError(f"GLUE data folder {str(base)!r} does not exist; check --data-root / data_root:")
+        raise DataError(f"GLUE data folder {str(base)!r} does not exist; check --data-root / data_root:")
     folder = base / gtask.folder
     if not folder.is_dir() and _task_from_folder(base / "x") == gtask:
         folder = base  # the root is the task's own folder
@@ -429,8 +436,10 @@ def load_glue(
 
     Raises
     ------
+    DataError
+        A missing or unreadable file, or one whose rows are all empty (no visible character).
     HeadstatsError
-        Unknown task or split, missing file, or no local folder and no reachable hub.
+        Unknown task or split, or no local folder and no reachable hub.
     """
     if sample not in ("first", "random"):
         raise HeadstatsError(f"unknown sample {sample!r}; choose 'first' or 'random'")
@@ -443,13 +452,14 @@ def load_glue(
         path = glue_file(gtask.name, split, base)
         if not path.is_file():
             have = available_splits(gtask.name, base)
-            raise HeadstatsError(
+            raise DataError(
                 f"GLUE file {str(path)!r} does not exist ({gtask.folder} has: {', '.join(have) or 'nothing'}); "
                 f"give another split or a data root that holds {gtask.folder}/{path.name}"
             )
         records = read_glue_tsv(path, task=gtask.name, split=split)
     else:
         records = _load_from_datasets(gtask, split, source)
+    check_usable(records, f"GLUE {gtask.name} {split}")
     return select_records(records, n=n, sample=sample, seed=seed, exclude_ids=exclude_ids)
 
 
@@ -525,7 +535,7 @@ def records_from_dataset(ds: Any, task: str, *, split: str, source: str = HF_GLU
     cols = set(ds.column_names)
     for needed in (gtask.hf_text_a, gtask.hf_text_b):
         if needed is not None and needed not in cols:
-            raise HeadstatsError(
+            raise DataError(
                 f"dataset for GLUE {gtask.name} has no column {needed!r} (it has {sorted(cols)}); "
                 f"give a dataset with the columns of {HF_GLUE}"
             )
@@ -549,5 +559,5 @@ def records_from_dataset(ds: Any, task: str, *, split: str, source: str = HF_GLU
             )
         )
     if not records:
-        raise HeadstatsError(f"GLUE {gtask.name} {split} from {source} has no rows")
+        raise DataError(f"GLUE {gtask.name} {split} from {source} has no rows")
     return records

@@ -13,11 +13,12 @@ is parsed on its own as one unit, and its words carry character offsets into tha
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from headstats.errors import HeadstatsError
+from headstats.errors import DataError, HeadstatsError
+from headstats.inputs.filters import PARSE_PREFIX
 from headstats.inputs.records import Record, Word
 
 if TYPE_CHECKING:  # spaCy is imported lazily: it is slow to import and only raw text needs it
@@ -278,6 +279,19 @@ def doc_to_words(doc: Doc) -> tuple[Word, ...]:
     return tuple(words)
 
 
+def _check_lengths(texts: Sequence[str], nlp: Language, name_of: Callable[[int], str]) -> None:
+    """Refuse texts longer than the parser takes (spaCy's ``nlp.max_length``) before any is parsed."""
+    limit = getattr(nlp, "max_length", None)
+    if limit is None:  # not a spaCy Language (a stand-in for one): nothing to check against
+        return
+    for k, text in enumerate(texts):
+        if len(text) > limit:
+            raise DataError(
+                f"{name_of(k)} has {len(text):,} characters, more than the spaCy parser takes (nlp.max_length = "
+                f"{limit:,}); shorten that input or remove it from the data"
+            )
+
+
 def parse_texts(
     texts: Iterable[str], *, parser: Language | str = DEFAULT_PARSER, batch_size: int = 256
 ) -> list[tuple[Word, ...]]:
@@ -296,9 +310,34 @@ def parse_texts(
     -------
     list of tuple of Word
         The words of each text, in the order of ``texts``; offsets index into that text.
+
+    Raises
+    ------
+    DataError
+        If a text is longer than the parser takes (``nlp.max_length`` characters, 1,000,000 by default),
+        checked before any text is parsed.
     """
     nlp = _resolve_parser(parser)
+    texts = list(texts)
+    _check_lengths(texts, nlp, lambda k: f"text {k} (0-based)")
     return [doc_to_words(doc) for doc in nlp.pipe(texts, batch_size=batch_size)]
+
+
+def _side_text(record: Record, side: str) -> str:
+    """The text of one side that the parser reads: all of it, or the prefix set by the too-long filter."""
+    text = record.text_a if side == "a" else record.text_b
+    ends = record.meta.get(PARSE_PREFIX)
+    end = None if ends is None else ends[0 if side == "a" else 1]
+    return text if end is None else text[:end]
+
+
+def _record_name(record: Record, side: str) -> str:
+    line = record.meta.get("line")
+    where = f", line {line}" if line is not None else ""
+    source = record.meta.get("source")
+    where = f" ({source}{where})" if source else (f" (line {line})" if line is not None else "")
+    side_name = "" if record.text_b is None else f", text_{side}"
+    return f"input {record.sentence_id!r}{where}{side_name}"
 
 
 def parse_records(
@@ -308,6 +347,10 @@ def parse_records(
 
     Each side of a pair is parsed on its own (as Pande et al. did). All sides that need parsing go through
     one ``nlp.pipe`` call, and the model is loaded only if some side needs it.
+
+    A record marked by :func:`headstats.inputs.filters.split_too_long` (``too_long="truncate"``) has only
+    the prefix of each long side parsed, the words the model can see (``meta["parse_prefix"]``); its text is
+    kept whole, and word offsets index into it as usual.
 
     Parameters
     ----------
@@ -322,6 +365,13 @@ def parse_records(
     -------
     list of Record
         The records in the same order, each with ``words_a`` (and ``words_b`` for pairs) set.
+
+    Raises
+    ------
+    DataError
+        If a text to parse is longer than the parser takes (``nlp.max_length`` characters), naming the
+        input; checked before any text is parsed. Run
+        :func:`headstats.inputs.filters.split_unusable` first to skip or cut inputs with too many words.
     """
     todo: list[tuple[int, str]] = []  # (record index, side field) for every side to parse
     for i, rec in enumerate(records):
@@ -332,8 +382,10 @@ def parse_records(
     out = list(records)
     if not todo:
         return out
-    texts = [records[i].text_a if side == "a" else records[i].text_b for i, side in todo]
-    parsed = parse_texts(texts, parser=parser, batch_size=batch_size)
+    nlp = _resolve_parser(parser)
+    texts = [_side_text(records[i], side) for i, side in todo]
+    _check_lengths(texts, nlp, lambda k: _record_name(records[todo[k][0]], todo[k][1]))
+    parsed = parse_texts(texts, parser=nlp, batch_size=batch_size)
     updates: dict[int, dict[str, tuple[Word, ...]]] = {}
     for (i, side), words in zip(todo, parsed, strict=True):
         updates.setdefault(i, {})[f"words_{side}"] = words

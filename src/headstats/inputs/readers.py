@@ -3,7 +3,13 @@
 Every reader returns a list of :class:`~headstats.inputs.records.Record`. ``sentence_id`` is the record's
 own id where the format has one (JSONL ``id``, CoNLL-U ``# sent_id``, GLUE index column), else its 0-based
 index among the records of the file, in file order, as a string. Problems with a file are raised as
-:class:`~headstats.errors.HeadstatsError` naming the file, the line where there is one, and the fix.
+:class:`~headstats.errors.DataError` naming the file, the line where there is one, and the fix.
+
+A text with no visible character (only whitespace, zero-width or other invisible characters, see
+:func:`headstats.inputs.filters.has_visible_text`) is empty. Where a format allows empty inputs they are
+read as records and left out later with the reason ``"empty"``
+(:func:`headstats.inputs.filters.split_unusable`, or the encoder); a file whose records are all empty is
+refused like an empty file.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal, get_args
 
-from headstats.errors import HeadstatsError
+from headstats.errors import DataError, HeadstatsError
+from headstats.inputs.files import check_data_file, iter_lines
+from headstats.inputs.filters import check_usable, has_visible_text
 from headstats.inputs.parsing import canonical_relation
 from headstats.inputs.records import Record, Word
 
@@ -53,14 +61,14 @@ def infer_format(path: str | os.PathLike[str]) -> str:
 
     Raises
     ------
-    HeadstatsError
+    DataError
         If the extension is not one of those.
     """
     suffix = Path(path).suffix.lower()
     if suffix in _EXTENSIONS:
         return _EXTENSIONS[suffix]
     known = ", ".join(f"{ext} ({fmt})" for ext, fmt in _EXTENSIONS.items())
-    raise HeadstatsError(
+    raise DataError(
         f"cannot tell the format of {os.fspath(path)!r} from its extension {suffix or '(none)'!r}; "
         f"known: {known}; pass format: one of {', '.join(FORMATS)}"
     )
@@ -83,33 +91,34 @@ def read_records(
     Returns
     -------
     list of Record
-        At least one record. Records from CoNLL-U carry gold parses; the others are unparsed (see
-        :func:`headstats.inputs.parsing.parse_records`).
+        At least one record, and at least one that is not empty. Records from CoNLL-U carry gold parses;
+        the others are unparsed (see :func:`headstats.inputs.parsing.parse_records`). Empty records (no
+        visible character) are kept, to be skipped with a reason (see
+        :func:`headstats.inputs.filters.split_unusable`).
 
     Raises
     ------
+    DataError
+        If the path is missing or is a folder, the format unknown, the file not UTF-8 text or binary, the
+        content malformed (with the line number), two records share a ``sentence_id``, or the file holds no
+        record, or only empty ones.
     HeadstatsError
-        If the file is missing, the format unknown, the content malformed (with the line number), two
-        records share a ``sentence_id``, or the file holds no record.
+        If ``limit`` is not a positive whole number.
     """
     path = Path(path)
     fmt = infer_format(path) if format is None else format
     if fmt not in FORMATS:
-        raise HeadstatsError(f"unknown input format {fmt!r}: use one of {', '.join(FORMATS)}")
+        raise DataError(f"unknown input format {fmt!r}: use one of {', '.join(FORMATS)}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise HeadstatsError(f"limit must be a positive whole number or None, got {limit!r}")
-    if not path.exists():
-        raise HeadstatsError(
-            f"data file not found: {os.fspath(path)!r}; check the path (a relative path starts from the current folder)"
-        )
-    if not path.is_file():
-        raise HeadstatsError(f"data path {os.fspath(path)!r} is not a file; name one data file")
+    check_data_file(path)
     readers = {"text": read_text, "jsonl": read_jsonl, "glue": _read_glue, "conllu": read_conllu}
     records = readers[fmt](path, limit=limit)
     if not records:
-        raise HeadstatsError(
+        raise DataError(
             f"no inputs in {os.fspath(path)!r} (read as {fmt}); the corpus is empty: add inputs or check format:"
         )
+    check_usable(records, repr(os.fspath(path)))
     _check_unique_ids(records, path)
     return records
 
@@ -118,7 +127,7 @@ def _check_unique_ids(records: list[Record], path: Path) -> None:
     seen: dict[str, int] = {}
     for k, rec in enumerate(records):
         if rec.sentence_id in seen:
-            raise HeadstatsError(
+            raise DataError(
                 f"{os.fspath(path)}: records {seen[rec.sentence_id]} and {k} (0-based) share the id "
                 f"{rec.sentence_id!r}; give every record its own id"
             )
@@ -126,15 +135,8 @@ def _check_unique_ids(records: list[Record], path: Path) -> None:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(1-based line number, line without its end-of-line)``; a leading BOM is dropped."""
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            for number, line in enumerate(fh, start=1):
-                yield number, line.rstrip("\r\n")
-    except UnicodeDecodeError as exc:
-        raise HeadstatsError(
-            f"{os.fspath(path)}: not UTF-8 text (byte {exc.start} of a line cannot be decoded); save it as UTF-8"
-        ) from None
+    """Yield ``(1-based line number, line without its end-of-line)``; see :func:`~headstats.inputs.files.iter_lines`."""
+    return iter_lines(path)
 
 
 # --- plain text ------------------------------------------------------------------------------------------
@@ -145,7 +147,8 @@ def read_text(path: str | os.PathLike[str], *, limit: int | None = None) -> list
 
     Blank lines (empty or only whitespace) are skipped and do not count: the ``sentence_id`` of an input is
     its 0-based index among the non-blank lines. ``#`` starts no comment. Each side is stripped of
-    surrounding whitespace.
+    surrounding whitespace. A line of invisible characters only (zero-width spaces, a soft hyphen, ...) is
+    no blank line but an empty input: it is read as a record, to be skipped with the reason ``"empty"``.
 
     Parameters
     ----------
@@ -160,8 +163,9 @@ def read_text(path: str | os.PathLike[str], *, limit: int | None = None) -> list
 
     Raises
     ------
-    HeadstatsError
-        If a line holds more than one TAB, or one side of a pair is empty (with the line number).
+    DataError
+        If a line holds more than one TAB, or one side of a pair is empty or has no visible character (with
+        the line number).
     """
     path = Path(path)
     records: list[Record] = []
@@ -172,15 +176,15 @@ def read_text(path: str | os.PathLike[str], *, limit: int | None = None) -> list
             continue
         sides = line.split("\t")
         if len(sides) > 2:
-            raise HeadstatsError(
+            raise DataError(
                 f"{os.fspath(path)}, line {number}: {len(sides) - 1} TABs; a line holds one input, or two sides "
                 "of a pair separated by one TAB"
             )
         sides = [side.strip() for side in sides]
-        if any(not side for side in sides):
-            raise HeadstatsError(
-                f"{os.fspath(path)}, line {number}: one side of the pair is empty; remove the TAB or add the "
-                "missing side"
+        if len(sides) == 2 and not all(has_visible_text(side) for side in sides):
+            raise DataError(
+                f"{os.fspath(path)}, line {number}: one side of the pair is empty (no visible character); remove "
+                "the TAB or add the missing side"
             )
         records.append(
             Record(
@@ -201,7 +205,7 @@ def _optional_text(obj: dict, key: str, where: str) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise HeadstatsError(f"{where}: field {key!r} must be a string or a number, got {type(value).__name__}")
+        raise DataError(f"{where}: field {key!r} must be a string or a number, got {type(value).__name__}")
     return str(value)
 
 
@@ -224,9 +228,10 @@ def read_jsonl(path: str | os.PathLike[str], *, limit: int | None = None) -> lis
 
     Raises
     ------
-    HeadstatsError
-        If a line is not a JSON object, lacks a non-empty string ``text_a``, or has a ``text_b`` that is
-        not a string (with the line number).
+    DataError
+        If a line is not a JSON object, lacks a string ``text_a`` with a visible character (an empty or
+        invisible ``text_a`` is an error here, as it always was), or has a ``text_b`` that is not such a
+        string (with the line number).
     """
     path = Path(path)
     records: list[Record] = []
@@ -239,19 +244,23 @@ def read_jsonl(path: str | os.PathLike[str], *, limit: int | None = None) -> lis
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise HeadstatsError(
+            raise DataError(
                 f"{where}: invalid JSON ({exc.msg}, column {exc.colno}); write one JSON object per line"
             ) from None
+        except (ValueError, RecursionError) as exc:  # an integer of over 4300 digits; nesting too deep
+            raise DataError(f"{where}: JSON that cannot be read ({exc}); write one flat JSON object per line") from None
         if not isinstance(obj, dict):
-            raise HeadstatsError(f"{where}: expected a JSON object with 'text_a', got {type(obj).__name__}")
+            raise DataError(f"{where}: expected a JSON object with 'text_a', got {type(obj).__name__}")
         text_a = obj.get("text_a")
-        if not isinstance(text_a, str) or not text_a.strip():
-            raise HeadstatsError(
-                f"{where}: missing or empty 'text_a'; every line needs a non-empty string 'text_a'"
+        if not isinstance(text_a, str) or not has_visible_text(text_a):
+            raise DataError(
+                f"{where}: missing or empty 'text_a'; every line needs a string 'text_a' with a visible character"
             )
         text_b = obj.get("text_b")
-        if text_b is not None and (not isinstance(text_b, str) or not text_b.strip()):
-            raise HeadstatsError(f"{where}: 'text_b' must be a non-empty string, or left out for a single input")
+        if text_b is not None and (not isinstance(text_b, str) or not has_visible_text(text_b)):
+            raise DataError(
+                f"{where}: 'text_b' must be a string with a visible character, or left out for a single input"
+            )
         given_id = _optional_text(obj, "id", where)
         records.append(
             Record(
@@ -310,20 +319,20 @@ def _parse_token_line(number: int, line: str, where: str) -> _Token:
 
     columns = line.split("\t")
     if len(columns) != _N_COLUMNS:
-        raise HeadstatsError(
+        raise DataError(
             f"{where}, line {number}: malformed CoNLL-U, {len(columns)} columns where 10 TAB-separated "
             "columns are needed (ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC)"
         )
     is_word = "-" not in columns[0] and "." not in columns[0]
     if is_word and not columns[6].strip().isdigit():
-        raise HeadstatsError(
+        raise DataError(
             f"{where}, line {number}: malformed CoNLL-U, HEAD {columns[6]!r} is not an integer; "
             "gold heads are needed (0 for the root)"
         )
     try:
         token = parse_line(line, fields=DEFAULT_FIELDS)
     except ParseException as exc:
-        raise HeadstatsError(f"{where}, line {number}: malformed CoNLL-U ({exc}); fix that line") from None
+        raise DataError(f"{where}, line {number}: malformed CoNLL-U ({exc}); fix that line") from None
     token_id = token["id"]
     misc = token["misc"] or {}
     space_after = misc.get("SpaceAfter") != "No"
@@ -332,16 +341,16 @@ def _parse_token_line(number: int, line: str, where: str) -> _Token:
         kind = "range" if sep == "-" else "empty"
         return _Token(number, kind, first, last, token["form"], None, "", space_after)
     if not isinstance(token_id, int):
-        raise HeadstatsError(f"{where}, line {number}: malformed CoNLL-U, ID {columns[0]!r} is not a word index")
+        raise DataError(f"{where}, line {number}: malformed CoNLL-U, ID {columns[0]!r} is not a word index")
     head = token["head"]
     if not isinstance(head, int):
-        raise HeadstatsError(
+        raise DataError(
             f"{where}, line {number}: malformed CoNLL-U, HEAD {columns[6]!r} is not an integer; "
             "gold heads are needed (0 for the root)"
         )
     deprel = token["deprel"]
     if not deprel or deprel == "_":
-        raise HeadstatsError(
+        raise DataError(
             f"{where}, line {number}: malformed CoNLL-U, DEPREL is missing; give every word a relation"
         )
     return _Token(number, "word", token_id, token_id, token["form"], head, deprel, space_after)
@@ -381,6 +390,58 @@ def _find_spans(text: str, surface: list[_Token]) -> list[tuple[int, int]] | Non
     return spans
 
 
+def _check_tree(tokens: list[_Token], sentence_id: str, where: str, line: int) -> None:
+    """Refuse a sentence whose heads do not form one tree.
+
+    That is: a head outside the sentence, a word that is its own head, no root or several roots (words with
+    HEAD 0), or a cycle of heads.
+    """
+    words = {tok.first: tok for tok in tokens if tok.kind == "word"}
+    n_words = len(words)
+    sentence = f"sentence {sentence_id!r} in {where} (line {line})"
+    fix = "fix the file or remove the sentence"
+    for tok in words.values():
+        if not 0 <= tok.head <= n_words:
+            raise DataError(
+                f"{where}, line {tok.line}: malformed CoNLL-U, HEAD {tok.head} is out of range in sentence "
+                f"{sentence_id!r}: it points outside the sentence, which has {n_words} words (0 is the root); {fix}"
+            )
+        if tok.head == tok.first:
+            raise DataError(
+                f"{where}, line {tok.line}: malformed CoNLL-U, word {tok.first} is its own head in sentence "
+                f"{sentence_id!r}; {fix}"
+            )
+    roots = [word_id for word_id, tok in words.items() if tok.head == 0]
+    if not roots:
+        raise DataError(f"{sentence} has no root (no word has HEAD 0); {fix}")
+    if len(roots) > 1:
+        listed = ", ".join(str(r) for r in roots)
+        raise DataError(
+            f"{sentence} has {len(roots)} roots (words {listed} have HEAD 0) where a sentence has one; {fix}"
+        )
+    cycle = _head_cycle({word_id: tok.head for word_id, tok in words.items()})
+    if cycle:
+        raise DataError(f"{sentence} has a head cycle (words {' -> '.join(str(w) for w in cycle)}); {fix}")
+
+
+def _head_cycle(heads: dict[int, int]) -> list[int] | None:
+    """The first cycle of heads, as word ids ending where it starts (``[3, 5, 3]``); None if all reach 0."""
+    reaches_root: set[int] = set()
+    for start in heads:
+        path: list[int] = []
+        on_path: set[int] = set()
+        word = start
+        while word != 0 and word not in reaches_root:
+            if word in on_path:
+                cycle = path[path.index(word):]
+                return [*cycle, word]
+            path.append(word)
+            on_path.add(word)
+            word = heads[word]
+        reaches_root.update(path)
+    return None
+
+
 def _sentence_words(tokens: list[_Token], text: str, where: str) -> tuple[str, tuple[Word, ...], bool]:
     """Build the words of one sentence; returns ``(text used, words, whether the forms rebuilt the text)``."""
     surface = _surface_tokens(tokens)
@@ -394,17 +455,9 @@ def _sentence_words(tokens: list[_Token], text: str, where: str) -> tuple[str, t
         for word_id in range(tok.first, tok.last + 1):
             span_of_word[word_id] = span
     words = []
-    n_words = sum(tok.kind == "word" for tok in tokens)
     for tok in tokens:
         if tok.kind != "word":
             continue
-        if not 0 <= tok.head <= n_words:
-            raise HeadstatsError(
-                f"{where}, line {tok.line}: malformed CoNLL-U, HEAD {tok.head} is out of range (the sentence has "
-                f"{n_words} words; 0 is the root)"
-            )
-        if tok.head == tok.first:
-            raise HeadstatsError(f"{where}, line {tok.line}: malformed CoNLL-U, word {tok.first} is its own head")
         start, end = span_of_word[tok.first]
         words.append(Word(text=tok.form, start=start, end=end, head=tok.head - 1,
                           deprel=canonical_relation(tok.deprel)))
@@ -416,13 +469,13 @@ def _check_word_ids(tokens: list[_Token], where: str) -> None:
     for tok in tokens:
         if tok.kind == "word":
             if tok.first != expected:
-                raise HeadstatsError(
+                raise DataError(
                     f"{where}, line {tok.line}: malformed CoNLL-U, word ID {tok.first} where {expected} was "
                     "expected; word IDs run 1, 2, 3, ... in each sentence"
                 )
             expected += 1
         elif tok.kind == "range" and not tok.first <= tok.last:
-            raise HeadstatsError(
+            raise DataError(
                 f"{where}, line {tok.line}: malformed CoNLL-U, range {tok.first}-{tok.last} is empty"
             )
 
@@ -476,9 +529,10 @@ def read_conllu(path: str | os.PathLike[str], *, limit: int | None = None) -> li
 
     Raises
     ------
-    HeadstatsError
-        For malformed CoNLL-U (a wrong number of columns, a non-integer or out-of-range head, word IDs not
-        running 1, 2, 3, ...), naming the file and the line.
+    DataError
+        For malformed CoNLL-U (a wrong number of columns, a non-integer head, word IDs not running 1, 2,
+        3, ...), naming the file and the line; and for a sentence whose heads form no tree (a head outside
+        the sentence, no root or more than one, a cycle), naming the file, the sentence and its first line.
     """
     path = Path(path)
     where = os.fspath(path)
@@ -490,8 +544,9 @@ def read_conllu(path: str | os.PathLike[str], *, limit: int | None = None) -> li
         metadata, tokens = _read_block(block, where)
         if not any(tok.kind == "word" for tok in tokens):
             continue  # a block of comments only
-        text, words, rebuilt = _sentence_words(tokens, metadata.get("text", "").strip(), where)
         sentence_id = metadata.get("sent_id", str(len(records)))
+        _check_tree(tokens, sentence_id, where, block[0][0])
+        text, words, rebuilt = _sentence_words(tokens, metadata.get("text", "").strip(), where)
         if rebuilt and "text" in metadata:
             rebuilt_ids.append(sentence_id)
         records.append(
