@@ -71,3 +71,31 @@ def space_words(text: str, heads: list[int], rels: list[str]):
         out.append(Word(token, start, start + len(token), head, rel))
         start += len(token) + 1
     return tuple(out)
+
+
+@pytest.fixture
+def hf_cache(tmp_path, monkeypatch):
+    """An empty, offline Hugging Face cache; call the result with (repo_id, folder) to put a model in it.
+
+    Returns the snapshot folder, laid out as ``huggingface_hub`` does (``refs/main`` -> ``snapshots/<sha>``).
+    """
+    import shutil
+
+    import huggingface_hub.constants
+
+    cache = tmp_path / "hf_cache"
+    cache.mkdir()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # huggingface_hub reads both at import; its functions (and transformers') look them up when called
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+
+    def put(repo_id: str, folder: Path, sha: str = "0123456789abcdef0123456789abcdef01234567") -> Path:
+        repo = cache / ("models--" + repo_id.replace("/", "--"))
+        snapshot = repo / "snapshots" / sha
+        shutil.copytree(folder, snapshot)
+        (repo / "refs").mkdir(exist_ok=True)
+        (repo / "refs" / "main").write_text(sha)
+        return snapshot
+
+    return put
