@@ -168,7 +168,8 @@ def test_tokenizer_mismatch_is_refused(tiny_model, tmp_path):
 
     other_dir = build_tiny_bert(tmp_path / "other", seed=1)
     vocab = (other_dir / "vocab.txt").read_text().splitlines()
-    (other_dir / "vocab.txt").write_text("\n".join(vocab + ["zebra"]) + "\n")
+    vocab[vocab.index("book")] = "zebra"  # same size as the model's embeddings, one word different
+    (other_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
     from transformers import BertTokenizerFast
 
     BertTokenizerFast(vocab=str(other_dir / "vocab.txt"), do_lower_case=True).save_pretrained(other_dir)
