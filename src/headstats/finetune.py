@@ -170,29 +170,24 @@ def _base_provenance(spec: str, tokenizer: Any, model: Any) -> dict[str, Any]:
 
 
 def _load_for_classification(spec: str, gtask: GlueTask, seed: int) -> tuple[Any, Any]:
+    """The base model with a new classification head (seeded), through every check of ``load_model``."""
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    path, is_local = resolve_model_path(spec)
+    from headstats.models import load_model
+
     torch.manual_seed(seed)  # the new classification head is initialised from this seed
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # "newly initialized: classifier.*" is expected here
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForSequenceClassification.from_pretrained(
-            path,
-            num_labels=gtask.num_labels,
-            id2label=dict(enumerate(gtask.labels)),
-            label2id={label: i for i, label in enumerate(gtask.labels)},
-            attn_implementation="eager",
-        )
-    except (OSError, ValueError) as exc:
-        where = "directory" if is_local else "model (not on disk and not reachable on the hub?)"
-        raise HeadstatsError(f"could not load {where} {spec!r} for fine-tuning: {str(exc).splitlines()[0]}") from exc
+        loaded = load_model(spec, for_classification=True, model_kwargs={
+            "num_labels": gtask.num_labels,
+            "id2label": dict(enumerate(gtask.labels)),
+            "label2id": {label: i for i, label in enumerate(gtask.labels)},
+        })
     finally:
         hf_logging.set_verbosity(verbosity)
-    return tokenizer, model
+    return loaded.tokenizer, loaded.model
 
 
 def _tokenize(tokenizer: Any, records: Sequence[Record], max_length: int) -> dict[str, Any]:
