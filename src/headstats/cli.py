@@ -252,7 +252,8 @@ def score(
         if format is not None and format not in ("text", "jsonl", "glue", "conllu"):
             raise ProtocolError(f"unknown format {format!r}; choose text, jsonl, glue or conllu")
         try:
-            proto = Protocol.model_validate({"models": [model], "datasets": [
+            # the model's name is not used in any file name here; its source is checked as given
+            proto = Protocol.model_validate({"models": [{"name": "model", "path": model}], "datasets": [
                 {"name": data.stem, "path": str(data), "format": format}]})
         except ValidationError as exc:
             raise ProtocolError(validation_message(exc, what="score options")) from None
@@ -345,7 +346,7 @@ def finetune(
         except ValidationError as exc:
             first = exc.errors()[0]
             option = _FINETUNE_OPTIONS.get(str(first["loc"][0]), str(first["loc"][0]))
-            raise ProtocolError(f"invalid {option} {printable(first.get('input'))!r}: "
+            raise ProtocolError(f"invalid {option} {printable(first.get('input'))}: "
                                 f"{printable(first['msg'].removeprefix('Value error, '))}") from None
         check_finetune(recipe, data_root=data_root)
         _quiet_libraries()

@@ -289,6 +289,43 @@ def check_names(protocol: Protocol) -> None:
         raise ProtocolError(f"scoring.roles names {', '.join(repeated)} more than once; list each role once")
 
 
+#: Deepest nesting read; deeper YAML is refused before the (slow, recursive) parser sees it.
+MAX_NESTING = 100
+
+
+def _nesting_depth(text: str) -> int:
+    """A cheap upper bound of a YAML text's nesting: flow brackets outside quotes and comments, and
+    indentation levels of block collections."""
+    depth = deepest = 0
+    quote = None
+    previous = "\n"
+    for char in text:
+        if quote is not None:
+            if char == quote or (char == "\n" and quote == "#"):
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and previous in " \t\n":
+            quote = "#"  # a comment runs to the end of the line
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+        previous = char
+    indents: list[int] = []
+    for line in text.splitlines():
+        stripped = line.lstrip(" ")
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(line) - len(stripped)
+        while indents and indents[-1] >= indent:
+            indents.pop()
+        indents.append(indent)
+        deepest = max(deepest, len(indents))
+    return deepest
+
+
 def read_protocol_file(path: str | Path) -> dict:
     """The YAML mapping of a protocol file, read safely.
 
@@ -314,6 +351,9 @@ def read_protocol_file(path: str | Path) -> dict:
         raise ProtocolError(
             f"protocol {shown!r} cannot be read ({exc.strerror or exc}); check its permissions"
         ) from None
+    if _nesting_depth(text) > MAX_NESTING:
+        raise ProtocolError(f"protocol {shown!r} is nested more than {MAX_NESTING} levels deep; "
+                            "a protocol needs a few levels")
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
