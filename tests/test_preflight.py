@@ -61,10 +61,6 @@ def test_good_protocol_passes_and_writes_nothing(study):
     assert check(study, protocol_for(study, output=str(out))) == out.resolve()  # the protocol's 'output'
 
 
-def _deep_name(n: int) -> str:
-    return "x" * n
-
-
 # (overrides of the protocol, error kind, words the one-line message must hold)
 REFUSALS = {
     "tau NaN": ({"statistics": {"tau": float("nan")}}, ProtocolError, ["statistics.tau", "finite"]),
@@ -102,13 +98,13 @@ REFUSALS = {
     # names that become file names
     "name with slash": ({"name": "../../etc"}, ProtocolError, ["'name'", "'/'"]),
     "name dot-dot": ({"name": ".."}, ProtocolError, ["'name'", "'..'"]),
-    "name too long": ({"name": _deep_name(300)}, ProtocolError, ["'name'", "300 characters", f"at most {NAME_MAX}"]),
+    "name too long": ({"name": "x" * 300}, ProtocolError, ["'name'", "300 characters", f"at most {NAME_MAX}"]),
     "name empty": ({"name": " "}, ProtocolError, ["'name'", "empty"]),
     "dataset name NUL": ({"datasets": [{"name": "a\0b", "path": str(SENTENCES)}]}, ProtocolError,
                          ["data set name", "\\x00", "control characters"]),
-    "dataset name too long": ({"datasets": [{"name": _deep_name(101), "path": str(SENTENCES)}]}, ProtocolError,
+    "dataset name too long": ({"datasets": [{"name": "x" * 101, "path": str(SENTENCES)}]}, ProtocolError,
                               ["data set name", "101 characters"]),
-    "model name too long": ({"models": [{"name": _deep_name(150), "path": "default"}]}, ProtocolError,
+    "model name too long": ({"models": [{"name": "x" * 150, "path": "default"}]}, ProtocolError,
                             ["model name", "150 characters", "'path:'"]),
     "figure names collide": ({"datasets": [{"name": "a/b", "path": str(SENTENCES)},
                                            {"name": "a_b", "path": str(SENTENCES)}]}, ProtocolError,
@@ -258,6 +254,12 @@ def test_output_that_is_a_file_refused(study):
         check(study, protocol_for(study), out=study["root"] / "notes.md" / "run")
 
 
+def test_output_name_too_long_for_its_staging_folder(study):
+    with pytest.raises(OutputError, match="is 250 bytes long.*at most 215"):
+        check(study, protocol_for(study), out=study["root"] / ("r" * 250))
+    assert check(study, protocol_for(study), out=study["root"] / ("r" * 215)) == (study["root"] / ("r" * 215)).resolve()
+
+
 @pytest.mark.parametrize("code, words", [(errno.EROFS, "read-only file system"), (errno.EACCES, "permission denied")])
 def test_unwritable_output_refused_up_front(study, monkeypatch, code, words):
     def refuse(*args, **kwargs):
@@ -344,8 +346,7 @@ def test_file_tag():
     assert file_tag("/tmp/x", "d") == "_tmp_x__d"
 
 
-def test_long_model_path_names_fit_file_names(study):
-    deep = study["root"]
+def test_longest_names_fit_file_names(study):
     # a 100-character model name and a 100-character data set name still make a file name that fits
     raw = protocol_for(study, models=[{"name": "m" * NAME_MAX, "path": study["model"]}],
                        datasets=[{"name": "d" * NAME_MAX, "path": str(SENTENCES)}])
@@ -355,4 +356,3 @@ def test_long_model_path_names_fit_file_names(study):
     raw["datasets"] = [{"name": "\U0001F600" * NAME_MAX, "path": str(SENTENCES)}]
     with pytest.raises(ProtocolError, match="longer than 255 bytes"):
         check(study, raw)
-    assert deep.exists()

@@ -47,6 +47,8 @@ from headstats.protocol import DatasetSpec, FinetuneRecipe, Protocol, check_name
 NAME_MAX = 100
 #: Longest file name most file systems take, in bytes.
 FILE_NAME_MAX_BYTES = 255
+#: Longest output folder name: the staging folder ``.<name>.partial-<random>`` beside it must fit too.
+OUTPUT_NAME_MAX_BYTES = FILE_NAME_MAX_BYTES - 40
 #: The longest prefix the report puts before a (model, data set) tag in a figure's file name.
 LONGEST_FIGURE_PREFIX = "heads_per_layer_before_after_"
 #: Characters the report replaces by ``_`` in a figure's file name (path separators, ``:`` and controls).
@@ -398,6 +400,10 @@ def check_output(out: str | Path, *, overwrite: bool = False, inputs: Sequence[s
         raise OutputError(f"output folder {printable(out)!r} holds a NUL character; choose another --out")
     with _kind(OutputError):
         resolved = check_output_folder(out, overwrite=overwrite, inputs=inputs)
+    if len(resolved.name.encode()) > OUTPUT_NAME_MAX_BYTES:
+        raise OutputError(f"output folder name {_short(resolved.name)} is {len(resolved.name.encode())} bytes long; "
+                          f"the staging folder beside it needs a name of at most {OUTPUT_NAME_MAX_BYTES}: "
+                          "choose a shorter --out")
     check_writable(resolved)
     return resolved
 
