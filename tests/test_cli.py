@@ -224,9 +224,6 @@ RUN_REFUSALS = {
     "name with NUL": (lambda f: {"datasets": [{"name": "a\0b", "path": str(DEMO / "sentences.txt")}]},
                       ["\\x00"]),
     "name with separator": (lambda f: {"name": "../escape"}, ["'/'"]),
-    "figure names collide": (lambda f: {"datasets": [{"name": "a/b", "path": str(DEMO / "sentences.txt")},
-                                                     {"name": "a_b", "path": str(DEMO / "sentences.txt")}]},
-                             ["same figure files"]),
 }
 
 

@@ -81,8 +81,9 @@ def test_figure_tags_are_unique_for_names_that_differ_only_in_punctuation():
     from headstats.report import figure_tag
 
     assert figure_tag("default", "demo_single") == "default__demo_single"
-    tags = {figure_tag("m", "a/b"), figure_tag("m", "a_b"), figure_tag("m", "a:b"), figure_tag("org/m", "d")}
-    assert len(tags) == 4
+    tags = {figure_tag("m", "a/b"), figure_tag("m", "a_b"), figure_tag("m", "a:b"), figure_tag("org/m", "d"),
+            figure_tag("m", "A_b")}
+    assert len({t.lower() for t in tags}) == 5
     assert all("/" not in t and ":" not in t for t in tags)
     assert figure_tag("m", "a/b").startswith("m__a_b-")
 

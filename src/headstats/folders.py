@@ -44,6 +44,8 @@ STAGING_MARKER = ".headstats-staging"
 MANIFEST_NAMES = ("manifest.json", "finetune_manifest.json")
 WRITTEN_BY = "headstats"
 FILES_KEY = "output_files"
+#: Longest output folder name in bytes: ``.<name>.partial-<random>`` beside it must fit in 255 bytes.
+OUTPUT_NAME_MAX_BYTES = 255 - 40
 #: What a run folder written before manifests listed their files may hold (top level; figures/ below).
 LEGACY_SUFFIXES = (".csv", ".parquet", ".md", ".html", ".yaml", ".json", ".png", ".svg", ".pdf", ".txt")
 
@@ -149,8 +151,10 @@ def check_output_folder(out: str | Path, *, overwrite: bool = False, inputs: Ite
     if raw.is_symlink():
         raise OutputError(f"output path {str(raw)!r} is a symbolic link; give the real folder or another --out")
     resolved = raw.resolve()
-    if len(resolved.name) > 200:
-        raise OutputError(f"output folder name is {len(resolved.name)} characters long; choose a name under 200")
+    if len(resolved.name.encode()) > OUTPUT_NAME_MAX_BYTES:
+        raise OutputError(f"output folder name {resolved.name[:40]!r}... is {len(resolved.name.encode())} bytes long; "
+                          f"the staging folder beside it needs a name of at most {OUTPUT_NAME_MAX_BYTES}: "
+                          "choose a shorter --out")
     reason = _unsafe_reason(resolved, inputs)
     if reason is not None:
         raise OutputError(f"refusing to write to {str(resolved)!r}: {reason}; choose a new folder for --out")
@@ -341,7 +345,8 @@ def claim_output(out: str | Path, *, overwrite: bool = False,
 
     The block writes into ``claim.staging`` and calls ``claim.publish()`` when everything is written. If the
     block raises (or ends without publishing) the staging folder, the lock and any parent folders the claim
-    created are removed, and the target is untouched.
+    created are removed, and the target is untouched; the exception (say, an ``OSError`` of a full disk)
+    goes on to the caller, whose CLI turns it into one line.
 
     Raises
     ------
@@ -376,10 +381,6 @@ def claim_output(out: str | Path, *, overwrite: bool = False,
         raise
     try:
         yield claim
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EACCES, errno.EROFS, errno.EDQUOT):
-            raise OutputError(_os_error_message(exc, target)) from None
-        raise
     finally:
         claim._cleanup()
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,34 +44,19 @@ from headstats.protocol import DatasetSpec, FinetuneRecipe, Protocol, check_name
 
 #: Longest protocol, model or data-set name (they become parts of file names).
 NAME_MAX = 100
-#: Longest file name most file systems take, in bytes.
-FILE_NAME_MAX_BYTES = 255
-#: Longest output folder name: the staging folder ``.<name>.partial-<random>`` beside it must fit too.
-OUTPUT_NAME_MAX_BYTES = FILE_NAME_MAX_BYTES - 40
-#: The longest prefix the report puts before a (model, data set) tag in a figure's file name.
-LONGEST_FIGURE_PREFIX = "heads_per_layer_before_after_"
-#: Characters the report replaces by ``_`` in a figure's file name (path separators, ``:`` and controls).
-_UNSAFE_IN_FILE_NAMES = re.compile(r"[/\\:\x00-\x1f\x7f]")
-
-
-def file_tag(model: str, dataset: str) -> str:
-    """The part of a figure's file name that names a (model, data set) pair: ``<model>__<dataset>``.
-
-    Path separators, ``:`` and control characters become ``_`` (as in the report's figure names), so
-    ``org/model`` gives ``org_model``. Two pairs whose tags are equal, ignoring case (macOS and Windows
-    file systems ignore it), would write the same figure files; :func:`preflight` refuses them.
-    """
-    return _UNSAFE_IN_FILE_NAMES.sub("_", f"{model}__{dataset}")
 
 
 @contextmanager
 def _kind(kind: type[HeadstatsError], prefix: str = "") -> Iterator[None]:
-    """Re-raise a plain :class:`HeadstatsError` from a lower layer as ``kind`` (same message, one line)."""
+    """Re-raise a :class:`HeadstatsError` from a lower layer as ``kind`` (or its own kind, when it has one),
+    with ``prefix`` before its message, on one line."""
     try:
         yield
     except HeadstatsError as exc:
         if type(exc) is not HeadstatsError:
-            raise
+            kind = type(exc)
+            if not prefix:
+                raise
         raise kind(prefix + printable(exc)) from None
 
 
@@ -156,11 +140,11 @@ def _check_name(name: str, what: str, *, fix: str) -> None:
 
 
 def check_file_names(protocol: Protocol) -> None:
-    """Refuse names that cannot become file names, and (model, data set) pairs whose figure files collide.
+    """Refuse names that cannot become file names.
 
     The protocol's ``name`` is the default output folder ``runs/<name>``, so it may hold no path separator
-    and may not be ``.`` or ``..``. Model and data-set names are parts of figure file names (see
-    :func:`file_tag`).
+    and may not be ``.`` or ``..``. Model and data-set names become parts of figure file names through
+    :func:`headstats.report.figure_tag`, which keeps distinct names apart.
     """
     _check_name(protocol.name, "protocol 'name'", fix="change 'name:'")
     if "/" in protocol.name or "\\" in protocol.name or protocol.name.strip() in (".", ".."):
@@ -174,22 +158,6 @@ def check_file_names(protocol: Protocol) -> None:
             raise ProtocolError(f"model {_short(spec.name)} has a 'path' with a NUL character; fix the path")
     for spec in protocol.datasets:
         _check_name(spec.name, "data set name", fix="change its 'name:'")
-    seen: dict[str, tuple[str, str]] = {}
-    for model in protocol.models:
-        for dataset in protocol.datasets:
-            tag = file_tag(model.name, dataset.name)
-            if len(f"{LONGEST_FIGURE_PREFIX}{tag}.png".encode()) > FILE_NAME_MAX_BYTES:
-                raise ProtocolError(
-                    f"model {_short(model.name)} and data set {_short(dataset.name)} make figure file names longer "
-                    f"than {FILE_NAME_MAX_BYTES} bytes; give shorter names"
-                )
-            other = seen.setdefault(tag.casefold(), (model.name, dataset.name))
-            if other != (model.name, dataset.name):
-                raise ProtocolError(
-                    f"model {model.name!r} with data set {dataset.name!r} and model {other[0]!r} with data set "
-                    f"{other[1]!r} would write the same figure files ({tag!r}: '/', '\\\\' and ':' become '_', "
-                    "case is ignored); rename one of them"
-                )
 
 
 # ---------------------------------------------------------------------------------------- device, models
@@ -396,14 +364,8 @@ def check_output(out: str | Path, *, overwrite: bool = False, inputs: Sequence[s
     """
     from headstats.storage import check_output_folder
 
-    if "\0" in str(out):
-        raise OutputError(f"output folder {printable(out)!r} holds a NUL character; choose another --out")
     with _kind(OutputError):
         resolved = check_output_folder(out, overwrite=overwrite, inputs=inputs)
-    if len(resolved.name.encode()) > OUTPUT_NAME_MAX_BYTES:
-        raise OutputError(f"output folder name {_short(resolved.name)} is {len(resolved.name.encode())} bytes long; "
-                          f"the staging folder beside it needs a name of at most {OUTPUT_NAME_MAX_BYTES}: "
-                          "choose a shorter --out")
     check_writable(resolved)
     return resolved
 

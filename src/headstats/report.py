@@ -146,12 +146,12 @@ def render_html(report: Report, root: Path) -> str:
 def figure_tag(*names: str) -> str:
     """A file-name part for figures of ``names`` (model, data set, role), unique for distinct names.
 
-    Characters other than letters, digits, ``.``, ``-`` and ``_`` become ``_``; when anything was replaced
-    (or the result is long) a short hash of the original names is appended, so that ``a/b`` and ``a_b``
-    never share a figure file.
+    Characters other than letters, digits, ``.``, ``-`` and ``_`` become ``_`` and letters are lower-cased;
+    when anything was changed (or the result is long) a short hash of the original names is appended, so
+    that ``a/b``, ``a_b`` and ``A_b`` never share a figure file, even on a file system that ignores case.
     """
     raw = "__".join(str(n) for n in names)
-    slug = re.sub(r"[^A-Za-z0-9._-]", "_", raw)[:80]
+    slug = re.sub(r"[^A-Za-z0-9._-]", "_", raw).lower()[:80]
     if slug != raw:
         slug += "-" + hashlib.sha1(raw.encode("utf-8")).hexdigest()[:8]
     return slug
