@@ -77,7 +77,7 @@ def test_register_a_new_test():
         with pytest.raises(HeadstatsError, match="identifier"):
             register_test("not a name", always_half)
     finally:
-        ONE_SAMPLE_TESTS.pop("half")
+        ONE_SAMPLE_TESTS.unregister("half")
 
 
 @pytest.mark.parametrize(
