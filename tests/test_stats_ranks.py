@@ -142,6 +142,24 @@ def test_signed_rank_sums_match_scipy_statistic():
     assert one == (8.0, 4)  # ranks 1, 2, 3, 4 of |d| without the zero: T+ = 1 + 3 + 4
 
 
+def test_normal_approximation_is_scipys_number():
+    import warnings
+
+    rng = np.random.default_rng(4)
+    for kind in range(3):
+        d = [rng.standard_normal((6, 80)), np.round(rng.standard_normal((6, 120)), 1),
+             rng.integers(-3, 4, (6, 300)).astype(float)][kind]  # continuous; ties; ties and many zeros
+        t_plus, n_nonzero, ties, tied = ranks.signed_rank_parts(d)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = sps.wilcoxon(d, alternative="greater", axis=1)  # scipy.stats.wilcoxon, asymptotic above n = 50
+        assert np.array_equal(t_plus, ref.statistic)
+        assert np.array_equal(ranks.signrank_normal_sf(t_plus, n_nonzero, ties), ref.pvalue)  # bit for bit
+        assert tied.tolist() == [kind > 0] * 6
+    # ties by hand: |d| = 1, 1, 2 -> one group of 2: 2^3 - 2 = 6
+    assert ranks.signed_rank_parts(np.array([[1.0, -1.0, 2.0, 0.0]]))[2].tolist() == [6.0]
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Walsh order statistics: equal to brute force on every small case
 # ---------------------------------------------------------------------------------------------------------

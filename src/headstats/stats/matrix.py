@@ -51,12 +51,21 @@ class ScoreMatrix:
     _moments: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     def blocks(self, min_n: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Yield ``(rows, x)``: the hypotheses with the same n (>= ``min_n``) and their ``(k, n)`` scores."""
+        """Yield ``(rows, x)``: the hypotheses with the same n (>= ``min_n``) and their ``(k, n)`` scores.
+
+        ``x`` is read-only: a view of :attr:`values` when the rows are adjacent (the usual case: the heads of
+        one role share their inputs), else a copy.
+        """
         for m in np.unique(self.n):
             if m < max(min_n, 1):
                 continue
             rows = np.nonzero(self.n == m)[0]
-            yield rows, self.values[rows, :m]
+            if rows[-1] - rows[0] + 1 == rows.size:
+                x = self.values[rows[0]:rows[-1] + 1, :m]
+            else:
+                x = self.values[rows, :m]
+            x.flags.writeable = False
+            yield rows, x
 
     def moments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Mean, sd (ddof = 1) and median of each hypothesis (NaN where undefined); computed once."""
@@ -105,7 +114,12 @@ def score_matrix(scores: ScoresLike) -> ScoreMatrix:
 # arrays
 # ----------------------------------------------------------------------------------------------------------
 def score_matrix_from_arrays(arrays: Sequence[MeasureArray]) -> ScoreMatrix:
-    """Pack ``(inputs, layers, heads, roles)`` arrays into a :class:`ScoreMatrix` by reshaping them."""
+    """Pack ``(inputs, layers, heads, roles)`` arrays into a :class:`ScoreMatrix` by reshaping them.
+
+    Arrays are taken in ``(model, dataset)`` order, roles in lexical order, inputs in ``sentence_id`` order.
+    When every head of a role has the same inputs taking part (the usual case: taking part depends on the
+    input, not the head), the role is packed with one column selection; otherwise row by row.
+    """
     arrays = sorted(arrays, key=lambda a: (a.model, a.dataset))
     seen = [(a.model, a.dataset) for a in arrays]
     for i in range(1, len(seen)):
@@ -114,51 +128,61 @@ def score_matrix_from_arrays(arrays: Sequence[MeasureArray]) -> ScoreMatrix:
                 f"two score arrays for model={seen[i][0]!r}, dataset={seen[i][1]!r}; give one array per "
                 "model and data set"
             )
-    parts = [_array_rows(a) for a in arrays]
-    if not parts:
+    for a in arrays:
+        if np.isinf(a.values).any():
+            raise HeadstatsError(
+                f"the scores of {a.model}/{a.dataset} hold {int(np.isinf(a.values).sum())} infinite value(s); "
+                "use NaN for an input that did not take part"
+            )
+    sizes = [a.n_layers * a.n_heads * len(a.measures) for a in arrays]
+    width = max((a.n_inputs for a in arrays), default=0)
+    values = np.full((sum(sizes), width), np.nan)
+    n = np.zeros(sum(sizes), dtype=int)
+    n_missing = np.zeros(sum(sizes), dtype=int)
+    keys = []
+    start = 0
+    for a, size in zip(arrays, sizes, strict=True):
+        rows = slice(start, start + size)
+        keys.append(_pack_array(a, values[rows], n[rows], n_missing[rows]))
+        start += size
+    if not keys:
         empty = pd.DataFrame({k: pd.Series([], dtype=object if k in ("model", "dataset", "role") else np.int16)
                               for k in HYPOTHESIS_KEYS})
-        return ScoreMatrix(empty, np.empty((0, 0)), np.zeros(0, int), np.zeros(0, int))
-    width = max(p[1].shape[1] for p in parts)
-    g = sum(p[1].shape[0] for p in parts)
-    values = np.full((g, width), np.nan)
-    start = 0
-    for _, x, _ in parts:
-        values[start:start + x.shape[0], :x.shape[1]] = x
-        start += x.shape[0]
-    keys = pd.concat([p[0] for p in parts], ignore_index=True)
-    n = np.concatenate([p[2] for p in parts])
-    n_inputs = np.concatenate([np.full(p[1].shape[0], p[1].shape[1]) for p in parts])
-    return ScoreMatrix(keys, values, n.astype(int), (n_inputs - n).astype(int))
+        return ScoreMatrix(empty, values, n, n_missing)
+    return ScoreMatrix(pd.concat(keys, ignore_index=True), values, n, n_missing)
 
 
-def _array_rows(a: MeasureArray) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
-    """Keys, packed ``(roles x layers x heads, inputs)`` scores and n of one array, in sorted key order."""
+def _pack_array(a: MeasureArray, out: np.ndarray, n: np.ndarray, n_missing: np.ndarray) -> pd.DataFrame:
+    """Write one array's packed scores into ``out`` (``(roles x layers x heads, >= inputs)``, NaN-filled)
+    and its counts into ``n``/``n_missing``; return its keys, in sorted order."""
     n_inputs, layers, heads, _ = a.values.shape
-    order = np.argsort(a.sentence_ids, kind="stable")
-    roles = np.asarray(a.measures, dtype=object)
-    role_order = np.argsort(roles.astype(str), kind="stable")
-    x = a.values[order].transpose(3, 1, 2, 0)[role_order].reshape(-1, n_inputs).astype(np.float64)
-    if np.isinf(x).any():
-        raise HeadstatsError(
-            f"the scores of {a.model}/{a.dataset} hold {int(np.isinf(x).sum())} infinite value(s); "
-            "use NaN for an input that did not take part"
-        )
-    missing = np.isnan(x)
-    n = n_inputs - missing.sum(axis=1)
-    if missing.any():
-        x = np.take_along_axis(x, np.argsort(missing, axis=1, kind="stable"), axis=1)
     per_role = layers * heads
+    order = np.argsort(a.sentence_ids, kind="stable")
+    roles = np.asarray(a.measures, dtype=str)
+    role_order = np.argsort(roles, kind="stable")
+    for j, r in enumerate(role_order):
+        block = a.values[..., r].reshape(n_inputs, per_role)[order].T  # (heads, inputs), inputs sorted
+        missing = np.isnan(block)
+        rows = slice(j * per_role, (j + 1) * per_role)
+        if per_role and (missing == missing[0]).all():  # the same inputs take part for every head
+            keep = np.flatnonzero(~missing[0])
+            out[rows, :keep.size] = block[:, keep]
+            n[rows] = keep.size
+        else:
+            packed = np.take_along_axis(block, np.argsort(missing, axis=1, kind="stable"), axis=1)
+            out[rows, :n_inputs] = packed
+            n[rows] = n_inputs - missing.sum(axis=1)
+        n_missing[rows] = n_inputs - n[rows]
     keys = pd.DataFrame({
-        "model": np.full(x.shape[0], a.model, dtype=object),
-        "dataset": np.full(x.shape[0], a.dataset, dtype=object),
-        "role": np.repeat(roles[role_order].astype(str).astype(object), per_role),
-        "layer": np.tile(np.repeat(np.arange(layers, dtype=np.int16), heads), len(roles)),
-        "head": np.tile(np.arange(heads, dtype=np.int16), layers * len(roles)),
+        "model": np.full(per_role * roles.size, a.model, dtype=object),
+        "dataset": np.full(per_role * roles.size, a.dataset, dtype=object),
+        "role": np.repeat(roles[role_order].astype(object), per_role),
+        "layer": np.tile(np.repeat(np.arange(layers, dtype=np.int16), heads), roles.size),
+        "head": np.tile(np.arange(heads, dtype=np.int16), layers * roles.size),
     })
     for k in ("model", "dataset", "role"):
         keys[k] = keys[k].astype(str)
-    return keys, x, n
+    return keys
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -50,7 +50,12 @@ from headstats.stats.matrix import (
     score_matrix,
 )
 from headstats.stats.power import add_power
-from headstats.stats.ranks import signrank_critical_count, walsh_lower_bound
+from headstats.stats.ranks import (
+    signed_rank_parts,
+    signrank_critical_count,
+    signrank_normal_sf,
+    walsh_lower_bound,
+)
 
 __all__ = [
     "ALTERNATIVE", "HYPOTHESIS_KEYS", "ONE_SAMPLE_TESTS", "PARAMETERS", "SCORE_COLUMNS", "TEST_COLUMNS",
@@ -73,6 +78,10 @@ ALTERNATIVE = "greater"
 PARAMETERS: tuple[str, ...] = ("mean", "median", "pseudo-median")
 #: Resampling tests draw their resamples in blocks of this many, so results do not depend on memory.
 _RESAMPLE_BLOCK = 1000
+#: scipy.stats.wilcoxon's method="auto" uses the normal approximation above this N.
+_SCIPY_EXACT_MAX_N = 50
+#: Scores ranked at once by the signed-rank test (bounds its memory).
+_RANK_CHUNK = 2_000_000
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -140,6 +149,10 @@ class OneSampleTestSpec:
     p_values : callable or None
         ``p_values(x, *, tau, seed, n_resamples) -> p``: the p-values alone, skipping bounds and notes, for the
         tau grid and the robustness table; None: ``fn(...).p_unc``.
+    p_from_moments : callable or None
+        ``p_from_moments(mean, sd, n, tau) -> p``, broadcasting, for a test whose p-value depends on the
+        scores only through their mean, sd (ddof = 1) and n: then every tau of the sensitivity grid and the
+        robustness table come from the moments a study computes once.
     """
 
     name: str
@@ -149,6 +162,7 @@ class OneSampleTestSpec:
     effect_size: str = ""
     description: str = ""
     p_values: PValues | None = None
+    p_from_moments: Callable[..., np.ndarray] | None = None
 
     def pvalues(self, x: np.ndarray, *, tau: float, confidence: float, seed: int, n_resamples: int) -> np.ndarray:
         """The p-values of a ``(k, n)`` block, through the fast path when there is one."""
@@ -173,6 +187,7 @@ def register_test(
     effect_size: str = "",
     description: str = "",
     p_values: PValues | None = None,
+    p_from_moments: Callable[..., np.ndarray] | None = None,
     overwrite: bool = False,
 ) -> OneSampleTestSpec:
     """Add a one-sample test under ``name``.
@@ -192,8 +207,8 @@ def register_test(
         The ``effect_size_type`` it reports.
     description : str
         One line for reports, e.g. "one-sample t-test (ddof = 1)".
-    p_values : callable, optional
-        A faster function for the p-values alone (see :class:`OneSampleTestSpec`).
+    p_values, p_from_moments : callable, optional
+        Faster ways to the p-values alone (see :class:`OneSampleTestSpec`).
     overwrite : bool
         Replace an existing test of that name instead of raising.
     """
@@ -205,7 +220,8 @@ def register_test(
         raise HeadstatsError(f"test {name!r}: parameter must be one of {', '.join(PARAMETERS)}, got {parameter!r}")
     if name in ONE_SAMPLE_TESTS and not overwrite:
         raise HeadstatsError(f"test {name!r} is already registered; pass overwrite=True to replace it")
-    spec = OneSampleTestSpec(name, fn, bool(resampling), parameter, effect_size, description, p_values)
+    spec = OneSampleTestSpec(name, fn, bool(resampling), parameter, effect_size, description, p_values,
+                             p_from_moments)
     return ONE_SAMPLE_TESTS.register(name, spec, overwrite=overwrite)
 
 
@@ -300,6 +316,15 @@ def t_pvalues(x: np.ndarray, *, tau: float, seed: int = 0, n_resamples: int = 0)
     return np.asarray(sps.t.sf(t, n - 1), dtype=float) if n > 1 else _nan(x.shape[0])
 
 
+def t_p_from_moments(mean, sd, n, tau) -> np.ndarray:
+    """p-values of :func:`t_test` from the mean, sd (ddof = 1) and n of each head (broadcasting; the same
+    operations, so the same numbers); NaN where n < 2."""
+    mean, sd, n, tau = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (mean, sd, n, tau)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (mean - tau) / (sd / np.sqrt(n))
+        return np.where(n > 1, sps.t.sf(t, n - 1), np.nan)
+
+
 def t_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_resamples: int = 0) -> OneSampleResult:
     r"""One-sample Student t-test of ``H0: mean <= tau``.
 
@@ -321,16 +346,24 @@ def t_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_res
 
 
 def _wilcoxon_parts(x: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(T+, p, n', tied)`` per row: scipy's statistic and p-value, non-zero count, ties or zeros present.
+    """``(T+, p, n', tied)`` per row: statistic and p-value of ``scipy.stats.wilcoxon``, non-zero count, ties.
 
-    Rows with and without ties/zeros are sent to scipy separately because scipy chooses its method once per
-    call, so each row gets the p-value that ``scipy.stats.wilcoxon`` gives it alone.
+    Above N = 50 scipy uses the normal approximation for every row; it is computed here, vectorised, with
+    the same operations (:func:`headstats.stats.ranks.signrank_normal_sf`: the same numbers, one sort per
+    row). Up to 50, rows with and without ties/zeros are sent to scipy separately because scipy chooses its
+    method (exact, permutation, normal) once per call, so each row gets the p-value it would get alone.
     """
     k, n = x.shape
     d = x - tau
-    nz = (d != 0).sum(axis=1)
-    a = np.sort(np.abs(d), axis=1)
-    tied = ((np.diff(a, axis=1) == 0) & (a[:, 1:] != 0)).any(axis=1) | (nz < n)
+    t_plus, nz, ties, tied = (np.empty(k), np.empty(k, dtype=np.int64), np.empty(k), np.empty(k, dtype=bool))
+    step = max(1, _RANK_CHUNK // max(n, 1))
+    for start in range(0, k, step):
+        rows = slice(start, start + step)
+        t_plus[rows], nz[rows], ties[rows], tied[rows] = signed_rank_parts(d[rows])
+    if n > _SCIPY_EXACT_MAX_N:
+        with np.errstate(invalid="ignore"):
+            p = np.where(nz > 0, signrank_normal_sf(t_plus, nz, ties), np.nan)
+        return np.where(nz > 0, t_plus, np.nan), p, nz, tied
     stat = _nan(k)
     p = _nan(k)
     for mask in (tied & (nz > 0), ~tied & (nz > 0)):
@@ -513,7 +546,7 @@ def permutation_test(
 
 
 register_test("t", t_test, parameter="mean", effect_size="cohen_d", p_values=t_pvalues,
-              description="one-sample t-test (ddof = 1)")
+              p_from_moments=t_p_from_moments, description="one-sample t-test (ddof = 1)")
 register_test("wilcoxon", wilcoxon_test, parameter="pseudo-median", effect_size="rank_biserial",
               p_values=wilcoxon_pvalues, description="Wilcoxon signed-rank test on score - tau")
 register_test("sign", sign_test, parameter="median", effect_size="cohen_g", p_values=sign_pvalues,
@@ -566,10 +599,16 @@ def run_pvalues(
 ) -> np.ndarray:
     """Uncorrected p-values of one test for every hypothesis of ``mat`` (NaN below ``min_n``), nothing else.
 
-    Equal to ``run_test(...)["p_unc"]``; through the test's fast path (no bounds, effect sizes or notes).
+    Equal to ``run_test(...)["p_unc"]``; through the test's fast path (no bounds, effect sizes or notes),
+    from the matrix' moments when the test allows it.
     """
     spec = get_test(test)
     p = _nan(len(mat.n))
+    if spec.p_from_moments is not None:
+        mean, sd, _ = mat.moments()
+        rows = mat.n >= max(min_n, 1)
+        p[rows] = spec.p_from_moments(mean[rows], sd[rows], mat.n[rows], float(tau))
+        return p
     for rows, x in mat.blocks(min_n=min_n):
         p[rows] = spec.pvalues(x, tau=float(tau), confidence=float(confidence), seed=int(seed),
                                n_resamples=int(n_resamples))

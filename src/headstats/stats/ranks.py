@@ -24,6 +24,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
+from scipy import special
 from scipy import stats as sps
 
 #: Up to this n the signed-rank null distribution is exact (enumerated); above it, the normal approximation.
@@ -84,6 +85,55 @@ def walsh_rank_bound(n: int, tail: float) -> int:
     return max(1, min(signrank_critical_count(n, tail), (m + 1) // 2))
 
 
+def signed_rank_parts(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""``(T+, n', ties, tied)`` of each row of ``d`` (2-D, no NaNs), with one sort per row.
+
+    Zeros are dropped (``zero_method="wilcox"``); the non-zero :math:`|d_i|` get average ranks 1..n'.
+    ``T+`` is the sum of the ranks of the positive :math:`d_i`, ``ties`` the tie term
+    :math:`\sum_g (t_g^3 - t_g)` over groups of equal non-zero :math:`|d_i|`, ``tied`` whether a row has such a
+    group or a zero. ``T+`` is first summed with ordinal ranks (one matrix product) and then corrected on the
+    few tied groups; ranks are half-integers, so every sum is exact.
+    """
+    d = np.atleast_2d(np.asarray(d, dtype=float))
+    k, n = d.shape
+    n_nonzero = (d != 0).sum(axis=1)
+    ties = np.zeros(k)
+    if n == 0:
+        return np.zeros(k), n_nonzero, ties, np.zeros(k, dtype=bool)
+    # zeros sort last (as +inf), after every non-zero |d|
+    order = np.argsort(np.where(d != 0, np.abs(d), np.inf), axis=1)
+    d_sorted = np.take_along_axis(d, order, axis=1)
+    a = np.abs(d_sorted)
+    positive = d_sorted > 0
+    t_plus = positive.astype(float) @ np.arange(1.0, n + 1.0)  # ordinal ranks
+    # tied groups: runs of equal non-zero |d| in sorted order
+    rows, cols = np.nonzero(a[:, 1:] == a[:, :-1])
+    keep = a[rows, cols] != 0
+    rows, cols = rows[keep], cols[keep]  # element cols + 1 ties with element cols
+    if rows.size:
+        flat = rows.astype(np.int64) * n + cols
+        new = np.ones(flat.size, dtype=bool)
+        new[1:] = flat[1:] != flat[:-1] + 1
+        group = np.cumsum(new) - 1
+        g_row = rows[new]
+        g_first = cols[new]
+        g_last = np.zeros(g_first.size, dtype=np.int64)
+        np.maximum.at(g_last, group, cols + 1)
+        size = g_last - g_first + 1
+        # members of each group, to count their positives and their ordinal ranks
+        member_group = np.repeat(np.arange(size.size), size)
+        member = g_first[member_group] + (np.arange(member_group.size) - np.repeat(np.cumsum(size) - size, size))
+        is_pos = positive[g_row[member_group], member]
+        n_pos = np.bincount(member_group, weights=is_pos, minlength=size.size)
+        ordinal = np.bincount(member_group, weights=is_pos * (member + 1.0), minlength=size.size)
+        average = (g_first + 1) + (g_last - g_first) / 2.0
+        t_plus += np.bincount(g_row, weights=n_pos * average - ordinal, minlength=k)
+        size_f = size.astype(float)
+        ties = np.bincount(g_row, weights=size_f**3 - size_f, minlength=k)
+    tied = (ties > 0) | (n_nonzero < n)
+    return t_plus, n_nonzero, ties, tied
+
+
 def signed_rank_sums(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""``(T+, n')`` of each row of ``d``: the sum of the ranks of :math:`|d_i|` over :math:`d_i > 0`.
 
@@ -91,15 +141,25 @@ def signed_rank_sums(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     entries. ``d`` is 1-D (one sample) or 2-D (one per row) without NaNs.
     """
     d = np.asarray(d, dtype=float)
-    one = d.ndim == 1
-    d2 = np.atleast_2d(d)
-    nz = d2 != 0
-    # zeros go last with rank > every non-zero rank, and are then left out of both sums
-    a = np.where(nz, np.abs(d2), np.inf)
-    ranks = sps.rankdata(a, axis=1) if d2.size else np.zeros(d2.shape)
-    t_plus = np.where(d2 > 0, ranks, 0.0).sum(axis=1)
-    n_nonzero = nz.sum(axis=1)
-    return (t_plus[0], n_nonzero[0]) if one else (t_plus, n_nonzero)
+    t_plus, n_nonzero, _, _ = signed_rank_parts(d)
+    return (t_plus[0], n_nonzero[0]) if d.ndim == 1 else (t_plus, n_nonzero)
+
+
+def signrank_normal_sf(t_plus, n_nonzero, ties) -> np.ndarray:
+    r""":math:`P(T^+ \ge t)` by the normal approximation with tie correction and no continuity correction.
+
+    .. math:: z = \frac{T^+ - n'(n'+1)/4}{\sqrt{(n'(n'+1)(2n'+1) - \mathrm{ties}/2) / 24}}, \qquad p = 1 - \Phi(z),
+
+    in the order of operations of ``scipy.stats.wilcoxon(..., alternative="greater", method="asymptotic")``
+    (its default above n = 50), so that the p-values are the same numbers. NaN where n' = 0.
+    """
+    count = np.asarray(n_nonzero, dtype=float)
+    mn = count * (count + 1.0) * 0.25
+    se = count * (count + 1.0) * (2.0 * count + 1.0)
+    se = np.sqrt((se - np.asarray(ties, dtype=float) / 2) / 24)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (np.asarray(t_plus, dtype=float) - mn) / se
+    return special.ndtr(-z)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 r"""How role assignments move with tau, alpha, the test and the correction.
 
 :func:`tau_sensitivity` counts the heads assigned each role over a grid of tau x alpha (Pande et al. 2021 fix
-tau = 3 but their code tried 1 to 3.5). It packs the scores once; for the t-test the p-values of all taus
-come from the per-head mean, sd and N at once,
-:math:`p(\tau) = P\left(T_{N-1} \ge (\bar s - \tau)\sqrt N / s\right)`; the corrected p-values do not depend
-on alpha, so each tau is corrected once (all taus of a family in one vectorised call of the correction's
-row-wise version) and compared with every alpha. Other tests compute only their p-values at each tau.
+tau = 3 but their code tried 1 to 3.5). It packs the scores once. For a test whose p-value depends only on
+the per-head mean, sd and N (its registry entry says so; the t-test,
+:math:`p(\tau) = P\left(T_{N-1} \ge (\bar s - \tau)\sqrt N / s\right)`) the p-values of all taus come from
+them at once; other tests compute only their p-values at each tau. The corrected p-values do not depend on
+alpha, so each tau is corrected once (all taus of a family in one vectorised call of the correction's row-wise
+version) and compared with every alpha.
 
 :func:`robustness` runs several tests and corrections on the same scores and says, per head and role,
 whether its assignment is the same under all of them; each test computes only its p-values, once.
@@ -21,7 +22,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from headstats.errors import HeadstatsError
 from headstats.stats.corrections import (
@@ -31,7 +31,14 @@ from headstats.stats.corrections import (
     reject,
 )
 from headstats.stats.matrix import HYPOTHESIS_KEYS, ScoresLike, score_matrix
-from headstats.stats.onesample import _check_options, check_family, check_test, family_labels, run_pvalues
+from headstats.stats.onesample import (
+    _check_options,
+    check_family,
+    check_test,
+    family_labels,
+    get_test,
+    run_pvalues,
+)
 
 #: Columns of :func:`tau_sensitivity`.
 SENSITIVITY_COLUMNS: tuple[str, ...] = (
@@ -89,13 +96,11 @@ def tau_sensitivity(
                    n_resamples=n_resamples, seed=seed)
     mat = score_matrix(scores)
     g = len(mat.n)
-    if test == "t":
+    spec = get_test(test)
+    if spec.p_from_moments is not None:  # every tau from the per-head mean, sd and n at once
         mean, sd, _ = mat.moments()
-        n = mat.n.astype(float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tstat = (mean[None, :] - taus[:, None]) / (sd / np.sqrt(n))[None, :]
-            p_all = sps.t.sf(tstat, (n - 1)[None, :])
-        p_all[:, mat.n < max(min_n, 2)] = np.nan
+        p_all = spec.p_from_moments(mean[None, :], sd[None, :], mat.n[None, :], taus[:, None])
+        p_all[:, mat.n < max(min_n, 1)] = np.nan
     else:
         p_all = np.empty((taus.size, g))
         for i, tau in enumerate(taus):
