@@ -31,6 +31,11 @@ Inputs are paired by ``sentence_id`` (an inner join); inputs present for one mod
 a role, e.g. no arc of a relation), and both are left out of the test. p-values are corrected within each
 family over the finite ones (:func:`headstats.stats.corrections.correct_within_families`).
 
+The tests are entries of :data:`PAIRED_TESTS` (:func:`register_paired_test` adds one; an unknown name raises
+:class:`~headstats.errors.UnknownNameError`). The Walsh averages are selected, never all built, by
+:mod:`headstats.stats.ranks`, which the one-sample bound shares; the rank-biserial correlation and d_z come
+from :mod:`headstats.stats.effects` and the families from :mod:`headstats.stats.corrections`.
+
 The statistics layer: tables in, tables out; no torch, matplotlib or rich.
 """
 
