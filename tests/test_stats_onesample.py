@@ -421,7 +421,8 @@ def test_statistics_layer_imports_no_torch_matplotlib_or_rich():
 
     code = (
         "import sys, headstats.stats.onesample, headstats.stats.power, headstats.stats.sensitivity, "
-        "headstats.stats.simulation, headstats.stats.effects, headstats.stats.corrections\n"
+        "headstats.stats.simulation, headstats.stats.effects, headstats.stats.corrections, headstats.stats.ranks, "
+        "headstats.stats.matrix, headstats.stats.paired\n"
         "print(sorted(m for m in ('torch', 'matplotlib', 'rich', 'pingouin') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
