@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from headstats.errors import HeadstatsError
-from headstats.stats.corrections import check_correction, correct_pvalues_rows, get_correction
+from headstats.stats.corrections import check_correction, correct_pvalues_rows, get_correction, reject
 from headstats.stats.onesample import check_test, get_test
 
 DISTRIBUTIONS: tuple[str, ...] = ("normal", "gamma", "lognormal")
@@ -227,7 +227,7 @@ def simulate_error_rates(
         p = p.reshape(n_replications, m)
         for corr in corrections:
             pc = correct_pvalues_rows(p, method=corr)
-            rej = np.where(np.isfinite(pc), pc < alpha, False)
+            rej = reject(pc, alpha)
             v = rej[:, ~is_alt].sum(axis=1)
             s = rej[:, is_alt].sum(axis=1)
             r = v + s
