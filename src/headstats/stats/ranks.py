@@ -200,9 +200,10 @@ def walsh_order_statistics(
             _materialised(x2, q, out)
         else:
             xs = np.sort(x2, axis=1)
-            for row in range(k):
-                for c, rank in enumerate(q):
-                    out[row, c] = _select_walsh_sum(xs[row], int(rank)) / 2.0
+            with np.errstate(over="ignore"):  # sums beyond the float range are +-inf, as in a full sort
+                for row in range(k):
+                    for c, rank in enumerate(q):
+                        out[row, c] = _select_walsh_sum(xs[row], int(rank)) / 2.0
     return out[0] if one else out
 
 
@@ -271,16 +272,16 @@ def _select_walsh_sum(xs: np.ndarray, q: int, *, cap: int | None = None, sample:
         cum = np.cumsum(sizes)
         pos = ((np.arange(s) + 0.5) * (total / s)).astype(np.int64)
         r = np.searchsorted(cum, pos, side="right")
-        sample = np.sort(xs[r] + xs[lo[r] + pos - (cum[r] - sizes[r])])
+        drawn = np.sort(xs[r] + xs[lo[r] + pos - (cum[r] - sizes[r])])
         frac = (target + 0.5) / total
         margin = 3.0 * math.sqrt(frac * (1.0 - frac) / s) + 2.0 / s
-        a = sample[max(0, int((frac - margin) * s))]
-        b = sample[min(s - 1, int(math.ceil((frac + margin) * s)))]
+        a = drawn[max(0, int((frac - margin) * s))]
+        b = drawn[min(s - 1, int(math.ceil((frac + margin) * s)))]
         lo, hi, below, found = _narrow(xs, idx, q, lo, hi, below, a, b)
         if found is not None:
             return found
         if int((hi - lo).sum()) == total:  # ties kept both pivots at the ends: one pivot always cuts
-            p = sample[min(s - 1, int(frac * s))]
+            p = drawn[min(s - 1, int(frac * s))]
             lo, hi, below, found = _narrow(xs, idx, q, lo, hi, below, p, p)
             if found is not None:
                 return found
@@ -288,7 +289,10 @@ def _select_walsh_sum(xs: np.ndarray, q: int, *, cap: int | None = None, sample:
 
 def _narrow(xs, idx, q, lo, hi, below, a: float, b: float):
     """Keep the candidates in ``[a, b]``, ``(.., a)`` or ``(b, ..]``, whichever holds rank ``q``."""
-    c_lt, end_lt = _count(xs, np.nextafter(a, -np.inf), idx)  # sums < a
+    if a > -np.inf:
+        c_lt, end_lt = _count(xs, np.nextafter(a, -np.inf), idx)  # sums < a
+    else:  # a sum that overflowed to -inf: nothing lies below it
+        c_lt, end_lt = 0, idx
     c_le, end_le = _count(xs, b, idx)  # sums <= b
     if q < c_lt:
         return lo, np.maximum(np.minimum(hi, end_lt), lo), below, None
