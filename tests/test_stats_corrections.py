@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
@@ -55,3 +56,84 @@ def test_rows_version_equals_correct_pvalues_row_by_row(method):
     rows = correct_pvalues_rows(p, method)
     ref = np.array([correct_pvalues(r, method) for r in p])  # each row via statsmodels multipletests
     assert np.allclose(rows, ref, equal_nan=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the registry: what a correction means sits in its entry
+# ---------------------------------------------------------------------------------------------------------
+def test_entries_carry_kind_method_and_description():
+    from headstats.stats.corrections import describe_corrections, get_correction
+
+    table = describe_corrections().set_index("correction")
+    assert table["kind"].to_dict() == {"holm": "fwer", "bonferroni": "fwer", "fdr_bh": "fdr", "fdr_by": "fdr",
+                                       "none": "none"}
+    assert table.loc["fdr_by", "statsmodels_method"] == "fdr_by" and pd.isna(table.loc["none", "statsmodels_method"])
+    assert "false discovery rate" in get_correction("fdr_bh").description
+
+
+def test_unknown_correction_raises_everywhere_with_the_nearest_name():
+    from headstats.errors import UnknownNameError
+
+    for call in (lambda: check_correction("holmm"), lambda: correct_pvalues(P, "holmm"),
+                 lambda: correct_pvalues_rows(P[None, :], "holmm")):  # rows used to fall through to BH
+        with pytest.raises(UnknownNameError, match="did you mean 'holm'.*holm, bonferroni, fdr_bh, fdr_by, none"):
+            call()
+
+
+@pytest.fixture
+def sidak():
+    """A user's correction: Sidak, 1 - (1 - p)^m, without a vectorised version or a power rule."""
+    from headstats.stats.corrections import register_correction, unregister_correction
+
+    entry = register_correction("sidak_user", lambda p, alpha: 1 - (1 - p) ** p.size, kind="fwer",
+                                description="Sidak correction (family-wise error rate)")
+    yield entry
+    unregister_correction("sidak_user")
+
+
+def test_a_registered_correction_is_used_by_every_table(sidak):
+    from headstats.stats.corrections import next_discovery_alpha
+    from headstats.stats.onesample import test_roles
+    from headstats.stats.sensitivity import robustness, tau_sensitivity
+    from headstats.stats.simulation import planted_scores, simulate_error_rates
+
+    scores = planted_scores(seed=4, effect=0.7)
+    out = test_roles(scores, correction="sidak_user")
+    ref = multipletests(out["p_unc"], method="sidak")[1]  # matches statsmodels' Sidak
+    assert np.allclose(out["p_corr"], ref) and (out["correction"] == "sidak_user").all()
+    m = out["p_unc"].notna().sum()
+    assert np.allclose(out["power_alpha"], 0.05 / m)  # no rule given: Bonferroni's level
+    assert next_discovery_alpha("sidak_user", 0.05, 10, 3) == 0.005
+    # no vectorised version given: the rows are corrected one by one, to the same values
+    rows = RNG.random((4, 12))
+    rows[1, 3] = np.nan
+    assert np.allclose(correct_pvalues_rows(rows, "sidak_user"),
+                       [correct_pvalues(r, "sidak_user") for r in rows], equal_nan=True)
+    grid = tau_sensitivity(scores, taus=[3.0], alphas=[0.05], correction="sidak_user")
+    assert grid["n_heads_assigned"].sum() == out["reject"].sum()
+    rob = robustness(scores, tests=("t",), corrections=("sidak_user",))
+    assert rob["t_sidak_user"].tolist() == out["reject"].tolist()
+    sim = simulate_error_rates(tests=("t",), corrections=("sidak_user",), n_replications=20, m_null=5, m_alt=1)
+    assert sim["controls"].tolist() == ["FWER"]
+
+
+def test_register_checks_its_arguments(sidak):
+    from headstats.stats.corrections import register_correction
+
+    with pytest.raises(HeadstatsError, match="already registered"):
+        register_correction("sidak_user", lambda p, a: p, kind="fwer", description="")
+    with pytest.raises(HeadstatsError, match="kind must be one of fwer, fdr, none"):
+        register_correction("x_rate", lambda p, a: p, kind="fdx", description="")
+    with pytest.raises(HeadstatsError, match="identifier"):
+        register_correction("not a name", lambda p, a: p, kind="fwer", description="")
+
+
+@pytest.mark.parametrize("method", ["holm", "bonferroni", "fdr_bh", "fdr_by"])
+def test_built_ins_are_statsmodels_bit_for_bit(method):
+    rng = np.random.default_rng(21)
+    for trial in range(12):  # few: statsmodels' Holm runs gc.collect() on every call
+        m = int(rng.integers(1, 400))
+        p = rng.random(m) ** int(rng.integers(1, 8))
+        if trial % 3 == 0:
+            p = np.round(p, 2)  # ties
+        assert np.array_equal(correct_pvalues(p, method), multipletests(p, method=method)[1]), (method, trial)

@@ -92,3 +92,22 @@ def test_pingouin_wrappers_agree_with_scipy():
     w = pingouin_wilcoxon_greater(x, 3.0)
     wref = sps.wilcoxon(x - 3.0, alternative="greater")
     assert w["p_val"] == pytest.approx(wref.pvalue) and w["w_val"] == wref.statistic
+
+
+def test_effect_sizes_hand_values_and_pingouin():
+    from headstats.stats.effects import cohen_d, cohen_g, rank_biserial
+
+    # d = (3 - 2) / sqrt(2.5) for 1..5 vs tau 2; NaN where sd is 0 or undefined
+    assert cohen_d(np.array([3.0, 3.0, 3.0]), np.array([math.sqrt(2.5), 0.0, np.nan]), 2.0)[0] == pytest.approx(
+        1 / math.sqrt(2.5))
+    assert np.isnan(cohen_d(np.array([3.0, 3.0]), np.array([0.0, np.nan]), 2.0)).all()
+    # T+ = 8 of total 10 -> (8 - 2) / 10; n' = 0 -> NaN
+    assert rank_biserial(np.array([8.0, 0.0]), np.array([4, 0])).tolist()[0] == pytest.approx(0.6)
+    assert np.isnan(rank_biserial(0.0, 0))
+    x = np.array([3.4, 2.2, 4.1, 3.9, 5.2, 2.6, 3.3, 4.8, 3.05, 3.7])
+    w = pingouin_wilcoxon_greater(x, 3.0)
+    from scipy import stats as sps
+
+    t_plus = sps.wilcoxon(x - 3.0, alternative="greater").statistic
+    assert rank_biserial(t_plus, 10) == pytest.approx(w["rbc"])  # matches pingouin.wilcoxon RBC
+    assert cohen_g(np.array([3, 0]), np.array([4, 0]))[0] == 0.25 and np.isnan(cohen_g(0, 0))

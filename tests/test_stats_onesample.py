@@ -77,7 +77,7 @@ def test_register_a_new_test():
         with pytest.raises(HeadstatsError, match="identifier"):
             register_test("not a name", always_half)
     finally:
-        ONE_SAMPLE_TESTS.pop("half")
+        ONE_SAMPLE_TESTS.unregister("half")
 
 
 @pytest.mark.parametrize(
@@ -421,7 +421,8 @@ def test_statistics_layer_imports_no_torch_matplotlib_or_rich():
 
     code = (
         "import sys, headstats.stats.onesample, headstats.stats.power, headstats.stats.sensitivity, "
-        "headstats.stats.simulation, headstats.stats.effects, headstats.stats.corrections\n"
+        "headstats.stats.simulation, headstats.stats.effects, headstats.stats.corrections, headstats.stats.ranks, "
+        "headstats.stats.matrix, headstats.stats.paired\n"
         "print(sorted(m for m in ('torch', 'matplotlib', 'rich', 'pingouin') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -435,3 +436,59 @@ def test_wilcoxon_note_names_the_method():
     assert notes[(0, 0)] == "exact"
     assert notes[(0, 1)].endswith("permutation") and "2 scores equal to tau dropped" in notes[(0, 1)]
     assert notes[(1, 0)] == "normal approximation"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the registry: entries carry behaviour; unknown names say what exists
+# ---------------------------------------------------------------------------------------------------------
+def test_registry_entries_carry_what_each_test_means():
+    table = os_.describe_tests().set_index("test")
+    assert table.loc[["t", "wilcoxon", "sign", "bootstrap", "permutation"], "parameter"].tolist() == [
+        "mean", "pseudo-median", "median", "mean", "mean"]
+    assert table.loc[["t", "wilcoxon", "sign"], "effect_size"].tolist() == ["cohen_d", "rank_biserial", "cohen_g"]
+    builtins = ["t", "wilcoxon", "sign", "bootstrap", "permutation"]
+    assert table.loc[builtins, "resampling"].tolist() == [False, False, False, True, True]
+    # the effect size an entry declares is the one its results report
+    out = {t: test_roles(long_table(X), test=t, n_resamples=99) for t in ("t", "wilcoxon", "sign", "bootstrap")}
+    for name, frame in out.items():
+        assert (frame["effect_size_type"] == os_.get_test(name).effect_size).all()
+
+
+def test_unknown_test_raises_unknown_name_error_with_nearest():
+    from headstats.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="did you mean 'wilcoxon'.*t, wilcoxon, sign, bootstrap, permutation"):
+        test_roles(long_table(X), test="wilcox")
+    with pytest.raises(UnknownNameError):
+        os_.check_test("student")
+    with pytest.raises(HeadstatsError, match="parameter must be one of mean, median, pseudo-median"):
+        register_test("trimmed", os_.t_test, parameter="trimmed mean")
+
+
+@pytest.mark.parametrize("test", ["t", "wilcoxon", "sign", "bootstrap", "permutation"])
+def test_fast_p_values_equal_the_full_test(test):
+    scores = planted_scores(seed=12, n_sentences=20, missing=0.2)
+    mat = os_.score_matrix(scores)
+    full = os_.run_test(mat, test=test, tau=3.0, confidence=0.95, seed=1, n_resamples=199, min_n=2)["p_unc"]
+    fast = os_.run_pvalues(mat, test=test, tau=3.0, confidence=0.95, seed=1, n_resamples=199, min_n=2)
+    assert np.array_equal(full.to_numpy(float), fast, equal_nan=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MeasureArray input
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("test", ["t", "wilcoxon", "sign", "bootstrap", "permutation"])
+def test_measure_arrays_give_the_same_table_as_the_long_frame(test):
+    from test_stats_matrix import long_frame, planted_arrays
+
+    arrays = planted_arrays(seed=3)
+    kwargs = dict(test=test, n_resamples=199, correction="fdr_bh", family=("model", "dataset", "role"))
+    from_arrays = test_roles(arrays, **kwargs)
+    pd.testing.assert_frame_equal(from_arrays, test_roles(long_frame(arrays), **kwargs), check_exact=True)
+    assert list(from_arrays.columns) == list(TEST_COLUMNS)
+    assert from_arrays["model"].tolist()[:1] == ["k"] and len(from_arrays) == 2 * 6 * 3 + 2 * 6
+
+
+def test_empty_list_of_arrays_gives_an_empty_table():
+    out = test_roles([])
+    assert len(out) == 0 and list(out.columns) == list(TEST_COLUMNS)

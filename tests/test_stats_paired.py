@@ -179,3 +179,40 @@ def test_bad_arguments():
         paired_tests(pd.concat([t, t.assign(model="c")]), t.assign(model="b"))
     with pytest.raises(HeadstatsError, match="repeated"):
         paired_tests(pd.concat([t, t]), t.assign(model="b"))
+
+
+def test_paired_registry_entries_and_unknown_names():
+    from headstats.errors import UnknownNameError
+    from headstats.stats.paired import get_paired_test, list_paired_tests
+
+    assert list_paired_tests()[:2] == ["wilcoxon", "t"]
+    assert get_paired_test("wilcoxon").parameter == "pseudo-median"
+    assert (get_paired_test("t").parameter, get_paired_test("t").effect_size) == ("mean", "cohen_dz")
+    t = scores_table("a", {("d", "r", 0, 0): np.ones(3)})
+    with pytest.raises(UnknownNameError, match="unknown paired test 'wilcox'; did you mean 'wilcoxon'"):
+        paired_tests(t, t.assign(model="b"), test="wilcox")
+
+
+def test_a_registered_paired_test_is_used(planted):
+    from headstats.stats.paired import PAIRED_TESTS, register_paired_test
+
+    def sign(d, *, alternative, confidence):
+        nz = d[d != 0]
+        out = {"statistic": np.nan, "dof": np.nan, "p_unc": np.nan, "estimate": np.nan, "ci_low": np.nan,
+               "ci_high": np.nan, "effect_size": np.nan, "ci_method": "none", "effect_size_type": "cohen_g"}
+        if nz.size:
+            k = int((nz > 0).sum())
+            out.update(statistic=float(k), p_unc=sps.binomtest(k, nz.size, 0.5, alternative=alternative).pvalue,
+                       estimate=float(np.median(d)), effect_size=k / nz.size - 0.5)
+        return out
+
+    register_paired_test("sign", sign, parameter="median", effect_size="cohen_g")
+    try:
+        b, a, before, after = planted
+        out = paired_tests(b, a, test="sign", correction="none").set_index(["dataset", "role", "layer", "head"])
+        for key in list(before)[:4]:
+            d = after[key] - before[key]
+            ref = sps.binomtest(int((d > 0).sum()), int((d != 0).sum()), 0.5).pvalue  # matches scipy.stats.binomtest
+            assert out.loc[key, "p_unc"] == pytest.approx(ref) and out.loc[key, "test"] == "sign"
+    finally:
+        PAIRED_TESTS.unregister("sign")

@@ -74,3 +74,14 @@ def test_robustness_columns_and_stability(scores):
     assert not (rob["t_holm"] & ~rob["t_none"]).any()
     unstable = robustness(scores, tests=("t", "sign"), corrections=("holm", "none"), only_unstable=True)
     assert len(unstable) == (~rob["stable"]).sum() and not unstable["stable"].any()
+
+
+def test_measure_arrays_give_the_same_tables_as_the_long_frame():
+    from test_stats_matrix import long_frame, planted_arrays
+
+    arrays = planted_arrays(seed=5)
+    frame = long_frame(arrays)
+    for test in ("t", "sign"):
+        pd.testing.assert_frame_equal(tau_sensitivity(arrays, test=test), tau_sensitivity(frame, test=test),
+                                      check_exact=True)
+    pd.testing.assert_frame_equal(robustness(arrays), robustness(frame), check_exact=True)

@@ -1,16 +1,27 @@
 """From the scores table to every table of a study: tests, role assignment and the paper's analyses.
 
 This sits in the roles/comparison layer: it calls the statistics layer with the protocol's options and
-returns tables; it computes nothing itself and draws nothing.
+returns tables; it computes nothing itself and draws nothing. The scores come as a list of
+:class:`~headstats.measures.MeasureArray` (one per model and data set) or as the long scores table; they are
+packed once (:func:`headstats.stats.matrix.score_matrix`) for every test and table.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Union
 
+import numpy as np
 import pandas as pd
 
 from headstats.assign import colocation, heads_per_role_per_layer, role_table, strongest_heads
+from headstats.measures import MeasureArray
+
+#: The per-input scores of a study: one array per (model, dataset), or the long scores table.
+Scores = Union[pd.DataFrame, Sequence[MeasureArray]]
+
+PARTICIPATION_COLUMNS = ["model", "dataset", "role", "n_inputs", "n_taking_part", "n_not_taking_part"]
 
 
 @dataclass
@@ -33,8 +44,25 @@ class Analysis:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
-def participation(scores: pd.DataFrame) -> pd.DataFrame:
-    """Inputs per (model, dataset, role): scored, and taking part (finite score)."""
+def participation(scores: Scores) -> pd.DataFrame:
+    """Inputs per (model, dataset, role): scored, and taking part (finite score at layer 0, head 0).
+
+    Rows in the order the scores come in (arrays in list order, roles in measure order; a long table in the
+    order of first appearance).
+    """
+    if not isinstance(scores, pd.DataFrame):
+        arrays = [scores] if isinstance(scores, MeasureArray) else list(scores)
+        rows = [
+            (a.model, a.dataset, role, a.n_inputs, int(np.isfinite(a.values[:, 0, 0, i]).sum()))
+            for a in arrays for i, role in enumerate(a.measures)
+        ]
+        out = pd.DataFrame(rows, columns=PARTICIPATION_COLUMNS[:5])
+        for col in ("model", "dataset", "role"):
+            out[col] = out[col].astype(str)
+        out["n_inputs"] = out["n_inputs"].astype(np.int64)
+        out["n_taking_part"] = out["n_taking_part"].astype(np.int64)
+        out["n_not_taking_part"] = out["n_inputs"] - out["n_taking_part"]
+        return out
     first_head = scores[(scores["layer"] == 0) & (scores["head"] == 0)]
     grouped = first_head.groupby(["model", "dataset", "role"], sort=False)["score"]
     out = grouped.agg(n_inputs="size", n_taking_part="count").reset_index()
@@ -51,12 +79,18 @@ def statistics_kwargs(options, seed: int) -> dict:
     )
 
 
-def analyse(scores: pd.DataFrame, protocol) -> Analysis:
-    """Run the protocol's tests on the scores and derive the role tables."""
+def analyse(scores: Scores, protocol) -> Analysis:
+    """Run the protocol's tests on the scores and derive the role tables.
+
+    ``scores`` is a list of :class:`~headstats.measures.MeasureArray` or the long scores table; the tables
+    are the same for both.
+    """
+    from headstats.stats.matrix import score_matrix
     from headstats.stats.onesample import test_roles
 
     kwargs = statistics_kwargs(protocol.statistics, protocol.seed)
-    tests = test_roles(scores, **kwargs)
+    matrix = score_matrix(scores)
+    tests = test_roles(matrix, **kwargs)
     roles = role_table(tests)
     from headstats.stats.power import power_summary, underpowered
 
@@ -70,12 +104,15 @@ def analyse(scores: pd.DataFrame, protocol) -> Analysis:
         "participation": participation(scores),
     }
     if protocol.statistics.sensitivity:
-        tables.update(sensitivity_tables(scores, kwargs))
+        tables.update(sensitivity_tables(matrix, kwargs))
     return Analysis(tests=tests, roles=roles, tables=tables)
 
 
-def sensitivity_tables(scores: pd.DataFrame, kwargs: dict) -> dict[str, pd.DataFrame]:
-    """How role counts move with tau and alpha, and which heads change between tests and corrections."""
+def sensitivity_tables(scores, kwargs: dict) -> dict[str, pd.DataFrame]:
+    """How role counts move with tau and alpha, and which heads change between tests and corrections.
+
+    ``scores``: arrays, the long table, or a :class:`~headstats.stats.matrix.ScoreMatrix` packed once.
+    """
     from headstats.stats.sensitivity import robustness, tau_sensitivity
 
     common = {k: kwargs[k] for k in ("family", "min_n", "seed")}

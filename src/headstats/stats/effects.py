@@ -1,4 +1,8 @@
-"""The one place headstats talks to pingouin.
+"""Effect sizes, and the one place headstats talks to pingouin.
+
+Effect sizes: :func:`cohen_d` (the t-type tests, the paired ``d_z`` with tau = 0), :func:`rank_biserial`
+(signed-rank tests) and :func:`cohen_g` (the sign test), vectorised over heads; every test of
+:mod:`headstats.stats.onesample`, :mod:`headstats.stats.paired` and :mod:`headstats.stats.power` calls these.
 
 pingouin renamed its output columns between versions (``p-val`` -> ``p_val``, ``W-val`` -> ``W_val``,
 ``CI95%`` -> ``CI95``, ``cohen-d`` -> ``cohen_d``) and asserts on arguments instead of raising. Everything
@@ -31,6 +35,35 @@ _PG_COLUMNS: dict[str, str] = {
 
 #: pingouin's brentq bound for the sample size; beyond it n_for_power is NaN.
 N_MAX = 10_000_000
+
+
+def cohen_d(mean, sd, tau=0.0) -> np.ndarray:
+    r"""Standardised effect :math:`d = (\bar s - \tau) / s` (Cohen's d; ``d_z`` of paired differences with
+    tau = 0); NaN where ``sd`` is 0 or not finite."""
+    mean = np.asarray(mean, dtype=float)
+    sd = np.asarray(sd, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = (mean - tau) / sd
+    return np.where(np.isfinite(sd) & (sd > 0), d, np.nan)
+
+
+def rank_biserial(t_plus, n_nonzero) -> np.ndarray:
+    r"""Matched-pairs rank-biserial correlation :math:`r = (T^+ - T^-) / (T^+ + T^-)` (Kerby 2014; pingouin's
+    ``RBC``), from :math:`T^+` and the number n' of non-zero differences (:math:`T^+ + T^- = n'(n'+1)/2`);
+    in [-1, 1], NaN where n' = 0."""
+    t_plus = np.asarray(t_plus, dtype=float)
+    n_nonzero = np.asarray(n_nonzero, dtype=float)
+    total = n_nonzero * (n_nonzero + 1) / 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(total > 0, (2 * t_plus - total) / total, np.nan)
+
+
+def cohen_g(n_above, n_nonzero) -> np.ndarray:
+    r"""Cohen's :math:`g = K / N' - 1/2` of the sign test (K above, N' not tied); NaN where N' = 0."""
+    n_above = np.asarray(n_above, dtype=float)
+    n_nonzero = np.asarray(n_nonzero, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n_nonzero > 0, n_above / n_nonzero - 0.5, np.nan)
 
 
 @cache

@@ -7,18 +7,22 @@ inputs that took part:
 
 where the location is the mean (``t``, ``bootstrap``, ``permutation``), the pseudo-median (``wilcoxon``) or
 the median (``sign``). The p-values are then corrected within each declared *family* with
-:func:`headstats.stats.corrections.correct_pvalues`, and a head is assigned the role when ``p_corr < alpha``.
+:func:`headstats.stats.corrections.correct_within_families`, and a head is assigned the role when
+``p_corr < alpha``.
 
-The work is done on a matrix: the scores of all hypotheses that have the same number N of participating
-inputs form one ``(k, N)`` array, and every test is a function of that array computed along ``axis=1``. A
-test is a function registered in :data:`ONE_SAMPLE_TESTS`; users add one with :func:`register_test`.
+The scores come as a list of :class:`~headstats.measures.MeasureArray` or as the long scores table
+(:mod:`headstats.stats.matrix` packs either into one hypotheses x inputs matrix). The scores of all
+hypotheses that have the same number N of participating inputs form one ``(k, N)`` array, and every test is
+a function of that array computed along ``axis=1``. A test is a :class:`OneSampleTestSpec` in
+:data:`ONE_SAMPLE_TESTS` that carries its function, whether it resamples, the location it tests and the
+effect size it reports; users add one with :func:`register_test`.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -27,12 +31,39 @@ import pandas as pd
 from scipy import stats as sps
 
 from headstats.errors import HeadstatsError
-from headstats.stats.corrections import check_correction, correct_pvalues
+from headstats.registry import Registry
+from headstats.stats import corrections as _corr
+from headstats.stats.corrections import (
+    check_correction,
+    correct_pvalues,
+    correct_within_families,
+    family_labels as _family_labels,
+    next_discovery_alpha,
+    reject,
+)
+from headstats.stats.effects import cohen_d, cohen_g, rank_biserial
+from headstats.stats.matrix import (
+    HYPOTHESIS_KEYS,
+    SCORE_COLUMNS,
+    ScoreMatrix,
+    ScoresLike,
+    score_matrix,
+)
+from headstats.stats.power import add_power
+from headstats.stats.ranks import (
+    signed_rank_parts,
+    signrank_critical_count,
+    signrank_normal_sf,
+    walsh_lower_bound,
+)
 
-#: The columns of the scores table that a test needs.
-SCORE_COLUMNS: tuple[str, ...] = ("model", "dataset", "sentence_id", "layer", "head", "role", "score")
-#: One hypothesis per distinct value of these columns.
-HYPOTHESIS_KEYS: tuple[str, ...] = ("model", "dataset", "role", "layer", "head")
+__all__ = [
+    "ALTERNATIVE", "HYPOTHESIS_KEYS", "ONE_SAMPLE_TESTS", "PARAMETERS", "SCORE_COLUMNS", "TEST_COLUMNS",
+    "OneSampleResult", "OneSampleTestSpec", "ScoreMatrix", "apply_correction", "check_family", "check_test",
+    "describe_tests", "family_labels", "get_test", "list_tests", "next_discovery_alpha", "register_test",
+    "run_pvalues", "run_test", "score_matrix", "test_roles", "unregister_test",
+]
+
 #: The columns of :func:`test_roles`' output, in order; they never change with a parameter.
 TEST_COLUMNS: tuple[str, ...] = (
     "model", "dataset", "role", "layer", "head", "test", "n", "n_missing", "mean", "sd", "median", "tau",
@@ -43,8 +74,14 @@ TEST_COLUMNS: tuple[str, ...] = (
     "power_alpha", "seed", "n_resamples",
 )
 ALTERNATIVE = "greater"
+#: The locations a one-sample test may be about.
+PARAMETERS: tuple[str, ...] = ("mean", "median", "pseudo-median")
 #: Resampling tests draw their resamples in blocks of this many, so results do not depend on memory.
 _RESAMPLE_BLOCK = 1000
+#: scipy.stats.wilcoxon's method="auto" uses the normal approximation above this N.
+_SCIPY_EXACT_MAX_N = 50
+#: Scores ranked at once by the signed-rank test (bounds its memory).
+_RANK_CHUNK = 2_000_000
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -85,13 +122,74 @@ class OneSampleTest(Protocol):
     ) -> OneSampleResult: ...
 
 
-#: name -> test function. Names are what protocols and the ``test`` column use.
-ONE_SAMPLE_TESTS: dict[str, OneSampleTest] = {}
-#: Tests whose result depends on ``seed`` and ``n_resamples``.
-RESAMPLING_TESTS: set[str] = set()
+class PValues(Protocol):
+    """Signature of a test's optional fast path: the p-values of a ``(k, n)`` array, nothing else."""
+
+    def __call__(self, x: np.ndarray, *, tau: float, seed: int, n_resamples: int) -> np.ndarray: ...
 
 
-def register_test(name: str, fn: OneSampleTest, *, resampling: bool = False, overwrite: bool = False) -> None:
+@dataclass(frozen=True)
+class OneSampleTestSpec:
+    """A registered one-sample test and what it means.
+
+    Attributes
+    ----------
+    name : str
+        The name protocols and the ``test`` column use.
+    fn : callable
+        ``fn(x, *, tau, confidence, seed, n_resamples) -> OneSampleResult`` (see :class:`OneSampleTest`).
+    resampling : bool
+        Whether the result depends on ``seed`` and ``n_resamples`` (they are then recorded in the output).
+    parameter : {"mean", "median", "pseudo-median"}
+        The location that ``H0: location <= tau`` is about.
+    effect_size : str
+        The ``effect_size_type`` it reports (``cohen_d``, ``rank_biserial``, ``cohen_g``, ...).
+    description : str
+        One line for reports.
+    p_values : callable or None
+        ``p_values(x, *, tau, seed, n_resamples) -> p``: the p-values alone, skipping bounds and notes, for the
+        tau grid and the robustness table; None: ``fn(...).p_unc``.
+    p_from_moments : callable or None
+        ``p_from_moments(mean, sd, n, tau) -> p``, broadcasting, for a test whose p-value depends on the
+        scores only through their mean, sd (ddof = 1) and n: then every tau of the sensitivity grid and the
+        robustness table come from the moments a study computes once.
+    """
+
+    name: str
+    fn: OneSampleTest
+    resampling: bool = False
+    parameter: str = "mean"
+    effect_size: str = ""
+    description: str = ""
+    p_values: PValues | None = None
+    p_from_moments: Callable[..., np.ndarray] | None = None
+
+    def pvalues(self, x: np.ndarray, *, tau: float, confidence: float, seed: int, n_resamples: int) -> np.ndarray:
+        """The p-values of a ``(k, n)`` block, through the fast path when there is one."""
+        if self.p_values is not None:
+            return np.asarray(self.p_values(x, tau=tau, seed=seed, n_resamples=n_resamples), dtype=float)
+        res = self.fn(x, tau=tau, confidence=confidence, seed=seed, n_resamples=n_resamples)
+        return np.asarray(res.p_unc, dtype=float)
+
+
+#: name -> :class:`OneSampleTestSpec`. Names are what protocols and the ``test`` column use.
+ONE_SAMPLE_TESTS: Registry[OneSampleTestSpec] = Registry(
+    "test", hint="add one with headstats.stats.onesample.register_test"
+)
+
+
+def register_test(
+    name: str,
+    fn: OneSampleTest,
+    *,
+    resampling: bool = False,
+    parameter: str = "mean",
+    effect_size: str = "",
+    description: str = "",
+    p_values: PValues | None = None,
+    p_from_moments: Callable[..., np.ndarray] | None = None,
+    overwrite: bool = False,
+) -> OneSampleTestSpec:
     """Add a one-sample test under ``name``.
 
     Parameters
@@ -103,6 +201,14 @@ def register_test(name: str, fn: OneSampleTest, *, resampling: bool = False, ove
         ``x`` without NaNs; it tests ``H0: location <= tau`` against ``H1: location > tau`` row by row.
     resampling : bool
         Whether the result depends on ``seed`` and ``n_resamples`` (they are then recorded in the output).
+    parameter : {"mean", "median", "pseudo-median"}
+        The location the test is about.
+    effect_size : str
+        The ``effect_size_type`` it reports.
+    description : str
+        One line for reports, e.g. "one-sample t-test (ddof = 1)".
+    p_values, p_from_moments : callable, optional
+        Faster ways to the p-values alone (see :class:`OneSampleTestSpec`).
     overwrite : bool
         Replace an existing test of that name instead of raising.
     """
@@ -110,25 +216,42 @@ def register_test(name: str, fn: OneSampleTest, *, resampling: bool = False, ove
         raise HeadstatsError(f"a test name must be a valid identifier, got {name!r}")
     if not callable(fn):
         raise TypeError(f"test {name!r}: fn must be callable, got {type(fn).__name__}")
+    if parameter not in PARAMETERS:
+        raise HeadstatsError(f"test {name!r}: parameter must be one of {', '.join(PARAMETERS)}, got {parameter!r}")
     if name in ONE_SAMPLE_TESTS and not overwrite:
         raise HeadstatsError(f"test {name!r} is already registered; pass overwrite=True to replace it")
-    ONE_SAMPLE_TESTS[name] = fn
-    if resampling:
-        RESAMPLING_TESTS.add(name)
-    else:
-        RESAMPLING_TESTS.discard(name)
+    spec = OneSampleTestSpec(name, fn, bool(resampling), parameter, effect_size, description, p_values,
+                             p_from_moments)
+    return ONE_SAMPLE_TESTS.register(name, spec, overwrite=overwrite)
+
+
+def unregister_test(name: str) -> None:
+    """Remove a registered test (unknown names raise :class:`~headstats.errors.UnknownNameError`)."""
+    ONE_SAMPLE_TESTS.unregister(name)
 
 
 def list_tests() -> list[str]:
     """Names a protocol may give as ``test``."""
-    return list(ONE_SAMPLE_TESTS)
+    return ONE_SAMPLE_TESTS.names()
+
+
+def get_test(name: str) -> OneSampleTestSpec:
+    """The registered test called ``name``; unknown names raise ``UnknownNameError`` listing the valid ones."""
+    return ONE_SAMPLE_TESTS.get(name)
 
 
 def check_test(name: str) -> str:
-    """Return ``name`` if it is a registered test, else raise an error that lists the known ones."""
-    if name not in ONE_SAMPLE_TESTS:
-        raise HeadstatsError(f"unknown test {name!r}; choose one of {', '.join(ONE_SAMPLE_TESTS)}")
+    """Return ``name`` if it is a registered test, else raise ``UnknownNameError`` listing the known ones."""
+    get_test(name)
     return name
+
+
+def describe_tests() -> pd.DataFrame:
+    """One row per registered test: ``test, parameter, effect_size, resampling, description``."""
+    return pd.DataFrame(
+        [(t.name, t.parameter, t.effect_size, t.resampling, t.description) for _, t in ONE_SAMPLE_TESTS.items()],
+        columns=["test", "parameter", "effect_size", "resampling", "description"],
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -155,12 +278,6 @@ def _t_lower_bound(mean: np.ndarray, sd: np.ndarray, n: int, confidence: float) 
     return mean - sps.t.ppf(confidence, n - 1) * sd / math.sqrt(n)
 
 
-def _cohen_d(mean: np.ndarray, sd: np.ndarray, tau: float) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = (mean - tau) / sd
-    return np.where(sd > 0, d, np.nan)
-
-
 def _sd_notes(sd: np.ndarray) -> list[str]:
     return ["sd=0: all scores equal" if s == 0 else "" for s in sd]
 
@@ -181,9 +298,33 @@ def _order_statistic_lower_bound(x: np.ndarray, confidence: float) -> np.ndarray
     return np.partition(x, r - 1, axis=1)[:, r - 1]
 
 
+def _wilcoxon_critical_rank(n: int, confidence: float) -> int:
+    """Largest ``r`` with ``P(T+ <= r - 1) <= 1 - confidence`` under H0 (exact for n <= 50, else normal)."""
+    return signrank_critical_count(n, 1.0 - confidence)
+
+
+#: The one-sided Walsh-average bound of the pseudo-median (:func:`headstats.stats.ranks.walsh_lower_bound`).
+_walsh_lower_bound = walsh_lower_bound
+
+
 # ----------------------------------------------------------------------------------------------------------
 # the five tests
 # ----------------------------------------------------------------------------------------------------------
+def t_pvalues(x: np.ndarray, *, tau: float, seed: int = 0, n_resamples: int = 0) -> np.ndarray:
+    """p-values of :func:`t_test` alone."""
+    _, _, t, n = _t_parts(x, tau)
+    return np.asarray(sps.t.sf(t, n - 1), dtype=float) if n > 1 else _nan(x.shape[0])
+
+
+def t_p_from_moments(mean, sd, n, tau) -> np.ndarray:
+    """p-values of :func:`t_test` from the mean, sd (ddof = 1) and n of each head (broadcasting; the same
+    operations, so the same numbers); NaN where n < 2."""
+    mean, sd, n, tau = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (mean, sd, n, tau)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (mean - tau) / (sd / np.sqrt(n))
+        return np.where(n > 1, sps.t.sf(t, n - 1), np.nan)
+
+
 def t_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_resamples: int = 0) -> OneSampleResult:
     r"""One-sample Student t-test of ``H0: mean <= tau``.
 
@@ -199,48 +340,46 @@ def t_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_res
     p = sps.t.sf(t, n - 1) if n > 1 else _nan(x.shape[0])
     return OneSampleResult(
         statistic=t, dof=np.full(x.shape[0], float(n - 1)), p_unc=np.asarray(p, dtype=float),
-        effect_size=_cohen_d(mean, sd, tau), effect_size_type="cohen_d",
+        effect_size=cohen_d(mean, sd, tau), effect_size_type="cohen_d",
         ci_low=_t_lower_bound(mean, sd, n, confidence), note=_sd_notes(sd),
     )
 
 
-def _wilcoxon_critical_rank(n: int, confidence: float) -> int:
-    """Largest ``r`` with ``P(T+ <= r - 1) <= 1 - confidence`` under H0 (exact for n <= 50, else normal)."""
-    a = 1 - confidence
-    if n <= 50:
-        # exact null distribution of T+ by counting subsets of {1..n} with each rank sum
-        counts = np.zeros(n * (n + 1) // 2 + 1)
-        counts[0] = 1.0
-        for i in range(1, n + 1):
-            counts[i:] = counts[i:] + counts[:-i].copy()
-        cdf = np.cumsum(counts) / 2.0**n
-        # P(T+ <= r - 1) <= a  <=>  cdf[r - 1] <= a
-        ok = np.nonzero(cdf <= a + 1e-12)[0]
-        return int(ok[-1]) + 1 if ok.size else 0
-    mu = n * (n + 1) / 4
-    sigma = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-    # continuity-corrected: P(T+ <= r - 1) ~ Phi((r - 1 + 0.5 - mu) / sigma) <= a
-    return int(math.floor(mu + 0.5 + sps.norm.ppf(a) * sigma))
+def _wilcoxon_parts(x: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(T+, p, n', tied)`` per row: statistic and p-value of ``scipy.stats.wilcoxon``, non-zero count, ties.
 
-
-def _walsh_lower_bound(x: np.ndarray, confidence: float) -> np.ndarray:
-    """Lower bound of the pseudo-median by inverting the signed-rank test (Hodges-Lehmann / Walsh averages).
-
-    With the ``M = n (n + 1) / 2`` Walsh averages ``(x_i + x_j) / 2, i <= j`` sorted, the bound is the
-    ``r``-th smallest, ``r`` from :func:`_wilcoxon_critical_rank` (Hollander & Wolfe 1999, section 3.3).
+    Above N = 50 scipy uses the normal approximation for every row; it is computed here, vectorised, with
+    the same operations (:func:`headstats.stats.ranks.signrank_normal_sf`: the same numbers, one sort per
+    row). Up to 50, rows with and without ties/zeros are sent to scipy separately because scipy chooses its
+    method (exact, permutation, normal) once per call, so each row gets the p-value it would get alone.
     """
     k, n = x.shape
-    r = _wilcoxon_critical_rank(n, confidence)
-    if r < 1:
-        return np.full(k, -np.inf)
-    iu = np.triu_indices(n)
-    out = np.empty(k)
-    rows_per_chunk = max(1, 2_000_000 // max(1, iu[0].size))
-    for start in range(0, k, rows_per_chunk):
-        xs = x[start:start + rows_per_chunk]
-        walsh = (xs[:, iu[0]] + xs[:, iu[1]]) / 2.0
-        out[start:start + rows_per_chunk] = np.partition(walsh, r - 1, axis=1)[:, r - 1]
-    return out
+    d = x - tau
+    t_plus, nz, ties, tied = (np.empty(k), np.empty(k, dtype=np.int64), np.empty(k), np.empty(k, dtype=bool))
+    step = max(1, _RANK_CHUNK // max(n, 1))
+    for start in range(0, k, step):
+        rows = slice(start, start + step)
+        t_plus[rows], nz[rows], ties[rows], tied[rows] = signed_rank_parts(d[rows])
+    if n > _SCIPY_EXACT_MAX_N:
+        with np.errstate(invalid="ignore"):
+            p = np.where(nz > 0, signrank_normal_sf(t_plus, nz, ties), np.nan)
+        return np.where(nz > 0, t_plus, np.nan), p, nz, tied
+    stat = _nan(k)
+    p = _nan(k)
+    for mask in (tied & (nz > 0), ~tied & (nz > 0)):
+        if not mask.any():
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = sps.wilcoxon(d[mask], alternative="greater", axis=1)
+        stat[mask] = res.statistic
+        p[mask] = res.pvalue
+    return stat, p, nz, tied
+
+
+def wilcoxon_pvalues(x: np.ndarray, *, tau: float, seed: int = 0, n_resamples: int = 0) -> np.ndarray:
+    """p-values of :func:`wilcoxon_test` alone (no Walsh bound)."""
+    return _wilcoxon_parts(x, tau)[1]
 
 
 def wilcoxon_test(
@@ -255,29 +394,13 @@ def wilcoxon_test(
     ties, a permutation for N <= 13 with ties, else the normal approximation without continuity
     correction) once per call. Effect size: the matched-pairs rank-biserial correlation
     :math:`r = (T^+ - T^-) / (T^+ + T^-)` (Kerby 2014; pingouin's ``RBC``). Bound: the one-sided lower
-    confidence bound of the pseudo-median from the Walsh averages (see :func:`_walsh_lower_bound`).
+    confidence bound of the pseudo-median from the Walsh averages
+    (:func:`headstats.stats.ranks.walsh_lower_bound`, selected in O(N log N)).
     """
     k, n = x.shape
-    d = x - tau
-    nz = (d != 0).sum(axis=1)
-    # rows with ties among the non-zero |d| or with zeros
-    a = np.sort(np.abs(d), axis=1)
-    tied = ((np.diff(a, axis=1) == 0) & (a[:, 1:] != 0)).any(axis=1) | (nz < n)
-    stat = _nan(k)
-    p = _nan(k)
+    stat, p, nz, tied = _wilcoxon_parts(x, tau)
+    how = "normal approximation" if n > 50 else None
     notes = [""] * k
-    for mask in (tied & (nz > 0), ~tied & (nz > 0)):
-        if not mask.any():
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = sps.wilcoxon(d[mask], alternative="greater", axis=1)
-        stat[mask] = res.statistic
-        p[mask] = res.pvalue
-    if n > 50:
-        how = "normal approximation"
-    else:
-        how = None
     for i in range(k):
         parts = []
         if nz[i] == 0:
@@ -289,13 +412,18 @@ def wilcoxon_test(
                 how_i = ("permutation" if n <= 13 else "normal approximation") if tied[i] else "exact"
             parts.append(how or how_i)
         notes[i] = "; ".join(parts)
-    total = nz * (nz + 1) / 2.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rbc = np.where(total > 0, (2 * stat - total) / total, np.nan)
     return OneSampleResult(
-        statistic=stat, dof=_nan(k), p_unc=p, effect_size=rbc, effect_size_type="rank_biserial",
-        ci_low=_walsh_lower_bound(x, confidence), note=notes,
+        statistic=stat, dof=_nan(k), p_unc=p, effect_size=rank_biserial(stat, nz),
+        effect_size_type="rank_biserial", ci_low=walsh_lower_bound(x, confidence), note=notes,
     )
+
+
+def sign_pvalues(x: np.ndarray, *, tau: float, seed: int = 0, n_resamples: int = 0) -> np.ndarray:
+    """p-values of :func:`sign_test` alone."""
+    above = (x > tau).sum(axis=1)
+    n_nz = (x != tau).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n_nz > 0, sps.binom.sf(above - 1, n_nz, 0.5), np.nan)
 
 
 def sign_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_resamples: int = 0) -> OneSampleResult:
@@ -310,16 +438,13 @@ def sign_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_
     k, n = x.shape
     above = (x > tau).sum(axis=1)
     n_nz = (x != tau).sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(n_nz > 0, sps.binom.sf(above - 1, n_nz, 0.5), np.nan)
-        g = np.where(n_nz > 0, above / n_nz - 0.5, np.nan)
     notes = [
         "all scores equal tau" if m == 0 else (f"{n - m} scores equal to tau dropped" if m < n else "")
         for m in n_nz
     ]
     return OneSampleResult(
-        statistic=above.astype(float), dof=_nan(k), p_unc=p, effect_size=g, effect_size_type="cohen_g",
-        ci_low=_order_statistic_lower_bound(x, confidence), note=notes,
+        statistic=above.astype(float), dof=_nan(k), p_unc=sign_pvalues(x, tau=tau), effect_size=cohen_g(above, n_nz),
+        effect_size_type="cohen_g", ci_low=_order_statistic_lower_bound(x, confidence), note=notes,
     )
 
 
@@ -368,7 +493,7 @@ def bootstrap_test(
         for s in _sd_notes(sd)
     ]
     return OneSampleResult(
-        statistic=t, dof=_nan(k), p_unc=p, effect_size=_cohen_d(mean, sd, tau), effect_size_type="cohen_d",
+        statistic=t, dof=_nan(k), p_unc=p, effect_size=cohen_d(mean, sd, tau), effect_size_type="cohen_d",
         ci_low=ci_low, note=notes, n_resamples=n_resamples,
     )
 
@@ -415,143 +540,21 @@ def permutation_test(
     how = f"exact: all 2^{n} sign flips" if exact else f"seed={seed}; sign flips, B={n_resamples}"
     notes = ["; ".join(filter(None, [s, how])) for s in _sd_notes(sd)]
     return OneSampleResult(
-        statistic=obs, dof=_nan(k), p_unc=p, effect_size=_cohen_d(mean, sd, tau), effect_size_type="cohen_d",
+        statistic=obs, dof=_nan(k), p_unc=p, effect_size=cohen_d(mean, sd, tau), effect_size_type="cohen_d",
         ci_low=_t_lower_bound(mean, sd, n, confidence), note=notes, n_resamples=drawn,
     )
 
 
-register_test("t", t_test)
-register_test("wilcoxon", wilcoxon_test)
-register_test("sign", sign_test)
-register_test("bootstrap", bootstrap_test, resampling=True)
-register_test("permutation", permutation_test, resampling=True)
-
-
-# ----------------------------------------------------------------------------------------------------------
-# scores table -> matrix
-# ----------------------------------------------------------------------------------------------------------
-@dataclass
-class ScoreMatrix:
-    """The scores of all hypotheses, one row each, NaNs removed and packed to the left.
-
-    Attributes
-    ----------
-    keys : pandas.DataFrame
-        One row per hypothesis, columns :data:`HYPOTHESIS_KEYS`, sorted.
-    values : numpy.ndarray
-        ``(G, max_n)``; row g holds the ``n[g]`` participating scores of hypothesis g ordered by
-        ``sentence_id``, then NaN.
-    n, n_missing : numpy.ndarray
-        Participating inputs and NaN scores (inputs that did not take part) per hypothesis.
-    """
-
-    keys: pd.DataFrame
-    values: np.ndarray
-    n: np.ndarray
-    n_missing: np.ndarray
-
-    def blocks(self, min_n: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Yield ``(rows, x)``: the hypotheses with the same n (>= ``min_n``) and their ``(k, n)`` scores."""
-        for m in np.unique(self.n):
-            if m < max(min_n, 1):
-                continue
-            rows = np.nonzero(self.n == m)[0]
-            yield rows, self.values[rows, :m]
-
-    def moments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Mean, sd (ddof = 1) and median of each hypothesis (NaN where undefined)."""
-        g = self.values.shape[0]
-        mean, sd, median = _nan(g), _nan(g), _nan(g)
-        for rows, x in self.blocks():
-            mean[rows] = x.mean(axis=1)
-            median[rows] = np.median(x, axis=1)
-            if x.shape[1] > 1:
-                sd[rows] = x.std(axis=1, ddof=1)
-        return mean, sd, median
-
-
-def score_matrix(scores: pd.DataFrame) -> ScoreMatrix:
-    """Validate a long scores table and pack it into a :class:`ScoreMatrix`.
-
-    Raises
-    ------
-    HeadstatsError
-        When a column is missing, ``score`` is not numeric or holds +-inf, or a (model, dataset,
-        sentence_id, layer, head, role) appears twice.
-    """
-    if not isinstance(scores, pd.DataFrame):
-        raise TypeError(f"scores must be a pandas DataFrame, got {type(scores).__name__}")
-    missing = [c for c in SCORE_COLUMNS if c not in scores.columns]
-    if missing:
-        raise HeadstatsError(
-            f"scores table lacks column(s) {', '.join(missing)}; it needs {', '.join(SCORE_COLUMNS)}"
-        )
-    try:
-        score = scores["score"].to_numpy(dtype=float, na_value=np.nan)
-    except (TypeError, ValueError) as exc:
-        raise HeadstatsError(f"column 'score' must be numeric: {exc}") from None
-    if np.isinf(score).any():
-        raise HeadstatsError(
-            f"column 'score' holds {int(np.isinf(score).sum())} infinite value(s); "
-            "use NaN for an input that did not take part"
-        )
-    keys = list(HYPOTHESIS_KEYS)
-    if len(scores) == 0:
-        empty = pd.DataFrame({k: scores[k].iloc[:0] for k in keys})
-        return ScoreMatrix(empty, np.empty((0, 0)), np.zeros(0, int), np.zeros(0, int))
-    codes = []
-    uniques = []
-    for k in keys:
-        c, u = pd.factorize(scores[k], sort=True, use_na_sentinel=False)
-        codes.append(c)
-        uniques.append(u)
-    sid, _ = _factorize_sorted(scores["sentence_id"])
-    # one integer per hypothesis, in sorted key order
-    radix = np.ones(len(keys), dtype=np.int64)
-    for i in range(len(keys) - 2, -1, -1):
-        radix[i] = radix[i + 1] * len(uniques[i + 1])
-    combined = sum(c.astype(np.int64) * r for c, r in zip(codes, radix, strict=True))
-    hyp, gid = np.unique(combined, return_inverse=True)
-    g = hyp.size
-    order = np.lexsort((sid, gid))
-    gid_s, sid_s = gid[order], sid[order]
-    dup = (np.diff(gid_s) == 0) & (np.diff(sid_s) == 0)
-    if dup.any():
-        first = order[np.nonzero(dup)[0][0]]
-        row = scores.iloc[first]
-        raise HeadstatsError(
-            "scores table has duplicate rows for one (model, dataset, sentence_id, layer, head, role), e.g. "
-            + ", ".join(f"{c}={row[c]!r}" for c in SCORE_COLUMNS[:-1])
-        )
-    finite = ~np.isnan(score)
-    n = np.bincount(gid[finite], minlength=g)
-    n_missing = np.bincount(gid[~finite], minlength=g)
-    keep = order[finite[order]]
-    gk = gid[keep]
-    starts = np.concatenate([[0], np.cumsum(n)[:-1]])
-    pos = np.arange(keep.size) - starts[gk]
-    values = np.full((g, int(n.max()) if g else 0), np.nan)
-    values[gk, pos] = score[keep]
-    key_cols = {}
-    rem = hyp.copy()
-    for k, u, r in zip(keys, uniques, radix, strict=True):
-        key_cols[k] = u.take(rem // r) if hasattr(u, "take") else np.asarray(u)[rem // r]
-        rem = rem % r
-    key_frame = pd.DataFrame(key_cols)
-    for k in keys:
-        if scores[k].dtype != object and key_frame[k].dtype != scores[k].dtype:
-            try:
-                key_frame[k] = key_frame[k].astype(scores[k].dtype)
-            except (TypeError, ValueError):
-                pass
-    return ScoreMatrix(key_frame, values, n.astype(int), n_missing.astype(int))
-
-
-def _factorize_sorted(col: pd.Series) -> tuple[np.ndarray, object]:
-    try:
-        return pd.factorize(col, sort=True, use_na_sentinel=False)
-    except TypeError:  # mixed types: order by their text
-        return pd.factorize(col.astype(str), sort=True, use_na_sentinel=False)
+register_test("t", t_test, parameter="mean", effect_size="cohen_d", p_values=t_pvalues,
+              p_from_moments=t_p_from_moments, description="one-sample t-test (ddof = 1)")
+register_test("wilcoxon", wilcoxon_test, parameter="pseudo-median", effect_size="rank_biserial",
+              p_values=wilcoxon_pvalues, description="Wilcoxon signed-rank test on score - tau")
+register_test("sign", sign_test, parameter="median", effect_size="cohen_g", p_values=sign_pvalues,
+              description="sign test (median above tau)")
+register_test("bootstrap", bootstrap_test, resampling=True, parameter="mean", effect_size="cohen_d",
+              description="studentized bootstrap test of the mean")
+register_test("permutation", permutation_test, resampling=True, parameter="mean", effect_size="cohen_d",
+              description="sign-flip permutation test")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -579,27 +582,45 @@ def _check_options(
 
 def check_family(family: Sequence[str]) -> tuple[str, ...]:
     """Return ``family`` as a tuple if every entry names a hypothesis key, else raise with the allowed ones."""
-    if isinstance(family, str):
-        family = (family,)
-    fam = tuple(family)
-    bad = [f for f in fam if f not in HYPOTHESIS_KEYS]
-    if bad or len(set(fam)) != len(fam):
-        raise HeadstatsError(
-            f"family must be distinct column names among {', '.join(HYPOTHESIS_KEYS)} (or empty for one "
-            f"family of everything), got {fam!r}"
-        )
-    return fam
+    return _corr.check_family(family, HYPOTHESIS_KEYS)
+
+
+def family_labels(keys: pd.DataFrame, family: Sequence[str]) -> pd.Series:
+    """A readable label per row, e.g. ``model=default|dataset=demo``; ``all`` for the empty family."""
+    return _family_labels(keys, check_family(family))
 
 
 # ----------------------------------------------------------------------------------------------------------
 # the pieces test_roles is made of
 # ----------------------------------------------------------------------------------------------------------
+def run_pvalues(
+    mat: ScoreMatrix, *, test: str, tau: float, confidence: float = 0.95, seed: int = 0,
+    n_resamples: int = 9999, min_n: int = 2,
+) -> np.ndarray:
+    """Uncorrected p-values of one test for every hypothesis of ``mat`` (NaN below ``min_n``), nothing else.
+
+    Equal to ``run_test(...)["p_unc"]``; through the test's fast path (no bounds, effect sizes or notes),
+    from the matrix' moments when the test allows it.
+    """
+    spec = get_test(test)
+    p = _nan(len(mat.n))
+    if spec.p_from_moments is not None:
+        mean, sd, _ = mat.moments()
+        rows = mat.n >= max(min_n, 1)
+        p[rows] = spec.p_from_moments(mean[rows], sd[rows], mat.n[rows], float(tau))
+        return p
+    for rows, x in mat.blocks(min_n=min_n):
+        p[rows] = spec.pvalues(x, tau=float(tau), confidence=float(confidence), seed=int(seed),
+                               n_resamples=int(n_resamples))
+    return p
+
+
 def run_test(
     mat: ScoreMatrix, *, test: str, tau: float, confidence: float, seed: int, n_resamples: int, min_n: int
 ) -> pd.DataFrame:
     """Uncorrected results of one test for every hypothesis of ``mat`` (no correction, power or BF)."""
-    check_test(test)
-    fn = ONE_SAMPLE_TESTS[test]
+    spec = get_test(test)
+    fn = spec.fn
     g = len(mat.n)
     mean, sd, median = mat.moments()
     out = {
@@ -639,49 +660,12 @@ def run_test(
     frame["ci_high"] = np.inf
     frame["confidence"] = float(confidence)
     frame["note"] = notes
-    resampling = test in RESAMPLING_TESTS
+    resampling = spec.resampling
     frame["seed"] = pd.array([int(seed) if resampling and not s else pd.NA for s in small], dtype="Int64")
     frame["n_resamples"] = pd.array(
         [int(v) if resampling and np.isfinite(v) else pd.NA for v in drawn], dtype="Int64"
     )
     return frame
-
-
-def family_labels(keys: pd.DataFrame, family: Sequence[str]) -> pd.Series:
-    """A readable label per row, e.g. ``model=default|dataset=demo``; ``all`` for the empty family."""
-    fam = check_family(family)
-    if not fam:
-        return pd.Series("all", index=keys.index, dtype=object)
-    label = None
-    for f in fam:
-        part = f + "=" + keys[f].astype(str)
-        label = part if label is None else label + "|" + part
-    return label.astype(object)
-
-
-def next_discovery_alpha(correction: str, alpha: float, m: int, n_rejected: int) -> float:
-    r"""The uncorrected p-value below which one more hypothesis of a family would have been rejected.
-
-    With m finite p-values and R rejections (``R' = min(R, m - 1)``): ``none`` alpha; ``bonferroni``
-    alpha / m; ``holm`` alpha / (m - R'); ``fdr_bh`` alpha (R' + 1) / m; ``fdr_by``
-    alpha (R' + 1) / (m c_m) with :math:`c_m = \sum_{i \le m} 1/i`. Used as the level of the power columns.
-    """
-    check_correction(correction)
-    if m <= 0:
-        return float("nan")
-    r = min(n_rejected, m - 1)
-    if correction == "none":
-        return alpha
-    if correction == "bonferroni":
-        return alpha / m
-    if correction == "holm":
-        return alpha / (m - r)
-    if correction == "fdr_bh":
-        return alpha * (r + 1) / m
-    if correction == "fdr_by":
-        return alpha * (r + 1) / (m * float(np.sum(1.0 / np.arange(1, m + 1))))
-    # a correction registered later without a rule: be conservative
-    return alpha / m
 
 
 def apply_correction(
@@ -690,28 +674,19 @@ def apply_correction(
     """Add ``p_corr, correction, family, alpha, reject, power_alpha`` to a :func:`run_test` frame.
 
     The correction runs within each family over the finite ``p_unc`` only; ``reject = p_corr < alpha``
-    (False where NaN).
+    (False where NaN); ``power_alpha`` is the level for one more rejection (:func:`next_discovery_alpha`).
     """
     check_correction(correction)
-    fam = check_family(family)
     out = frame.copy()
-    labels = family_labels(out, fam)
-    p = out["p_unc"].to_numpy(dtype=float)
-    p_corr = np.full(p.shape, np.nan)
-    power_alpha = np.full(p.shape, np.nan)
-    codes, _ = pd.factorize(labels)
-    for c in np.unique(codes):
-        idx = np.nonzero(codes == c)[0]
-        p_corr[idx] = correct_pvalues(p[idx], method=correction, alpha=alpha)
-        m = int(np.isfinite(p[idx]).sum())
-        r = int((p_corr[idx] < alpha).sum())
-        power_alpha[idx] = next_discovery_alpha(correction, alpha, m, r)
+    labels = family_labels(out, family)
+    p_corr, power_alpha = correct_within_families(
+        out["p_unc"].to_numpy(dtype=float), labels.to_numpy(), correction=correction, alpha=alpha
+    )
     out["p_corr"] = p_corr
     out["correction"] = correction
     out["family"] = labels.to_numpy()
     out["alpha"] = float(alpha)
-    with np.errstate(invalid="ignore"):
-        out["reject"] = np.where(np.isfinite(p_corr), p_corr < alpha, False).astype(bool)
+    out["reject"] = reject(p_corr, alpha)
     out["power_alpha"] = power_alpha
     return out
 
@@ -745,7 +720,7 @@ def _note_resampling_floor(frame: pd.DataFrame, *, correction: str, alpha: float
 # the public entry point
 # ----------------------------------------------------------------------------------------------------------
 def test_roles(
-    scores: pd.DataFrame,
+    scores: ScoresLike,
     *,
     tau: float = 3.0,
     alpha: float = 0.05,
@@ -762,17 +737,21 @@ def test_roles(
 
     Parameters
     ----------
-    scores : pandas.DataFrame
-        Long table with columns ``model, dataset, sentence_id, layer, head, role, score``; a NaN score means
-        that input did not take part for that role and is counted in ``n_missing``.
+    scores : list of MeasureArray, pandas.DataFrame or ScoreMatrix
+        One :class:`~headstats.measures.MeasureArray` per model and data set (``(inputs, layers, heads,
+        roles)``), or the long table with columns ``model, dataset, sentence_id, layer, head, role, score``,
+        or a :class:`~headstats.stats.matrix.ScoreMatrix` of either; a NaN score means that input did not
+        take part for that role and is counted in ``n_missing``. All forms give the same table.
     tau : float
         The threshold of the sieve bias score (3 in Pande et al. 2021).
     alpha : float
         Level for ``reject = p_corr < alpha``; 0 < alpha < 1.
     test : str
-        One of :func:`list_tests`: ``t`` (default), ``wilcoxon``, ``sign``, ``bootstrap``, ``permutation``.
+        One of :func:`list_tests`: ``t`` (default), ``wilcoxon``, ``sign``, ``bootstrap``, ``permutation``,
+        or a registered test.
     correction : str
-        ``holm`` (default), ``bonferroni``, ``fdr_bh``, ``fdr_by`` or ``none`` (the paper's code).
+        ``holm`` (default), ``bonferroni``, ``fdr_bh``, ``fdr_by``, ``none`` (the paper's code), or a
+        registered correction (:func:`headstats.stats.corrections.register_correction`).
     family : tuple of str
         Columns whose values define one family of the correction: ``("model", "dataset")`` (default, all
         heads x roles of one model on one data set), ``("model", "dataset", "role")``, ``("model",)``, or
@@ -815,10 +794,8 @@ def test_roles(
         mat, test=test, tau=tau, confidence=confidence, seed=seed, n_resamples=n_resamples, min_n=min_n
     )
     frame = apply_correction(frame, correction=correction, family=fam, alpha=alpha)
-    if test in RESAMPLING_TESTS:
+    if get_test(test).resampling:
         _note_resampling_floor(frame, correction=correction, alpha=alpha)
-    from headstats.stats.power import add_power  # local: power imports this module's constants
-
     frame = add_power(frame, power_target=power_target)
     return frame.loc[:, list(TEST_COLUMNS)].reset_index(drop=True)
 

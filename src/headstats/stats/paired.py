@@ -29,26 +29,38 @@ is tested for a location shift with
 Inputs are paired by ``sentence_id`` (an inner join); inputs present for one model only are counted in
 ``n_unpaired``, pairs with a NaN score on either side in ``n_missing`` (an input that does not take part in
 a role, e.g. no arc of a relation), and both are left out of the test. p-values are corrected within each
-family over the finite ones (:func:`headstats.stats.corrections.correct_pvalues`).
+family over the finite ones (:func:`headstats.stats.corrections.correct_within_families`).
+
+The tests are entries of :data:`PAIRED_TESTS` (:func:`register_paired_test` adds one; an unknown name raises
+:class:`~headstats.errors.UnknownNameError`). The Walsh averages are selected, never all built, by
+:mod:`headstats.stats.ranks`, which the one-sample bound shares; the rank-biserial correlation and d_z come
+from :mod:`headstats.stats.effects` and the families from :mod:`headstats.stats.corrections`.
 
 The statistics layer: tables in, tables out; no torch, matplotlib or rich.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
-from collections.abc import Sequence
-from functools import lru_cache
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
 from headstats.errors import HeadstatsError
-from headstats.stats.corrections import check_correction, correct_pvalues
+from headstats.registry import Registry
+from headstats.stats.corrections import check_correction, check_family, correct_within_families, family_labels, reject
+from headstats.stats.effects import cohen_d, rank_biserial
+from headstats.stats.ranks import EXACT_MAX_N, hodges_lehmann, signed_rank_sums, walsh_rank_bound
 
-PAIRED_TESTS = ("wilcoxon", "t")
+__all__ = [
+    "ALTERNATIVES", "EXACT_CI_MAX_N", "FAMILY_KEYS", "PAIRED_COLUMNS", "PAIRED_TESTS", "PairedTestSpec",
+    "check_paired_test", "get_paired_test", "hodges_lehmann", "list_paired_tests",
+    "pair_scores", "paired_tests", "register_paired_test", "walsh_rank_bound",
+]
+
 ALTERNATIVES = ("two-sided", "greater", "less")
 #: Columns a family may name; ``model`` stands for the compared pair (``model_after``).
 FAMILY_KEYS = ("model", "dataset", "role", "layer")
@@ -59,93 +71,141 @@ PAIRED_COLUMNS: tuple[str, ...] = (
     "ci_low", "ci_high", "confidence", "ci_method", "statistic", "dof", "alternative", "p_unc", "p_corr",
     "correction", "family", "alpha", "reject", "effect_size", "effect_size_type",
 )
-#: Above this n the Walsh-average interval uses the normal approximation of T+.
-EXACT_CI_MAX_N = 50
+#: Above this n the Walsh-average interval uses the normal approximation of T+ (shared with the one-sample bound).
+EXACT_CI_MAX_N = EXACT_MAX_N
+
+#: What a paired test returns for one head: ``statistic, dof, p_unc, estimate, ci_low, ci_high, effect_size``
+#: (floats) and ``ci_method, effect_size_type`` (str).
+PairedResult = dict
 
 
-@lru_cache(maxsize=64)
-def _signrank_cdf(n: int) -> np.ndarray:
-    """``P(T+ <= t)`` for t = 0..n(n+1)/2 under H0 (no ties), by counting subsets of {1..n} by sum."""
-    m = n * (n + 1) // 2
-    counts = np.zeros(m + 1, dtype=float)
-    counts[0] = 1.0
-    for k in range(1, n + 1):
-        counts[k:] = counts[k:] + counts[: m + 1 - k].copy()
-    return np.cumsum(counts) / 2.0**n
+# ----------------------------------------------------------------------------------------------------------
+# the registry
+# ----------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PairedTestSpec:
+    """A registered paired test and what it means.
 
-
-@lru_cache(maxsize=8)
-def _triu(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Index pairs i <= j of the Walsh averages (cached: every head of a data set has the same n)."""
-    i, j = np.triu_indices(n)
-    return i.astype(np.int32), j.astype(np.int32)
-
-
-def walsh_rank_bound(n: int, tail: float) -> int:
-    """``C``: the 1-based rank of the lower Walsh average bounding a one-tail-``tail`` interval.
-
-    ``C - 1`` is the largest c with ``P(T+ <= c) <= tail`` (exact for ``n <= EXACT_CI_MAX_N``, else normal
-    approximation with continuity correction); at least 1.
+    Attributes
+    ----------
+    name : str
+        The name protocols (``compare: test``) and the ``test`` column use.
+    fn : callable
+        ``fn(d, *, alternative, confidence) -> dict`` for one head's finite differences ``d = after - before``
+        (possibly empty: then NaNs), with the keys of :data:`PairedResult`.
+    parameter : {"mean", "pseudo-median"}
+        The location of the differences that the test and its ``estimate`` are about.
+    effect_size : str
+        The ``effect_size_type`` it reports.
+    description : str
+        One line for reports.
     """
-    m = n * (n + 1) // 2
-    if n <= EXACT_CI_MAX_N:
-        cdf = _signrank_cdf(n)
-        c = int(np.searchsorted(cdf, tail, side="right"))  # number of t with cdf(t) <= tail
-    else:
-        sigma = math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
-        c = int(math.floor(m / 2.0 - sps.norm.ppf(1.0 - tail) * sigma + 0.5))
-    return max(1, min(c, (m + 1) // 2))
+
+    name: str
+    fn: Callable[..., PairedResult]
+    parameter: str
+    effect_size: str
+    description: str = ""
 
 
-def hodges_lehmann(d: np.ndarray, *, confidence: float = 0.95, alternative: str = "two-sided") -> tuple[float, float, float]:
-    """Hodges-Lehmann pseudo-median of ``d`` and its Walsh-average confidence interval.
+#: name -> :class:`PairedTestSpec`.
+PAIRED_TESTS: Registry[PairedTestSpec] = Registry(
+    "paired test", hint="add one with headstats.stats.paired.register_paired_test"
+)
 
-    Returns ``(estimate, ci_low, ci_high)``; one-sided alternatives give an infinite other end.
-    Zeros in ``d`` are kept (drop them first to match the ``wilcox`` zero method). NaN for empty ``d``.
+
+def register_paired_test(
+    name: str, fn: Callable[..., PairedResult], *, parameter: str, effect_size: str, description: str = "",
+    overwrite: bool = False,
+) -> PairedTestSpec:
+    """Add a paired test under ``name`` (see :class:`PairedTestSpec`)."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise HeadstatsError(f"a paired test name must be a valid identifier, got {name!r}")
+    if not callable(fn):
+        raise TypeError(f"paired test {name!r}: fn must be callable, got {type(fn).__name__}")
+    if name in PAIRED_TESTS and not overwrite:
+        raise HeadstatsError(f"paired test {name!r} is already registered; pass overwrite=True to replace it")
+    return PAIRED_TESTS.register(name, PairedTestSpec(name, fn, parameter, effect_size, description),
+                                 overwrite=overwrite)
+
+
+def list_paired_tests() -> list[str]:
+    """Names a comparison may give as ``test``."""
+    return PAIRED_TESTS.names()
+
+
+def get_paired_test(name: str) -> PairedTestSpec:
+    """The registered paired test called ``name``; unknown names raise ``UnknownNameError``."""
+    return PAIRED_TESTS.get(name)
+
+
+def check_paired_test(name: str) -> str:
+    """Return ``name`` if it is a registered paired test, else raise ``UnknownNameError`` listing them."""
+    get_paired_test(name)
+    return name
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the two tests
+# ----------------------------------------------------------------------------------------------------------
+def _empty_result(ci_method: str, effect_size_type: str) -> PairedResult:
+    return {"statistic": np.nan, "dof": np.nan, "p_unc": np.nan, "estimate": np.nan, "ci_low": np.nan,
+            "ci_high": np.nan, "effect_size": np.nan, "ci_method": ci_method, "effect_size_type": effect_size_type}
+
+
+def paired_t(d: np.ndarray, *, alternative: str, confidence: float) -> PairedResult:
+    """Paired t-test of the differences: ``scipy.stats.ttest_rel(after, before, alternative=...)``.
+
+    Estimate and interval are for the mean difference (``ci_method = "t"``); effect size the paired Cohen's
+    ``d_z = mean(d) / sd(d)``.
     """
-    d = np.asarray(d, dtype=float)
+    out = _empty_result("t", "cohen_dz")
     n = d.size
-    if n == 0:
-        return (np.nan, np.nan, np.nan)
-    i, j = _triu(n)
-    walsh = (d[i] + d[j]) / 2.0
-    m = walsh.size
-    tail = (1.0 - confidence) / 2.0 if alternative == "two-sided" else 1.0 - confidence
-    c = walsh_rank_bound(n, tail)
-    lo_k, hi_k = c - 1, m - c  # 0-based ranks of W_(C) and W_(M+1-C)
-    mid = [(m - 1) // 2, m // 2]
-    part = np.partition(walsh, sorted({lo_k, hi_k, *mid}))
-    estimate = float((part[mid[0]] + part[mid[1]]) / 2.0)
-    low, high = float(part[lo_k]), float(part[hi_k])
-    if alternative == "greater":
-        high = np.inf
-    elif alternative == "less":
-        low = -np.inf
-    return (estimate, low, high)
+    if n < 2:
+        return out
+    mean, sd = float(np.mean(d)), float(np.std(d, ddof=1))
+    out["estimate"] = mean
+    out["dof"] = float(n - 1)
+    if sd > 0:
+        res = sps.ttest_1samp(d, 0.0, alternative=alternative)
+        ci = res.confidence_interval(confidence)
+        out.update(statistic=float(res.statistic), p_unc=float(res.pvalue), ci_low=float(ci.low),
+                   ci_high=float(ci.high), effect_size=float(cohen_d(mean, sd)))
+    return out
 
 
-def _rank_biserial(d: np.ndarray) -> float:
+def paired_wilcoxon(d: np.ndarray, *, alternative: str, confidence: float) -> PairedResult:
+    """Wilcoxon signed-rank test of the differences: ``scipy.stats.wilcoxon(after, before, alternative=...)``.
+
+    Zero differences are dropped (``zero_method="wilcox"``); estimate and interval are the Hodges-Lehmann
+    pseudo-median of the non-zero differences and its Walsh-average interval
+    (:func:`headstats.stats.ranks.hodges_lehmann`); effect size the matched-pairs rank-biserial correlation.
+    """
     nz = d[d != 0]
+    out = _empty_result("walsh_exact" if nz.size <= EXACT_CI_MAX_N else "walsh_normal", "rank_biserial")
     if nz.size == 0:
-        return np.nan
-    ranks = sps.rankdata(np.abs(nz))
-    r_plus, r_minus = ranks[nz > 0].sum(), ranks[nz < 0].sum()
-    return float((r_plus - r_minus) / (r_plus + r_minus))
+        return out
+    res = sps.wilcoxon(d, alternative=alternative)
+    est, low, high = hodges_lehmann(nz, confidence=confidence, alternative=alternative)
+    t_plus, n_nonzero = signed_rank_sums(nz)
+    out.update(statistic=float(res.statistic), p_unc=float(res.pvalue), estimate=est, ci_low=low, ci_high=high,
+               effect_size=float(rank_biserial(t_plus, n_nonzero)))
+    return out
+
+
+register_paired_test("wilcoxon", paired_wilcoxon, parameter="pseudo-median", effect_size="rank_biserial",
+                     description="Wilcoxon signed-rank test of the paired differences")
+register_paired_test("t", paired_t, parameter="mean", effect_size="cohen_dz",
+                     description="paired t-test")
 
 
 def _check_args(test: str, alternative: str, correction: str, family: Sequence[str], confidence: float,
                 alpha: float) -> tuple[str, ...]:
-    if test not in PAIRED_TESTS:
-        raise HeadstatsError(f"unknown paired test {test!r}; choose one of {', '.join(PAIRED_TESTS)}")
+    check_paired_test(test)
     if alternative not in ALTERNATIVES:
         raise HeadstatsError(f"unknown alternative {alternative!r}; choose one of {', '.join(ALTERNATIVES)}")
     check_correction(correction)
-    fam = (family,) if isinstance(family, str) else tuple(family)
-    bad = [f for f in fam if f not in FAMILY_KEYS]
-    if bad or len(set(fam)) != len(fam):
-        raise HeadstatsError(
-            f"family must be distinct names among {', '.join(FAMILY_KEYS)} (or empty), got {fam!r}"
-        )
+    fam = check_family(family, FAMILY_KEYS)
     for name, value in (("confidence", confidence), ("alpha", alpha)):
         if not 0 < float(value) < 1:
             raise HeadstatsError(f"{name} must be between 0 and 1, got {value!r}")
@@ -194,43 +254,9 @@ def pair_scores(before: pd.DataFrame, after: pd.DataFrame, *,
     return pairs.reset_index(drop=True), unpaired
 
 
-def _test_one(d: np.ndarray, test: str, alternative: str, confidence: float) -> dict[str, float | str]:
+def _test_one(d: np.ndarray, test: str, alternative: str, confidence: float) -> PairedResult:
     """Statistic, p, estimate, interval and effect size for one head's finite differences ``d``."""
-    n = d.size
-    out: dict[str, float | str] = {"statistic": np.nan, "dof": np.nan, "p_unc": np.nan, "estimate": np.nan,
-                                   "ci_low": np.nan, "ci_high": np.nan, "effect_size": np.nan}
-    if test == "t":
-        out["ci_method"] = "t"
-        out["effect_size_type"] = "cohen_dz"
-        if n < 2:
-            return out
-        mean, sd = float(np.mean(d)), float(np.std(d, ddof=1))
-        out["estimate"] = mean
-        out["dof"] = float(n - 1)
-        if sd > 0:
-            # equals scipy.stats.ttest_rel(after, before, alternative=alternative)
-            res = sps.ttest_1samp(d, 0.0, alternative=alternative)
-            ci = res.confidence_interval(confidence)
-            out.update(statistic=float(res.statistic), p_unc=float(res.pvalue), ci_low=float(ci.low),
-                       ci_high=float(ci.high), effect_size=mean / sd)
-        return out
-
-    out["effect_size_type"] = "rank_biserial"
-    nz = d[d != 0]
-    out["ci_method"] = "walsh_exact" if nz.size <= EXACT_CI_MAX_N else "walsh_normal"
-    if nz.size == 0:
-        return out
-    # equals scipy.stats.wilcoxon(after, before, alternative=alternative) (zero_method="wilcox", method="auto")
-    res = sps.wilcoxon(d, alternative=alternative)
-    est, low, high = hodges_lehmann(nz, confidence=confidence, alternative=alternative)
-    out.update(statistic=float(res.statistic), p_unc=float(res.pvalue), estimate=est, ci_low=low, ci_high=high,
-               effect_size=_rank_biserial(nz))
-    return out
-
-
-def family_label(row_values: dict[str, object], family: Sequence[str]) -> str:
-    """``model=sst2-ft|dataset=sst2``-style label of a family (``all`` when empty)."""
-    return "|".join(f"{f}={row_values[f]}" for f in family) if family else "all"
+    return get_paired_test(test).fn(d, alternative=alternative, confidence=confidence)
 
 
 def paired_tests(
@@ -255,8 +281,9 @@ def paired_tests(
         scored on the same inputs.
     keys : sequence of str
         One hypothesis per distinct value of these columns.
-    test : {"wilcoxon", "t"}
-        Wilcoxon signed-rank (default) or paired t; see the module docstring.
+    test : str
+        ``wilcoxon`` (default, signed-rank) or ``t`` (paired t), see the module docstring, or a test added
+        with :func:`register_paired_test`.
     alternative : {"two-sided", "greater", "less"}
         ``greater``: the score is larger after (``d = after - before > 0``).
     correction : str
@@ -341,20 +368,11 @@ def paired_tests(
     out["correction"] = correction
     out["alpha"] = float(alpha)
 
-    label_frame = out.assign(model=model_after)
-    labels = (
-        label_frame[list(fam)].astype(str).apply(lambda r: family_label(r.to_dict(), fam), axis=1)
-        if fam and len(out) else pd.Series("all", index=out.index, dtype=object)
-    )
-    out["family"] = labels.to_numpy() if len(out) else []
-    p = out["p_unc"].to_numpy(dtype=float) if len(out) else np.empty(0)
-    p_corr = np.full(p.shape, np.nan)
-    for label in pd.unique(out["family"]):
-        idx = np.flatnonzero(out["family"].to_numpy() == label)
-        p_corr[idx] = correct_pvalues(p[idx], method=correction, alpha=alpha)
-    out["p_corr"] = p_corr
-    with np.errstate(invalid="ignore"):
-        out["reject"] = np.where(np.isfinite(p_corr), p_corr < alpha, False).astype(bool)
+    labels = family_labels(out.assign(model=model_after), fam).to_numpy()
+    out["family"] = labels
+    p = out["p_unc"].to_numpy(dtype=float)
+    out["p_corr"] = correct_within_families(p, labels, correction=correction, alpha=alpha)[0]
+    out["reject"] = reject(out["p_corr"].to_numpy(dtype=float), alpha)
     for col in PAIRED_COLUMNS:
         if col not in out.columns:
             out[col] = np.nan

@@ -19,22 +19,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from headstats.stats.effects import bayes_factor_two_sided, n_for_power_greater, power_ttest_greater
+from headstats.stats.effects import bayes_factor_two_sided, cohen_d, n_for_power_greater, power_ttest_greater
 
 #: Columns of :func:`power_summary`.
 POWER_SUMMARY_COLUMNS: tuple[str, ...] = (
     "model", "dataset", "role", "n_heads", "n_assigned", "n_not_assigned", "n_underpowered",
     "median_n", "max_n_for_power", "power_target",
 )
-
-
-def cohen_d(mean: np.ndarray, sd: np.ndarray, tau: np.ndarray | float) -> np.ndarray:
-    r"""Standardised effect :math:`d = (\bar s - \tau) / s`; NaN where ``sd`` is 0 or not finite."""
-    mean = np.asarray(mean, float)
-    sd = np.asarray(sd, float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = (mean - tau) / sd
-    return np.where(np.isfinite(sd) & (sd > 0), d, np.nan)
 
 
 def add_power(tests: pd.DataFrame, *, power_target: float = 0.8) -> pd.DataFrame:

@@ -1,14 +1,19 @@
 r"""How role assignments move with tau, alpha, the test and the correction.
 
 :func:`tau_sensitivity` counts the heads assigned each role over a grid of tau x alpha (Pande et al. 2021 fix
-tau = 3 but their code tried 1 to 3.5). It packs the scores once; for the t-test the p-values of all taus
-come from the per-head mean, sd and N at once,
-:math:`p(\tau) = P\left(T_{N-1} \ge (\bar s - \tau)\sqrt N / s\right)`; the corrected p-values do not depend
-on alpha, so each tau is corrected once (all taus of a family in one vectorised call of
-:func:`~headstats.stats.corrections.correct_pvalues_rows`) and compared with every alpha.
+tau = 3 but their code tried 1 to 3.5). It packs the scores once. For a test whose p-value depends only on
+the per-head mean, sd and N (its registry entry says so; the t-test,
+:math:`p(\tau) = P\left(T_{N-1} \ge (\bar s - \tau)\sqrt N / s\right)`) the p-values of all taus come from
+them at once; other tests compute only their p-values at each tau. The corrected p-values do not depend on
+alpha, so each tau is corrected once (all taus of a family in one vectorised call of the correction's row-wise
+version) and compared with every alpha.
 
 :func:`robustness` runs several tests and corrections on the same scores and says, per head and role,
-whether its assignment is the same under all of them.
+whether its assignment is the same under all of them; each test computes only its p-values, once.
+
+Both take the scores as :func:`~headstats.stats.onesample.test_roles` does: a list of
+:class:`~headstats.measures.MeasureArray`, the long scores table, or a
+:class:`~headstats.stats.matrix.ScoreMatrix` built once for all tables of a study.
 """
 
 from __future__ import annotations
@@ -17,19 +22,22 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from headstats.errors import HeadstatsError
-from headstats.stats.corrections import check_correction, correct_pvalues_rows
+from headstats.stats.corrections import (
+    check_correction,
+    correct_rows_within_families,
+    correct_within_families,
+    reject,
+)
+from headstats.stats.matrix import HYPOTHESIS_KEYS, ScoresLike, score_matrix
 from headstats.stats.onesample import (
-    HYPOTHESIS_KEYS,
     _check_options,
-    apply_correction,
     check_family,
     check_test,
     family_labels,
-    run_test,
-    score_matrix,
+    get_test,
+    run_pvalues,
 )
 
 #: Columns of :func:`tau_sensitivity`.
@@ -49,7 +57,7 @@ def _check_grid(values: Sequence[float], name: str, *, open_unit: bool) -> np.nd
 
 
 def tau_sensitivity(
-    scores: pd.DataFrame,
+    scores: ScoresLike,
     *,
     taus: Sequence[float] = DEFAULT_TAUS,
     alphas: Sequence[float] = (0.01, 0.05, 0.1),
@@ -65,8 +73,8 @@ def tau_sensitivity(
 
     Parameters
     ----------
-    scores : pandas.DataFrame
-        The long scores table of :func:`~headstats.stats.onesample.test_roles`.
+    scores : list of MeasureArray, pandas.DataFrame or ScoreMatrix
+        The scores, in any form :func:`~headstats.stats.onesample.test_roles` takes.
     taus, alphas : sequence of float
         The grid (default tau = 1, 1.25, ..., 4 and alpha = 0.01, 0.05, 0.1).
     test, correction, family, confidence, seed, min_n, n_resamples
@@ -88,24 +96,18 @@ def tau_sensitivity(
                    n_resamples=n_resamples, seed=seed)
     mat = score_matrix(scores)
     g = len(mat.n)
-    if test == "t":
+    spec = get_test(test)
+    if spec.p_from_moments is not None:  # every tau from the per-head mean, sd and n at once
         mean, sd, _ = mat.moments()
-        n = mat.n.astype(float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tstat = (mean[None, :] - taus[:, None]) / (sd / np.sqrt(n))[None, :]
-            p_all = sps.t.sf(tstat, (n - 1)[None, :])
-        p_all[:, mat.n < max(min_n, 2)] = np.nan
+        p_all = spec.p_from_moments(mean[None, :], sd[None, :], mat.n[None, :], taus[:, None])
+        p_all[:, mat.n < max(min_n, 1)] = np.nan
     else:
         p_all = np.empty((taus.size, g))
         for i, tau in enumerate(taus):
-            p_all[i] = run_test(mat, test=test, tau=float(tau), confidence=confidence, seed=seed,
-                                n_resamples=n_resamples, min_n=min_n)["p_unc"].to_numpy(float)
+            p_all[i] = run_pvalues(mat, test=test, tau=float(tau), confidence=confidence, seed=seed,
+                                   n_resamples=n_resamples, min_n=min_n)
     # correct every tau of a family at once (row-wise equal to correct_pvalues; see its tests)
-    p_corr = np.full_like(p_all, np.nan)
-    fam_codes, _ = pd.factorize(family_labels(mat.keys, fam))
-    for c in np.unique(fam_codes):
-        idx = np.nonzero(fam_codes == c)[0]
-        p_corr[:, idx] = correct_pvalues_rows(p_all[:, idx], method=correction)
+    p_corr = correct_rows_within_families(p_all, family_labels(mat.keys, fam).to_numpy(), correction=correction)
     groups = mat.keys.loc[:, ["model", "dataset", "role"]].drop_duplicates().reset_index(drop=True)
     gcode = mat.keys.loc[:, ["model", "dataset", "role"]].merge(
         groups.reset_index(), on=["model", "dataset", "role"], how="left")["index"].to_numpy()
@@ -131,7 +133,7 @@ def tau_sensitivity(
 
 
 def robustness(
-    scores: pd.DataFrame,
+    scores: ScoresLike,
     *,
     tests: Sequence[str] = ("t", "wilcoxon", "sign"),
     corrections: Sequence[str] = ("holm", "bonferroni", "fdr_bh", "fdr_by"),
@@ -165,13 +167,14 @@ def robustness(
                    seed=seed)
     mat = score_matrix(scores)
     out = mat.keys.copy().loc[:, list(HYPOTHESIS_KEYS)]
+    labels = family_labels(mat.keys, fam).to_numpy()
     names = []
     for t in tests:
-        frame = run_test(mat, test=t, tau=tau, confidence=confidence, seed=seed, n_resamples=n_resamples,
-                         min_n=min_n)
+        p = run_pvalues(mat, test=t, tau=tau, confidence=confidence, seed=seed, n_resamples=n_resamples,
+                        min_n=min_n)
         for c in corrections:
             name = f"{t}_{c}"
-            out[name] = apply_correction(frame, correction=c, family=fam, alpha=alpha)["reject"].to_numpy(bool)
+            out[name] = reject(correct_within_families(p, labels, correction=c, alpha=alpha)[0], alpha)
             names.append(name)
     block = out[names].to_numpy(bool)
     out["n_assigned"] = block.sum(axis=1)

@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from headstats.errors import HeadstatsError
-from headstats.stats.corrections import check_correction, correct_pvalues_rows
-from headstats.stats.onesample import ONE_SAMPLE_TESTS, RESAMPLING_TESTS, check_test
+from headstats.stats.corrections import check_correction, correct_pvalues_rows, get_correction, reject
+from headstats.stats.onesample import check_test, get_test
 
 DISTRIBUTIONS: tuple[str, ...] = ("normal", "gamma", "lognormal")
 #: Columns of :func:`simulate_error_rates`.
@@ -37,7 +37,8 @@ SIMULATION_COLUMNS: tuple[str, ...] = (
     "fdr_se", "power", "power_se", "n_replications", "m_null", "m_alt", "n_sentences", "effect", "sd",
     "distribution", "seed",
 )
-_CONTROLS = {"holm": "FWER", "bonferroni": "FWER", "fdr_bh": "FDR", "fdr_by": "FDR", "none": "none"}
+#: A correction's ``kind`` -> the ``controls`` column.
+_CONTROLS = {"fwer": "FWER", "fdr": "FDR", "none": "none"}
 
 
 def draw(
@@ -214,8 +215,9 @@ def simulate_error_rates(
     is_alt = np.r_[np.zeros(m_null, bool), np.ones(m_alt, bool)]
     rows = []
     for test in tests:
-        fn = ONE_SAMPLE_TESTS[test]
-        if test in RESAMPLING_TESTS:
+        spec = get_test(test)
+        fn = spec.fn
+        if spec.resampling:
             p = np.empty(n_replications * m)
             for b in range(n_replications):
                 block = slice(b * m, (b + 1) * m)
@@ -225,7 +227,7 @@ def simulate_error_rates(
         p = p.reshape(n_replications, m)
         for corr in corrections:
             pc = correct_pvalues_rows(p, method=corr)
-            rej = np.where(np.isfinite(pc), pc < alpha, False)
+            rej = reject(pc, alpha)
             v = rej[:, ~is_alt].sum(axis=1)
             s = rej[:, is_alt].sum(axis=1)
             r = v + s
@@ -235,7 +237,7 @@ def simulate_error_rates(
             fwer, fwer_se = _mean_se(any_false)
             fdr, fdr_se = _mean_se(fdp)
             pw, pw_se = _mean_se(share)
-            controls = _CONTROLS.get(corr, "FWER")
+            controls = _CONTROLS[get_correction(corr).kind]
             err, err_se = (fdr, fdr_se) if controls == "FDR" else (fwer, fwer_se)
             rows.append({
                 "test": test, "correction": corr, "controls": controls, "alpha": alpha,
