@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pandas as pd
@@ -402,17 +401,6 @@ def test_planted_heads_found():
     merged = out.merge(pl.truth, on=["model", "dataset", "role", "layer", "head"])
     assert merged.loc[merged["is_alternative"], "reject"].all()
     assert not merged.loc[~merged["is_alternative"], "reject"].any()
-
-
-def test_t_test_is_fast_on_a_bert_base_sized_table():
-    scores = planted_scores(n_layers=6, n_heads=12, roles=[f"r{i}" for i in range(10)], n_sentences=1000,
-                            missing=0.1, seed=0)
-    test_roles(scores.iloc[:2000])  # warm up imports
-    start = time.perf_counter()
-    out = test_roles(scores)
-    elapsed = time.perf_counter() - start
-    assert len(out) == 720
-    assert elapsed < 2.0, elapsed  # target 1 s on a developer machine; slack for loaded CI
 
 
 def test_statistics_layer_imports_no_torch_matplotlib_or_rich():
