@@ -335,7 +335,7 @@ DATA_FILES = {
                                   "2\tcat\tcat\tNOUN\t_\t_\t3\tnsubj\t_\t_\n3\tsat\tsit\tVERB\t_\t_\t0\troot\t_\t_\n\n"
                                   ).encode(), ["head"]),
     "all_too_long.txt": (("word " * 300 + "\n").encode() * 3, ["could be scored"]),
-    "one_megabyte_line.txt": (("w" * 9 + " ") * 100_000 + "\n").encode(), ["could be scored"]),
+    "one_megabyte_line.txt": ((("w" * 9 + " ") * 100_000 + "\n").encode(), ["could be scored"]),
 }
 
 

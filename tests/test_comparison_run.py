@@ -55,7 +55,8 @@ def test_compare_two_models_end_to_end(tmp_path, tiny_model_dir):
 def test_models_with_different_tokenizers_are_refused_before_scoring(tmp_path, tiny_model_dir):
     other = build_tiny_bert(tmp_path / "other", seed=1)
     vocab = (other / "vocab.txt").read_text().splitlines()
-    (other / "vocab.txt").write_text("\n".join(vocab + ["zebra"]) + "\n")
+    vocab[vocab.index("book")] = "zebra"  # same size as the model's embeddings, one word different
+    (other / "vocab.txt").write_text("\n".join(vocab) + "\n")
     (other / "tokenizer.json").unlink()
     protocol = load_protocol(compare_protocol(tmp_path, tiny_model_dir, other))
     with pytest.raises(HeadstatsError, match="tokenizers differ"):

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from headstats import preflight as preflight_module
-from headstats.errors import DataError, ModelError, OutputError, ProtocolError
+from headstats.errors import DataError, ModelError, OutputError, ProtocolError, UnknownNameError
 from headstats.preflight import NAME_MAX, preflight
 from headstats.protocol import load_protocol
 
@@ -83,8 +83,8 @@ REFUSALS = {
                          ["unknown dependency relation 'bogus'"]),
     "role unknown": ({"scoring": {"roles": ["lokal"]}}, ProtocolError, ["unknown role 'lokal'", "local"]),
     "role twice": ({"scoring": {"roles": ["local", "local"]}}, ProtocolError, ["local", "more than once"]),
-    "test unknown": ({"statistics": {"test": "ztest"}}, ProtocolError, ["unknown test 'ztest'", "wilcoxon"]),
-    "correction unknown": ({"statistics": {"correction": "bh"}}, ProtocolError, ["unknown correction", "fdr_bh"]),
+    "test unknown": ({"statistics": {"test": "ztest"}}, UnknownNameError, ["unknown test 'ztest'", "wilcoxon"]),
+    "correction unknown": ({"statistics": {"correction": "bh"}}, UnknownNameError, ["unknown correction", "fdr_bh"]),
     "limit true": ({"datasets": [{"name": "a", "path": str(SENTENCES), "limit": True}]}, ProtocolError,
                    ["datasets.0.limit", "not true"]),
     "glue n 0": ({"datasets": [{"name": "g", "glue": {"task": "sst2", "n": 0}}]}, ProtocolError,
