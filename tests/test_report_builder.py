@@ -321,3 +321,11 @@ def test_report_in_headless_chromium(built_run, tmp_path):
     top = pixels[:1500, :, :3]
     assert (top < 0.5).mean() > 0.005  # text and the role grid, not a blank page
     assert np.unique(top.reshape(-1, 3), axis=0).shape[0] > 50  # the colours of the role grid
+
+
+def test_a_single_head_is_named_in_the_singular():
+    held = {"delimiter_sep": {(4, 1)}, "delimiter_cls": {(0, 0)}}
+    found = paper_findings(planted_roles(held)).set_index("finding")
+    assert found.loc["sep_middle_late", "detail"] == ("the only [SEP] head sits in layer 4; the middle and last "
+                                                      "thirds of the 6 layers is layers 2-5")
+    assert verdict(found.loc["cls_early", "holds"]) == "holds"

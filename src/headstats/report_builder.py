@@ -166,8 +166,10 @@ def _median_layer_check(group: pd.DataFrame, role: str, what: str, early: bool) 
     first_later = math.ceil(end)
     region = _layer_range(0, first_later - 1) if early else _layer_range(first_later, n_layers - 1)
     third = "the first third" if early else "the middle and last thirds"
-    detail = (f"the {len(layers)} {what} heads have median layer {median:g}, most in layer(s) "
-              f"{_layers_with_most(layers)}; {third} of the {n_layers} layers is {region}")
+    where = (f"the only {what} head sits in layer {int(layers.iloc[0])}" if len(layers) == 1 else
+             f"the {len(layers)} {what} heads have median layer {median:g}, most in layer(s) "
+             f"{_layers_with_most(layers)}")
+    detail = f"{where}; {third} of the {n_layers} layers is {region}"
     return (median < end) if early else (median >= end), detail
 
 
