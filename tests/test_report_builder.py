@@ -81,7 +81,8 @@ def test_paper_findings_hand_computed():
     detail = found["detail"].to_dict()
     # delimiter kind: cls (0,0) (0,1) (1,0) + sep (2,0) (3,0) (4,1) + delimiter (1,1) (2,1) = 8 heads;
     # syntactic kind: (0,1) (3,0) (3,1) (5,1) = 4; local 3
-    assert detail["delimiter_largest"] == "8 of 12 heads hold a delimiter role; the next largest kind is syntactic with 4"
+    assert detail["delimiter_largest"] == ("8 of 12 heads hold a delimiter role; the next largest kind is syntactic "
+                                           "with 4")
     # 6 layers: the first third is layers 0-1 (layer < 2)
     assert detail["cls_early"] == ("the 3 [CLS] heads have median layer 0, most in layer(s) 0 (2); the first third "
                                    "of the 6 layers is layers 0-1")
@@ -114,8 +115,8 @@ def test_role_counts_are_integers_with_blank_where_not_tested():
     counts = role_counts(heads_per_role_per_layer(roles))
     assert list(counts.columns[:4]) == ["model", "dataset", "local", "block"]
     assert str(counts["block"].dtype) == "Int64" and str(counts["local"].dtype) == "Int64"
-    assert counts.set_index("dataset")["block"].to_dict() == {"single": pd.NA, "pairs": 1} or \
-        (counts.set_index("dataset")["block"]["pairs"] == 1 and pd.isna(counts.set_index("dataset")["block"]["single"]))
+    block = counts.set_index("dataset")["block"]
+    assert block["pairs"] == 1 and block["single"] is pd.NA
     from headstats.report import markdown_table
 
     lines = markdown_table(counts).splitlines()
@@ -329,3 +330,34 @@ def test_a_single_head_is_named_in_the_singular():
     assert found.loc["sep_middle_late", "detail"] == ("the only [SEP] head sits in layer 4; the middle and last "
                                                       "thirds of the 6 layers is layers 2-5")
     assert verdict(found.loc["cls_early", "holds"]) == "holds"
+
+
+def test_rebuild_a_comparison_run_without_torch(tmp_path, tiny_model_dir):
+    import yaml
+    from conftest import build_tiny_bert
+    from typer.testing import CliRunner
+
+    from headstats.cli import app
+
+    other = build_tiny_bert(tmp_path / "other", seed=1)
+    protocol = {"name": "cmp", "models": [{"name": "base", "path": str(tiny_model_dir)},
+                                          {"name": "other", "path": str(other)}],
+                "datasets": [{"name": "pairs", "path": str(REPO / "data" / "demo" / "pairs.txt"), "limit": 12}],
+                "scoring": {"roles": ["local", "delimiter_sep"]},
+                "statistics": {"tau": 1.0, "sensitivity": False},
+                "compare": [{"base": "base", "finetuned": ["other"]}]}
+    (tmp_path / "cmp.yaml").write_text(yaml.safe_dump(protocol))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "cmp.yaml"), "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    figures = sorted(p.name for p in (out / "figures").iterdir())
+    (out / "report.html").unlink()
+    code = (f"import sys\nfrom headstats.report_builder import rebuild_report\nrebuild_report({str(out)!r})\n"
+            "bad = [m for m in ('torch', 'transformers') if m in sys.modules]\n"
+            "sys.exit('imported: ' + ', '.join(bad) if bad else 0)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert sorted(p.name for p in (out / "figures").iterdir()) == figures
+    html = (out / "report.html").read_text()
+    assert "Pretrained vs fine-tuned" in html and html.count("<img") == len([f for f in figures if f.endswith(".png")])

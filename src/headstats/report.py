@@ -351,7 +351,8 @@ def render_html(report: Report, root: Path) -> str:
             svg = _svg_of(str(block.content))
             link = f" <a href='{html.escape(svg)}'>SVG</a>" if (root / svg).exists() else ""
             caption = inline_markdown(block.caption).removeprefix("<p>").removesuffix("</p>") if block.caption else ""
-            parts.append(f"<figure><img alt='{html.escape(block.alt)}'{_css_width(png)} src='data:image/png;base64,{data}'>"
+            parts.append(f"<figure><img alt='{html.escape(block.alt)}'{_css_width(png)} "
+                         f"src='data:image/png;base64,{data}'>"
                          f"<figcaption class='caption'>{caption}{link}</figcaption></figure>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -179,7 +179,8 @@ def _few_multi_role_late(group: pd.DataFrame) -> tuple[object, str]:
         return pd.NA, f"the model has only {n_layers} layers"
     multi = multi_role_heads(group)
     late = group["layer"].to_numpy(int) >= n_layers - 2
-    k_late, n_late, k_rest, n_rest = int(multi[late].sum()), int(late.sum()), int(multi[~late].sum()), int((~late).sum())
+    k_late, n_late = int(multi[late].sum()), int(late.sum())
+    k_rest, n_rest = int(multi[~late].sum()), int((~late).sum())
     detail = (f"{k_late} of {n_late} heads ({k_late / n_late:.0%}) in layers {n_layers - 2}-{n_layers - 1} hold "
               f"roles of two or more kinds, against {k_rest} of {n_rest} ({k_rest / n_rest:.0%}) in layers "
               f"0-{n_layers - 3}")
@@ -615,7 +616,8 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict,
                           "attention to [SEP] falls after fine-tuning.", alt="attention to special tokens")
         if "transitions" in tables:
             t = tables["transitions"]
-            t = t[(t["model_after"] == model_after) & (t["dataset"] == dataset) & ((t["before"] > 0) | (t["after"] > 0))]
+            t = t[(t["model_after"] == model_after) & (t["dataset"] == dataset)
+                  & ((t["before"] > 0) | (t["after"] > 0))]
             report.table(t, "Role transitions per layer: heads gained, lost and kept (layer-role pairs with no head "
                          "before or after left out).", max_rows=200, csv="compare_transitions.csv")
         sig = part[part["reject"].astype(bool)].sort_values("p_corr")
