@@ -22,6 +22,8 @@ from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from headstats.plots import style  # noqa: E402
+
 CHANGE_VALUES = ("median_diff", "estimate", "effect_size", "neglog10p")
 
 
@@ -61,6 +63,7 @@ def _heat_axes(ax: Axes, grid: np.ndarray) -> None:
     ax.set_ylabel("layer")
 
 
+@style.styled
 def change_map(
     paired: pd.DataFrame,
     *,
@@ -114,6 +117,7 @@ def change_map(
     return fig
 
 
+@style.styled
 def heads_per_layer_before_after(
     heads_per_layer: pd.DataFrame,
     *,
@@ -148,11 +152,11 @@ def heads_per_layer_before_after(
     axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True)
     for k, role in enumerate(roles):
         ax = axes[k // ncols][k % ncols]
-        for stage, style in (("before", dict(color="#555555", marker="o", ls="-")),
-                             ("after", dict(color="#d62728", marker="s", ls="--"))):
+        for stage, look in (("before", dict(color=style.DARK_GREY, marker="o", ls="-")),
+                            ("after", dict(color=style.OKABE_ITO["vermillion"], marker="s", ls="--"))):
             line = part[(part["role"] == role) & (part["stage"] == stage)].sort_values("layer")
             if len(line):
-                ax.plot(line["layer"], line["n_heads"], label=f"{stage} ({line['model'].iloc[0]})", **style)
+                ax.plot(line["layer"], line["n_heads"], label=f"{stage} ({line['model'].iloc[0]})", **look)
         ax.set_title(role, fontsize=9)
         top = part.loc[part["role"] == role, "n_heads"].max()
         ax.set_ylim(0, max(1.0, float(top) * 1.05 if pd.notna(top) else 1.0))
@@ -171,6 +175,7 @@ def heads_per_layer_before_after(
     return fig
 
 
+@style.styled
 def similarity_map(
     similarity: pd.DataFrame, *, dataset: str | None = None, model_b: str | None = None, ax: Axes | None = None
 ) -> Figure:
@@ -200,6 +205,7 @@ def similarity_map(
     return fig
 
 
+@style.styled
 def special_mass_plot(
     per_layer: pd.DataFrame,
     *,
@@ -223,7 +229,8 @@ def special_mass_plot(
     dataset = dataset or str(_only(part, "dataset", "dataset"))
     models = list(models) if models is not None else list(dict.fromkeys(part["model"]))
     fig, ax = _axes(ax, (6.5, 3.8))
-    colours = {"cls": "#1f77b4", "sep": "#d62728", "other": "#2ca02c"}
+    colours = {"cls": style.OKABE_ITO["blue"], "sep": style.OKABE_ITO["vermillion"],
+               "other": style.OKABE_ITO["bluish_green"]}
     names = {"cls": "[CLS]", "sep": "[SEP]", "other": "other tokens"}
     styles = ["-", "--", ":", "-."]
     for m, model in enumerate(models):

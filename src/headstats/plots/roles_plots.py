@@ -1,10 +1,16 @@
-"""Figures of role assignment: the layer x head grid, heads per role per layer, co-location, mean scores.
+"""Figures of role assignment: the layer x head role grid, mean-score maps, heads per role per layer, and
+co-location as an UpSet plot.
 
-Every function takes the tables of :mod:`headstats.assign` or the tests table and returns a
-``matplotlib.figure.Figure`` (object-oriented API, headless, no ``plt.show``).
+Every function takes the tables of :mod:`headstats.assign` (or the tests table) and returns a
+``matplotlib.figure.Figure`` (object-oriented API, headless, no ``plt.show``). Nothing here computes a
+statistic: the figures draw the numbers the tables hold. Colours, role order and fonts come from
+:mod:`headstats.plots.style`.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
 
 import matplotlib
 
@@ -12,117 +18,367 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.collections import PatchCollection  # noqa: E402
+from matplotlib.colors import Normalize, TwoSlopeNorm  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.legend_handler import HandlerBase  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from headstats.assign import role_columns  # noqa: E402
+from headstats.plots import style  # noqa: E402
+from headstats.plots.style import role_colours  # noqa: E402,F401  (re-exported: the figures' role colours)
 
-ROLE_COLOURS = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-    "#17becf", "#393b79", "#637939",
-]
+#: Inches of one role slot in a grid cell (the cell grows with the number of roles).
+SLOT_INCHES = 0.13
+#: Margin inside a cell and gap between slots, as fractions of the cell and of a slot.
+CELL_PAD = 0.08
+SLOT_GAP = 0.16
+#: Widest role grid, in inches (larger models get smaller cells).
+MAX_GRID_WIDTH = 12.0
 
 
-def role_colours(roles: list[str]) -> dict[str, str]:
-    """A fixed colour per role, in the order given."""
-    return {role: ROLE_COLOURS[i % len(ROLE_COLOURS)] for i, role in enumerate(roles)}
+# ----------------------------------------------------------------------------------------------- role grid
+
+def slot_shape(n_roles: int) -> tuple[int, int]:
+    """Rows and columns of role slots in one cell of the role grid (10 roles: 2 x 5)."""
+    rows = max(1, round(math.sqrt(max(n_roles, 1) / 2.5)))
+    return rows, max(1, math.ceil(max(n_roles, 1) / rows))
 
 
-def role_grid(roles: pd.DataFrame, *, title: str = "") -> Figure:
-    """Layer x head grid of one model on one data set; each role held is a coloured stripe in its cell.
+def slot_rectangle(layer: float, head: float, index: int, shape: tuple[int, int]) -> Rectangle:
+    """The rectangle of role slot ``index`` in the cell of (layer, head), in data units (cell = 1 x 1).
+
+    Slots fill the cell row by row, inside a margin, with a gap between them, so that no mark ever crosses
+    into a neighbouring cell.
+    """
+    rows, cols = shape
+    r, c = divmod(index, cols)
+    width, height = (1 - 2 * CELL_PAD) / cols, (1 - 2 * CELL_PAD) / rows
+    x = head + CELL_PAD + c * width + SLOT_GAP * width / 2
+    y = layer + CELL_PAD + r * height + SLOT_GAP * height / 2
+    return Rectangle((x, y), width * (1 - SLOT_GAP), height * (1 - SLOT_GAP))
+
+
+class _SlotKey:
+    """Legend handle: a miniature cell with one role's slot filled."""
+
+    def __init__(self, index: int, shape: tuple[int, int], colour: str):
+        self.index, self.shape, self.colour = index, shape, colour
+
+
+class _SlotKeyHandler(HandlerBase):
+    def legend_artist(self, legend, orig_handle: _SlotKey, fontsize, handlebox):
+        x0, y0 = -handlebox.xdescent, -handlebox.ydescent
+        w, h = handlebox.width, handlebox.height
+        rows, cols = orig_handle.shape
+        transform = handlebox.get_transform()
+        outline = Rectangle((x0, y0), w, h, fill=False, ec=style.GRID, lw=0.6, transform=transform)
+        handlebox.add_artist(outline)
+        sw, sh = w / cols, h / rows
+        for k in range(rows * cols):
+            r, c = divmod(k, cols)
+            filled = k == orig_handle.index
+            patch = Rectangle((x0 + c * sw + 0.12 * sw, y0 + h - (r + 1) * sh + 0.12 * sh), 0.76 * sw, 0.76 * sh,
+                              fc=orig_handle.colour if filled else style.EMPTY,
+                              ec=style.EDGE if filled else "none", lw=0.4, transform=transform)
+            handlebox.add_artist(patch)
+        return outline
+
+
+def _grid_size(n_layers: int, n_heads: int, shape: tuple[int, int]) -> tuple[float, float, float]:
+    rows, cols = shape
+    cell_w = max(0.42, cols * SLOT_INCHES + 0.14)
+    cell_h = max(0.28, rows * SLOT_INCHES + 0.12)
+    scale = min(1.0, MAX_GRID_WIDTH / (n_heads * cell_w))
+    return n_heads * cell_w * scale, n_layers * cell_h * scale, scale
+
+
+@style.styled
+def role_grid(roles: pd.DataFrame, *, title: str = "", legend: bool = True) -> Figure:
+    """Layer x head grid of one model on one data set; each role has its own slot in every cell.
+
+    Every cell is one head; inside it, each role has a fixed slot (the same position in every cell, shown
+    in the legend) that is filled with the role's colour when the head holds the role, light grey when the
+    role was tested but not assigned, and left blank when the role was not tested on this data set (``block``
+    on single sentences). Position and colour both identify a role, so the grid reads in grey scale too.
 
     Parameters
     ----------
     roles : DataFrame
-        Rows of :func:`headstats.assign.role_table` for one (model, dataset).
+        Rows of :func:`headstats.assign.role_table` for one (model, dataset): ``layer``, ``head`` and a
+        boolean (or NA) column per role.
+    title : str
+        Axes title.
+    legend : bool
+        Draw the key (one miniature cell per role) under the grid.
+
+    Returns
+    -------
+    Figure
+        One axes; its collections are labelled by role (held slots) and ``_tested, not held``.
     """
-    cols = role_columns(roles)
-    colours = role_colours(cols)
-    n_layers = int(roles["layer"].max()) + 1
-    n_heads = int(roles["head"].max()) + 1
-    fig = Figure(figsize=(max(6.0, 0.55 * n_heads + 2.5), max(3.0, 0.45 * n_layers + 1.2)))
+    cols = style.order_roles(role_columns(roles))
+    colours = style.role_colours(cols)
+    shape = slot_shape(len(cols))
+    n_layers = int(roles["layer"].max()) + 1 if len(roles) else 1
+    n_heads = int(roles["head"].max()) + 1 if len(roles) else 1
+    width, height, scale = _grid_size(n_layers, n_heads, shape)
+    legend_rows = shape[0] if legend and cols else 0
+    fig = Figure(figsize=(width + 0.9, height + 0.85 + 0.32 * legend_rows), layout="constrained")
     ax = fig.add_subplot()
-    width = 1.0 / max(1, len(cols))
-    held = roles[cols].fillna(False).astype(bool)
-    for (_, row), (_, held_row) in zip(roles.iterrows(), held.iterrows()):
-        for k, role in enumerate(cols):
-            if held_row[role]:
-                ax.add_patch(Rectangle((row["head"] + k * width, row["layer"]), width, 1, color=colours[role], lw=0))
+    layers = roles["layer"].to_numpy(int)
+    heads = roles["head"].to_numpy(int)
+    empty = []
+    for k, role in enumerate(cols):
+        values = roles[role]
+        tested = values.notna().to_numpy(bool)
+        held = values.fillna(False).to_numpy(bool) & tested
+        patches = [slot_rectangle(lay, hd, k, shape) for lay, hd in zip(layers[held], heads[held])]
+        empty += [slot_rectangle(lay, hd, k, shape) for lay, hd in zip(layers[tested & ~held], heads[tested & ~held])]
+        ax.add_collection(PatchCollection(patches, facecolor=colours[role], edgecolor=style.EDGE,
+                                          linewidth=0.3, label=role))
+    ax.add_collection(PatchCollection(empty, facecolor=style.EMPTY, edgecolor="none", label="_tested, not held",
+                                      zorder=0.5))
     ax.set_xlim(0, n_heads)
     ax.set_ylim(n_layers, 0)
-    ax.set_xticks(np.arange(n_heads) + 0.5, [str(h) for h in range(n_heads)])
-    ax.set_yticks(np.arange(n_layers) + 0.5, [str(layer) for layer in range(n_layers)])
+    fontsize = 8 if scale > 0.8 else 7
+    ax.set_xticks(np.arange(n_heads) + 0.5, [str(h) for h in range(n_heads)], fontsize=fontsize)
+    ax.set_yticks(np.arange(n_layers) + 0.5, [str(layer) for layer in range(n_layers)], fontsize=fontsize)
     ax.set_xticks(np.arange(n_heads + 1), minor=True)
     ax.set_yticks(np.arange(n_layers + 1), minor=True)
-    ax.grid(which="minor", color="#444", lw=0.6)
-    ax.tick_params(which="minor", length=0)
+    ax.grid(which="minor", color=style.GRID, lw=0.6)
+    ax.tick_params(which="both", length=0)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(True)
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
-    ax.set_title(title or "roles assigned per head (stripes: roles held)")
-    handles = [Rectangle((0, 0), 1, 1, color=colours[c]) for c in cols]
-    ax.legend(handles, cols, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    fig.tight_layout()
+    ax.set_title(title or "roles held per head")
+    if legend and cols:
+        order = [r * shape[1] + c for c in range(shape[1]) for r in range(shape[0]) if r * shape[1] + c < len(cols)]
+        handles = [_SlotKey(k, shape, colours[cols[k]]) for k in order]
+        fig.legend(handles, [cols[k] for k in order], handler_map={_SlotKey: _SlotKeyHandler()},
+                   loc="outside lower center", ncol=shape[1], handlelength=1.9 * shape[1] / max(shape[0], 1) ** 0.5,
+                   handleheight=1.4 * shape[0], columnspacing=1.2, title="slot of each role in a cell",
+                   title_fontsize=8)
     return fig
 
 
-def heads_per_layer_plot(per_layer: pd.DataFrame, *, title: str = "") -> Figure:
-    """Number of heads per role in each layer (the paper's distribution over layers).
+# ------------------------------------------------------------------------------------------ mean-score maps
+
+def _layer_head_grid(part: pd.DataFrame, value: str, n_layers: int, n_heads: int) -> np.ndarray:
+    grid = np.full((n_layers, n_heads), np.nan)
+    grid[part["layer"].to_numpy(int), part["head"].to_numpy(int)] = part[value].to_numpy(float)
+    return grid
+
+
+def _norm(grid: np.ndarray, tau: float | None) -> Normalize:
+    finite = grid[np.isfinite(grid)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    if tau is None:
+        return Normalize(low, high if high > low else low + 1)
+    margin = max(1e-3, 0.02 * abs(tau))
+    return TwoSlopeNorm(vcenter=tau, vmin=min(low, tau - margin), vmax=max(high, tau + margin))
+
+
+@style.styled
+def mean_score_maps(tests: pd.DataFrame, *, tau: float | None = None, title: str = "",
+                    ncols: int | None = None) -> Figure:
+    """Small multiples, one per role: layer x head heat map of the mean score, assigned heads outlined.
+
+    With ``tau`` the colours diverge at tau (red above, blue below), so that a reader sees at once which heads
+    score above the threshold and which of those were assigned (outlined in black).
+
+    Parameters
+    ----------
+    tests : DataFrame
+        The tests table of one (model, dataset): ``role, layer, head, mean, reject``.
+    tau : float, optional
+        The threshold of the tests; centre of the colour scale.
+    title : str
+        Figure title.
+    ncols : int, optional
+        Panels per row (default 5 for more than 8 roles, else 4).
+    """
+    roles = style.order_roles(tests["role"])
+    ncols = max(1, min(ncols or (5 if len(roles) > 8 else 4), len(roles)))
+    nrows = max(1, math.ceil(len(roles) / ncols))
+    n_layers, n_heads = int(tests["layer"].max()) + 1, int(tests["head"].max()) + 1
+    panel_w, panel_h = max(2.5, 0.13 * n_heads + 1.2), max(1.7, 0.13 * n_layers + 0.9)
+    fig = Figure(figsize=(panel_w * ncols, panel_h * nrows + 0.5), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    cmap = style.DIVERGING_CMAP if tau is not None else style.SEQUENTIAL_CMAP
+    for ax, role in zip(axes.flat, roles):
+        part = tests[tests["role"] == role]
+        grid = _layer_head_grid(part, "mean", n_layers, n_heads)
+        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=_norm(grid, tau), aspect="auto",
+                          interpolation="nearest")
+        for r in part[part["reject"].fillna(False).astype(bool)].itertuples():
+            ax.add_patch(Rectangle((r.head - 0.5, r.layer - 0.5), 1, 1, fill=False, ec=style.ASSIGNED_EDGE, lw=1.3))
+        ax.set_title(role, fontsize=9)
+        ax.set_xlabel("head", fontsize=8)
+        ax.set_ylabel("layer", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.tick_params(labelsize=7)
+        bar = fig.colorbar(image, ax=ax, fraction=0.08, pad=0.02)
+        norm = image.norm
+        ticks = [norm.vmin, tau, norm.vmax] if tau is not None else [norm.vmin, norm.vmax]
+        bar.set_ticks(ticks, labels=[f"{t:.3g}" for t in ticks])
+        bar.ax.tick_params(labelsize=6)
+        if tau is not None:
+            bar.ax.axhline(tau, color="k", lw=0.8)
+    for ax in list(axes.flat)[len(roles):]:
+        ax.set_visible(False)
+    suffix = f" (black outline: assigned; colours diverge at tau = {tau:g})" if tau is not None else \
+        " (black outline: assigned)"
+    fig.suptitle((title or "mean sieve bias score per head") + suffix, fontsize=10, x=0.01, ha="left")
+    return fig
+
+
+# ---------------------------------------------------------------------------------- heads per role per layer
+
+@style.styled
+def heads_per_layer_plot(per_layer: pd.DataFrame, *, title: str = "", ncols: int | None = None,
+                         label_bars: bool | None = None) -> Figure:
+    """Small multiples, one panel per role: heads holding the role in each layer (bars, shared y axis).
 
     Parameters
     ----------
     per_layer : DataFrame
-        Rows of :func:`headstats.assign.heads_per_role_per_layer` for one (model, dataset).
+        Rows of :func:`headstats.assign.heads_per_role_per_layer` for one (model, dataset):
+        ``layer, role, n_heads`` (and ``n_total``, heads per layer).
+    title : str
+        Figure title.
+    ncols : int, optional
+        Panels per row (default 5 for more than 8 roles, else 4).
+    label_bars : bool, optional
+        Write each count above its bar (default: when the model has at most 16 layers).
     """
-    fig = Figure(figsize=(7, 4))
-    ax = fig.add_subplot()
-    roles = list(dict.fromkeys(per_layer["role"]))
-    colours = role_colours(roles)
-    for role in roles:
+    roles = style.order_roles(per_layer["role"])
+    colours = style.role_colours(roles)
+    layers = sorted(int(x) for x in per_layer["layer"].unique())
+    label_bars = len(layers) <= 16 if label_bars is None else label_bars
+    ncols = max(1, min(ncols or (5 if len(roles) > 8 else 4), len(roles)))
+    nrows = max(1, math.ceil(len(roles) / ncols))
+    top = float(per_layer["n_heads"].max()) if len(per_layer) else 1.0
+    panel_w = max(2.2, 0.16 * len(layers) + 1.0)
+    fig = Figure(figsize=(panel_w * ncols, 1.9 * nrows + 0.5), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
+    for k, (ax, role) in enumerate(zip(axes.flat, roles)):
         part = per_layer[per_layer["role"] == role].sort_values("layer")
-        ax.plot(part["layer"], part["n_heads"], marker="o", label=role, color=colours[role])
-    ax.set_xlabel("layer")
-    ax.set_ylabel("heads assigned")
-    ax.set_xticks(sorted(per_layer["layer"].unique()))
-    ax.set_title(title or "heads per role per layer")
-    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    return fig
-
-
-def colocation_plot(coloc: pd.DataFrame, *, top: int = 15, title: str = "") -> Figure:
-    """Horizontal bars: heads per exact combination of roles (one model, one data set)."""
-    exact = coloc[coloc["kind"] == "exact"].sort_values("n_heads", ascending=True).tail(top)
-    fig = Figure(figsize=(7, max(2.5, 0.3 * len(exact) + 1)))
-    ax = fig.add_subplot()
-    ax.barh(exact["combination"], exact["n_heads"], color="#4c72b0")
-    ax.set_xlabel("heads")
-    ax.set_title(title or "co-location: heads per combination of roles")
-    ax.tick_params(axis="y", labelsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def mean_score_maps(tests: pd.DataFrame, *, tau: float | None = None, title: str = "") -> Figure:
-    """Small multiples, one per role: layer x head heat map of the mean score, assigned heads outlined."""
-    roles = list(dict.fromkeys(tests["role"]))
-    ncols = min(4, len(roles))
-    nrows = int(np.ceil(len(roles) / ncols))
-    fig = Figure(figsize=(3.2 * ncols, 2.6 * nrows + 0.6))
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    for ax, role in zip(axes.flat, roles):
-        part = tests[tests["role"] == role]
-        grid = part.pivot(index="layer", columns="head", values="mean")
-        image = ax.imshow(grid.to_numpy(dtype=float), cmap="viridis", aspect="auto")
-        for r in part[part["reject"].fillna(False).astype(bool)].itertuples():
-            ax.add_patch(Rectangle((r.head - 0.5, r.layer - 0.5), 1, 1, fill=False, ec="red", lw=1.2))
+        bars = ax.bar(part["layer"].to_numpy(int), part["n_heads"].to_numpy(int), width=0.75,
+                      color=colours[role], edgecolor=style.EDGE, linewidth=0.4, label=role)
+        if label_bars:
+            ax.bar_label(bars, labels=[str(int(v)) if v else "" for v in part["n_heads"]], fontsize=6, padding=1)
         ax.set_title(role, fontsize=9)
-        ax.set_xlabel("head", fontsize=8)
-        ax.set_ylabel("layer", fontsize=8)
-        ax.tick_params(labelsize=7)
-        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+        ax.set_ylim(0, max(1.0, top) * 1.18)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(axis="y", alpha=0.3)
+        if k % ncols == 0:
+            ax.set_ylabel("heads")
+        if k // ncols == nrows - 1 or k + ncols >= len(roles):
+            ax.set_xlabel("layer")
+            ax.xaxis.set_tick_params(labelbottom=True)
     for ax in list(axes.flat)[len(roles):]:
         ax.set_visible(False)
-    suffix = f" (red: assigned, tau = {tau:g})" if tau is not None else " (red: assigned)"
-    fig.suptitle((title or "mean sieve bias score per head") + suffix, fontsize=10)
-    fig.tight_layout()
+    fig.suptitle(title or "heads per role per layer", fontsize=10, x=0.01, ha="left")
+    return fig
+
+
+# ------------------------------------------------------------------------------------------- co-location
+
+def _members(combination: str) -> list[str]:
+    return [] if combination in ("", "none") else str(combination).split("+")
+
+
+@style.styled
+def upset_plot(coloc: pd.DataFrame, *, roles: Sequence[str] | None = None, max_intersections: int = 20,
+               show_none: bool = True, title: str = "") -> Figure:
+    """Co-location of roles as an UpSet plot (Lex et al. 2014): heads per exact combination of roles.
+
+    The top bars are the intersections, largest first (combinations held by no head are left out); the dots
+    under each bar show which roles make it; the bars on the left are the heads holding each role, whatever
+    else they hold (the sum of the intersections that contain it).
+
+    Parameters
+    ----------
+    coloc : DataFrame
+        :func:`headstats.assign.colocation` rows for one (model, dataset); only ``kind == "exact"`` rows are
+        drawn (``combination`` joins roles with ``+``; ``none`` is heads without any role).
+    roles : sequence of str, optional
+        Roles to show as rows, also those no head holds (default: the roles named in the combinations).
+    max_intersections : int
+        Draw at most this many intersections (the largest); the title says how many were left out.
+    show_none : bool
+        Draw the column of heads without any role.
+    title : str
+        Figure title.
+    """
+    exact = coloc[coloc["kind"] == "exact"] if "kind" in coloc.columns else coloc
+    exact = exact[exact["n_heads"] > 0]
+    if not show_none:
+        exact = exact[~exact["combination"].isin(["", "none"])]
+    members = {c: _members(c) for c in exact["combination"]}
+    named = [r for m in members.values() for r in m]
+    roles = style.order_roles([*(roles or []), *named])
+    colours = style.role_colours(roles)
+    ranked = exact.assign(_k=exact["combination"].map(lambda c: len(members[c]))) \
+        .sort_values(["n_heads", "_k", "combination"], ascending=[False, True, True])
+    shown = ranked.head(max_intersections)
+    set_sizes = {r: int(exact.loc[exact["combination"].map(lambda c, r=r: r in members[c]), "n_heads"].sum())
+                 for r in roles}
+    n_int, n_roles = len(shown), len(roles)
+    fig = Figure(figsize=(2.2 + 0.34 * max(n_int, 3), 1.9 + 0.24 * max(n_roles, 1)), layout="constrained")
+    grid = fig.add_gridspec(2, 2, width_ratios=[1.1, 0.34 * max(n_int, 3)], height_ratios=[1.9, 0.24 * max(n_roles, 1)])
+    ax_bar = fig.add_subplot(grid[0, 1])
+    ax_dots = fig.add_subplot(grid[1, 1], sharex=ax_bar)
+    ax_sets = fig.add_subplot(grid[1, 0])
+    x = np.arange(n_int)
+    heights = shown["n_heads"].to_numpy(int)
+    bars = ax_bar.bar(x, heights, width=0.6, color=style.EDGE, label="intersection")
+    ax_bar.bar_label(bars, fontsize=7, padding=1)
+    ax_bar.set_ylabel("heads")
+    ax_bar.set_ylim(0, max(1, heights.max() if n_int else 1) * 1.15)
+    ax_bar.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+    ax_bar.tick_params(axis="x", bottom=False, labelbottom=False)
+    ax_bar.spines["bottom"].set_visible(False)
+    y = {r: i for i, r in enumerate(roles)}
+    for i in range(0, n_roles, 2):
+        ax_dots.axhspan(i - 0.5, i + 0.5, color="#F4F4F4", zorder=0)
+    filled_x, filled_y = [], []
+    for xi, combo in zip(x, shown["combination"]):
+        ys = sorted(y[r] for r in members[combo])
+        filled_x += [xi] * len(ys)
+        filled_y += ys
+        if len(ys) > 1:
+            ax_dots.plot([xi, xi], [ys[0], ys[-1]], color=style.EDGE, lw=1.6, zorder=1)
+    grey_x, grey_y = np.meshgrid(x, np.arange(n_roles))
+    ax_dots.scatter(grey_x.ravel(), grey_y.ravel(), s=28, color=style.EMPTY, zorder=1, label="_not in")
+    ax_dots.scatter(filled_x, filled_y, s=28, color=style.EDGE, zorder=2, label="in")
+    ax_dots.set_ylim(n_roles - 0.5, -0.5)
+    ax_sets.set_ylim(n_roles - 0.5, -0.5)
+    ax_dots.set_xlim(-0.6, max(n_int, 1) - 0.4)
+    none_at = [xi for xi, c in zip(x, shown["combination"]) if not members[c]]
+    ax_dots.set_xticks(none_at, ["no role"] * len(none_at), fontsize=7)
+    ax_dots.tick_params(axis="both", length=0)
+    for side in ("left", "bottom"):
+        ax_dots.spines[side].set_visible(False)
+    ax_dots.set_yticks(np.arange(n_roles), roles)
+    sizes = [set_sizes[r] for r in roles]
+    ax_sets.barh(np.arange(n_roles), sizes, height=0.6, color=[colours[r] for r in roles],
+                 edgecolor=style.EDGE, linewidth=0.4)
+    for i, size in enumerate(sizes):
+        ax_sets.annotate(str(size), (size, i), xytext=(-2, 0), textcoords="offset points", ha="right",
+                         va="center", fontsize=7)
+    ax_sets.set_xlim(max(1, max(sizes, default=1)) * 1.35, 0)
+    ax_sets.tick_params(axis="y", left=False, labelleft=False)
+    ax_sets.spines["left"].set_visible(False)
+    ax_sets.set_xlabel("heads\nper role")
+    ax_sets.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=3))
+    left_out = len(ranked) - n_int
+    more = f" ({left_out} smaller combinations not shown)" if left_out > 0 else ""
+    fig.suptitle((title or "co-location: heads per exact combination of roles") + more, fontsize=10, x=0.01,
+                 ha="left")
     return fig

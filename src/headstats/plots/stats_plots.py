@@ -14,10 +14,10 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-_COLOURS = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-    "#17becf", "#393b79", "#637939",
-]
+from headstats.plots import style
+
+#: Series colours (Okabe-Ito); roles take their fixed colours from :func:`headstats.plots.style.role_colours`.
+_COLOURS = style.SERIES
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
@@ -44,6 +44,7 @@ def _one(table: pd.DataFrame, column: str, value: object | None, what: str) -> t
     return table.loc[table[column] == value], value
 
 
+@style.styled
 def plot_tau_sensitivity(
     sensitivity: pd.DataFrame,
     *,
@@ -80,12 +81,13 @@ def plot_tau_sensitivity(
         alpha = 0.05 if np.isclose(alphas, 0.05).any() else float(alphas[len(alphas) // 2])
     table = table.loc[np.isclose(table["alpha"], alpha)] if alpha is not None else table
     fig, ax = _axes(ax, (6.5, 4.0))
-    for i, (role, rows) in enumerate(table.groupby("role", sort=True)):
-        rows = rows.sort_values("tau")
+    colours = style.role_colours(style.order_roles(table["role"]))
+    for role in style.order_roles(table["role"]):
+        rows = table.loc[table["role"] == role].sort_values("tau")
         y = rows["n_heads_assigned"].to_numpy(float)
         if share:
             y = y / np.maximum(rows["n_heads_tested"].to_numpy(float), 1)
-        ax.plot(rows["tau"], y, marker="o", ms=3, color=_COLOURS[i % len(_COLOURS)], label=str(role))
+        ax.plot(rows["tau"], y, marker="o", ms=3, color=colours[role], label=str(role))
     if tau_used is not None:
         ax.axvline(tau_used, color="#444", ls="--", lw=0.8)
     ax.set_xlabel("tau (threshold of the sieve bias score)")
@@ -98,6 +100,7 @@ def plot_tau_sensitivity(
     return fig
 
 
+@style.styled
 def plot_pvalue_histogram(
     tests: pd.DataFrame,
     *,
@@ -130,16 +133,18 @@ def plot_pvalue_histogram(
     edges = np.linspace(0, 1, bins + 1)
     finite = tests.loc[np.isfinite(tests[column].to_numpy(float))]
     if by_role and len(finite):
-        groups = [(str(r), g[column].to_numpy(float)) for r, g in finite.groupby("role", sort=True)]
+        order = style.order_roles(finite["role"].astype(str))
+        colours = style.role_colours(order)
+        groups = [(r, finite.loc[finite["role"].astype(str) == r, column].to_numpy(float)) for r in order]
         ax.hist([g for _, g in groups], bins=edges, stacked=True, label=[r for r, _ in groups],
-                color=[_COLOURS[i % len(_COLOURS)] for i in range(len(groups))])
+                color=[colours[r] for r, _ in groups])
         ax.legend(fontsize="small", frameon=False)
     else:
         ax.hist(finite[column].to_numpy(float), bins=edges, color=_COLOURS[0])
     if alpha is None and column == "p_corr" and "alpha" in tests.columns and len(tests):
         alpha = float(tests["alpha"].iloc[0])
     if alpha is not None:
-        ax.axvline(alpha, color="#d62728", ls="--", lw=0.8)
+        ax.axvline(alpha, color=style.OKABE_ITO["vermillion"], ls="--", lw=0.8)
     ax.set_xlim(0, 1)
     ax.set_xlabel("corrected p-value" if column == "p_corr" else "uncorrected p-value")
     ax.set_ylabel("hypotheses (heads x roles)")
@@ -148,6 +153,7 @@ def plot_pvalue_histogram(
     return fig
 
 
+@style.styled
 def plot_power(
     tests: pd.DataFrame,
     *,
@@ -169,12 +175,12 @@ def plot_power(
     rej = table["reject"].to_numpy(bool)
     ok = np.isfinite(d) & np.isfinite(power)
     fig, ax = _axes(ax, (6.0, 4.0))
-    ax.scatter(d[ok & rej], power[ok & rej], s=14, color=_COLOURS[2], label="assigned")
+    ax.scatter(d[ok & rej], power[ok & rej], s=14, color=style.OKABE_ITO["bluish_green"], label="assigned")
     low = ok & ~rej & (power < power_target)
-    ax.scatter(d[low], power[low], s=14, facecolors="none", edgecolors=_COLOURS[3],
+    ax.scatter(d[low], power[low], s=14, facecolors="none", edgecolors=style.OKABE_ITO["vermillion"],
                label=f"not assigned, power < {power_target:g}")
     rest = ok & ~rej & ~low
-    ax.scatter(d[rest], power[rest], s=14, color=_COLOURS[7], label="not assigned")
+    ax.scatter(d[rest], power[rest], s=14, color=style.DARK_GREY, label="not assigned")
     ax.axhline(power_target, color="#444", ls="--", lw=0.8)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("effect (mean - tau) / sd")
@@ -185,6 +191,7 @@ def plot_power(
     return fig
 
 
+@style.styled
 def plot_n_for_power(
     tests: pd.DataFrame,
     *,
@@ -198,12 +205,13 @@ def plot_n_for_power(
     """
     _require(tests, ["role", "n", "n_for_power", "reject", "mean", "tau"], "plot_n_for_power")
     fig, ax = _axes(ax, (6.5, 4.0))
-    roles = sorted(map(str, pd.unique(tests["role"])))
+    roles = style.order_roles(map(str, pd.unique(tests["role"])))
+    colours = style.role_colours(roles)
     for i, role in enumerate(roles):
         rows = tests.loc[tests["role"].astype(str) == role]
         sel = rows.loc[~rows["reject"].astype(bool) & (rows["mean"] > rows["tau"]) & rows["n_for_power"].notna()]
         jitter = (np.arange(len(sel)) % 7 - 3) * 0.04
-        ax.scatter(i + jitter, sel["n_for_power"], s=12, color=_COLOURS[i % len(_COLOURS)])
+        ax.scatter(i + jitter, sel["n_for_power"], s=12, color=colours[role])
         if len(rows):
             ax.hlines(float(rows["n"].median()), i - 0.35, i + 0.35, color="#444", ls="--", lw=1)
     ax.set_yscale("log")
@@ -214,6 +222,7 @@ def plot_n_for_power(
     return fig
 
 
+@style.styled
 def plot_effect_grid(
     tests: pd.DataFrame,
     *,
