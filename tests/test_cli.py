@@ -454,3 +454,17 @@ def test_other_os_errors_keep_their_traceback(tmp_path, tiny_model_dir, monkeypa
     _fail_while_writing(monkeypatch, fail)
     result = runner.invoke(app, _score_args(tiny_model_dir, tmp_path / "o"))
     assert result.exit_code == 1 and isinstance(result.exception, OSError)  # a bug or a broken disk: not hidden
+
+
+def test_report_command_rebuilds_a_run_without_a_model(tmp_path, tiny_model_dir):
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", str(write_protocol(tmp_path, str(tiny_model_dir))), "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    (out / "report.md").unlink()
+    result = runner.invoke(app, ["report", str(out), "--top-k", "2", "--no-html"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"report: {out / 'report.md'}"
+    assert "Methods" in (out / "report.md").read_text()
+    strongest = pd.read_csv(out / "strongest_heads.csv")
+    assert strongest.groupby(["model", "dataset", "role"]).size().max() == 2
+    assert_one_line_error(runner.invoke(app, ["report", str(tmp_path)]), "not a headstats run folder")

@@ -309,6 +309,23 @@ def validate(
                    f"{len(proto.scoring.roles)} roles{where})")
 
 
+@app.command()
+def report(
+    run_dir: Path = typer.Argument(..., help="a finished run's output folder"),
+    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, help="strongest heads per role to list"),
+    html: bool = typer.Option(True, "--html/--no-html", help="write report.html beside report.md"),
+) -> None:
+    """Rebuild a run's report and figures from its tables, without loading any model."""
+    with _errors():
+        from headstats.report_builder import rebuild_report
+
+        if not (run_dir / "manifest.json").is_file():
+            raise HeadstatsError(f"{str(run_dir)!r} is not a headstats run folder (no manifest.json); "
+                                 "give the --out folder of a finished 'headstats run'")
+        path = rebuild_report(run_dir, top_k=top_k, html=html)
+        typer.echo(f"report: {path}")
+
+
 #: FinetuneRecipe field -> the finetune command's option, for one-line messages.
 _FINETUNE_OPTIONS = {"epochs": "--epochs", "learning_rate": "--lr", "batch_size": "--batch-size",
                      "max_length": "--max-length", "train_rows": "--train-rows", "seed": "--seed",
