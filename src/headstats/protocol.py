@@ -196,6 +196,9 @@ class Protocol(_Strict):
         text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
+    #: Extra analyses (registered names, ``headstats.analyses``) run in the same forward passes, e.g. [entropy].
+    analyses: list[str] = Field(default_factory=list)
+
 
 def _format_validation_error(exc: ValidationError) -> str:
     err = exc.errors()[0]

@@ -110,8 +110,12 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol) -> N
         report.table(pairs[["combination", "n_heads", "share"]], "co-location: heads holding both roles of a pair", max_rows=15)
 
 
-def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, comparison: dict | None = None) -> Report:
-    """Build the report of a study and write ``report.md`` and ``report.html`` into ``root``."""
+def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, comparison: dict | None = None,
+                 analyses: dict[str, dict[str, pd.DataFrame]] | None = None) -> Report:
+    """Build the report of a study and write ``report.md`` and ``report.html`` into ``root``.
+
+    ``analyses``: analysis name -> its tables (:mod:`headstats.analyses`); each adds its own section.
+    """
     report = Report(title=f"headstats report: {protocol.name}")
     if protocol.description:
         report.text(protocol.description)
@@ -124,16 +128,31 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
     report.table(analysis.tables["strongest_heads"], f"top {protocol.report.top_k} heads by mean score", max_rows=60)
     if comparison:
         comparison_section(report, root, comparison, manifest)
+    files = analysis_sections(report, root, analyses or {})
     report.heading("Files and reproduction")
     report.text(
         "- `scores.parquet`: one row per input, layer, head and role (column `score`)\n"
         "- `tests.csv` / `tests.parquet`: one row per model, data set, role, layer and head\n"
         "- `roles.csv`: one row per head, a boolean column per role\n"
-        "- `manifest.json`: versions, model weight hashes, data hashes, seed, counts\n"
+        + "".join(f"- `{name}.csv`: {what}\n" for name, what in files.items())
+        + "- `manifest.json`: versions, model weight hashes, data hashes, seed, counts\n"
         "- `protocol.resolved.yaml`: rerun with `headstats run protocol.resolved.yaml`"
     )
     write_report(report, root, html_too=protocol.report.html)
     return report
+
+
+def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, pd.DataFrame]]) -> dict[str, str]:
+    """The section of each analysis of the protocol (its registered ``report`` hook); returns table -> what."""
+    from headstats.analyses import get_analysis
+
+    files = {}
+    for name, tables in analyses.items():
+        spec = get_analysis(name)
+        if spec.report is not None:
+            spec.report(report, root, tables)
+        files.update({table: spec.description for table in tables})
+    return files
 
 
 def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol) -> None:
