@@ -8,6 +8,7 @@ heads x roles, float32); the long table is made only when asked for (:attr:`Scor
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -42,9 +43,9 @@ class ScoreRun:
         self.array = array
         self.counts = counts or {}
 
-    @property
+    @cached_property
     def scores(self) -> pd.DataFrame:
-        """The long table ``model, dataset, sentence_id, layer, head, role, score`` (built on each call)."""
+        """The long table ``model, dataset, sentence_id, layer, head, role, score`` (built when first asked for)."""
         return long_frame([self.array])
 
 

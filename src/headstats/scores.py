@@ -198,14 +198,15 @@ def _arc_tensors(
     K = max(1, max(len(r) for r in rows))
     q = np.zeros((len(inputs), K, width), dtype=np.float32)
     k = np.zeros((len(inputs), K, width), dtype=np.float32)
-    member = np.zeros((len(inputs), K, len(arc_roles)), dtype=bool)
-    relations = set(settings.relations)
+    relation = np.full((len(inputs), K), "", dtype=object)
     for b, arcs in enumerate(rows):
-        for a, (query_pieces, key_pieces, relation) in enumerate(arcs):
-            q[b, a, list(query_pieces)] = 1.0 / len(query_pieces)
-            k[b, a, list(key_pieces)] = 1.0 / len(key_pieces)
-            for r, (_, wanted) in enumerate(arc_roles):
-                member[b, a, r] = relation in relations if wanted is None else relation == wanted
+        for a, (query_pieces, key_pieces, rel) in enumerate(arcs):
+            q[b, a, query_pieces] = 1.0 / len(query_pieces)
+            k[b, a, key_pieces] = 1.0 / len(key_pieces)
+            relation[b, a] = rel
+    member = np.zeros((len(inputs), K, len(arc_roles)), dtype=bool)
+    for r, (_, wanted) in enumerate(arc_roles):
+        member[:, :, r] = np.isin(relation, list(settings.relations)) if wanted is None else relation == wanted
     as_t = lambda x: torch.from_numpy(x).to(device)  # noqa: E731
     return as_t(q), as_t(k), as_t(member)
 
