@@ -81,6 +81,8 @@ def test_one_load_per_model_and_one_forward_per_model_and_batch(two_models, monk
         alone = score_records(two_models[job.models[0]], RECORDS, dataset="d", roles=ROLES, batch_size=5).array
         got = job.collector.result()
         assert list(got.sentence_ids) == [r.sentence_id for r in RECORDS]
+        assert got.provenance["model"]["vocab_sha256"] == two_models[job.models[0]].provenance["vocab_sha256"]
+        assert got.provenance["roles"] == ROLES and got.provenance["settings"]["window"] == 2
         np.testing.assert_array_equal(got.values, alone.values)
 
 

@@ -209,10 +209,17 @@ def test_write_scores_streams_the_long_table(tmp_path):
     assert pq.ParquetFile(path).num_row_groups == 3  # d1 in groups of 2 inputs, then d2
 
 
-def test_long_frame_has_string_keys():
+def test_long_frame_has_keys_sorted_as_text():
     from headstats.measures import MeasureArray
     from headstats.pipeline import long_frame
 
-    frame = long_frame([MeasureArray("m", "d", ["b", "a"], ("x",), np.zeros((2, 1, 1, 1)))])
-    assert frame["sentence_id"].tolist() == ["b", "a"]
-    assert not isinstance(frame["role"].dtype, pd.CategoricalDtype)
+    a = MeasureArray("m", "d2", ["b", "10", "2"], ("x", "block"), np.arange(6, dtype=float).reshape(3, 1, 1, 2))
+    b = MeasureArray("m", "d1", ["a"], ("x",), np.full((1, 1, 1, 1), 7.0))
+    frame = long_frame([a, b])
+    assert list(frame.columns) == SCORE_COLUMNS
+    assert frame["sentence_id"].tolist() == ["b", "b", "10", "10", "2", "2", "a"]
+    assert frame["role"].tolist() == ["x", "block"] * 3 + ["x"] and frame["score"].tolist() == [0, 1, 2, 3, 4, 5, 7]
+    assert list(frame["sentence_id"].cat.categories) == ["10", "2", "a", "b"]
+    assert list(frame["role"].cat.categories) == ["block", "x"]
+    assert list(frame["dataset"].cat.categories) == ["d1", "d2"]
+    assert frame["layer"].dtype == np.int16 and long_frame([]).columns.tolist() == SCORE_COLUMNS

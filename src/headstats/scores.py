@@ -94,9 +94,14 @@ def sieve_bias(
         Mean over counted queries with a non-empty sieve of ``b_f(i)``; NaN when there is none.
     """
     keys = (sieves & real[:, None, None, :]).to(attn.dtype)
+    return sieve_bias_of_keys(attn, keys, queries, real, row_means(attn, real) if means is None else means)
+
+
+def sieve_bias_of_keys(attn: torch.Tensor, keys: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
+                       means: torch.Tensor) -> torch.Tensor:
+    """:func:`sieve_bias` from the sieves as 0/1 weights of real keys, ``keys`` (B, R, N, N) in attn's dtype."""
     size = keys.sum(-1)
     inside = torch.einsum("blhij,brij->blhri", attn, keys) / size[:, None, None]
-    means = row_means(attn, real) if means is None else means
     bias = inside / means[:, :, :, None, :]
     counted = (queries & real[:, None, :] & (size > 0)).to(attn.dtype)
     total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
@@ -140,9 +145,9 @@ def arc_bias(
 
 
 def _local(layout: BatchLayout, window: int) -> torch.Tensor:
-    B, N = layout.real.shape
+    N = layout.real.shape[1]
     idx = torch.arange(N, device=layout.real.device)
-    return ((idx[:, None] - idx[None, :]).abs() <= window).expand(B, N, N)
+    return ((idx[:, None] - idx[None, :]).abs() <= window)[None]
 
 
 def _block(layout: BatchLayout, window: int) -> torch.Tensor:
@@ -152,14 +157,13 @@ def _block(layout: BatchLayout, window: int) -> torch.Tensor:
 
 def _keys(mask_name: str):
     def sieve(layout: BatchLayout, window: int) -> torch.Tensor:
-        keys = getattr(layout, mask_name)
-        B, N = keys.shape
-        return keys[:, None, :].expand(B, N, N)
+        return getattr(layout, mask_name)[:, None, :]
     return sieve
 
 
-#: Batched sieves of the built-in sieve roles: ``sieve(layout, window) -> bool (B, N, N)``, entry (b, i, j)
-#: True when key j is in the sieve of query i (METHODS 1.1). User roles bring their own per-sequence sieve.
+#: Batched sieves of the built-in sieve roles: ``sieve(layout, window)`` is a bool tensor that broadcasts to
+#: (B, N, N), entry (b, i, j) True when key j is in the sieve of query i (METHODS 1.1). User roles bring their
+#: own per-sequence sieve (:func:`headstats.roles.register_role`).
 BUILTIN_SIEVES = {
     "local": _local,
     "delimiter": _keys("special"),
@@ -199,11 +203,14 @@ def _arc_tensors(
     q = np.zeros((len(inputs), K, width), dtype=np.float32)
     k = np.zeros((len(inputs), K, width), dtype=np.float32)
     relation = np.full((len(inputs), K), "", dtype=object)
+    for weights, end in ((q, 0), (k, 1)):
+        cells = [(b, a, piece, 1.0 / len(arc[end])) for b, arcs in enumerate(rows)
+                 for a, arc in enumerate(arcs) for piece in arc[end]]
+        if cells:
+            b, a, p, w = (list(x) for x in zip(*cells))
+            weights[b, a, p] = np.asarray(w, dtype=np.float32)
     for b, arcs in enumerate(rows):
-        for a, (query_pieces, key_pieces, rel) in enumerate(arcs):
-            q[b, a, query_pieces] = 1.0 / len(query_pieces)
-            k[b, a, key_pieces] = 1.0 / len(key_pieces)
-            relation[b, a] = rel
+        relation[b, : len(arcs)] = [arc[2] for arc in arcs]
     member = np.zeros((len(inputs), K, len(arc_roles)), dtype=bool)
     for r, (_, wanted) in enumerate(arc_roles):
         member[:, :, r] = np.isin(relation, list(settings.relations)) if wanted is None else relation == wanted
@@ -252,13 +259,25 @@ def score_view(view: BatchView, roles: Sequence[str], settings: ScoreSettings = 
         sieve_masks.append(mask)
         query_masks.append(queries)
     if sieve_cols:
-        scores = sieve_bias(attn, torch.stack(sieve_masks, 1), torch.stack(query_masks, 1), layout.real,
-                            means=view.row_means)
-        out[..., sieve_cols] = scores
+        keys = torch.zeros((B, len(sieve_masks), N, N), dtype=attn.dtype, device=device)
+        for r, mask in enumerate(sieve_masks):
+            keys[:, r] = mask
+        keys *= layout.real[:, None, None, :]
+        scores = sieve_bias_of_keys(attn, keys, torch.stack(query_masks, 1), layout.real, view.row_means)
+        _put(out, sieve_cols, scores)
     if arc_cols:
         q, k, member = _arc_tensors(view.inputs, N, arc_roles, settings, device)
-        out[..., arc_cols] = arc_bias(attn, q, k, member, layout.real, means=view.row_means)
+        _put(out, arc_cols, arc_bias(attn, q, k, member, layout.real, means=view.row_means))
     return out
+
+
+def _put(out: torch.Tensor, cols: list[int], values: torch.Tensor) -> None:
+    """``out[..., cols] = values`` with slices (cheaper than an index_put)."""
+    if cols == list(range(cols[0], cols[0] + len(cols))):
+        out[..., cols[0]: cols[0] + len(cols)] = values
+    else:
+        for i, col in enumerate(cols):
+            out[..., col] = values[..., i]
 
 
 def score_batch(

@@ -107,8 +107,10 @@ class RoleScores(Collector):
     def result(self) -> MeasureArray:
         """The scores as ``(inputs, layers, heads, roles)`` in data-set order."""
         state = self.state()
+        provenance = {"model": self.context.provenance.get(self.context.model, {}),
+                      "roles": list(self.roles), "settings": dict(vars(self.settings))}
         return MeasureArray(self.context.model, self.context.dataset, state.sentence_ids, state.roles, state.values,
-                            provenance={"options": dict(self.context.options)})
+                            provenance=provenance)
 
     def participation(self) -> dict[str, int]:
         """Inputs with a finite score, per role."""

@@ -39,6 +39,8 @@ class Context:
     n_layers, n_heads : int
     options : mapping
         The analysis' options (for the role scores: ``roles`` and ``settings``).
+    provenance : mapping
+        Model name -> its provenance (weights hash, tokenizer fingerprint, ...), for results to carry.
     """
 
     models: tuple[str, ...]
@@ -46,6 +48,7 @@ class Context:
     n_layers: int
     n_heads: int
     options: Mapping[str, Any] = field(default_factory=dict)
+    provenance: Mapping[str, dict] = field(default_factory=dict)
 
     @property
     def model(self) -> str:

@@ -311,7 +311,8 @@ def build_collector(job: Job, loaded: Mapping[str, LoadedModel]) -> Collector:
             f"{loaded[b].n_layers}x{loaded[b].n_heads}); compare a model with its fine-tuned versions"
         )
     model = loaded[job.models[0]]
-    context = Context(job.models, job.dataset, model.n_layers, model.n_heads, dict(job.options))
+    context = Context(job.models, job.dataset, model.n_layers, model.n_heads, dict(job.options),
+                      {m: dict(loaded[m].provenance) for m in job.models})
     collector = job.factory(context)
     if collector.pair != job.is_pair:
         kind = "pair" if collector.pair else "single-model"
