@@ -63,10 +63,13 @@ class ScoreState:
         if index.size > 1 and (np.diff(index) == 0).any():
             raise IncompatibleResultsError("the merged scores hold an input twice; merge disjoint shards only")
         ids = np.concatenate([p.sentence_ids for p in parts])[order]
-        if len(parts) == 1:
-            values = parts[0].values[order]
-        else:
-            values = np.concatenate([p.values for p in parts])[order]
+        destination = np.empty_like(order)
+        destination[order] = np.arange(order.size)
+        values = np.empty((order.size, *shape), dtype=np.float32)  # filled part by part: no second copy
+        start = 0
+        for part in parts:
+            values[destination[start:start + len(part.index)]] = part.values
+            start += len(part.index)
         return cls(index, ids, values, roles)
 
 

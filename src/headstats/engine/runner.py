@@ -248,8 +248,11 @@ class Runner:
             if job.dataset not in data:
                 raise ValueError(f"job {job.name!r} names data set {job.dataset!r}, which is not among {list(data)}")
         counts: dict[tuple[str, str], dict] = {}
-        for group in plan_groups(order, [tuple(j.models) for j in jobs if j.is_pair]):  # type: ignore[misc]
+        groups = plan_groups(order, [tuple(j.models) for j in jobs if j.is_pair])  # type: ignore[misc]
+        for number, group in enumerate(groups):
             group_jobs = [j for j in jobs if j.models[0] in group]
+            if len(group) > 1:
+                self.log(f"running {', '.join(group)} together over the same batches (compared input by input)")
             loaded = {name: load(name) for name in group}
             try:
                 _check_group(loaded)
@@ -263,7 +266,8 @@ class Runner:
                             counts[(m, dataset)] = result.as_dict()
             finally:
                 loaded.clear()
-                gc.collect()
+                if number + 1 < len(groups):
+                    gc.collect()  # free this group's models before the next group's are loaded
         return counts
 
     def _pass(self, loaded: Mapping[str, LoadedModel], dataset: str, records: Sequence[Record],
