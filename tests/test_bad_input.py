@@ -449,3 +449,95 @@ def test_read_only_output_location(sandbox, monkeypatch):
 
 def test_data_root_that_is_not_a_folder(sandbox):
     refused(sandbox, run_args(sandbox, "out", "--data-root", str(sandbox.corpus / "sentences.txt")), "data-root")
+
+
+# ----------------------------------------------------------------------------------- signals and kill -9
+
+PAUSING_CLI = r"""
+import sys, time
+phase, args = sys.argv[1], sys.argv[2:]
+import rich.console
+
+original_log = rich.console.Console.log
+
+def log(self, *objects, **kwargs):
+    text = " ".join(str(o) for o in objects)
+    if text.startswith(phase):
+        print("PHASE " + phase, flush=True)
+        time.sleep(120)
+    return original_log(self, *objects, **kwargs)
+
+rich.console.Console.log = log
+if phase == "scoring":
+    from transformers.models.bert import modeling_bert
+
+    original_forward = modeling_bert.BertModel.forward
+
+    def forward(self, *a, **k):
+        print("PHASE scoring", flush=True)
+        time.sleep(120)
+        return original_forward(self, *a, **k)
+
+    modeling_bert.BertModel.forward = forward
+from headstats.cli import app
+sys.argv = ["headstats", *args]
+app()
+"""
+
+#: The log line that opens each phase of a run (``scoring``: the first forward pass).
+PHASES = ["reading data set", "loading model", "scoring", "testing every head", "writing"]
+
+
+def start_paused(box: Sandbox, phase: str) -> subprocess.Popen:
+    script = box.home.parent / "pausing_cli.py"
+    script.write_text(PAUSING_CLI)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "MPLCONFIGDIR": str(box.home.parent / "mpl")}
+    proc = subprocess.Popen([sys.executable, str(script), phase, "run", str(box.protocol()), "--out", "out"],
+                            cwd=box.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if line.startswith("PHASE"):
+            return proc
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    pytest.fail(f"the run never reached {phase!r}: {proc.stderr.read()[-2000:]}")
+
+
+def leftovers(box: Sandbox) -> list[str]:
+    return sorted(p.name for p in box.work.iterdir() if p.name.startswith((".out", "out")))
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_sigterm_in_each_phase_cleans_up_with_one_line(sandbox, phase):
+    proc = start_paused(sandbox, phase)
+    before = sandbox.snapshot()
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    assert "Traceback" not in stderr and lines[-1].startswith("error: terminated"), stderr
+    assert sum(line.startswith("error:") for line in lines) == 1, stderr
+    assert leftovers(sandbox) == []
+    assert {k: v for k, v in sandbox.snapshot().items() if not k.startswith("work/.out")} == before
+
+
+def test_ctrl_c_prints_one_line(sandbox):
+    proc = start_paused(sandbox, "scoring")
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and stderr.strip().splitlines()[-1].startswith("error: interrupted"), stderr
+    assert leftovers(sandbox) == []
+
+
+@pytest.mark.parametrize("phase", ["reading data set", "scoring", "writing"])
+def test_kill_9_in_a_phase_then_the_next_run_sweeps_and_succeeds(sandbox, phase):
+    proc = start_paused(sandbox, phase)
+    proc.kill()
+    proc.wait(timeout=60)
+    assert not (sandbox.work / "out").exists()
+    result = runner.invoke(app, ["run", str(sandbox.protocol()), "--out", "out", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert leftovers(sandbox) == ["out"]

@@ -65,3 +65,39 @@ def test_models_with_different_tokenizers_are_refused_before_scoring(tmp_path, t
     result = CliRunner().invoke(app, ["run", str(compare_protocol(tmp_path, tiny_model_dir, other)), "--out", str(out)])
     assert result.exit_code == 2 and "tokenizers differ" in result.output
     assert not out.exists()
+
+
+def test_a_comparison_study_loads_each_model_once_and_runs_each_batch_once(tmp_path, tiny_model_dir, monkeypatch):
+    """Two models, two data sets, batches of 4: exactly one load per model and one forward per (model, batch)."""
+    from collections import Counter
+
+    from headstats import extraction, models
+    from headstats.study import run_study
+
+    other = build_tiny_bert(tmp_path / "other", seed=1)
+    loads, forwards = Counter(), Counter()
+    real_load, real_forward = models.load_model, extraction.forward_attentions
+
+    def load(spec, **kwargs):
+        loads[spec] += 1
+        return real_load(spec, **kwargs)
+
+    def forward(loaded, batch):
+        forwards[loaded.name] += 1
+        return real_forward(loaded, batch)
+
+    monkeypatch.setattr(models, "load_model", load)
+    monkeypatch.setattr(extraction, "forward_attentions", forward)
+    path = compare_protocol(tmp_path, tiny_model_dir, other)
+    protocol = yaml.safe_load(path.read_text())
+    protocol["datasets"].append({"name": "singles", "path": str(DEMO / "sentences.txt"), "limit": 10})
+    protocol["scoring"] = {"batch_size": 4}
+    path.write_text(yaml.safe_dump(protocol))
+    result = run_study(load_protocol(path), tmp_path / "out")
+    assert loads == {str(tiny_model_dir): 1, str(other): 1}
+    assert forwards == {"base": 4 + 3, "other": 4 + 3}  # 15 pairs and 10 singles in batches of 4
+    similarity = result.tables["compare_similarity"]
+    assert set(similarity["dataset"]) == {"pairs", "singles"}
+    assert similarity.groupby("dataset")["n"].max().to_dict() == {"pairs": 15, "singles": 10}
+    mass = result.tables["compare_special_mass"]
+    assert set(mass["model"]) == {"base", "other"} and len(mass) == 2 * 2 * 4 * 3

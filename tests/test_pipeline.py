@@ -173,3 +173,53 @@ def test_user_pair_role_dropped_for_singles(tiny_model):
         assert set(run.scores["role"]) == {"local"}
     finally:
         unregister_role("pairs_only_pipeline_test")
+
+
+def test_score_run_holds_an_array(runs, tiny_model):
+    array = runs[7].array
+    assert array.values.shape == (12, 2, 2, len(ROLES)) and array.values.dtype == np.float32
+    assert array.measures == tuple(ROLES) and array.model == tiny_model.name and array.dataset == "hand"
+    np.testing.assert_array_equal(runs[7].scores["score"].to_numpy(), array.values.reshape(-1).astype(float))
+
+
+def test_write_scores_streams_the_long_table(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from headstats.measures import MeasureArray, concat_frames
+    from headstats.pipeline import write_scores
+
+    rng = np.random.default_rng(0)
+    a = MeasureArray("m", "d1", ["x", "y", "z"], ("local", "block"), rng.random((3, 2, 2, 2)))
+    a.values[1, :, :, 1] = np.nan
+    b = MeasureArray("m", "d2", ["10", "2"], ("local",), rng.random((2, 2, 2, 1)))
+    empty = MeasureArray("n", "d1", [], ("local",), np.zeros((0, 2, 2, 1)))
+    path = tmp_path / "scores.parquet"
+    assert write_scores([a, empty, b], path, inputs_per_group=2) == 24 + 8
+    schema = pq.read_schema(path)
+    assert schema.names == SCORE_COLUMNS
+    for key in ("model", "dataset", "sentence_id", "role"):
+        assert pa.types.is_dictionary(schema.field(key).type)
+    assert schema.field("layer").type == pa.int16() and schema.field("score").type == pa.float64()
+    back = pd.read_parquet(path)
+    expected = concat_frames([a, b])
+    for column in SCORE_COLUMNS[:-1]:
+        assert back[column].astype(str).tolist() == expected[column].astype(str).tolist(), column
+    np.testing.assert_array_equal(back["score"].to_numpy(), expected["score"].to_numpy(float))
+    assert pq.ParquetFile(path).num_row_groups == 3  # d1 in groups of 2 inputs, then d2
+
+
+def test_long_frame_has_keys_sorted_as_text():
+    from headstats.measures import MeasureArray
+    from headstats.pipeline import long_frame
+
+    a = MeasureArray("m", "d2", ["b", "10", "2"], ("x", "block"), np.arange(6, dtype=float).reshape(3, 1, 1, 2))
+    b = MeasureArray("m", "d1", ["a"], ("x",), np.full((1, 1, 1, 1), 7.0))
+    frame = long_frame([a, b])
+    assert list(frame.columns) == SCORE_COLUMNS
+    assert frame["sentence_id"].tolist() == ["b", "b", "10", "10", "2", "2", "a"]
+    assert frame["role"].tolist() == ["x", "block"] * 3 + ["x"] and frame["score"].tolist() == [0, 1, 2, 3, 4, 5, 7]
+    assert list(frame["sentence_id"].cat.categories) == ["10", "2", "a", "b"]
+    assert list(frame["role"].cat.categories) == ["block", "x"]
+    assert list(frame["dataset"].cat.categories) == ["d1", "d2"]
+    assert frame["layer"].dtype == np.int16 and long_frame([]).columns.tolist() == SCORE_COLUMNS

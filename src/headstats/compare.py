@@ -32,10 +32,6 @@ from headstats.errors import HeadstatsError
 from headstats.models import tokenizer_fingerprint
 from headstats.stats.paired import paired_tests
 
-HEAD_KEYS = ["model", "dataset", "layer", "head"]
-SPECIAL_TARGETS = ("cls", "sep", "other")
-
-
 # ------------------------------------------------------------------------------------------- tokenizers
 
 
@@ -175,33 +171,6 @@ def _inputs_of(encoded: Any) -> list[Any]:
     return list(getattr(encoded, "inputs", encoded))
 
 
-def _batch_masks(items: Sequence[Any], width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    real = np.zeros((len(items), width), dtype=bool)
-    cls = np.zeros_like(real)
-    sep = np.zeros_like(real)
-    for row, item in enumerate(items):
-        n = item.length
-        real[row, :n] = True
-        cls[row, :n] = item.cls
-        sep[row, :n] = item.sep
-    return real, cls, sep
-
-
-def _special_mass(attn: Any, real: Any, cls: Any, sep: Any) -> Any:
-    """(B, L, H, 3): mean over real queries of the mass on [CLS], on [SEP], and on the other real keys."""
-    import torch
-
-    q = real[:, None, None, :].to(attn.dtype)  # (B,1,1,N) query weights
-    n = real.sum(-1).to(attn.dtype)[:, None, None]  # (B,1,1)
-    on_cls = torch.einsum("blhij,bj->blhi", attn, cls.to(attn.dtype))
-    on_sep = torch.einsum("blhij,bj->blhi", attn, sep.to(attn.dtype))
-    on_real = torch.einsum("blhij,bj->blhi", attn, real.to(attn.dtype))
-    m_cls = (on_cls * q).sum(-1) / n
-    m_sep = (on_sep * q).sum(-1) / n
-    m_other = ((on_real - on_cls - on_sep) * q).sum(-1) / n
-    return torch.stack([m_cls, m_sep, m_other], dim=-1)
-
-
 def attention_comparison(
     loaded_a: Any,
     loaded_b: Any | None,
@@ -210,7 +179,7 @@ def attention_comparison(
     batch_size: int = 16,
     dataset: str = "",
 ) -> dict[str, pd.DataFrame]:
-    r"""One pass over both models' attentions: per-head cosine similarity and [CLS]/[SEP] mass.
+    r"""Per-head cosine similarity of two models' attention maps and their [CLS]/[SEP] mass, in one pass.
 
     For input x, layer l, head h, with ``A`` and ``B`` the two models' attention maps cut to the n real
     positions of x, the cosine similarity of the flattened maps (Kovaleva et al. 2019, "Revealing the dark
@@ -222,6 +191,10 @@ def attention_comparison(
     model on [CLS], on every [SEP], and on the other tokens is the mean over real queries i of
     ``sum_{j in T} A[i, j]``, averaged over inputs (METHODS 2.1). Special positions come from the encoding
     (the tokenizer's special-token ids), not from strings.
+
+    This runs the engine's collectors (:mod:`headstats.analyses.similarity`,
+    :mod:`headstats.analyses.special_mass`) over already loaded models; a study gets the same tables from
+    the forward passes that compute its scores, with no pass of its own.
 
     Parameters
     ----------
@@ -241,72 +214,32 @@ def attention_comparison(
         ``loaded_b`` is None); ``special_mass``: ``model, dataset, layer, head, target, mass_mean, mass_sd,
         n`` with ``target`` in ``cls, sep, other``.
     """
-    import torch
+    from headstats.analyses.similarity import AttentionSimilarity
+    from headstats.analyses.special_mass import SpecialMass
+    from headstats.engine.runner import Job, build_collector, feed
 
-    from headstats.extraction import forward_attentions, length_sorted_batches, pad_batch
-
-    models = [loaded_a] if loaded_b is None else [loaded_a, loaded_b]
+    models = {loaded_a.name: loaded_a}
     if loaded_b is not None:
         check_same_tokenizer(loaded_a, loaded_b)
+        if loaded_b.name in models and models[loaded_b.name] is not loaded_b:
+            raise HeadstatsError(f"both models are named {loaded_b.name!r}; give them different names to compare them")
+        models[loaded_b.name] = loaded_b
     inputs = _inputs_of(encoded)
     if not inputs:
         raise HeadstatsError("no encoded inputs to compare attention on; give a non-empty data set")
-    n_layers, n_heads = loaded_a.n_layers, loaded_a.n_heads
-    for m in models[1:]:
-        if (m.n_layers, m.n_heads) != (n_layers, n_heads):
-            raise HeadstatsError(
-                f"models {loaded_a.name!r} and {m.name!r} have different shapes "
-                f"({n_layers}x{n_heads} vs {m.n_layers}x{m.n_heads}); compare a model with its fine-tuned versions"
-            )
-    pad_id = loaded_a.tokenizer.pad_token_id if loaded_a.tokenizer.pad_token_id is not None else 0
-    cosines = np.full((len(inputs), n_layers, n_heads), np.nan)
-    masses = np.full((len(models), len(inputs), n_layers, n_heads, 3), np.nan)
-    row_of = {id(item): row for row, item in enumerate(inputs)}
-    for items in length_sorted_batches(inputs, batch_size):
-        rows = [row_of[id(item)] for item in items]
-        width = max(item.length for item in items)
-        real_np, cls_np, sep_np = _batch_masks(items, width)
-        attns = []
-        for k, loaded in enumerate(models):
-            device = next(loaded.model.parameters()).device
-            batch = pad_batch(items, pad_id, device)
-            with torch.inference_mode():
-                attn = forward_attentions(loaded, batch).float().cpu()
-            real, cls, sep = (torch.from_numpy(a) for a in (real_np, cls_np, sep_np))
-            pair_mask = (real[:, :, None] & real[:, None, :])[:, None, None].to(attn.dtype)
-            attn = attn * pair_mask  # padded queries and keys out
-            masses[k, rows] = _special_mass(attn, real, cls, sep).numpy()
-            attns.append(attn)
-        if len(attns) == 2:
-            a, b = attns
-            dot = (a * b).sum((-1, -2))
-            norm = torch.sqrt((a * a).sum((-1, -2)) * (b * b).sum((-1, -2)))
-            cosines[rows] = (dot / norm).numpy()
-        del attns
-
-    layer_idx, head_idx = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
+    jobs = [Job(SpecialMass, (name,), dataset, name="special_mass") for name in models]
+    if loaded_b is not None:
+        jobs.append(Job(AttentionSimilarity, (loaded_a.name, loaded_b.name), dataset, name="similarity"))
+    for job in jobs:
+        job.collector = build_collector(job, models)
+    feed(models, inputs, jobs, dataset=dataset, batch_size=batch_size)
+    tables = [job.collector.tables() for job in jobs]
     similarity = pd.DataFrame(columns=["model_a", "model_b", "dataset", "layer", "head", "cosine_mean",
                                        "cosine_sd", "n"])
     if loaded_b is not None:
-        n = np.isfinite(cosines).sum(0)
-        similarity = pd.DataFrame({
-            "model_a": loaded_a.name, "model_b": loaded_b.name, "dataset": dataset,
-            "layer": layer_idx.ravel(), "head": head_idx.ravel(),
-            "cosine_mean": np.nanmean(cosines, 0).ravel(),
-            "cosine_sd": (np.nanstd(cosines, 0, ddof=1) if len(inputs) > 1 else np.full_like(n, np.nan, float)).ravel(),
-            "n": n.ravel(),
-        })
-    frames = []
-    for k, loaded in enumerate(models):
-        for t, target in enumerate(SPECIAL_TARGETS):
-            values = masses[k, :, :, :, t]
-            frames.append(pd.DataFrame({
-                "model": loaded.name, "dataset": dataset, "layer": layer_idx.ravel(), "head": head_idx.ravel(),
-                "target": target, "mass_mean": values.mean(0).ravel(),
-                "mass_sd": (values.std(0, ddof=1) if len(inputs) > 1 else np.full((n_layers, n_heads), np.nan)).ravel(),
-                "n": len(inputs),
-            }))
-    return {"similarity": similarity, "special_mass": pd.concat(frames, ignore_index=True)}
+        similarity = tables[-1]["similarity"]
+    special = pd.concat([t["special_mass"] for t in tables if "special_mass" in t], ignore_index=True)
+    return {"similarity": similarity, "special_mass": special}
 
 
 def attention_similarity(loaded_a: Any, loaded_b: Any, encoded: Any, *, batch_size: int = 16,

@@ -1,6 +1,6 @@
 """The comparison step of a study: for each ``compare:`` entry of a protocol, the paired per-head tests of
-the change in scores (from the scores already computed), role transitions, and one extra pass over both
-models' attentions for the per-head cosine similarity and the [CLS]/[SEP] mass.
+the change in scores (from the scores already computed), role transitions, and the per-head cosine
+similarity and [CLS]/[SEP] mass, which the engine collects in the study's one pass over every model.
 
 Sits between the study runner and the comparison layer (:mod:`headstats.compare`); refuses to compare
 models whose tokenizers differ before any model is loaded.
@@ -8,7 +8,7 @@ models whose tokenizers differ before any model is loaded.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -39,56 +39,73 @@ def check_comparable(protocol, sources: dict[str, str]) -> None:
                 )
 
 
+def comparison_jobs(protocol, datasets: Sequence[str]) -> list:
+    """The engine jobs of a protocol's comparisons: the [CLS]/[SEP] mass of every compared model and the
+    attention similarity of every (base, fine-tuned) pair, on each compared data set.
+
+    They run in the same forward passes as the scores (:class:`headstats.engine.runner.Runner`): a
+    comparison costs no pass of its own.
+    """
+    if not protocol.compare:
+        return []
+    from headstats.analyses.similarity import AttentionSimilarity
+    from headstats.analyses.special_mass import SpecialMass
+    from headstats.engine.runner import Job
+
+    mass: dict[tuple[str, str], None] = {}
+    pairs: dict[tuple[str, str, str], None] = {}
+    for spec in protocol.compare:
+        for dataset in spec.datasets or list(datasets):
+            for name in (spec.base, *spec.finetuned):
+                mass[(name, dataset)] = None
+            for name in spec.finetuned:
+                pairs[(spec.base, name, dataset)] = None
+    jobs = [Job(SpecialMass, (model,), dataset, name="special_mass") for model, dataset in mass]
+    jobs += [Job(AttentionSimilarity, (base, name), dataset, name="similarity") for base, name, dataset in pairs]
+    return jobs
+
+
 def run_comparisons(
     protocol,
-    scores: pd.DataFrame,
+    scores: pd.DataFrame | list,
     roles: pd.DataFrame,
-    sources: dict[str, str],
-    data: dict,
-    *,
-    log: Callable[[str], None] = lambda m: None,
+    attention: Mapping[str, pd.DataFrame] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """All comparison tables of a protocol, concatenated over its ``compare:`` entries.
 
-    Returns a dict of table name -> DataFrame (``paired_tests``, ``transitions``, ``role_changes``,
-    ``heads_per_layer``, ``similarity``, ``special_mass``, ``special_mass_per_layer``, ``layer_summary``);
-    empty when the protocol compares nothing.
+    Parameters
+    ----------
+    protocol : Protocol
+    scores : DataFrame or list of MeasureArray
+        The scores of every model and data set (the long table is made only for the compared models).
+    roles : DataFrame
+        The role table (:func:`headstats.assign.role_table`) of every model and data set.
+    attention : mapping, optional
+        ``similarity`` and ``special_mass`` tables of the engine's :func:`comparison_jobs`, concatenated.
+
+    Returns
+    -------
+    dict
+        Table name -> DataFrame (``paired_tests``, ``transitions``, ``role_changes``, ``heads_per_layer``,
+        ``similarity``, ``special_mass``, ``special_mass_per_layer``, ``layer_summary``); empty when the
+        protocol compares nothing.
     """
     if not protocol.compare:
         return {}
-    from headstats.compare import attention_comparison, run_comparison
-    from headstats.encoding import encode_records
-    from headstats.models import load_model
+    from headstats.compare import run_comparison
+
+    if not isinstance(scores, pd.DataFrame):
+        from headstats.pipeline import long_frame
+
+        compared = {name for spec in protocol.compare for name in (spec.base, *spec.finetuned)}
+        scores = long_frame([array for array in scores if array.model in compared])
 
     collected: dict[str, list[pd.DataFrame]] = {}
-    loaded_cache: dict[str, object] = {}
-
-    def loaded(name: str):
-        if name not in loaded_cache:
-            model = load_model(sources[name], device=protocol.device)
-            model.name = name
-            loaded_cache[name] = model
-        return loaded_cache[name]
-
     for spec in protocol.compare:
-        datasets = spec.datasets or list(data)
-        attention: dict[str, list[pd.DataFrame]] = {"similarity": [], "special_mass": []}
-        base = loaded(spec.base)
-        for dataset in datasets:
-            encoded = encode_records(
-                data[dataset].records, base.tokenizer,
-                max_length=min(protocol.scoring.max_length, base.max_input_length), too_long=protocol.scoring.too_long,
-            )
-            for name in spec.finetuned:
-                log(f"comparing attention of {name} with {spec.base} on {dataset}")
-                result = attention_comparison(base, loaded(name), encoded, batch_size=protocol.scoring.batch_size,
-                                              dataset=dataset)
-                for key in attention:
-                    attention[key].append(result[key])
         by_model = {name: scores[scores["model"] == name] for name in spec.finetuned}
         tables = run_comparison(
             scores[scores["model"] == spec.base], by_model, roles, spec=spec, alpha=protocol.statistics.alpha,
-            attention={k: pd.concat(v, ignore_index=True) for k, v in attention.items() if v},
+            attention=attention,
         )
         for key, table in tables.items():
             collected.setdefault(key, []).append(table)

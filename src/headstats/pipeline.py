@@ -1,67 +1,96 @@
-"""From records to a long table of per-input sieve bias scores, one batch at a time.
+"""From records to per-input sieve bias scores of one model, through the engine; and writing them.
 
-Each batch's scores are computed right after its forward pass and its attention is dropped, so memory holds
-only the scores (inputs x layers x heads x roles), never the attention maps of a run.
+:func:`score_records` runs the engine (:mod:`headstats.engine`) with one collector, the role scores, and
+returns a :class:`ScoreRun` whose scores are a :class:`~headstats.measures.MeasureArray` (inputs x layers x
+heads x roles, float32); the long table is made only when asked for (:attr:`ScoreRun.scores`) or written
+(:func:`write_scores`, streamed to Parquet one (model, data set) at a time with dictionary-encoded keys).
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from headstats.encoding import EncodingResult, encode_records
-from headstats.extraction import iter_attention_batches
 from headstats.inputs.records import Record
+from headstats.measures import SCORE_COLUMNS, MeasureArray
 from headstats.models import LoadedModel
 from headstats.roles import get_role
-from headstats.scores import ScoreSettings, score_batch
+from headstats.scores import ScoreSettings
 
-SCORE_COLUMNS = ["model", "dataset", "sentence_id", "layer", "head", "role", "score"]
+__all__ = ["SCORE_COLUMNS", "ScoreRun", "applicable_roles", "long_frame", "score_records", "scores_frame",
+           "write_scores"]
 
 
-@dataclass
 class ScoreRun:
     """Scores of one model on one data set, and what was used and left out.
 
     Attributes
     ----------
-    scores : DataFrame
-        Long format: ``model, dataset, sentence_id, layer, head, role, score`` (layers and heads 0-indexed;
-        NaN where an input does not take part in a role, e.g. no arc of the relation).
+    array : MeasureArray
+        ``(inputs, layers, heads, roles)`` float32 scores in input order; NaN where an input does not take
+        part in a role (e.g. no arc of the relation).
     counts : dict
         ``n_records``, ``n_scored``, ``skipped`` (reason -> count), ``notes`` (reason -> count),
-        ``roles_not_applicable`` (roles left out of this data set, with the reason),
+        ``roles_not_applicable`` (roles left out of this data set, with the reason), ``max_length``,
         ``participation`` (role -> number of inputs with a finite score).
     """
 
-    scores: pd.DataFrame
-    counts: dict = field(default_factory=dict)
+    def __init__(self, array: MeasureArray, counts: dict | None = None) -> None:
+        self.array = array
+        self.counts = counts or {}
+
+    @cached_property
+    def scores(self) -> pd.DataFrame:
+        """The long table ``model, dataset, sentence_id, layer, head, role, score`` (built when first asked for)."""
+        return long_frame([self.array])
 
 
 def scores_frame(
     values: np.ndarray, sentence_ids: Sequence[str], roles: Sequence[str], *, model: str, dataset: str
 ) -> pd.DataFrame:
     """Turn a (S, L, H, R) array into the long scores table (row order: sentence, layer, head, role)."""
-    S, L, H, R = values.shape
-    s_idx, l_idx, h_idx, r_idx = (a.ravel() for a in np.meshgrid(
-        np.arange(S), np.arange(L), np.arange(H), np.arange(R), indexing="ij"
-    ))
-    return pd.DataFrame(
-        {
-            "model": model,
-            "dataset": dataset,
-            "sentence_id": np.asarray(sentence_ids, dtype=object)[s_idx],
-            "layer": l_idx.astype(np.int16),
-            "head": h_idx.astype(np.int16),
-            "role": np.asarray(roles, dtype=object)[r_idx],
-            "score": values.reshape(-1),
-        },
-        columns=SCORE_COLUMNS,
-    )
+    return long_frame([MeasureArray(model, dataset, np.asarray(sentence_ids), tuple(roles), values)])
+
+
+def long_frame(arrays: Iterable[MeasureArray]) -> pd.DataFrame:
+    """The long scores table of several arrays, as the statistics take it today.
+
+    Like :func:`headstats.measures.concat_frames`, with the key columns (``model, dataset, sentence_id,
+    role``) categorical over categories shared by all arrays and sorted as text: the statistics order
+    hypotheses and inputs by sorting keys, and a categorical sorts by its categories, so they sort exactly
+    as strings would (checked on the quickstart: every table identical), at a fifth of the memory (12,544
+    inputs x 72 heads x 9 roles: 100 MiB, against 515 MiB with string columns).
+    """
+    arrays = list(arrays)
+    if not arrays:
+        return pd.DataFrame(columns=SCORE_COLUMNS)
+    categories = {
+        "model": sorted({a.model for a in arrays}),
+        "dataset": sorted({a.dataset for a in arrays}),
+        "sentence_id": sorted({str(s) for a in arrays for s in a.sentence_ids}),
+        "role": sorted({m for a in arrays for m in a.measures}),
+    }
+    index = {key: pd.Index(values) for key, values in categories.items()}
+    parts: dict[str, list[np.ndarray]] = {c: [] for c in SCORE_COLUMNS}
+    for a in arrays:
+        n, layers, heads, m = a.values.shape
+        rows = n * layers * heads * m
+        parts["model"].append(np.full(rows, index["model"].get_loc(a.model), dtype=np.int32))
+        parts["dataset"].append(np.full(rows, index["dataset"].get_loc(a.dataset), dtype=np.int32))
+        parts["sentence_id"].append(np.repeat(index["sentence_id"].get_indexer(a.sentence_ids).astype(np.int32),
+                                              layers * heads * m))
+        parts["layer"].append(np.tile(np.repeat(np.arange(layers, dtype=np.int16), heads * m), n))
+        parts["head"].append(np.tile(np.repeat(np.arange(heads, dtype=np.int16), m), n * layers))
+        parts["role"].append(np.tile(index["role"].get_indexer(list(a.measures)).astype(np.int32), n * layers * heads))
+        parts["score"].append(a.values.reshape(-1))
+    data = {c: np.concatenate(v) for c, v in parts.items()}
+    for key, values in categories.items():
+        data[key] = pd.Categorical.from_codes(data[key], values)
+    return pd.DataFrame(data, columns=SCORE_COLUMNS)
 
 
 def applicable_roles(roles: Sequence[str], records: Sequence[Record]) -> tuple[list[str], dict[str, str]]:
@@ -80,27 +109,6 @@ def applicable_roles(roles: Sequence[str], records: Sequence[Record]) -> tuple[l
     return kept, dropped
 
 
-def score_encoded(
-    loaded: LoadedModel,
-    encoding: EncodingResult,
-    *,
-    roles: Sequence[str],
-    settings: ScoreSettings,
-    batch_size: int = 32,
-    progress: Callable[[int], None] | None = None,
-) -> np.ndarray:
-    """Scores of encoded inputs as an (S, L, H, R) array in input order."""
-    inputs = encoding.inputs
-    position = {id(item): row for row, item in enumerate(inputs)}
-    values = np.full((len(inputs), loaded.n_layers, loaded.n_heads, len(roles)), np.nan)
-    for batch, attn in iter_attention_batches(loaded, inputs, batch_size=batch_size):
-        rows = [position[id(item)] for item in batch.inputs]
-        values[rows] = score_batch(attn, batch.inputs, roles, settings)
-        if progress is not None:
-            progress(len(rows))
-    return values
-
-
 def score_records(
     loaded: LoadedModel,
     records: Sequence[Record],
@@ -113,7 +121,7 @@ def score_records(
     batch_size: int = 32,
     progress: Callable[[int], None] | None = None,
 ) -> ScoreRun:
-    """Score every record with every role.
+    """Score every record with every role (one model, one data set; a study runs all at once).
 
     Parameters
     ----------
@@ -132,22 +140,76 @@ def score_records(
     progress : callable, optional
         Called with the number of inputs done after each batch.
     """
+    from contextlib import contextmanager
+
+    from headstats.analyses.role_scores import RoleScores
+    from headstats.engine.runner import Job, Runner
+
+    @contextmanager
+    def bar(description: str, total: int):
+        yield progress or (lambda n: None)
+
     kept, dropped = applicable_roles(roles, records)
-    effective_max = min(max_length, loaded.max_input_length)
-    encoding = encode_records(list(records), loaded.tokenizer, max_length=effective_max, too_long=too_long)
-    if progress is not None and len(records) > len(encoding.inputs):
-        progress(len(records) - len(encoding.inputs))  # skipped inputs are done too
-    values = score_encoded(loaded, encoding, roles=kept, settings=settings, batch_size=batch_size, progress=progress)
-    sentence_ids = [item.sentence_id for item in encoding.inputs]
-    frame = scores_frame(values, sentence_ids, kept, model=loaded.name, dataset=dataset)
-    participation = {role: int(np.isfinite(values[:, 0, 0, r]).sum()) for r, role in enumerate(kept)}
-    counts = {
-        "n_records": len(records),
-        "n_scored": len(encoding.inputs),
-        "skipped": dict(Counter(encoding.skipped)),
-        "notes": dict(Counter(encoding.notes)),
-        "roles_not_applicable": dropped,
-        "max_length": effective_max,
-        "participation": participation,
-    }
-    return ScoreRun(scores=frame, counts=counts)
+    job = Job(RoleScores, (loaded.name,), dataset, {"roles": kept, "settings": settings}, name="role_scores")
+    runner = Runner(batch_size=batch_size, max_length=max_length, too_long=too_long, progress=bar)
+    counts = runner.run(lambda name: loaded, {dataset: records}, [job])[(loaded.name, dataset)]
+    collector = job.collector
+    counts.update(roles_not_applicable=dropped, participation=collector.participation())
+    return ScoreRun(collector.result(), counts)
+
+
+def write_scores(arrays: Iterable[MeasureArray], path: str | Path, *, inputs_per_group: int = 2048) -> int:
+    """Stream score arrays to ``scores.parquet``: one row per (model, dataset, sentence_id, layer, head, role).
+
+    Row order: arrays in the order given, then input, layer, head, role (as :meth:`MeasureArray.to_frame`).
+    ``model``, ``dataset``, ``sentence_id`` and ``role`` are dictionary-encoded strings; ``layer`` and
+    ``head`` int16; ``score`` double (the float32 values, exactly). At most ``inputs_per_group`` inputs are
+    turned into rows at a time, so memory does not hold the long table.
+
+    Returns
+    -------
+    int
+        The number of rows written.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    key = pa.dictionary(pa.int32(), pa.string())
+    schema = pa.schema([("model", key), ("dataset", key), ("sentence_id", key), ("layer", pa.int16()),
+                        ("head", pa.int16()), ("role", key), ("score", pa.float64())])
+    rows = 0
+    with pq.ParquetWriter(str(path), schema) as writer:
+        for array in arrays:
+            n, layers, heads, m = array.values.shape
+            per_input = layers * heads * m
+            for start in range(0, n, inputs_per_group):
+                stop = min(n, start + inputs_per_group)
+                k = (stop - start) * per_input
+                ids, codes = _sentence_dictionary(array.sentence_ids[start:stop])
+                table = pa.table({
+                    "model": _constant(array.model, k),
+                    "dataset": _constant(array.dataset, k),
+                    "sentence_id": pa.DictionaryArray.from_arrays(np.repeat(codes, per_input), ids),
+                    "layer": np.tile(np.repeat(np.arange(layers, dtype=np.int16), heads * m), stop - start),
+                    "head": np.tile(np.repeat(np.arange(heads, dtype=np.int16), m), (stop - start) * layers),
+                    "role": pa.DictionaryArray.from_arrays(
+                        np.tile(np.arange(m, dtype=np.int32), (stop - start) * layers * heads),
+                        pa.array(list(array.measures), pa.string())),
+                    "score": array.values[start:stop].reshape(-1).astype(np.float64),
+                }, schema=schema)
+                writer.write_table(table)
+                rows += k
+    return rows
+
+
+def _constant(value: str, k: int):
+    import pyarrow as pa
+
+    return pa.DictionaryArray.from_arrays(np.zeros(k, np.int32), pa.array([value], pa.string()))
+
+
+def _sentence_dictionary(ids: np.ndarray):
+    import pyarrow as pa
+
+    codes, uniques = pd.factorize(np.asarray(ids, dtype=object))
+    return pa.array([str(u) for u in uniques], pa.string()), codes.astype(np.int32)

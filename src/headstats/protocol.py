@@ -234,6 +234,9 @@ class Protocol(_Strict):
         text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
+    #: Extra analyses (registered names, ``headstats.analyses``) run in the same forward passes, e.g. [entropy].
+    analyses: list[str] = Field(default_factory=list)
+
 
 def printable(text: object) -> str:
     """``text`` with control characters (NUL, newlines, escapes) written as escapes, for one-line messages."""
@@ -260,7 +263,8 @@ def validation_message(exc: ValidationError, *, what: str = "protocol") -> str:
 
 
 def check_names(protocol: Protocol) -> None:
-    """Check role, relation, test and correction names against their registries (before any model is loaded).
+    """Check role, relation, test, correction and analysis names against their registries (before any model
+    is loaded).
 
     ``syntactic:<relation>`` roles and ``scoring.relations`` must name a known dependency relation;
     relations are rewritten to their canonical names (``obj`` -> ``dobj``).
@@ -280,6 +284,10 @@ def check_names(protocol: Protocol) -> None:
         check_correction(protocol.statistics.correction)
         for comp in protocol.compare:
             check_correction(comp.correction)
+        if protocol.analyses:
+            from headstats.analyses import check_analyses
+
+            check_analyses(list(protocol.analyses))
     except HeadstatsError as exc:
         if type(exc) is not HeadstatsError:  # already of a kind (UnknownNameError ...)
             raise

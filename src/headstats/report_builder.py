@@ -441,6 +441,19 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
                      "else they hold (pairs held by no head left out).", csv="colocation.csv", fold=True)
 
 
+def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, pd.DataFrame]]) -> dict[str, str]:
+    """The section of each analysis of the protocol (its registered ``report`` hook); returns table -> what."""
+    from headstats.analyses import get_analysis
+
+    files = {}
+    for name, tables in analyses.items():
+        spec = get_analysis(name)
+        if spec.report is not None:
+            spec.report(report, root, tables)
+        files.update({table: spec.description for table in tables})
+    return files
+
+
 def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
                         formats: Sequence[str] | None = None) -> None:
     """p-values, power and sensitivity (figures from :mod:`headstats.plots.stats_plots`)."""
@@ -502,12 +515,13 @@ def strongest_section(report: Report, analysis: Analysis, protocol) -> None:
                  max_rows=400, csv="strongest_heads.csv", fold=True)
 
 
-def files_section(report: Report) -> None:
+def files_section(report: Report, analysis_files: dict[str, str] | None = None) -> None:
     report.heading("Files and reproduction")
     report.text(
         "- `scores.parquet`: one row per input, layer, head and role (column `score`)\n"
         "- `tests.csv` / `tests.parquet`: one row per model, data set, role, layer and head\n"
         "- `roles.csv`: one row per head, a boolean column per role\n"
+        + "".join(f"- `{name}.csv`: {what}\n" for name, what in (analysis_files or {}).items()) +
         "- `figures/`: every figure as PNG (shown here) and SVG (for papers)\n"
         "- `manifest.json`: versions, model weight hashes, data hashes, seed, counts\n"
         "- `protocol.resolved.yaml`: rerun with `headstats run protocol.resolved.yaml`; rebuild this report from "
@@ -516,6 +530,7 @@ def files_section(report: Report) -> None:
 
 
 def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, comparison: dict | None = None,
+                 analyses: dict[str, dict[str, pd.DataFrame]] | None = None,
                  formats: Sequence[str] | None = None) -> Report:
     """Build the report of a study and write ``report.md``, ``report.html`` and ``figures/`` into ``root``.
 
@@ -531,6 +546,8 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
         The run's manifest (models, datasets, inputs, protocol hash).
     comparison : dict, optional
         Comparison tables (pretrained vs fine-tuned), without the ``compare_`` prefix.
+    analyses : dict, optional
+        Analysis name -> its tables (:mod:`headstats.analyses`); each adds its own section.
     formats : sequence of str, optional
         Figure formats beside the PNG (default PNG and SVG).
     """
@@ -548,7 +565,8 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
     strongest_section(report, analysis, protocol)
     if comparison:
         comparison_section(report, root, comparison, manifest, formats=formats)
-    files_section(report)
+    analysis_files = analysis_sections(report, root, analyses or {})
+    files_section(report, analysis_files)
     write_report(report, root, html_too=protocol.report.html)
     return report
 

@@ -24,7 +24,11 @@ import numpy as np
 import torch
 
 from headstats.encoding import EncodedInput
+from headstats.engine.batch import BatchLayout, BatchView, row_means, view_of
 from headstats.roles import SequenceLayout, get_role, role_relation
+
+__all__ = ["ARC_DIRECTIONS", "BUILTIN_SIEVES", "BatchLayout", "ScoreSettings", "arc_bias", "row_means", "score_batch",
+           "score_view", "sieve_bias"]
 
 ARC_DIRECTIONS = ("dependent_to_head", "head_to_dependent", "both")
 
@@ -67,42 +71,9 @@ class ScoreSettings:
         )
 
 
-@dataclass
-class BatchLayout:
-    """Padded (B, N) tensors describing the positions of a batch."""
-
-    real: torch.Tensor
-    special: torch.Tensor
-    cls: torch.Tensor
-    sep: torch.Tensor
-    segment: torch.Tensor
-    is_pair: torch.Tensor
-
-    @classmethod
-    def from_inputs(cls, inputs: Sequence[EncodedInput], width: int, device="cpu") -> "BatchLayout":
-        B = len(inputs)
-        arrays = {name: np.zeros((B, width), dtype=bool) for name in ("real", "special", "cls", "sep")}
-        segment = np.zeros((B, width), dtype=np.int64)
-        for row, item in enumerate(inputs):
-            n = item.length
-            arrays["real"][row, :n] = True
-            arrays["special"][row, :n] = item.special
-            arrays["cls"][row, :n] = item.cls
-            arrays["sep"][row, :n] = item.sep
-            segment[row, :n] = item.segment
-        tensors = {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
-        is_pair = torch.tensor([item.is_pair for item in inputs], dtype=torch.bool, device=device)
-        return cls(segment=torch.from_numpy(segment).to(device), is_pair=is_pair, **tensors)
-
-
-def row_means(attn: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
-    """``mean_{j < n} A[i, j]`` for every query, shape (B, L, H, N)."""
-    realf = real.to(attn.dtype)
-    return torch.einsum("blhij,bj->blhi", attn, realf) / realf.sum(-1)[:, None, None, None]
-
-
 def sieve_bias(
-    attn: torch.Tensor, sieves: torch.Tensor, queries: torch.Tensor, real: torch.Tensor
+    attn: torch.Tensor, sieves: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
+    *, means: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Per-input sieve bias scores for R sieves at once.
 
@@ -114,6 +85,8 @@ def sieve_bias(
     queries : bool Tensor (B, R, N)
         Queries that count for role r (padded queries are ignored).
     real : bool Tensor (B, N)
+    means : Tensor (B, L, H, N), optional
+        :func:`row_means` of ``attn`` when already computed.
 
     Returns
     -------
@@ -121,9 +94,15 @@ def sieve_bias(
         Mean over counted queries with a non-empty sieve of ``b_f(i)``; NaN when there is none.
     """
     keys = (sieves & real[:, None, None, :]).to(attn.dtype)
+    return sieve_bias_of_keys(attn, keys, queries, real, row_means(attn, real) if means is None else means)
+
+
+def sieve_bias_of_keys(attn: torch.Tensor, keys: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
+                       means: torch.Tensor) -> torch.Tensor:
+    """:func:`sieve_bias` from the sieves as 0/1 weights of real keys, ``keys`` (B, R, N, N) in attn's dtype."""
     size = keys.sum(-1)
     inside = torch.einsum("blhij,brij->blhri", attn, keys) / size[:, None, None]
-    bias = inside / row_means(attn, real)[:, :, :, None, :]
+    bias = inside / means[:, :, :, None, :]
     counted = (queries & real[:, None, :] & (size > 0)).to(attn.dtype)
     total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
     return total / counted.sum(-1)[:, None, None]
@@ -135,6 +114,8 @@ def arc_bias(
     key_weights: torch.Tensor,
     membership: torch.Tensor,
     real: torch.Tensor,
+    *,
+    means: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Per-input arc scores for R arc roles at once.
 
@@ -146,6 +127,8 @@ def arc_bias(
     membership : bool Tensor (B, K, R)
         Whether arc k counts for role r.
     real : bool Tensor (B, N)
+    means : Tensor (B, L, H, N), optional
+        :func:`row_means` of ``attn`` when already computed.
 
     Returns
     -------
@@ -154,29 +137,40 @@ def arc_bias(
     """
     to_keys = torch.einsum("blhac,bkc->blhak", attn, key_weights)
     numerator = torch.einsum("blhak,bka->blhk", to_keys, query_weights)
-    denominator = torch.einsum("blha,bka->blhk", row_means(attn, real), query_weights)
+    means = row_means(attn, real) if means is None else means
+    denominator = torch.einsum("blha,bka->blhk", means, query_weights)
     bias = torch.nan_to_num(numerator / denominator, nan=0.0, posinf=0.0)
     member = membership.to(attn.dtype)
     return torch.einsum("blhk,bkr->blhr", bias, member) / member.sum(1)[:, None, None]
 
 
-def _builtin_sieve(name: str, layout: BatchLayout, window: int) -> torch.Tensor:
-    B, N = layout.real.shape
-    device = layout.real.device
-    if name == "local":
-        idx = torch.arange(N, device=device)
-        band = (idx[:, None] - idx[None, :]).abs() <= window
-        return band.expand(B, N, N)
-    if name == "delimiter":
-        return layout.special[:, None, :].expand(B, N, N)
-    if name == "delimiter_cls":
-        return layout.cls[:, None, :].expand(B, N, N)
-    if name == "delimiter_sep":
-        return layout.sep[:, None, :].expand(B, N, N)
-    if name == "block":
-        same = layout.segment[:, :, None] == layout.segment[:, None, :]
-        return same & ~layout.special[:, None, :]
-    raise KeyError(name)
+def _local(layout: BatchLayout, window: int) -> torch.Tensor:
+    N = layout.real.shape[1]
+    idx = torch.arange(N, device=layout.real.device)
+    return ((idx[:, None] - idx[None, :]).abs() <= window)[None]
+
+
+def _block(layout: BatchLayout, window: int) -> torch.Tensor:
+    same = layout.segment[:, :, None] == layout.segment[:, None, :]
+    return same & ~layout.special[:, None, :]
+
+
+def _keys(mask_name: str):
+    def sieve(layout: BatchLayout, window: int) -> torch.Tensor:
+        return getattr(layout, mask_name)[:, None, :]
+    return sieve
+
+
+#: Batched sieves of the built-in sieve roles: ``sieve(layout, window)`` is a bool tensor that broadcasts to
+#: (B, N, N), entry (b, i, j) True when key j is in the sieve of query i (METHODS 1.1). User roles bring their
+#: own per-sequence sieve (:func:`headstats.roles.register_role`).
+BUILTIN_SIEVES = {
+    "local": _local,
+    "delimiter": _keys("special"),
+    "delimiter_cls": _keys("cls"),
+    "delimiter_sep": _keys("sep"),
+    "block": _block,
+}
 
 
 def _user_sieve(spec, inputs: Sequence[EncodedInput], width: int, options: ScoreSettings, device) -> torch.Tensor:
@@ -208,43 +202,43 @@ def _arc_tensors(
     K = max(1, max(len(r) for r in rows))
     q = np.zeros((len(inputs), K, width), dtype=np.float32)
     k = np.zeros((len(inputs), K, width), dtype=np.float32)
-    member = np.zeros((len(inputs), K, len(arc_roles)), dtype=bool)
-    relations = set(settings.relations)
+    relation = np.full((len(inputs), K), "", dtype=object)
+    for weights, end in ((q, 0), (k, 1)):
+        cells = [(b, a, piece, 1.0 / len(arc[end])) for b, arcs in enumerate(rows)
+                 for a, arc in enumerate(arcs) for piece in arc[end]]
+        if cells:
+            b, a, p, w = (list(x) for x in zip(*cells))
+            weights[b, a, p] = np.asarray(w, dtype=np.float32)
     for b, arcs in enumerate(rows):
-        for a, (query_pieces, key_pieces, relation) in enumerate(arcs):
-            q[b, a, list(query_pieces)] = 1.0 / len(query_pieces)
-            k[b, a, list(key_pieces)] = 1.0 / len(key_pieces)
-            for r, (_, wanted) in enumerate(arc_roles):
-                member[b, a, r] = relation in relations if wanted is None else relation == wanted
+        relation[b, : len(arcs)] = [arc[2] for arc in arcs]
+    member = np.zeros((len(inputs), K, len(arc_roles)), dtype=bool)
+    for r, (_, wanted) in enumerate(arc_roles):
+        member[:, :, r] = np.isin(relation, list(settings.relations)) if wanted is None else relation == wanted
     as_t = lambda x: torch.from_numpy(x).to(device)  # noqa: E731
     return as_t(q), as_t(k), as_t(member)
 
 
-def score_batch(
-    attn: torch.Tensor,
-    inputs: Sequence[EncodedInput],
-    roles: Sequence[str],
-    settings: ScoreSettings = ScoreSettings(),
-) -> np.ndarray:
-    """Scores of every role for every input, layer and head of a batch.
+def score_view(view: BatchView, roles: Sequence[str], settings: ScoreSettings = ScoreSettings()) -> torch.Tensor:
+    """Scores of every role for every input, layer and head of one batch view.
+
+    The view's masks and row means are shared with every other collector of the batch.
 
     Parameters
     ----------
-    attn : Tensor (B, L, H, N, N)
-        Attention of a right-padded batch (``N`` = the longest input of the batch).
-    inputs : sequence of EncodedInput
-        The batch's inputs, in the order of ``attn``.
+    view : BatchView
+        One model's attention over one right-padded batch.
     roles : sequence of str
         Registered role names or ``syntactic:<rel>``.
     settings : ScoreSettings
 
     Returns
     -------
-    ndarray (B, L, H, R), float64; NaN where the input does not take part in a role.
+    Tensor (B, L, H, R), the attention's dtype (float32); NaN where the input does not take part in a role.
     """
+    attn = view.attention
     B, L, H, N, _ = attn.shape
     device = attn.device
-    layout = BatchLayout.from_inputs(inputs, N, device)
+    layout = view.layout
     out = torch.full((B, L, H, len(roles)), float("nan"), dtype=attn.dtype, device=device)
 
     sieve_cols, sieve_masks, query_masks = [], [], []
@@ -257,17 +251,54 @@ def score_batch(
             arc_roles.append((col, role_relation(name)))
             continue
         if spec.sieve is None:
-            mask = _builtin_sieve(name, layout, settings.window)
+            mask = BUILTIN_SIEVES[name](layout, settings.window)
         else:
-            mask = _user_sieve(spec, inputs, N, settings, device)
+            mask = _user_sieve(spec, view.inputs, N, settings, device)
         queries = base_queries & layout.is_pair[:, None] if spec.pairs_only else base_queries
         sieve_cols.append(col)
         sieve_masks.append(mask)
         query_masks.append(queries)
     if sieve_cols:
-        scores = sieve_bias(attn, torch.stack(sieve_masks, 1), torch.stack(query_masks, 1), layout.real)
-        out[..., sieve_cols] = scores
+        keys = torch.zeros((B, len(sieve_masks), N, N), dtype=attn.dtype, device=device)
+        for r, mask in enumerate(sieve_masks):
+            keys[:, r] = mask
+        keys *= layout.real[:, None, None, :]
+        scores = sieve_bias_of_keys(attn, keys, torch.stack(query_masks, 1), layout.real, view.row_means)
+        _put(out, sieve_cols, scores)
     if arc_cols:
-        q, k, member = _arc_tensors(inputs, N, arc_roles, settings, device)
-        out[..., arc_cols] = arc_bias(attn, q, k, member, layout.real)
-    return out.detach().double().cpu().numpy()
+        q, k, member = _arc_tensors(view.inputs, N, arc_roles, settings, device)
+        _put(out, arc_cols, arc_bias(attn, q, k, member, layout.real, means=view.row_means))
+    return out
+
+
+def _put(out: torch.Tensor, cols: list[int], values: torch.Tensor) -> None:
+    """``out[..., cols] = values`` with slices (cheaper than an index_put)."""
+    if cols == list(range(cols[0], cols[0] + len(cols))):
+        out[..., cols[0]: cols[0] + len(cols)] = values
+    else:
+        for i, col in enumerate(cols):
+            out[..., col] = values[..., i]
+
+
+def score_batch(
+    attn: torch.Tensor,
+    inputs: Sequence[EncodedInput],
+    roles: Sequence[str],
+    settings: ScoreSettings = ScoreSettings(),
+) -> np.ndarray:
+    """Scores of every role for every input, layer and head of a batch (see :func:`score_view`).
+
+    Parameters
+    ----------
+    attn : Tensor (B, L, H, N, N)
+        Attention of a right-padded batch (``N`` = the longest input of the batch).
+    inputs : sequence of EncodedInput
+        The batch's inputs, in the order of ``attn``.
+    roles : sequence of str
+    settings : ScoreSettings
+
+    Returns
+    -------
+    ndarray (B, L, H, R), float64; NaN where the input does not take part in a role.
+    """
+    return score_view(view_of(attn, inputs), roles, settings).detach().double().cpu().numpy()

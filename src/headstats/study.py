@@ -24,13 +24,8 @@ import pandas as pd
 from headstats.errors import HeadstatsError
 from headstats.inputs.records import Record
 from headstats.protocol import DatasetSpec, Protocol, dump_protocol
-from headstats.storage import (
-    check_output_folder,
-    file_hashes,
-    staged_output,
-    write_manifest,
-    write_table,
-)
+from headstats.folders import OutputClaim, claim_output
+from headstats.storage import file_hashes, write_manifest, write_table
 
 Log = Callable[[str], None]
 ProgressFactory = Callable[[str, int], ContextManager[Callable[[int], None]]]
@@ -53,14 +48,24 @@ class LoadedData:
 
 @dataclass
 class StudyResult:
-    """Everything a study computed (also written to the output folder)."""
+    """Everything a study computed (also written to the output folder).
+
+    ``scores`` holds one :class:`~headstats.measures.MeasureArray` per (model, data set);
+    :meth:`scores_frame` makes the long table of ``scores.parquet``.
+    """
 
     out: Path
-    scores: pd.DataFrame
+    scores: list
     tests: pd.DataFrame
     roles: pd.DataFrame
     tables: dict[str, pd.DataFrame]
     manifest: dict
+
+    def scores_frame(self) -> pd.DataFrame:
+        """The long scores table ``model, dataset, sentence_id, layer, head, role, score``."""
+        from headstats.pipeline import long_frame
+
+        return long_frame(self.scores)
 
 
 def needs_parses(protocol: Protocol) -> bool:
@@ -110,13 +115,6 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
     else:
         info["parses"] = "none"
     return LoadedData(spec=spec, records=records, files=files, info=info)
-
-
-def check_data_files(protocol: Protocol) -> None:
-    """Fail early, before any model is built or loaded, if a data file of the protocol is missing."""
-    for spec in protocol.datasets:
-        if spec.path is not None and not Path(spec.path).is_file():
-            raise HeadstatsError(f"data file {spec.path!r} of data set {spec.name!r} does not exist; check the path")
 
 
 def build_models(protocol: Protocol, log: Log) -> tuple[dict[str, str], dict[str, dict]]:
@@ -172,71 +170,181 @@ def run_study(
         Callbacks for messages and for progress bars (``progress(description, total)`` is a context
         manager yielding ``advance(n)``).
     """
-    from headstats.analysis import analyse
-    from headstats.comparison_run import check_comparable, run_comparisons
-    from headstats.models import load_model
-    from headstats.pipeline import score_records
     from headstats.preflight import preflight
-    from headstats.report_builder import build_report
-    from headstats.scores import ScoreSettings
 
     started = time.time()
     out = preflight(protocol, out=out or protocol.output or f"runs/{protocol.name}", overwrite=overwrite)
+    # preflight checked that the output holds none of the run's inputs; the claim locks it and stages
+    with claim_output(out, overwrite=overwrite) as claim:
+        result = _run_claimed(protocol, claim, started=started, log=log, progress=progress)
+    log(f"done in {result.manifest['wall_time_s']:.1f} s: {out}")
+    return result
+
+
+def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log: Log,
+                 progress: ProgressFactory) -> StudyResult:
+    """The work of :func:`run_study` once its output folder is checked, locked and staged."""
+    from headstats.analysis import analyse
+    from headstats.comparison_run import check_comparable, run_comparisons
+    from headstats.pipeline import write_scores
+    from headstats.report_builder import build_report
+
     sources, finetuned = build_models(protocol, log)
     check_comparable(protocol, sources)
     data = {}
     for spec in protocol.datasets:
         log(f"reading data set {spec.name}")
         data[spec.name] = load_data(spec, protocol, exclude_ids=training_exclusions(spec, finetuned))
-    settings = ScoreSettings.from_options(protocol.scoring)
-    score_frames, counts, model_provenance = [], {}, {}
-    for spec in protocol.models:
-        log(f"loading model {spec.name} ({sources[spec.name]})")
-        loaded = load_model(sources[spec.name], revision=spec.revision, device=protocol.device)
-        loaded.name = spec.name
-        loaded.provenance["model"] = spec.name
-        model_provenance[spec.name] = loaded.provenance | ({"finetune": finetuned[spec.name]} if spec.name in finetuned else {})
-        for name, dataset in data.items():
-            with progress(f"{spec.name} / {name}", len(dataset.records)) as advance:
-                run = score_records(
-                    loaded, dataset.records, dataset=name, roles=protocol.scoring.roles, settings=settings,
-                    max_length=protocol.scoring.max_length, too_long=protocol.scoring.too_long,
-                    batch_size=protocol.scoring.batch_size, progress=advance,
-                )
-            if run.counts["n_scored"] == 0:
-                raise HeadstatsError(
-                    f"no input of data set {name!r} could be scored ({run.counts['skipped']}); "
-                    "raise scoring.max_length or set scoring.too_long: truncate"
-                )
-            score_frames.append(run.scores)
-            counts[f"{spec.name}/{name}"] = run.counts
-        del loaded
-    scores = pd.concat(score_frames, ignore_index=True)
+    passes = run_passes(protocol, sources, finetuned, data, log=log, progress=progress)
     log("testing every head and role")
-    analysis = analyse(scores, protocol)
-    comparison = run_comparisons(protocol, scores, analysis.roles, sources, data, log=log)
+    analysis = analyse(passes.arrays, protocol)
+    comparison = run_comparisons(protocol, passes.arrays, analysis.roles, passes.comparison_attention())
+    extra = {name: tables for name, tables in passes.tables.items() if name in protocol.analyses}
     manifest = {
         "headstats_run": protocol.name,
         "protocol_sha256": protocol.fingerprint(),
         "seed": protocol.seed,
-        "models": model_provenance,
+        "models": passes.provenance,
         "datasets": {n: d.info | {"files_sha256": file_hashes(d.files)} for n, d in data.items()},
-        "inputs": counts,
+        "inputs": passes.counts,
         "wall_time_s": None,
     }
-    with staged_output(out, overwrite=overwrite) as stage:
-        log(f"writing {out}")
-        write_table(scores, stage, "scores", csv=False)
-        write_table(analysis.tests, stage, "tests")
-        write_table(analysis.roles, stage, "roles", parquet=False)
-        for name, table in analysis.tables.items():
+    stage = claim.staging
+    log(f"writing {claim.out}")
+    write_scores(passes.arrays, stage / "scores.parquet")
+    write_table(analysis.tests, stage, "tests")
+    write_table(analysis.roles, stage, "roles", parquet=False)
+    for name, table in analysis.tables.items():
+        write_table(table, stage, name, parquet=False)
+    for name, table in comparison.items():
+        write_table(table, stage, f"compare_{name}", parquet=name == "paired_tests")
+    for tables in extra.values():
+        for name, table in tables.items():
             write_table(table, stage, name, parquet=False)
-        for name, table in comparison.items():
-            write_table(table, stage, f"compare_{name}", parquet=name == "paired_tests")
-        (stage / "protocol.resolved.yaml").write_text(dump_protocol(protocol))
-        build_report(stage, protocol, analysis, manifest, comparison=comparison)
-        manifest["wall_time_s"] = round(time.time() - started, 2)
-        write_manifest(stage, manifest)
-    log(f"done in {manifest['wall_time_s']:.1f} s: {out}")
-    return StudyResult(out, scores, analysis.tests, analysis.roles, {**analysis.tables, **{
-        f"compare_{k}": v for k, v in comparison.items()}}, manifest)
+    (stage / "protocol.resolved.yaml").write_text(dump_protocol(protocol))
+    build_report(stage, protocol, analysis, manifest, comparison=comparison, analyses=extra)
+    manifest["wall_time_s"] = round(time.time() - started, 2)
+    write_manifest(stage, manifest)
+    claim.publish()
+    tables = {**analysis.tables, **{f"compare_{k}": v for k, v in comparison.items()}}
+    for analysis_tables in extra.values():
+        tables.update(analysis_tables)
+    return StudyResult(claim.out, passes.arrays, analysis.tests, analysis.roles, tables, manifest)
+
+
+@dataclass
+class StudyPasses:
+    """What the engine's one pass over every model and data set collected.
+
+    Attributes
+    ----------
+    arrays : list of MeasureArray
+        Role scores per (model, data set), models in protocol order, then data sets.
+    counts : dict
+        ``"<model>/<dataset>"`` -> inputs read, scored, skipped (with reasons), roles not applicable,
+        participation.
+    provenance : dict
+        Model name -> provenance (with the fine-tuning recipe where headstats fine-tuned it).
+    tables : dict
+        Analysis name -> table name -> frame concatenated over its jobs (``special_mass``, ``similarity``,
+        and each analysis of ``protocol.analyses``).
+    """
+
+    arrays: list
+    counts: dict
+    provenance: dict
+    tables: dict[str, dict[str, pd.DataFrame]]
+
+    def comparison_attention(self) -> dict[str, pd.DataFrame]:
+        """The ``similarity`` and ``special_mass`` tables the comparison step takes."""
+        return {**self.tables.get("similarity", {}), **self.tables.get("special_mass", {})}
+
+
+def study_jobs(protocol: Protocol, data: dict[str, LoadedData]) -> tuple[list, dict[str, dict[str, str]]]:
+    """Every engine job of a study: role scores per (model, data set), the comparisons' collectors, and each
+    analysis of ``protocol.analyses`` (per model and data set; per compared pair for a pair collector).
+
+    Returns the jobs and, per data set, the roles left out of it with the reason.
+    """
+    from headstats.analyses import get_analysis
+    from headstats.analyses.role_scores import RoleScores
+    from headstats.comparison_run import comparison_jobs
+    from headstats.engine.runner import Job
+    from headstats.pipeline import applicable_roles
+    from headstats.scores import ScoreSettings
+
+    settings = ScoreSettings.from_options(protocol.scoring)
+    jobs, dropped = [], {}
+    kept = {}
+    for name, dataset in data.items():
+        kept[name], dropped[name] = applicable_roles(protocol.scoring.roles, dataset.records)
+    jobs += [Job(RoleScores, (m.name,), name, {"roles": kept[name], "settings": settings}, name="role_scores")
+             for m in protocol.models for name in data]
+    jobs += comparison_jobs(protocol, list(data))
+    pairs = [(c.base, f) for c in protocol.compare for f in c.finetuned]
+    for analysis in protocol.analyses:
+        spec = get_analysis(analysis)
+        if getattr(spec.collector, "pair", False):
+            jobs += [Job(spec.collector, pair, d, {"protocol": protocol}, name=analysis) for pair in pairs for d in data]
+        else:
+            jobs += [Job(spec.collector, (m.name,), d, {"protocol": protocol}, name=analysis)
+                     for m in protocol.models for d in data]
+    return jobs, dropped
+
+
+def run_passes(
+    protocol: Protocol,
+    sources: dict[str, str],
+    finetuned: dict[str, dict],
+    data: dict[str, LoadedData],
+    *,
+    log: Log = lambda message: None,
+    progress: ProgressFactory = _no_progress,
+) -> StudyPasses:
+    """Load every model once and pass every input through every model once, feeding every collector.
+
+    See :mod:`headstats.engine.runner` for the pass order (models joined by a comparison are resident
+    together; the others one at a time).
+    """
+    from headstats.engine.runner import Runner
+    from headstats.models import load_model
+
+    specs = {m.name: m for m in protocol.models}
+    provenance: dict[str, dict] = {}
+
+    def load(name: str):
+        log(f"loading model {name} ({sources[name]})")
+        loaded = load_model(sources[name], revision=specs[name].revision, device=protocol.device)
+        loaded.name = name
+        loaded.provenance["model"] = name
+        provenance[name] = loaded.provenance | ({"finetune": finetuned[name]} if name in finetuned else {})
+        return loaded
+
+    jobs, dropped = study_jobs(protocol, data)
+    sc = protocol.scoring
+    runner = Runner(batch_size=sc.batch_size, max_length=sc.max_length, too_long=sc.too_long, progress=progress,
+                    log=log)
+    passed = runner.run(load, {name: d.records for name, d in data.items()}, jobs, models=list(specs))
+    arrays, counts = [], {}
+    for job in jobs:
+        if job.name != "role_scores":
+            continue
+        model, name = job.models[0], job.dataset
+        count = passed[(model, name)]
+        if count["n_scored"] == 0:
+            raise HeadstatsError(
+                f"no input of data set {name!r} could be scored ({count['skipped']}); "
+                "raise scoring.max_length or set scoring.too_long: truncate"
+            )
+        counts[f"{model}/{name}"] = count | {"roles_not_applicable": dropped[name],
+                                             "participation": job.collector.participation()}
+        arrays.append(job.collector.result())
+    tables: dict[str, dict[str, list[pd.DataFrame]]] = {}
+    for job in jobs:
+        if job.name != "role_scores":
+            for table, frame in job.collector.tables().items():
+                tables.setdefault(job.name, {}).setdefault(table, []).append(frame)
+    joined = {name: {t: pd.concat(frames, ignore_index=True) for t, frames in per.items()}
+              for name, per in tables.items()}
+    order = {name: provenance[name] for name in specs if name in provenance}
+    return StudyPasses(arrays, counts, order, joined)

@@ -1,0 +1,104 @@
+r"""Mean attention entropy per head (Clark et al. 2019; METHODS 2.1), an analysis a protocol can enable.
+
+For input x with n real positions, layer l, head h, each real query's row is smoothed and its entropy taken
+in nats,
+
+    p_i(j) = 0.9999 A[i, j] + 0.0001 / n,        H_i = - sum_{j < n} p_i(j) ln p_i(j),
+
+and the input's value is the mean of ``H_i`` over its n queries; ``cls_entropy`` is ``H_i`` of the [CLS]
+row alone. The table gives, per (model, data set, layer, head), the mean over inputs and its standard
+deviation (ddof = 1), N, and the uniform reference ``uniform_entropy``: the mean over inputs of ln n (the
+entropy of a row that attends equally to every position). Enable it with ``analyses: [entropy]``; it writes
+``entropy.csv`` and a report section.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from headstats.analyses import register_analysis
+from headstats.engine.batch import BatchView
+from headstats.engine.collector import Collector, Context, Moments
+
+#: Weight of the attention row in the smoothed row (the rest is spread uniformly), as in Clark et al.'s code.
+SMOOTHING = 0.9999
+
+
+def entropy_of(view: BatchView) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per input: mean row entropy over real queries (B, L, H), and the [CLS] row's entropy (B, L, H).
+
+    Inputs without a [CLS] position get NaN for the latter.
+    """
+    attn = view.masked_attention.double()
+    real = view.real
+    n = real.sum(-1).to(attn.dtype)  # (B,)
+    keys = real[:, None, None, None, :].to(attn.dtype)
+    p = (SMOOTHING * attn + (1.0 - SMOOTHING) / n[:, None, None, None, None]) * keys
+    rows = -torch.special.xlogy(p, p).sum(-1)  # (B, L, H, T); 0 * ln 0 = 0 on padded keys
+    queries = real[:, None, None, :].to(attn.dtype)
+    mean = (rows * queries).sum(-1) / n[:, None, None]
+    has_cls = view.cls.any(-1)
+    first_cls = view.cls.to(torch.int64).argmax(-1)  # (B,)
+    cls_rows = rows.gather(-1, first_cls[:, None, None, None].expand(-1, rows.shape[1], rows.shape[2], 1))[..., 0]
+    cls_rows = torch.where(has_cls[:, None, None], cls_rows, torch.full_like(cls_rows, float("nan")))
+    return mean, cls_rows
+
+
+class AttentionEntropy(Collector):
+    """Running mean and spread over inputs of the mean row entropy and of the [CLS] row's entropy."""
+
+    def __init__(self, context: Context) -> None:
+        super().__init__(context)
+        shape = (context.n_layers, context.n_heads)
+        self._state = {"entropy": Moments.zeros(shape), "cls_entropy": Moments.zeros(shape),
+                       "uniform": Moments.zeros(())}
+
+    def update(self, view: BatchView) -> None:
+        mean, cls = entropy_of(view)
+        self._state["entropy"].add(mean.cpu().numpy())
+        self._state["cls_entropy"].add(cls.cpu().numpy())
+        self._state["uniform"].add(np.log(view.lengths.astype(np.float64)))
+
+    @classmethod
+    def merge(cls, states: Sequence[dict[str, Moments]]) -> dict[str, Moments]:
+        return {key: Moments.combine([s[key] for s in states]) for key in states[0]}
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``entropy``: ``model, dataset, layer, head, n, entropy_mean, entropy_sd, cls_entropy_mean,
+        cls_entropy_sd, uniform_entropy`` (nats)."""
+        s = self._state
+        frame = self.context.head_frame(
+            model=self.context.model, dataset=self.context.dataset, n=s["entropy"].n,
+            entropy_mean=s["entropy"].mean_or_nan, entropy_sd=s["entropy"].sd,
+            cls_entropy_mean=s["cls_entropy"].mean_or_nan, cls_entropy_sd=s["cls_entropy"].sd,
+        )
+        frame["uniform_entropy"] = float(s["uniform"].mean_or_nan)
+        return {"entropy": frame}
+
+
+def entropy_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+    """Report section: mean entropy per layer against the uniform reference; every head in ``entropy.csv``."""
+    frame = tables["entropy"]
+    report.heading("Attention entropy")
+    report.text(
+        "Mean entropy (nats) of each head's attention rows, smoothed as 0.9999 A + 0.0001 / n and averaged over "
+        "queries, then over inputs (Clark et al. 2019). `uniform_entropy` is the mean of ln n, the entropy of "
+        "a row spread evenly over the input: heads far below it attend narrowly, heads near it broadly. Every "
+        "head: `entropy.csv`."
+    )
+    per_layer = (frame.groupby(["model", "dataset", "layer"], sort=False)
+                 .agg(entropy_mean=("entropy_mean", "mean"), entropy_min=("entropy_mean", "min"),
+                      entropy_max=("entropy_mean", "max"), cls_entropy_mean=("cls_entropy_mean", "mean"),
+                      uniform_entropy=("uniform_entropy", "first"))
+                 .reset_index())
+    report.table(per_layer, "mean, lowest and highest head entropy per layer (nats), and the uniform reference",
+                 max_rows=60)
+
+
+register_analysis("entropy", AttentionEntropy, report=entropy_section,
+                  description="mean attention entropy per head, with the uniform reference (Clark et al. 2019)")

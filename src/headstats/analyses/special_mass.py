@@ -1,0 +1,66 @@
+"""Attention mass on [CLS], on [SEP] and on the other tokens, per head (METHODS 2.1; Pande et al. 2021 section 6).
+
+For input x, layer l and head h, the mass on a set T of key positions is the mean over the real queries i
+of ``sum_{j in T} A[i, j]``; ``other`` is the mass on the real keys that are neither [CLS] nor [SEP]. The
+table gives, per (model, data set, layer, head, target), the mean over inputs, the standard deviation
+(ddof = 1) and N. Special positions come from the encoding (the tokenizer's special-token ids).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from headstats.analyses import register_analysis
+from headstats.engine.batch import BatchView
+from headstats.engine.collector import Collector, Context, Moments
+
+TARGETS = ("cls", "sep", "other")
+
+
+def special_mass_of(view: BatchView) -> torch.Tensor:
+    """(B, L, H, 3): mean over real queries of the mass on [CLS], on [SEP], and on the other real keys."""
+    attn = view.masked_attention
+    real, cls, sep = view.real, view.cls, view.sep
+    q = real[:, None, None, :].to(attn.dtype)
+    n = real.sum(-1).to(attn.dtype)[:, None, None]
+    on_cls = torch.einsum("blhij,bj->blhi", attn, cls.to(attn.dtype))
+    on_sep = torch.einsum("blhij,bj->blhi", attn, sep.to(attn.dtype))
+    on_real = torch.einsum("blhij,bj->blhi", attn, real.to(attn.dtype))
+    m_cls = (on_cls * q).sum(-1) / n
+    m_sep = (on_sep * q).sum(-1) / n
+    m_other = ((on_real - on_cls - on_sep) * q).sum(-1) / n
+    return torch.stack([m_cls, m_sep, m_other], dim=-1)
+
+
+class SpecialMass(Collector):
+    """Running mean and spread over inputs of :func:`special_mass_of`, per (layer, head, target)."""
+
+    def __init__(self, context: Context) -> None:
+        super().__init__(context)
+        self._state = Moments.zeros((context.n_layers, context.n_heads, len(TARGETS)))
+
+    def update(self, view: BatchView) -> None:
+        self._state.add(special_mass_of(view).double().cpu().numpy())
+
+    @classmethod
+    def merge(cls, states: Sequence[Moments]) -> Moments:
+        return Moments.combine(states)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``special_mass``: ``model, dataset, layer, head, target, mass_mean, mass_sd, n`` (target outermost)."""
+        m = self._state
+        frames = [
+            self.context.head_frame(model=self.context.model, dataset=self.context.dataset).assign(
+                target=target, mass_mean=m.mean_or_nan[..., t].ravel(), mass_sd=m.sd[..., t].ravel(),
+                n=m.n[..., t].ravel())
+            for t, target in enumerate(TARGETS)
+        ]
+        return {"special_mass": pd.concat(frames, ignore_index=True)}
+
+
+register_analysis("special_mass", SpecialMass, selectable=False,
+                  description="attention mass on [CLS], [SEP] and other tokens per head (used by comparisons)")

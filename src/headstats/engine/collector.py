@@ -1,0 +1,184 @@
+"""Collectors: what an analysis keeps of every batch, as a state that shards can merge.
+
+A :class:`Collector` is bound to one model on one data set (a :class:`PairCollector` to two models on one
+data set). The runner calls :meth:`Collector.update` with every batch's :class:`~headstats.engine.batch.BatchView`
+(for a pair: both models' views of the same batch). The collector keeps only a small state (sums, counts,
+per-input measures), never attention. At the end:
+
+- :meth:`Collector.state` returns that state;
+- ``type(collector).merge(states)`` joins the states of collectors that saw disjoint parts of the same data
+  set (shards, cached runs), and :meth:`Collector.load_state` puts a merged state into a fresh collector;
+- :meth:`Collector.tables` gives tidy tables (and :meth:`Collector.result` the collector's main result, e.g.
+  a :class:`~headstats.measures.MeasureArray`).
+
+:class:`Moments` is the state of the mean-and-spread collectors: counts, means and sums of squared
+deviations per cell, merged exactly with the pairwise formula of Chan, Golub and LeVeque (1979).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from headstats.engine.batch import BatchView
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a collector is bound to.
+
+    Attributes
+    ----------
+    models : tuple of str
+        One model name, or two for a pair collector (``models[0]`` is the base / model A).
+    dataset : str
+    n_layers, n_heads : int
+    options : mapping
+        The analysis' options (for the role scores: ``roles`` and ``settings``).
+    provenance : mapping
+        Model name -> its provenance (weights hash, tokenizer fingerprint, ...), for results to carry.
+    """
+
+    models: tuple[str, ...]
+    dataset: str
+    n_layers: int
+    n_heads: int
+    options: Mapping[str, Any] = field(default_factory=dict)
+    provenance: Mapping[str, dict] = field(default_factory=dict)
+
+    @property
+    def model(self) -> str:
+        """The model of a single-model collector (model A of a pair)."""
+        return self.models[0]
+
+    def head_frame(self, **columns: Any) -> pd.DataFrame:
+        """A frame with one row per (layer, head), row order layer then head, and the given columns first.
+
+        Array-valued columns must have shape ``(n_layers, n_heads)`` (or be flat in that order).
+        """
+        layer, head = np.meshgrid(np.arange(self.n_layers), np.arange(self.n_heads), indexing="ij")
+        data: dict[str, Any] = {}
+        arrays = {k: np.asarray(v).reshape(-1) for k, v in columns.items() if np.ndim(v) > 0}
+        scalars = {k: v for k, v in columns.items() if np.ndim(v) == 0}
+        data.update(scalars)
+        data["layer"] = layer.ravel()
+        data["head"] = head.ravel()
+        data.update(arrays)
+        return pd.DataFrame(data)
+
+
+class Collector(ABC):
+    """Consumes the views of one model on one data set; see the module docstring.
+
+    Subclasses set ``self._state`` in ``__init__`` (a fresh, empty state) and implement :meth:`update`,
+    :meth:`merge` and :meth:`tables`.
+    """
+
+    #: True for collectors that see two models' views of each batch.
+    pair: ClassVar[bool] = False
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        self._state: Any = None
+
+    @abstractmethod
+    def update(self, view: BatchView) -> None:
+        """Take what is needed from one batch's view."""
+
+    def state(self) -> Any:
+        """The collector's state (not a copy): what :meth:`merge` joins."""
+        return self._state
+
+    def load_state(self, state: Any) -> None:
+        """Replace the state, e.g. by a merged one."""
+        self._state = state
+
+    @classmethod
+    @abstractmethod
+    def merge(cls, states: Sequence[Any]) -> Any:
+        """One state holding everything the ``states`` (of disjoint inputs of one data set) hold."""
+
+    @abstractmethod
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Tidy tables of the results, keyed by table name (e.g. ``{"entropy": frame}``)."""
+
+    def result(self) -> Any:
+        """The collector's main result (default: its tables)."""
+        return self.tables()
+
+
+class PairCollector(Collector):
+    """Consumes two models' views of the same batch (same inputs, same padding)."""
+
+    pair: ClassVar[bool] = True
+
+    @abstractmethod
+    def update(self, view_a: BatchView, view_b: BatchView) -> None:  # type: ignore[override]
+        """Take what is needed from both models' views of one batch."""
+
+
+@dataclass
+class Moments:
+    """Count, mean and sum of squared deviations per cell, for running means and standard deviations.
+
+    Attributes
+    ----------
+    n : ndarray of int64
+    mean, m2 : ndarray of float64
+        ``m2`` is the sum of squared deviations from the mean (Welford), so ``var = m2 / (n - 1)``.
+    """
+
+    n: np.ndarray
+    mean: np.ndarray
+    m2: np.ndarray
+
+    @classmethod
+    def zeros(cls, shape: tuple[int, ...]) -> "Moments":
+        return cls(np.zeros(shape, np.int64), np.zeros(shape, np.float64), np.zeros(shape, np.float64))
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> "Moments":
+        """Moments of ``values`` over axis 0, NaN left out."""
+        values = np.asarray(values, dtype=np.float64)
+        finite = ~np.isnan(values)
+        n = finite.sum(0)
+        total = np.where(finite, values, 0.0).sum(0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(n > 0, total / np.maximum(n, 1), 0.0)
+        m2 = np.where(finite, (values - mean) ** 2, 0.0).sum(0)
+        return cls(n.astype(np.int64), mean, m2)
+
+    def add(self, values: np.ndarray) -> None:
+        """Fold in a batch of values (axis 0: inputs; NaN left out)."""
+        merged = Moments.combine([self, Moments.of(values)])
+        self.n, self.mean, self.m2 = merged.n, merged.mean, merged.m2
+
+    @staticmethod
+    def combine(parts: Sequence["Moments"]) -> "Moments":
+        """Exact merge of moments of disjoint samples (Chan, Golub and LeVeque 1979)."""
+        if not parts:
+            raise ValueError("nothing to merge")
+        n, mean, m2 = parts[0].n.copy(), parts[0].mean.copy(), parts[0].m2.copy()
+        for part in parts[1:]:
+            total = n + part.n
+            delta = part.mean - mean
+            with np.errstate(invalid="ignore", divide="ignore"):
+                share = np.where(total > 0, part.n / np.maximum(total, 1), 0.0)
+            mean = mean + delta * share
+            m2 = m2 + part.m2 + delta**2 * n * share
+            n = total
+        return Moments(n, mean, m2)
+
+    @property
+    def mean_or_nan(self) -> np.ndarray:
+        return np.where(self.n > 0, self.mean, np.nan)
+
+    @property
+    def sd(self) -> np.ndarray:
+        """Sample standard deviation (ddof = 1); NaN below two values."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.n > 1, np.sqrt(self.m2 / np.maximum(self.n - 1, 1)), np.nan)

@@ -1,0 +1,52 @@
+"""The registry of analyses: discovery of the package's modules, names, and what a protocol may name."""
+
+from __future__ import annotations
+
+import pytest
+
+from headstats.analyses import ANALYSES, check_analyses, get_analysis, list_analyses, register_analysis
+from headstats.engine.collector import Collector
+from headstats.errors import ProtocolError, UnknownNameError
+
+
+def test_builtins_are_discovered():
+    assert list_analyses() == ["entropy"]
+    assert set(list_analyses(selectable=False)) >= {"role_scores", "special_mass", "similarity", "entropy"}
+    spec = get_analysis("entropy")
+    assert spec.report is not None and issubclass(spec.collector, Collector) and "entropy" in spec.description
+
+
+def test_unknown_name_suggests_the_nearest():
+    with pytest.raises(UnknownNameError, match="did you mean 'entropy'"):
+        get_analysis("entropie")
+    with pytest.raises(UnknownNameError, match="choose one of"):
+        check_analyses(["nope"])
+
+
+def test_builtins_the_study_runs_cannot_be_named():
+    assert check_analyses(["entropy"]) == ["entropy"]
+    with pytest.raises(ProtocolError, match="run by the study itself.*entropy"):
+        check_analyses(["role_scores"])
+
+
+def test_register_from_python():
+    class Nothing(Collector):
+        def update(self, view):
+            pass
+
+        @classmethod
+        def merge(cls, states):
+            return None
+
+        def tables(self):
+            return {}
+
+    register_analysis("nothing_test", Nothing, description="does nothing")
+    try:
+        assert "nothing_test" in list_analyses() and get_analysis("nothing_test").collector is Nothing
+        with pytest.raises(ValueError, match="already registered"):
+            register_analysis("nothing_test", Nothing)
+        with pytest.raises(ValueError, match="letters"):
+            register_analysis("no thing", Nothing)
+    finally:
+        ANALYSES.unregister("nothing_test")
