@@ -372,13 +372,19 @@ def _score_args(tiny_model_dir, out: Path) -> list[str]:
 
 def _fail_while_writing(monkeypatch, action) -> None:
     """Make the first table write of a command do ``action`` (inside the staging folder)."""
+    import headstats.pipeline
     import headstats.storage
 
     def write_table(frame, folder, name, **kwargs):
         (folder / f"{name}.parquet").write_bytes(b"half")
         action(folder / f"{name}.parquet")
 
+    def write_scores(arrays, path, **kwargs):
+        path.write_bytes(b"half")
+        action(path)
+
     monkeypatch.setattr(headstats.storage, "write_table", write_table)
+    monkeypatch.setattr(headstats.pipeline, "write_scores", write_scores)
 
 
 def assert_stopped(result, code: int, line: str, out: Path) -> None:

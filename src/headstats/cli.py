@@ -259,32 +259,36 @@ def score(
             raise ProtocolError(validation_message(exc, what="score options")) from None
         out = preflight(proto, out=out, overwrite=overwrite)
         command.out = out
-        from headstats.storage import file_hashes, staged_output, write_manifest, write_table
+        from headstats.folders import claim_output
+        from headstats.storage import file_hashes, write_manifest
 
         _quiet_libraries()
         from headstats.models import load_model
-        from headstats.pipeline import score_records
+        from headstats.pipeline import score_records, write_scores
         from headstats.scores import ScoreSettings
         from headstats.study import load_data
 
         console = _console(quiet)
-        loaded_data = load_data(proto.datasets[0], proto)
-        loaded = load_model(model)
-        with _progress_factory(console, quiet)(f"{model} / {data.name}", len(loaded_data.records)) as advance:
-            result = score_records(loaded, loaded_data.records, dataset=data.stem, roles=proto.scoring.roles,
-                                   settings=ScoreSettings.from_options(proto.scoring),
-                                   max_length=proto.scoring.max_length, too_long=proto.scoring.too_long,
-                                   batch_size=proto.scoring.batch_size, progress=advance)
-        _nothing_scored(result.counts, data.stem)
-        with staged_output(out, overwrite=overwrite) as stage:
-            write_table(result.scores, stage, "scores", csv=False)
-            write_manifest(stage, {"models": {model: loaded.provenance}, "scoring": proto.scoring.model_dump(),
-                                   "datasets": {data.stem: loaded_data.info | {"files_sha256": file_hashes([data])}},
-                                   "inputs": {f"{model}/{data.stem}": result.counts},
-                                   "wall_time_s": round(time.time() - started, 2)})
+        with claim_output(out, overwrite=overwrite) as claim:
+            loaded_data = load_data(proto.datasets[0], proto)
+            loaded = load_model(model)
+            with _progress_factory(console, quiet)(f"{model} / {data.name}", len(loaded_data.records)) as advance:
+                result = score_records(loaded, loaded_data.records, dataset=data.stem, roles=proto.scoring.roles,
+                                       settings=ScoreSettings.from_options(proto.scoring),
+                                       max_length=proto.scoring.max_length, too_long=proto.scoring.too_long,
+                                       batch_size=proto.scoring.batch_size, progress=advance)
+            counts = loaded_data.counted(result.counts)
+            _nothing_scored(counts, data.stem)
+            n_rows = write_scores([result.array], claim.staging / "scores.parquet")
+            write_manifest(claim.staging, {
+                "models": {model: loaded.provenance}, "scoring": proto.scoring.model_dump(),
+                "datasets": {data.stem: loaded_data.info | {"files_sha256": file_hashes([data])}},
+                "inputs": {f"{model}/{data.stem}": counts | {"model": model, "dataset": data.stem}},
+                "wall_time_s": round(time.time() - started, 2)})
+            claim.publish()
         command.written = True
         if not quiet:
-            typer.echo(f"scores: {out / 'scores.parquet'} ({len(result.scores)} rows)")
+            typer.echo(f"scores: {out / 'scores.parquet'} ({n_rows} rows)")
 
 
 @app.command()

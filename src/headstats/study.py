@@ -21,7 +21,7 @@ from typing import Callable, ContextManager
 
 import pandas as pd
 
-from headstats.errors import HeadstatsError
+from headstats.errors import DataError, HeadstatsError
 from headstats.inputs.records import Record
 from headstats.protocol import DatasetSpec, Protocol, dump_protocol
 from headstats.folders import OutputClaim, claim_output
@@ -44,6 +44,17 @@ class LoadedData:
     records: list[Record]
     files: list[str] = field(default_factory=list)
     info: dict = field(default_factory=dict)
+    #: ``(sentence_id, reason)`` of records left out before parsing (empty, or too long to ever fit).
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def counted(self, counts: dict) -> dict:
+        """``counts`` of a scoring of :attr:`records` with the records left out before parsing added in."""
+        from collections import Counter
+
+        from headstats.inputs.filters import skipped_counts
+
+        merged = Counter(counts.get("skipped", {})) + Counter(skipped_counts(self.skipped))
+        return counts | {"n_records": counts.get("n_records", 0) + len(self.skipped), "skipped": dict(merged)}
 
 
 @dataclass
@@ -75,7 +86,14 @@ def needs_parses(protocol: Protocol) -> bool:
 
 
 def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | None = None) -> LoadedData:
-    """Read one data set (file or GLUE task) and parse it if the protocol's roles need parses."""
+    """Read one data set (file or GLUE task), leave out what can never be scored, and parse the rest if the
+    protocol's roles need parses.
+
+    Records with no visible text, or with more words than ``scoring.max_length`` pieces can hold (every word
+    is at least one piece), are left out before parsing and counted (:attr:`LoadedData.skipped`); with
+    ``too_long: truncate`` a long record is parsed on the prefix that can be scored.
+    """
+    from headstats.inputs.filters import split_unusable
     from headstats.inputs.parsing import parse_records
     from headstats.inputs.readers import read_records
 
@@ -102,6 +120,15 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
                     excluded_finetune_rows=len(excluded))
     info["n_read"] = len(records)
     info["pairs"] = sum(r.is_pair for r in records)
+    records, skipped = split_unusable(records, max_length=protocol.scoring.max_length,
+                                      too_long=protocol.scoring.too_long)
+    if not records:
+        from headstats.inputs.filters import skipped_counts
+
+        raise DataError(
+            f"no input of data set {spec.name!r} could be scored ({skipped_counts(skipped)}); "
+            "raise scoring.max_length or set scoring.too_long: truncate"
+        )
     parse = spec.parse
     if parse == "spacy" or (parse == "auto" and needs_parses(protocol)):
         if parse == "spacy":
@@ -114,7 +141,7 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
         info["parses"] = "gold"
     else:
         info["parses"] = "none"
-    return LoadedData(spec=spec, records=records, files=files, info=info)
+    return LoadedData(spec=spec, records=records, files=files, info=info, skipped=skipped)
 
 
 def build_models(protocol: Protocol, log: Log) -> tuple[dict[str, str], dict[str, dict]]:
@@ -330,13 +357,14 @@ def run_passes(
         if job.name != "role_scores":
             continue
         model, name = job.models[0], job.dataset
-        count = passed[(model, name)]
+        count = data[name].counted(passed[(model, name)])
         if count["n_scored"] == 0:
-            raise HeadstatsError(
+            raise DataError(
                 f"no input of data set {name!r} could be scored ({count['skipped']}); "
                 "raise scoring.max_length or set scoring.too_long: truncate"
             )
-        counts[f"{model}/{name}"] = count | {"roles_not_applicable": dropped[name],
+        counts[f"{model}/{name}"] = count | {"model": model, "dataset": name,
+                                             "roles_not_applicable": dropped[name],
                                              "participation": job.collector.participation()}
         arrays.append(job.collector.result())
     tables: dict[str, dict[str, list[pd.DataFrame]]] = {}
