@@ -1,3 +1,64 @@
-"""headstats: statistics, not averages, for what each attention head of a BERT-family model does."""
+"""headstats: statistics, not averages, for what each attention head of a BERT-family model does.
+
+``import headstats as hs`` gives the public API, loaded lazily so that importing headstats imports no torch:
+
+- models and data: :func:`load_model`, :func:`read_records`
+- scores: :func:`score` (a :class:`MeasureArray` per model and data set)
+- statistics and roles: :func:`test_roles`, :func:`role_table`, :func:`compare`
+- a whole protocol: :func:`run`
+- registries: ``list_roles``/``register_role``, ``list_tests``/``register_test``,
+  ``list_corrections``/``register_correction``, ``list_paired_tests``/``register_paired_test``,
+  ``list_analyses``/``register_analysis``, ``list_formats``
+- errors: :class:`HeadstatsError` and its kinds (``ProtocolError``, ``DataError``, ``ModelError``,
+  ``UnknownNameError``, ``IncompatibleResultsError``, ``OutputError``)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+#: Public name -> "module:attribute", imported on first use.
+_LAZY = {
+    "load_model": "headstats.models:load_model",
+    "read_records": "headstats.api:read_records",
+    "score": "headstats.api:score",
+    "test_roles": "headstats.stats.onesample:test_roles",
+    "role_table": "headstats.assign:role_table",
+    "compare": "headstats.api:compare",
+    "run": "headstats.api:run",
+    "MeasureArray": "headstats.measures:MeasureArray",
+    "load_protocol": "headstats.protocol:load_protocol",
+    "list_roles": "headstats.roles:list_roles",
+    "register_role": "headstats.roles:register_role",
+    "list_tests": "headstats.stats.onesample:list_tests",
+    "register_test": "headstats.stats.onesample:register_test",
+    "list_corrections": "headstats.stats.corrections:list_corrections",
+    "register_correction": "headstats.stats.corrections:register_correction",
+    "list_paired_tests": "headstats.stats.paired:list_paired_tests",
+    "register_paired_test": "headstats.stats.paired:register_paired_test",
+    "list_analyses": "headstats.analyses:list_analyses",
+    "register_analysis": "headstats.analyses:register_analysis",
+    "list_formats": "headstats.api:list_formats",
+    **{name: f"headstats.errors:{name}" for name in (
+        "HeadstatsError", "ProtocolError", "DataError", "ModelError", "UnknownNameError",
+        "IncompatibleResultsError", "OutputError")},
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _LAZY[name].split(":")
+    except KeyError:
+        raise AttributeError(f"module 'headstats' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,135 @@
+"""The functions behind ``import headstats as hs``: a model, records, scores, tests, roles, a comparison, a study.
+
+Each is a thin, documented door to the layer that does the work, so that a user needs no deep import::
+
+    import headstats as hs
+
+    model = hs.load_model("default")
+    records = hs.read_records("data/demo/sentences.txt")
+    scores = hs.score(model, records, dataset="demo", roles=["local", "delimiter_cls", "syntactic"])
+    tests = hs.test_roles(scores, tau=3.0, correction="holm")
+    roles = hs.role_table(tests)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from headstats.errors import IncompatibleResultsError
+
+
+def score(
+    model: Any,
+    records: Sequence[Any] | str | Path,
+    *,
+    dataset: str = "data",
+    roles: Sequence[str] | None = None,
+    parse: bool | None = None,
+    **options: Any,
+):
+    """Sieve bias scores (Pande et al. 2021) of every head on every record, as a MeasureArray.
+
+    Parameters
+    ----------
+    model : LoadedModel or str
+        A model from :func:`load_model`, or what it takes (``"default"``, a folder, a hub id).
+    records : sequence of Record, or a path
+        Records (:func:`read_records`), or a data file to read.
+    dataset : str
+        The data set's name in the results.
+    roles : sequence of str, optional
+        Registered roles (default: the protocol default, the ten roles of the paper).
+    parse : bool, optional
+        Parse raw text with spaCy first; default: when a syntactic role is asked for and a record lacks a parse.
+    **options
+        Any ``scoring`` option of the protocol (``window``, ``max_length``, ``too_long``, ``batch_size``,
+        ``count_special_queries``, ``arc_direction``, ``relations``).
+
+    Returns
+    -------
+    MeasureArray
+        ``(inputs, layers, heads, roles)`` float32 scores with the inputs' sentence ids; ``.to_frame()`` gives
+        the long table of ``scores.parquet``; ``.provenance`` holds the model's and the counts.
+    """
+    from headstats.models import LoadedModel, load_model
+    from headstats.pipeline import score_records
+    from headstats.protocol import ScoringOptions
+    from headstats.roles import get_role
+    from headstats.scores import ScoreSettings
+
+    loaded = model if isinstance(model, LoadedModel) else load_model(str(model))
+    if isinstance(records, (str, Path)):
+        records = read_records(records)
+    scoring = ScoringOptions(**({"roles": list(roles)} if roles is not None else {}), **options)
+    records = list(records)
+    wants_arcs = any(get_role(r).kind == "arc" for r in scoring.roles)
+    if parse or (parse is None and wants_arcs and any(not r.is_parsed for r in records)):
+        from headstats.inputs.parsing import parse_records
+
+        records = parse_records(records, parser=scoring.parser)
+    run = score_records(loaded, records, dataset=dataset, roles=scoring.roles,
+                        settings=ScoreSettings.from_options(scoring), max_length=scoring.max_length,
+                        too_long=scoring.too_long, batch_size=scoring.batch_size)
+    run.array.provenance.update(counts=run.counts)
+    return run.array
+
+
+def read_records(path: str | Path, *, format: str | None = None, limit: int | None = None):
+    """Records of a data file (``.txt``, ``.jsonl``, GLUE ``.tsv``, ``.conllu``); see the README's formats."""
+    from headstats.inputs.readers import read_records as read
+
+    return read(path, format=format, limit=limit)
+
+
+def compare(before, after, *, test: str = "wilcoxon", alternative: str = "two-sided", correction: str = "holm",
+            family: Sequence[str] = ("dataset",), confidence: float = 0.95, alpha: float = 0.05):
+    """Head-by-head paired tests of the change from ``before`` to ``after`` scores of the same inputs.
+
+    Parameters
+    ----------
+    before, after : MeasureArray or DataFrame
+        Scores of two models on the same inputs (:func:`score`), scored with the same tokenizer.
+
+    Returns
+    -------
+    DataFrame
+        One row per (dataset, role, layer, head): ``model_before``, ``model_after``, the median change, its
+        Hodges-Lehmann interval, the p-values and ``reject`` (see ``docs/statistics.md``).
+
+    Raises
+    ------
+    IncompatibleResultsError
+        If the two hold different inputs, or came from models whose tokenizers differ.
+    """
+    from headstats.measures import MeasureArray, check_same_inputs
+    from headstats.pipeline import long_frame
+    from headstats.stats.paired import paired_tests
+
+    if isinstance(before, MeasureArray) and isinstance(after, MeasureArray):
+        check_same_inputs(before, after)
+        a, b = (x.provenance.get("model", {}).get("vocab_sha256") for x in (before, after))
+        if a and b and a != b:
+            raise IncompatibleResultsError(f"{before.model} and {after.model} have different tokenizers; their "
+                                           "scores are of different pieces and cannot be paired")
+        before, after = long_frame([before]), long_frame([after])
+    return paired_tests(before, after, test=test, alternative=alternative, correction=correction,
+                        family=tuple(family), confidence=confidence, alpha=alpha)
+
+
+def run(protocol: str | Path | Any, out: str | Path | None = None, *, overwrite: bool = False):
+    """Run a YAML protocol (a path or a loaded Protocol) end to end, as ``headstats run`` does.
+
+    Returns the :class:`headstats.study.StudyResult` (tables, arrays, manifest, output folder).
+    """
+    from headstats.protocol import Protocol, load_protocol
+    from headstats.study import run_study
+
+    if not isinstance(protocol, Protocol):
+        protocol = load_protocol(protocol)
+    return run_study(protocol, out, overwrite=overwrite)
+
+
+def list_formats() -> list[str]:
+    """Input formats ``read_records`` takes (by extension, or ``format=``)."""
+    return ["text", "jsonl", "glue", "conllu"]

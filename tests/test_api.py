@@ -1,0 +1,63 @@
+"""The public API: ``import headstats as hs`` is cheap, and its functions give the layers' own numbers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import headstats as hs
+
+DEMO = Path(__file__).resolve().parents[1] / "data" / "demo"
+
+
+def test_import_is_lazy_and_imports_no_torch():
+    code = "import sys, headstats as hs; print('torch' in sys.modules, 'transformers' in sys.modules, hs.__version__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False", hs.__version__]
+
+
+def test_every_public_name_resolves():
+    for name in hs.__all__:
+        assert getattr(hs, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        hs.nope
+    assert "local" in hs.list_roles() and "holm" in hs.list_corrections() and "t" in hs.list_tests()
+    assert issubclass(hs.DataError, hs.HeadstatsError)
+
+
+def test_score_test_and_roles_equal_the_layers_below(tiny_model):
+    from headstats.pipeline import score_records
+    from headstats.scores import ScoreSettings
+    from headstats.stats.onesample import test_roles
+
+    records = hs.read_records(DEMO / "sentences.txt", limit=10)
+    array = hs.score(tiny_model, records, dataset="demo", roles=["local", "delimiter_cls"], batch_size=32)
+    direct = score_records(tiny_model, records, dataset="demo", roles=["local", "delimiter_cls"],
+                           settings=ScoreSettings())
+    np.testing.assert_allclose(array.values, direct.array.values, rtol=1e-5)
+    assert array.values.shape == (10, 2, 2, 2) and array.provenance["counts"]["n_scored"] == 10
+    tests = hs.test_roles(array, tau=1.0)
+    expected = test_roles(direct.scores, tau=1.0)
+    assert list(tests.columns) == list(expected.columns)
+    for column in ["n", "mean", "statistic", "p_unc", "p_corr", "reject"]:
+        np.testing.assert_array_equal(tests[column].to_numpy(), expected[column].to_numpy(), err_msg=column)
+    assert hs.role_table(tests).shape[0] == 4  # 2 layers x 2 heads
+
+
+def test_compare_pairs_by_input_and_refuses_other_inputs(tiny_model):
+    records = hs.read_records(DEMO / "sentences.txt", limit=8)
+    a = hs.score(tiny_model, records, roles=["local"])
+    b = hs.MeasureArray("after", a.dataset, a.sentence_ids, a.measures, a.values * 2, a.provenance)
+    table = hs.compare(a, b, test="t")
+    row = table[(table.layer == 0) & (table["head"] == 1)].iloc[0]
+    diff = a.values[:, 0, 1, 0].astype(float)  # after - before = 2x - x
+    from scipy import stats
+
+    assert row["p_unc"] == pytest.approx(stats.ttest_1samp(diff, 0.0).pvalue)
+    shorter = hs.score(tiny_model, records[:5], roles=["local"])
+    with pytest.raises(hs.IncompatibleResultsError):
+        hs.compare(a, shorter)
