@@ -61,3 +61,14 @@ def test_compare_pairs_by_input_and_refuses_other_inputs(tiny_model):
     shorter = hs.score(tiny_model, records[:5], roles=["local"])
     with pytest.raises(hs.IncompatibleResultsError):
         hs.compare(a, shorter)
+
+
+def test_no_submodule_shadows_a_public_name():
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.walk_packages(hs.__path__, "headstats."):
+        if module.name != "headstats.cli":
+            importlib.import_module(module.name)
+    for name in ("load_model", "read_records", "score", "test_roles", "role_table", "compare", "run"):
+        assert callable(getattr(hs, name)) and not isinstance(getattr(hs, name), type(hs)), name

@@ -2,7 +2,7 @@
 the change in scores (from the scores already computed), role transitions, and the per-head cosine
 similarity and [CLS]/[SEP] mass, which the engine collects in the study's one pass over every model.
 
-Sits between the study runner and the comparison layer (:mod:`headstats.compare`); refuses to compare
+Sits between the study runner and the comparison layer (:mod:`headstats.comparison`); refuses to compare
 models whose tokenizers differ before any model is loaded.
 """
 
@@ -92,7 +92,7 @@ def run_comparisons(
     """
     if not protocol.compare:
         return {}
-    from headstats.compare import run_comparison
+    from headstats.comparison import run_comparison
 
     if not isinstance(scores, pd.DataFrame):
         from headstats.pipeline import long_frame

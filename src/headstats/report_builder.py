@@ -589,7 +589,7 @@ def finetuned_models_table(manifest: dict) -> pd.DataFrame:
 def comparison_section(report: Report, root: Path, tables: dict, manifest: dict, *,
                        formats: Sequence[str] | None = None) -> None:
     """Pretrained vs fine-tuned: generated summary, change maps, transitions, per-layer figures."""
-    from headstats.compare import comparison_markdown
+    from headstats.comparison import comparison_markdown
     from headstats.plots import compare_plots
 
     report.heading("Pretrained vs fine-tuned")

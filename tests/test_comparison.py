@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from headstats.compare import (
+from headstats.comparison import (
     attention_comparison,
     attention_similarity,
     check_same_tokenizer,
