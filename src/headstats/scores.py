@@ -28,7 +28,7 @@ from headstats.engine.batch import BatchLayout, BatchView, row_means, view_of
 from headstats.roles import SequenceLayout, get_role, role_relation
 
 __all__ = ["ARC_DIRECTIONS", "BUILTIN_SIEVES", "BatchLayout", "ScoreSettings", "arc_bias", "row_means", "score_batch",
-           "score_view", "sieve_bias"]
+           "score_view", "sieve_bias", "sieve_bias_of_keys"]
 
 ARC_DIRECTIONS = ("dependent_to_head", "head_to_dependent", "both")
 

@@ -23,6 +23,7 @@ import pandas as pd
 
 from headstats.errors import DataError, HeadstatsError
 from headstats.inputs.records import Record
+from headstats.measures import MeasureArray
 from headstats.protocol import DatasetSpec, Protocol, dump_protocol
 from headstats.folders import OutputClaim, claim_output
 from headstats.storage import file_hashes, write_manifest, write_table
@@ -66,7 +67,7 @@ class StudyResult:
     """
 
     out: Path
-    scores: list
+    scores: list[MeasureArray]
     tests: pd.DataFrame
     roles: pd.DataFrame
     tables: dict[str, pd.DataFrame]
@@ -277,7 +278,7 @@ class StudyPasses:
         and each analysis of ``protocol.analyses``).
     """
 
-    arrays: list
+    arrays: list[MeasureArray]
     counts: dict
     provenance: dict
     tables: dict[str, dict[str, pd.DataFrame]]

@@ -84,6 +84,25 @@ class Job:
         return len(self.models) == 2
 
 
+def return_freed_memory(*, trim: bool = False) -> None:
+    """Make glibc give freed tensor memory back to the system (Linux; a no-op elsewhere).
+
+    Attention buffers change size from batch to batch; with glibc's default, growing mmap threshold, freed
+    buffers stay in the heap as fragments, and resident memory grows with the number of batches (200 MiB
+    over 1,500 inputs). A fixed 1 MiB threshold maps every large buffer on its own and unmaps it when freed;
+    ``trim`` also returns what the heap holds free now.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD: fixed, so large buffers are unmapped when freed
+        if trim:
+            libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def plan_groups(models: Sequence[str], pairs: Iterable[tuple[str, str]]) -> list[tuple[str, ...]]:
     """Models that must be resident together: connected components of the pair graph.
 
@@ -201,7 +220,7 @@ class Runner:
     """
 
     def __init__(self, *, batch_size: int = 32, max_length: int = 128, too_long: str = "skip",
-                 chunk_size: int = 4096, progress: ProgressFactory = no_progress,
+                 chunk_size: int = 1024, progress: ProgressFactory = no_progress,
                  log: Callable[[str], None] = lambda message: None) -> None:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, not {chunk_size}")
@@ -247,6 +266,7 @@ class Runner:
         for job in jobs:
             if job.dataset not in data:
                 raise ValueError(f"job {job.name!r} names data set {job.dataset!r}, which is not among {list(data)}")
+        return_freed_memory()
         counts: dict[tuple[str, str], dict] = {}
         groups = plan_groups(order, [tuple(j.models) for j in jobs if j.is_pair])  # type: ignore[misc]
         for number, group in enumerate(groups):
@@ -262,6 +282,7 @@ class Runner:
                     wanted = [j for j in group_jobs if j.dataset == dataset]
                     if wanted:
                         result = self._pass(loaded, dataset, records, wanted)
+                        return_freed_memory(trim=True)
                         for m in dict.fromkeys(m for j in wanted for m in j.models):
                             counts[(m, dataset)] = result.as_dict()
             finally:
