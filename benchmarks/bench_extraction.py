@@ -59,10 +59,10 @@ def compare_speed(n: int, batch_size: int, *, chunk: int = 128, repeats: int = 3
     import torch
 
     from headstats.analyses.role_scores import RoleScores
-    from headstats.encoding import encode_records
+    from headstats.model.encoding import encode_records
     from headstats.engine.runner import Job, Runner
-    from headstats.extraction import length_sorted_batches
-    from headstats.models import load_model
+    from headstats.engine.forward import length_sorted_batches
+    from headstats.model.loading import load_model
 
     torch.set_num_threads(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     loaded = load_model("default")
@@ -110,8 +110,8 @@ def _status_kib(field: str) -> int:
 
 def peak_memory_child(n: int, batch_size: int) -> None:
     """Peak RSS of the scoring alone: the high-water mark is reset (Linux clear_refs) after loading."""
-    from headstats.models import load_model
-    from headstats.pipeline import score_records
+    from headstats.model.loading import load_model
+    from headstats.study.scoring import score_records
 
     loaded = load_model("default")
     records, _ = load_inputs(n)

@@ -3,7 +3,7 @@
 Run:  python benchmarks/bench_statistics.py [--n 10000] [--repeats 2]
 
 Prints, measured in this one run:
-- the wall time of every table a study computes from the scores (``headstats.analysis.analyse`` with the
+- the wall time of every table a study computes from the scores (``headstats.assignment.tables.analyse`` with the
   default statistics: t-test, Holm within (model, dataset), power, sample sizes and Bayes factors, the tau x
   alpha sensitivity grid and the robustness table over t/wilcoxon/sign x four corrections) on planted
   scores of N inputs x 144 heads (12 layers x 12) x 10 roles, handed over as a
@@ -65,8 +65,8 @@ def best_of(fn, repeats: int) -> tuple[float, object]:
 
 
 def full_statistics(n: int, repeats: int) -> None:
-    from headstats.analysis import analyse, statistics_kwargs
-    from headstats.protocol import ReportOptions, StatisticsOptions
+    from headstats.assignment.tables import analyse, statistics_kwargs
+    from headstats.config.protocol import ReportOptions, StatisticsOptions
     from headstats.stats.matrix import score_matrix
     from headstats.stats.onesample import test_roles
     from headstats.stats.sensitivity import robustness, tau_sensitivity

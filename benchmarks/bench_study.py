@@ -48,8 +48,8 @@ def protocol_file(folder: Path, *, limit: int | None, sensitivity: bool) -> Path
 
 def child(command: list[str]) -> None:
     """Run one CLI command in this process; print phase times (for ``run``) and this process' peak RSS."""
-    import headstats.study as study
-    from headstats.cli import app
+    import headstats.study.run as study
+    from headstats.cli.main import app
 
     start = time.perf_counter()
     phases: list[tuple[str, float]] = []

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
+
+from headstats.measures import MeasureArray
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -50,7 +54,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_model(tiny_model_dir):
-    from headstats.models import load_model
+    from headstats.model.loading import load_model
 
     return load_model(str(tiny_model_dir))
 
@@ -99,3 +103,27 @@ def hf_cache(tmp_path, monkeypatch):
         return snapshot
 
     return put
+
+
+def planted_arrays(seed: int = 0) -> list[MeasureArray]:
+    """Two data sets of one model and one of another, shuffled ids, roles not in lexical order, NaNs."""
+    rng = np.random.default_rng(seed)
+
+    def one(model, dataset, n, roles, layers=2, heads=3):
+        v = (3 + 0.5 * rng.standard_normal((n, layers, heads, len(roles)))).astype(np.float32)
+        v[rng.random(n) < 0.3, :, :, -1] = np.nan  # the last role: some inputs take no part
+        ids = [f"s{i}" for i in rng.permutation(n)]
+        return MeasureArray(model, dataset, ids, roles, v)
+
+    return [one("m", "single", 30, ("local", "syntactic", "delimiter")),
+            one("m", "pairs", 25, ("local", "syntactic", "delimiter")),
+            one("k", "pairs", 12, ("zeta", "block"))]
+
+
+def long_frame(arrays: list[MeasureArray]) -> pd.DataFrame:
+    """The long table as a study writes it (text key columns)."""
+    frame = pd.concat([a.to_frame() for a in arrays], ignore_index=True)
+    return frame.astype({"model": str, "dataset": str, "sentence_id": str, "role": str})
+
+
+

@@ -30,8 +30,8 @@ def test_every_public_name_resolves():
 
 
 def test_score_test_and_roles_equal_the_layers_below(tiny_model):
-    from headstats.pipeline import score_records
-    from headstats.scores import ScoreSettings
+    from headstats.study.scoring import score_records
+    from headstats.analyses.sieves import ScoreSettings
     from headstats.stats.onesample import test_roles
 
     records = hs.read_records(DEMO / "sentences.txt", limit=10)
@@ -68,7 +68,7 @@ def test_no_submodule_shadows_a_public_name():
     import pkgutil
 
     for module in pkgutil.walk_packages(hs.__path__, "headstats."):
-        if module.name != "headstats.cli":
+        if module.name != "headstats.cli.main":
             importlib.import_module(module.name)
     for name in ("load_model", "read_records", "score", "test_roles", "role_table", "compare", "run"):
         assert callable(getattr(hs, name)) and not isinstance(getattr(hs, name), type(hs)), name

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from conftest import build_tiny_bert
 
-from headstats.cli import app
+from headstats.cli.main import app
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "data" / "demo"
@@ -479,7 +479,7 @@ if phase == "scoring":
         return original_forward(self, *a, **k)
 
     modeling_bert.BertModel.forward = forward
-from headstats.cli import app
+from headstats.cli.main import app
 sys.argv = ["headstats", *args]
 app()
 """

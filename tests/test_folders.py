@@ -18,7 +18,7 @@ from headstats.folders import (
     is_headstats_output,
     staged_output,
 )
-from headstats.storage import write_manifest
+from headstats.study.storage import write_manifest
 
 
 @pytest.fixture

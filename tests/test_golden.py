@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from headstats.protocol import load_protocol
-from headstats.study import run_study
+from headstats.config.protocol import load_protocol
+from headstats.study.run import run_study
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden" / "quickstart"

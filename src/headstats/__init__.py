@@ -8,7 +8,7 @@
 - a whole protocol: :func:`run`
 - registries: ``list_roles``/``register_role``, ``list_tests``/``register_test``,
   ``list_corrections``/``register_correction``, ``list_paired_tests``/``register_paired_test``,
-  ``list_analyses``/``register_analysis``, ``list_formats``
+  ``list_analyses``/``register_analysis``, ``list_formats``/``register_format``
 - errors: :class:`HeadstatsError` and its kinds (``ProtocolError``, ``DataError``, ``ModelError``,
   ``UnknownNameError``, ``IncompatibleResultsError``, ``OutputError``)
 """
@@ -22,17 +22,17 @@ __version__ = "0.1.0"
 
 #: Public name -> "module:attribute", imported on first use.
 _LAZY = {
-    "load_model": "headstats.models:load_model",
+    "load_model": "headstats.model.loading:load_model",
     "read_records": "headstats.api:read_records",
     "score": "headstats.api:score",
     "test_roles": "headstats.stats.onesample:test_roles",
-    "role_table": "headstats.assign:role_table",
+    "role_table": "headstats.assignment.role_assignment:role_table",
     "compare": "headstats.api:compare",
     "run": "headstats.api:run",
     "MeasureArray": "headstats.measures:MeasureArray",
-    "load_protocol": "headstats.protocol:load_protocol",
-    "list_roles": "headstats.roles:list_roles",
-    "register_role": "headstats.roles:register_role",
+    "load_protocol": "headstats.config.protocol:load_protocol",
+    "list_roles": "headstats.analyses.roles:list_roles",
+    "register_role": "headstats.analyses.roles:register_role",
     "list_tests": "headstats.stats.onesample:list_tests",
     "register_test": "headstats.stats.onesample:register_test",
     "list_corrections": "headstats.stats.corrections:list_corrections",
@@ -41,7 +41,8 @@ _LAZY = {
     "register_paired_test": "headstats.stats.paired:register_paired_test",
     "list_analyses": "headstats.analyses:list_analyses",
     "register_analysis": "headstats.analyses:register_analysis",
-    "list_formats": "headstats.api:list_formats",
+    "list_formats": "headstats.inputs.readers:list_formats",
+    "register_format": "headstats.inputs.readers:register_format",
     **{name: f"headstats.errors:{name}" for name in (
         "HeadstatsError", "ProtocolError", "DataError", "ModelError", "UnknownNameError",
         "IncompatibleResultsError", "OutputError")},

@@ -14,7 +14,7 @@ Each is a thin, documented door to the layer that does the work, so that a user 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from headstats.errors import IncompatibleResultsError
 
@@ -52,11 +52,11 @@ def score(
         ``(inputs, layers, heads, roles)`` float32 scores with the inputs' sentence ids; ``.to_frame()`` gives
         the long table of ``scores.parquet``; ``.provenance`` holds the model's and the counts.
     """
-    from headstats.models import LoadedModel, load_model
-    from headstats.pipeline import score_records
-    from headstats.protocol import ScoringOptions
-    from headstats.roles import get_role
-    from headstats.scores import ScoreSettings
+    from headstats.model.loading import LoadedModel, load_model
+    from headstats.study.scoring import score_records
+    from headstats.config.protocol import ScoringOptions
+    from headstats.analyses.roles import get_role
+    from headstats.analyses.sieves import ScoreSettings
 
     loaded = model if isinstance(model, LoadedModel) else load_model(str(model))
     if isinstance(records, (str, Path)):
@@ -103,7 +103,7 @@ def compare(before, after, *, test: str = "wilcoxon", alternative: str = "two-si
         If the two hold different inputs, or came from models whose tokenizers differ.
     """
     from headstats.measures import MeasureArray, check_same_inputs
-    from headstats.pipeline import long_frame
+    from headstats.study.scoring import long_frame
     from headstats.stats.paired import paired_tests
 
     if isinstance(before, MeasureArray) and isinstance(after, MeasureArray):
@@ -120,16 +120,11 @@ def compare(before, after, *, test: str = "wilcoxon", alternative: str = "two-si
 def run(protocol: str | Path | Any, out: str | Path | None = None, *, overwrite: bool = False):
     """Run a YAML protocol (a path or a loaded Protocol) end to end, as ``headstats run`` does.
 
-    Returns the :class:`headstats.study.StudyResult` (tables, arrays, manifest, output folder).
+    Returns the :class:`headstats.study.run.StudyResult` (tables, arrays, manifest, output folder).
     """
-    from headstats.protocol import Protocol, load_protocol
-    from headstats.study import run_study
+    from headstats.config.protocol import Protocol, load_protocol
+    from headstats.study.run import run_study
 
     if not isinstance(protocol, Protocol):
         protocol = load_protocol(protocol)
     return run_study(protocol, out, overwrite=overwrite)
-
-
-def list_formats() -> list[str]:
-    """Input formats ``read_records`` takes (by extension, or ``format=``)."""
-    return ["text", "jsonl", "glue", "conllu"]

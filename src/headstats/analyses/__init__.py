@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping
 from headstats.errors import ProtocolError
 from headstats.registry import Registry
 
-#: ``report(report, root, tables)``: add a section to a :class:`headstats.report.Report` from the analysis'
+#: ``report(report, root, tables)``: add a section to a :class:`headstats.report.blocks.Report` from the analysis'
 #: tables (name -> frame concatenated over models and data sets); figures go under ``root / "figures"``.
 ReportSection = Callable[[Any, Path, Mapping[str, Any]], None]
 

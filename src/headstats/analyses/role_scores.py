@@ -1,6 +1,6 @@
 """The sieve bias scores of every role, as a collector whose result is a MeasureArray (METHODS 1.2-1.3).
 
-The maths is :func:`headstats.scores.score_view`; this module keeps each batch's scores (inputs x layers x
+The maths is :func:`headstats.analyses.sieves.score_view`; this module keeps each batch's scores (inputs x layers x
 heads x roles, float32, the precision they are computed in) with the inputs' positions, and returns them in
 data-set order as a :class:`~headstats.measures.MeasureArray`. Attention is never kept.
 """
@@ -18,7 +18,7 @@ from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context
 from headstats.errors import IncompatibleResultsError
 from headstats.measures import MeasureArray
-from headstats.scores import ScoreSettings, score_view
+from headstats.analyses.sieves import ScoreSettings, score_view
 
 
 @dataclass
@@ -74,10 +74,10 @@ class ScoreState:
 
 
 class RoleScores(Collector):
-    """Collects :func:`~headstats.scores.score_view` of every batch.
+    """Collects :func:`~headstats.analyses.sieves.score_view` of every batch.
 
     Options (``context.options``): ``roles`` (sequence of role names) and ``settings``
-    (:class:`~headstats.scores.ScoreSettings`, default ones when absent).
+    (:class:`~headstats.analyses.sieves.ScoreSettings`, default ones when absent).
     """
 
     def __init__(self, context: Context) -> None:

@@ -15,8 +15,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from headstats.encoding import Arc, EncodedInput
-from headstats.models import LoadedModel
+from headstats.model.encoding import Arc, EncodedInput
+from headstats.model.loading import LoadedModel
 
 
 @dataclass
@@ -28,7 +28,7 @@ class BatchLayout:
     real, special, cls, sep : bool Tensor (B, T)
         Real (unpadded) positions; special positions; the [CLS] position(s); every [SEP] position.
     segment : int Tensor (B, T)
-        0 for sentence A, 1 for sentence B (see :class:`headstats.encoding.EncodedInput`).
+        0 for sentence A, 1 for sentence B (see :class:`headstats.model.encoding.EncodedInput`).
     is_pair : bool Tensor (B,)
     """
 
@@ -197,10 +197,10 @@ def view_of(attention: torch.Tensor, inputs: Sequence[EncodedInput], *, model: s
 def forward_view(loaded: LoadedModel, items: Sequence[EncodedInput], *, dataset: str = "") -> BatchView:
     """Run ``loaded`` once over the padded batch of ``items`` and wrap the result in a view.
 
-    Call inside ``torch.inference_mode()``. The forward pass is :func:`headstats.extraction.forward_attentions`
+    Call inside ``torch.inference_mode()``. The forward pass is :func:`headstats.engine.forward.forward_attentions`
     (eager attention, ``output_attentions=True``), looked up at call time so that tests can count it.
     """
-    from headstats import extraction
+    from headstats.engine import forward as extraction
 
     device = next(loaded.model.parameters()).device
     pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0

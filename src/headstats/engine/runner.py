@@ -29,13 +29,13 @@ from typing import Any, Callable, ContextManager, Iterable, Mapping, Sequence
 
 import torch
 
-from headstats.encoding import EncodedInput, encode_records
+from headstats.model.encoding import EncodedInput, encode_records
 from headstats.engine.batch import BatchView, forward_view
 from headstats.engine.collector import Collector, Context
 from headstats.errors import IncompatibleResultsError
-from headstats.extraction import length_sorted_batches
+from headstats.engine.forward import length_sorted_batches
 from headstats.inputs.records import Record
-from headstats.models import LoadedModel, tokenizer_fingerprint
+from headstats.model.loading import LoadedModel, tokenizer_fingerprint
 
 Advance = Callable[[int], None]
 ProgressFactory = Callable[[str, int], ContextManager[Advance]]

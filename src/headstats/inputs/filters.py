@@ -2,7 +2,7 @@
 
 Both return the records they keep and, for each record left out, ``(sentence_id, reason)``, so that the
 inputs skipped before parsing are reported with those the encoder skips (the ``skipped`` counts of
-:class:`headstats.encoding.EncodingResult` use the same reasons, ``"empty"`` and ``"too_long"``).
+:class:`headstats.model.encoding.EncodingResult` use the same reasons, ``"empty"`` and ``"too_long"``).
 
 **Empty.** A text is empty when it has no *visible* character: a letter, number, punctuation mark or symbol
 (Unicode categories L, N, P, S) other than the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0). Whitespace,

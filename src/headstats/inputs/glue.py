@@ -428,7 +428,7 @@ def load_glue(
         Seed of the random sample.
     exclude_ids : iterable of str
         ``sentence_id`` values to leave out before taking ``n`` (e.g. the dev rows a model was
-        fine-tuned on, see :func:`headstats.finetune.finetune_train_ids`).
+        fine-tuned on, see :func:`headstats.model.finetune.finetune_train_ids`).
     source : str, Path or callable, optional
         Only when reading through ``datasets``: what to pass to ``datasets.load_dataset`` instead of
         ``nyu-mll/glue`` (a local folder of parquet/csv files named by split, or a hub id), or a callable

@@ -17,30 +17,72 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Callable, Literal, get_args
 
 from headstats.errors import DataError, HeadstatsError
 from headstats.inputs.files import check_data_file, iter_lines
 from headstats.inputs.filters import check_usable, has_visible_text
 from headstats.inputs.parsing import canonical_relation
 from headstats.inputs.records import Record, Word
+from headstats.registry import Registry
 
-__all__ = ["FORMATS", "Format", "infer_format", "read_records", "read_text", "read_jsonl", "read_conllu"]
+__all__ = ["FORMATS", "INPUT_FORMATS", "Format", "InputFormat", "infer_format", "list_formats", "register_format", "read_records", "read_text", "read_jsonl", "read_conllu"]
 
 Format = Literal["text", "jsonl", "glue", "conllu"]
-
-#: The input formats :func:`read_records` understands.
+#: The built-in input formats (:func:`list_formats` adds the registered ones).
 FORMATS: tuple[str, ...] = get_args(Format)
+#: ``reader(path, *, limit) -> list[Record]``.
+Reader = Callable[..., list[Record]]
 
-_EXTENSIONS: dict[str, str] = {
-    ".txt": "text",
-    ".jsonl": "jsonl",
-    ".tsv": "glue",
-    ".conllu": "conllu",
-    ".conll": "conllu",
-}
+
+@dataclass(frozen=True)
+class InputFormat:
+    """A registered input format: its reader and the file extensions that select it.
+
+    Attributes
+    ----------
+    name : str
+        The name a protocol's ``format:`` or ``read_records(format=...)`` uses.
+    reader : callable
+        ``reader(path, *, limit=None) -> list[Record]``.
+    extensions : tuple of str
+        Lower-case file extensions (with the dot) read in this format when no format is named.
+    description : str
+    """
+
+    name: str
+    reader: Reader
+    extensions: tuple[str, ...] = ()
+    description: str = ""
+
+
+#: Every input format :func:`read_records` understands; built-ins are registered below like user formats.
+INPUT_FORMATS: Registry[InputFormat] = Registry("input format", hint="or leave format out to infer it from the extension")
+
+
+def register_format(name: str, reader: Reader, *, extensions: Sequence[str] = (), description: str = "",
+                    overwrite: bool = False) -> InputFormat:
+    """Register an input format; ``extensions`` (e.g. ``[".csv"]``) select it when no format is named."""
+    if not callable(reader):
+        raise TypeError("reader must be a callable (path, *, limit) -> list of Record")
+    taken = {ext: f.name for f in (INPUT_FORMATS.get(n) for n in INPUT_FORMATS) for ext in f.extensions if f.name != name}
+    exts = tuple(e.lower() if e.startswith(".") else "." + e.lower() for e in extensions)
+    clash = [e for e in exts if e in taken]
+    if clash and not overwrite:
+        raise ValueError(f"extension {clash[0]} already selects format {taken[clash[0]]!r}; pass overwrite=True")
+    return INPUT_FORMATS.register(name, InputFormat(name, reader, exts, description), overwrite=overwrite)
+
+
+def list_formats() -> list[str]:
+    """Names of the registered input formats."""
+    return INPUT_FORMATS.names()
+
+
+def _extensions() -> dict[str, str]:
+    return {ext: name for name in INPUT_FORMATS for ext in INPUT_FORMATS.get(name).extensions}
 
 
 def infer_format(path: str | os.PathLike[str]) -> str:
@@ -65,12 +107,13 @@ def infer_format(path: str | os.PathLike[str]) -> str:
         If the extension is not one of those.
     """
     suffix = Path(path).suffix.lower()
-    if suffix in _EXTENSIONS:
-        return _EXTENSIONS[suffix]
-    known = ", ".join(f"{ext} ({fmt})" for ext, fmt in _EXTENSIONS.items())
+    extensions = _extensions()
+    if suffix in extensions:
+        return extensions[suffix]
+    known = ", ".join(f"{ext} ({fmt})" for ext, fmt in extensions.items())
     raise DataError(
         f"cannot tell the format of {os.fspath(path)!r} from its extension {suffix or '(none)'!r}; "
-        f"known: {known}; pass format: one of {', '.join(FORMATS)}"
+        f"known: {known}; pass format: one of {', '.join(list_formats())}"
     )
 
 
@@ -107,13 +150,12 @@ def read_records(
     """
     path = Path(path)
     fmt = infer_format(path) if format is None else format
-    if fmt not in FORMATS:
-        raise DataError(f"unknown input format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if fmt not in INPUT_FORMATS:
+        raise DataError(INPUT_FORMATS.unknown_message(fmt))
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise HeadstatsError(f"limit must be a positive whole number or None, got {limit!r}")
     check_data_file(path)
-    readers = {"text": read_text, "jsonl": read_jsonl, "glue": _read_glue, "conllu": read_conllu}
-    records = readers[fmt](path, limit=limit)
+    records = INPUT_FORMATS.get(fmt).reader(path, limit=limit)
     if not records:
         raise DataError(
             f"no inputs in {os.fspath(path)!r} (read as {fmt}); the corpus is empty: add inputs or check format:"
@@ -560,3 +602,12 @@ def read_conllu(path: str | os.PathLike[str], *, limit: int | None = None) -> li
             stacklevel=2,
         )
     return records
+
+
+register_format("text", read_text, extensions=[".txt"],
+                description="one input per line; a tab separates the two sides of a pair")
+register_format("jsonl", read_jsonl, extensions=[".jsonl"],
+                description="one JSON object per line: text_a, optional text_b, id, label")
+register_format("glue", _read_glue, extensions=[".tsv"], description="a GLUE task's TSV file (header row)")
+register_format("conllu", read_conllu, extensions=[".conllu", ".conll"],
+                description="Universal Dependencies CoNLL-U with gold parses")

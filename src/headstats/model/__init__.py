@@ -1,0 +1,1 @@
+"""Models: loading BERT-family encoders, encoding records, the hub, and fine-tuning."""

@@ -1,0 +1,579 @@
+"""Fine-tune a BERT-family encoder on a GLUE task with a seeded, recorded recipe, and cache the result.
+
+The paper compares pretrained BERT with versions fine-tuned on MRPC, QQP, SST-2 and QNLI. When no
+fine-tuned version of a model exists (the embedded default model has none), headstats makes one: a
+sequence-classification head (``AutoModelForSequenceClassification``) trained with a plain, seeded torch
+loop (AdamW, linear warm-up then linear decay, gradient clipping at 1.0, dropout as the model's config
+says). The same recipe, base weights and data give the same weights, bit for bit, on the same machine and
+thread count.
+
+Training rows come from the task's ``train`` split. Where a task has no local train split (QNLI here:
+only dev and test could be had), the recipe trains on a seeded part of ``dev`` and measures on the rest;
+the manifest records which dev ids were used (``trained_on``) so that the analysis leaves them out (see
+:func:`analysis_exclusions`): attention is analysed on inputs the model was not trained on.
+
+A finished checkpoint folder holds::
+
+    config.json, model.safetensors, tokenizer files   (load with headstats.model.loading.load_model(folder))
+    metrics.json            dev accuracy (and F1 / MCC where GLUE reports it), majority-class baseline,
+                            rows, wall time
+    finetune_manifest.json  recipe, base model provenance, data files and their sha256, the ids trained on,
+                            versions, cache key
+    COMPLETE                written last; a folder without it is not a checkpoint
+
+Folders are written under a temporary name and renamed into place, so a crash never leaves a half
+checkpoint where a finished one is expected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import re
+import sys
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from pydantic import ValidationError
+
+from headstats.errors import HeadstatsError
+from headstats.folders import FILES_KEY, WRITTEN_BY, check_output_folder, claim_output, output_file_list
+from headstats.inputs.glue import (
+    HF_GLUE,
+    GlueTask,
+    available_splits,
+    get_task,
+    glue_file,
+    glue_root,
+    load_glue,
+)
+from headstats.inputs.records import Record
+from headstats.model.loading import resolve_model_path, sha256_file, tokenizer_fingerprint
+from headstats.model.recipe import FinetuneRecipe
+
+#: Bumped when the training loop changes in a way that changes weights; part of the cache key.
+FINETUNE_FORMAT = 1
+COMPLETE_MARKER = "COMPLETE"
+MANIFEST_NAME = "finetune_manifest.json"
+METRICS_NAME = "metrics.json"
+#: Share of dev that must stay held out when a task trains on part of dev.
+MIN_HELDOUT_SHARE = 0.2
+EVAL_BATCH_SIZE = 64
+
+
+# ------------------------------------------------------------------------------------------------ data
+
+
+def _training_plan(
+    recipe: FinetuneRecipe, gtask: GlueTask, data_root: str | Path | None
+) -> tuple[list[Record], list[Record], dict[str, Any]]:
+    """Training and evaluation records, and how they were chosen (for the manifest)."""
+    root = glue_root(data_root)
+    rng = np.random.default_rng(recipe.seed)
+    splits = available_splits(gtask.name, root)
+    train_split = recipe.train_split
+    if train_split is None:
+        train_split = "train" if "train" in splits else "dev"
+    if train_split not in ("train", "dev"):
+        raise HeadstatsError(f"train_split must be 'train' or 'dev', not {train_split!r}")
+    if train_split == "train" and "train" not in splits:
+        raise HeadstatsError(
+            f"{gtask.folder} has no train split under {root}; leave train_split unset (trains on part of dev) "
+            "or give a data root with the train file"
+        )
+
+    if train_split == "train":
+        pool = load_glue(gtask.name, split="train", root=root)
+        pool = [r for r in pool if r.label is not None]
+        if recipe.train_rows is not None and recipe.train_rows < len(pool):
+            keep = np.sort(rng.choice(len(pool), size=recipe.train_rows, replace=False))
+            train = [pool[i] for i in keep]
+        else:
+            train = pool
+        dev = load_glue(gtask.name, split="dev", root=root)
+        evaluation = dev[: recipe.eval_rows] if recipe.eval_rows else dev
+        source = "train"
+    else:
+        dev = load_glue(gtask.name, split="dev", root=root)
+        n_train = recipe.train_rows if recipe.train_rows is not None else int(len(dev) * (1 - MIN_HELDOUT_SHARE))
+        if len(dev) - n_train < max(1, math.ceil(MIN_HELDOUT_SHARE * len(dev))):
+            raise HeadstatsError(
+                f"train_rows={n_train} would leave less than {MIN_HELDOUT_SHARE:.0%} of {gtask.name} dev "
+                f"({len(dev)} rows) held out; ask for at most {int(len(dev) * (1 - MIN_HELDOUT_SHARE))}"
+            )
+        order = rng.permutation(len(dev))
+        train_idx = np.sort(order[:n_train])
+        held_idx = np.sort(order[n_train:])
+        train = [dev[i] for i in train_idx]
+        held = [dev[i] for i in held_idx]
+        evaluation = held[: recipe.eval_rows] if recipe.eval_rows else held
+        source = "dev_holdout"
+    if not train:
+        raise HeadstatsError(f"no labelled training rows for {gtask.name}; check the data root")
+    if not evaluation or any(r.label is None for r in evaluation):
+        raise HeadstatsError(f"the {gtask.name} evaluation rows have no labels; check the dev file")
+
+    files: dict[str, Any] = {}
+    if root is not None:
+        for split in sorted({train_split, "dev"}):
+            path = glue_file(gtask.name, split, root)
+            files[split] = {"path": str(path.resolve()), "sha256": sha256_file(path)}
+    plan = {
+        "data_source": "files" if root is not None else f"datasets:{HF_GLUE}",
+        "data_root": str(Path(root).resolve()) if root is not None else None,
+        "data_files": files,
+        "train_source": source,
+        "train_split": train_split,
+        "eval_split": "dev",
+        "eval_note": (
+            "all dev rows" if source == "train" and not recipe.eval_rows
+            else "first eval_rows dev rows" if source == "train"
+            else "dev rows not used for training"
+        ),
+    }
+    return train, evaluation, plan
+
+
+def _label_ids(records: Sequence[Record], gtask: GlueTask) -> np.ndarray:
+    index = {label: i for i, label in enumerate(gtask.labels)}
+    bad = sorted({r.label for r in records if r.label not in index}, key=str)
+    if bad:
+        raise HeadstatsError(
+            f"labels {bad[:5]} are not labels of GLUE {gtask.name} ({', '.join(gtask.labels)}); check the task"
+        )
+    return np.array([index[r.label] for r in records], dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------------- model
+
+
+def _base_provenance(spec: str, tokenizer: Any, model: Any) -> dict[str, Any]:
+    path, is_local = resolve_model_path(spec)
+    from headstats.model.loading import weight_hashes  # the same hashes load_model records
+
+    return {
+        "model": spec,
+        "path": path if is_local else None,
+        "hub_id": None if is_local else spec,
+        "model_type": model.config.model_type,
+        "weights_sha256": weight_hashes(path, is_local, None),
+        "tokenizer_class": type(tokenizer).__name__,
+        "vocab_sha256": tokenizer_fingerprint(tokenizer),
+    }
+
+
+def _load_for_classification(spec: str, gtask: GlueTask, seed: int) -> tuple[Any, Any]:
+    """The base model with a new classification head (seeded), through every check of ``load_model``."""
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from headstats.model.loading import load_model
+
+    torch.manual_seed(seed)  # the new classification head is initialised from this seed
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # "newly initialized: classifier.*" is expected here
+    try:
+        loaded = load_model(spec, for_classification=True, model_kwargs={
+            "num_labels": gtask.num_labels,
+            "id2label": dict(enumerate(gtask.labels)),
+            "label2id": {label: i for i, label in enumerate(gtask.labels)},
+        })
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    return loaded.tokenizer, loaded.model
+
+
+def _tokenize(tokenizer: Any, records: Sequence[Record], max_length: int) -> dict[str, Any]:
+    a = [r.text_a for r in records]
+    b = [r.text_b for r in records] if records[0].text_b is not None else None
+    return tokenizer(a, b, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
+
+
+def _batches(n: int, batch_size: int, total_steps: int, rng: np.random.Generator):
+    """Index batches over shuffled epochs (a fresh seeded permutation per epoch), ``total_steps`` of them."""
+    order = np.empty(0, dtype=np.int64)
+    for _ in range(total_steps):
+        if order.size < batch_size:
+            order = np.concatenate([order, rng.permutation(n)])
+        yield order[:batch_size]
+        order = order[batch_size:]
+
+
+def _train(model: Any, tokenizer: Any, train: Sequence[Record], labels: np.ndarray, recipe: FinetuneRecipe,
+           *, progress: bool) -> dict[str, Any]:
+    import torch
+
+    torch.manual_seed(recipe.seed)
+    rng = np.random.default_rng(recipe.seed + 1)
+    steps_per_epoch = math.ceil(len(train) / recipe.batch_size)
+    total_steps = max(1, math.ceil(recipe.epochs * steps_per_epoch))
+    warmup = int(recipe.warmup_ratio * total_steps)
+    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "LayerNorm.bias")
+    groups = [
+        {"params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)],
+         "weight_decay": recipe.weight_decay},
+        {"params": [p for n, p in model.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(groups, lr=recipe.learning_rate)
+
+    def schedule(step: int) -> float:  # linear warm-up, then linear decay to 0
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    model.train()
+    losses = []
+    bar = _progress_bar(total_steps, "fine-tuning", progress)
+    try:
+        for idx in _batches(len(train), recipe.batch_size, total_steps, rng):
+            batch = _tokenize(tokenizer, [train[i] for i in idx], recipe.max_length)
+            out = model(**batch, labels=torch.from_numpy(labels[idx]))
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(float(out.loss.detach()))
+            bar.advance(f"loss {np.mean(losses[-20:]):.3f}")
+    finally:
+        bar.close()
+    model.eval()
+    return {"steps": total_steps, "steps_per_epoch": steps_per_epoch, "warmup_steps": warmup,
+            "final_loss": float(np.mean(losses[-20:])), "first_loss": float(np.mean(losses[:20]))}
+
+
+def predict(model: Any, tokenizer: Any, records: Sequence[Record], *, max_length: int,
+            batch_size: int = EVAL_BATCH_SIZE) -> np.ndarray:
+    """Predicted class ids, in record order (batched by length, without gradients)."""
+    import torch
+
+    lengths = [len(r.text_a) + len(r.text_b or "") for r in records]
+    order = np.argsort(lengths, kind="stable")
+    preds = np.empty(len(records), dtype=np.int64)
+    model.eval()
+    with torch.inference_mode():
+        for start in range(0, len(records), batch_size):
+            idx = order[start : start + batch_size]
+            batch = _tokenize(tokenizer, [records[i] for i in idx], max_length)
+            preds[idx] = model(**batch).logits.argmax(-1).numpy()
+    return preds
+
+
+def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, *, majority_class: int,
+                           num_labels: int) -> dict[str, float]:
+    """Accuracy, macro F1, F1 of class 1 (binary), Matthews correlation, and the majority-class baseline.
+
+    ``majority_baseline`` is the accuracy of always predicting ``majority_class`` (the most frequent
+    training label) on these rows.
+    """
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    out = {"accuracy": float(np.mean(y_true == y_pred)),
+           "majority_baseline": float(np.mean(y_true == majority_class))}
+    f1s = []
+    for c in range(num_labels):
+        tp = np.sum((y_pred == c) & (y_true == c))
+        fp = np.sum((y_pred == c) & (y_true != c))
+        fn = np.sum((y_pred != c) & (y_true == c))
+        f1s.append(float(2 * tp / (2 * tp + fp + fn)) if tp + fp + fn else 0.0)
+    out["f1_macro"] = float(np.mean(f1s))
+    if num_labels == 2:
+        out["f1"] = f1s[1]
+        tp, tn = np.sum((y_pred == 1) & (y_true == 1)), np.sum((y_pred == 0) & (y_true == 0))
+        fp, fn = np.sum((y_pred == 1) & (y_true == 0)), np.sum((y_pred == 0) & (y_true == 1))
+        denom = math.sqrt(float((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)))
+        out["mcc"] = float((tp * tn - fp * fn) / denom) if denom else 0.0
+    return out
+
+
+# ------------------------------------------------------------------------------------------- progress
+
+
+class _Bar:
+    def __init__(self, total: int, label: str, enabled: bool):
+        self._progress = None
+        if not enabled:
+            return
+        try:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+        except ImportError:  # pragma: no cover
+            return
+        self._progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                  TextColumn("{task.description}"), transient=True)
+        self._progress.start()
+        self._task = self._progress.add_task("", total=total)
+
+    def advance(self, text: str = "") -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, description=text)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def _progress_bar(total: int, label: str, enabled: bool) -> _Bar:
+    return _Bar(total, label, enabled)
+
+
+# ------------------------------------------------------------------------------------------ finetune
+
+
+def _versions() -> dict[str, str]:
+    import torch
+    import transformers
+
+    import headstats
+
+    return {"headstats": headstats.__version__, "torch": torch.__version__,
+            "transformers": transformers.__version__, "numpy": np.__version__,
+            "python": sys.version.split()[0], "platform": platform.platform(),
+            "torch_threads": str(torch.get_num_threads())}
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+
+
+def finetune(
+    recipe: FinetuneRecipe,
+    *,
+    out_dir: str | Path,
+    data_root: str | Path | None = None,
+    progress: bool = True,
+    overwrite: bool = False,
+    cache_key: str | None = None,
+) -> Path:
+    """Fine-tune ``recipe.base`` on ``recipe.task`` and write a checkpoint folder.
+
+    Parameters
+    ----------
+    recipe : FinetuneRecipe
+        Base model, task, epochs (may be fractional), learning rate, batch size, maximum length (longer
+        inputs are truncated for training and evaluation), training rows (a seeded sample of the train
+        split; None for all), ``train_split`` (None: ``train`` where it exists, else part of ``dev``),
+        ``eval_rows`` (None: all evaluation rows), weight decay, warm-up ratio, seed.
+    out_dir : str or Path
+        The checkpoint folder to create; it must not exist unless ``overwrite``.
+    data_root : str or Path, optional
+        GLUE data folder; default ``$HEADSTATS_GLUE_ROOT``, else the ``datasets`` library (online).
+    progress : bool
+        Show a progress bar on stderr.
+    overwrite : bool
+        Replace an existing folder (only once the new one is complete).
+    cache_key : str, optional
+        Recorded in the manifest (set by :func:`cached_finetune`).
+
+    Returns
+    -------
+    Path
+        ``out_dir``, holding the model, tokenizer, ``metrics.json``, ``finetune_manifest.json`` and
+        ``COMPLETE``.
+    """
+    out_dir = Path(out_dir)
+    out_dir = check_output_folder(out_dir, overwrite=overwrite)
+    gtask = get_task(recipe.task)
+    if not gtask.labels:
+        raise HeadstatsError(f"GLUE {gtask.name} is a regression task; headstats fine-tunes classification tasks only")
+    recipe = recipe.model_copy(update={"task": gtask.name})
+    started = time.perf_counter()
+    train, evaluation, plan = _training_plan(recipe, gtask, data_root)
+    y_train, y_eval = _label_ids(train, gtask), _label_ids(evaluation, gtask)
+    tokenizer, model = _load_for_classification(recipe.base, gtask, recipe.seed)
+    provenance = _base_provenance(recipe.base, tokenizer, model)
+    loaded_s = time.perf_counter()
+    training = _train(model, tokenizer, train, y_train, recipe, progress=progress)
+    trained_s = time.perf_counter()
+    preds = predict(model, tokenizer, evaluation, max_length=recipe.max_length)
+    evaluated_s = time.perf_counter()
+
+    counts = np.bincount(y_train, minlength=gtask.num_labels)
+    metrics = {
+        "task": gtask.name,
+        "glue_metric": gtask.metric,
+        **classification_metrics(y_eval, preds, majority_class=int(counts.argmax()), num_labels=gtask.num_labels),
+        "majority_class": gtask.labels[int(counts.argmax())],
+        "n_train": len(train),
+        "n_eval": len(evaluation),
+        "eval_split": plan["eval_split"],
+        "eval_rows": plan["eval_note"],
+        "train_label_counts": {gtask.labels[i]: int(c) for i, c in enumerate(counts)},
+        "eval_label_counts": dict(Counter(r.label for r in evaluation)),
+        **training,
+        "wall_time_s": {"load": round(loaded_s - started, 2), "train": round(trained_s - loaded_s, 2),
+                        "eval": round(evaluated_s - trained_s, 2), "total": round(evaluated_s - started, 2)},
+    }
+    train_ids = [r.sentence_id for r in train]
+    manifest = {
+        "kind": "headstats finetune",
+        "format": FINETUNE_FORMAT,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "recipe": recipe.model_dump(mode="json"),
+        "task": gtask.name,
+        "labels": list(gtask.labels),
+        "base_model": provenance,
+        **plan,
+        "trained_on": {
+            "task": gtask.name,
+            "split": plan["train_split"],
+            "n": len(train_ids),
+            "ids_sha256": hashlib.sha256("\n".join(train_ids).encode()).hexdigest(),
+            "ids": train_ids,
+        },
+        # the same, keyed "task:split" (canonical task name, as headstats.inputs.glue.get_task gives it)
+        "train_ids_by_split": {f"{gtask.name}:{plan['train_split']}": train_ids},
+        "note": (
+            f"{gtask.folder} has no train split here: trained on {len(train)} seeded dev rows, measured on "
+            f"the other {len(evaluation)}; analyses of {gtask.name} dev must leave the trained ids out"
+            if plan["train_source"] == "dev_holdout" else
+            f"trained on {len(train)} rows of {gtask.folder} train; measured on {gtask.folder} dev"
+        ),
+        "metrics": {k: metrics[k] for k in ("accuracy", "majority_baseline", "f1", "mcc") if k in metrics},
+        "cache_key": cache_key,
+        "versions": _versions(),
+        "wall_time_s": metrics["wall_time_s"]["total"],
+    }
+
+    with claim_output(out_dir, overwrite=overwrite) as claim:
+        tmp = claim.staging
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        _write_json(tmp / METRICS_NAME, metrics)
+        (tmp / COMPLETE_MARKER).write_text(f"{manifest['created']}\n", encoding="utf-8")
+        files = sorted(set(output_file_list(tmp)) | {MANIFEST_NAME})
+        _write_json(tmp / MANIFEST_NAME, {"written_by": WRITTEN_BY, **manifest, FILES_KEY: files})
+        claim.publish()
+    return out_dir
+
+
+# --------------------------------------------------------------------------------------------- cache
+
+
+def is_complete(folder: str | Path) -> bool:
+    """True when ``folder`` is a finished checkpoint (its ``COMPLETE`` marker exists)."""
+    folder = Path(folder)
+    return (folder / COMPLETE_MARKER).is_file() and (folder / MANIFEST_NAME).is_file()
+
+
+def finetune_cache_key(recipe: FinetuneRecipe, *, data_root: str | Path | None = None) -> str:
+    """sha256 of the recipe (canonical JSON), the base model's weight hashes, the data files' sha256 and
+    :data:`FINETUNE_FORMAT`. A change of any of them makes a new checkpoint."""
+    gtask = get_task(recipe.task)
+    recipe = recipe.model_copy(update={"task": gtask.name})
+    path, is_local = resolve_model_path(recipe.base)
+    from headstats.model.loading import weight_hashes
+
+    weights = weight_hashes(path, is_local, None) if is_local else {"hub_id": recipe.base}
+    root = glue_root(data_root)
+    data: dict[str, str] = {}
+    if root is not None:
+        for split in available_splits(gtask.name, root):
+            if split in ("train", "dev"):
+                data[split] = sha256_file(glue_file(gtask.name, split, root))
+    else:
+        data["datasets"] = HF_GLUE
+    payload = {"recipe": recipe.model_dump(mode="json"), "base_weights": weights, "data": data,
+               "format": FINETUNE_FORMAT}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", Path(text).name if os.sep in text else text).strip("-")[:40] or "model"
+
+
+def cached_finetune(
+    recipe: FinetuneRecipe,
+    *,
+    cache_dir: str | Path,
+    data_root: str | Path | None = None,
+    progress: bool = True,
+) -> Path:
+    """The checkpoint of ``recipe``: reused from ``cache_dir`` when complete, else trained and cached.
+
+    The folder is ``<cache_dir>/finetune/<task>-<base>-<key[:16]>``, where the key is
+    :func:`finetune_cache_key`. A folder without its ``COMPLETE`` marker is discarded and rebuilt.
+    """
+    key = finetune_cache_key(recipe, data_root=data_root)
+    folder = Path(cache_dir) / "finetune" / f"{get_task(recipe.task).name}-{_slug(recipe.base)}-{key[:16]}"
+    if is_complete(folder):
+        return folder
+    return finetune(recipe, out_dir=folder, data_root=data_root, progress=progress, overwrite=True, cache_key=key)
+
+
+def read_manifest(folder: str | Path) -> dict[str, Any]:
+    """The ``finetune_manifest.json`` of a checkpoint folder."""
+    path = Path(folder) / MANIFEST_NAME
+    if not path.is_file():
+        raise HeadstatsError(f"{str(folder)!r} has no {MANIFEST_NAME}; is it a checkpoint made by headstats finetune?")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def finetune_train_ids(folder: str | Path) -> dict[str, Any]:
+    """``{"task", "split", "ids"}``: the rows a headstats checkpoint was trained on."""
+    trained = read_manifest(folder)["trained_on"]
+    return {"task": trained["task"], "split": trained["split"], "ids": list(trained["ids"])}
+
+
+def analysis_exclusions(folder: str | Path | None, task: str, split: str) -> set[str]:
+    """Sentence ids of ``task``/``split`` that the checkpoint in ``folder`` was trained on (empty if none).
+
+    Pass the union over the compared models as ``exclude_ids`` to :func:`headstats.inputs.glue.load_glue`
+    when ``GlueSource.exclude_finetune_rows`` is set. Folders that are not headstats checkpoints give an
+    empty set.
+    """
+    if folder is None or not (Path(folder) / MANIFEST_NAME).is_file():
+        return set()
+    trained = finetune_train_ids(folder)
+    if trained["task"] != get_task(task).name:
+        return set()
+    split = "dev" if split in ("validation", "dev") else split
+    return set(trained["ids"]) if trained["split"] == split else set()
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+
+
+def finetune_command(
+    model: str = "default",
+    task: str = "sst2",
+    out: str | Path | None = None,
+    epochs: float = 1.0,
+    lr: float = 3e-5,
+    batch_size: int = 16,
+    max_length: int = 64,
+    train_rows: int | None = 2000,
+    seed: int = 0,
+    data_root: str | Path | None = None,
+    *,
+    cache_dir: str | Path = ".headstats_cache",
+    overwrite: bool = False,
+    progress: bool = True,
+) -> tuple[Path, dict[str, Any]]:
+    """What ``headstats finetune`` does: build the recipe, train, and return ``(folder, metrics)``.
+
+    With ``out`` the checkpoint is written there; without it, it goes to (or is reused from) the cache.
+    """
+    try:
+        recipe = FinetuneRecipe(base=model, task=task, epochs=epochs, learning_rate=lr, batch_size=batch_size,
+                                max_length=max_length, train_rows=train_rows, seed=seed)
+    except ValidationError as exc:  # one line for the CLI
+        first = exc.errors()[0]
+        raise HeadstatsError(f"invalid fine-tuning option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    if out is None:
+        folder = cached_finetune(recipe, cache_dir=cache_dir, data_root=data_root, progress=progress)
+    else:
+        folder = finetune(recipe, out_dir=out, data_root=data_root, progress=progress, overwrite=overwrite)
+    return folder, json.loads((folder / METRICS_NAME).read_text(encoding="utf-8"))

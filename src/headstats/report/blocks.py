@@ -1,0 +1,435 @@
+"""A report as a list of blocks, rendered to Markdown (figures linked) and self-contained HTML (inlined).
+
+The report builder (:mod:`headstats.report.builder`) fills a :class:`Report` with headings, paragraphs,
+tables and figures; this module only lays them out and formats numbers:
+
+- every heading gets an anchor (the slug GitHub would give it, so that the links of the table of contents
+  work in ``report.md`` on GitHub and in ``report.html``), and :meth:`Report.contents` places a table of
+  contents built from them;
+- long tables are folded (``<details>``) and link the CSV file that holds all their rows;
+- numbers are formatted per column: counts as integers (also in a column that holds a missing value),
+  p-values in scientific notation, other numbers to 3 decimals;
+- every figure and table has one caption, printed once.
+
+Figures are saved under ``figures/`` of the output folder as PNG (inlined in the HTML) with SVG beside it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+#: Tables longer than this are folded (``<details>``) unless told otherwise.
+FOLD_ROWS = 12
+#: Columns that hold p-values (formatted in scientific notation).
+P_VALUE_COLUMN = re.compile(r"^(p|p_.*|.*_p|pvalue|p_value)$")
+
+
+@dataclass
+class Block:
+    """One element of a report: ``heading``, ``text``, ``table``, ``figure`` or ``contents``."""
+
+    kind: str
+    content: object
+    caption: str = ""
+    level: int = 2
+    anchor: str = ""
+    csv: str | None = None
+    fold: bool = False
+    n_rows: int = 0
+    alt: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    """Ordered blocks of a report."""
+
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+    _anchors: set[str] = field(default_factory=set, repr=False)
+
+    def heading(self, text: str, level: int = 2) -> str:
+        """Add a heading; return its anchor (unique within the report)."""
+        anchor = unique_slug(text, self._anchors)
+        self.blocks.append(Block("heading", text, level=level, anchor=anchor))
+        return anchor
+
+    def text(self, text: str) -> None:
+        """Add a paragraph (the Markdown subset of :func:`inline_markdown`)."""
+        self.blocks.append(Block("text", text))
+
+    def table(self, frame: pd.DataFrame, caption: str = "", max_rows: int = 40, *, csv: str | None = None,
+              fold: bool | None = None) -> None:
+        """Add a table with one caption.
+
+        Parameters
+        ----------
+        frame : DataFrame
+            The rows to show (at most ``max_rows`` of them).
+        caption : str
+            What the table holds and what to look at.
+        max_rows : int
+            Rows shown; the caption says how many there are in all.
+        csv : str, optional
+            Relative path of the CSV file with all rows (linked under the table).
+        fold : bool, optional
+            Fold the table (``<details>``); default: when it has more than :data:`FOLD_ROWS` rows.
+        """
+        shown = frame.head(max_rows).copy()
+        shown.columns.name = None  # a leftover pivot name would render as an extra header row
+        fold = len(frame) > FOLD_ROWS if fold is None else fold
+        self.blocks.append(Block("table", shown, caption=caption, csv=csv, fold=fold, n_rows=len(frame)))
+
+    def figure(self, path: str, caption: str = "", *, alt: str = "") -> None:
+        """Add a figure (``path`` relative to the report, PNG; an SVG beside it is linked)."""
+        self.blocks.append(Block("figure", path, caption=caption, alt=alt or Path(path).stem.replace("_", " ")))
+
+    def contents(self, levels: Sequence[int] = (2, 3)) -> None:
+        """Place a table of contents here, listing the report's headings of ``levels``."""
+        self.blocks.append(Block("contents", tuple(levels)))
+
+
+# ------------------------------------------------------------------------------------------------ anchors
+
+def slug(text: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation other than ``-`` and ``_`` dropped, spaces
+    to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", str(text).strip().lower())
+    return text.replace(" ", "-") or "section"
+
+
+def unique_slug(text: str, taken: set[str]) -> str:
+    """:func:`slug`, with ``-1``, ``-2``, ... appended (as GitHub does) when already taken."""
+    base = candidate = slug(text)
+    k = 0
+    while candidate in taken:
+        k += 1
+        candidate = f"{base}-{k}"
+    taken.add(candidate)
+    return candidate
+
+
+# --------------------------------------------------------------------------------------------- formatting
+
+def _float_cell(value: float) -> str:
+    if np.isnan(value):
+        return ""
+    if np.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
+        return f"{value:.2e}"
+    return f"{value:.3f}"
+
+
+def _cell(value) -> str:
+    """One value on its own (see :func:`format_column` for whole columns)."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (float, np.floating)):
+        return _float_cell(float(value))
+    return str(value)
+
+
+def is_p_value_column(name: object) -> bool:
+    """Whether a column holds p-values (``p``, ``p_unc``, ``p_corr``, ``min_p``, ...)."""
+    return bool(P_VALUE_COLUMN.match(str(name)))
+
+
+def format_p_value(value) -> str:
+    """A p-value in scientific notation with 3 significant digits (``1.23e-05``); empty when missing."""
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return ""
+    return f"{float(value):.2e}"
+
+
+def _integral(series: pd.Series) -> bool:
+    values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    finite = values[np.isfinite(values)]
+    return finite.size > 0 and bool(np.all(finite == np.round(finite))) and bool(np.all(np.abs(finite) < 1e15))
+
+
+def format_column(series: pd.Series) -> list[str]:
+    """Format a column for display.
+
+    - booleans as ``yes``/``no``;
+    - p-value columns (:func:`is_p_value_column`) in scientific notation;
+    - integer columns, and float columns whose values are all whole numbers (counts that became floats
+      because the column holds a missing value), as integers;
+    - other numbers to 3 decimals, very small or large ones in scientific notation;
+    - missing values as empty cells.
+    """
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return [_cell(v) if not pd.isna(v) else "" for v in series]
+    numeric = pd.api.types.is_numeric_dtype(series.dtype)
+    if numeric and is_p_value_column(series.name):
+        return [format_p_value(v) for v in series.astype(float)]
+    if numeric and (pd.api.types.is_integer_dtype(series.dtype) or _integral(series)):
+        return ["" if pd.isna(v) else ("inf" if np.isinf(v) else f"{int(v)}") for v in series.astype(float)]
+    return [_cell(v) for v in series]
+
+
+def format_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every cell of ``frame`` as display text (:func:`format_column` per column)."""
+    out = pd.DataFrame({i: format_column(frame.iloc[:, i]) for i in range(frame.shape[1])}, index=frame.index)
+    out.columns = [str(c) for c in frame.columns]
+    return out
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table (values formatted by :func:`format_column`)."""
+    shown = format_frame(frame)
+    header = "| " + " | ".join(str(c).replace("|", "\\|") for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    rows = ["| " + " | ".join(v.replace("|", "\\|") for v in row) + " |" for row in shown.itertuples(index=False)]
+    return "\n".join([header, rule, *rows])
+
+
+def _rows_note(block: Block, *, code: bool = True) -> str:
+    shown = len(block.content)
+    where = (f"`{block.csv}`" if code else block.csv) if block.csv else "the CSV files"
+    if block.n_rows > shown:
+        return f"first {shown} of {block.n_rows} rows; all rows in {where}"
+    return f"{block.n_rows} rows" + (f"; also in {where}" if block.csv else "")
+
+
+# --------------------------------------------------------------------------------------------- Markdown
+
+def _svg_of(path: str) -> str:
+    return str(Path(path).with_suffix(".svg").as_posix())
+
+
+def render_markdown(report: Report, root: Path | None = None) -> str:
+    """The report as Markdown: figures linked (PNG, with a link to the SVG when ``root`` holds it)."""
+    parts = [f"# {report.title}"]
+    for block in report.blocks:
+        if block.kind == "heading":
+            parts.append("#" * block.level + " " + str(block.content))
+        elif block.kind == "text":
+            parts.append(str(block.content))
+        elif block.kind == "contents":
+            lines = []
+            for head, subs in _contents_tree(report, block.content):
+                lines.append(f"- [{head.content}](#{head.anchor})")
+                lines += [f"  - [{b.content}](#{b.anchor})" for b in subs]
+            if lines:
+                parts.append("**Contents**\n\n" + "\n".join(lines))
+        elif block.kind == "table":
+            parts.append(_markdown_table_block(block))
+        elif block.kind == "figure":
+            svg = _svg_of(str(block.content))
+            link = f" ([SVG]({svg}))" if root is not None and (Path(root) / svg).exists() else ""
+            parts.append(f"![{block.alt}]({block.content})")
+            if block.caption or link:
+                parts.append(f"*{block.caption}*{link}")
+    return "\n\n".join(parts) + "\n"
+
+
+def _markdown_table_block(block: Block) -> str:
+    table = markdown_table(block.content)
+    note = _rows_note(block)
+    if block.fold:
+        plain = _rows_note(block, code=False)
+        summary = html.escape(f"{block.caption} ({plain})" if block.caption else plain)
+        link = f"\n\nAll rows: [{block.csv}]({block.csv})" if block.csv else ""
+        return f"<details><summary>{summary}</summary>\n\n{table}{link}\n\n</details>"
+    caption = block.caption
+    if block.n_rows > len(block.content) or block.csv:
+        caption = f"{caption} ({note})" if caption else note
+    caption = re.sub(r"`([^`]+\.csv)`", r"[\1](\1)", caption)
+    return (f"*{caption}*\n\n" if caption else "") + table
+
+
+# ------------------------------------------------------------------------------------------------- HTML
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1180px;margin:1.2em auto;padding:0 1em;
+color:#222;line-height:1.4}
+h1{margin:0 0 .3em}h2{border-bottom:1px solid #ddd;padding-bottom:.15em;margin-top:1.6em}h3{margin-top:1.3em}
+table{border-collapse:collapse;font-size:0.85em;margin:0.3em 0 1em}th,td{border:1px solid #ccc;padding:2px 6px;
+text-align:right}th{background:#f2f2f2}td:first-child,th:first-child{text-align:left}
+img{max-width:100%;height:auto}figure{margin:0.6em 0 1.2em}
+.caption{color:#444;font-size:0.9em;margin:0.2em 0 0.4em}code{background:#f5f5f5;padding:0 3px}
+details{margin:0.4em 0 1em}details>summary{cursor:pointer;color:#444;font-size:0.9em}
+nav.toc{background:#f7f7f7;border:1px solid #e3e3e3;padding:.3em 1em;font-size:0.9em}
+nav.toc ul{columns:3;margin:.2em 0;padding-left:1.1em}nav.toc ul ul{columns:1}nav.toc li{break-inside:avoid}
+.verdict-yes{color:#006d2c;font-weight:600}.verdict-no{color:#b2182b;font-weight:600}
+.verdict-cannot{color:#666;font-weight:600}
+"""
+
+
+def inline_markdown(text: str) -> str:
+    """Escape text and turn the Markdown subset the report uses into HTML: `code`, **bold**, *italic*,
+    [links](target), bullet lists and paragraphs."""
+    escaped = html.escape(text)
+    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    escaped = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", escaped)
+    escaped = re.sub(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])", r"<i>\1</i>", escaped)
+    escaped = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", r"<a href='\2'>\1</a>", escaped)
+    out = []
+    for para in escaped.split("\n\n"):
+        lines = para.splitlines()
+        if lines and all(line.startswith("- ") for line in lines):
+            out.append("<ul>" + "".join(f"<li>{line[2:]}</li>" for line in lines) + "</ul>")
+        elif lines:
+            out.append(f"<p>{'<br>'.join(lines)}</p>")
+    return "\n".join(out)
+
+
+_inline_markdown = inline_markdown  # the name before it was public
+
+
+def _html_table(block: Block) -> str:
+    frame = format_frame(block.content)
+    table = frame.to_html(index=False, border=0, escape=True)
+    note = html.escape(_rows_note(block, code=False))
+    link = f" <a href='{html.escape(block.csv)}'>{html.escape(block.csv)}</a>" if block.csv else ""
+    caption = html.escape(block.caption)
+    if block.fold:
+        summary = f"{caption} ({note})" if caption else note
+        return f"<details><summary>{summary}</summary>\n{table}\n<p class='caption'>All rows:{link}</p></details>"
+    if block.n_rows > len(block.content) or block.csv:
+        caption = f"{caption} ({note})" if caption else note
+    return (f"<p class='caption'>{caption}</p>\n" if caption else "") + table
+
+
+def _contents_tree(report: Report, levels: Sequence[int]) -> list[tuple[Block, list[Block]]]:
+    """Headings of ``levels`` as (top-level heading, its sub-headings)."""
+    entries = [b for b in report.blocks if b.kind == "heading" and b.level in levels]
+    top = min((b.level for b in entries), default=2)
+    tree: list[tuple[Block, list[Block]]] = []
+    for b in entries:
+        if b.level == top or not tree:
+            tree.append((b, []))
+        else:
+            tree[-1][1].append(b)
+    return tree
+
+
+def _html_contents(report: Report, levels: Sequence[int]) -> str:
+    def link(b: Block) -> str:
+        return f"<a href='#{b.anchor}'>{html.escape(str(b.content))}</a>"
+
+    items = []
+    for head, subs in _contents_tree(report, levels):
+        inner = "<ul>" + "".join(f"<li>{link(b)}</li>" for b in subs) + "</ul>" if subs else ""
+        items.append(f"<li>{link(head)}{inner}</li>")
+    return f"<nav class='toc'><b>Contents</b><ul>{''.join(items)}</ul></nav>" if items else ""
+
+
+def render_html(report: Report, root: Path) -> str:
+    """Self-contained HTML: figures are inlined as base64 PNG, so the file can be sent alone and opens offline.
+
+    Links to the CSV and SVG files are relative: they work while the file sits in its run folder.
+    """
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+             f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+             f"<title>{html.escape(report.title)}</title>",
+             f"<style>{_CSS}</style></head><body><h1>{html.escape(report.title)}</h1>"]
+    for block in report.blocks:
+        if block.kind == "heading":
+            parts.append(f"<h{block.level} id='{block.anchor}'>{html.escape(str(block.content))}</h{block.level}>")
+        elif block.kind == "text":
+            parts.append(_verdicts(inline_markdown(str(block.content))))
+        elif block.kind == "contents":
+            parts.append(_html_contents(report, block.content))
+        elif block.kind == "table":
+            parts.append(_html_table(block))
+        elif block.kind == "figure":
+            png = (root / str(block.content)).read_bytes()
+            data = base64.b64encode(png).decode()
+            svg = _svg_of(str(block.content))
+            link = f" <a href='{html.escape(svg)}'>SVG</a>" if (root / svg).exists() else ""
+            caption = inline_markdown(block.caption).removeprefix("<p>").removesuffix("</p>") if block.caption else ""
+            parts.append(f"<figure><img alt='{html.escape(block.alt)}'{_css_width(png)} "
+                         f"src='data:image/png;base64,{data}'>"
+                         f"<figcaption class='caption'>{caption}{link}</figcaption></figure>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _css_width(png: bytes) -> str:
+    """`` width='...'`` that shows a PNG at its printed size (96 CSS px per inch), so that text has the same
+    size in every figure; empty when the bytes are not a PNG."""
+    from headstats.plots.style import PNG_DPI
+
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or len(png) < 24:
+        return ""
+    width = int.from_bytes(png[16:20], "big")
+    return f" width='{round(width * 96 / PNG_DPI)}'"
+
+
+def _verdicts(fragment: str) -> str:
+    """Colour the verdict words of the summary's findings (``<b>holds</b>`` / ``<b>does not hold</b>``)."""
+    fragment = fragment.replace("<b>holds</b>", "<b class='verdict-yes'>holds</b>")
+    fragment = fragment.replace("<b>does not hold</b>", "<b class='verdict-no'>does not hold</b>")
+    return fragment.replace("<b>cannot tell</b>", "<b class='verdict-cannot'>cannot tell</b>")
+
+
+# ---------------------------------------------------------------------------------------------- figures
+
+def figure_tag(*names: str) -> str:
+    """A file-name part for figures of ``names`` (model, data set, role), unique for distinct names.
+
+    Characters other than letters, digits, ``.``, ``-`` and ``_`` become ``_`` and letters are lower-cased;
+    when anything was changed (or the result is long) a short hash of the original names is appended, so
+    that ``a/b``, ``a_b`` and ``A_b`` never share a figure file, even on a file system that ignores case.
+    """
+    raw = "__".join(str(n) for n in names)
+    slug = re.sub(r"[^A-Za-z0-9._-]", "_", raw).lower()[:80]
+    if slug != raw:
+        slug += "-" + hashlib.sha1(raw.encode("utf-8")).hexdigest()[:8]
+    return slug
+
+
+def save_figure(fig, root: Path, name: str, *, formats: Sequence[str] | None = None) -> str:
+    """Save a Figure as ``figures/<name>.png`` under ``root``, with ``figures/<name>.svg`` beside it.
+
+    Parameters
+    ----------
+    fig : Figure
+    root : Path
+        The report's folder.
+    name : str
+        File name without extension (see :func:`figure_tag`).
+    formats : sequence of str, optional
+        Formats to write; PNG (which the report shows) is always among them. Default PNG and SVG.
+
+    Returns
+    -------
+    str
+        The PNG's path relative to ``root``.
+
+    Raises
+    ------
+    RuntimeError
+        If that figure file was already written in this report (two figures must never share a file).
+    """
+    from headstats.plots import style
+
+    formats = list(dict.fromkeys(["png", *(formats if formats is not None else style.FORMATS)]))
+    folder = Path(root) / "figures"
+    folder.mkdir(exist_ok=True)
+    rel = f"figures/{name}.png"
+    if (Path(root) / rel).exists():
+        raise RuntimeError(f"figure {rel} written twice; figure names must be unique (use figure_tag)")
+    style.save(fig, folder, name, formats=formats)
+    return rel
+
+
+def write_report(report: Report, root: Path, *, html_too: bool = True) -> None:
+    """Write ``report.md`` and, if asked, ``report.html`` into ``root``."""
+    root = Path(root)
+    (root / "report.md").write_text(render_markdown(report, root), encoding="utf-8")
+    if html_too:
+        (root / "report.html").write_text(render_html(report, root), encoding="utf-8")

@@ -1,0 +1,838 @@
+"""The study report: a generated summary of what was found (with the papers' findings checked on this run),
+a table of contents, a methods paragraph generated from the resolved protocol, role-assignment figures and
+tables per model and data set, inputs used and skipped, and the statistics that qualify the roles.
+
+Report layer: takes tables (never tests anything) and figures from :mod:`headstats.plots`. The summary
+counts and medians of assigned heads are descriptions of the role table, computed here by
+:func:`role_summary` and :func:`paper_findings` so that they can be tested on planted tables.
+
+:func:`rebuild_report` rebuilds the report and figures of a finished run folder from its tables, without
+any model (and without importing torch).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from headstats.assignment.tables import Analysis
+from headstats.assignment.role_assignment import role_columns
+from headstats.errors import HeadstatsError, OutputError
+from headstats.plots import roles_plots
+from headstats.plots.style import order_roles, role_family
+from headstats.report.blocks import Report, figure_tag, save_figure, write_report
+
+TEST_NAMES = {
+    "t": "one-sample t-test (ddof = 1)",
+    "wilcoxon": "Wilcoxon signed-rank test on score - tau",
+    "sign": "sign test (median above tau)",
+    "bootstrap": "bootstrap test of the mean",
+    "permutation": "sign-flip permutation test",
+}
+CORRECTION_SHORT = {"holm": "Holm", "bonferroni": "Bonferroni", "fdr_bh": "Benjamini-Hochberg",
+                    "fdr_by": "Benjamini-Yekutieli", "none": "no"}
+CORRECTION_NAMES = {
+    "holm": "Holm's step-down correction (family-wise error rate)",
+    "bonferroni": "Bonferroni correction (family-wise error rate)",
+    "fdr_bh": "Benjamini-Hochberg correction (false discovery rate)",
+    "fdr_by": "Benjamini-Yekutieli correction (false discovery rate under dependence)",
+    "none": "no multiple-comparison correction (as in the paper's code)",
+}
+#: The paper's range for the share of heads that are both local and syntactic (Pande et al. 2021, by task).
+PAPER_LOCAL_SYNTACTIC = (0.42, 0.88)
+
+
+# ============================================================================================ summary tables
+
+def _tested(group: pd.DataFrame, role: str) -> bool:
+    return bool(group[role].notna().any())
+
+
+def _held(group: pd.DataFrame, role: str) -> np.ndarray:
+    return group[role].fillna(False).to_numpy(dtype=bool)
+
+
+def _layers_with_most(layers: pd.Series) -> str:
+    """``"1, 2, 4 (12 each)"``: the layer(s) holding most of ``layers`` and how many each holds."""
+    if layers.empty:
+        return ""
+    counts = layers.value_counts()
+    most = sorted(int(layer) for layer in counts[counts == counts.max()].index)
+    return f"{', '.join(map(str, most))} ({int(counts.max())} each)" if len(most) > 1 else \
+        f"{most[0]} ({int(counts.max())})"
+
+
+def role_summary(roles: pd.DataFrame) -> pd.DataFrame:
+    """Where the heads of each role sit, per (model, dataset, role) tested.
+
+    Parameters
+    ----------
+    roles : DataFrame
+        :func:`headstats.assignment.role_assignment.role_table` output (a boolean or NA column per role).
+
+    Returns
+    -------
+    DataFrame
+        ``model, dataset, role, n_heads`` (heads holding the role), ``n_tested`` (heads it was tested on),
+        ``share`` (``n_heads / n_tested``), ``median_layer`` (median layer of the heads holding it; NaN when
+        none does), ``layers_with_most`` (the layer(s) with most such heads, and how many) and ``n_layers``.
+        Roles not tested on a data set (all NA) are left out.
+    """
+    rows = []
+    for (model, dataset), group in roles.groupby(["model", "dataset"], sort=False):
+        n_layers = int(group["layer"].max()) + 1
+        for role in order_roles(role_columns(roles)):
+            if not _tested(group, role):
+                continue
+            held = _held(group, role)
+            layers = group.loc[held, "layer"].astype(int)
+            rows.append(dict(
+                model=model, dataset=dataset, role=role, n_heads=int(held.sum()),
+                n_tested=int(group[role].notna().sum()), share=float(held.mean()),
+                median_layer=float(np.median(layers)) if len(layers) else float("nan"),
+                layers_with_most=_layers_with_most(layers), n_layers=n_layers,
+            ))
+    columns = ["model", "dataset", "role", "n_heads", "n_tested", "share", "median_layer", "layers_with_most",
+               "n_layers"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _family_held(group: pd.DataFrame, family: str) -> np.ndarray:
+    cols = [c for c in role_columns(group) if role_family(c) == family and _tested(group, c)]
+    if not cols:
+        return np.zeros(len(group), dtype=bool)
+    return np.logical_or.reduce([_held(group, c) for c in cols])
+
+
+def _tested_families(group: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(role_family(c) for c in order_roles(role_columns(group)) if _tested(group, c)))
+
+
+def multi_role_heads(group: pd.DataFrame) -> np.ndarray:
+    """Per head of one (model, dataset): whether it holds roles of two or more kinds (:func:`role_family`:
+    ``delimiter_cls`` and ``delimiter`` are one kind, ``syntactic:nsubj`` and ``syntactic`` another)."""
+    families = _tested_families(group)
+    if not families:
+        return np.zeros(len(group), dtype=bool)
+    return np.sum([_family_held(group, f) for f in families], axis=0) >= 2
+
+
+def _early_end(n_layers: int) -> float:
+    """Layers below this are the first third of the model."""
+    return n_layers / 3
+
+
+def _layer_range(first: int, last: int) -> str:
+    return f"layer {first}" if first == last else f"layers {first}-{last}"
+
+
+def _finding(model, dataset, key, claim, holds, detail) -> dict:
+    return dict(model=model, dataset=dataset, finding=key, claim=claim, holds=holds, detail=detail)
+
+
+def _delimiter_largest(group: pd.DataFrame) -> tuple[object, str]:
+    families = _tested_families(group)
+    n = len(group)
+    if "delimiter" not in families:
+        return pd.NA, "no delimiter role was tested"
+    counts = {f: int(_family_held(group, f).sum()) for f in families}
+    others = {f: k for f, k in counts.items() if f != "delimiter"}
+    if not others:
+        return pd.NA, "no other kind of role was tested to compare with"
+    nxt = max(others, key=others.get)
+    detail = (f"{counts['delimiter']} of {n} heads hold a delimiter role; the next largest kind is {nxt} "
+              f"with {others[nxt]}")
+    return counts["delimiter"] > others[nxt], detail
+
+
+def _median_layer_check(group: pd.DataFrame, role: str, what: str, early: bool) -> tuple[object, str]:
+    n_layers = int(group["layer"].max()) + 1
+    if role not in group.columns or not _tested(group, role):
+        return pd.NA, f"the role {role} was not tested"
+    layers = group.loc[_held(group, role), "layer"]
+    if layers.empty:
+        return pd.NA, f"no head holds {role}"
+    median = float(np.median(layers))
+    end = _early_end(n_layers)
+    first_later = math.ceil(end)
+    region = _layer_range(0, first_later - 1) if early else _layer_range(first_later, n_layers - 1)
+    third = "the first third" if early else "the middle and last thirds"
+    where = (f"the only {what} head sits in layer {int(layers.iloc[0])}" if len(layers) == 1 else
+             f"the {len(layers)} {what} heads have median layer {median:g}, most in layer(s) "
+             f"{_layers_with_most(layers)}")
+    detail = f"{where}; {third} of the {n_layers} layers is {region}"
+    return (median < end) if early else (median >= end), detail
+
+
+def _few_multi_role_late(group: pd.DataFrame) -> tuple[object, str]:
+    n_layers = int(group["layer"].max()) + 1
+    if n_layers < 3:
+        return pd.NA, f"the model has only {n_layers} layers"
+    multi = multi_role_heads(group)
+    late = group["layer"].to_numpy(int) >= n_layers - 2
+    k_late, n_late = int(multi[late].sum()), int(late.sum())
+    k_rest, n_rest = int(multi[~late].sum()), int((~late).sum())
+    detail = (f"{k_late} of {n_late} heads ({k_late / n_late:.0%}) in layers {n_layers - 2}-{n_layers - 1} hold "
+              f"roles of two or more kinds, against {k_rest} of {n_rest} ({k_rest / n_rest:.0%}) in layers "
+              f"0-{n_layers - 3}")
+    if k_late == 0 and k_rest == 0:
+        return pd.NA, detail + " (no head holds roles of two kinds)"
+    return k_late / n_late < k_rest / n_rest, detail
+
+
+def _local_syntactic(group: pd.DataFrame) -> tuple[object, str]:
+    families = _tested_families(group)
+    if "local" not in families or "syntactic" not in families:
+        return pd.NA, "local and syntactic roles were not both tested"
+    both = int((_family_held(group, "local") & _family_held(group, "syntactic")).sum())
+    share = both / len(group)
+    low, high = PAPER_LOCAL_SYNTACTIC
+    detail = f"{both} of {len(group)} heads ({share:.0%}) are both local and syntactic (any relation)"
+    return bool(low <= share <= high), detail
+
+
+FINDINGS: list[tuple[str, str, Callable[[pd.DataFrame], tuple[object, str]]]] = [
+    ("delimiter_largest", "delimiter heads are the largest group", _delimiter_largest),
+    ("cls_early", "[CLS] heads sit in the early layers",
+     lambda g: _median_layer_check(g, "delimiter_cls", "[CLS]", early=True)),
+    ("sep_middle_late", "[SEP] heads sit in the middle and late layers",
+     lambda g: _median_layer_check(g, "delimiter_sep", "[SEP]", early=False)),
+    ("few_multi_role_late", "few heads hold several roles in the last two layers", _few_multi_role_late),
+    ("local_syntactic", "42-88 % of heads are both local and syntactic (by task)", _local_syntactic),
+]
+
+
+def paper_findings(roles: pd.DataFrame) -> pd.DataFrame:
+    """The findings of Pande et al. (2021), METHODS 1.5, checked on each (model, dataset) of a role table.
+
+    - ``delimiter_largest``: more heads hold a delimiter role (``delimiter``, ``delimiter_cls`` or
+      ``delimiter_sep``) than any other kind of role (local, block, syntactic of any relation).
+    - ``cls_early``: the median layer of the ``delimiter_cls`` heads lies in the first third of the layers
+      (layer < L / 3).
+    - ``sep_middle_late``: the median layer of the ``delimiter_sep`` heads lies in the middle or last third
+      (layer >= L / 3).
+    - ``few_multi_role_late``: the share of heads holding roles of two or more kinds is lower in the last two
+      layers than in the layers before.
+    - ``local_syntactic``: the share of all heads that are both local and syntactic lies in the paper's range
+      42-88 %.
+
+    Returns
+    -------
+    DataFrame
+        ``model, dataset, finding, claim, holds`` (True, False, or NA when it cannot be told: role not
+        tested, no head holds it) and ``detail``, a sentence with the numbers.
+    """
+    rows = []
+    for (model, dataset), group in roles.groupby(["model", "dataset"], sort=False):
+        for key, claim, check in FINDINGS:
+            holds, detail = check(group)
+            rows.append(_finding(model, dataset, key, claim, holds, detail))
+    out = pd.DataFrame(rows, columns=["model", "dataset", "finding", "claim", "holds", "detail"])
+    out["holds"] = out["holds"].astype("boolean")
+    return out
+
+
+def verdict(holds) -> str:
+    """``holds``, ``does not hold`` or ``cannot tell``."""
+    if holds is pd.NA or holds is None:
+        return "cannot tell"
+    return "holds" if bool(holds) else "does not hold"
+
+
+# =============================================================================================== sections
+
+def by_model_and_dataset(frame: pd.DataFrame, protocol=None):
+    """``((model, dataset), rows)`` of a table, in the protocol's order of models and data sets when given
+    (else in table order)."""
+    groups = dict(list(frame.groupby(["model", "dataset"], sort=False)))
+    if protocol is None:
+        return list(groups.items())
+    models = [m.name for m in protocol.models]
+    datasets = [d.name for d in protocol.datasets]
+
+    def rank(key):
+        model, dataset = key
+        return (models.index(model) if model in models else len(models),
+                datasets.index(dataset) if dataset in datasets else len(datasets))
+
+    return sorted(groups.items(), key=lambda item: rank(item[0]))
+
+
+def methods_paragraph(protocol, manifest: dict) -> str:
+    """A methods paragraph, in words, from the resolved protocol and the manifest."""
+    sc, st = protocol.scoring, protocol.statistics
+    models = ", ".join(
+        f"{name} ({p.get('architecture', '?')}, {p.get('n_layers')} layers x {p.get('n_heads')} heads)"
+        for name, p in manifest["models"].items()
+    )
+    datasets = []
+    for name, info in manifest["datasets"].items():
+        parses = info.get("parses", "none")
+        parse_text = {"gold": "gold dependency parses", "spacy": f"parsed with spaCy {info.get('parser')}",
+                      "gold+spacy": "gold parses, the rest parsed with spaCy", "none": "not parsed"}[parses]
+        datasets.append(f"{name} ({info['n_read']} inputs, {info.get('pairs', 0)} of them pairs; {parse_text})")
+    family = " x ".join(st.family) if st.family else "all hypotheses of the study"
+    special = "counted" if sc.count_special_queries else "not counted"
+    return (
+        f"We scored every attention head of {models} on {'; '.join(datasets)}. "
+        f"For each input, layer and head we computed the sieve bias score of Pande et al. (2021) for the roles "
+        f"{', '.join(f'`{r}`' for r in sc.roles)}: the mean attention inside the role's sieve over the mean "
+        f"attention over all keys, averaged over queries (1 = uniform attention). The local window was "
+        f"w = {sc.window}; [CLS]/[SEP] queries were {special}; syntactic arcs ran {sc.arc_direction.replace('_', ' ')} "
+        f"over the relations {', '.join(sc.relations)}, words aligned to word pieces by character offsets. "
+        f"Inputs longer than {sc.max_length} pieces were {'skipped' if sc.too_long == 'skip' else 'truncated'}. "
+        f"For every model, data set, role, layer and head we tested H0: mean score <= tau = {st.tau:g} against "
+        f"H1: mean score > tau with a one-sided {TEST_NAMES.get(st.test, st.test)}, and controlled multiple "
+        f"comparisons with {CORRECTION_NAMES.get(st.correction, st.correction)} over families of "
+        f"{family}. A head was assigned a role when its corrected p-value was below alpha = {st.alpha:g}. "
+        f"Each result reports the mean score, a one-sided {st.confidence:.0%} lower confidence bound, the "
+        f"effect size, the number of inputs that took part (N), the power at the observed effect and the N "
+        f"needed for {st.power_target:.0%} power. Seed {protocol.seed}; protocol sha256 "
+        f"`{manifest['protocol_sha256'][:16]}`. Definitions and defaults: `docs/methods.md` of headstats."
+    )
+
+
+def _n_scored(manifest: dict, model: str, dataset: str) -> int | None:
+    for key, counts in manifest.get("inputs", {}).items():
+        m, d = counts.get("model"), counts.get("dataset")
+        if m is None or d is None:
+            m, _, d = key.rpartition("/")
+        if m == model and d == dataset:
+            return counts.get("n_scored")
+    return None
+
+
+def _dataset_sentence(group: pd.DataFrame, summary: pd.DataFrame, n_inputs: int | None) -> str:
+    n_layers, n_heads = int(group["layer"].max()) + 1, int(group["head"].max()) + 1
+    any_role = group[[c for c in role_columns(group) if _tested(group, c)]].fillna(False).astype(bool).any(axis=1)
+    multi = multi_role_heads(group)
+    inputs = f", {n_inputs} inputs" if n_inputs is not None else ""
+    held = summary[summary["n_heads"] > 0].sort_values("n_heads", ascending=False, kind="stable")
+    largest = "; ".join(f"{r.role} {r.n_heads} (median layer {r.median_layer:g})" for r in held.head(3).itertuples())
+    untested = [c for c in role_columns(group) if not _tested(group, c)]
+    parts = [f"{n_layers} layers x {n_heads} heads{inputs}. **{int(any_role.sum())} of {len(group)} heads** hold at "
+             f"least one role; {int(multi.sum())} hold roles of two or more kinds."]
+    parts.append(f"Most held: {largest}." if largest else "No head holds any role.")
+    if untested:
+        parts.append(f"Not tested on this data set: {', '.join(untested)}.")
+    return " ".join(parts)
+
+
+def _summary_table(summary: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "role": summary["role"], "heads": summary["n_heads"],
+        "share of heads": [f"{s:.0%}" for s in summary["share"]],
+        "median layer": ["" if np.isnan(m) else f"{m:g}" for m in summary["median_layer"]],
+        "layer(s) with most": summary["layers_with_most"],
+    })
+
+
+def _findings_text(findings: pd.DataFrame) -> str:
+    return "\n".join(f"- **{verdict(r.holds)}**: {r.claim}: {r.detail}." for r in findings.itertuples())
+
+
+def summary_section(report: Report, root: Path, analysis: Analysis, protocol, manifest: dict, *,
+                    formats: Sequence[str] | None = None) -> None:
+    """What was found, per (model, dataset): heads per role, where in depth, the papers' findings checked,
+    and the role grid."""
+    roles = analysis.roles
+    st = protocol.statistics
+    report.heading("Summary")
+    n_roles = len(role_columns(roles))
+    report.text(
+        f"Every head was tested for {n_roles} roles: H0 mean sieve bias score <= tau = {st.tau:g}, one-sided "
+        f"{TEST_NAMES.get(st.test, st.test)}, {CORRECTION_SHORT.get(st.correction, st.correction)} correction per "
+        f"{' x '.join(st.family) or 'study'}, "
+        f"alpha = {st.alpha:g}. Below, per data set: how many heads hold each role and where in depth they sit, "
+        "and whether the findings of Pande et al. (2021) hold here, each with its numbers."
+    )
+    summary, findings = role_summary(roles), paper_findings(roles)
+    for (model, dataset), group in by_model_and_dataset(roles, protocol):
+        report.heading(f"{model} on {dataset}", level=3)
+        part = summary[(summary["model"] == model) & (summary["dataset"] == dataset)]
+        report.text(_dataset_sentence(group, part, _n_scored(manifest, model, dataset)))
+        found = findings[(findings["model"] == model) & (findings["dataset"] == dataset)]
+        report.text("Findings of the paper, checked here:\n\n" + _findings_text(found))
+        fig = roles_plots.role_grid(group, title=f"roles held per head: {model} on {dataset}")
+        report.figure(save_figure(fig, root, f"roles_grid_{figure_tag(model, dataset)}", formats=formats),
+                      "Role grid: each cell is a head (layer x head); each role has a fixed slot in every cell "
+                      "(key below the grid), filled when the head holds the role, grey when it was tested but not "
+                      "assigned. Look for roles that fill whole layers and for heads with several filled slots.",
+                      alt=f"role grid of {model} on {dataset}")
+        report.table(_summary_table(part), "Heads holding each role, the median layer of those heads and the "
+                     "layer(s) with most of them (share: of the heads the role was tested on).", fold=False)
+
+
+def inputs_section(report: Report, manifest: dict, analysis: Analysis) -> None:
+    """Inputs read, scored and skipped per (model, dataset), and inputs taking part per role."""
+    report.heading("Inputs used and skipped")
+    rows = []
+    for key, counts in manifest["inputs"].items():
+        model, dataset = counts.get("model"), counts.get("dataset")
+        if model is None or dataset is None:  # manifests before model and dataset were recorded per entry
+            model, dataset = key.rsplit("/", 1)
+        skipped = ", ".join(f"{reason}: {n}" for reason, n in counts["skipped"].items() if n) or "none"
+        notes = ", ".join(f"{reason}: {n}" for reason, n in counts["notes"].items() if n) or "none"
+        dropped = "; ".join(f"{r} ({why})" for r, why in counts["roles_not_applicable"].items()) or "none"
+        rows.append(dict(model=model, dataset=dataset, read=counts["n_records"], scored=counts["n_scored"],
+                         skipped=skipped, notes=notes, roles_not_applicable=dropped))
+    report.table(pd.DataFrame(rows), "Inputs read, scored and skipped, with the reasons; check that the skipped "
+                 "ones are few.", fold=False)
+    part = analysis.tables.get("participation")
+    if part is not None:
+        report.table(part, "Inputs taking part per role: an input without an arc of a relation takes no part in "
+                     "its test, so N differs between roles.", max_rows=200, csv="participation.csv")
+
+
+def role_counts(per_layer: pd.DataFrame) -> pd.DataFrame:
+    """Heads assigned per role, one row per (model, dataset), one integer column per role (NA: not tested)."""
+    counts = per_layer.groupby(["model", "dataset", "role"], sort=False)["n_heads"].sum().unstack("role")
+    counts = counts[order_roles(counts.columns)].astype("Int64").reset_index()
+    counts.columns.name = None
+    return counts
+
+
+def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
+                  formats: Sequence[str] | None = None) -> None:
+    """Per (model, dataset): mean-score maps, heads per role per layer, co-location (UpSet)."""
+    tests, roles = analysis.tests, analysis.roles
+    per_layer = analysis.tables["heads_per_layer"]
+    coloc = analysis.tables["colocation"]
+    tau = protocol.statistics.tau
+    report.heading("Heads assigned per role")
+    report.table(role_counts(per_layer), "Heads assigned each role, of all heads of the model (blank: the role "
+                 "was not tested on that data set, e.g. block on single sentences).", fold=False)
+    for (model, dataset), part in by_model_and_dataset(roles, protocol):
+        tag = figure_tag(model, dataset)
+        report.heading(f"Roles of {model} on {dataset}", level=3)
+        sub_tests = tests[(tests["model"] == model) & (tests["dataset"] == dataset)]
+        fig = roles_plots.mean_score_maps(sub_tests, tau=tau, title=f"mean score per head: {model} on {dataset}")
+        report.figure(save_figure(fig, root, f"mean_scores_{tag}", formats=formats),
+                      f"Mean sieve bias score of every head for each role; red above tau = {tau:g}, blue below; "
+                      "black outlines are the assigned heads. Look for red cells without an outline: above tau on "
+                      "average but not significant after correction.", alt=f"mean score maps of {model} on {dataset}")
+        pl = per_layer[(per_layer["model"] == model) & (per_layer["dataset"] == dataset)]
+        fig = roles_plots.heads_per_layer_plot(pl, title=f"heads per role per layer: {model} on {dataset}")
+        report.figure(save_figure(fig, root, f"heads_per_layer_{tag}", formats=formats),
+                      "Heads holding each role in each layer (one panel per role, same scale). Look at where in "
+                      "depth each role sits: the paper finds [CLS] heads early and [SEP] heads in the middle and "
+                      "late layers.", alt=f"heads per layer of {model} on {dataset}")
+        wide = pl.pivot(index="layer", columns="role", values="n_heads").reset_index()
+        wide = wide[["layer", *order_roles(c for c in wide.columns if c != "layer")]]
+        report.table(wide, "The counts of the panels above, per layer.", csv="heads_per_layer.csv", fold=True)
+        co = coloc[(coloc["model"] == model) & (coloc["dataset"] == dataset)]
+        fig = roles_plots.upset_plot(co, roles=role_columns(part), title=f"co-location: {model} on {dataset}")
+        report.figure(save_figure(fig, root, f"colocation_{tag}", formats=formats),
+                      "Co-location (UpSet plot): heads per exact combination of roles, largest first; the dots "
+                      "under a bar are its roles, the bars on the left the heads holding each role. Look at how "
+                      "many heads hold more than one role, and which roles go together.",
+                      alt=f"co-location of {model} on {dataset}")
+        pairs = co[(co["kind"] == "pair") & (co["n_heads"] > 0)].sort_values("n_heads", ascending=False)
+        report.table(pairs[["combination", "n_heads", "share"]], "Heads holding both roles of each pair, whatever "
+                     "else they hold (pairs held by no head left out).", csv="colocation.csv", fold=True)
+
+
+def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, pd.DataFrame]]) -> dict[str, str]:
+    """The section of each analysis of the protocol (its registered ``report`` hook); returns table -> what."""
+    from headstats.analyses import get_analysis
+
+    files = {}
+    for name, tables in analyses.items():
+        spec = get_analysis(name)
+        if spec.report is not None:
+            spec.report(report, root, tables)
+        files.update({table: spec.description for table in tables})
+    return files
+
+
+def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
+                        formats: Sequence[str] | None = None) -> None:
+    """p-values, power and sensitivity (figures from :mod:`headstats.plots.stats_plots`)."""
+    from headstats.plots import stats_plots
+
+    tests = analysis.tests
+    st = protocol.statistics
+    report.heading("p-values, power and sensitivity")
+    fig = stats_plots.plot_pvalue_histogram(tests, alpha=st.alpha)
+    report.figure(save_figure(fig, root, "pvalue_histogram", formats=formats),
+                  f"Uncorrected p-values of all {len(tests)} hypotheses, stacked by role; the dashed line is alpha. "
+                  "A spike near 0 is heads with the role; a pile near 1 is heads far below tau.",
+                  alt="p-value histogram")
+    summary = analysis.tables.get("power_summary")
+    if summary is not None:
+        report.table(summary, f"Per role: heads assigned, not assigned, and underpowered (power < "
+                     f"{st.power_target:.0%} at the observed effect); max_n_for_power is the number of inputs a "
+                     "protocol would need for all of them.", max_rows=200, csv="power_summary.csv")
+    weak = analysis.tables.get("underpowered")
+    if weak is not None and len(weak):
+        report.text(
+            f"{len(weak)} head-role pairs have a mean above tau but were not assigned, with power below "
+            f"{st.power_target:.0%}: their non-assignment may only mean too few inputs. `n_for_power` is the "
+            "number of inputs at which each would have that power at its observed effect (empty: more than 10 "
+            "million)."
+        )
+        cols = ["model", "dataset", "role", "layer", "head", "n", "mean", "effect_size", "power", "n_for_power"]
+        report.table(weak[[c for c in cols if c in weak.columns]], "Heads above tau but not assigned: power and "
+                     "inputs needed.", max_rows=40, csv="underpowered.csv")
+    if "tau_sensitivity" in analysis.tables:
+        sens = analysis.tables["tau_sensitivity"]
+        for (model, dataset), _ in by_model_and_dataset(sens, protocol):
+            fig = stats_plots.plot_tau_sensitivity(sens, model=model, dataset=dataset, alpha=st.alpha, tau_used=st.tau)
+            tag = figure_tag(model, dataset)
+            report.figure(save_figure(fig, root, f"tau_sensitivity_{tag}", formats=formats),
+                          f"Heads assigned per role as tau varies ({model} on {dataset}, alpha = {st.alpha:g}; "
+                          "dashed: the tau used). Look for roles whose count changes steeply near the tau used.",
+                          alt=f"tau sensitivity of {model} on {dataset}")
+        rob = analysis.tables.get("robustness")
+        if rob is not None:
+            unstable = rob[~rob["stable"].astype(bool)] if "stable" in rob else rob
+            report.text(
+                f"Robustness: {len(unstable)} of {len(rob)} head-role pairs change assignment between tests or "
+                "corrections (`robustness.csv`)."
+            )
+            report.table(unstable, "Heads whose assignment depends on the test or correction (one column per "
+                         "test x correction).", max_rows=40, csv="robustness.csv")
+
+
+def strongest_section(report: Report, analysis: Analysis, protocol) -> None:
+    """The top-k heads by mean score per role."""
+    report.heading("Strongest heads per role")
+    strongest = analysis.tables["strongest_heads"]
+    rank = {r: i for i, r in enumerate(order_roles(strongest["role"]))}
+    strongest = strongest.assign(_r=strongest["role"].map(rank)).sort_values(
+        ["model", "dataset", "_r", "mean"], ascending=[True, True, True, False], kind="stable").drop(columns="_r")
+    report.table(strongest, f"The {protocol.report.top_k} heads with the largest mean score per model, data set "
+                 "and role, with their effect size, lower confidence bound and corrected p-value.",
+                 max_rows=400, csv="strongest_heads.csv", fold=True)
+
+
+def files_section(report: Report, analysis_files: dict[str, str] | None = None) -> None:
+    report.heading("Files and reproduction")
+    report.text(
+        "- `scores.parquet`: one row per input, layer, head and role (column `score`)\n"
+        "- `tests.csv` / `tests.parquet`: one row per model, data set, role, layer and head\n"
+        "- `roles.csv`: one row per head, a boolean column per role\n"
+        + "".join(f"- `{name}.csv`: {what}\n" for name, what in (analysis_files or {}).items()) +
+        "- `figures/`: every figure as PNG (shown here) and SVG (for papers)\n"
+        "- `manifest.json`: versions, model weight hashes, data hashes, seed, counts\n"
+        "- `protocol.resolved.yaml`: rerun with `headstats run protocol.resolved.yaml`; rebuild this report from "
+        "the tables with `headstats report RUN_DIR`"
+    )
+
+
+def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, comparison: dict | None = None,
+                 analyses: dict[str, dict[str, pd.DataFrame]] | None = None,
+                 formats: Sequence[str] | None = None) -> Report:
+    """Build the report of a study and write ``report.md``, ``report.html`` and ``figures/`` into ``root``.
+
+    Parameters
+    ----------
+    root : Path
+        The folder to write into (a run's staging folder).
+    protocol : Protocol
+        The resolved protocol.
+    analysis : Analysis
+        The tests, role table and analysis tables.
+    manifest : dict
+        The run's manifest (models, datasets, inputs, protocol hash).
+    comparison : dict, optional
+        Comparison tables (pretrained vs fine-tuned), without the ``compare_`` prefix.
+    analyses : dict, optional
+        Analysis name -> its tables (:mod:`headstats.analyses`); each adds its own section.
+    formats : sequence of str, optional
+        Figure formats beside the PNG (default PNG and SVG).
+    """
+    root = Path(root)
+    report = Report(title=f"headstats report: {protocol.name}")
+    if protocol.description:
+        report.text(protocol.description)
+    report.contents(levels=(2, 3))
+    summary_section(report, root, analysis, protocol, manifest, formats=formats)
+    report.heading("Methods")
+    report.text(methods_paragraph(protocol, manifest))
+    inputs_section(report, manifest, analysis)
+    role_sections(report, root, analysis, protocol, formats=formats)
+    statistics_sections(report, root, analysis, protocol, formats=formats)
+    strongest_section(report, analysis, protocol)
+    if comparison:
+        comparison_section(report, root, comparison, manifest, formats=formats)
+    analysis_files = analysis_sections(report, root, analyses or {})
+    files_section(report, analysis_files)
+    write_report(report, root, html_too=protocol.report.html)
+    return report
+
+
+def finetuned_models_table(manifest: dict) -> pd.DataFrame:
+    """Recipe and dev metrics of each model that headstats fine-tuned."""
+    rows = []
+    for name, prov in manifest["models"].items():
+        info = prov.get("finetune")
+        if not info:
+            continue
+        recipe, metrics = info["recipe"], info.get("metrics") or {}
+        row = {"model": name, "base": recipe["base"], "task": recipe["task"], "epochs": recipe["epochs"],
+               "learning_rate": recipe["learning_rate"], "train_rows": recipe["train_rows"], "seed": recipe["seed"]}
+        row.update({k: v for k, v in metrics.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def comparison_section(report: Report, root: Path, tables: dict, manifest: dict, *,
+                       formats: Sequence[str] | None = None) -> None:
+    """Pretrained vs fine-tuned: generated summary, change maps, transitions, per-layer figures."""
+    from headstats.assignment.changes import comparison_markdown
+    from headstats.plots import compare_plots
+
+    report.heading("Pretrained vs fine-tuned")
+    finetuned = finetuned_models_table(manifest)
+    if len(finetuned):
+        report.table(finetuned, "Models fine-tuned by headstats: recipe and metrics on held-out rows.", fold=False)
+    report.heading("Summary of the changes", level=3)
+    for chunk in comparison_markdown(tables).split("### ")[1:]:
+        title, _, body = chunk.partition("\n")
+        report.text(f"**{title.strip()}**\n\n{body.strip()}")
+    paired = tables["paired_tests"]
+    for (model_after, dataset), part in paired.groupby(["model_after", "dataset"], sort=False):
+        tag = figure_tag(model_after, dataset)
+        before = part["model_before"].iloc[0]
+        report.heading(f"{model_after} vs {before} on {dataset}", level=3)
+        for role in dict.fromkeys(part["role"]):
+            if role in ("local", "delimiter_sep", "delimiter_cls", "syntactic", "block"):
+                fig = compare_plots.change_map(part, role=role)
+                report.figure(save_figure(fig, root, f"change_{figure_tag(model_after, dataset, role)}",
+                                          formats=formats),
+                              f"Median change of the {role} score per head (after - before); stars mark heads "
+                              "whose change is significant. Look for layers where the colour is strongest.",
+                              alt=f"change map of {role}")
+        if "heads_per_layer" in tables:
+            hpl = tables["heads_per_layer"]
+            hpl = hpl[hpl["dataset"] == dataset]
+            hpl = hpl[hpl["model"].isin([before, model_after])]
+            fig = compare_plots.heads_per_layer_before_after(hpl, dataset=dataset, model_after=model_after)
+            report.figure(save_figure(fig, root, f"heads_per_layer_before_after_{tag}", formats=formats),
+                          "Heads per role per layer before and after fine-tuning (the paper's figure); look for "
+                          "the layers where the lines part.", alt="heads per layer before and after")
+        if "similarity" in tables:
+            fig = compare_plots.similarity_map(tables["similarity"], dataset=dataset, model_b=model_after)
+            report.figure(save_figure(fig, root, f"similarity_{tag}", formats=formats),
+                          "Mean cosine similarity of the two models' attention maps per head (Kovaleva et al. "
+                          "2019); low values are heads whose attention changed most.", alt="attention similarity")
+        if "special_mass_per_layer" in tables:
+            fig = compare_plots.special_mass_plot(tables["special_mass_per_layer"], dataset=dataset,
+                                                  models=[before, model_after])
+            report.figure(save_figure(fig, root, f"special_mass_{tag}", formats=formats),
+                          "Attention mass on [CLS] and [SEP] per layer before and after; the paper finds "
+                          "attention to [SEP] falls after fine-tuning.", alt="attention to special tokens")
+        if "transitions" in tables:
+            t = tables["transitions"]
+            t = t[(t["model_after"] == model_after) & (t["dataset"] == dataset)
+                  & ((t["before"] > 0) | (t["after"] > 0))]
+            report.table(t, "Role transitions per layer: heads gained, lost and kept (layer-role pairs with no head "
+                         "before or after left out).", max_rows=200, csv="compare_transitions.csv")
+        sig = part[part["reject"].astype(bool)].sort_values("p_corr")
+        report.table(sig, "Heads whose score changed significantly, smallest corrected p-value first.",
+                     max_rows=100, csv="compare_paired_tests.csv")
+
+
+# ============================================================================================ rebuild
+
+#: Tables a run folder must hold for its report to be rebuilt.
+REQUIRED_FILES = ("roles.csv", "heads_per_layer.csv", "colocation.csv", "manifest.json", "protocol.resolved.yaml")
+#: Files of the report itself (replaced by a rebuild; figures/ too).
+REPORT_FILES = ("report.md", "report.html")
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, keep_default_na=True)
+
+
+def _read_roles(path: Path) -> pd.DataFrame:
+    roles = _read_csv(path)
+    for col in role_columns(roles):
+        roles[col] = roles[col].map(lambda v: pd.NA if pd.isna(v) else str(v).strip().lower() in ("true", "1"))
+        roles[col] = roles[col].astype("boolean")
+    if "roles" in roles.columns:
+        roles["roles"] = roles["roles"].fillna("").astype(str)
+    return roles
+
+
+def _read_table(run: Path, name: str) -> pd.DataFrame:
+    parquet, csv = run / f"{name}.parquet", run / f"{name}.csv"
+    if parquet.is_file():
+        return pd.read_parquet(parquet)
+    return _read_csv(csv)
+
+
+def load_run_tables(run_dir: str | Path) -> tuple[object, Analysis, dict, dict]:
+    """Read a finished run folder: (protocol, analysis, manifest, comparison tables). No model, no torch.
+
+    Raises
+    ------
+    HeadstatsError
+        When the folder is not a finished headstats run folder (a file is missing or unreadable).
+    """
+    import yaml
+
+    from headstats.config.protocol import Protocol
+
+    run = Path(run_dir)
+    if not run.is_dir():
+        raise HeadstatsError(f"run folder {str(run)!r} does not exist; give the folder a `headstats run` wrote")
+    missing = [f for f in REQUIRED_FILES if not (run / f).is_file()]
+    if not (run / "tests.parquet").is_file() and not (run / "tests.csv").is_file():
+        missing.insert(0, "tests.csv")
+    if missing:
+        raise HeadstatsError(f"{str(run)!r} lacks {', '.join(missing)}: it is not a finished headstats run "
+                             "folder; rerun `headstats run` to make one")
+    try:
+        manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+        protocol = Protocol.model_validate(yaml.safe_load((run / "protocol.resolved.yaml").read_text(encoding="utf-8")))
+    except Exception as exc:  # noqa: BLE001 - any unreadable file means the same to the user
+        raise HeadstatsError(f"cannot read the manifest or protocol of {str(run)!r} ({type(exc).__name__}: "
+                             f"{exc}); rerun `headstats run`") from None
+    tests = _read_table(run, "tests")
+    roles = _read_roles(run / "roles.csv")
+    tables: dict[str, pd.DataFrame] = {}
+    comparison: dict[str, pd.DataFrame] = {}
+    for path in sorted(run.glob("*.csv")):
+        name = path.stem
+        if name in ("tests", "roles"):
+            continue
+        if name.startswith("compare_"):
+            comparison[name.removeprefix("compare_")] = _read_table(run, name)
+        else:
+            tables[name] = _read_csv(path)
+    return protocol, Analysis(tests=tests, roles=roles, tables=tables), manifest, comparison
+
+
+def _listed_files(run: Path, manifest: dict) -> set[str]:
+    """Files of ``run`` that headstats wrote (the manifest's list, or for older runs all but foreign files)."""
+    from headstats.folders import FILES_KEY, foreign_files, output_file_list
+
+    listed = manifest.get(FILES_KEY)
+    if isinstance(listed, list):
+        return set(listed)
+    foreign = set(foreign_files(run) or [])
+    return {f for f in output_file_list(run) if f not in foreign}
+
+
+def _check_rebuildable(run: Path, manifest: dict) -> None:
+    from headstats.folders import WRITTEN_BY, manifest_of
+
+    if run.is_symlink():
+        raise OutputError(f"{str(run)!r} is a symbolic link; give the run folder itself")
+    if manifest_of(run) is None or (manifest.get("written_by") not in (None, WRITTEN_BY)):
+        raise OutputError(f"{str(run)!r} was not written by headstats; rebuild works on `headstats run` folders")
+
+
+def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool | None = None,
+                   formats: Sequence[str] | None = None, log: Callable[[str], None] = lambda message: None) -> Path:
+    """Rebuild ``report.md``, ``report.html`` and ``figures/`` of a finished run from its tables.
+
+    No model is loaded and torch is not imported: the tests, roles and analysis tables, ``manifest.json`` and
+    ``protocol.resolved.yaml`` are all it reads. The new report is written into a staging folder beside the run
+    folder and then moved in file by file (each file is replaced atomically); figures headstats wrote before
+    and no longer writes are removed; files headstats did not write are never touched, and a rebuild that
+    would overwrite one stops before changing anything. The manifest's ``output_files`` lists the new files
+    (e.g. SVG figures beside older PNG-only runs) and ``report_rebuilds`` records the rebuild.
+
+    Parameters
+    ----------
+    run_dir : path
+        A folder written by ``headstats run``.
+    top_k : int, optional
+        Heads per role in the strongest-heads table (default: the protocol's ``report.top_k``). When given,
+        ``strongest_heads.csv`` is rewritten from ``tests`` with that many heads per role.
+    html : bool, optional
+        Write ``report.html`` too (default: the protocol's ``report.html``).
+    formats : sequence of str, optional
+        Figure formats beside the PNG (default PNG and SVG).
+    log : callable
+        Called with a line of progress now and then.
+
+    Returns
+    -------
+    Path
+        The rebuilt report (``report.html``, or ``report.md`` when HTML is off).
+
+    Raises
+    ------
+    HeadstatsError
+        The folder is not a finished headstats run, is locked by a running headstats, or the rebuild would
+        overwrite a file headstats did not write.
+    """
+    from headstats.assignment.role_assignment import strongest_heads
+    from headstats.folders import FILES_KEY, STAGING_MARKER, _acquire_lock, _owner_record, output_file_list
+
+    run = Path(run_dir).expanduser()
+    if run.is_symlink():
+        raise OutputError(f"{str(run)!r} is a symbolic link; give the run folder itself")
+    run = run.resolve()
+    log(f"reading the tables of {run}")
+    protocol, analysis, manifest, comparison = load_run_tables(run)
+    _check_rebuildable(run, manifest)
+    if top_k is not None:
+        if int(top_k) < 1:
+            raise HeadstatsError(f"top_k must be at least 1, not {top_k}")
+        protocol.report.top_k = int(top_k)
+        analysis.tables["strongest_heads"] = strongest_heads(analysis.tests, k=int(top_k))
+    elif "strongest_heads" not in analysis.tables:
+        analysis.tables["strongest_heads"] = strongest_heads(analysis.tests, k=protocol.report.top_k)
+    if html is not None:
+        protocol.report.html = bool(html)
+    lock = run.parent / f".{run.name}.headstats-lock"
+    _acquire_lock(lock, run)
+    stage = None
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=f".{run.name}.partial-", dir=run.parent))
+        (stage / STAGING_MARKER).write_text(_owner_record(), encoding="utf-8")
+        log("drawing the figures and writing the report")
+        build_report(stage, protocol, analysis, manifest, comparison=comparison or None, formats=formats)
+        if top_k is not None:
+            analysis.tables["strongest_heads"].to_csv(stage / "strongest_heads.csv", index=False)
+        new_files = set(output_file_list(stage))
+        listed = _listed_files(run, manifest)
+        foreign = sorted(f for f in new_files if (run / f).exists() and f not in listed)
+        if foreign:
+            raise OutputError(f"rebuilding would overwrite {', '.join(foreign[:3])} in {str(run)!r}, which "
+                              "headstats did not write; move them away and rebuild again")
+        stale = sorted(f for f in listed - new_files
+                       if (f.startswith("figures/") or f in REPORT_FILES) and (run / f).is_file())
+        for rel in sorted(new_files):
+            (run / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(stage / rel, run / rel)
+        for rel in stale:
+            (run / rel).unlink()
+        manifest[FILES_KEY] = sorted((listed - set(stale)) | new_files | {"manifest.json"})
+        manifest.setdefault("report_rebuilds", []).append({
+            "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "headstats": _headstats_version(),
+            "top_k": protocol.report.top_k, "html": protocol.report.html, "files": len(new_files),
+            "removed": stale,
+        })
+        (stage / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
+        os.replace(stage / "manifest.json", run / "manifest.json")
+    finally:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+        lock.unlink(missing_ok=True)
+    out = run / ("report.html" if protocol.report.html else "report.md")
+    log(f"rebuilt {out}")
+    return out
+
+
+def _headstats_version() -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version("headstats")
+    except metadata.PackageNotFoundError:
+        return None

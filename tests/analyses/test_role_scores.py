@@ -1,0 +1,70 @@
+"""The role-score collector: per-batch scores kept in data-set order as a MeasureArray, merged across shards."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from headstats.analyses.role_scores import RoleScores, ScoreState
+from headstats.model.encoding import Arc, EncodedInput
+from headstats.engine.batch import view_of
+from headstats.engine.collector import Context
+from headstats.errors import IncompatibleResultsError
+from headstats.analyses.sieves import ScoreSettings
+
+ROLES = ["delimiter_cls", "local", "syntactic"]
+
+
+def make(index, arcs=()):
+    return EncodedInput(index, f"id{index}", np.arange(4), np.zeros(4, int), np.array([1, 0, 0, 1], bool),
+                        np.array([1, 0, 0, 0], bool), np.array([0, 0, 0, 1], bool), np.zeros(4, int), False,
+                        arcs=list(arcs))
+
+
+A = torch.tensor([[0.1, 0.2, 0.3, 0.4], [0.5, 0.25, 0.25, 0.0], [0.0, 0.0, 0.0, 1.0], [0.25, 0.25, 0.25, 0.25]])
+U = torch.full((4, 4), 0.25)
+
+
+def collector():
+    return RoleScores(Context(("m",), "d", 1, 1, {"roles": ROLES, "settings": ScoreSettings(window=1)}))
+
+
+def test_batches_come_back_in_data_set_order_with_hand_computed_scores():
+    c = collector()
+    # batch 1: inputs 2 and 0 (length-sorted batches are not in file order); batch 2: input 1
+    c.update(view_of(torch.stack([U, A])[:, None, None], [make(2), make(0, [Arc((1,), (2,), "nsubj")])]))
+    c.update(view_of(A[None, None, None], [make(1)]))
+    result = c.result()
+    assert (result.model, result.dataset, result.measures) == ("m", "d", tuple(ROLES))
+    assert list(result.sentence_ids) == ["id0", "id1", "id2"] and result.values.dtype == np.float32
+    # planted map A (see test_scores): delimiter_cls 0.85; local w=1 (0.6 + 4/3 + 4/3 + 1) / 4; arc 1
+    np.testing.assert_allclose(result.values[0, 0, 0], [0.85, (0.6 + 8 / 3 + 1) / 4, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(result.values[1, 0, 0, :2], result.values[0, 0, 0, :2])
+    assert np.isnan(result.values[1, 0, 0, 2]) and np.isnan(result.values[2, 0, 0, 2])  # no arc: no part
+    np.testing.assert_allclose(result.values[2, 0, 0, :2], [1.0, 1.0])  # uniform attention scores 1
+    assert c.participation() == {"delimiter_cls": 3, "local": 3, "syntactic": 1}
+    table = c.tables()["participation"]
+    assert table[["role", "n_inputs", "n_taking_part"]].values.tolist() == [
+        ["delimiter_cls", 3, 3], ["local", 3, 3], ["syntactic", 3, 1]]
+
+
+def test_merge_of_shards():
+    one, two = collector(), collector()
+    one.update(view_of(A[None, None, None], [make(1)]))
+    two.update(view_of(torch.stack([U, A])[:, None, None], [make(2), make(0)]))
+    merged = RoleScores.merge([one.state(), two.state()])
+    assert merged.index.tolist() == [0, 1, 2] and list(merged.sentence_ids) == ["id0", "id1", "id2"]
+    fresh = collector()
+    fresh.load_state(merged)
+    np.testing.assert_allclose(fresh.result().values[:, 0, 0, 0], [0.85, 0.85, 1.0], rtol=1e-6)
+    with pytest.raises(IncompatibleResultsError, match="twice"):
+        RoleScores.merge([merged, one.state()])
+    other = ScoreState.empty(1, 1, ["local"])
+    with pytest.raises(IncompatibleResultsError, match="same options"):
+        RoleScores.merge([merged, other])
+
+
+def test_empty_collector():
+    result = collector().result()
+    assert result.values.shape == (0, 1, 1, 3) and result.n_inputs == 0

@@ -1,0 +1,244 @@
+"""Comparison layer: planted role transitions, attention similarity and special mass, tokenizer check, summary."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from headstats.assignment.changes import (
+    attention_comparison,
+    attention_similarity,
+    check_same_tokenizer,
+    comparison_markdown,
+    heads_per_role_per_layer,
+    layer_change_summary,
+    role_changes,
+    role_transitions,
+    run_comparison,
+    special_mass,
+    special_mass_per_layer,
+)
+from headstats.errors import HeadstatsError
+from headstats.config.protocol import CompareSpec
+
+
+def roles_frame(model: str, held: dict[tuple[int, int], set[str]], *, layers=2, heads=3,
+                roles=("local", "delimiter")) -> pd.DataFrame:
+    rows = []
+    for layer in range(layers):
+        for head in range(heads):
+            have = held.get((layer, head), set())
+            rows.append({"model": model, "dataset": "d", "layer": layer, "head": head,
+                         **{r: r in have for r in roles}, "roles": "+".join(r for r in roles if r in have),
+                         "n_roles": len(have)})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def planted_roles():
+    before = roles_frame("base", {(0, 0): {"local"}, (0, 1): {"local", "delimiter"}, (1, 0): {"delimiter"},
+                                  (1, 1): {"delimiter"}, (1, 2): {"delimiter"}})
+    after = roles_frame("ft", {(0, 0): {"local"}, (0, 2): {"local"}, (1, 0): {"delimiter"}, (1, 1): {"local"}})
+    return before, after
+
+
+def test_role_transitions_planted_counts(planted_roles):
+    before, after = planted_roles
+    t = role_transitions(before, after).set_index(["role", "layer"])
+    # layer 0, local: before {0,1}, after {0,2}: kept 1, gained 1, lost 1
+    assert t.loc[("local", 0), ["before", "after", "kept", "gained", "lost", "net"]].tolist() == [2, 2, 1, 1, 1, 0]
+    # layer 0, delimiter: before {1}, after {}: lost 1
+    assert t.loc[("delimiter", 0), ["before", "after", "kept", "gained", "lost"]].tolist() == [1, 0, 0, 0, 1]
+    # layer 1, delimiter: before {0,1,2}, after {0}: kept 1, lost 2
+    assert t.loc[("delimiter", 1), ["before", "after", "kept", "gained", "lost", "net"]].tolist() == [3, 1, 1, 0, 2, -2]
+    # layer 1, local: gained head 1
+    assert t.loc[("local", 1), ["kept", "gained", "lost"]].tolist() == [0, 1, 0]
+    assert (t["n_heads"] == 3).all()
+    assert set(t["model_before"]) == {"base"} and set(t["model_after"]) == {"ft"}
+
+
+def test_role_changes_per_head(planted_roles):
+    before, after = planted_roles
+    c = role_changes(before, after).set_index(["layer", "head"])
+    assert c.loc[(0, 1), "lost"] == "local+delimiter" and c.loc[(0, 1), "gained"] == ""
+    assert c.loc[(1, 1), "gained"] == "local" and c.loc[(1, 1), "lost"] == "delimiter"
+    assert not c.loc[(0, 0), "changed"] and c.loc[(0, 2), "changed"]
+    assert int(c["changed"].sum()) == 4
+
+
+def test_heads_per_role_per_layer_before_after(planted_roles):
+    before, after = planted_roles
+    h = heads_per_role_per_layer(before, after).set_index(["stage", "role", "layer"])
+    assert h.loc[("before", "delimiter", 1), "n_heads"] == 3
+    assert h.loc[("after", "delimiter", 1), "n_heads"] == 1
+    assert h.loc[("after", "local", 0), "model"] == "ft"
+
+
+def test_roles_must_be_shared(planted_roles):
+    before, after = planted_roles
+    with pytest.raises(HeadstatsError, match="not in both"):
+        role_transitions(before, after, roles=["block"])
+
+
+# ------------------------------------------------------------------------------------- attention maps
+
+
+def encode(loaded, texts):
+    from headstats.model.encoding import encode_records
+    from headstats.inputs.records import Record
+
+    records = [Record(sentence_id=str(i), text_a=a, text_b=b) for i, (a, b) in enumerate(texts)]
+    return encode_records(records, loaded.tokenizer, max_length=32)
+
+
+TEXTS = [("the cat sat on the mat .", None), ("a dog ran", "the man saw it ."), ("big red car", None),
+         ("she likes the book .", "he read it yesterday .")]
+
+
+def test_identical_models_have_cosine_one(tiny_model):
+    enc = encode(tiny_model, TEXTS)
+    sim = attention_similarity(tiny_model, tiny_model, enc, batch_size=3, dataset="demo")
+    assert len(sim) == tiny_model.n_layers * tiny_model.n_heads
+    assert np.allclose(sim["cosine_mean"], 1.0, atol=1e-6)
+    assert (sim["n"] == len(TEXTS)).all() and (sim["dataset"] == "demo").all()
+
+
+def test_similarity_against_direct_computation(tiny_model, tmp_path):
+    """A second random model with the same tokenizer: cosine per head equals a one-input-at-a-time
+    computation straight from the Hugging Face attentions."""
+    import torch
+    from conftest import build_tiny_bert
+
+    from headstats.model.loading import load_model
+
+    other = load_model(str(build_tiny_bert(tmp_path / "other", seed=7)))
+    with torch.no_grad():  # random BERTs attend almost uniformly; sharpen the other model's attention
+        for layer in other.model.encoder.layer:
+            layer.attention.self.query.weight.mul_(60.0)
+    enc = encode(tiny_model, TEXTS)
+    sim = attention_similarity(tiny_model, other, enc, batch_size=4).sort_values(["layer", "head"])
+    per_input = []
+    for item in enc.inputs:
+        maps = []
+        for m in (tiny_model, other):
+            with torch.inference_mode():
+                out = m.model(input_ids=torch.from_numpy(item.input_ids[None]),
+                              token_type_ids=torch.from_numpy(item.token_type_ids[None]), output_attentions=True)
+            maps.append(torch.stack(out.attentions, 1)[0].numpy().reshape(m.n_layers, m.n_heads, -1))
+        a, b = maps
+        per_input.append((a * b).sum(-1) / np.sqrt((a * a).sum(-1) * (b * b).sum(-1)))
+    per_input = np.array(per_input)
+    assert np.allclose(sim["cosine_mean"].to_numpy(), per_input.mean(0).ravel(), atol=1e-5)
+    assert np.allclose(sim["cosine_sd"].to_numpy(), per_input.std(0, ddof=1).ravel(), atol=1e-5)
+    assert (sim["cosine_mean"] < 0.99).any()
+
+
+def test_special_mass_sums_to_one_and_batch_invariant(tiny_model):
+    enc = encode(tiny_model, TEXTS)
+    m1 = special_mass(tiny_model, enc, batch_size=1)
+    m4 = special_mass(tiny_model, enc, batch_size=4)
+    assert np.allclose(m1["mass_mean"], m4["mass_mean"], atol=1e-6)
+    total = m1.groupby(["layer", "head"])["mass_mean"].sum()
+    assert np.allclose(total, 1.0, atol=1e-5)
+    per_layer = special_mass_per_layer(m1)
+    assert set(per_layer["target"]) == {"cls", "sep", "other"}
+    assert len(per_layer) == tiny_model.n_layers * 3
+
+
+def test_special_mass_matches_hugging_face(tiny_model):
+    import torch
+
+    enc = encode(tiny_model, TEXTS[1:2])
+    item = enc.inputs[0]
+    with torch.inference_mode():
+        out = tiny_model.model(input_ids=torch.from_numpy(item.input_ids[None]),
+                               token_type_ids=torch.from_numpy(item.token_type_ids[None]), output_attentions=True)
+    attn = torch.stack(out.attentions, 1)[0].numpy()  # (L, H, N, N)
+    sep_pos = np.flatnonzero(item.sep)
+    expected = attn[..., sep_pos].sum(-1).mean(-1)  # mean over queries of mass on [SEP]
+    got = special_mass(tiny_model, enc).query("target == 'sep'").sort_values(["layer", "head"])
+    assert np.allclose(got["mass_mean"].to_numpy(), expected.ravel(), atol=1e-6)
+
+
+def test_tokenizer_mismatch_is_refused(tiny_model, tmp_path):
+    from conftest import build_tiny_bert
+
+    from headstats.model.loading import load_model
+
+    other_dir = build_tiny_bert(tmp_path / "other", seed=1)
+    vocab = (other_dir / "vocab.txt").read_text().splitlines()
+    vocab[vocab.index("book")] = "zebra"  # same size as the model's embeddings, one word different
+    (other_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    from transformers import BertTokenizerFast
+
+    BertTokenizerFast(vocab=str(other_dir / "vocab.txt"), do_lower_case=True).save_pretrained(other_dir)
+    other = load_model(str(other_dir))
+    with pytest.raises(HeadstatsError, match="different tokenizers"):
+        check_same_tokenizer(tiny_model, other)
+    with pytest.raises(HeadstatsError, match="different tokenizers"):
+        attention_comparison(tiny_model, other, encode(tiny_model, TEXTS[:1]))
+    assert check_same_tokenizer(tiny_model, tiny_model.tokenizer) == check_same_tokenizer(tiny_model, tiny_model)
+
+
+# --------------------------------------------------------------------------------- run_comparison
+
+
+def scores(model: str, shift_head: tuple[int, int] | None, n: int = 30, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    base = np.random.default_rng(42).gamma(2.0, 1.0, (n, 2, 3, 2))
+    noise = rng.normal(0, 0.05, base.shape) if shift_head is not None else 0.0
+    values = base + noise
+    if shift_head is not None:
+        values[:, shift_head[0], shift_head[1], 1] += 1.0
+    for s in range(n):
+        for layer in range(2):
+            for head in range(3):
+                for r, role in enumerate(("local", "delimiter")):
+                    rows.append((model, "d", str(s), layer, head, role, values[s, layer, head, r]))
+    return pd.DataFrame(rows, columns=["model", "dataset", "sentence_id", "layer", "head", "role", "score"])
+
+
+def test_run_comparison_and_markdown(planted_roles):
+    before, after = planted_roles
+    spec = CompareSpec(base="base", finetuned=["ft"])
+    attention = {
+        "similarity": pd.DataFrame({"model_a": "base", "model_b": "ft", "dataset": "d",
+                                    "layer": [0, 0, 0, 1, 1, 1], "head": [0, 1, 2] * 2,
+                                    "cosine_mean": [0.99, 0.98, 0.97, 0.6, 0.7, 0.8], "cosine_sd": 0.01, "n": 30}),
+        "special_mass": pd.DataFrame([
+            {"model": m, "dataset": "d", "layer": layer, "head": h, "target": t, "mass_mean": v, "mass_sd": 0.0, "n": 30}
+            for m, v0 in (("base", 0.5), ("ft", 0.2)) for layer in range(2) for h in range(3)
+            for t, v in (("cls", 0.1), ("sep", v0), ("other", 0.9 - v0))]),
+    }
+    tables = run_comparison(scores("base", None), {"ft": scores("ft", (1, 2))},
+                            pd.concat([before, after]), spec=spec, attention=attention)
+    assert {"paired_tests", "transitions", "role_changes", "heads_per_layer", "layer_summary", "similarity",
+            "special_mass", "special_mass_per_layer"} <= set(tables)
+    paired = tables["paired_tests"]
+    sig = paired[paired["reject"]]
+    assert (sig["layer"] == 1).all() and (sig["head"] == 2).any()
+    summary = tables["layer_summary"].set_index("layer")
+    assert summary.loc[1, "rank_abs_change"] == 1 and summary.loc[1, "cosine_mean"] == pytest.approx(0.7)
+    assert summary.loc[1, "heads_changed"] >= 1
+    text = comparison_markdown(tables)
+    assert "### ft vs base on d" in text and "significant change" in text
+    assert "[SEP]: 0.500 before, 0.200 after" in text
+    assert "delimiter 4 -> 1" in text
+
+
+def test_run_comparison_needs_scores():
+    with pytest.raises(HeadstatsError, match="no scores for fine-tuned model"):
+        run_comparison(scores("base", None), {}, None, spec=CompareSpec(base="base", finetuned=["ft"]))
+
+
+def test_layer_change_summary_ranks():
+    paired = pd.DataFrame({
+        "model_before": "b", "model_after": "a", "dataset": "d", "layer": [0, 0, 1, 1], "head": [0, 1, 0, 1],
+        "role": "local", "median_diff": [0.1, -0.1, 2.0, 1.0], "p_unc": [0.5, 0.5, 0.001, np.nan],
+        "reject": [False, False, True, False],
+    })
+    s = layer_change_summary(paired).set_index("layer")
+    assert s.loc[1, "n_tests"] == 1 and s.loc[1, "share_significant"] == 1.0 and s.loc[1, "n_up"] == 1
+    assert s.loc[0, "rank_abs_change"] == 2 and s.loc[1, "share_heads_changed"] == 0.5

@@ -1,0 +1,476 @@
+"""The command line: a small end-to-end run, and one-line errors without tracebacks for bad input."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from headstats.cli.main import app
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "data" / "demo"
+runner = CliRunner()
+
+
+def write_protocol(folder: Path, model: str, **overrides) -> Path:
+    protocol = {
+        "name": "tiny",
+        "models": [model],
+        "datasets": [
+            {"name": "single", "path": str(DEMO / "sentences.txt"), "limit": 24},
+            {"name": "pairs", "path": str(DEMO / "pairs.txt"), "limit": 12},
+            {"name": "gold", "path": str(DEMO / "mini.conllu")},
+        ],
+        "scoring": {"batch_size": 5},
+        "statistics": {"tau": 1.0, "sensitivity": False},
+    }
+    protocol.update(overrides)
+    path = folder / "protocol.yaml"
+    path.write_text(yaml.safe_dump(protocol))
+    return path
+
+
+def assert_one_line_error(result, *needles: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.strip().splitlines() if line.startswith("error")]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert result.output.strip().endswith(lines[0]), result.output  # the error is the last thing said
+    assert "Traceback" not in result.output
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_run_end_to_end(tmp_path, tiny_model_dir):
+    protocol = write_protocol(tmp_path, str(tiny_model_dir))
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", str(protocol), "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    for name in ["scores.parquet", "tests.csv", "tests.parquet", "roles.csv", "report.md", "report.html",
+                 "manifest.json", "protocol.resolved.yaml"]:
+        assert (out / name).exists(), name
+    assert list((out / "figures").glob("roles_grid_*.png"))
+    scores = pd.read_parquet(out / "scores.parquet")
+    assert list(scores.columns) == ["model", "dataset", "sentence_id", "layer", "head", "role", "score"]
+    # 24 + 12 + 6 inputs, 2 layers x 2 heads; block only on the pairs
+    n_single_roles, n_pair_roles = 9, 10
+    assert len(scores) == (24 * n_single_roles + 12 * n_pair_roles + 6 * n_single_roles) * 4
+    tests = pd.read_csv(out / "tests.csv")
+    for column in ["model", "dataset", "role", "layer", "head", "n", "mean", "sd", "tau", "statistic", "dof",
+                   "alternative", "p_unc", "p_corr", "correction", "family", "alpha", "effect_size", "ci_low",
+                   "ci_high", "confidence", "reject"]:
+        assert column in tests.columns, column
+    # the t-test rows are the scores' means and counts
+    local = scores[(scores.dataset == "single") & (scores.role == "local") & (scores.layer == 1) & (scores["head"] == 0)]
+    row = tests[(tests.dataset == "single") & (tests.role == "local") & (tests.layer == 1) & (tests["head"] == 0)].iloc[0]
+    assert row["n"] == 24 and row["mean"] == pytest.approx(local.score.mean())
+    roles = pd.read_csv(out / "roles.csv")
+    assert len(roles) == 3 * 4 and "roles" in roles.columns
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["inputs"][f"{tiny_model_dir}/single"]["n_scored"] == 24
+    assert manifest["datasets"]["gold"]["parses"] == "gold"
+    assert manifest["datasets"]["single"]["parses"] == "spacy"
+    assert set(manifest["datasets"]["single"]["files_sha256"]) == {str(DEMO / "sentences.txt")}
+    assert manifest["versions"]["torch"]
+    assert "Methods" in (out / "report.md").read_text()
+
+
+def test_run_refuses_existing_output_and_leaves_it_alone(tmp_path, tiny_model_dir):
+    protocol = write_protocol(tmp_path, str(tiny_model_dir))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("x")
+    assert_one_line_error(runner.invoke(app, ["run", str(protocol), "--out", str(out)]), "exists", "--overwrite")
+    assert (out / "keep.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "content, needles",
+    [
+        ("name: [unclosed", ("not valid YAML",)),
+        ("datasets: []\nscoring: {windw: 2}\n", ("scoring.windw",)),
+        ("datasets: [{name: a, path: x.txt}]\nscoring: {roles: [locl]}\n", ("unknown role", "local")),
+        ("datasets: [{name: a, path: x.txt}]\nstatistics: {test: ztest}\n", ("unknown", "wilcoxon")),
+        ("datasets: [{name: a, path: x.txt}]\nstatistics: {correction: fdr}\n", ("unknown correction", "fdr_bh")),
+    ],
+)
+def test_bad_protocols(tmp_path, content, needles):
+    path = tmp_path / "p.yaml"
+    path.write_text(content)
+    assert_one_line_error(runner.invoke(app, ["run", str(path), "--out", str(tmp_path / "o")]), *needles)
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_protocol_and_missing_data(tmp_path, tiny_model_dir):
+    assert_one_line_error(runner.invoke(app, ["validate", str(tmp_path / "nope.yaml")]), "does not exist")
+    protocol = write_protocol(tmp_path, str(tiny_model_dir), datasets=[{"name": "x", "path": str(tmp_path / "missing.txt")}])
+    assert_one_line_error(runner.invoke(app, ["validate", str(protocol)]), "missing.txt")
+    assert_one_line_error(runner.invoke(app, ["run", str(protocol), "--out", str(tmp_path / "o")]), "missing.txt")
+    assert not (tmp_path / "o").exists()
+
+
+def test_empty_corpus_and_malformed_conllu(tmp_path, tiny_model_dir):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    result = runner.invoke(app, ["score", "--model", str(tiny_model_dir), "--data", str(empty), "--out", str(tmp_path / "o")])
+    assert_one_line_error(result, "empty.txt")
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("# text = a b\n1\ta\ta\tDET\tDT\t_\t2\tdet\t_\t_\n2\tb\tb\tNOUN\tNN\t_\tX\troot\t_\t_\n\n")
+    result = runner.invoke(app, ["score", "--model", str(tiny_model_dir), "--data", str(bad), "--out", str(tmp_path / "o")])
+    assert_one_line_error(result, "line 3")
+    assert not (tmp_path / "o").exists()
+
+
+def test_model_directory_without_weights(tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    result = runner.invoke(app, ["score", "--model", str(folder), "--data", str(DEMO / "sentences.txt"), "--out", str(tmp_path / "o")])
+    assert_one_line_error(result, "no weight files")
+    assert not (tmp_path / "o").exists()
+
+
+def test_score_command(tmp_path, tiny_model_dir):
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["score", "--model", str(tiny_model_dir), "--data", str(DEMO / "mini.conllu"), "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    scores = pd.read_parquet(out / "scores.parquet")
+    assert scores["sentence_id"].nunique() == 6
+    assert set(scores["role"]) >= {"local", "syntactic", "delimiter_cls"}
+    assert json.loads((out / "manifest.json").read_text())["inputs"]
+
+
+def test_too_long_inputs_are_counted(tmp_path, tiny_model_dir):
+    data = tmp_path / "long.txt"
+    data.write_text("the cat sat\n" + " ".join(["the dog ran"] * 60) + "\n")
+    protocol = write_protocol(tmp_path, str(tiny_model_dir), datasets=[{"name": "x", "path": str(data)}],
+                              scoring={"max_length": 32, "roles": ["local"]})
+    out = tmp_path / "o"
+    assert runner.invoke(app, ["run", str(protocol), "--out", str(out), "--quiet"]).exit_code == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    counts = manifest["inputs"][f"{tiny_model_dir}/x"]
+    assert counts["n_scored"] == 1 and counts["skipped"] == {"too_long": 1}
+    assert "too_long: 1" in (out / "report.md").read_text()
+
+
+def test_list_roles():
+    result = runner.invoke(app, ["list-roles"])
+    assert result.exit_code == 0
+    assert "delimiter_sep" in result.output and "syntactic:<rel>" in result.output
+
+
+def test_run_with_data_root_for_glue_inputs(tmp_path, tiny_model_dir):
+    root = tmp_path / "glue"
+    (root / "SST-2").mkdir(parents=True)
+    rows = ["the cat sat\t1", "a dog ran quickly\t0", "the bird saw the man\t1", "she read a book\t0"]
+    (root / "SST-2" / "dev.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
+    protocol = write_protocol(tmp_path, str(tiny_model_dir), datasets=[{"name": "sst2", "glue": {"task": "sst2", "n": 3}}])
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["run", str(protocol), "--out", str(out), "--quiet", "--data-root", str(root)])
+    assert result.exit_code == 0, result.output
+    scores = pd.read_parquet(out / "scores.parquet")
+    assert sorted(scores["sentence_id"].unique()) == ["0", "1", "2"]  # the first n = 3 rows
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["datasets"]["sst2"]["files_sha256"] == {
+        str(root / "SST-2" / "dev.tsv"): __import__("hashlib").sha256((root / "SST-2" / "dev.tsv").read_bytes()).hexdigest()
+    }
+    missing = runner.invoke(app, ["run", str(protocol), "--out", str(tmp_path / "o2"), "--data-root", str(tmp_path / "nope")])
+    assert_one_line_error(missing, "--data-root")
+
+
+# ------------------------------------------------------------------------------- validate says what run does
+
+
+def _glue_root(folder: Path) -> Path:
+    root = folder / "glue"
+    (root / "SST-2").mkdir(parents=True, exist_ok=True)
+    (root / "SST-2" / "dev.tsv").write_text("sentence\tlabel\nthe cat sat\t1\n")
+    return root
+
+
+def _no_weights(folder: Path) -> str:
+    model = folder / "no_weights"
+    model.mkdir(exist_ok=True)
+    (model / "config.json").write_text("{}")
+    return str(model)
+
+
+# name -> (protocol overrides given the test folder, words of the one-line error)
+RUN_REFUSALS = {
+    "tau NaN": (lambda f: {"statistics": {"tau": float("nan")}}, ["statistics.tau", "finite"]),
+    "tau inf": (lambda f: {"statistics": {"tau": float("inf")}}, ["statistics.tau", "finite"]),
+    "syntactic unknown": (lambda f: {"scoring": {"roles": ["local", "syntactic:subj"]}},
+                          ["unknown dependency relation 'subj'"]),
+    "models empty": (lambda f: {"models": []}, ["'models'", "empty"]),
+    "datasets empty": (lambda f: {"datasets": []}, ["'datasets'", "empty"]),
+    "device quantum": (lambda f: {"device": "quantum"}, ["unknown device 'quantum'"]),
+    "glue task unknown": (lambda f: {"datasets": [{"name": "g", "glue": {"task": "squad"}}],
+                                     "data_root": str(_glue_root(f))}, ["unknown GLUE task 'squad'"]),
+    "glue split missing": (lambda f: {"datasets": [{"name": "g", "glue": {"task": "sst2", "split": "train"}}],
+                                      "data_root": str(_glue_root(f))}, ["SST-2/train.tsv", "does not exist"]),
+    "glue data root missing": (lambda f: {"datasets": [{"name": "g", "glue": {"task": "sst2"}}],
+                                          "data_root": str(f / "no_glue")}, ["no_glue", "does not exist"]),
+    "data path is a folder": (lambda f: {"datasets": [{"name": "d", "path": str(DEMO)}]}, ["is a folder"]),
+    "model folder missing": (lambda f: {"models": [str(f / "no_model")]}, ["no_model", "does not exist"]),
+    "model without weights": (lambda f: {"models": [_no_weights(f)]}, ["no weight files"]),
+    "name too long": (lambda f: {"name": "n" * 300}, ["300 characters"]),
+    "name with NUL": (lambda f: {"datasets": [{"name": "a\0b", "path": str(DEMO / "sentences.txt")}]},
+                      ["\\x00"]),
+    "name with separator": (lambda f: {"name": "../escape"}, ["'/'"]),
+}
+
+
+@pytest.fixture()
+def no_model_loading(monkeypatch):
+    import headstats.model.loading
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a model was loaded before the checks")
+
+    monkeypatch.setattr(headstats.model.loading, "load_model", forbidden)
+
+
+def assert_validate_equals_run(protocol: Path, out: Path, *needles: str, extra: tuple[str, ...] = ()) -> str:
+    before = sorted(out.parent.rglob("*"))
+    checked = runner.invoke(app, ["validate", str(protocol), "--out", str(out), *extra])
+    ran = runner.invoke(app, ["run", str(protocol), "--out", str(out), "--quiet", *extra])
+    assert_one_line_error(checked, *needles)
+    assert_one_line_error(ran, *needles)
+    assert checked.output == ran.output
+    assert sorted(out.parent.rglob("*")) == before  # no output, staging or probe file made
+    return checked.output.strip()
+
+
+@pytest.mark.parametrize("make, needles", list(RUN_REFUSALS.values()), ids=list(RUN_REFUSALS))
+def test_validate_refuses_what_run_refuses(tmp_path, tiny_model_dir, no_model_loading, make, needles):
+    protocol = write_protocol(tmp_path, str(tiny_model_dir), **make(tmp_path))
+    assert_validate_equals_run(protocol, tmp_path / "o", *needles)
+    assert not (tmp_path / "o").exists()
+
+
+def test_validate_refuses_cuda_without_a_gpu(tmp_path, tiny_model_dir, no_model_loading):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    protocol = write_protocol(tmp_path, str(tiny_model_dir), device="cuda")
+    assert_validate_equals_run(protocol, tmp_path / "o", "device 'cuda' is not available")
+
+
+def test_validate_refuses_unusable_outputs_as_run_does(tmp_path, tiny_model_dir, no_model_loading, monkeypatch):
+    protocol = write_protocol(tmp_path, str(tiny_model_dir))
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    (existing / "keep.txt").write_text("x")
+    assert_validate_equals_run(protocol, existing, "exists", "--overwrite")
+    assert (existing / "keep.txt").read_text() == "x"
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    assert_validate_equals_run(protocol, a_file, "is a file", extra=("--overwrite",))
+    assert a_file.read_text() == "x"
+    # the protocol's own 'output' is checked by validate too
+    with_output = write_protocol(tmp_path, str(tiny_model_dir), output=str(existing))
+    assert_one_line_error(runner.invoke(app, ["validate", str(with_output)]), "exists")
+    # a read-only disk is found before any work
+    import headstats.study.preflight
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(headstats.study.preflight.tempfile, "mkstemp", read_only)
+    assert_validate_equals_run(protocol, tmp_path / "new", "read-only file system", "choose another --out")
+
+
+def test_validate_ok_means_run_gets_past_the_checks(tmp_path, tiny_model_dir):
+    protocol = write_protocol(tmp_path, str(tiny_model_dir))
+    result = runner.invoke(app, ["validate", str(protocol), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"ok: {protocol} (1 model(s), 3 data set(s), 10 roles; output ")
+    assert not (tmp_path / "o").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["protocol.yaml"]
+
+
+@pytest.mark.parametrize("kind", ["folder", "latin-1", "deep", "list", "nul key"])
+def test_protocol_files_that_are_not_protocols(tmp_path, kind):
+    path = tmp_path / "p.yaml"
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "latin-1":
+        path.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    elif kind == "deep":
+        path.write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
+    elif kind == "list":
+        path.write_text("- 1\n- 2\n")
+    else:
+        path.write_text('"na\\0me": x\n')
+    words = {"folder": "is a folder", "latin-1": "not UTF-8", "deep": "nested more than 100 levels deep",
+             "list": "must be a YAML mapping", "nul key": "unknown key 'na\\x00me'"}[kind]
+    for command in ("validate", "run"):
+        result = runner.invoke(app, [command, str(path), "--out", str(tmp_path / "o")])
+        assert_one_line_error(result, words)
+        assert "\0" not in result.output
+    assert not (tmp_path / "o").exists()
+
+
+# ------------------------------------------------------------------------------------------------ score
+
+
+def test_score_refuses_when_every_input_is_too_long(tmp_path, tiny_model_dir):
+    data = tmp_path / "long.txt"
+    data.write_text(" ".join(["the dog ran"] * 60) + "\n" + " ".join(["a cat sat"] * 60) + "\n")
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["score", "--model", str(tiny_model_dir), "--data", str(data), "--out", str(out)])
+    assert_one_line_error(result, "no input of data set 'long' could be scored", "too_long", "scoring.max_length")
+    assert not out.exists() and not list(tmp_path.glob(".o.partial-*"))
+
+
+def test_score_uses_the_same_checks(tmp_path, no_model_loading):
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["score", "--model", str(tmp_path / "nope"), "--data", str(DEMO / "sentences.txt"),
+                                 "--out", str(out)])
+    assert_one_line_error(result, "does not exist")
+    result = runner.invoke(app, ["score", "--data", str(DEMO), "--out", str(out)])
+    assert_one_line_error(result, "is a folder")
+    out.mkdir()
+    result = runner.invoke(app, ["score", "--data", str(DEMO / "sentences.txt"), "--out", str(out)])
+    assert_one_line_error(result, "exists", "--overwrite")
+
+
+# ------------------------------------------------------------------------------------------------ finetune options
+
+
+@pytest.mark.parametrize("options, words", [
+    (["--epochs", "-1"], ["invalid --epochs -1.0", "greater than 0"]),
+    (["--epochs", "nan"], ["invalid --epochs", "finite"]),
+    (["--lr", "0"], ["invalid --lr", "greater than 0"]),
+    (["--batch-size", "0"], ["invalid --batch-size 0", "greater than or equal to 1"]),
+    (["--max-length", "4"], ["invalid --max-length 4"]),
+    (["--train-rows", "-5"], ["invalid --train-rows -5"]),
+    (["--seed", "-1"], ["invalid --seed -1"]),
+    (["--task", "squad"], ["unknown GLUE task 'squad'"]),
+    (["--model", "/nonexistent/base"], ["base model", "does not exist"]),
+])
+def test_finetune_options_refused_before_training(tmp_path, no_model_loading, options, words):
+    root = _glue_root(tmp_path)
+    args = ["finetune", "--task", "sst2", "--data-root", str(root), "--out", str(tmp_path / "ft"), *options]
+    assert_one_line_error(runner.invoke(app, args), *words)
+    assert not (tmp_path / "ft").exists()
+
+
+# ------------------------------------------------------------------------------------------------ signals, disks
+
+
+def _score_args(tiny_model_dir, out: Path) -> list[str]:
+    return ["score", "--model", str(tiny_model_dir), "--data", str(DEMO / "mini.conllu"), "--out", str(out), "--quiet"]
+
+
+def _fail_while_writing(monkeypatch, action) -> None:
+    """Make the first table write of a command do ``action`` (inside the staging folder)."""
+    import headstats.study.scoring
+    import headstats.study.storage
+
+    def write_table(frame, folder, name, **kwargs):
+        (folder / f"{name}.parquet").write_bytes(b"half")
+        action(folder / f"{name}.parquet")
+
+    def write_scores(arrays, path, **kwargs):
+        path.write_bytes(b"half")
+        action(path)
+
+    monkeypatch.setattr(headstats.study.storage, "write_table", write_table)
+    monkeypatch.setattr(headstats.study.scoring, "write_scores", write_scores)
+
+
+def assert_stopped(result, code: int, line: str, out: Path) -> None:
+    assert result.exit_code == code, result.output
+    assert result.output.strip() == line, result.output
+    assert not out.exists() and not list(out.parent.glob(f".{out.name}.partial-*"))
+
+
+def test_ctrl_c_prints_one_line(tmp_path, tiny_model_dir, monkeypatch):
+    def interrupt(path):
+        raise KeyboardInterrupt
+
+    _fail_while_writing(monkeypatch, interrupt)
+    out = tmp_path / "o"
+    result = runner.invoke(app, _score_args(tiny_model_dir, out))
+    assert_stopped(result, 130, f"error: interrupted; nothing was written to {out.resolve()}", out)
+
+
+def test_ctrl_c_before_the_output_is_known(tmp_path, monkeypatch):
+    import headstats.study.preflight
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(headstats.study.preflight, "preflight", interrupt)
+    path = tmp_path / "p.yaml"
+    path.write_text("datasets: [{name: a, path: x.txt}]\n")
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 130 and result.output.strip() == "error: interrupted"
+    result = runner.invoke(app, ["run", str(path), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 130
+    assert result.output.strip() == f"error: interrupted; nothing was written to {tmp_path / 'o'}"
+
+
+def test_sigterm_cleans_up_like_ctrl_c(tmp_path, tiny_model_dir, monkeypatch):
+    def terminate(path):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    _fail_while_writing(monkeypatch, terminate)
+    before = signal.getsignal(signal.SIGTERM)
+    out = tmp_path / "o"
+    result = runner.invoke(app, _score_args(tiny_model_dir, out))
+    assert_stopped(result, 143, f"error: terminated (SIGTERM); nothing was written to {out.resolve()}", out)
+    assert signal.getsignal(signal.SIGTERM) == before  # the handler is put back
+
+
+@pytest.mark.parametrize("error, words", [
+    (lambda p: OSError(errno.ENOSPC, "No space left on device", str(p)), "no space left on device at {path}"),
+    (lambda p: OSError("IOError: write failed: No space left on device"), "no space left on device at {out}"),
+    (lambda p: OSError(errno.EDQUOT, "Disk quota exceeded", str(p)), "disk quota exceeded at {path}"),
+    (lambda p: PermissionError(errno.EACCES, "Permission denied", str(p)), "permission denied at {path}"),
+    (lambda p: OSError(errno.EROFS, "Read-only file system", str(p)), "read-only file system at {path}"),
+])
+def test_full_or_read_only_disk_gives_one_line(tmp_path, tiny_model_dir, monkeypatch, error, words):
+    seen = {}
+
+    def fail(path):
+        seen["path"] = path
+        raise error(path)
+
+    _fail_while_writing(monkeypatch, fail)
+    out = tmp_path / "o"
+    result = runner.invoke(app, _score_args(tiny_model_dir, out))
+    expected = words.format(path=seen["path"], out=out.resolve())
+    assert_one_line_error(result, expected, f"(nothing was written to {out.resolve()})", "choose another --out")
+    assert not out.exists() and not list(tmp_path.glob(".o.partial-*"))
+
+
+def test_other_os_errors_keep_their_traceback(tmp_path, tiny_model_dir, monkeypatch):
+    def fail(path):
+        raise OSError(errno.EIO, "Input/output error", str(path))
+
+    _fail_while_writing(monkeypatch, fail)
+    result = runner.invoke(app, _score_args(tiny_model_dir, tmp_path / "o"))
+    assert result.exit_code == 1 and isinstance(result.exception, OSError)  # a bug or a broken disk: not hidden
+
+
+def test_report_command_rebuilds_a_run_without_a_model(tmp_path, tiny_model_dir):
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", str(write_protocol(tmp_path, str(tiny_model_dir))), "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    (out / "report.md").unlink()
+    result = runner.invoke(app, ["report", str(out), "--top-k", "2", "--no-html"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"report: {out / 'report.md'}"
+    assert "Methods" in (out / "report.md").read_text()
+    strongest = pd.read_csv(out / "strongest_heads.csv")
+    assert strongest.groupby(["model", "dataset", "role"]).size().max() == 2
+    assert_one_line_error(runner.invoke(app, ["report", str(tmp_path)]), "not a headstats run folder")

@@ -1,0 +1,277 @@
+"""YAML protocols: validation with the path of the problem, name checks, path resolution, fingerprint, dump."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from headstats.errors import HeadstatsError, ProtocolError
+from headstats.config.protocol import DEFAULT_ROLES, FinetuneRecipe, Protocol, dump_protocol, load_protocol
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write(tmp_path: Path, text: str, name: str = "p.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+MINIMAL = "datasets:\n  - name: d\n    path: data.txt\n"
+
+
+def test_quickstart_loads():
+    protocol = load_protocol(REPO / "protocols" / "quickstart.yaml")
+    assert protocol.name == "quickstart"
+    assert [m.name for m in protocol.models] == ["default"]
+    assert [d.name for d in protocol.datasets] == ["demo_single", "demo_pairs"]
+    assert protocol.scoring.roles == list(DEFAULT_ROLES)
+    assert protocol.scoring.relations == ["nsubj", "dobj", "amod", "advmod"]
+    assert (protocol.statistics.test, protocol.statistics.tau, protocol.statistics.correction) == ("t", 3.0, "holm")
+    assert protocol.report.top_k == 5
+    for ds in protocol.datasets:
+        assert Path(ds.path).is_absolute() and Path(ds.path).is_file(), ds.path
+
+
+def test_defaults(tmp_path):
+    protocol = load_protocol(write(tmp_path, MINIMAL))
+    assert [m.name for m in protocol.models] == ["default"]
+    assert protocol.scoring.window == 2 and protocol.scoring.count_special_queries
+    assert protocol.scoring.arc_direction == "dependent_to_head"
+    assert (protocol.statistics.alpha, protocol.statistics.tau, protocol.statistics.family) == (0.05, 3.0, ["model", "dataset"])
+
+
+def test_unknown_nested_key(tmp_path):
+    with pytest.raises(HeadstatsError, match=r"unknown key 'scoring\.windw'"):
+        load_protocol(write(tmp_path, MINIMAL + "scoring:\n  windw: 2\n"))
+    with pytest.raises(HeadstatsError, match=r"unknown key 'datasets\.0\.pth'"):
+        load_protocol(write(tmp_path, "datasets:\n  - name: d\n    pth: x.txt\n"))
+
+
+def test_invalid_yaml_gives_line(tmp_path):
+    text = "name: x\ndatasets:\n  - name: d\n    path: [unclosed\nscoring: {window: 2}\n"
+    with pytest.raises(HeadstatsError, match=r"not valid YAML at line \d+") as info:
+        load_protocol(write(tmp_path, text))
+    line = int(str(info.value).split("at line ")[1].split(";")[0])
+    assert 4 <= line <= 5
+    bad_indent = "datasets:\n  - name: d\n    path: x\n   scoring: 1\n"
+    with pytest.raises(HeadstatsError, match="at line 4"):
+        load_protocol(write(tmp_path, bad_indent))
+
+
+def test_missing_file_and_non_mapping(tmp_path):
+    with pytest.raises(HeadstatsError, match="does not exist"):
+        load_protocol(tmp_path / "nope.yaml")
+    with pytest.raises(HeadstatsError, match="YAML mapping"):
+        load_protocol(write(tmp_path, "- a\n- b\n"))
+    with pytest.raises(HeadstatsError, match="missing the required key 'datasets'"):
+        load_protocol(write(tmp_path, "name: x\n"))
+
+
+def test_bad_values_name_their_key(tmp_path):
+    with pytest.raises(HeadstatsError, match=r"'statistics\.alpha'"):
+        load_protocol(write(tmp_path, MINIMAL + "statistics:\n  alpha: 1.5\n"))
+    with pytest.raises(HeadstatsError, match=r"'scoring\.arc_direction'"):
+        load_protocol(write(tmp_path, MINIMAL + "scoring:\n  arc_direction: sideways\n"))
+
+
+def test_unknown_role_lists_valid(tmp_path):
+    with pytest.raises(HeadstatsError, match="unknown role 'lokal'") as info:
+        load_protocol(write(tmp_path, MINIMAL + "scoring:\n  roles: [local, lokal]\n"))
+    for name in ("local", "delimiter", "block", "syntactic"):
+        assert name in str(info.value)
+
+
+def test_unknown_test_lists_valid(tmp_path):
+    with pytest.raises(HeadstatsError, match="unknown test 'ttest'") as info:
+        load_protocol(write(tmp_path, MINIMAL + "statistics:\n  test: ttest\n"))
+    for name in ("t", "wilcoxon", "sign", "bootstrap", "permutation"):
+        assert name in str(info.value)
+
+
+def test_unknown_correction_lists_valid(tmp_path):
+    with pytest.raises(HeadstatsError, match="unknown correction 'bh'") as info:
+        load_protocol(write(tmp_path, MINIMAL + "statistics:\n  correction: bh\n"))
+    for name in ("holm", "bonferroni", "fdr_bh", "fdr_by", "none"):
+        assert name in str(info.value)
+    text = MINIMAL + "models: [a, b]\ncompare:\n  - base: a\n    finetuned: [b]\n    correction: sidak\n"
+    with pytest.raises(HeadstatsError, match="unknown correction 'sidak'"):
+        load_protocol(write(tmp_path, text))
+
+
+def test_dataset_with_path_and_glue(tmp_path):
+    text = "datasets:\n  - name: d\n    path: x.txt\n    glue: {task: mrpc}\n"
+    with pytest.raises(HeadstatsError, match="exactly one of 'path' or 'glue'"):
+        load_protocol(write(tmp_path, text))
+    with pytest.raises(HeadstatsError, match="exactly one of 'path' or 'glue'"):
+        load_protocol(write(tmp_path, "datasets:\n  - name: d\n"))
+
+
+def test_duplicate_names(tmp_path):
+    text = "datasets:\n  - {name: d, path: a.txt}\n  - {name: e, path: b.txt}\n  - {name: d, path: c.txt}\n"
+    with pytest.raises(HeadstatsError, match="dataset names must be unique; repeated: d"):
+        load_protocol(write(tmp_path, text))
+    with pytest.raises(HeadstatsError, match="model names must be unique; repeated: m"):
+        load_protocol(write(tmp_path, MINIMAL + "models: [m, m]\n"))
+
+
+def test_compare_names_known_models(tmp_path):
+    text = MINIMAL + "models: [a]\ncompare:\n  - base: a\n    finetuned: [zz]\n"
+    with pytest.raises(HeadstatsError, match="names model 'zz'"):
+        load_protocol(write(tmp_path, text))
+
+
+def test_relation_alias_normalised(tmp_path):
+    protocol = load_protocol(write(tmp_path, MINIMAL + "scoring:\n  relations: [nsubj, obj, amod]\n"))
+    assert protocol.scoring.relations == ["nsubj", "dobj", "amod"]
+
+
+def test_relative_paths_resolved_against_protocol_folder(tmp_path, monkeypatch):
+    study = tmp_path / "study"
+    (study / "data").mkdir(parents=True)
+    (study / "data" / "x.txt").write_text("the cat sat\n")
+    (study / "models" / "m").mkdir(parents=True)
+    text = ("models:\n  - {name: m, path: models/m}\n"
+            "datasets:\n  - {name: d, path: data/x.txt}\n  - {name: g, glue: {task: mrpc, root: data}}\n"
+            "  - {name: missing, path: data/none.txt}\n")
+    path = write(study, text)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    protocol = load_protocol(path)
+    assert protocol.datasets[0].path == str((study / "data" / "x.txt").resolve())
+    assert protocol.datasets[1].glue.root == str((study / "data").resolve())
+    assert protocol.models[0].path == str((study / "models" / "m").resolve())
+    assert protocol.datasets[2].path == "data/none.txt"  # found nowhere: left as written
+    # the working directory wins when the path exists there
+    (elsewhere / "data").mkdir()
+    (elsewhere / "data" / "x.txt").write_text("a dog\n")
+    assert load_protocol(path).datasets[0].path == str((elsewhere / "data" / "x.txt").resolve())
+
+
+def test_fingerprint(tmp_path):
+    path = write(tmp_path, MINIMAL + "statistics:\n  tau: 3.0\n")
+    first = load_protocol(path).fingerprint()
+    assert len(first) == 64 and set(first) <= set("0123456789abcdef")
+    assert load_protocol(path).fingerprint() == first
+    other = load_protocol(write(tmp_path, MINIMAL + "statistics:\n  tau: 2.5\n", "q.yaml"))
+    assert other.fingerprint() != first
+    changed = load_protocol(path)
+    changed.statistics.tau = 2.5
+    assert changed.fingerprint() == other.fingerprint()
+
+
+def test_dump_round_trip():
+    protocol = load_protocol(REPO / "protocols" / "quickstart.yaml")
+    text = dump_protocol(protocol)
+    again = Protocol.model_validate(yaml.safe_load(text))
+    assert again == protocol
+    assert again.fingerprint() == protocol.fingerprint()
+    assert dump_protocol(again) == text
+
+
+# ------------------------------------------------------------------------------------ files that are not protocols
+
+
+def test_protocol_path_that_is_a_folder(tmp_path):
+    with pytest.raises(ProtocolError, match="is a folder; give the protocol's YAML file"):
+        load_protocol(tmp_path)
+
+
+def test_protocol_not_utf8(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: café\n".encode("latin-1"))
+    with pytest.raises(ProtocolError, match=r"is not UTF-8 text \(byte 9\); save it as UTF-8"):
+        load_protocol(path)
+
+
+def test_protocol_nested_too_deeply(tmp_path):
+    with pytest.raises(ProtocolError, match="nested more than 100 levels deep"):
+        load_protocol(write(tmp_path, "a: " + "[" * 5000 + "]" * 5000 + "\n"))
+    # brackets in quotes and comments do not count
+    text = MINIMAL + "description: '" + "[" * 200 + "'  # " + "{" * 200 + "\n"
+    assert load_protocol(write(tmp_path, text)).description == "[" * 200
+    deep = "".join(" " * i + f"k{i}:\n" for i in range(150)) + " " * 150 + "v\n"  # block nesting
+    with pytest.raises(ProtocolError, match="nested more than 100 levels deep"):
+        load_protocol(write(tmp_path, deep))
+
+
+def test_recursion_error_of_the_parser_is_one_line(tmp_path, monkeypatch):
+    def recurse(text):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(yaml, "safe_load", recurse)
+    with pytest.raises(ProtocolError, match="is nested too deeply to read"):
+        load_protocol(write(tmp_path, MINIMAL))
+
+
+@pytest.mark.parametrize("text, kind", [("- a\n- b\n", "a YAML list"), ("3\n", "a YAML int"),
+                                        ("just words\n", "a YAML str"), ("", "empty")])
+def test_protocol_that_is_not_a_mapping(tmp_path, text, kind):
+    with pytest.raises(ProtocolError, match=f"is {kind}; it must be a YAML mapping with at least 'datasets'"):
+        load_protocol(write(tmp_path, text))
+
+
+def test_key_with_nul_is_shown_escaped(tmp_path):
+    with pytest.raises(ProtocolError) as info:
+        load_protocol(write(tmp_path, MINIMAL + '"sco\\0ring": 1\n'))
+    assert str(info.value) == "unknown key 'sco\\x00ring' in protocol; remove it or check its spelling"
+
+
+def test_unknown_key_reported_before_other_problems(tmp_path):
+    with pytest.raises(ProtocolError, match=r"^unknown key 'scoring\.windw' in protocol"):
+        load_protocol(write(tmp_path, "datasets: []\nscoring: {windw: 2}\n"))
+
+
+# ------------------------------------------------------------------------------------------------ strict values
+
+
+@pytest.mark.parametrize("extra, where, words", [
+    ("seed: true\n", "seed", "expected a number, not true"),
+    ("seed: 1.5\n", "seed", "valid integer"),
+    ("seed: '3'\n", "seed", "valid integer"),
+    ("seed: -1\n", "seed", "greater than or equal to 0"),
+    ("statistics: {tau: .nan}\n", "statistics.tau", "finite number (NaN and inf are refused)"),
+    ("statistics: {tau: -.inf}\n", "statistics.tau", "finite number"),
+    ("statistics: {tau: -0.5}\n", "statistics.tau", "greater than or equal to 0"),
+    ("statistics: {tau: false}\n", "statistics.tau", "not false"),
+    ("scoring: {window: true}\n", "scoring.window", "not true"),
+    ("scoring: {roles: []}\n", "scoring.roles", "the list is empty; give at least one role or leave the key out"),
+    ("scoring: {relations: []}\n", "scoring.relations", "at least one relation"),
+    ("models: []\n", "models", "at least one model"),
+])
+def test_strict_values(tmp_path, extra, where, words):
+    with pytest.raises(ProtocolError) as info:
+        load_protocol(write(tmp_path, MINIMAL + extra))
+    assert f"invalid protocol at '{where}'" in str(info.value) and words in str(info.value), str(info.value)
+
+
+def test_whole_numbers_still_read_as_floats(tmp_path):
+    protocol = load_protocol(write(tmp_path, MINIMAL + "statistics: {tau: 2}\nseed: 7\n"))
+    assert protocol.statistics.tau == 2.0 and isinstance(protocol.statistics.tau, float) and protocol.seed == 7
+
+
+def test_unknown_relation_in_syntactic_role_refused_at_load(tmp_path):
+    with pytest.raises(ProtocolError, match="unknown dependency relation 'subj'"):
+        load_protocol(write(tmp_path, MINIMAL + "scoring:\n  roles: [local, 'syntactic:subj']\n"))
+    protocol = load_protocol(write(tmp_path, MINIMAL + "scoring:\n  roles: ['syntactic:obj']\n"))
+    assert protocol.scoring.roles == ["syntactic:obj"]  # the role keeps its name; its relation is dobj
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("epochs", -1, "greater than 0"), ("epochs", 0, "greater than 0"), ("epochs", float("nan"), "finite"),
+    ("learning_rate", 0, "greater than 0"), ("learning_rate", 2, "less than or equal to 1"),
+    ("batch_size", 0, "greater than or equal to 1"), ("max_length", 4, "greater than or equal to 8"),
+    ("train_rows", 0, "greater than or equal to 1"), ("eval_rows", -3, "greater than or equal to 1"),
+    ("weight_decay", -0.1, "greater than or equal to 0"), ("warmup_ratio", 1.0, "less than 1"),
+    ("seed", True, "not true"), ("seed", -1, "greater than or equal to 0"), ("train_split", "test", "'train' or 'dev'"),
+])
+def test_finetune_recipe_bounds(field, value, words):
+    with pytest.raises(ValidationError) as info:
+        FinetuneRecipe(task="sst2", **{field: value})
+    error = info.value.errors()[0]
+    assert error["loc"][0] == field and words in error["msg"], error
+    assert FinetuneRecipe(task="sst2").epochs == 1.0

@@ -1,0 +1,85 @@
+"""The batch view: masks of a padded batch, derived views computed once, and the forward pass behind it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from headstats.model.encoding import EncodedInput
+from headstats.engine.batch import BatchLayout, forward_view, row_means, view_of
+
+
+def item(index, special, cls, sep, segment, *, is_pair=False):
+    n = len(special)
+    return EncodedInput(index, f"s{index}", np.arange(n), np.asarray(segment), np.asarray(special, bool),
+                        np.asarray(cls, bool), np.asarray(sep, bool), np.asarray(segment), is_pair)
+
+
+SINGLE = item(3, [1, 0, 1], [1, 0, 0], [0, 0, 1], [0, 0, 0])
+PAIR = item(7, [1, 0, 1, 0, 1], [1, 0, 0, 0, 0], [0, 0, 1, 0, 1], [0, 0, 0, 1, 1], is_pair=True)
+
+
+def planted_view():
+    attn = torch.full((2, 1, 1, 5, 5), 0.2)
+    attn[1, ..., :3, :3] = torch.tensor([[0.5, 0.25, 0.25], [0.0, 1.0, 0.0], [0.2, 0.3, 0.5]])
+    attn[1, ..., :3, 3:] = 0.0
+    attn[1, ..., 3:, :] = 9.0  # garbage rows of padded queries
+    return view_of(attn, [PAIR, SINGLE], model="m", dataset="d")
+
+
+def test_masks_of_a_padded_batch():
+    view = planted_view()
+    assert (view.size, view.n_layers, view.n_heads, view.width) == (2, 1, 1, 5)
+    assert view.real.tolist() == [[True] * 5, [True, True, True, False, False]]
+    assert view.cls.tolist()[1] == [True, False, False, False, False]
+    assert view.sep.tolist()[0] == [False, False, True, False, True]
+    assert view.special.tolist()[1] == [True, False, True, False, False]
+    assert view.segment.tolist()[0] == [0, 0, 0, 1, 1]
+    assert view.is_pair.tolist() == [True, False]
+    assert view.lengths.tolist() == [5, 3] and view.index.tolist() == [7, 3]
+    assert view.sentence_ids == ["s7", "s3"]
+
+
+def test_masked_attention_and_row_means():
+    view = planted_view()
+    masked = view.masked_attention
+    assert float(masked[1, ..., 3:, :].abs().sum()) == 0.0 and float(masked[1, ..., :, 3:].abs().sum()) == 0.0
+    torch.testing.assert_close(masked[0], view.attention[0])
+    # mean over the n = 3 real keys of each real row of the single input: each row sums to 1, so 1/3
+    torch.testing.assert_close(view.row_means[1, 0, 0, :3], torch.full((3,), 1 / 3))
+    torch.testing.assert_close(view.row_means, row_means(view.attention, view.real))
+
+
+def test_derived_views_are_computed_once():
+    view = planted_view()
+    calls = []
+    for _ in range(3):
+        view.cached("thing", lambda: calls.append(1) or len(calls))
+    assert calls == [1] and view.cached("thing", lambda: 0) == 1
+    assert view.layout is view.layout and view.masked_attention is view.masked_attention
+
+
+def test_view_of_checks_shape():
+    with pytest.raises(ValueError, match="B = 1 inputs"):
+        view_of(torch.zeros(2, 1, 1, 3, 3), [SINGLE])
+
+
+def test_layout_from_inputs():
+    layout = BatchLayout.from_inputs([SINGLE], 4)
+    assert layout.real.tolist() == [[True, True, True, False]] and layout.sep.tolist() == [[False, False, True, False]]
+
+
+def test_forward_view_is_one_forward_pass(tiny_model):
+    from headstats.model.encoding import encode_records
+    from headstats.engine.forward import forward_attentions, pad_batch
+    from headstats.inputs.records import Record
+
+    inputs = encode_records([Record("a", "the cat sat"), Record("b", "a dog ran in the house")],
+                            tiny_model.tokenizer).inputs
+    with torch.inference_mode():
+        view = forward_view(tiny_model, inputs, dataset="d")
+        expected = forward_attentions(tiny_model, pad_batch(inputs, tiny_model.tokenizer.pad_token_id))
+    torch.testing.assert_close(view.attention, expected, rtol=0, atol=0)
+    assert view.model == tiny_model.name and view.dataset == "d" and view.inputs == inputs
+    assert view.input_ids.shape == (2, view.width)

@@ -1,0 +1,32 @@
+"""Records and words: the data model every reader produces."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from headstats.inputs.records import Record, Word
+
+
+def test_single_and_pair_records():
+    single = Record("0", "The cat sat.")
+    pair = Record("1", "The cat sat.", "It slept.")
+    assert not single.is_pair and pair.is_pair
+    assert not single.is_parsed
+
+
+def test_a_pair_is_parsed_only_when_both_sides_are():
+    words = (Word("The", 0, 3, 1, "det"), Word("cat", 4, 7, -1, "ROOT"))
+    assert Record("0", "The cat", words_a=words).is_parsed
+    assert not Record("0", "The cat", "A dog", words_a=words).is_parsed
+    assert Record("0", "The cat", "The cat", words_a=words, words_b=words).is_parsed
+
+
+def test_records_are_frozen_and_meta_does_not_count_in_equality():
+    a = Record("0", "x", meta={"source": "a"})
+    assert a == Record("0", "x", meta={"source": "b"})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.text_a = "y"
+    word = Word("cat", 4, 7, 1, "nsubj")
+    assert "The cat"[word.start:word.end] == "cat"

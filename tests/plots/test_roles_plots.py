@@ -1,0 +1,190 @@
+"""Role figures from hand-made tables: what each figure draws (slots, outlines, bars, dots) is counted."""
+
+from __future__ import annotations
+
+import matplotlib.colors as mcolors
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, role_table
+from headstats.plots import style
+from headstats.plots.roles_plots import (
+    CELL_PAD,
+    MAX_GRID_WIDTH,
+    heads_per_layer_plot,
+    mean_score_maps,
+    role_grid,
+    slot_rectangle,
+    slot_shape,
+    upset_plot,
+)
+
+# 3 layers x 2 heads; roles held by hand
+HELD = {
+    "local": {(0, 0), (0, 1), (2, 1)},
+    "syntactic": {(0, 0), (1, 1)},
+    "delimiter": {(1, 0), (0, 0)},
+}
+ORDER = ["local", "delimiter", "syntactic"]  # the figures' role order (style.order_roles)
+
+
+@pytest.fixture
+def tests_table() -> pd.DataFrame:
+    rows = []
+    for role, heads in HELD.items():
+        for layer in range(3):
+            for head in range(2):
+                reject = (layer, head) in heads
+                rows.append(dict(model="m", dataset="d", role=role, layer=layer, head=head, n=10,
+                                 mean=4.0 + layer + head / 10 if reject else 1.0 + layer, reject=reject))
+    return pd.DataFrame(rows)
+
+
+def role_collections(fig: Figure) -> dict[str, int]:
+    ax = fig.axes[0]
+    return {c.get_label(): len(c.get_paths()) for c in ax.collections}
+
+
+# ------------------------------------------------------------------------------------------------ role grid
+
+def test_slot_shape_and_slots_stay_inside_their_cell():
+    assert slot_shape(1) == (1, 1)
+    assert slot_shape(3) == (1, 3)
+    assert slot_shape(10) == (2, 5)
+    assert slot_shape(16) == (3, 6)
+    shape = slot_shape(10)
+    for k in range(10):
+        rect = slot_rectangle(4, 7, k, shape)
+        assert 7 + CELL_PAD <= rect.get_x() and rect.get_x() + rect.get_width() <= 8 - CELL_PAD + 1e-12
+        assert 4 + CELL_PAD <= rect.get_y() and rect.get_y() + rect.get_height() <= 5 - CELL_PAD + 1e-12
+    # slot 6 of a 2 x 5 cell: second row, second column
+    rect = slot_rectangle(0, 0, 6, shape)
+    width, height = (1 - 2 * CELL_PAD) / 5, (1 - 2 * CELL_PAD) / 2
+    assert rect.get_x() > CELL_PAD + width and rect.get_x() < CELL_PAD + 2 * width
+    assert rect.get_y() > CELL_PAD + height
+
+
+def test_role_grid_one_slot_per_role_held(tests_table):
+    roles = role_table(tests_table)
+    fig = role_grid(roles, title="grid")
+    assert isinstance(fig, Figure)
+    counts = role_collections(fig)
+    assert counts == {"local": 3, "delimiter": 2, "syntactic": 2, "_tested, not held": 3 * 6 - 7}
+    (ax,) = fig.axes
+    colours = style.role_colours(ORDER)
+    shape = slot_shape(3)
+    for collection in ax.collections:
+        role = collection.get_label()
+        if role.startswith("_"):
+            continue
+        assert mcolors.to_hex(collection.get_facecolor()[0]) == mcolors.to_hex(colours[role]).lower()
+        k = ORDER.index(role)
+        got = {tuple(np.round(p.vertices[0], 6)) for p in collection.get_paths()}
+        expected = {tuple(np.round(slot_rectangle(layer, head, k, shape).get_xy(), 6)) for layer, head in HELD[role]}
+        assert got == expected
+    assert ax.get_title() == "grid"
+    assert ax.get_xlim() == (0, 2) and ax.get_ylim() == (3, 0)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ORDER
+
+
+def test_role_grid_untested_role_leaves_its_slots_blank(tests_table):
+    roles = role_table(tests_table)
+    roles["block"] = pd.array([pd.NA] * len(roles), dtype="boolean")
+    counts = role_collections(role_grid(roles))
+    assert counts["block"] == 0
+    assert counts["_tested, not held"] == 3 * 6 - 7  # no grey slot for block either
+
+
+def test_role_grid_nothing_held(tests_table):
+    counts = role_collections(role_grid(role_table(tests_table.assign(reject=False))))
+    assert counts == {"local": 0, "delimiter": 0, "syntactic": 0, "_tested, not held": 18}
+
+
+ROLES10 = list(style.ROLE_ORDER)
+
+
+@pytest.mark.parametrize("n_layers,n_heads", [(6, 12), (12, 12), (24, 16)])
+def test_role_grid_legible_at_model_sizes(n_layers, n_heads, tmp_path):
+    rng = np.random.default_rng(n_layers)
+    rows = [dict(model="m", dataset="d", layer=layer, head=head, **{r: bool(rng.random() < 0.3) for r in ROLES10})
+            for layer in range(n_layers) for head in range(n_heads)]
+    roles = pd.DataFrame(rows)
+    fig = role_grid(roles)
+    counts = role_collections(fig)
+    assert sum(v for k, v in counts.items() if not k.startswith("_")) == int(roles[ROLES10].to_numpy().sum())
+    assert sum(counts.values()) == n_layers * n_heads * 10
+    paths = style.save(fig, tmp_path, "grid")
+    assert [p.suffix for p in paths] == [".png", ".svg"]
+    assert (tmp_path / "grid.png").stat().st_size > 10_000
+    width, height = fig.get_size_inches()
+    assert width <= MAX_GRID_WIDTH + 1.5 and height <= 12
+    # every role slot is at least 7 x 4 pixels in the PNG (and it is 2 x 5 slots per cell)
+    ax = fig.axes[0]
+    corner = ax.transData.transform([(0, 0), (1, 1)])
+    cell_w, cell_h = np.abs(corner[1] - corner[0]) * style.PNG_DPI / fig.dpi
+    assert cell_w * (1 - 2 * CELL_PAD) / 5 >= 7
+    assert cell_h * (1 - 2 * CELL_PAD) / 2 >= 4
+
+
+# ------------------------------------------------------------------------------------------ mean-score maps
+
+def test_mean_score_maps(tests_table):
+    fig = mean_score_maps(tests_table, tau=3.0)
+    maps = [ax for ax in fig.axes if ax.get_visible() and ax.get_title() in HELD]
+    assert [ax.get_title() for ax in maps] == ORDER
+    assert fig.get_suptitle().endswith("(black outline: assigned; colours diverge at tau = 3)")
+    for ax in maps:
+        role = ax.get_title()
+        (image,) = ax.get_images()
+        grid = image.get_array()
+        assert grid.shape == (3, 2)
+        assert grid[1, 0] == (5.0 if (1, 0) in HELD[role] else 2.0)
+        assert image.norm.vcenter == 3.0
+        outlined = {(round(p.get_y() + 0.5), round(p.get_x() + 0.5)) for p in ax.patches if isinstance(p, Rectangle)}
+        assert outlined == HELD[role]
+
+
+# ---------------------------------------------------------------------------------- heads per role per layer
+
+def test_heads_per_layer_small_multiples(tests_table):
+    per_layer = heads_per_role_per_layer(role_table(tests_table))
+    fig = heads_per_layer_plot(per_layer, title="t")
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == ORDER
+    # heads held per layer 0, 1, 2
+    expected = {"local": [2, 0, 1], "syntactic": [1, 1, 0], "delimiter": [1, 1, 0]}
+    for ax in panels:
+        heights = [p.get_height() for p in ax.patches]
+        assert heights == expected[ax.get_title()]
+        assert [t.get_text() for t in ax.texts] == [str(v) if v else "" for v in expected[ax.get_title()]]
+    assert len({ax.get_ylim() for ax in panels}) == 1  # one scale for every role
+    assert fig.get_suptitle() == "t"
+
+
+# ------------------------------------------------------------------------------------------------- UpSet
+
+def test_upset_plot_intersections_sorted_zero_ones_dropped(tests_table):
+    coloc = colocation(role_table(tests_table))
+    fig = upset_plot(coloc, roles=["local", "syntactic", "delimiter", "block"])
+    ax_bar, ax_dots, ax_sets = fig.axes
+    # (0,0): all three; (0,1), (2,1): local; (1,0): delimiter; (1,1): syntactic; (2,0): none
+    heights = [p.get_height() for p in ax_bar.patches]
+    assert heights == [2, 1, 1, 1, 1]
+    filled = next(c for c in ax_dots.collections if c.get_label() == "in")
+    # local (2 heads) first; then ties by the number of roles, then name: delimiter, none, syntactic, all three
+    assert len(filled.get_offsets()) == 1 + 1 + 0 + 1 + 3
+    assert [t.get_text() for t in ax_dots.get_yticklabels()] == ["local", "block", "delimiter", "syntactic"]
+    assert [t.get_text() for t in ax_dots.get_xticklabels()] == ["no role"]
+    assert [p.get_width() for p in ax_sets.patches] == [3, 0, 2, 2]  # heads holding each role
+    grey = next(c for c in ax_dots.collections if c.get_label() == "_not in")
+    assert len(grey.get_offsets()) == 5 * 4
+
+
+def test_upset_plot_caps_intersections_and_says_so(tests_table):
+    coloc = colocation(role_table(tests_table))
+    fig = upset_plot(coloc, max_intersections=2, show_none=False, title="co")
+    assert [p.get_height() for p in fig.axes[0].patches] == [2, 1]
+    assert fig.get_suptitle() == "co (2 smaller combinations not shown)"

@@ -1,0 +1,363 @@
+"""The report builder: summary numbers and the papers' findings on planted role tables (hand-computed), the
+report's layout (summary first, contents, one caption per figure), and rebuilding a run's report from its
+tables without torch, in place and without touching files headstats did not write."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from headstats.assignment.tables import Analysis
+from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, role_table, strongest_heads
+from headstats.errors import HeadstatsError
+from headstats.config.protocol import Protocol, dump_protocol
+from headstats.report.builder import (
+    build_report,
+    paper_findings,
+    rebuild_report,
+    role_counts,
+    role_summary,
+    verdict,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+# 6 layers x 2 heads, planted by hand (layer, head)
+HELD = {
+    "local": {(0, 0), (5, 0), (5, 1)},
+    "delimiter": {(1, 1), (2, 1)},
+    "delimiter_cls": {(0, 0), (0, 1), (1, 0)},
+    "delimiter_sep": {(2, 0), (3, 0), (4, 1)},
+    "syntactic": {(0, 1), (3, 0)},
+    "syntactic:nsubj": {(3, 0), (3, 1), (5, 1)},
+}
+
+
+def planted_roles(held: dict = HELD, *, dataset: str = "d1", untested: tuple[str, ...] = ("block",)) -> pd.DataFrame:
+    rows = []
+    for layer in range(6):
+        for head in range(2):
+            row = dict(model="m", dataset=dataset, layer=layer, head=head)
+            row.update({role: (layer, head) in heads for role, heads in held.items()})
+            rows.append(row)
+    roles = pd.DataFrame(rows)
+    for role in held:
+        roles[role] = roles[role].astype("boolean")
+    for role in untested:
+        roles[role] = pd.array([pd.NA] * len(roles), dtype="boolean")
+    return roles
+
+
+def test_role_summary_hand_computed():
+    summary = role_summary(planted_roles()).set_index("role")
+    # roles in the figures' order; block (not tested) left out
+    assert list(summary.index) == ["local", "delimiter", "delimiter_cls", "delimiter_sep", "syntactic",
+                                   "syntactic:nsubj"]
+    assert summary["n_heads"].to_dict() == {"local": 3, "delimiter": 2, "delimiter_cls": 3, "delimiter_sep": 3,
+                                            "syntactic": 2, "syntactic:nsubj": 3}
+    assert (summary["n_tested"] == 12).all() and (summary["n_layers"] == 6).all()
+    assert summary.loc["local", "share"] == pytest.approx(0.25)
+    # layers [0, 5, 5] -> 5; [1, 2] -> 1.5; [0, 0, 1] -> 0; [2, 3, 4] -> 3; [0, 3] -> 1.5; [3, 3, 5] -> 3
+    assert summary["median_layer"].to_dict() == {"local": 5.0, "delimiter": 1.5, "delimiter_cls": 0.0,
+                                                 "delimiter_sep": 3.0, "syntactic": 1.5, "syntactic:nsubj": 3.0}
+    assert summary["layers_with_most"].to_dict() == {
+        "local": "5 (2)", "delimiter": "1, 2 (1 each)", "delimiter_cls": "0 (2)", "delimiter_sep": "2, 3, 4 (1 each)",
+        "syntactic": "0, 3 (1 each)", "syntactic:nsubj": "3 (2)"}
+
+
+def test_paper_findings_hand_computed():
+    found = paper_findings(planted_roles()).set_index("finding")
+    assert list(found.index) == ["delimiter_largest", "cls_early", "sep_middle_late", "few_multi_role_late",
+                                 "local_syntactic"]
+    assert [verdict(v) for v in found["holds"]] == ["holds", "holds", "holds", "holds", "does not hold"]
+    detail = found["detail"].to_dict()
+    # delimiter kind: cls (0,0) (0,1) (1,0) + sep (2,0) (3,0) (4,1) + delimiter (1,1) (2,1) = 8 heads;
+    # syntactic kind: (0,1) (3,0) (3,1) (5,1) = 4; local 3
+    assert detail["delimiter_largest"] == ("8 of 12 heads hold a delimiter role; the next largest kind is syntactic "
+                                           "with 4")
+    # 6 layers: the first third is layers 0-1 (layer < 2)
+    assert detail["cls_early"] == ("the 3 [CLS] heads have median layer 0, most in layer(s) 0 (2); the first third "
+                                   "of the 6 layers is layers 0-1")
+    assert detail["sep_middle_late"] == ("the 3 [SEP] heads have median layer 3, most in layer(s) 2, 3, 4 (1 each); "
+                                         "the middle and last thirds of the 6 layers is layers 2-5")
+    # two kinds or more: (0,0) local+delimiter, (0,1) delimiter+syntactic, (3,0) delimiter+syntactic,
+    # (5,1) local+syntactic -> 1 of the 4 heads of layers 4-5, 3 of the 8 heads of layers 0-3
+    assert detail["few_multi_role_late"] == ("1 of 4 heads (25%) in layers 4-5 hold roles of two or more kinds, "
+                                             "against 3 of 8 (38%) in layers 0-3")
+    assert detail["local_syntactic"] == "1 of 12 heads (8%) are both local and syntactic (any relation)"
+
+
+def test_paper_findings_that_do_not_hold_or_cannot_be_told():
+    held = {"local": {(0, 0)}, "delimiter_cls": {(4, 0), (5, 0), (5, 1)}, "delimiter_sep": set(),
+            "syntactic": {(1, 0), (2, 0), (3, 0), (4, 1), (0, 0)}}
+    found = paper_findings(planted_roles(held)).set_index("finding")
+    # delimiter kind 3 < syntactic 5; [CLS] median layer 5; no [SEP] head; multi-role: only (0, 0)
+    assert [verdict(v) for v in found["holds"]] == ["does not hold", "does not hold", "cannot tell", "holds",
+                                                    "does not hold"]
+    assert found.loc["sep_middle_late", "detail"] == "no head holds delimiter_sep"
+    nothing = paper_findings(planted_roles({"local": set(), "syntactic": set()})).set_index("finding")
+    assert nothing.loc["delimiter_largest", "detail"] == "no delimiter role was tested"
+    assert verdict(nothing.loc["few_multi_role_late", "holds"]) == "cannot tell"
+
+
+def test_role_counts_are_integers_with_blank_where_not_tested():
+    roles = pd.concat([planted_roles(dataset="single"),
+                       planted_roles(dataset="pairs", untested=()).assign(block=pd.array([True] + [False] * 11,
+                                                                                        dtype="boolean"))])
+    counts = role_counts(heads_per_role_per_layer(roles))
+    assert list(counts.columns[:4]) == ["model", "dataset", "local", "block"]
+    assert str(counts["block"].dtype) == "Int64" and str(counts["local"].dtype) == "Int64"
+    block = counts.set_index("dataset")["block"]
+    assert block["pairs"] == 1 and block["single"] is pd.NA
+    from headstats.report.blocks import markdown_table
+
+    lines = markdown_table(counts).splitlines()
+    assert lines[2] == "| m | single | 3 |  | 2 | 3 | 3 | 2 | 3 |"
+    assert ".000" not in markdown_table(counts)
+
+
+# ============================================================================================ a run folder
+
+ROLES = ["local", "delimiter", "delimiter_cls", "delimiter_sep", "syntactic", "syntactic:nsubj"]
+
+
+def planted_tests() -> pd.DataFrame:
+    rows = []
+    for role in ROLES:
+        for layer in range(6):
+            for head in range(2):
+                held = (layer, head) in HELD[role]
+                p = 1e-6 * (1 + layer + head) if held else 0.9
+                rows.append(dict(model="m", dataset="d1", role=role, layer=layer, head=head, test="t", n=20,
+                                 mean=5.0 + layer / 10 + head / 100 if held else 1.0 + layer / 10, sd=1.0,
+                                 tau=3.0, p_unc=p, p_corr=min(1.0, p * 72), alpha=0.05,
+                                 effect_size=2.0 if held else -2.0, ci_low=4.5 if held else 0.5, reject=held))
+    return pd.DataFrame(rows)
+
+
+def write_run(folder: Path) -> Path:
+    """A finished run folder written by hand as ``run_study`` writes it (no model, no scores)."""
+    from headstats.study.storage import write_manifest
+
+    folder.mkdir(parents=True)
+    protocol = Protocol.model_validate({"name": "planted", "models": ["m"], "datasets": [{"name": "d1",
+                                        "path": "x.txt"}], "scoring": {"roles": ROLES}, "report": {"top_k": 2}})
+    tests = planted_tests()
+    roles = role_table(tests)
+    tables = {"heads_per_layer": heads_per_role_per_layer(roles), "colocation": colocation(roles),
+              "strongest_heads": strongest_heads(tests, k=2)}
+    tests.to_parquet(folder / "tests.parquet", index=False)
+    tests.to_csv(folder / "tests.csv", index=False)
+    roles.to_csv(folder / "roles.csv", index=False)
+    for name, table in tables.items():
+        table.to_csv(folder / f"{name}.csv", index=False)
+    (folder / "protocol.resolved.yaml").write_text(dump_protocol(protocol))
+    manifest = {
+        "headstats_run": "planted", "protocol_sha256": "0" * 64, "seed": 0,
+        "models": {"m": {"architecture": "BertModel", "n_layers": 6, "n_heads": 2}},
+        "datasets": {"d1": {"n_read": 20, "pairs": 0, "parses": "spacy", "parser": "en_core_web_sm"}},
+        "inputs": {"m/d1": {"model": "m", "dataset": "d1", "n_records": 20, "n_scored": 20, "skipped": {},
+                            "notes": {}, "roles_not_applicable": {}}},
+    }
+    build_report(folder, protocol, Analysis(tests=tests, roles=roles, tables=tables), manifest)
+    write_manifest(folder, manifest)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built_run(tmp_path_factory) -> Path:
+    return write_run(tmp_path_factory.mktemp("built") / "run")
+
+
+@pytest.fixture
+def run(built_run, tmp_path) -> Path:
+    copy = tmp_path / "run"
+    shutil.copytree(built_run, copy)
+    return copy
+
+
+def test_report_leads_with_the_summary_and_contents(built_run):
+    md = (built_run / "report.md").read_text()
+    sections = [line for line in md.splitlines() if line.startswith("## ")]
+    assert sections[:2] == ["## Summary", "## Methods"]
+    assert md.index("**Contents**") < md.index("## Summary") < md.index("![role grid of m on d1]")
+    assert "- [Summary](#summary)\n  - [m on d1](#m-on-d1)" in md
+    assert "- **holds**: delimiter heads are the largest group: 8 of 12 heads hold a delimiter role" in md
+    assert "**12 of 12 heads** hold at least one role" not in md
+    assert "**11 of 12 heads** hold at least one role; 4 hold roles of two or more kinds." in md
+    html = (built_run / "report.html").read_text()
+    assert "<h2 id='summary'>Summary</h2>" in html and "<a href='#summary'>Summary</a>" in html
+    assert "<b class='verdict-yes'>holds</b>" in html and "<b class='verdict-no'>does not hold</b>" in html
+
+
+def test_one_caption_per_figure_and_table(built_run):
+    md = (built_run / "report.md").read_text()
+    html = (built_run / "report.html").read_text()
+    figures = sorted((built_run / "figures").glob("*.png"))
+    assert len(figures) == html.count("<img") == html.count("<figcaption") == md.count("![")
+    assert sorted((built_run / "figures").glob("*.svg")) == [f.with_suffix(".svg") for f in figures]
+    captions = [line for line in md.splitlines() if line.startswith("*") and not line.startswith("**")]
+    assert len(captions) == len(set(captions))  # no caption printed twice
+    for line in md.splitlines():
+        if line.startswith("!["):
+            alt = line[2:line.index("]")]
+            assert md.count(alt) == 1  # alt text is not a second copy of the caption
+
+
+def test_strongest_heads_folded_with_csv_and_p_values_scientific(built_run):
+    md = (built_run / "report.md").read_text()
+    assert "<details><summary>The 2 heads with the largest mean score" in md
+    assert "All rows: [strongest_heads.csv](strongest_heads.csv)" in md
+    table = md[md.index("## Strongest heads per role"):]
+    # local first (the figures' role order), largest mean first; p_corr = 7e-6 x 72
+    rows = [line for line in table.splitlines() if line.startswith("| m |")]
+    assert rows[:2] == ["| m | d1 | local | 5 | 1 | 20 | 5.510 | 2 | 4.500 | 5.04e-04 | yes |",
+                        "| m | d1 | local | 5 | 0 | 20 | 5.500 | 2 | 4.500 | 4.32e-04 | yes |"]
+
+
+def test_rebuild_report_without_torch_in_a_fresh_process(run):
+    (run / "report.md").unlink()
+    code = (
+        "import sys\n"
+        "from headstats.report.builder import rebuild_report\n"
+        f"print(rebuild_report({str(run)!r}))\n"
+        "bad = [m for m in ('torch', 'transformers', 'spacy') if m in sys.modules]\n"
+        "sys.exit('imported: ' + ', '.join(bad) if bad else 0)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert result.stdout.strip() == str(run / "report.html")
+    assert (run / "report.md").read_text().startswith("# headstats report: planted")
+
+
+def test_rebuild_updates_manifest_removes_own_stale_figures_keeps_foreign_files(run):
+    manifest = json.loads((run / "manifest.json").read_text())
+    # an older run: PNG figures only, and one figure the current report no longer draws
+    for svg in (run / "figures").glob("*.svg"):
+        svg.unlink()
+    (run / "figures" / "old_figure.png").write_bytes(b"old")
+    manifest["output_files"] = sorted([f for f in manifest["output_files"] if not f.endswith(".svg")]
+                                      + ["figures/old_figure.png"])
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "figures" / "mine.png").write_bytes(b"user's own")
+    (run / "notes.txt").write_text("user's notes")
+
+    rebuild_report(run)
+
+    after = json.loads((run / "manifest.json").read_text())
+    svgs = sorted(f"figures/{p.name}" for p in (run / "figures").glob("*.svg"))
+    assert svgs and set(svgs) <= set(after["output_files"])
+    assert not (run / "figures" / "old_figure.png").exists()
+    assert "figures/old_figure.png" not in after["output_files"]
+    assert (run / "figures" / "mine.png").read_bytes() == b"user's own"
+    assert (run / "notes.txt").read_text() == "user's notes"
+    assert "notes.txt" not in after["output_files"] and "figures/mine.png" not in after["output_files"]
+    assert after["report_rebuilds"][-1]["removed"] == ["figures/old_figure.png"]
+    assert after["protocol_sha256"] == manifest["protocol_sha256"]
+    assert [p.name for p in run.parent.iterdir() if p.name.startswith(".")] == []  # no staging, no lock left
+
+
+def test_rebuild_with_top_k_rewrites_the_strongest_heads(run):
+    rebuild_report(run, top_k=1)
+    strongest = pd.read_csv(run / "strongest_heads.csv")
+    assert len(strongest) == len(ROLES)  # one head per role of one model on one data set
+    assert strongest.set_index("role").loc["local", ["layer", "head"]].tolist() == [5, 1]
+    assert "The 1 heads with the largest mean score" in (run / "report.md").read_text()
+    assert json.loads((run / "manifest.json").read_text())["report_rebuilds"][-1]["top_k"] == 1
+
+
+def test_rebuild_refuses_to_overwrite_a_file_headstats_did_not_write(run):
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["output_files"].remove("figures/pvalue_histogram.svg")
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "figures" / "pvalue_histogram.svg").write_text("the user's own drawing")
+    before = (run / "report.md").read_text()
+    with pytest.raises(HeadstatsError, match="pvalue_histogram.svg.*did not write"):
+        rebuild_report(run)
+    assert (run / "figures" / "pvalue_histogram.svg").read_text() == "the user's own drawing"
+    assert (run / "report.md").read_text() == before
+    assert [p.name for p in run.parent.iterdir() if p.name.startswith(".")] == []
+
+
+def test_rebuild_needs_a_finished_run_folder(tmp_path, run):
+    with pytest.raises(HeadstatsError, match="does not exist"):
+        rebuild_report(tmp_path / "nowhere")
+    (run / "roles.csv").unlink()
+    with pytest.raises(HeadstatsError, match="lacks roles.csv.*rerun `headstats run`"):
+        rebuild_report(run)
+    with pytest.raises(HeadstatsError, match="top_k"):
+        rebuild_report(write_run(tmp_path / "other"), top_k=0)
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def test_report_in_headless_chromium(built_run, tmp_path):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("needs Chromium for a real-browser screenshot (apt-get install chromium); not installed here")
+    shot = tmp_path / "shot.png"
+    page = (built_run / "report.html").resolve().as_uri()
+    result = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                             f"--screenshot={shot}", "--window-size=1400,3000", page],
+                            capture_output=True, text=True, timeout=180)
+    assert shot.is_file(), result.stderr
+    from matplotlib.image import imread
+
+    pixels = imread(shot)
+    assert pixels.shape[:2] == (3000, 1400)
+    top = pixels[:1500, :, :3]
+    assert (top < 0.5).mean() > 0.005  # text and the role grid, not a blank page
+    assert np.unique(top.reshape(-1, 3), axis=0).shape[0] > 50  # the colours of the role grid
+
+
+def test_a_single_head_is_named_in_the_singular():
+    held = {"delimiter_sep": {(4, 1)}, "delimiter_cls": {(0, 0)}}
+    found = paper_findings(planted_roles(held)).set_index("finding")
+    assert found.loc["sep_middle_late", "detail"] == ("the only [SEP] head sits in layer 4; the middle and last "
+                                                      "thirds of the 6 layers is layers 2-5")
+    assert verdict(found.loc["cls_early", "holds"]) == "holds"
+
+
+def test_rebuild_a_comparison_run_without_torch(tmp_path, tiny_model_dir):
+    import yaml
+    from conftest import build_tiny_bert
+    from typer.testing import CliRunner
+
+    from headstats.cli.main import app
+
+    other = build_tiny_bert(tmp_path / "other", seed=1)
+    protocol = {"name": "cmp", "models": [{"name": "base", "path": str(tiny_model_dir)},
+                                          {"name": "other", "path": str(other)}],
+                "datasets": [{"name": "pairs", "path": str(REPO / "data" / "demo" / "pairs.txt"), "limit": 12}],
+                "scoring": {"roles": ["local", "delimiter_sep"]},
+                "statistics": {"tau": 1.0, "sensitivity": False},
+                "compare": [{"base": "base", "finetuned": ["other"]}]}
+    (tmp_path / "cmp.yaml").write_text(yaml.safe_dump(protocol))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "cmp.yaml"), "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    figures = sorted(p.name for p in (out / "figures").iterdir())
+    (out / "report.html").unlink()
+    code = (f"import sys\nfrom headstats.report.builder import rebuild_report\nrebuild_report({str(out)!r})\n"
+            "bad = [m for m in ('torch', 'transformers') if m in sys.modules]\n"
+            "sys.exit('imported: ' + ', '.join(bad) if bad else 0)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert sorted(p.name for p in (out / "figures").iterdir()) == figures
+    html = (out / "report.html").read_text()
+    assert "Pretrained vs fine-tuned" in html and html.count("<img") == len([f for f in figures if f.endswith(".png")])

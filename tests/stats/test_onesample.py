@@ -1,0 +1,482 @@
+"""Tests of headstats.stats.onesample: every test against scipy/pingouin, hand cases, NaNs, families."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+from statsmodels.stats.multitest import multipletests
+
+from headstats.errors import HeadstatsError
+from headstats.stats import onesample as os_
+from headstats.stats.onesample import (
+    ONE_SAMPLE_TESTS,
+    TEST_COLUMNS,
+    OneSampleResult,
+    list_tests,
+    register_test,
+    test_roles,
+)
+from headstats.stats.simulation import plant, planted_scores
+
+
+def long_table(values: dict[tuple[str, int, int], list[float]], *, model="m", dataset="d") -> pd.DataFrame:
+    """Scores table from {(role, layer, head): [score per sentence]}."""
+    rows = []
+    for (role, layer, head), xs in values.items():
+        for i, s in enumerate(xs):
+            rows.append((model, dataset, i, layer, head, role, s))
+    return pd.DataFrame(rows, columns=["model", "dataset", "sentence_id", "layer", "head", "role", "score"])
+
+
+RNG = np.random.default_rng(12345)
+X = {("local", 0, h): list(3 + 0.3 * h + RNG.standard_normal(25)) for h in range(4)}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# output shape and contract
+# ---------------------------------------------------------------------------------------------------------
+def test_columns_fixed_and_one_row_per_hypothesis():
+    scores = planted_scores(seed=3)
+    for test in list_tests():
+        out = test_roles(scores, test=test, n_resamples=199)
+        assert list(out.columns) == list(TEST_COLUMNS)
+        assert len(out) == 2 * 2 * 4
+        assert (out["alternative"] == "greater").all()
+        assert (out["test"] == test).all()
+        assert np.isinf(out["ci_high"]).all()
+    assert list(TEST_COLUMNS[:30]) == (
+        "model dataset role layer head test n n_missing mean sd median tau statistic dof alternative p_unc "
+        "p_corr correction family alpha effect_size effect_size_type ci_low ci_high confidence reject power "
+        "n_for_power bf10_two_sided note"
+    ).split()
+
+
+def test_registry_lists_five_tests_and_rejects_unknown():
+    assert list_tests()[:5] == ["t", "wilcoxon", "sign", "bootstrap", "permutation"]
+    with pytest.raises(HeadstatsError, match="t, wilcoxon, sign, bootstrap, permutation"):
+        test_roles(long_table(X), test="student")
+
+
+def test_register_a_new_test():
+    def always_half(x, *, tau, confidence, seed, n_resamples):
+        k = x.shape[0]
+        return OneSampleResult(np.zeros(k), np.full(k, np.nan), np.full(k, 0.5), np.zeros(k), "none",
+                               np.full(k, -np.inf))
+
+    register_test("half", always_half)
+    try:
+        out = test_roles(long_table(X), test="half", correction="none")
+        assert (out["p_unc"] == 0.5).all() and (out["test"] == "half").all()
+        with pytest.raises(HeadstatsError, match="already registered"):
+            register_test("half", always_half)
+        with pytest.raises(HeadstatsError, match="identifier"):
+            register_test("not a name", always_half)
+    finally:
+        ONE_SAMPLE_TESTS.unregister("half")
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"tau": float("nan")}, "tau must be a finite"),
+        ({"tau": float("inf")}, "tau must be a finite"),
+        ({"alpha": 0.0}, "0 < alpha < 1"),
+        ({"alpha": 1.0}, "0 < alpha < 1"),
+        ({"confidence": 1.0}, "0 < confidence < 1"),
+        ({"correction": "sidak"}, "holm, bonferroni, fdr_bh, fdr_by, none"),
+        ({"family": ("model", "sentence")}, "family must be"),
+        ({"min_n": 0}, "min_n"),
+        ({"n_resamples": 0}, "n_resamples"),
+        ({"power_target": 1.5}, "power_target"),
+    ],
+)
+def test_bad_options_raise_with_what_is_allowed(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        test_roles(long_table(X), **kwargs)
+
+
+def test_bad_tables_raise():
+    scores = long_table(X)
+    with pytest.raises(HeadstatsError, match="lacks column"):
+        test_roles(scores.drop(columns="role"))
+    with pytest.raises(HeadstatsError, match="duplicate"):
+        test_roles(pd.concat([scores, scores.iloc[:1]]))
+    bad = scores.copy()
+    bad.loc[0, "score"] = np.inf
+    with pytest.raises(HeadstatsError, match="infinite"):
+        test_roles(bad)
+
+
+def test_empty_table_gives_empty_result_with_columns():
+    out = test_roles(long_table({}).astype({"score": float}))
+    assert len(out) == 0 and list(out.columns) == list(TEST_COLUMNS)
+
+
+def test_row_order_does_not_matter():
+    scores = planted_scores(seed=4)
+    a = test_roles(scores, test="bootstrap", n_resamples=499)
+    b = test_roles(scores.sample(frac=1.0, random_state=1), test="bootstrap", n_resamples=499)
+    pd.testing.assert_frame_equal(a, b)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# t-test
+# ---------------------------------------------------------------------------------------------------------
+def test_t_hand_computed():
+    # s = 1..5, tau = 2: mean 3, sd sqrt(2.5), t = 1 / (sqrt(2.5)/sqrt(5)) = sqrt(2), dof 4
+    out = test_roles(long_table({("local", 0, 0): [1, 2, 3, 4, 5]}), tau=2.0, correction="none")
+    row = out.iloc[0]
+    assert row["mean"] == 3 and row["sd"] == pytest.approx(math.sqrt(2.5))
+    assert row["statistic"] == pytest.approx(math.sqrt(2)) and row["dof"] == 4
+    assert row["p_unc"] == pytest.approx(0.11509982054024949, rel=1e-12)  # 1 - pt(sqrt(2), 4) in R
+    assert row["effect_size"] == pytest.approx(1 / math.sqrt(2.5))
+    assert row["effect_size_type"] == "cohen_d"
+    assert row["ci_low"] == pytest.approx(3 - 2.131846786326649 * math.sqrt(2.5) / math.sqrt(5))  # qt(.95, 4)
+    assert row["median"] == 3 and row["n"] == 5 and row["n_missing"] == 0
+
+
+def test_t_matches_scipy_ttest_1samp():
+    out = test_roles(long_table(X), tau=3.0, correction="none")
+    for (_, _, head), xs in X.items():
+        row = out[(out["head"] == head)].iloc[0]
+        ref = sps.ttest_1samp(xs, 3.0, alternative="greater")  # matches scipy.stats.ttest_1samp
+        assert row["statistic"] == pytest.approx(ref.statistic, rel=1e-12)
+        assert row["p_unc"] == pytest.approx(ref.pvalue, rel=1e-10)
+        assert row["dof"] == ref.df
+        # one-sided bound: matches scipy's confidence_interval of the same result
+        assert row["ci_low"] == pytest.approx(ref.confidence_interval(0.95).low, rel=1e-12)
+
+
+def test_t_matches_pingouin_ttest():
+    import pingouin
+
+    out = test_roles(long_table(X), tau=3.0, correction="none")
+    for (_, _, head), xs in X.items():
+        row = out[out["head"] == head].iloc[0]
+        ref = pingouin.ttest(np.asarray(xs), 3.0, alternative="greater")  # matches pingouin.ttest
+        cols = {c.replace("-", "_"): c for c in ref.columns}
+        assert row["p_unc"] == pytest.approx(float(ref[cols["p_val"]].iloc[0]), rel=1e-8)
+        # pingouin reports |d|
+        assert abs(row["effect_size"]) == pytest.approx(float(ref[cols["cohen_d"]].iloc[0]), rel=1e-8)
+
+
+def test_t_zero_variance_and_single_input():
+    out = test_roles(long_table({("local", 0, 0): [4.0, 4.0, 4.0], ("local", 0, 1): [5.0]}), correction="none")
+    const, single = out.iloc[0], out.iloc[1]
+    assert const["statistic"] == np.inf and const["p_unc"] == 0 and "sd=0" in const["note"]
+    assert single["n"] == 1 and np.isnan(single["p_unc"]) and single["note"] == "n=1 < min_n=2"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Wilcoxon
+# ---------------------------------------------------------------------------------------------------------
+WX = {
+    ("local", 0, 0): [3.5, 2.1, 4.4, 3.8, 5.0, 2.75, 3.3, 4.15],          # no ties, exact
+    ("local", 0, 1): [3.5, 2.5, 4.0, 3.0, 5.0, 3.5, 2.5, 4.5, 3.0, 4.0],  # ties and zeros, permutation
+    ("local", 0, 2): list(3.2 + RNG.standard_normal(30)),                 # exact, n = 30
+    ("local", 0, 3): list(np.round(3.1 + RNG.standard_normal(30), 1)),    # ties, normal approximation
+    ("local", 1, 0): list(3.1 + RNG.standard_normal(80)),                 # n > 50, normal approximation
+}
+
+
+def test_wilcoxon_matches_scipy_row_by_row():
+    out = test_roles(long_table(WX), test="wilcoxon", correction="none", tau=3.0)
+    for (_, layer, head), xs in WX.items():
+        row = out[(out["layer"] == layer) & (out["head"] == head)].iloc[0]
+        ref = sps.wilcoxon(np.asarray(xs) - 3.0, alternative="greater")  # matches scipy.stats.wilcoxon
+        assert row["statistic"] == pytest.approx(ref.statistic)
+        assert row["p_unc"] == pytest.approx(ref.pvalue, rel=1e-10)
+
+
+def test_wilcoxon_rank_biserial_matches_pingouin():
+    import pingouin
+
+    out = test_roles(long_table(WX), test="wilcoxon", correction="none", tau=3.0)
+    for (_, layer, head), xs in WX.items():
+        row = out[(out["layer"] == layer) & (out["head"] == head)].iloc[0]
+        ref = pingouin.wilcoxon(np.asarray(xs) - 3.0, alternative="greater")  # matches pingouin.wilcoxon RBC
+        assert row["effect_size"] == pytest.approx(float(ref["RBC"].iloc[0]), rel=1e-12)
+        assert row["effect_size_type"] == "rank_biserial"
+
+
+def test_wilcoxon_hand_computed():
+    # d = s - 3 = [1, -2, 3, 4]: ranks of |d| 1, 2, 3, 4; T+ = 1 + 3 + 4 = 8, T- = 2; exact
+    # P(T+ >= 8) over the 16 sign patterns: sums 8, 9, 10 -> {1,3,4}, {2,3,4}, {1,2,3,4} = 3/16
+    out = test_roles(long_table({("local", 0, 0): [4, 1, 6, 7]}), test="wilcoxon", correction="none")
+    row = out.iloc[0]
+    assert row["statistic"] == 8 and row["p_unc"] == pytest.approx(3 / 16)
+    assert row["effect_size"] == pytest.approx((8 - 2) / 10)
+
+
+def test_wilcoxon_bound_is_a_walsh_average_with_exact_coverage():
+    xs = np.asarray(WX[("local", 0, 2)])
+    n = xs.size
+    out = test_roles(long_table({("local", 0, 0): list(xs)}), test="wilcoxon", confidence=0.9)
+    walsh = np.sort([(xs[i] + xs[j]) / 2 for i in range(n) for j in range(i, n)])
+    r = os_._wilcoxon_critical_rank(n, 0.9)
+    assert out["ci_low"].iloc[0] == walsh[r - 1]
+
+
+def test_wilcoxon_critical_rank_by_brute_force():
+    # the exact null distribution of T+ for n = 12: all 4096 sign patterns of ranks 1..12
+    n = 12
+    patterns = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
+    t_plus = patterns @ np.arange(1, n + 1)
+    for conf in (0.8, 0.9, 0.95, 0.99):
+        r = os_._wilcoxon_critical_rank(n, conf)
+        assert (t_plus <= r - 1).mean() <= 1 - conf < (t_plus <= r).mean()
+
+
+def test_wilcoxon_bound_normal_approximation_close_to_exact_at_50():
+    exact = os_._wilcoxon_critical_rank(50, 0.95)
+    mu, sigma = 50 * 51 / 4, math.sqrt(50 * 51 * 101 / 24)
+    approx = math.floor(mu + 0.5 + sps.norm.ppf(0.05) * sigma)
+    assert abs(exact - approx) <= 1
+
+
+def test_wilcoxon_all_equal_tau_is_nan_with_note():
+    out = test_roles(long_table({("local", 0, 0): [3.0, 3.0, 3.0]}), test="wilcoxon")
+    assert np.isnan(out["p_unc"].iloc[0]) and "all scores equal tau" in out["note"].iloc[0]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# sign test
+# ---------------------------------------------------------------------------------------------------------
+def test_sign_hand_computed_and_matches_binomtest():
+    # scores vs tau 3: above 4, 4, 4; below 1; tied 3 -> K = 3 of N' = 4; P(Bin(4, .5) >= 3) = 5/16
+    out = test_roles(long_table({("local", 0, 0): [4, 4, 4, 1, 3]}), test="sign", correction="none")
+    row = out.iloc[0]
+    assert row["statistic"] == 3 and row["p_unc"] == pytest.approx(5 / 16)
+    # matches scipy.stats.binomtest
+    assert row["p_unc"] == pytest.approx(sps.binomtest(3, 4, 0.5, alternative="greater").pvalue)
+    assert row["effect_size"] == pytest.approx(3 / 4 - 0.5) and row["effect_size_type"] == "cohen_g"
+    assert "1 scores equal to tau dropped" in row["note"]
+
+
+def test_sign_matches_binomtest_on_random_rows():
+    out = test_roles(long_table(X), test="sign", correction="none")
+    for (_, _, head), xs in X.items():
+        xs = np.asarray(xs)
+        k, m = int((xs > 3).sum()), int((xs != 3).sum())
+        ref = sps.binomtest(k, m, 0.5, alternative="greater").pvalue  # matches scipy.stats.binomtest
+        assert out[out["head"] == head]["p_unc"].iloc[0] == pytest.approx(ref, rel=1e-10)
+
+
+def test_sign_bound_is_order_statistic_with_coverage():
+    xs = np.arange(1.0, 21.0)  # n = 20
+    out = test_roles(long_table({("local", 0, 0): list(xs)}), test="sign", confidence=0.95)
+    # largest r with P(Bin(20, .5) >= r) >= .95: P(B >= 6) = 0.9793, P(B >= 7) = 0.9423 -> r = 6
+    assert sps.binom.sf(5, 20, 0.5) >= 0.95 > sps.binom.sf(6, 20, 0.5)
+    assert out["ci_low"].iloc[0] == 6.0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# permutation and bootstrap
+# ---------------------------------------------------------------------------------------------------------
+def test_permutation_exact_matches_scipy_permutation_test():
+    xs = {("local", 0, h): list(3 + 0.4 * h + RNG.standard_normal(10)) for h in range(3)}
+    out = test_roles(long_table(xs), test="permutation", correction="none", n_resamples=9999)
+    for (_, _, head), v in xs.items():
+        d = np.asarray(v) - 3.0
+        ref = sps.permutation_test((d,), np.mean, permutation_type="samples", alternative="greater",
+                                   n_resamples=9999)  # matches scipy.stats.permutation_test (exact: 2^10)
+        row = out[out["head"] == head].iloc[0]
+        assert row["p_unc"] == pytest.approx(ref.pvalue, rel=1e-12)
+        assert row["statistic"] == pytest.approx(ref.statistic)
+        assert row["n_resamples"] == 1024 and "exact" in row["note"]
+        assert pd.isna(row["seed"]) is False and row["seed"] == 0
+
+
+def test_permutation_random_close_to_scipy_and_seeded():
+    xs = {("local", 0, 0): list(3.2 + RNG.standard_normal(40))}
+    a = test_roles(long_table(xs), test="permutation", n_resamples=4999, seed=7)
+    b = test_roles(long_table(xs), test="permutation", n_resamples=4999, seed=7)
+    c = test_roles(long_table(xs), test="permutation", n_resamples=4999, seed=8)
+    pd.testing.assert_frame_equal(a, b)
+    assert a["p_unc"].iloc[0] != c["p_unc"].iloc[0]
+    assert a["seed"].iloc[0] == 7 and "seed=7" in a["note"].iloc[0]
+    d = np.asarray(xs[("local", 0, 0)]) - 3.0
+    ref = sps.permutation_test((d,), np.mean, permutation_type="samples", alternative="greater",
+                               n_resamples=99999, rng=1).pvalue  # scipy.stats.permutation_test, many resamples
+    se = math.sqrt(ref * (1 - ref) / 4999)
+    assert abs(a["p_unc"].iloc[0] - ref) < 4 * se + 1e-3
+
+
+def test_bootstrap_close_to_t_for_normal_data_and_seeded():
+    xs = {("local", 0, h): list(3 + 0.15 * h + RNG.standard_normal(200)) for h in range(4)}
+    boot = test_roles(long_table(xs), test="bootstrap", correction="none", n_resamples=4999, seed=3)
+    t = test_roles(long_table(xs), test="t", correction="none")
+    # studentized bootstrap p-values approximate the t-test's for normal data at N = 200
+    assert np.allclose(boot["p_unc"], t["p_unc"], atol=0.02)
+    assert np.allclose(boot["ci_low"], t["ci_low"], atol=0.03)
+    assert np.allclose(boot["statistic"], t["statistic"])
+    assert (boot["seed"] == 3).all() and (boot["n_resamples"] == 4999).all()
+    again = test_roles(long_table(xs), test="bootstrap", correction="none", n_resamples=4999, seed=3)
+    pd.testing.assert_frame_equal(boot, again)
+    assert t["seed"].isna().all() and t["n_resamples"].isna().all()
+
+
+def test_bootstrap_p_has_floor_one_over_b_plus_one():
+    xs = {("local", 0, 0): list(10 + RNG.standard_normal(50))}
+    out = test_roles(long_table(xs), test="bootstrap", n_resamples=99, correction="none")
+    assert out["p_unc"].iloc[0] == pytest.approx(1 / 100)
+
+
+def test_resampling_floor_is_noted_when_family_too_large():
+    scores = planted_scores(n_layers=4, n_heads=4, roles=("local", "delimiter"), effect=3.0, seed=2)
+    out = test_roles(scores, test="permutation", n_resamples=99, correction="bonferroni")
+    assert out["note"].str.contains("n_resamples too small for this family of 32").all()
+    assert not out["reject"].any()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# NaNs, min_n, families, corrections
+# ---------------------------------------------------------------------------------------------------------
+def test_nan_scores_dropped_and_counted():
+    vals = {("local", 0, 0): [4.0, np.nan, 5.0, 3.5, np.nan, 4.2], ("local", 0, 1): [np.nan] * 6}
+    for test in list_tests():
+        out = test_roles(long_table(vals), test=test, n_resamples=99)
+        a, b = out.iloc[0], out.iloc[1]
+        assert a["n"] == 4 and a["n_missing"] == 2
+        assert b["n"] == 0 and b["n_missing"] == 6 and np.isnan(b["p_unc"]) and np.isnan(b["p_corr"])
+        assert b["note"] == "n=0 < min_n=2" and not b["reject"]
+        assert np.isfinite(a["p_unc"])
+    ref = sps.ttest_1samp([4.0, 5.0, 3.5, 4.2], 3.0, alternative="greater").pvalue  # matches scipy.stats.ttest_1samp
+    out = test_roles(long_table(vals), correction="none")
+    assert out["p_unc"].iloc[0] == pytest.approx(ref)
+
+
+def test_min_n_keeps_small_heads_with_a_note():
+    vals = {("local", 0, 0): [4.0, 4.5, 5.0], ("local", 0, 1): [4.0, np.nan, np.nan]}
+    out = test_roles(long_table(vals), min_n=3)
+    assert len(out) == 2
+    assert out["note"].iloc[1] == "n=1 < min_n=3" and np.isnan(out["statistic"].iloc[1])
+    assert np.isfinite(out["p_unc"].iloc[0])
+
+
+def test_nan_p_values_stay_out_of_the_family():
+    vals = dict(X)
+    vals[("local", 1, 0)] = [np.nan] * 25
+    out = test_roles(long_table(vals), correction="bonferroni")
+    finite = out["p_unc"].notna()
+    assert finite.sum() == 4
+    expected = multipletests(out.loc[finite, "p_unc"], method="bonferroni")[1]  # matches statsmodels
+    assert np.allclose(out.loc[finite, "p_corr"], expected)
+
+
+@pytest.mark.parametrize("correction", ["holm", "bonferroni", "fdr_bh", "fdr_by"])
+def test_correction_matches_statsmodels_within_default_family(correction):
+    scores = pd.concat([planted_scores(seed=5, dataset="a"), planted_scores(seed=6, dataset="b")])
+    out = test_roles(scores, correction=correction)
+    for ds, rows in out.groupby("dataset"):
+        ref = multipletests(rows["p_unc"], method=correction)[1]  # matches statsmodels multipletests
+        assert np.allclose(rows["p_corr"], ref)
+        assert (rows["family"] == f"model=planted|dataset={ds}").all()
+        assert (rows["reject"] == (rows["p_corr"] < 0.05)).all()
+
+
+def test_family_grouping_options():
+    scores = pd.concat([planted_scores(seed=5, dataset="a"), planted_scores(seed=6, dataset="b")])
+    everything = test_roles(scores, family=())
+    assert (everything["family"] == "all").all()
+    assert np.allclose(everything["p_corr"], multipletests(everything["p_unc"], method="holm")[1])
+    per_role = test_roles(scores, family=("model", "dataset", "role"))
+    assert per_role["family"].nunique() == 4
+    assert per_role["family"].iloc[0] == "model=planted|dataset=a|role=delimiter"
+    for _, rows in per_role.groupby("family"):
+        assert np.allclose(rows["p_corr"], multipletests(rows["p_unc"], method="holm")[1])
+    per_model = test_roles(scores, family=("model",))
+    assert (per_model["family"] == "model=planted").all()
+    none = test_roles(scores, correction="none")
+    assert np.array_equal(none["p_corr"], none["p_unc"])
+
+
+def test_planted_heads_found():
+    pl = plant(n_layers=3, n_heads=4, n_sentences=60, effect=1.5, seed=11)
+    out = test_roles(pl.scores)
+    merged = out.merge(pl.truth, on=["model", "dataset", "role", "layer", "head"])
+    assert merged.loc[merged["is_alternative"], "reject"].all()
+    assert not merged.loc[~merged["is_alternative"], "reject"].any()
+
+
+def test_statistics_layer_imports_no_torch_matplotlib_or_rich():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, headstats.stats.onesample, headstats.stats.power, headstats.stats.sensitivity, "
+        "headstats.stats.simulation, headstats.stats.effects, headstats.stats.corrections, headstats.stats.ranks, "
+        "headstats.stats.matrix, headstats.stats.paired\n"
+        "print(sorted(m for m in ('torch', 'matplotlib', 'rich', 'pingouin') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    # pingouin (which imports matplotlib) is loaded lazily, on the first power / Bayes factor computation
+    assert out.strip() == "[]"
+
+
+def test_wilcoxon_note_names_the_method():
+    out = test_roles(long_table(WX), test="wilcoxon", correction="none")
+    notes = dict(zip(zip(out["layer"], out["head"]), out["note"], strict=True))
+    assert notes[(0, 0)] == "exact"
+    assert notes[(0, 1)].endswith("permutation") and "2 scores equal to tau dropped" in notes[(0, 1)]
+    assert notes[(1, 0)] == "normal approximation"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the registry: entries carry behaviour; unknown names say what exists
+# ---------------------------------------------------------------------------------------------------------
+def test_registry_entries_carry_what_each_test_means():
+    table = os_.describe_tests().set_index("test")
+    assert table.loc[["t", "wilcoxon", "sign", "bootstrap", "permutation"], "parameter"].tolist() == [
+        "mean", "pseudo-median", "median", "mean", "mean"]
+    assert table.loc[["t", "wilcoxon", "sign"], "effect_size"].tolist() == ["cohen_d", "rank_biserial", "cohen_g"]
+    builtins = ["t", "wilcoxon", "sign", "bootstrap", "permutation"]
+    assert table.loc[builtins, "resampling"].tolist() == [False, False, False, True, True]
+    # the effect size an entry declares is the one its results report
+    out = {t: test_roles(long_table(X), test=t, n_resamples=99) for t in ("t", "wilcoxon", "sign", "bootstrap")}
+    for name, frame in out.items():
+        assert (frame["effect_size_type"] == os_.get_test(name).effect_size).all()
+
+
+def test_unknown_test_raises_unknown_name_error_with_nearest():
+    from headstats.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="did you mean 'wilcoxon'.*t, wilcoxon, sign, bootstrap, permutation"):
+        test_roles(long_table(X), test="wilcox")
+    with pytest.raises(UnknownNameError):
+        os_.check_test("student")
+    with pytest.raises(HeadstatsError, match="parameter must be one of mean, median, pseudo-median"):
+        register_test("trimmed", os_.t_test, parameter="trimmed mean")
+
+
+@pytest.mark.parametrize("test", ["t", "wilcoxon", "sign", "bootstrap", "permutation"])
+def test_fast_p_values_equal_the_full_test(test):
+    scores = planted_scores(seed=12, n_sentences=20, missing=0.2)
+    mat = os_.score_matrix(scores)
+    full = os_.run_test(mat, test=test, tau=3.0, confidence=0.95, seed=1, n_resamples=199, min_n=2)["p_unc"]
+    fast = os_.run_pvalues(mat, test=test, tau=3.0, confidence=0.95, seed=1, n_resamples=199, min_n=2)
+    assert np.array_equal(full.to_numpy(float), fast, equal_nan=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MeasureArray input
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("test", ["t", "wilcoxon", "sign", "bootstrap", "permutation"])
+def test_measure_arrays_give_the_same_table_as_the_long_frame(test):
+    from conftest import long_frame, planted_arrays
+
+    arrays = planted_arrays(seed=3)
+    kwargs = dict(test=test, n_resamples=199, correction="fdr_bh", family=("model", "dataset", "role"))
+    from_arrays = test_roles(arrays, **kwargs)
+    pd.testing.assert_frame_equal(from_arrays, test_roles(long_frame(arrays), **kwargs), check_exact=True)
+    assert list(from_arrays.columns) == list(TEST_COLUMNS)
+    assert from_arrays["model"].tolist()[:1] == ["k"] and len(from_arrays) == 2 * 6 * 3 + 2 * 6
+
+
+def test_empty_list_of_arrays_gives_an_empty_table():
+    out = test_roles([])
+    assert len(out) == 0 and list(out.columns) == list(TEST_COLUMNS)

@@ -1,0 +1,87 @@
+"""Tests of headstats.stats.sensitivity: the tau grid equals repeated test_roles; robustness flags."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from headstats.errors import HeadstatsError
+from headstats.stats.onesample import test_roles
+from headstats.stats.sensitivity import SENSITIVITY_COLUMNS, robustness, tau_sensitivity
+from headstats.stats.simulation import planted_scores
+
+
+@pytest.fixture(scope="module")
+def scores() -> pd.DataFrame:
+    a = planted_scores(seed=21, n_sentences=30, effect=0.8, frac_alternative=0.5, missing=0.1)
+    b = planted_scores(seed=22, n_sentences=30, effect=0.8, frac_alternative=0.5, dataset="other")
+    return pd.concat([a, b], ignore_index=True)
+
+
+def _counts(tests: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    g = tests.assign(a=(tests["p_corr"] < alpha)).groupby(["model", "dataset", "role"])
+    return g.agg(assigned=("a", "sum"), tested=("p_unc", "count")).reset_index()
+
+
+@pytest.mark.parametrize("test", ["t", "sign"])
+def test_grid_equals_test_roles_at_each_tau(scores, test):
+    taus, alphas = [2.5, 3.0, 3.5], (0.01, 0.05)
+    table = tau_sensitivity(scores, taus=taus, alphas=alphas, test=test, correction="fdr_bh")
+    assert list(table.columns) == list(SENSITIVITY_COLUMNS)
+    assert len(table) == 2 * 2 * len(taus) * len(alphas)  # datasets x roles x taus x alphas
+    for tau in taus:
+        for alpha in alphas:
+            ref = _counts(test_roles(scores, tau=tau, alpha=alpha, test=test, correction="fdr_bh"), alpha)
+            got = table[(table["tau"] == tau) & (table["alpha"] == alpha)].reset_index(drop=True)
+            assert got["n_heads_assigned"].tolist() == ref["assigned"].tolist()
+            assert got["n_heads_tested"].tolist() == ref["tested"].tolist()
+
+
+def test_counts_fall_with_tau_for_the_t_test(scores):
+    table = tau_sensitivity(scores)
+    assert sorted(table["tau"].unique()) == list(np.arange(1, 4.01, 0.25))
+    for _, rows in table.groupby(["dataset", "role", "alpha"]):
+        counts = rows.sort_values("tau")["n_heads_assigned"].to_numpy()
+        assert (np.diff(counts) <= 0).all()
+
+
+def test_min_n_and_family_respected(scores):
+    table = tau_sensitivity(scores, taus=[3.0], alphas=[0.05], min_n=1000)
+    assert (table["n_heads_tested"] == 0).all() and (table["n_heads_assigned"] == 0).all()
+    fam = tau_sensitivity(scores, taus=[3.0], alphas=[0.05], family=())
+    ref = _counts(test_roles(scores, family=()), 0.05)
+    assert fam["n_heads_assigned"].tolist() == ref["assigned"].tolist()
+
+
+def test_bad_grids_raise(scores):
+    with pytest.raises(HeadstatsError, match="alphas"):
+        tau_sensitivity(scores, alphas=[0.05, 1.5])
+    with pytest.raises(HeadstatsError, match="taus"):
+        tau_sensitivity(scores, taus=[])
+
+
+def test_robustness_columns_and_stability(scores):
+    rob = robustness(scores, tests=("t", "sign"), corrections=("holm", "none"))
+    keys = ["model", "dataset", "role", "layer", "head"]
+    assert list(rob.columns) == keys + ["t_holm", "t_none", "sign_holm", "sign_none", "n_assigned", "stable"]
+    assert len(rob) == len(test_roles(scores))
+    ref = test_roles(scores, test="sign", correction="holm")
+    assert rob["sign_holm"].tolist() == ref["reject"].tolist()
+    block = rob[["t_holm", "t_none", "sign_holm", "sign_none"]].to_numpy()
+    assert (rob["stable"] == (block.all(axis=1) | ~block.any(axis=1))).all()
+    # holm never assigns what no correction would not: t_holm implies t_none
+    assert not (rob["t_holm"] & ~rob["t_none"]).any()
+    unstable = robustness(scores, tests=("t", "sign"), corrections=("holm", "none"), only_unstable=True)
+    assert len(unstable) == (~rob["stable"]).sum() and not unstable["stable"].any()
+
+
+def test_measure_arrays_give_the_same_tables_as_the_long_frame():
+    from conftest import long_frame, planted_arrays
+
+    arrays = planted_arrays(seed=5)
+    frame = long_frame(arrays)
+    for test in ("t", "sign"):
+        pd.testing.assert_frame_equal(tau_sensitivity(arrays, test=test), tau_sensitivity(frame, test=test),
+                                      check_exact=True)
+    pd.testing.assert_frame_equal(robustness(arrays), robustness(frame), check_exact=True)

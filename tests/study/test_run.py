@@ -1,0 +1,66 @@
+"""run_study end to end on a tiny random model: the tables it writes equal scipy and statsmodels applied to
+the per-input scores it wrote, and its helpers (which data need parses, which rows fine-tuning saw)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from headstats.config.protocol import load_protocol
+from headstats.study.run import needs_parses, run_study, training_exclusions
+
+DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
+
+
+def _protocol(folder: Path, model: Path, roles: list[str]) -> Path:
+    text = {
+        "name": "tiny",
+        "models": [{"name": "tiny", "path": str(model)}],
+        "datasets": [{"name": "single", "path": str(DEMO / "sentences.txt"), "limit": 12}],
+        "scoring": {"roles": roles},
+        "statistics": {"test": "t", "tau": 1.0, "alpha": 0.05, "correction": "holm", "sensitivity": False},
+    }
+    path = folder / "p.yaml"
+    path.write_text(yaml.safe_dump(text))
+    return path
+
+
+def test_run_study_tables_equal_scipy_and_statsmodels_on_its_own_scores(tmp_path, tiny_model_dir):
+    protocol = load_protocol(_protocol(tmp_path, tiny_model_dir, ["local", "delimiter"]))
+    result = run_study(protocol, tmp_path / "out")
+    scores = pd.read_parquet(tmp_path / "out" / "scores.parquet")
+    tests = pd.read_csv(tmp_path / "out" / "tests.csv")
+    assert len(tests) == 2 * 2 * 2  # layers x heads x roles
+    expected = []
+    for (role, layer, head), group in scores.groupby(["role", "layer", "head"], observed=True):
+        row = tests[(tests.role == role) & (tests.layer == layer) & (tests["head"] == head)].iloc[0]
+        ref = stats.ttest_1samp(group.score.to_numpy(float), 1.0, alternative="greater")
+        assert row["n"] == len(group) == 12
+        assert row["mean"] == pytest.approx(group.score.mean(), rel=1e-6)
+        assert row["p_unc"] == pytest.approx(ref.pvalue, rel=1e-6, abs=1e-300)
+        expected.append((row["p_unc"], row["p_corr"], row["reject"]))
+    p_unc, p_corr, reject = map(np.array, zip(*expected))
+    ref_reject, ref_corr, _, _ = multipletests(p_unc, alpha=0.05, method="holm")
+    np.testing.assert_allclose(p_corr, ref_corr, rtol=1e-9)
+    assert (reject == ref_reject).all()
+    # the result object carries the same numbers as the folder
+    assert len(result.scores_frame()) == len(scores)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["written_by"] == "headstats" and "tests.csv" in manifest["output_files"]
+
+
+def test_needs_parses_only_for_arc_roles(tmp_path, tiny_model_dir):
+    assert not needs_parses(load_protocol(_protocol(tmp_path, tiny_model_dir, ["local", "block"])))
+    assert needs_parses(load_protocol(_protocol(tmp_path, tiny_model_dir, ["local", "syntactic:nsubj"])))
+
+
+def test_training_exclusions_are_empty_without_glue_or_finetuned_models(tmp_path, tiny_model_dir):
+    protocol = load_protocol(_protocol(tmp_path, tiny_model_dir, ["local"]))
+    assert training_exclusions(protocol.datasets[0], {"ft": {"path": "x"}}) == set()
