@@ -81,7 +81,7 @@ REFUSALS = {
                           ["unknown dependency relation 'subj'"]),
     "relation unknown": ({"scoring": {"relations": ["nsubj", "bogus"]}}, ProtocolError,
                          ["unknown dependency relation 'bogus'"]),
-    "role unknown": ({"scoring": {"roles": ["lokal"]}}, ProtocolError, ["unknown role 'lokal'", "local"]),
+    "role unknown": ({"scoring": {"roles": ["lokal"]}}, UnknownNameError, ["unknown role 'lokal'", "did you mean 'local'"]),
     "role twice": ({"scoring": {"roles": ["local", "local"]}}, ProtocolError, ["local", "more than once"]),
     "test unknown": ({"statistics": {"test": "ztest"}}, UnknownNameError, ["unknown test 'ztest'", "wilcoxon"]),
     "correction unknown": ({"statistics": {"correction": "bh"}}, UnknownNameError, ["unknown correction", "fdr_bh"]),
