@@ -10,6 +10,7 @@ from headstats.assignment.changes import (
     attention_comparison,
     attention_similarity,
     check_same_tokenizer,
+    change_direction,
     comparison_markdown,
     heads_per_role_per_layer,
     layer_change_summary,
@@ -236,9 +237,28 @@ def test_run_comparison_needs_scores():
 def test_layer_change_summary_ranks():
     paired = pd.DataFrame({
         "model_before": "b", "model_after": "a", "dataset": "d", "layer": [0, 0, 1, 1], "head": [0, 1, 0, 1],
-        "role": "local", "median_diff": [0.1, -0.1, 2.0, 1.0], "p_unc": [0.5, 0.5, 0.001, np.nan],
+        "role": "local", "median_diff": [0.1, -0.1, 2.0, 1.0], "estimate": [0.1, -0.1, 2.0, 1.0],
+        "ci_low": [-1.0, -1.0, 1.5, np.nan], "ci_high": [1.0, 1.0, 2.5, np.nan], "p_unc": [0.5, 0.5, 0.001, np.nan],
         "reject": [False, False, True, False],
     })
     s = layer_change_summary(paired).set_index("layer")
     assert s.loc[1, "n_tests"] == 1 and s.loc[1, "share_significant"] == 1.0 and s.loc[1, "n_up"] == 1
     assert s.loc[0, "rank_abs_change"] == 2 and s.loc[1, "share_heads_changed"] == 0.5
+
+
+def test_direction_of_a_change_comes_from_the_tested_estimate_not_the_median():
+    # issue 8: a significant increase whose median difference is negative (most inputs fall a little, a few
+    # rise a lot) was counted "down"; the test is about the pseudo-median / mean, whose interval is above 0
+    paired = pd.DataFrame({
+        "model_before": "b", "model_after": "a", "dataset": "d", "layer": [0, 0, 1], "head": [0, 1, 0],
+        "role": "local", "test": "wilcoxon", "alternative": "two-sided", "correction": "holm", "family": "f",
+        "alpha": 0.05, "median_diff": [-0.02, -0.05, 0.3], "estimate": [0.55, 0.52, -0.4],
+        "ci_low": [0.33, 0.40, -0.6], "ci_high": [0.74, 0.70, -0.2], "p_unc": [1e-4, 1e-4, 1e-3],
+        "reject": [True, True, True],
+    })
+    assert change_direction(paired).tolist() == ["up", "up", "down"]
+    s = layer_change_summary(paired).set_index("layer")
+    assert s.loc[0, "n_up"] == 2 and s.loc[0, "n_down"] == 0 and s.loc[1, "n_down"] == 1
+    assert s.loc[0, "mean_abs_estimate"] == pytest.approx(0.535)
+    text = comparison_markdown({"paired_tests": paired, "layer_summary": layer_change_summary(paired)})
+    assert "2 up, 1 down" in text and "local 3 (2 up)" in text

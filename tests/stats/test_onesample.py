@@ -167,8 +167,28 @@ def test_t_matches_pingouin_ttest():
 def test_t_zero_variance_and_single_input():
     out = test_roles(long_table({("local", 0, 0): [4.0, 4.0, 4.0], ("local", 0, 1): [5.0]}), correction="none")
     const, single = out.iloc[0], out.iloc[1]
-    assert const["statistic"] == np.inf and const["p_unc"] == 0 and "sd=0" in const["note"]
+    # the sd = 0 rule: identical scores above tau are not a test of the mean (was: t = inf, p = 0, assigned)
+    assert np.isnan(const["statistic"]) and np.isnan(const["p_unc"]) and "sd=0" in const["note"]
+    assert not const["reject"]
     assert single["n"] == 1 and np.isnan(single["p_unc"]) and single["note"] == "n=1 < min_n=2"
+
+
+@pytest.mark.parametrize("test", ["t", "bootstrap", "permutation", "skew_t"])
+def test_one_sd0_rule_for_every_test_of_the_mean(test):
+    # identical scores above tau, below tau, and at tau: p NaN, not assigned, noted, for every mean test
+    table = long_table({("local", 0, 0): [4.0] * 12, ("local", 0, 1): [2.0] * 12, ("local", 0, 2): [3.0] * 12,
+                        ("local", 0, 3): list(np.linspace(2.5, 4.5, 12))})
+    out = test_roles(table, test=test, correction="none", n_resamples=999)
+    assert out["p_unc"].iloc[:3].isna().all() and not out["reject"].iloc[:3].any()
+    assert all("sd=0" in note for note in out["note"].iloc[:3])
+    assert np.isfinite(out["p_unc"].iloc[3])
+
+
+def test_paired_t_follows_the_same_sd0_rule():
+    from headstats.stats.paired import paired_t
+
+    res = paired_t(np.full(10, 0.5), alternative="two-sided", confidence=0.95)
+    assert np.isnan(res["p_unc"]) and np.isnan(res["statistic"]) and res["estimate"] == 0.5
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -480,3 +500,78 @@ def test_measure_arrays_give_the_same_table_as_the_long_frame(test):
 def test_empty_list_of_arrays_gives_an_empty_table():
     out = test_roles([])
     assert len(out) == 0 and list(out.columns) == list(TEST_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# issue 8, item 7: defects (each of these failed on the code before)
+# ---------------------------------------------------------------------------------------------------------
+def test_wilcoxon_bound_agrees_with_p_when_scores_equal_tau():
+    # 10 scores exactly at tau and 6 above: the test drops the ten (zero_method="wilcox"), p = 2^-6 <= 0.05;
+    # the former bound used all 16 scores, so 55 Walsh averages equal to tau made ci_low = tau: not > tau
+    x = [3.0] * 10 + [3.2, 3.5, 3.9, 4.4, 5.0, 5.7]
+    row = test_roles(long_table({("local", 0, 0): x}), test="wilcoxon", correction="none").iloc[0]
+    assert row["p_unc"] == pytest.approx(sps.wilcoxon(np.array(x) - 3.0, alternative="greater").pvalue)
+    assert row["p_unc"] <= 0.05 and row["ci_low"] > 3.0
+    # the bound of the six scores the test used: the 3rd smallest Walsh average (P(T+ <= 2) = 3/64 <= 0.05 <
+    # P(T+ <= 3) = 5/64)
+    six = np.array(x[10:])
+    walsh = np.sort([(six[i] + six[j]) / 2 for i in range(6) for j in range(i, 6)])
+    assert row["ci_low"] == walsh[2]
+
+
+def test_wilcoxon_bound_agrees_with_p_above_n_50():
+    # n = 80: p from scipy's normal approximation (no continuity correction) and the bound from the same
+    # approximation: for taus around the bound, ci_low > tau exactly when p <= 1 - confidence
+    rng = np.random.default_rng(8)
+    x = rng.gamma(2.0, 1.0, size=80) + 2.0
+    bound = test_roles(long_table({("local", 0, 0): list(x)}), test="wilcoxon", tau=3.0).iloc[0]["ci_low"]
+    walsh = np.sort([(x[i] + x[j]) / 2 for i in range(80) for j in range(i, 80)])
+    at = int(np.searchsorted(walsh, bound))
+    for w in walsh[at - 5:at + 5]:
+        tau = float(np.nextafter(w, np.inf))
+        row = test_roles(long_table({("local", 0, 0): list(x)}), test="wilcoxon", tau=tau,
+                         correction="none").iloc[0]
+        assert row["ci_low"] == bound
+        assert (row["ci_low"] > tau) == (row["p_unc"] <= 0.05)
+
+
+@pytest.mark.parametrize("test", ["bootstrap", "permutation"])
+def test_resampling_p_does_not_depend_on_sentence_id_dtype(test):
+    rng = np.random.default_rng(4)
+    values = {("local", 0, h): list(3.0 + 0.2 * h + rng.gamma(1.0, 1.0, 40) - 1.0) for h in range(3)}
+    as_int = long_table(values)
+    as_str = as_int.assign(sentence_id=as_int["sentence_id"].astype(str))  # "10" < "2": another input order
+    a = test_roles(as_int, test=test, n_resamples=999, seed=3)
+    b = test_roles(as_str, test=test, n_resamples=999, seed=3)
+    np.testing.assert_array_equal(a["p_unc"].to_numpy(), b["p_unc"].to_numpy())
+    np.testing.assert_array_equal(a["ci_low"].to_numpy(), b["ci_low"].to_numpy())
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_bootstrap_small_n_is_the_complete_enumeration(n):
+    # n <= 4: every one of the n^n resamples, equally likely, by brute force; no seed dependence
+    import itertools
+
+    x = np.array([3.4, 2.9, 4.6, 3.8][:n])
+    t_obs = (x.mean() - 3.0) / (x.std(ddof=1) / math.sqrt(n))
+    xc = x - x.mean()
+    tstar = []
+    for idx in itertools.product(range(n), repeat=n):
+        r = xc[list(idx)]
+        se = r.std(ddof=1) / math.sqrt(n)
+        tstar.append(r.mean() / se if se > 0 else (np.sign(r.mean()) * np.inf if abs(r.mean()) > 1e-12 else 0.0))
+    want = np.mean(np.array(tstar) >= t_obs - 1e-12)
+    for seed in (0, 1):
+        row = test_roles(long_table({("local", 0, 0): list(x)}), test="bootstrap", correction="none",
+                         seed=seed, n_resamples=9999).iloc[0]
+        assert row["p_unc"] == pytest.approx(want, abs=1e-12)
+        assert row["n_resamples"] == n**n and "exact" in row["note"]
+
+
+def test_reject_uses_less_or_equal_like_statsmodels():
+    # sign test, 4 of 4 above tau: p = 1/16 exactly; at alpha = 1/16 statsmodels rejects (p <= alpha)
+    out = test_roles(long_table({("local", 0, 0): [3.5, 4.0, 3.2, 5.0]}), test="sign", correction="bonferroni",
+                     alpha=0.0625)
+    row = out.iloc[0]
+    assert row["p_corr"] == 0.0625
+    assert bool(row["reject"]) == bool(multipletests([0.0625], alpha=0.0625, method="bonferroni")[0][0]) is True

@@ -216,3 +216,29 @@ def test_a_registered_paired_test_is_used(planted):
             assert out.loc[key, "p_unc"] == pytest.approx(ref) and out.loc[key, "test"] == "sign"
     finally:
         PAIRED_TESTS.unregister("sign")
+
+
+def test_infinite_scores_refused_like_the_one_sample_tests():
+    # formerly dropped silently as if the input had not taken part; the one-sample tests refuse them
+    from headstats.stats.onesample import test_roles
+
+    x = np.arange(1.0, 11.0)
+    before = scores_table("base", {("d", "local", 0, 0): x})
+    after = scores_table("ft", {("d", "local", 0, 0): np.where(x == 4.0, np.inf, x + 1)})
+    with pytest.raises(HeadstatsError, match="infinite"):
+        paired_tests(before, after)
+    with pytest.raises(HeadstatsError, match="infinite"):
+        test_roles(after)
+
+
+@pytest.mark.parametrize("n", [3, 4, 5])
+def test_small_n_hodges_lehmann_interval_is_not_a_mislabelled_range(n):
+    # n <= 5 cannot reach a two-sided 95 % Walsh interval; the former code returned the range of the Walsh
+    # averages (coverage 75.5 % at n = 3) labelled 95 %; now both ends are infinite, as the one-sample bound
+    rng = np.random.default_rng(n)
+    b = rng.normal(size=n)
+    before = scores_table("base", {("d", "local", 0, 0): b})
+    after = scores_table("ft", {("d", "local", 0, 0): b + 1.0 + rng.normal(size=n)})
+    row = paired_tests(before, after, min_n=2).iloc[0]
+    assert row["ci_low"] == -np.inf and row["ci_high"] == np.inf
+    assert np.isfinite(row["estimate"])

@@ -6,7 +6,6 @@ The brute-force references below are the implementations headstats used before t
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pandas as pd
@@ -38,9 +37,12 @@ def old_onesample_critical_rank(n: int, confidence: float) -> int:
         cdf = np.cumsum(counts) / 2.0**n
         ok = np.nonzero(cdf <= a + 1e-12)[0]
         return int(ok[-1]) + 1 if ok.size else 0
-    mu = n * (n + 1) / 4
-    sigma = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-    return int(math.floor(mu + 0.5 + sps.norm.ppf(a) * sigma))
+    # above 50 (since issue 8): the normal approximation WITHOUT continuity correction, as scipy's p-value,
+    # by brute force over every c: C - 1 = the largest c with P(T+ >= M - c) <= a
+    m = n * (n + 1) // 2
+    c = np.arange(m + 1)
+    ok = np.nonzero(ranks.signrank_normal_sf(m - c, n, 0.0) <= a)[0]
+    return int(ok[-1]) + 1 if ok.size else 0
 
 
 def old_walsh_lower_bound(x: np.ndarray, confidence: float) -> np.ndarray:
@@ -62,9 +64,8 @@ def old_paired_rank_bound(n: int, tail: float) -> int:
             counts[k:] = counts[k:] + counts[: m + 1 - k].copy()
         c = int(np.searchsorted(np.cumsum(counts) / 2.0**n, tail, side="right"))
     else:
-        sigma = math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
-        c = int(math.floor(m / 2.0 - sps.norm.ppf(1.0 - tail) * sigma + 0.5))
-    return max(1, min(c, (m + 1) // 2))
+        c = old_onesample_critical_rank(n, 1.0 - tail)
+    return min(c, (m + 1) // 2)  # 0: no interval at that level (formerly clamped to 1, a mislabelled range)
 
 
 def old_hodges_lehmann(d: np.ndarray, confidence: float, alternative: str) -> tuple[float, float, float]:
@@ -76,11 +77,15 @@ def old_hodges_lehmann(d: np.ndarray, confidence: float, alternative: str) -> tu
     m = walsh.size
     tail = (1.0 - confidence) / 2.0 if alternative == "two-sided" else 1.0 - confidence
     c = old_paired_rank_bound(n, tail)
-    lo_k, hi_k = c - 1, m - c
     mid = [(m - 1) // 2, m // 2]
-    part = np.partition(walsh, sorted({lo_k, hi_k, *mid}))
+    if c < 1:
+        part = np.partition(walsh, mid)
+        low, high = -np.inf, np.inf
+    else:
+        lo_k, hi_k = c - 1, m - c
+        part = np.partition(walsh, sorted({lo_k, hi_k, *mid}))
+        low, high = float(part[lo_k]), float(part[hi_k])
     estimate = float((part[mid[0]] + part[mid[1]]) / 2.0)
-    low, high = float(part[lo_k]), float(part[hi_k])
     if alternative == "greater":
         high = np.inf
     elif alternative == "less":
@@ -120,15 +125,64 @@ def test_critical_count_is_the_largest_c_by_enumeration():
             assert (cdf[:c] <= tail).all() and (c == cdf.size or cdf[c] > tail)
 
 
-def test_critical_count_equals_both_former_formulas():
-    # the one-sample and the paired code computed the rank each their own way; one function now serves both
-    for n in [*range(1, 120), 500, 3000, 12544]:
+def test_critical_count_exact_branch_equals_both_former_formulas():
+    # up to n = 50 (exact null) the rank is what both former implementations computed
+    for n in range(1, 51):
         for conf in (0.8, 0.9, 0.95, 0.975, 0.99):
             r = ranks.signrank_critical_count(n, 1 - conf)
             assert r == old_onesample_critical_rank(n, conf)
             m = n * (n + 1) // 2
-            assert max(1, min(r, (m + 1) // 2)) == old_paired_rank_bound(n, 1 - conf)
-            assert ranks.walsh_rank_bound(n, (1 - conf) / 2) == old_paired_rank_bound(n, (1 - conf) / 2)
+            if r >= 1:  # the former paired code clamped 0 to 1 (a mislabelled interval); now 0 = infinite end
+                assert min(r, (m + 1) // 2) == old_paired_rank_bound(n, 1 - conf)
+
+
+def test_critical_count_normal_branch_has_no_continuity_correction():
+    # above n = 50: C - 1 is the largest c with P(T+ >= M - c) <= tail under the normal approximation without
+    # continuity correction (scipy's default p-value), evaluated with the very function that makes the p-value
+    for n in (51, 60, 117, 500, 3000, 12544):
+        m = n * (n + 1) // 2
+        for tail in (0.005, 0.025, 0.05, 0.2):
+            c = ranks.signrank_critical_count(n, tail)
+            assert ranks.signrank_normal_sf(m - (c - 1), n, 0.0) <= tail < ranks.signrank_normal_sf(m - c, n, 0.0)
+            sigma = np.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+            assert abs(c - (np.floor(m / 2 - sps.norm.ppf(1 - tail) * sigma) + 1)) <= 1
+
+
+@pytest.mark.parametrize("n", [60, 150])
+def test_walsh_bound_above_tau_exactly_when_wilcoxon_rejects(n):
+    # the bound and the p-value invert each other: for every tau between Walsh averages near the bound,
+    # ci_low > tau  <=>  scipy.stats.wilcoxon(s - tau, alternative="greater").pvalue <= 1 - confidence
+    # (the former bound used a continuity correction the p-value does not: they disagreed near the boundary)
+    rng = np.random.default_rng(n)
+    x = rng.gamma(2.0, 1.0, size=n)
+    bound = ranks.walsh_lower_bound(x[None, :], 0.95)[0]
+    walsh = np.sort([(x[i] + x[j]) / 2 for i in range(n) for j in range(i, n)])
+    at = int(np.searchsorted(walsh, bound))
+    for w in walsh[max(0, at - 6):at + 6]:
+        tau = np.nextafter(w, np.inf)  # just above a Walsh average: no score or sum equals tau
+        p = sps.wilcoxon(x - tau, alternative="greater").pvalue
+        assert (bound > tau) == (p <= 0.05), (tau, bound, p)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_walsh_interval_infinite_when_n_cannot_reach_the_level(n):
+    # 2 * 2^-n > 0.05 for n <= 5: no two-sided 95 % Walsh interval exists; the former paired code returned the
+    # range of the Walsh averages, whose coverage is 75.5 % (n = 3), 87.7 % (n = 4), 93.9 % (n = 5)
+    x = np.arange(1.0, n + 1.0)[None, :]
+    low, high = ranks.walsh_interval(x, confidence=0.95, alternative="two-sided")
+    assert low[0] == -np.inf and high[0] == np.inf
+    one_low, one_high = ranks.walsh_interval(x, confidence=0.95, alternative="greater")
+    assert one_high[0] == np.inf and (one_low[0] == -np.inf) == (n <= 4)
+    est, lo, hi = ranks.hodges_lehmann(x[0], confidence=0.95)
+    assert np.isfinite(est) and lo == -np.inf and hi == np.inf
+
+
+def test_walsh_interval_coverage_at_least_nominal_small_n():
+    # n = 6: the exact interval [W_(C), W_(M+1-C)] covers a symmetric centre with probability >= 95 %
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((20000, 6))
+    low, high = ranks.walsh_interval(x, confidence=0.95, alternative="two-sided")
+    assert ((low <= 0) & (0 <= high)).mean() >= 0.95 - 3 * np.sqrt(0.05 * 0.95 / 20000)
 
 
 def test_signed_rank_sums_match_scipy_statistic():
@@ -243,7 +297,9 @@ def test_wilcoxon_bound_of_test_roles_with_nans_equals_former_code():
         x = random_sample(rng, n, head % 3) + 3.0
         x[rng.random(n) < 0.2] = np.nan
         finite = x[np.isfinite(x)]
-        expected[head] = old_walsh_lower_bound(finite[None, :], 0.95)[0] if finite.size >= 2 else np.nan
+        used = finite[finite != 3.0]  # scores equal to tau are dropped by the test and so by its bound
+        expected[head] = (old_walsh_lower_bound(used[None, :], 0.95)[0] if used.size else np.nan) \
+            if finite.size >= 2 else np.nan
         rows += [("m", "d", f"s{i:03d}", 0, head, "local", v) for i, v in enumerate(x)]
     scores = pd.DataFrame(rows, columns=["model", "dataset", "sentence_id", "layer", "head", "role", "score"])
     out = test_roles(scores, test="wilcoxon").set_index("head")

@@ -262,25 +262,46 @@ def special_mass_per_layer(special: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------- summary
 
 
+def change_direction(paired: pd.DataFrame) -> pd.Series:
+    """``"up"``, ``"down"`` or ``""`` per row of a paired-tests table, from the estimate the test is about.
+
+    A significant change (``reject``) is read from ``estimate`` -- the Hodges-Lehmann pseudo-median of the
+    differences for ``wilcoxon``, the mean difference for ``t`` -- and its interval ``[ci_low, ci_high]``:
+    up when the interval lies above 0 (or, where it does not decide, the estimate is positive), down when it
+    lies below. Never from ``median_diff``: the median of the differences can have the other sign than the
+    pseudo-median or the mean that the test rejected about.
+    """
+    est = paired["estimate"].to_numpy(float)
+    low = paired["ci_low"].to_numpy(float) if "ci_low" in paired else np.full(len(paired), np.nan)
+    high = paired["ci_high"].to_numpy(float) if "ci_high" in paired else np.full(len(paired), np.nan)
+    with np.errstate(invalid="ignore"):
+        up = (low > 0) | (~(high < 0) & (est > 0))
+        down = (high < 0) | (~(low > 0) & (est < 0))
+    sig = paired["reject"].fillna(False).astype(bool).to_numpy()
+    return pd.Series(np.where(sig & up, "up", np.where(sig & down, "down", "")), index=paired.index)
+
+
 def layer_change_summary(paired: pd.DataFrame, similarity: pd.DataFrame | None = None) -> pd.DataFrame:
     """Which layers changed most, per (model_after, dataset, layer).
 
     Columns: ``model_before, model_after, dataset, layer, n_tests, n_significant, share_significant`` (of
     head x role tests with ``reject``), ``n_heads``, ``heads_changed`` and ``share_heads_changed`` (heads
-    with a significant change of at least one role), ``mean_abs_median_diff`` (mean over tests of
-    ``|median_diff|``), ``n_up``/``n_down`` (significant increases/decreases), ``rank_significant`` and
-    ``rank_abs_change`` (1 = changed most, within model and dataset), and ``cosine_mean`` (mean over the
-    layer's heads, when ``similarity`` is given).
+    with a significant change of at least one role), ``mean_abs_estimate`` (mean over tests of the absolute
+    ``estimate`` the test is about: Hodges-Lehmann pseudo-median for ``wilcoxon``, mean difference for
+    ``t``), ``n_up``/``n_down`` (significant increases/decreases, :func:`change_direction`),
+    ``rank_significant`` and ``rank_abs_change`` (1 = changed most, within model and dataset), and
+    ``cosine_mean`` (mean over the layer's heads, when ``similarity`` is given).
     """
     keys = ["model_before", "model_after", "dataset", "layer"]
+    direction = change_direction(paired)
     p = paired.assign(
-        abs_diff=paired["median_diff"].abs(),
-        up=paired["reject"] & (paired["median_diff"] > 0),
-        down=paired["reject"] & (paired["median_diff"] < 0),
+        abs_estimate=paired["estimate"].abs(),
+        up=(direction == "up").to_numpy(),
+        down=(direction == "down").to_numpy(),
     )
     out = p.groupby(keys, sort=True).agg(
         n_tests=("p_unc", lambda s: int(np.isfinite(s).sum())), n_significant=("reject", "sum"),
-        mean_abs_median_diff=("abs_diff", "mean"), n_up=("up", "sum"), n_down=("down", "sum"),
+        mean_abs_estimate=("abs_estimate", "mean"), n_up=("up", "sum"), n_down=("down", "sum"),
     ).reset_index()
     heads = p.groupby([*keys, "head"], sort=True)["reject"].any().reset_index()
     per_layer = heads.groupby(keys, sort=True)["reject"].agg(n_heads="size", heads_changed="sum").reset_index()
@@ -289,7 +310,7 @@ def layer_change_summary(paired: pd.DataFrame, similarity: pd.DataFrame | None =
     out["share_heads_changed"] = out["heads_changed"] / out["n_heads"]
     grp = out.groupby(["model_after", "dataset"], sort=False)
     out["rank_significant"] = grp["share_significant"].rank(ascending=False, method="min").astype("Int64")
-    out["rank_abs_change"] = grp["mean_abs_median_diff"].rank(ascending=False, method="min").astype("Int64")
+    out["rank_abs_change"] = grp["mean_abs_estimate"].rank(ascending=False, method="min").astype("Int64")
     if similarity is not None and len(similarity):
         cos = (similarity.groupby(["model_b", "dataset", "layer"])["cosine_mean"].mean().reset_index()
                .rename(columns={"model_b": "model_after"}))
@@ -299,7 +320,7 @@ def layer_change_summary(paired: pd.DataFrame, similarity: pd.DataFrame | None =
     for c in ("n_significant", "n_up", "n_down", "heads_changed", "n_heads"):
         out[c] = out[c].astype(int)
     return out[[*keys, "n_tests", "n_significant", "share_significant", "n_heads", "heads_changed",
-                "share_heads_changed", "mean_abs_median_diff", "n_up", "n_down", "rank_significant",
+                "share_heads_changed", "mean_abs_estimate", "n_up", "n_down", "rank_significant",
                 "rank_abs_change", "cosine_mean"]]
 
 
@@ -333,7 +354,7 @@ def run_comparison(
         ``base``, ``finetuned``, ``datasets`` (None: every data set the base was scored on), ``test``,
         ``alternative``, ``correction``, ``family``, ``confidence``.
     alpha : float
-        ``reject = p_corr < alpha`` (the protocol's ``statistics.alpha``).
+        ``reject = p_corr <= alpha`` (the protocol's ``statistics.alpha``).
     attention : mapping, optional
         Tables from :func:`attention_comparison` (``similarity``, ``special_mass``), concatenated over data
         sets and models, to include and summarise.
@@ -404,6 +425,7 @@ def comparison_markdown(tables: Mapping[str, pd.DataFrame]) -> str:
         tested = int(np.isfinite(part["p_unc"]).sum())
         sig = part[part["reject"]]
         test = part["test"].iloc[0]
+        direction = change_direction(sig)
         corr = part["correction"].iloc[0]
         fam = ", ".join(sorted(part["family"].unique()))
         lines.append(f"### {ma} vs {mb} on {ds}")
@@ -411,19 +433,20 @@ def comparison_markdown(tables: Mapping[str, pd.DataFrame]) -> str:
         lines.append(
             f"- {len(sig)} of {tested} head x role tests show a significant change ({test}, "
             f"{part['alternative'].iloc[0]}, {corr} over {fam}, alpha {part['alpha'].iloc[0]:g}): "
-            f"{int((sig['median_diff'] > 0).sum())} up, {int((sig['median_diff'] < 0).sum())} down; "
+            f"{int((direction == 'up').sum())} up, {int((direction == 'down').sum())} down "
+            f"({'mean difference' if test == 't' else 'Hodges-Lehmann pseudo-median'} and its interval); "
             f"{sig[['layer', 'head']].drop_duplicates().shape[0]} of "
             f"{part[['layer', 'head']].drop_duplicates().shape[0]} heads changed in at least one role."
         )
         s = summary[(summary["model_after"] == ma) & (summary["dataset"] == ds)]
         if len(s):
             lines.append(f"- Layers with the largest share of significant changes: {_fmt_layers(s, 'share_significant')}.")
-            lines.append(f"- Layers with the largest mean |median change|: {_fmt_layers(s, 'mean_abs_median_diff')}.")
+            lines.append(f"- Layers with the largest mean |estimated change|: {_fmt_layers(s, 'mean_abs_estimate')}.")
             if s["cosine_mean"].notna().any():
                 low = s.sort_values("cosine_mean").head(3)
                 lines.append("- Least similar attention maps (mean cosine per layer): "
                              + ", ".join(f"{int(r.layer)} ({r.cosine_mean:.2f})" for r in low.itertuples()) + ".")
-        by_role = (sig.assign(up=sig["median_diff"] > 0).groupby("role")["up"].agg(["size", "sum"]))
+        by_role = (sig.assign(up=(direction == "up").to_numpy()).groupby("role")["up"].agg(["size", "sum"]))
         if len(by_role):
             lines.append("- Significant changes by role: " + "; ".join(
                 f"{role} {int(r['size'])} ({int(r['sum'])} up)" for role, r in by_role.iterrows()) + ".")

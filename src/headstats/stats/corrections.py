@@ -263,7 +263,7 @@ def correct_within_families(
         idx = np.nonzero(codes == c)[0]
         p_corr[idx] = entry(p[idx], alpha)
         m = int(np.isfinite(p[idx]).sum())
-        r = int((p_corr[idx] < alpha).sum())
+        r = int((p_corr[idx] <= alpha).sum())
         level[idx] = entry.level_for_one_more(alpha, m, r)
     return p_corr, level
 
@@ -281,10 +281,15 @@ def correct_rows_within_families(p_values, labels, *, correction: str) -> np.nda
 
 
 def reject(p_corr: np.ndarray, alpha: float) -> np.ndarray:
-    """``p_corr < alpha``, False where ``p_corr`` is NaN."""
+    """``p_corr <= alpha``, False where ``p_corr`` is NaN.
+
+    ``<=`` as statsmodels' ``multipletests`` decides (its ``reject`` is ``pvals_corrected <= alpha``) and as a
+    p-value is defined (the smallest level at which the hypothesis is rejected); it matters for the discrete
+    p-values of the sign, exact Wilcoxon and resampling tests, which can equal alpha exactly.
+    """
     p_corr = np.asarray(p_corr, dtype=float)
     with np.errstate(invalid="ignore"):
-        return np.where(np.isfinite(p_corr), p_corr < alpha, False).astype(bool)
+        return np.where(np.isfinite(p_corr), p_corr <= alpha, False).astype(bool)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ inputs that took part:
 where the location is the mean (``t``, ``bootstrap``, ``permutation``), the pseudo-median (``wilcoxon``) or
 the median (``sign``). The p-values are then corrected within each declared *family* with
 :func:`headstats.stats.corrections.correct_within_families`, and a head is assigned the role when
-``p_corr < alpha``.
+``p_corr <= alpha``.
 
 The scores come as a list of :class:`~headstats.measures.MeasureArray` or as the long scores table
 (:mod:`headstats.stats.matrix` packs either into one hypotheses x inputs matrix). The scores of all
@@ -262,12 +262,17 @@ def _nan(k: int) -> np.ndarray:
 
 
 def _t_parts(x: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Mean, sample sd (ddof=1) and the t statistic ``(mean - tau) / (sd / sqrt(n))`` of each row."""
+    """Mean, sample sd (ddof=1) and the t statistic ``(mean - tau) / (sd / sqrt(n))`` of each row.
+
+    The sd = 0 rule of every test of the mean (``t``, ``bootstrap``, ``permutation``, ``skew_t`` and the
+    paired t): when all scores are equal the studentized statistic is 0/0 or +-inf, so it is NaN, the
+    p-value NaN and the head not tested (the note says ``sd=0``), whatever the side of tau.
+    """
     n = x.shape[1]
     mean = x.mean(axis=1)
     sd = x.std(axis=1, ddof=1) if n > 1 else _nan(x.shape[0])
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = (mean - tau) / (sd / math.sqrt(n))
+        t = np.where(sd > 0, (mean - tau) / (sd / math.sqrt(n)), np.nan)
     return mean, sd, t, n
 
 
@@ -278,8 +283,12 @@ def _t_lower_bound(mean: np.ndarray, sd: np.ndarray, n: int, confidence: float) 
     return mean - sps.t.ppf(confidence, n - 1) * sd / math.sqrt(n)
 
 
+#: The note of a head whose scores are all equal (see :func:`_t_parts`).
+SD0_NOTE = "sd=0: all scores equal, the test of the mean is undefined (p NaN)"
+
+
 def _sd_notes(sd: np.ndarray) -> list[str]:
-    return ["sd=0: all scores equal" if s == 0 else "" for s in sd]
+    return [SD0_NOTE if s == 0 else "" for s in sd]
 
 
 def _order_statistic_lower_bound(x: np.ndarray, confidence: float) -> np.ndarray:
@@ -321,7 +330,7 @@ def t_p_from_moments(mean, sd, n, tau) -> np.ndarray:
     operations, so the same numbers); NaN where n < 2."""
     mean, sd, n, tau = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (mean, sd, n, tau)))
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = (mean - tau) / (sd / np.sqrt(n))
+        t = np.where(sd > 0, (mean - tau) / (sd / np.sqrt(n)), np.nan)
         return np.where(n > 1, sps.t.sf(t, n - 1), np.nan)
 
 
@@ -334,7 +343,7 @@ def t_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_res
     with the sample standard deviation :math:`s_{N-1}` (ddof = 1; the published code of Pande et al. 2021
     used ddof = 0). Equals ``scipy.stats.ttest_1samp(s, tau, alternative="greater")``. The bound is
     :math:`\bar s - t_{c, N-1}\, s_{N-1} / \sqrt N` with c = ``confidence``; the effect size is Cohen's
-    :math:`d = (\bar s - \tau) / s_{N-1}`.
+    :math:`d = (\bar s - \tau) / s_{N-1}`. All scores equal (sd = 0): statistic and p NaN (not tested).
     """
     mean, sd, t, n = _t_parts(x, tau)
     p = sps.t.sf(t, n - 1) if n > 1 else _nan(x.shape[0])
@@ -414,8 +423,26 @@ def wilcoxon_test(
         notes[i] = "; ".join(parts)
     return OneSampleResult(
         statistic=stat, dof=_nan(k), p_unc=p, effect_size=rank_biserial(stat, nz),
-        effect_size_type="rank_biserial", ci_low=walsh_lower_bound(x, confidence), note=notes,
+        effect_size_type="rank_biserial", ci_low=_wilcoxon_bound(x, tau, nz, confidence), note=notes,
     )
+
+
+def _wilcoxon_bound(x: np.ndarray, tau: float, nz: np.ndarray, confidence: float) -> np.ndarray:
+    """The Walsh bound of the scores the test uses: those not equal to tau (``zero_method="wilcox"``).
+
+    Computed from the same n' scores and the same null distribution as the p-value (exact up to n' = 50,
+    the normal approximation without continuity correction above), so that ``ci_low > tau`` exactly when
+    ``p <= 1 - confidence`` for scores without ties; NaN where every score equals tau.
+    """
+    k, n = x.shape
+    full = nz == n
+    out = _nan(k)
+    if full.any():
+        out[full] = walsh_lower_bound(x[full], confidence)
+    for i in np.nonzero(~full & (nz > 0))[0]:
+        row = x[i]
+        out[i] = walsh_lower_bound(row[row != tau], confidence)[0]
+    return out
 
 
 def sign_pvalues(x: np.ndarray, *, tau: float, seed: int = 0, n_resamples: int = 0) -> np.ndarray:
@@ -448,6 +475,23 @@ def sign_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_
     )
 
 
+#: Bytes of bootstrap t* kept at once (rows of heads are processed in chunks below this).
+_TSTAR_BYTES = 2**28
+
+
+def _bootstrap_index_blocks(n: int, total: int, exact: bool, seed: int):
+    """Blocks of resampled input positions, ``(b, n)`` each: all ``n^n`` tuples in order when ``exact``, else
+    ``total`` draws from ``numpy.random.default_rng(seed)`` (the same draws on every call)."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, total, _RESAMPLE_BLOCK):
+        b = min(_RESAMPLE_BLOCK, total - start)
+        if exact:
+            codes = np.arange(start, start + b)[:, None]
+            yield (codes // (n ** np.arange(n))[None, :]) % n
+        else:
+            yield rng.integers(0, n, size=(b, n))
+
+
 def bootstrap_test(
     x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_resamples: int = 9999
 ) -> OneSampleResult:
@@ -457,44 +501,59 @@ def bootstrap_test(
     shifted data, the bootstrap t statistics are
     :math:`t^*_b = (\bar s^*_b - \bar s) / (s^*_b / \sqrt N)`, and
     :math:`p = (1 + \#\{t^*_b \ge t\}) / (B + 1)` with the observed :math:`t = (\bar s - \tau) / (s / \sqrt N)`
-    (Efron & Tibshirani 1993, section 16.4; Hall 1992). The same resamples of input positions (sentences,
-    ordered by ``sentence_id``) are used for every head with the same N, from ``numpy.random.default_rng(seed)``,
-    so a head's result depends only on its scores, ``seed`` and ``n_resamples``. Bound: the bootstrap-t
-    lower bound ``mean - q_confidence(t*) * sd / sqrt(N)``. Effect size: Cohen's d.
+    (Efron & Tibshirani 1993, section 16.4; Hall 1992). A resample of identical values has :math:`s^* = 0`:
+    its :math:`t^*` is :math:`\pm\infty` (0 when its mean is the sample mean). Bound: the bootstrap-t lower
+    bound ``mean - q_confidence(t*) * sd / sqrt(N)``. Effect size: Cohen's d.
+
+    Each head's scores are sorted before resampling, so the result depends only on its scores, ``seed`` and
+    ``n_resamples`` -- never on how inputs are ordered or on the type of ``sentence_id``.
+
+    Small N: when :math:`N^N \le` ``n_resamples`` (N <= 4 at any B >= 256, N = 5 from B = 3125) all
+    :math:`N^N` equally likely resamples are enumerated and :math:`p = \#\{t^* \ge t\} / N^N` exactly (the
+    complete bootstrap distribution, no seed; note "exact"). That distribution is coarse -- at N = 2 its
+    smallest p is 1/4, at N = 3 4/27, at N = 4 about 0.07 -- so the bootstrap cannot assign a role below
+    N = 5 at alpha = 0.05; the p-value is defined and reproducible rather than a draw of a few hundred
+    distinct values. All scores equal (sd = 0): p NaN (the rule of every test of the mean).
     """
     k, n = x.shape
+    x = np.sort(x, axis=1)
     mean, sd, t, _ = _t_parts(x, tau)
     xc = x - mean[:, None]
-    rng = np.random.default_rng(seed)
-    tstar = np.empty((k, n_resamples))
-    for start in range(0, n_resamples, _RESAMPLE_BLOCK):
-        b = min(_RESAMPLE_BLOCK, n_resamples - start)
-        idx = rng.integers(0, n, size=(b, n))
-        w = np.bincount((np.arange(b)[:, None] * n + idx).ravel(), minlength=b * n).reshape(b, n)
-        w = w.astype(float).T  # (n, b): how often each input is drawn in each resample
-        m1 = xc @ w / n
-        m2 = (xc * xc) @ w / n
-        var = np.maximum(m2 - m1 * m1, 0.0) * n / (n - 1) if n > 1 else np.full_like(m1, np.nan)
-        se = np.sqrt(var / n)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            # a resample of identical values: t* is +-inf, or 0 when it equals the mean
-            moved = np.abs(m1) > 1e-12 * (np.abs(mean)[:, None] + 1)
-            ts = np.where(se > 0, m1 / se, np.where(moved, np.sign(m1) * np.inf, 0.0))
-        tstar[:, start:start + b] = ts
+    exact = n <= 12 and n**n <= n_resamples
+    total = n**n if exact else int(n_resamples)
+    count = np.zeros(k)
+    q = np.full(k, np.nan)
     gamma = np.abs(np.finfo(float).eps * 100 * t)
-    count = (tstar >= (t - gamma)[:, None]).sum(axis=1)
-    p = (1.0 + count) / (n_resamples + 1.0)
+    chunk = max(1, _TSTAR_BYTES // (8 * total))
+    for r0 in range(0, k, chunk):
+        rows = slice(r0, min(k, r0 + chunk))
+        xr = xc[rows]
+        tstar = np.empty((xr.shape[0], total))
+        done = 0
+        for idx in _bootstrap_index_blocks(n, total, exact, seed):
+            b = idx.shape[0]
+            w = np.bincount((np.arange(b)[:, None] * n + idx).ravel(), minlength=b * n).reshape(b, n)
+            w = w.astype(float).T  # (n, b): how often each input is drawn in each resample
+            m1 = xr @ w / n
+            m2 = (xr * xr) @ w / n
+            var = np.maximum(m2 - m1 * m1, 0.0) * n / (n - 1) if n > 1 else np.full_like(m1, np.nan)
+            se = np.sqrt(var / n)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                moved = np.abs(m1) > 1e-12 * (np.abs(mean[rows])[:, None] + 1)
+                tstar[:, done:done + b] = np.where(se > 0, m1 / se, np.where(moved, np.sign(m1) * np.inf, 0.0))
+            done += b
+        count[rows] = (tstar >= (t[rows] - gamma[rows])[:, None]).sum(axis=1)
+        with np.errstate(invalid="ignore"):  # interpolating towards an infinite t*: no finite bound
+            q[rows] = np.nan_to_num(np.quantile(tstar, confidence, axis=1), nan=np.inf)
+    p = count / total if exact else (1.0 + count) / (total + 1.0)
     p = np.where(np.isnan(t), np.nan, p)
-    q = np.quantile(tstar, confidence, axis=1)
     with np.errstate(invalid="ignore"):
-        ci_low = mean - q * sd / math.sqrt(n)
-    notes = [
-        "; ".join(filter(None, [s, f"seed={seed}", f"bootstrap-t, B={n_resamples}"]))
-        for s in _sd_notes(sd)
-    ]
+        ci_low = np.where(sd > 0, mean - q * sd / math.sqrt(n), np.nan)
+    how = f"exact: all {n}^{n} bootstrap resamples" if exact else f"seed={seed}; bootstrap-t, B={n_resamples}"
+    notes = ["; ".join(filter(None, [s, how])) for s in _sd_notes(sd)]
     return OneSampleResult(
         statistic=t, dof=_nan(k), p_unc=p, effect_size=cohen_d(mean, sd, tau), effect_size_type="cohen_d",
-        ci_low=ci_low, note=notes, n_resamples=n_resamples,
+        ci_low=ci_low, note=notes, n_resamples=total,
     )
 
 
@@ -509,10 +568,13 @@ def permutation_test(
     :math:`p = \#\{\bar d^\epsilon \ge \bar d\} / 2^N` (exact); otherwise B random sign vectors from
     ``numpy.random.default_rng(seed)`` give :math:`p = (1 + \#\{\bar d^*_b \ge \bar d\}) / (B + 1)`. This is
     ``scipy.stats.permutation_test((d,), mean, permutation_type="samples", alternative="greater")``.
+    Each head's ``d`` is sorted first, so the result does not depend on how inputs are ordered (or on the
+    type of ``sentence_id``). All scores equal (sd = 0): p NaN, the rule of every test of the mean.
     A sign-flip test does not invert cheaply, so the bound is the t-based lower bound of the mean (as for ``t``).
     Effect size: Cohen's d.
     """
     k, n = x.shape
+    x = np.sort(x, axis=1)
     d = x - tau
     obs = d.mean(axis=1)
     exact = n < 63 and 2**n <= n_resamples
@@ -537,11 +599,66 @@ def permutation_test(
         p = (1.0 + count) / (n_resamples + 1.0)
         drawn = n_resamples
     mean, sd, _, _ = _t_parts(x, tau)
+    p = np.where(sd > 0, p, np.nan)
     how = f"exact: all 2^{n} sign flips" if exact else f"seed={seed}; sign flips, B={n_resamples}"
     notes = ["; ".join(filter(None, [s, how])) for s in _sd_notes(sd)]
     return OneSampleResult(
         statistic=obs, dof=_nan(k), p_unc=p, effect_size=cohen_d(mean, sd, tau), effect_size_type="cohen_d",
         ci_low=_t_lower_bound(mean, sd, n, confidence), note=notes, n_resamples=drawn,
+    )
+
+
+def _skew_parts(x: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    r"""Mean, sd (ddof = 1), the skewness :math:`\hat\gamma = \hat\mu_3 / s^3` of Johnson (1978) with
+    :math:`\hat\mu_3 = \frac1N\sum (s_i - \bar s)^3`, and the statistic T of :func:`skew_t_test`."""
+    mean, sd, _, n = _t_parts(x, tau)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m3 = ((x - mean[:, None]) ** 3).mean(axis=1)
+        g = np.where(sd > 0, m3 / sd**3, np.nan)
+        s = (mean - tau) / sd
+        stat = math.sqrt(n) * (s + g * s**2 / 3.0 + g**2 * s**3 / 27.0 + g / (6.0 * n))
+    stat = np.where(sd > 0, stat, np.nan)
+    return mean, sd, g, stat, n
+
+
+def skew_t_pvalues(x: np.ndarray, *, tau: float, seed: int = 0, n_resamples: int = 0) -> np.ndarray:
+    """p-values of :func:`skew_t_test` alone."""
+    _, _, _, stat, n = _skew_parts(x, tau)
+    return np.asarray(sps.t.sf(stat, n - 1), dtype=float) if n > 1 else _nan(x.shape[0])
+
+
+def skew_t_test(
+    x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_resamples: int = 0
+) -> OneSampleResult:
+    r"""Skewness-corrected t-test of ``H0: mean <= tau`` (Johnson 1978, in the monotone form of Hall 1992).
+
+    With :math:`S = (\bar s - \tau) / s` (ddof = 1) and :math:`\hat\gamma = \hat\mu_3 / s^3`,
+    :math:`\hat\mu_3 = \frac1N \sum_i (s_i - \bar s)^3`,
+
+    .. math::
+        T = \sqrt N \left(S + \frac{\hat\gamma}{6N} + \frac{\hat\gamma S^2}{3} + \frac{\hat\gamma^2 S^3}{27}\right),
+        \qquad p = P(T_{N-1} \ge T).
+
+    The first three terms are Johnson's (1978) modified t, which removes the first-order effect of skewness
+    on the t statistic (the t-test is conservative for right-skewed and anti-conservative for left-skewed
+    scores when testing the upper tail); the cubic term is Hall's (1992) completion that makes T increasing
+    in S, so the test inverts into a bound: ``ci_low = mean - s * S_c`` with
+    :math:`S_c = 3((1 + \hat\gamma q)^{1/3} - 1) / \hat\gamma`, :math:`q = t_{c, N-1} / \sqrt N - \hat\gamma
+    / (6N)` (``q`` itself when :math:`\hat\gamma = 0`), and ``ci_low > tau`` exactly when ``p < 1 - c``.
+    Without skewness it is the t-test. Effect size: Cohen's d. All scores equal: p NaN (sd = 0 rule).
+    """
+    k = x.shape[0]
+    mean, sd, g, stat, n = _skew_parts(x, tau)
+    p = sps.t.sf(stat, n - 1) if n > 1 else _nan(k)
+    ci_low = _nan(k)
+    if n > 1:
+        q = sps.t.ppf(confidence, n - 1) / math.sqrt(n) - g / (6.0 * n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s_c = np.where(np.abs(g) > 1e-8, 3.0 * (np.cbrt(1.0 + g * q) - 1.0) / g, q)
+        ci_low = np.where(sd > 0, mean - sd * s_c, np.nan)
+    return OneSampleResult(
+        statistic=stat, dof=np.full(k, float(n - 1)), p_unc=np.asarray(p, dtype=float),
+        effect_size=cohen_d(mean, sd, tau), effect_size_type="cohen_d", ci_low=ci_low, note=_sd_notes(sd),
     )
 
 
@@ -555,6 +672,8 @@ register_test("bootstrap", bootstrap_test, resampling=True, parameter="mean", ef
               description="studentized bootstrap test of the mean")
 register_test("permutation", permutation_test, resampling=True, parameter="mean", effect_size="cohen_d",
               description="sign-flip permutation test")
+register_test("skew_t", skew_t_test, parameter="mean", effect_size="cohen_d", p_values=skew_t_pvalues,
+              description="skewness-corrected t-test (Johnson 1978; Hall 1992)")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -673,7 +792,7 @@ def apply_correction(
 ) -> pd.DataFrame:
     """Add ``p_corr, correction, family, alpha, reject, power_alpha`` to a :func:`run_test` frame.
 
-    The correction runs within each family over the finite ``p_unc`` only; ``reject = p_corr < alpha``
+    The correction runs within each family over the finite ``p_unc`` only; ``reject = p_corr <= alpha``
     (False where NaN); ``power_alpha`` is the level for one more rejection (:func:`next_discovery_alpha`).
     """
     check_correction(correction)
@@ -692,7 +811,7 @@ def apply_correction(
 
 
 def _note_resampling_floor(frame: pd.DataFrame, *, correction: str, alpha: float) -> None:
-    """Note, in place, families where a resampling test cannot reach ``p_corr < alpha`` at all.
+    """Note, in place, families where a resampling test cannot reach ``p_corr <= alpha`` at all.
 
     A resampling p-value is at least ``1 / (B + 1)`` (or ``1 / 2^N`` when enumerated); in a family of m
     hypotheses Bonferroni and Holm then need ``B + 1 > m / alpha``.
@@ -745,7 +864,7 @@ def test_roles(
     tau : float
         The threshold of the sieve bias score (3 in Pande et al. 2021).
     alpha : float
-        Level for ``reject = p_corr < alpha``; 0 < alpha < 1.
+        Level for ``reject = p_corr <= alpha``; 0 < alpha < 1.
     test : str
         One of :func:`list_tests`: ``t`` (default), ``wilcoxon``, ``sign``, ``bootstrap``, ``permutation``,
         or a registered test.

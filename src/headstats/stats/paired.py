@@ -166,7 +166,7 @@ def paired_t(d: np.ndarray, *, alternative: str, confidence: float) -> PairedRes
     mean, sd = float(np.mean(d)), float(np.std(d, ddof=1))
     out["estimate"] = mean
     out["dof"] = float(n - 1)
-    if sd > 0:
+    if sd > 0:  # sd = 0 (a constant difference): t undefined, p NaN -- the rule of every mean test
         res = sps.ttest_1samp(d, 0.0, alternative=alternative)
         ci = res.confidence_interval(confidence)
         out.update(statistic=float(res.statistic), p_unc=float(res.pvalue), ci_low=float(ci.low),
@@ -237,6 +237,15 @@ def pair_scores(before: pd.DataFrame, after: pd.DataFrame, *,
         missing = [c for c in need if c not in frame.columns]
         if missing:
             raise HeadstatsError(f"the {which} scores lack column(s) {missing}; give a scores table with {need}")
+        try:
+            values = frame["score"].to_numpy(dtype=float, na_value=np.nan)
+        except (TypeError, ValueError) as exc:
+            raise HeadstatsError(f"column 'score' of the {which} scores must be numeric: {exc}") from None
+        if np.isinf(values).any():  # refused as the one-sample tests refuse them (headstats.stats.matrix)
+            raise HeadstatsError(
+                f"column 'score' of the {which} scores holds {int(np.isinf(values).sum())} infinite value(s); "
+                "use NaN for an input that did not take part"
+            )
         if frame.duplicated([*keys, "sentence_id"]).any():
             raise HeadstatsError(
                 f"the {which} scores have repeated ({', '.join(keys)}, sentence_id) rows; each input must be "
@@ -294,7 +303,7 @@ def paired_tests(
     confidence : float
         Level of the interval of ``estimate`` (not adjusted for multiplicity).
     alpha : float
-        ``reject = p_corr < alpha``.
+        ``reject = p_corr <= alpha``.
     min_n : int
         Heads with fewer usable pairs get NaN results (they stay in the table).
 

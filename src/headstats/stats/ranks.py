@@ -25,7 +25,6 @@ from functools import lru_cache
 
 import numpy as np
 from scipy import special
-from scipy import stats as sps
 
 #: Up to this n the signed-rank null distribution is exact (enumerated); above it, the normal approximation.
 EXACT_MAX_N = 50
@@ -63,26 +62,36 @@ def signrank_critical_count(n: int, tail: float) -> int:
 
     Equivalently ``C`` with ``C - 1`` the largest c such that :math:`P(T^+ \le c) \le` ``tail``: the
     1-based rank of the Walsh average that bounds a one-tail-``tail`` interval (0 when even
-    :math:`P(T^+ = 0) = 2^{-n}` exceeds ``tail``). Exact for ``n <=`` :data:`EXACT_MAX_N`; above, the normal
-    approximation with continuity correction and no tie correction,
-    :math:`C = \lfloor M/2 - z_{1 - tail} \sqrt{n(n+1)(2n+1)/24} + 1/2 \rfloor`.
+    :math:`P(T^+ = 0) = 2^{-n}` exceeds ``tail``: no bound reaches that level). Exact for ``n <=``
+    :data:`EXACT_MAX_N`; above, the normal approximation *without* continuity or tie correction, evaluated
+    with :func:`signrank_normal_sf` itself, :math:`P(T^+ \le c) := P(T^+ \ge M - c)`, so that the bound and
+    the p-value (scipy's default above n = 50) come from the same numbers: the bound lies above tau exactly
+    when :math:`p \le` ``tail`` (for untied scores none equal to tau).
     """
     n = int(n)
     if n <= EXACT_MAX_N:
         return int(np.searchsorted(signrank_null_cdf(n), tail, side="right"))
     m = n * (n + 1) // 2
     sigma = math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
-    return int(math.floor(m / 2.0 - sps.norm.ppf(1.0 - tail) * sigma + 0.5))
+    guess = int(math.floor(m / 2.0 + special.ndtri(tail) * sigma)) + 1
+    lo, hi = max(0, guess - 4), min(m, guess + 4)
+    while True:  # widen until the window holds the last c that qualifies (the first guess always does)
+        c = np.arange(lo, hi + 1)
+        ok = signrank_normal_sf(m - c, n, 0.0) <= tail  # non-decreasing in c
+        if ok.all() and hi < m:
+            hi = min(m, hi + 64)
+        elif not ok.any() and lo > 0:
+            lo = max(0, lo - 64)
+        else:
+            return int(c[ok].max()) + 1 if ok.any() else 0
 
 
 def walsh_rank_bound(n: int, tail: float) -> int:
-    """``C`` of :func:`signrank_critical_count`, clamped to ``1 <= C <= (M + 1) // 2`` (the paired interval).
-
-    The clamp keeps the paired Hodges-Lehmann interval finite when n is too small to reach the level (it is
-    then narrower than asked for); the one-sample bound is ``-inf`` instead. Kept as it was; to be revisited.
-    """
+    """``C`` of :func:`signrank_critical_count`, at most ``(M + 1) // 2``; 0 when n is too small to reach the
+    level (then the interval end is infinite, as in :func:`walsh_interval`: no finite Walsh average bounds
+    the pseudo-median at that confidence)."""
     m = n * (n + 1) // 2
-    return max(1, min(signrank_critical_count(n, tail), (m + 1) // 2))
+    return min(signrank_critical_count(n, tail), (m + 1) // 2)
 
 
 def signed_rank_parts(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -307,18 +316,52 @@ def _narrow(xs, idx, q, lo, hi, below, a: float, b: float):
 # ----------------------------------------------------------------------------------------------------------
 # bounds and estimates
 # ----------------------------------------------------------------------------------------------------------
+def walsh_interval(
+    x: np.ndarray, *, confidence: float, alternative: str = "greater"
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""The Walsh-average confidence interval of the pseudo-median of each row: the one implementation.
+
+    Inverting the signed-rank test (Hollander & Wolfe 1999, section 3.3): with :math:`M = n(n+1)/2` Walsh
+    averages :math:`W_{(1)} \le \dots \le W_{(M)}` and ``C = walsh_rank_bound(n, tail)``
+    (``tail = 1 - confidence`` one-sided, ``(1 - confidence) / 2`` two-sided), the interval is
+    :math:`[W_{(C)}, W_{(M+1-C)}]`; ``greater`` keeps only the lower end (upper +inf), ``less`` only the
+    upper. When n is too small to reach the confidence (C = 0: e.g. n <= 4 one-sided, n <= 5 two-sided at
+    95 %) the bounded ends are infinite: no Walsh average bounds the pseudo-median at that level, and a
+    shorter range would be mislabelled. Shared by the one-sample ``wilcoxon`` bound and the paired
+    Hodges-Lehmann interval.
+
+    Returns
+    -------
+    low, high : numpy.ndarray
+        ``(k,)`` each (one per row of the 2-D ``x``; 1-D ``x`` is one row).
+    """
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError(f"alternative must be two-sided, greater or less, got {alternative!r}")
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    k, n = x.shape
+    m = n * (n + 1) // 2
+    tail = (1.0 - confidence) / 2.0 if alternative == "two-sided" else 1.0 - confidence
+    c = walsh_rank_bound(n, tail) if n else 0
+    low, high = np.full(k, -np.inf), np.full(k, np.inf)
+    if n == 0:
+        return np.full(k, np.nan), np.full(k, np.nan)
+    if c >= 1:
+        wanted = {"greater": [c], "less": [m + 1 - c], "two-sided": [c, m + 1 - c]}[alternative]
+        w = walsh_order_statistics(x, wanted)
+        if alternative in ("greater", "two-sided"):
+            low = w[:, 0]
+        if alternative in ("less", "two-sided"):
+            high = w[:, -1]
+    return low, high
+
+
 def walsh_lower_bound(x: np.ndarray, confidence: float) -> np.ndarray:
     """One-sided lower confidence bound of the pseudo-median of each row: the C-th smallest Walsh average.
 
-    ``C = signrank_critical_count(n, 1 - confidence)``; ``-inf`` for every row when C < 1 (n too small to
+    :func:`walsh_interval` with ``alternative="greater"``; ``-inf`` for every row when C < 1 (n too small to
     reach the confidence).
     """
-    x = np.atleast_2d(np.asarray(x, dtype=float))
-    k, n = x.shape
-    r = signrank_critical_count(n, 1.0 - confidence)
-    if r < 1:
-        return np.full(k, -np.inf)
-    return walsh_order_statistics(x, [r])[:, 0]
+    return walsh_interval(x, confidence=confidence, alternative="greater")[0]
 
 
 def hodges_lehmann(
@@ -327,9 +370,8 @@ def hodges_lehmann(
     """Hodges-Lehmann pseudo-median of ``d`` and its Walsh-average confidence interval.
 
     Returns ``(estimate, ci_low, ci_high)``: the median of the M Walsh averages (the mean of the two middle
-    ones for even M) and ``[W_(C), W_(M+1-C)]`` with ``C = walsh_rank_bound(n, tail)``, ``tail =
-    (1 - confidence) / 2`` two-sided and ``1 - confidence`` one-sided; one-sided alternatives give an
-    infinite other end. Zeros in ``d`` are kept (drop them first to match the ``wilcox`` zero method).
+    ones for even M) and the interval of :func:`walsh_interval` (infinite ends when n is too small to reach
+    the confidence). Zeros in ``d`` are kept (drop them first to match the ``wilcox`` zero method).
     NaN for empty ``d``.
     """
     d = np.asarray(d, dtype=float).ravel()
@@ -337,14 +379,7 @@ def hodges_lehmann(
     if n == 0:
         return (np.nan, np.nan, np.nan)
     m = n * (n + 1) // 2
-    tail = (1.0 - confidence) / 2.0 if alternative == "two-sided" else 1.0 - confidence
-    c = walsh_rank_bound(n, tail)
-    # 1-based ranks: lower end, upper end, the two middle ones
-    w = walsh_order_statistics(d, [c, m + 1 - c, (m - 1) // 2 + 1, m // 2 + 1])
-    estimate = float((w[2] + w[3]) / 2.0)
-    low, high = float(w[0]), float(w[1])
-    if alternative == "greater":
-        high = np.inf
-    elif alternative == "less":
-        low = -np.inf
-    return (estimate, low, high)
+    w = walsh_order_statistics(d, [(m - 1) // 2 + 1, m // 2 + 1])
+    estimate = float((w[0] + w[1]) / 2.0)
+    low, high = walsh_interval(d, confidence=confidence, alternative=alternative)
+    return (estimate, float(low[0]), float(high[0]))

@@ -85,7 +85,7 @@ def tau_sensitivity(
     pandas.DataFrame
         Tidy, columns :data:`SENSITIVITY_COLUMNS`: one row per (model, dataset, role, tau, alpha);
         ``n_heads_tested`` counts the heads with a p-value (enough inputs), ``n_heads_assigned`` those with
-        ``p_corr < alpha``.
+        ``p_corr <= alpha``.
     """
     check_test(test)
     check_correction(correction)
@@ -117,7 +117,7 @@ def tau_sensitivity(
     for i, tau in enumerate(taus):
         n_tested = np.bincount(gcode, weights=tested[i], minlength=n_groups)
         for a in alphas:
-            assigned = np.where(np.isfinite(p_corr[i]), p_corr[i] < a, False)
+            assigned = np.where(np.isfinite(p_corr[i]), p_corr[i] <= a, False)
             part = groups.copy()
             part["tau"] = float(tau)
             part["alpha"] = float(a)

@@ -190,7 +190,7 @@ def simulate_error_rates(
     registered test functions as :func:`~headstats.stats.onesample.test_roles` are used, and
     :func:`~headstats.stats.corrections.correct_pvalues_rows` (row-wise equal to ``correct_pvalues``, which
     calls statsmodels; its Holm runs ``gc.collect()`` on every call, too slow for thousands of families);
-    a head is assigned when ``p_corr < alpha``.
+    a head is assigned when ``p_corr <= alpha``.
     Analytic tests run on all replications at once (a ``(B (m_0 + m_1), N)`` matrix); resampling tests run
     replication by replication with seed ``seed + b``.
 
