@@ -575,3 +575,36 @@ def test_reject_uses_less_or_equal_like_statsmodels():
     row = out.iloc[0]
     assert row["p_corr"] == 0.0625
     assert bool(row["reject"]) == bool(multipletests([0.0625], alpha=0.0625, method="bonferroni")[0][0]) is True
+
+
+# ---------------------------------------------------------------------------------------------------------
+# issue 8, item 3: resampling tests that can decide
+# ---------------------------------------------------------------------------------------------------------
+def test_resamples_needed_and_auto_by_hand():
+    # Holm/Bonferroni/BH: one p = 1/(B+1) among m is corrected to m/(B+1) <= alpha  =>  B >= m/alpha - 1
+    assert os_.resamples_needed(720, alpha=0.05, correction="holm") == 14399
+    assert os_.resamples_needed(720, alpha=0.05, correction="bonferroni") == 14399
+    assert os_.resamples_needed(648, alpha=0.05, correction="fdr_bh") == 12959
+    c_m = sum(1 / i for i in range(1, 101))
+    assert os_.resamples_needed(100, alpha=0.05, correction="fdr_by") == math.ceil(100 * c_m / 0.05) - 1
+    assert os_.resamples_needed(720, alpha=0.05, correction="none") == 19
+    # auto: the floor is alpha / 10, at least 9,999
+    assert os_.auto_resamples(720, alpha=0.05, correction="holm") == 143999
+    assert os_.auto_resamples(10, alpha=0.05, correction="holm") == 9999
+    for m in (50, 720, 5000):
+        b = os_.auto_resamples(m, alpha=0.05, correction="holm")
+        assert multipletests(np.r_[1 / (b + 1), np.ones(m - 1)], method="holm")[1][0] <= 0.005
+
+
+@pytest.mark.parametrize("test", ["permutation", "bootstrap"])
+def test_auto_resamples_assign_where_the_old_default_could_not(test):
+    # a family of 150 hypotheses: 5 heads far above tau, 145 below; with B = 999 the smallest Holm p is
+    # 150/1000 > alpha (noted, nothing assigned); 'auto' draws enough for the five to be assigned
+    rng = np.random.default_rng(2)
+    values = {("local", h // 10, h % 10): list((4.5 if h < 5 else 2.0) + rng.normal(0, 0.5, 30)) for h in range(150)}
+    table = long_table(values)
+    few = test_roles(table, test=test, n_resamples=999)
+    assert not few["reject"].any() and few["note"].str.contains("n_resamples too small").all()
+    auto = test_roles(table, test=test)
+    assert (auto["n_resamples"] == os_.auto_resamples(150, alpha=0.05, correction="holm")).all()
+    assert auto["reject"].sum() == 5 and not auto["note"].str.contains("too small").any()

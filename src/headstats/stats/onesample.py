@@ -82,6 +82,10 @@ _RESAMPLE_BLOCK = 1000
 _SCIPY_EXACT_MAX_N = 50
 #: Scores ranked at once by the signed-rank test (bounds its memory).
 _RANK_CHUNK = 2_000_000
+#: ``n_resamples: auto`` draws at least this many resamples.
+MIN_AUTO_RESAMPLES = 9999
+#: ``n_resamples: auto`` makes the smallest attainable corrected p-value this many times smaller than alpha.
+AUTO_RESAMPLES_MARGIN = 10
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -677,6 +681,69 @@ register_test("skew_t", skew_t_test, parameter="mean", effect_size="cohen_d", p_
 
 
 # ----------------------------------------------------------------------------------------------------------
+# how many resamples a family needs
+# ----------------------------------------------------------------------------------------------------------
+def _correction_factor(m: int, correction: str) -> float:
+    """``f`` such that one p-value ``p`` among m (the others 1) is corrected to ``f * p`` for small p.
+
+    ``m`` for Bonferroni, Holm and Benjamini-Hochberg, ``m * sum(1/i)`` for Benjamini-Yekutieli, 1 for
+    ``none``; a registered correction is asked (:func:`correct_pvalues` at p = 1e-12).
+    """
+    if m <= 0:
+        return 1.0
+    p0 = 1e-12
+    trial = np.ones(int(m))
+    trial[0] = p0
+    return float(correct_pvalues(trial, method=correction, alpha=0.05)[0]) / p0
+
+
+def resamples_needed(m: int, *, alpha: float, correction: str) -> int:
+    r"""The fewest resamples B with which a resampling test can reject at all in a family of m.
+
+    A Monte Carlo p-value is at least :math:`1 / (B + 1)`; the correction turns it into at least
+    :math:`f / (B + 1)` (:math:`f = m` for Holm, Bonferroni and Benjamini-Hochberg, :math:`m c_m` for
+    Benjamini-Yekutieli), and a head is assigned when that is ``<= alpha``: :math:`B + 1 \ge f / lpha`.
+    """
+    f = _correction_factor(m, correction)
+    b = max(1, math.ceil(f / alpha - 1e-9) - 1)
+    while correct_pvalues(np.r_[1.0 / (b + 1), np.ones(max(int(m) - 1, 0))], method=correction)[0] > alpha:
+        b += 1
+    return int(b)
+
+
+def auto_resamples(m: int, *, alpha: float, correction: str) -> int:
+    r"""``n_resamples: auto``: enough resamples that a decision is possible with room to spare.
+
+    :math:`B = \max(9999, \lceil 10 f / lpha 
+ceil - 1)`: the smallest attainable corrected p-value is
+    alpha / 10 (:data:`AUTO_RESAMPLES_MARGIN`), so a head whose exact p-value lies at half the corrected
+    level is still assigned with probability about 0.97 (Poisson(5) <= 9) despite the Monte Carlo error.
+    With Holm over the 720 hypotheses of the quickstart at alpha = 0.05 this is 143,999.
+    """
+    f = _correction_factor(m, correction)
+    return int(max(MIN_AUTO_RESAMPLES, math.ceil(AUTO_RESAMPLES_MARGIN * f / alpha) - 1))
+
+
+def family_sizes(mat: ScoreMatrix, family: Sequence[str], *, min_n: int = 2) -> pd.Series:
+    """Hypotheses with a p-value (n >= ``min_n``) per family label of ``mat``."""
+    labels = family_labels(mat.keys, family)
+    return labels[mat.n >= max(min_n, 1)].value_counts()
+
+
+def resolve_n_resamples(
+    n_resamples, mat: ScoreMatrix, *, family: Sequence[str], alpha: float, correction: str, min_n: int = 2
+) -> int:
+    """``n_resamples`` as a number: ``auto`` becomes :func:`auto_resamples` of the largest family."""
+    if isinstance(n_resamples, str):
+        if n_resamples != "auto":
+            raise HeadstatsError(f"n_resamples must be an integer >= 1 or 'auto', got {n_resamples!r}")
+        sizes = family_sizes(mat, family, min_n=min_n)
+        m = int(sizes.max()) if len(sizes) else 1
+        return auto_resamples(m, alpha=alpha, correction=correction)
+    return n_resamples
+
+
+# ----------------------------------------------------------------------------------------------------------
 # validation
 # ----------------------------------------------------------------------------------------------------------
 def _check_options(
@@ -693,8 +760,10 @@ def _check_options(
         raise HeadstatsError(f"power_target must be a number with 0 < power_target < 1, got {power_target!r}")
     if isinstance(min_n, bool) or not isinstance(min_n, (int, np.integer)) or min_n < 1:
         raise HeadstatsError(f"min_n must be an integer >= 1, got {min_n!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise HeadstatsError(f"n_resamples must be an integer >= 1, got {n_resamples!r}")
+    if not (isinstance(n_resamples, str) and n_resamples == "auto") and (
+        isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1
+    ):
+        raise HeadstatsError(f"n_resamples must be an integer >= 1 or 'auto', got {n_resamples!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise HeadstatsError(f"seed must be an integer >= 0, got {seed!r}")
 
@@ -814,7 +883,7 @@ def _note_resampling_floor(frame: pd.DataFrame, *, correction: str, alpha: float
     """Note, in place, families where a resampling test cannot reach ``p_corr <= alpha`` at all.
 
     A resampling p-value is at least ``1 / (B + 1)`` (or ``1 / 2^N`` when enumerated); in a family of m
-    hypotheses Bonferroni and Holm then need ``B + 1 > m / alpha``.
+    hypotheses Bonferroni and Holm then need ``B + 1 >= m / alpha`` (:func:`resamples_needed`).
     """
     p = frame["p_unc"].to_numpy(float)
     drawn = frame["n_resamples"].to_numpy(dtype=float, na_value=np.nan)
@@ -827,10 +896,10 @@ def _note_resampling_floor(frame: pd.DataFrame, *, correction: str, alpha: float
         trial = np.ones(idx.size)
         trial[0] = np.nanmin(floor[idx])
         best = correct_pvalues(trial, method=correction, alpha=alpha)[0]
-        if best >= alpha:
+        if best > alpha:
             msg = (
                 f"n_resamples too small for this family of {idx.size}: smallest attainable p_corr "
-                f"{best:.3g} >= alpha"
+                f"{best:.3g} > alpha"
             )
             frame.loc[frame.index[idx], "note"] = [f"{n}; {msg}" if n else msg for n in frame["note"].iloc[idx]]
 
@@ -849,8 +918,9 @@ def test_roles(
     confidence: float = 0.95,
     seed: int = 0,
     min_n: int = 2,
-    n_resamples: int = 9999,
+    n_resamples: int | str = "auto",
     power_target: float = 0.8,
+    effect_of_interest: float = 0.5,
 ) -> pd.DataFrame:
     r"""Test every (model, dataset, role, layer, head) for ``H0: location <= tau`` vs ``H1: > tau``.
 
@@ -877,8 +947,13 @@ def test_roles(
         ``()`` for one family of everything.
     confidence : float
         Level of the one-sided lower bound ``ci_low`` (``ci_high`` is +inf); not adjusted for multiplicity.
-    seed, n_resamples : int
-        For ``bootstrap`` and ``permutation``; recorded in the columns ``seed`` and ``n_resamples``.
+    seed : int
+        For ``bootstrap`` and ``permutation``; recorded in the column ``seed``.
+    n_resamples : int or "auto"
+        Resamples of ``bootstrap`` and ``permutation`` (recorded in the column ``n_resamples``). ``auto``
+        (default) takes :func:`auto_resamples` of the largest family, so that the smallest attainable
+        corrected p-value is alpha / 10; a number too small for any head to be assigned is kept, and every
+        row of such a family says so in ``note`` (``headstats run`` refuses it before loading a model).
     min_n : int
         Hypotheses with fewer participating inputs get NaN statistic and p and a note; they stay in the table.
     power_target : float
@@ -909,6 +984,11 @@ def test_roles(
         power_target=power_target,
     )
     mat = score_matrix(scores)
+    if get_test(test).resampling:
+        n_resamples = resolve_n_resamples(n_resamples, mat, family=fam, alpha=alpha, correction=correction,
+                                          min_n=min_n)
+    else:
+        n_resamples = MIN_AUTO_RESAMPLES if n_resamples == "auto" else n_resamples
     frame = run_test(
         mat, test=test, tau=tau, confidence=confidence, seed=seed, n_resamples=n_resamples, min_n=min_n
     )

@@ -37,6 +37,7 @@ from headstats.stats.onesample import (
     check_test,
     family_labels,
     get_test,
+    resolve_n_resamples,
     run_pvalues,
 )
 
@@ -67,7 +68,7 @@ def tau_sensitivity(
     confidence: float = 0.95,
     seed: int = 0,
     min_n: int = 2,
-    n_resamples: int = 9999,
+    n_resamples: int | str = 9999,
 ) -> pd.DataFrame:
     """Heads assigned per role for every tau and alpha.
 
@@ -97,6 +98,8 @@ def tau_sensitivity(
     mat = score_matrix(scores)
     g = len(mat.n)
     spec = get_test(test)
+    n_resamples = resolve_n_resamples(n_resamples, mat, family=fam, alpha=float(alphas.min()),
+                                      correction=correction, min_n=min_n)
     if spec.p_from_moments is not None:  # every tau from the per-head mean, sd and n at once
         mean, sd, _ = mat.moments()
         p_all = spec.p_from_moments(mean[None, :], sd[None, :], mat.n[None, :], taus[:, None])
@@ -143,7 +146,7 @@ def robustness(
     confidence: float = 0.95,
     seed: int = 0,
     min_n: int = 2,
-    n_resamples: int = 9999,
+    n_resamples: int | str = 9999,
     only_unstable: bool = False,
 ) -> pd.DataFrame:
     """Whether each head's assignment of each role is the same under several tests and corrections.
@@ -166,6 +169,8 @@ def robustness(
     _check_options(tau=tau, alpha=alpha, confidence=confidence, min_n=min_n, n_resamples=n_resamples,
                    seed=seed)
     mat = score_matrix(scores)
+    n_resamples = max(resolve_n_resamples(n_resamples, mat, family=fam, alpha=alpha, correction=c, min_n=min_n)
+                      for c in corrections)
     out = mat.keys.copy().loc[:, list(HYPOTHESIS_KEYS)]
     labels = family_labels(mat.keys, fam).to_numpy()
     names = []

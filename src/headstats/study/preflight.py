@@ -12,7 +12,9 @@ naming the problem and the fix:
 1. values (:class:`~headstats.errors.ProtocolError`): the protocol validates again (a protocol changed in
    Python after loading is checked too: tau finite and >= 0, alpha and confidence in (0, 1), whole-number
    seeds, non-empty roles, relations, models and data sets) and every role, relation, test and correction
-   name is registered;
+   name is registered; after the models (their configs give the family size), an explicit
+   ``n_resamples`` with which a resampling test could never assign a head is refused, naming the number
+   needed (:func:`check_resampling`);
 2. names (:class:`~headstats.errors.ProtocolError`): the protocol's ``name`` (the default output folder
    ``runs/<name>``), model and data-set names are used in file names: no control characters (NUL), at
    most :data:`NAME_MAX` characters, no path separator in ``name``, and no two (model, data set) pairs
@@ -87,6 +89,7 @@ def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: b
     check_file_names(protocol)
     check_device(protocol.device)
     model_folders = check_models(protocol)
+    check_resampling(protocol)
     data_inputs = check_data(protocol)
     check_parser(protocol)
     target = out if out is not None else protocol.output
@@ -196,6 +199,68 @@ def check_models(protocol: Protocol) -> list[Path]:
         if folder is not None:
             folders.append(folder)
     return folders
+
+
+def _layers_and_heads(source: str) -> tuple[int, int] | None:
+    """``(layers, heads)`` from a local model folder's ``config.json``, without loading the model; None when
+    the model is on the hub or its config does not say."""
+    import json
+
+    from headstats.model.loading import resolve_model_path
+
+    try:
+        path, is_local = resolve_model_path(source)
+        if not is_local:
+            return None
+        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+    except (HeadstatsError, OSError, ValueError):
+        return None
+    layers = config.get("num_hidden_layers", config.get("n_layers"))
+    heads = config.get("num_attention_heads", config.get("n_heads"))
+    return (int(layers), int(heads)) if isinstance(layers, int) and isinstance(heads, int) else None
+
+
+def largest_family(protocol: Protocol) -> int | None:
+    """The most hypotheses one family of the protocol can hold (every role tested on every data set), from
+    the models' configs; None when a model's size is unknown before loading (a hub id not on disk)."""
+    st = protocol.statistics
+    fam = set(st.family)
+    sizes = []
+    for spec in protocol.models:
+        shape = _layers_and_heads(spec.source if spec.finetune is None else spec.finetune.base)
+        if shape is None:
+            return None
+        layers, heads = shape
+        sizes.append(heads * (1 if "layer" in fam else layers) * (1 if "role" in fam else len(protocol.scoring.roles))
+                     * (1 if "dataset" in fam else len(protocol.datasets)))
+    if not sizes:
+        return None
+    return max(sizes) if "model" in fam else sum(sizes)
+
+
+def check_resampling(protocol: Protocol) -> None:
+    """Refuse an explicit ``n_resamples`` with which a resampling test could not assign any head.
+
+    The smallest p-value of ``bootstrap`` or ``permutation`` is 1 / (B + 1); corrected over a family of m
+    hypotheses it must still reach alpha (:func:`headstats.stats.onesample.resamples_needed`). ``auto`` always
+    passes (it picks enough).
+    """
+    from headstats.stats.onesample import auto_resamples, get_test, resamples_needed
+
+    st = protocol.statistics
+    if st.n_resamples == "auto" or not get_test(st.test).resampling:
+        return
+    m = largest_family(protocol)
+    if m is None:
+        return
+    need = resamples_needed(m, alpha=st.alpha, correction=st.correction)
+    if st.n_resamples < need:
+        raise ProtocolError(
+            f"statistics.n_resamples = {st.n_resamples} is too small for test '{st.test}' with correction "
+            f"'{st.correction}' over families of up to {m} hypotheses: its smallest p-value 1/(B+1) can never "
+            f"be corrected to alpha = {st.alpha:g}, so no head could be assigned; set n_resamples to at least "
+            f"{need} (or 'auto', which takes {auto_resamples(m, alpha=st.alpha, correction=st.correction)})"
+        )
 
 
 def check_finetune(recipe: FinetuneRecipe, *, data_root: str | Path | None = None, name: str | None = None) -> Path | None:
