@@ -361,3 +361,21 @@ def test_rebuild_a_comparison_run_without_torch(tmp_path, tiny_model_dir):
     assert sorted(p.name for p in (out / "figures").iterdir()) == figures
     html = (out / "report.html").read_text()
     assert "Pretrained vs fine-tuned" in html and html.count("<img") == len([f for f in figures if f.endswith(".png")])
+
+
+@pytest.mark.parametrize("test, parameter", [("t", "mean"), ("wilcoxon", "pseudo-median"), ("sign", "median"),
+                                             ("bootstrap", "mean")])
+def test_methods_paragraph_names_the_parameter_the_test_is_about(test, parameter):
+    # issue 8: it said "H0: mean score <= tau" for every test; Wilcoxon is about the pseudo-median, sign the median
+    from headstats.report.builder import methods_paragraph
+
+    protocol = Protocol.model_validate({"name": "p", "models": ["m"], "datasets": [{"name": "d1", "path": "x.txt"}],
+                                        "statistics": {"test": test, "correction": "fdr_bh"}})
+    manifest = {"protocol_sha256": "0" * 64, "models": {"m": {"architecture": "BertModel", "n_layers": 6,
+                                                              "n_heads": 2}},
+                "datasets": {"d1": {"n_read": 20, "pairs": 0, "parses": "none"}}}
+    text = methods_paragraph(protocol, manifest, pd.DataFrame({"n_resamples": [143999, 143999]}))
+    assert f"H0: {parameter} score <= tau = 3" in text and f"H1: {parameter} score > tau" in text
+    assert "p_corr <= alpha" in text and "`ci_low_adj`" in text and "false-coverage-rate" in text
+    assert "effect of interest d = 0.5" in text and "power at the observed effect" in text  # says it is NOT that
+    assert ("143999 resamples" in text) == (test == "bootstrap")

@@ -76,6 +76,7 @@ def statistics_kwargs(options, seed: int) -> dict:
         tau=options.tau, alpha=options.alpha, test=options.test, correction=options.correction,
         family=tuple(options.family), confidence=options.confidence, seed=seed, min_n=options.min_n,
         n_resamples=options.n_resamples, power_target=options.power_target,
+        effect_of_interest=options.effect_of_interest,
     )
 
 

@@ -117,7 +117,7 @@ class StatisticsOptions(StrictModel):
     """Options of the per-head one-sided tests (METHODS 1.4)."""
 
     test: str = "t"
-    #: H0: mean score <= tau; the sieve bias score is >= 0, so a negative tau tests nothing.
+    #: H0: location <= tau (the mean, median or pseudo-median, as the test); scores are >= 0, so tau >= 0.
     tau: Float = Field(3.0, ge=0)
     alpha: Float = Field(0.05, gt=0, lt=1)
     correction: str = "holm"

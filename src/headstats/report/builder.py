@@ -37,7 +37,28 @@ TEST_NAMES = {
     "sign": "sign test (median above tau)",
     "bootstrap": "bootstrap test of the mean",
     "permutation": "sign-flip permutation test",
+    "skew_t": "skewness-corrected t-test (Johnson 1978; Hall 1992)",
 }
+
+
+def tested_parameter(test: str) -> str:
+    """The location a test's H0 is about, in words: ``mean``, ``median`` or ``pseudo-median`` (registry)."""
+    from headstats.stats.onesample import ONE_SAMPLE_TESTS
+
+    return ONE_SAMPLE_TESTS.get(test).parameter if test in ONE_SAMPLE_TESTS else "location"
+
+
+def _resampling_sentence(st, tests: pd.DataFrame | None) -> str:
+    from headstats.stats.onesample import ONE_SAMPLE_TESTS
+
+    if st.test not in ONE_SAMPLE_TESTS or not ONE_SAMPLE_TESTS.get(st.test).resampling:
+        return ""
+    drawn = None
+    if tests is not None and "n_resamples" in tests and tests["n_resamples"].notna().any():
+        drawn = int(pd.to_numeric(tests["n_resamples"], errors="coerce").max())
+    how = ("chosen from the family size and alpha so that the smallest attainable corrected p-value is "
+           "alpha / 10" if st.n_resamples == "auto" else "as set in the protocol")
+    return f"The test drew {drawn if drawn is not None else st.n_resamples} resamples ({how}). "
 CORRECTION_SHORT = {"holm": "Holm", "bonferroni": "Bonferroni", "fdr_bh": "Benjamini-Hochberg",
                     "fdr_by": "Benjamini-Yekutieli", "none": "no"}
 CORRECTION_NAMES = {
@@ -267,9 +288,21 @@ def by_model_and_dataset(frame: pd.DataFrame, protocol=None):
     return sorted(groups.items(), key=lambda item: rank(item[0]))
 
 
-def methods_paragraph(protocol, manifest: dict) -> str:
-    """A methods paragraph, in words, from the resolved protocol and the manifest."""
+def _adjusted_words(correction: str) -> str:
+    from headstats.stats.corrections import CORRECTIONS
+
+    kind = CORRECTIONS.get(correction).kind if correction in CORRECTIONS else "none"
+    return {"fwer": "Bonferroni-adjusted level 1 - (1 - confidence) / m, simultaneous over the family",
+            "fdr": "Benjamini-Yekutieli false-coverage-rate level 1 - R (1 - confidence) / m, for the R "
+                   "assigned heads only",
+            }.get(kind, "equal to the marginal bound, as there is no correction")
+
+
+def methods_paragraph(protocol, manifest: dict, tests: pd.DataFrame | None = None) -> str:
+    """A methods paragraph, in words, from the resolved protocol and the manifest (and the tests table, for
+    the number of resamples a resampling test drew)."""
     sc, st = protocol.scoring, protocol.statistics
+    param = tested_parameter(st.test)
     models = ", ".join(
         f"{name} ({p.get('architecture', '?')}, {p.get('n_layers')} layers x {p.get('n_heads')} heads)"
         for name, p in manifest["models"].items()
@@ -290,13 +323,18 @@ def methods_paragraph(protocol, manifest: dict) -> str:
         f"w = {sc.window}; [CLS]/[SEP] queries were {special}; syntactic arcs ran {sc.arc_direction.replace('_', ' ')} "
         f"over the relations {', '.join(sc.relations)}, words aligned to word pieces by character offsets. "
         f"Inputs longer than {sc.max_length} pieces were {'skipped' if sc.too_long == 'skip' else 'truncated'}. "
-        f"For every model, data set, role, layer and head we tested H0: mean score <= tau = {st.tau:g} against "
-        f"H1: mean score > tau with a one-sided {TEST_NAMES.get(st.test, st.test)}, and controlled multiple "
-        f"comparisons with {CORRECTION_NAMES.get(st.correction, st.correction)} over families of "
-        f"{family}. A head was assigned a role when its corrected p-value was below alpha = {st.alpha:g}. "
-        f"Each result reports the mean score, a one-sided {st.confidence:.0%} lower confidence bound, the "
-        f"effect size, the number of inputs that took part (N), the power at the observed effect and the N "
-        f"needed for {st.power_target:.0%} power. Seed {protocol.seed}; protocol sha256 "
+        f"For every model, data set, role, layer and head we tested H0: {param} score <= tau = {st.tau:g} "
+        f"against H1: {param} score > tau with a one-sided {TEST_NAMES.get(st.test, st.test)}, and controlled "
+        f"multiple comparisons with {CORRECTION_NAMES.get(st.correction, st.correction)} over families of "
+        f"{family}. A head was assigned a role when its corrected p-value was at most alpha = {st.alpha:g} "
+        f"(p_corr <= alpha, as statsmodels decides). {_resampling_sentence(st, tests)}"
+        f"Each result reports the {param} score, a one-sided {st.confidence:.0%} lower confidence bound of the "
+        f"{param} (marginal, `ci_low`) and the same bound adjusted to the correction (`ci_low_adj`: "
+        f"{_adjusted_words(st.correction)}), the effect size, the skewness of the scores, the number of inputs "
+        f"that took part (N), and, at the head's N and corrected level, the minimum detectable standardised "
+        f"effect with {st.power_target:.0%} power and the power and N needed at the declared effect of "
+        f"interest d = {st.effect_of_interest:g} (design power, not power at the observed effect, which only "
+        f"restates the p-value). Seed {protocol.seed}; protocol sha256 "
         f"`{manifest['protocol_sha256'][:16]}`. Definitions and defaults: `docs/methods.md` of headstats."
     )
 
@@ -349,7 +387,8 @@ def summary_section(report: Report, root: Path, analysis: Analysis, protocol, ma
     report.heading("Summary")
     n_roles = len(role_columns(roles))
     report.text(
-        f"Every head was tested for {n_roles} roles: H0 mean sieve bias score <= tau = {st.tau:g}, one-sided "
+        f"Every head was tested for {n_roles} roles: H0 {tested_parameter(st.test)} sieve bias score <= "
+        f"tau = {st.tau:g}, one-sided "
         f"{TEST_NAMES.get(st.test, st.test)}, {CORRECTION_SHORT.get(st.correction, st.correction)} correction per "
         f"{' x '.join(st.family) or 'study'}, "
         f"alpha = {st.alpha:g}. Below, per data set: how many heads hold each role and where in depth they sit, "
@@ -468,21 +507,28 @@ def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol
                   "A spike near 0 is heads with the role; a pile near 1 is heads far below tau.",
                   alt="p-value histogram")
     summary = analysis.tables.get("power_summary")
+    d0 = st.effect_of_interest
     if summary is not None:
-        report.table(summary, f"Per role: heads assigned, not assigned, and underpowered (power < "
-                     f"{st.power_target:.0%} at the observed effect); max_n_for_power is the number of inputs a "
-                     "protocol would need for all of them.", max_rows=200, csv="power_summary.csv")
+        report.table(summary, f"Per role: heads assigned, not assigned, and underpowered (not assigned, with "
+                     f"less than {st.power_target:.0%} power to detect the effect of interest d = {d0:g} at their "
+                     f"N and corrected level); median_mde is the median minimum detectable effect (standardised, "
+                     f"{st.power_target:.0%} power), max_n_for_power the inputs a protocol would need for "
+                     f"{st.power_target:.0%} power at d = {d0:g}.", max_rows=200, csv="power_summary.csv")
     weak = analysis.tables.get("underpowered")
     if weak is not None and len(weak):
         report.text(
-            f"{len(weak)} head-role pairs have a mean above tau but were not assigned, with power below "
-            f"{st.power_target:.0%}: their non-assignment may only mean too few inputs. `n_for_power` is the "
-            "number of inputs at which each would have that power at its observed effect (empty: more than 10 "
-            "million)."
+            f"{len(weak)} head-role pairs were not assigned by a test that had less than {st.power_target:.0%} "
+            f"power to detect an effect of d = {d0:g} (the protocol's `effect_of_interest`) at their N and "
+            f"corrected level: their minimum detectable effect `mde` is larger, so their non-assignment says "
+            f"little about effects of that size. `n_for_power` is the number of inputs that would give "
+            f"{st.power_target:.0%} power at d = {d0:g}. These are design quantities (Hoenig & Heisey 2001): "
+            "they do not depend on the observed effect."
         )
-        cols = ["model", "dataset", "role", "layer", "head", "n", "mean", "effect_size", "power", "n_for_power"]
-        report.table(weak[[c for c in cols if c in weak.columns]], "Heads above tau but not assigned: power and "
-                     "inputs needed.", max_rows=40, csv="underpowered.csv")
+        cols = ["model", "dataset", "role", "layer", "head", "n", "mean", "mde", "mde_score", "power",
+                "n_for_power", "power_note"]
+        report.table(weak[[c for c in cols if c in weak.columns]], f"Heads not assigned with power below "
+                     f"{st.power_target:.0%} at d = {d0:g}: minimum detectable effect and inputs needed.",
+                     max_rows=40, csv="underpowered.csv")
     if "tau_sensitivity" in analysis.tables:
         sens = analysis.tables["tau_sensitivity"]
         for (model, dataset), _ in by_model_and_dataset(sens, protocol):
@@ -507,11 +553,22 @@ def strongest_section(report: Report, analysis: Analysis, protocol) -> None:
     """The top-k heads by mean score per role."""
     report.heading("Strongest heads per role")
     strongest = analysis.tables["strongest_heads"]
+    keys = ["model", "dataset", "role", "layer", "head"]
+    if "ci_low_adj" in analysis.tests.columns and "ci_low_adj" not in strongest.columns:
+        adj = analysis.tests[[*keys, "ci_low_adj"]].astype({k: str for k in keys[:3]})
+        strongest = strongest.astype({k: str for k in keys[:3]}).merge(adj, on=keys, how="left")
+        cols = list(strongest.columns)
+        cols.insert(cols.index("ci_low") + 1, cols.pop(cols.index("ci_low_adj")))
+        strongest = strongest[cols]
     rank = {r: i for i, r in enumerate(order_roles(strongest["role"]))}
     strongest = strongest.assign(_r=strongest["role"].map(rank)).sort_values(
         ["model", "dataset", "_r", "mean"], ascending=[True, True, True, False], kind="stable").drop(columns="_r")
+    st = protocol.statistics
     report.table(strongest, f"The {protocol.report.top_k} heads with the largest mean score per model, data set "
-                 "and role, with their effect size, lower confidence bound and corrected p-value.",
+                 f"and role, with their effect size, corrected p-value and two one-sided lower bounds of the "
+                 f"{tested_parameter(st.test)}: `ci_low`, marginal at {st.confidence:.0%} (each head on its own), "
+                 f"and `ci_low_adj`, adjusted to the {CORRECTION_SHORT.get(st.correction, st.correction)} "
+                 f"correction ({_adjusted_words(st.correction)}); read `ci_low_adj` beside the assignments.",
                  max_rows=400, csv="strongest_heads.csv", fold=True)
 
 
@@ -558,7 +615,7 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
     report.contents(levels=(2, 3))
     summary_section(report, root, analysis, protocol, manifest, formats=formats)
     report.heading("Methods")
-    report.text(methods_paragraph(protocol, manifest))
+    report.text(methods_paragraph(protocol, manifest, analysis.tests))
     inputs_section(report, manifest, analysis)
     role_sections(report, root, analysis, protocol, formats=formats)
     statistics_sections(report, root, analysis, protocol, formats=formats)

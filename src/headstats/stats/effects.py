@@ -22,6 +22,7 @@ from types import ModuleType
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 #: pingouin column names across versions -> one stable snake_case name.
 _PG_COLUMNS: dict[str, str] = {
@@ -157,6 +158,38 @@ def n_for_power_greater(d: np.ndarray, *, power: float, alpha: float) -> np.ndar
         hi[active], lo[active] = h, l_
     res = np.where(enough_at_2, 2.0, np.where(reach, hi, np.nan))
     out[ok] = res
+    return out
+
+
+def mde_ttest_greater(n: np.ndarray, *, alpha, power: float) -> np.ndarray:
+    r"""Minimum detectable effect: the standardised d at which the one-sided one-sample t-test with n inputs
+    at level ``alpha`` has ``power``, i.e. the root of
+    :math:`P(T_{n-1}(d\sqrt n) > t_{1-\alpha, n-1}) = ` ``power`` (:func:`power_ttest_greater`).
+
+    Vectorised over ``n`` and ``alpha`` (broadcast); solved by bisection on each distinct (n, alpha) pair to
+    1e-10. ``n`` may be fractional (an effective N). NaN where n < 2 or alpha is not in (0, 1).
+    """
+    n, a = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(alpha, dtype=float))
+    out = np.full(n.shape, np.nan)
+    ok = np.isfinite(n) & (n >= 2) & np.isfinite(a) & (a > 0) & (a < 1)
+    if not ok.any():
+        return out
+    pairs, inverse = np.unique(np.stack([n[ok], a[ok]], axis=1), axis=0, return_inverse=True)
+    nn, aa = pairs[:, 0], pairs[:, 1]
+    crit = sps.t.isf(aa, nn - 1)
+    lo = np.zeros(nn.size)
+    hi = np.full(nn.size, 1.0)
+    for _ in range(60):  # grow hi until the power reaches the target
+        short = sps.nct.sf(crit, nn - 1, hi * np.sqrt(nn)) < power
+        if not short.any():
+            break
+        hi[short] *= 2.0
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        up = sps.nct.sf(crit, nn - 1, mid * np.sqrt(nn)) >= power
+        hi = np.where(up, mid, hi)
+        lo = np.where(up, lo, mid)
+    out[ok] = hi[np.ravel(inverse)]
     return out
 
 

@@ -35,6 +35,7 @@ from headstats.registry import Registry
 from headstats.stats import corrections as _corr
 from headstats.stats.corrections import (
     check_correction,
+    get_correction,
     correct_pvalues,
     correct_within_families,
     family_labels as _family_labels,
@@ -70,8 +71,9 @@ TEST_COLUMNS: tuple[str, ...] = (
     "statistic", "dof", "alternative", "p_unc", "p_corr", "correction", "family", "alpha", "effect_size",
     "effect_size_type", "ci_low", "ci_high", "confidence", "reject", "power", "n_for_power",
     "bf10_two_sided", "note",
-    # after the columns of the contract: provenance of the power and of the resampling tests
-    "power_alpha", "seed", "n_resamples",
+    # after the columns of the contract (issue 8): shape, multiplicity-adjusted bounds, design power, provenance
+    "skewness", "ci_low_adj", "ci_high_adj", "confidence_adj", "effect_of_interest", "mde", "mde_score",
+    "power_note", "power_alpha", "seed", "n_resamples",
 )
 ALTERNATIVE = "greater"
 #: The locations a one-sample test may be about.
@@ -157,6 +159,13 @@ class OneSampleTestSpec:
         ``p_from_moments(mean, sd, n, tau) -> p``, broadcasting, for a test whose p-value depends on the
         scores only through their mean, sd (ddof = 1) and n: then every tau of the sensitivity grid and the
         robustness table come from the moments a study computes once.
+    bound : callable or None
+        ``bound(x, *, tau, confidence, seed, n_resamples) -> ci_low``: the lower bound alone (used for the
+        multiplicity-adjusted bound ``ci_low_adj``); None: ``fn(...).ci_low``.
+    efficiency : float or None
+        Asymptotic relative efficiency against the one-sample t-test under normal scores (1 for the tests
+        of the mean, 3/pi for the signed-rank and 2/pi for the sign test): the power columns use the t-test's
+        power at N x efficiency. None: power not available for this test (NaN with a note).
     """
 
     name: str
@@ -167,6 +176,16 @@ class OneSampleTestSpec:
     description: str = ""
     p_values: PValues | None = None
     p_from_moments: Callable[..., np.ndarray] | None = None
+    bound: Callable[..., np.ndarray] | None = None
+    efficiency: float | None = None
+
+    def lower_bound(self, x: np.ndarray, *, tau: float, confidence: float, seed: int, n_resamples: int) -> np.ndarray:
+        """The one-sided lower bound ``ci_low`` of a ``(k, n)`` block at ``confidence``, by the fast path."""
+        if self.bound is not None:
+            return np.asarray(self.bound(x, tau=tau, confidence=confidence, seed=seed, n_resamples=n_resamples),
+                              dtype=float)
+        res = self.fn(x, tau=tau, confidence=confidence, seed=seed, n_resamples=n_resamples)
+        return np.asarray(res.ci_low, dtype=float)
 
     def pvalues(self, x: np.ndarray, *, tau: float, confidence: float, seed: int, n_resamples: int) -> np.ndarray:
         """The p-values of a ``(k, n)`` block, through the fast path when there is one."""
@@ -192,6 +211,8 @@ def register_test(
     description: str = "",
     p_values: PValues | None = None,
     p_from_moments: Callable[..., np.ndarray] | None = None,
+    bound: Callable[..., np.ndarray] | None = None,
+    efficiency: float | None = None,
     overwrite: bool = False,
 ) -> OneSampleTestSpec:
     """Add a one-sample test under ``name``.
@@ -213,6 +234,11 @@ def register_test(
         One line for reports, e.g. "one-sample t-test (ddof = 1)".
     p_values, p_from_moments : callable, optional
         Faster ways to the p-values alone (see :class:`OneSampleTestSpec`).
+    bound : callable, optional
+        A faster way to the lower bound alone (see :class:`OneSampleTestSpec`).
+    efficiency : float, optional
+        Efficiency against the t-test for the power columns (see :class:`OneSampleTestSpec`); None: power
+        is reported as not available.
     overwrite : bool
         Replace an existing test of that name instead of raising.
     """
@@ -225,7 +251,7 @@ def register_test(
     if name in ONE_SAMPLE_TESTS and not overwrite:
         raise HeadstatsError(f"test {name!r} is already registered; pass overwrite=True to replace it")
     spec = OneSampleTestSpec(name, fn, bool(resampling), parameter, effect_size, description, p_values,
-                             p_from_moments)
+                             p_from_moments, bound, efficiency)
     return ONE_SAMPLE_TESTS.register(name, spec, overwrite=overwrite)
 
 
@@ -666,17 +692,34 @@ def skew_t_test(
     )
 
 
+def _t_bound(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_resamples: int = 0) -> np.ndarray:
+    mean, sd, _, n = _t_parts(x, tau)
+    return _t_lower_bound(mean, sd, n, confidence)
+
+
+def _wilcoxon_bound_only(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0,
+                         n_resamples: int = 0) -> np.ndarray:
+    return _wilcoxon_bound(x, tau, (x != tau).sum(axis=1), confidence)
+
+
+def _sign_bound(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_resamples: int = 0) -> np.ndarray:
+    return _order_statistic_lower_bound(x, confidence)
+
+
 register_test("t", t_test, parameter="mean", effect_size="cohen_d", p_values=t_pvalues,
-              p_from_moments=t_p_from_moments, description="one-sample t-test (ddof = 1)")
+              p_from_moments=t_p_from_moments, bound=_t_bound, efficiency=1.0,
+              description="one-sample t-test (ddof = 1)")
 register_test("wilcoxon", wilcoxon_test, parameter="pseudo-median", effect_size="rank_biserial",
-              p_values=wilcoxon_pvalues, description="Wilcoxon signed-rank test on score - tau")
+              p_values=wilcoxon_pvalues, bound=_wilcoxon_bound_only, efficiency=3.0 / math.pi,
+              description="Wilcoxon signed-rank test on score - tau")
 register_test("sign", sign_test, parameter="median", effect_size="cohen_g", p_values=sign_pvalues,
-              description="sign test (median above tau)")
+              bound=_sign_bound, efficiency=2.0 / math.pi, description="sign test (median above tau)")
 register_test("bootstrap", bootstrap_test, resampling=True, parameter="mean", effect_size="cohen_d",
-              description="studentized bootstrap test of the mean")
+              efficiency=1.0, description="studentized bootstrap test of the mean")
 register_test("permutation", permutation_test, resampling=True, parameter="mean", effect_size="cohen_d",
-              description="sign-flip permutation test")
+              bound=_t_bound, efficiency=1.0, description="sign-flip permutation test")
 register_test("skew_t", skew_t_test, parameter="mean", effect_size="cohen_d", p_values=skew_t_pvalues,
+              bound=lambda x, **kw: skew_t_test(x, **kw).ci_low, efficiency=1.0,
               description="skewness-corrected t-test (Johnson 1978; Hall 1992)")
 
 
@@ -748,7 +791,7 @@ def resolve_n_resamples(
 # ----------------------------------------------------------------------------------------------------------
 def _check_options(
     *, tau: float, alpha: float, confidence: float, min_n: int, n_resamples: int, seed: int,
-    power_target: float = 0.8,
+    power_target: float = 0.8, effect_of_interest: float = 0.5,
 ) -> None:
     if not isinstance(tau, (int, float, np.integer, np.floating)) or not np.isfinite(tau):
         raise HeadstatsError(f"tau must be a finite number, got {tau!r}")
@@ -758,6 +801,10 @@ def _check_options(
         raise HeadstatsError(f"confidence must be a number with 0 < confidence < 1, got {confidence!r}")
     if not isinstance(power_target, (int, float, np.floating)) or not 0 < power_target < 1:
         raise HeadstatsError(f"power_target must be a number with 0 < power_target < 1, got {power_target!r}")
+    if (isinstance(effect_of_interest, bool) or not isinstance(effect_of_interest, (int, float, np.number))
+            or not np.isfinite(effect_of_interest) or effect_of_interest <= 0):
+        raise HeadstatsError(f"effect_of_interest must be a finite number > 0 (a standardised effect), "
+                             f"got {effect_of_interest!r}")
     if isinstance(min_n, bool) or not isinstance(min_n, (int, np.integer)) or min_n < 1:
         raise HeadstatsError(f"min_n must be an integer >= 1, got {min_n!r}")
     if not (isinstance(n_resamples, str) and n_resamples == "auto") and (
@@ -803,6 +850,18 @@ def run_pvalues(
     return p
 
 
+def _skewness(x: np.ndarray) -> np.ndarray:
+    r"""Sample skewness of each row, :math:`G_1 = \frac{\sqrt{N(N-1)}}{N-2} \frac{m_3}{m_2^{3/2}}`
+    (``scipy.stats.skew(bias=False)``, pandas' ``skew``); NaN for N < 3 or all scores equal."""
+    k, n = x.shape
+    if n < 3:
+        return _nan(k)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        out = np.asarray(sps.skew(x, axis=1, bias=False), dtype=float)
+    return np.where(x.std(axis=1) > 0, out, np.nan)
+
+
 def run_test(
     mat: ScoreMatrix, *, test: str, tau: float, confidence: float, seed: int, n_resamples: int, min_n: int
 ) -> pd.DataFrame:
@@ -818,7 +877,9 @@ def run_test(
     effect_type = np.full(g, "", dtype=object)
     notes = np.full(g, "", dtype=object)
     drawn = np.full(g, np.nan)
+    skewness = _nan(g)
     for rows, x in mat.blocks(min_n=min_n):
+        skewness[rows] = _skewness(x)
         res = fn(x, tau=float(tau), confidence=float(confidence), seed=int(seed), n_resamples=int(n_resamples))
         for name in out:
             out[name][rows] = np.asarray(getattr(res, name), dtype=float)
@@ -837,6 +898,7 @@ def run_test(
     frame["mean"] = mean
     frame["sd"] = sd
     frame["median"] = median
+    frame["skewness"] = skewness
     frame["tau"] = float(tau)
     for name in ("statistic", "dof"):
         frame[name] = out[name]
@@ -876,6 +938,67 @@ def apply_correction(
     out["alpha"] = float(alpha)
     out["reject"] = reject(p_corr, alpha)
     out["power_alpha"] = power_alpha
+    return out
+
+
+def adjusted_confidence(frame: pd.DataFrame, *, correction: str, confidence: float) -> np.ndarray:
+    r"""The level of the multiplicity-adjusted bound ``ci_low_adj`` of each row of a corrected frame.
+
+    Within each family of m hypotheses with a p-value, R of them rejected, and :math:`q = 1 -` confidence:
+
+    * FWER corrections (``holm``, ``bonferroni``): :math:`1 - q / m` for every row -- Bonferroni-adjusted
+      bounds, which hold simultaneously for the whole family with probability at least :math:`1 - q`;
+    * FDR corrections (``fdr_bh``, ``fdr_by``): :math:`1 - R q / m` for the R rejected rows, NaN for the
+      others -- the false-coverage-rate adjusted bounds of Benjamini & Yekutieli (2005), whose expected
+      share of non-covering bounds among the selected hypotheses is at most q (for independent or
+      positively dependent statistics); they are meant for the selected hypotheses only;
+    * ``none``: the marginal level.
+    """
+    kind = get_correction(correction).kind
+    p = frame["p_unc"].to_numpy(float)
+    rejected = frame["reject"].to_numpy(bool)
+    codes, _ = pd.factorize(frame["family"].to_numpy(dtype=object))
+    q = 1.0 - float(confidence)
+    out = _nan(len(frame))
+    for c in np.unique(codes):
+        idx = (codes == c) & np.isfinite(p)
+        m = int(idx.sum())
+        if m == 0:
+            continue
+        if kind == "fwer":
+            out[idx] = 1.0 - q / m
+        elif kind == "fdr":
+            r = int((idx & rejected).sum())
+            if r:
+                out[idx & rejected] = 1.0 - r * q / m
+        else:
+            out[idx] = float(confidence)
+    return out
+
+
+def add_adjusted_bounds(
+    frame: pd.DataFrame, mat: ScoreMatrix, *, test: str, tau: float, correction: str, confidence: float,
+    seed: int, n_resamples: int, min_n: int,
+) -> pd.DataFrame:
+    """Add ``ci_low_adj, ci_high_adj, confidence_adj`` (:func:`adjusted_confidence`) to a corrected frame.
+
+    The bound is the test's own lower bound (``ci_low``) at the adjusted level, row by row; ``ci_high_adj``
+    is +inf where the bound is defined (one-sided), NaN where it is not (e.g. not selected under an FDR
+    correction).
+    """
+    spec = get_test(test)
+    out = frame.copy()
+    level = adjusted_confidence(out, correction=correction, confidence=confidence)
+    low = _nan(len(out))
+    for value in np.unique(level[np.isfinite(level)]):
+        for rows, x in mat.blocks(min_n=min_n):
+            sel = level[rows] == value
+            if sel.any():
+                low[rows[sel]] = spec.lower_bound(x[sel], tau=float(tau), confidence=float(value), seed=int(seed),
+                                                  n_resamples=int(n_resamples))
+    out["ci_low_adj"] = low
+    out["ci_high_adj"] = np.where(np.isfinite(level), np.inf, np.nan)
+    out["confidence_adj"] = level
     return out
 
 
@@ -981,7 +1104,7 @@ def test_roles(
     fam = check_family(family)
     _check_options(
         tau=tau, alpha=alpha, confidence=confidence, min_n=min_n, n_resamples=n_resamples, seed=seed,
-        power_target=power_target,
+        power_target=power_target, effect_of_interest=effect_of_interest,
     )
     mat = score_matrix(scores)
     if get_test(test).resampling:
@@ -995,7 +1118,9 @@ def test_roles(
     frame = apply_correction(frame, correction=correction, family=fam, alpha=alpha)
     if get_test(test).resampling:
         _note_resampling_floor(frame, correction=correction, alpha=alpha)
-    frame = add_power(frame, power_target=power_target)
+    frame = add_adjusted_bounds(frame, mat, test=test, tau=tau, correction=correction, confidence=confidence,
+                                seed=seed, n_resamples=n_resamples, min_n=min_n)
+    frame = add_power(frame, power_target=power_target, effect_of_interest=effect_of_interest)
     return frame.loc[:, list(TEST_COLUMNS)].reset_index(drop=True)
 
 
