@@ -5,7 +5,7 @@ inputs that took part:
 
     H0: location <= tau        H1: location > tau        (one-sided, upper tail)
 
-where the location is the mean (``t``, ``bootstrap``, ``permutation``), the pseudo-median (``wilcoxon``) or
+where the location is the mean (``t``, ``skew_t``, ``bootstrap``, ``permutation``), the pseudo-median (``wilcoxon``) or
 the median (``sign``). The p-values are then corrected within each declared *family* with
 :func:`headstats.stats.corrections.correct_within_families`, and a head is assigned the role when
 ``p_corr <= alpha``.
@@ -1069,7 +1069,8 @@ def test_roles(
         heads x roles of one model on one data set), ``("model", "dataset", "role")``, ``("model",)``, or
         ``()`` for one family of everything.
     confidence : float
-        Level of the one-sided lower bound ``ci_low`` (``ci_high`` is +inf); not adjusted for multiplicity.
+        Level of the one-sided lower bound ``ci_low`` (``ci_high`` is +inf), marginal; ``ci_low_adj`` is the
+        same bound adjusted to the correction.
     seed : int
         For ``bootstrap`` and ``permutation``; recorded in the column ``seed``.
     n_resamples : int or "auto"
@@ -1080,17 +1081,21 @@ def test_roles(
     min_n : int
         Hypotheses with fewer participating inputs get NaN statistic and p and a note; they stay in the table.
     power_target : float
-        The power for which ``n_for_power`` is computed.
+        The power of ``mde`` and ``n_for_power``.
+    effect_of_interest : float
+        The standardised effect (location - tau) / sd at which ``power`` and ``n_for_power`` are computed.
 
     Returns
     -------
     pandas.DataFrame
         One row per hypothesis with the columns of :data:`TEST_COLUMNS`, sorted by the keys.
-        ``power`` is :math:`P(T_{n-1}(\delta) > t_{1-a', n-1})` with :math:`\delta = d\sqrt n`,
-        :math:`d = (\bar s - \tau)/s`, at the level ``a' = power_alpha`` (see :func:`next_discovery_alpha`),
-        for every test (the t approximation for the others); ``n_for_power`` the smallest n with power >=
-        ``power_target`` at that d; ``bf10_two_sided`` the two-sided JZS Bayes factor (r = 0.707) of the
-        t statistic (Rouder et al. 2009) -- not a one-sided quantity.
+        ``reject = p_corr <= alpha`` (as statsmodels). ``ci_low`` is the marginal bound at ``confidence``,
+        ``ci_low_adj`` the bound at the level adjusted to the correction (:func:`adjusted_confidence`).
+        The power columns are design power (:mod:`headstats.stats.power`): ``mde`` the standardised effect
+        detected with ``power_target`` at the head's n and the level ``power_alpha``
+        (:func:`next_discovery_alpha`), ``power`` and ``n_for_power`` at ``effect_of_interest``; never the
+        power at the observed effect. ``bf10_two_sided`` is the two-sided JZS Bayes factor (r = 0.707) of
+        the t statistic (Rouder et al. 2009) -- not a one-sided quantity.
 
     Examples
     --------
