@@ -10,8 +10,9 @@ about equals tau exactly -- the mean for ``t``, ``skew_t``, ``bootstrap`` and ``
 population on the boundary of H0. Inputs are then resampled with replacement (same N) ``--reps`` times (the
 resampling tests ``--resampling-reps`` times, each with ``--n-resamples`` resamples of its own), each
 resample is tested at nominal alpha = 0.05 (uncorrected), and the share of rejections is that head's type I
-error. The script prints, per test, the distribution of the type I error over heads and its correlation with
-the head's skewness (``scipy.stats.skew(bias=False)``), and writes the per-head rates to ``--out``.
+error. The script prints, per test, the distribution of the type I error over heads, its correlation with
+the head's skewness (``scipy.stats.skew(bias=False)``) and its median within bands of skewness, and writes
+the per-head rates to ``--out`` (``--summarise FILE`` prints the tables of such a file again).
 
 The default scores are the quickstart's (tests/golden/quickstart/scores.parquet: the embedded
 all-MiniLM-L6-v2 on data/demo). Takes a few minutes on one core.
@@ -52,6 +53,21 @@ def hypotheses(scores: pd.DataFrame, min_n: int):
             yield key, x
 
 
+BANDS = ((-np.inf, -0.5), (-0.5, 0.5), (0.5, 1.0), (1.0, 2.0), (2.0, 4.0), (4.0, np.inf))
+
+
+def band_table(rates: pd.DataFrame, tests) -> str:
+    """Median type I error per test within bands of skewness (Markdown)."""
+    lines = ["| skewness | heads | " + " | ".join(f"`{t}`" for t in tests) + " |",
+             "|---|---|" + "---|" * len(tests)]
+    for lo, hi in BANDS:
+        part = rates[(rates["skewness"] >= lo) & (rates["skewness"] < hi)]
+        if len(part):
+            label = f"{lo:g} to {hi:g}".replace("-inf to ", "below ").replace(" to inf", " and above")
+            lines.append(f"| {label} | {len(part)} | " + " | ".join(f"{part[t].median():.3f}" for t in tests) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scores", default=str(ROOT / "tests" / "golden" / "quickstart" / "scores.parquet"))
@@ -64,13 +80,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tests", default=",".join(TESTS))
     parser.add_argument("--out", default="skew_check.csv")
+    parser.add_argument("--summarise", default=None, help="print the tables of a per-head rates CSV and stop")
     args = parser.parse_args()
+    tests = [t.strip() for t in args.tests.split(",") if t.strip()]
+    if args.summarise:
+        summarise(pd.read_csv(args.summarise), tests, args)
+        return
 
     from headstats.stats.onesample import get_test
 
     scores = pd.read_parquet(args.scores)
     heads = list(hypotheses(scores, args.min_n))
-    tests = [t.strip() for t in args.tests.split(",") if t.strip()]
     print(f"{len(heads)} hypotheses with n >= {args.min_n} from {args.scores}")
     rows = []
     start = time.perf_counter()
@@ -90,6 +110,13 @@ def main() -> None:
     out = pd.DataFrame(rows)
     out.to_csv(args.out, index=False)
     print(f"{time.perf_counter() - start:.0f} s; per-head rates in {args.out}\n")
+    summarise(out, tests, args)
+
+
+def summarise(out: pd.DataFrame, tests, args) -> None:
+    """Print the summary tables of per-head type I error rates."""
+    from headstats.stats.onesample import get_test
+
     print("| test | reps per head | median | 5 % | 95 % | min | max | heads > 0.075 | heads < 0.025 | r with skewness |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in tests:
@@ -100,12 +127,15 @@ def main() -> None:
         q = np.percentile(rate[ok], [50, 5, 95])
         print(f"| `{name}` | {reps} | {q[0]:.3f} | {q[1]:.3f} | {q[2]:.3f} | {rate[ok].min():.3f} | "
               f"{rate[ok].max():.3f} | {np.mean(rate[ok] > 0.075):.0%} | {np.mean(rate[ok] < 0.025):.0%} | {r:+.2f} |")
+    print()
+    print(band_table(out, tests))
     sk = out["skewness"]
     print(f"\nskewness over heads: median {sk.median():.2f}, share above 2: {np.mean(sk > 2):.0%}, "
           f"range {sk.min():.2f} to {sk.max():.2f}")
     se = np.sqrt(args.alpha * (1 - args.alpha) / args.reps)
     print(f"Monte Carlo se of one head's rate at 0.05: {se:.4f} ({args.reps} reps), "
           f"{np.sqrt(args.alpha * (1 - args.alpha) / args.resampling_reps):.4f} ({args.resampling_reps} reps)")
+
 
 
 if __name__ == "__main__":

@@ -275,3 +275,17 @@ def test_finetune_recipe_bounds(field, value, words):
     error = info.value.errors()[0]
     assert error["loc"][0] == field and words in error["msg"], error
     assert FinetuneRecipe(task="sst2").epochs == 1.0
+
+
+def test_statistics_n_resamples_auto_and_effect_of_interest():
+    from headstats.config.protocol import StatisticsOptions
+
+    default = StatisticsOptions()
+    assert default.n_resamples == "auto" and default.effect_of_interest == 0.5
+    assert StatisticsOptions(n_resamples=20000).n_resamples == 20000
+    for bad in (50, "many", 1000.5, True):
+        with pytest.raises(ValidationError, match="must be 'auto' or a whole number >= 99"):
+            StatisticsOptions(n_resamples=bad)
+    for bad in (0, -0.5, float("inf")):
+        with pytest.raises(ValidationError):
+            StatisticsOptions(effect_of_interest=bad)
