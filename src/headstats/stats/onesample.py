@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from functools import partial
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -47,7 +48,9 @@ from headstats.stats.matrix import (
     SCORE_COLUMNS,
     ScoreMatrix,
     ScoresLike,
+    by_tau,
     score_matrix,
+    tau_rows,
 )
 from headstats.stats.power import add_power
 from headstats.stats.ranks import (
@@ -261,11 +264,11 @@ def _nan(k: int) -> np.ndarray:
     return np.full(k, np.nan)
 
 
-def _t_parts(x: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Mean, sample sd (ddof=1) and the t statistic ``(mean - tau) / (sd / sqrt(n))`` of each row."""
+def _t_parts(x: np.ndarray, tau: float, ddof: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Mean, sd (ddof = 1: the sample sd) and the t statistic ``(mean - tau) / (sd / sqrt(n))`` of each row."""
     n = x.shape[1]
     mean = x.mean(axis=1)
-    sd = x.std(axis=1, ddof=1) if n > 1 else _nan(x.shape[0])
+    sd = x.std(axis=1, ddof=ddof) if n > 1 else _nan(x.shape[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (mean - tau) / (sd / math.sqrt(n))
     return mean, sd, t, n
@@ -310,9 +313,9 @@ _walsh_lower_bound = walsh_lower_bound
 # ----------------------------------------------------------------------------------------------------------
 # the five tests
 # ----------------------------------------------------------------------------------------------------------
-def t_pvalues(x: np.ndarray, *, tau: float, seed: int = 0, n_resamples: int = 0) -> np.ndarray:
+def t_pvalues(x: np.ndarray, *, tau: float, seed: int = 0, n_resamples: int = 0, ddof: int = 1) -> np.ndarray:
     """p-values of :func:`t_test` alone."""
-    _, _, t, n = _t_parts(x, tau)
+    _, _, t, n = _t_parts(x, tau, ddof)
     return np.asarray(sps.t.sf(t, n - 1), dtype=float) if n > 1 else _nan(x.shape[0])
 
 
@@ -325,7 +328,15 @@ def t_p_from_moments(mean, sd, n, tau) -> np.ndarray:
         return np.where(n > 1, sps.t.sf(t, n - 1), np.nan)
 
 
-def t_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_resamples: int = 0) -> OneSampleResult:
+def t_ddof0_p_from_moments(mean, sd, n, tau) -> np.ndarray:
+    """:func:`t_p_from_moments` of the published code's statistic: sd with ddof 0, ``s_N = s_{N-1} sqrt((N-1)/N)``."""
+    n = np.asarray(n, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return t_p_from_moments(mean, np.asarray(sd, dtype=float) * np.sqrt((n - 1) / n), n, tau)
+
+
+def t_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_resamples: int = 0,
+           ddof: int = 1) -> OneSampleResult:
     r"""One-sample Student t-test of ``H0: mean <= tau``.
 
     .. math::
@@ -334,9 +345,10 @@ def t_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_res
     with the sample standard deviation :math:`s_{N-1}` (ddof = 1; the published code of Pande et al. 2021
     used ddof = 0). Equals ``scipy.stats.ttest_1samp(s, tau, alternative="greater")``. The bound is
     :math:`\bar s - t_{c, N-1}\, s_{N-1} / \sqrt N` with c = ``confidence``; the effect size is Cohen's
-    :math:`d = (\bar s - \tau) / s_{N-1}`.
+    :math:`d = (\bar s - \tau) / s_{N-1}`. ``ddof=0`` (registered as ``t_ddof0``) is the published code's
+    statistic: :math:`s_N` in place of :math:`s_{N-1}` in t, the bound and d, p still from :math:`T_{N-1}`.
     """
-    mean, sd, t, n = _t_parts(x, tau)
+    mean, sd, t, n = _t_parts(x, tau, ddof)
     p = sps.t.sf(t, n - 1) if n > 1 else _nan(x.shape[0])
     return OneSampleResult(
         statistic=t, dof=np.full(x.shape[0], float(n - 1)), p_unc=np.asarray(p, dtype=float),
@@ -555,6 +567,9 @@ register_test("bootstrap", bootstrap_test, resampling=True, parameter="mean", ef
               description="studentized bootstrap test of the mean")
 register_test("permutation", permutation_test, resampling=True, parameter="mean", effect_size="cohen_d",
               description="sign-flip permutation test")
+register_test("t_ddof0", partial(t_test, ddof=0), parameter="mean", effect_size="cohen_d",
+              p_values=partial(t_pvalues, ddof=0), p_from_moments=t_ddof0_p_from_moments,
+              description="one-sample t-test with the sd of ddof = 0 (the published code of Pande et al. 2021)")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -600,8 +615,16 @@ def run_pvalues(
     """Uncorrected p-values of one test for every hypothesis of ``mat`` (NaN below ``min_n``), nothing else.
 
     Equal to ``run_test(...)["p_unc"]``; through the test's fast path (no bounds, effect sizes or notes),
-    from the matrix' moments when the test allows it.
+    from the matrix' moments when the test allows it. ``tau`` may be one per hypothesis (an array, or a
+    mapping ``role -> tau``: :func:`headstats.stats.matrix.tau_rows`).
     """
+    tau = tau_rows(mat.keys, tau)
+    if np.ndim(tau):
+        p = _nan(len(mat.n))
+        for value, rows in by_tau(np.asarray(tau, dtype=float)):
+            p[rows] = run_pvalues(mat.take(rows), test=test, tau=value, confidence=confidence, seed=seed,
+                                  n_resamples=n_resamples, min_n=min_n)
+        return p
     spec = get_test(test)
     p = _nan(len(mat.n))
     if spec.p_from_moments is not None:
@@ -618,7 +641,17 @@ def run_pvalues(
 def run_test(
     mat: ScoreMatrix, *, test: str, tau: float, confidence: float, seed: int, n_resamples: int, min_n: int
 ) -> pd.DataFrame:
-    """Uncorrected results of one test for every hypothesis of ``mat`` (no correction, power or BF)."""
+    """Uncorrected results of one test for every hypothesis of ``mat`` (no correction, power or BF); ``tau``
+    one number, or one per hypothesis (as in :func:`run_pvalues`)."""
+    tau = tau_rows(mat.keys, tau)
+    if np.ndim(tau):
+        frames, order = [], []
+        for value, rows in by_tau(np.asarray(tau, dtype=float)):
+            frames.append(run_test(mat.take(rows), test=test, tau=value, confidence=confidence, seed=seed,
+                                   n_resamples=n_resamples, min_n=min_n))
+            order.append(rows)
+        frame = pd.concat(frames, ignore_index=True)
+        return frame.iloc[np.argsort(np.concatenate(order), kind="stable")].reset_index(drop=True)
     spec = get_test(test)
     fn = spec.fn
     g = len(mat.n)
@@ -742,8 +775,9 @@ def test_roles(
         roles)``), or the long table with columns ``model, dataset, sentence_id, layer, head, role, score``,
         or a :class:`~headstats.stats.matrix.ScoreMatrix` of either; a NaN score means that input did not
         take part for that role and is counted in ``n_missing``. All forms give the same table.
-    tau : float
-        The threshold of the sieve bias score (3 in Pande et al. 2021).
+    tau : float or mapping
+        The threshold of the sieve bias score (3 in Pande et al. 2021), or one per role
+        (``{"default": 3.0, "block": 1.5}``); recorded per row in the ``tau`` column.
     alpha : float
         Level for ``reject = p_corr < alpha``; 0 < alpha < 1.
     test : str
@@ -785,10 +819,11 @@ def test_roles(
     check_test(test)
     check_correction(correction)
     fam = check_family(family)
-    _check_options(
-        tau=tau, alpha=alpha, confidence=confidence, min_n=min_n, n_resamples=n_resamples, seed=seed,
-        power_target=power_target,
-    )
+    for value in (tau.values() if isinstance(tau, Mapping) else [tau]):
+        _check_options(
+            tau=value, alpha=alpha, confidence=confidence, min_n=min_n, n_resamples=n_resamples, seed=seed,
+            power_target=power_target,
+        )
     mat = score_matrix(scores)
     frame = run_test(
         mat, test=test, tau=tau, confidence=confidence, seed=seed, n_resamples=n_resamples, min_n=min_n
