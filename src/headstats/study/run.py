@@ -134,8 +134,9 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
     if parse == "spacy" or (parse == "auto" and needs_parses(protocol)):
         if parse == "spacy":
             records = [Record(r.sentence_id, r.text_a, r.text_b, r.label, meta=r.meta) for r in records]
-        gold = sum(r.is_parsed for r in records)
-        records = parse_records(records, parser=protocol.scoring.parser)
+        clean = protocol.scoring.alignment == "first_occurrence"
+        gold = 0 if clean else sum(r.is_parsed for r in records)
+        records = parse_records(records, parser=protocol.scoring.parser, clean=clean)
         info["parses"] = "gold" if gold == len(records) else ("spacy" if gold == 0 else "gold+spacy")
         info["parser"] = None if gold == len(records) else protocol.scoring.parser
     elif parse == "gold":
