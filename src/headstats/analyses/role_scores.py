@@ -130,13 +130,6 @@ class RoleScores(Collector):
         values = self.state().values
         return {role: int(np.isfinite(values[:, 0, 0, r]).sum()) for r, role in enumerate(self.roles)}
 
-    def mean_ceilings(self) -> dict[str, float]:
-        """Mean ceiling per role over the inputs taking part (METHODS 1.6)."""
-        state = self.state()
-        with np.errstate(invalid="ignore"):
-            return {role: float(np.nanmean(state.ceilings[:, r])) if np.isfinite(state.ceilings[:, r]).any()
-                    else float("nan") for r, role in enumerate(self.roles)}
-
     def tables(self) -> dict[str, pd.DataFrame]:
         """``participation``: ``model, dataset, role, n_inputs, n_taking_part``. The scores are :meth:`result`."""
         state = self.state()
