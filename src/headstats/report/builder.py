@@ -493,9 +493,15 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
         tag = figure_tag(model, dataset)
         report.heading(f"Roles of {model} on {dataset}", level=3)
         sub_tests = tests[(tests["model"] == model) & (tests["dataset"] == dataset)]
-        fig = roles_plots.mean_score_maps(sub_tests, tau=tau, title=f"mean score per head: {model} on {dataset}")
+        one_tau = sub_tests["tau"].nunique() <= 1 if "tau" in sub_tests else True
+        shown_tau = (float(sub_tests["tau"].iloc[0]) if len(sub_tests) and "tau" in sub_tests else tau) if one_tau \
+            else None  # taus differ by role: one colour scale cannot diverge at each
+        fig = roles_plots.mean_score_maps(sub_tests, tau=shown_tau,
+                                          title=f"mean score per head: {model} on {dataset}")
+        colours = (f"red above tau = {shown_tau:g}, blue below" if shown_tau is not None
+                   else f"tau differs by role ({_tau_text(protocol.statistics)}), so colours do not mark it")
         report.figure(save_figure(fig, root, f"mean_scores_{tag}", formats=formats),
-                      f"Mean sieve bias score of every head for each role; red above tau = {tau:g}, blue below; "
+                      f"Mean score of every head for each role; {colours}; "
                       "black outlines are the assigned heads. Look for red cells without an outline: above tau on "
                       "average but not significant after correction.", alt=f"mean score maps of {model} on {dataset}")
         pl = per_layer[(per_layer["model"] == model) & (per_layer["dataset"] == dataset)]
