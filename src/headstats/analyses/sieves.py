@@ -43,8 +43,10 @@ from headstats.model.encoding import EncodedInput
 from headstats.engine.batch import BatchLayout, BatchView, row_means, view_of
 from headstats.analyses.roles import SequenceLayout, get_role, role_relation
 
-__all__ = ["ARC_DIRECTIONS", "BatchLayout", "LOCAL_EDGES", "SCALES", "ScoreSettings", "arc_bias", "row_means",
-           "ceilings_of_batch", "row_entropy", "score_and_ceilings", "score_batch", "score_view", "sieve_bias", "sieve_bias_of_keys"]
+__all__ = ["ARC_DIRECTIONS", "BatchLayout", "LOCAL_EDGES", "SCALES", "ScoreSettings", "arc_bias", "arc_scores",
+           "ceilings_of_batch", "row_entropy", "row_means", "score_and_ceilings", "score_batch", "score_view",
+           "sieve_bias", "sieve_bias_of_columns", "sieve_bias_of_diagonals", "sieve_bias_of_keys",
+           "sieve_scores_of_keys"]
 
 ARC_DIRECTIONS = ("dependent_to_head", "head_to_dependent", "both")
 #: Units of a role's score: the sieve bias score (METHODS 1.2), the attention mass inside the sieve, or the
@@ -159,7 +161,12 @@ def sieve_bias(
 def sieve_bias_of_keys(attn: torch.Tensor, keys: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
                        means: torch.Tensor) -> torch.Tensor:
     """:func:`sieve_bias` from the sieves as 0/1 weights of real keys, ``keys`` (B, R, N, N) in attn's dtype."""
-    return sieve_scores_of_keys(attn, keys, queries, real, means)[0]
+    size = keys.sum(-1)
+    inside = torch.einsum("blhij,brij->blhri", attn, keys) / size[:, None, None]
+    bias = inside / means[:, :, :, None, :]
+    counted = (queries & real[:, None, :] & (size > 0)).to(attn.dtype)
+    total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
+    return total / counted.sum(-1)[:, None, None]
 
 
 def sieve_scores_of_keys(
@@ -232,6 +239,61 @@ def _rescale(scores: torch.Tensor, ceilings: torch.Tensor, scales: Sequence[str]
     return scores, ceilings
 
 
+def sieve_bias_of_columns(attn: torch.Tensor, columns: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
+                          means: torch.Tensor) -> torch.Tensor:
+    """:func:`sieve_bias_of_keys` for sieves whose keys are the same for every query (the delimiter roles).
+
+    ``columns`` (B, R, N) holds the keys of each role as 0/1 weights of real keys, in attn's dtype. The sums
+    inside the sieves are one batched product ``attn @ columns`` over all layers, heads and queries (the
+    per-query form would copy the attention to put the query axis first).
+    """
+    B, L, H, N, _ = attn.shape
+    size = columns.sum(-1)  # (B, R)
+    inside = torch.bmm(attn.reshape(B, L * H * N, N), columns.transpose(1, 2)).reshape(B, L, H, N, -1)
+    bias = inside.transpose(-1, -2) / size[:, None, None, :, None] / means[:, :, :, None, :]
+    counted = (queries & real[:, None, :] & (size > 0)[:, :, None]).to(attn.dtype)
+    total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
+    return total / counted.sum(-1)[:, None, None]
+
+
+#: A sieve the same for every input whose keys lie on at most this many diagonals is summed diagonal by diagonal.
+MAX_DIAGONALS = 16
+
+
+def _few_diagonals(mask: torch.Tensor) -> bool:
+    """Whether ``mask`` (1, N, N) is the same for every input and non-zero on at most :data:`MAX_DIAGONALS`
+    diagonals."""
+    if mask.dim() != 3 or mask.shape[0] != 1 or mask.shape[1] != mask.shape[2]:
+        return False
+    rows, cols = mask[0].nonzero(as_tuple=True)
+    return int(torch.unique(cols - rows).numel()) <= MAX_DIAGONALS
+
+
+def sieve_bias_of_diagonals(attn: torch.Tensor, mask: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
+                            means: torch.Tensor) -> torch.Tensor:
+    """:func:`sieve_bias_of_keys` for one sieve that is the same for every input and lies on a few diagonals.
+
+    ``mask`` (N, N) bool: key j is in the sieve of query i; ``queries`` (B, N) the counted queries. The sum
+    inside the sieve of query i is ``sum_d A[i, i + d] mask[i, i + d] real[i + d]`` over the mask's diagonal
+    offsets d, read from strided views of the attention (no product over all keys). Returns (B, L, H).
+    """
+    n = mask.shape[-1]
+    realf = real.to(attn.dtype)
+    maskf = mask.to(attn.dtype)
+    size = realf @ maskf.T  # (B, N): real keys in the sieve of each query
+    inside = torch.zeros(means.shape, dtype=attn.dtype, device=attn.device)
+    rows, cols = mask.nonzero(as_tuple=True)
+    for d in torch.unique(cols - rows).tolist():
+        q = slice(max(0, -d), n - max(0, d))  # queries i with key i + d inside the map
+        k = slice(max(0, d), n - max(0, -d))
+        weight = maskf.diagonal(d)[None] * realf[:, k]  # (B, n - |d|)
+        inside[..., q] += attn.diagonal(d, -2, -1) * weight[:, None, None]
+    bias = inside / size[:, None, None] / means
+    counted = (queries & real & (size > 0)).to(attn.dtype)
+    total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
+    return total / counted.sum(-1)[:, None, None]
+
+
 def arc_bias(
     attn: torch.Tensor,
     query_weights: torch.Tensor,
@@ -274,8 +336,10 @@ def arc_scores(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`arc_bias` with the scales of :func:`sieve_scores_of_keys`, and the ceilings ``mean_arcs n / |P_g|``
     (1 for ``mass`` and ``ceiling``): scores (B, L, H, R) and ceilings (B, R)."""
-    to_keys = torch.einsum("blhac,bkc->blhak", attn, key_weights)
-    numerator = torch.einsum("blhak,bka->blhk", to_keys, query_weights)
+    B, L, H, N, _ = attn.shape
+    # the query end's weighted rows of every map (one batched product with K rows), then their key end
+    rows = torch.matmul(query_weights[:, None], attn.reshape(B, L * H, N, N))  # (B, L*H, K, N)
+    numerator = (rows * key_weights[:, None]).sum(-1).reshape(B, L, H, -1)
     means = row_means(attn, real) if means is None else means
     denominator = torch.einsum("blha,bka->blhk", means, query_weights)
     bias = torch.nan_to_num(numerator / denominator, nan=0.0, posinf=0.0)
@@ -312,10 +376,14 @@ def _arc_tensors(
     inputs: Sequence[EncodedInput], width: int, arc_roles: list[tuple[int, str | None]], settings: ScoreSettings, device
 ):
     """Query/key piece weights of every arc, and which arc roles each arc counts for."""
+    wanted = set(settings.relations) if any(w is None for _, w in arc_roles) else set()
+    wanted |= {w for _, w in arc_roles if w is not None}
     rows = []
     for item in inputs:
         arcs = []
         for arc in item.arcs:
+            if arc.relation not in wanted:  # an arc no role counts costs a column of the product below
+                continue
             if settings.arc_direction in ("dependent_to_head", "both"):
                 arcs.append((arc.dependent, arc.head, arc.relation))
             if settings.arc_direction in ("head_to_dependent", "both"):
@@ -360,6 +428,23 @@ def score_view(view: BatchView, roles: Sequence[str], settings: ScoreSettings = 
     return score_and_ceilings(view, roles, settings)[0]
 
 
+def _general(name: str, settings: ScoreSettings) -> bool:
+    """Whether a sieve role needs the general per-query path: another scale or a published variant."""
+    return (settings.scale_of(name) != "bias" or (name == "block" and settings.block_entropy)
+            or (name == "local" and settings.local_edges == "published" and settings.window > 0))
+
+
+def _sieve_ceiling(mask: torch.Tensor, queries: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+    """Ceiling per input of a sieve on the bias scale, ``mean_i n / |S_f(i)|`` over the counted queries, from the
+    mask alone (broadcasting to (B, N, N)); (B,)."""
+    B, N = real.shape
+    size = (mask & real[:, None, :]).sum(-1).to(torch.float32).expand(B, N)
+    counted = (queries & real & (size > 0)).to(torch.float32)
+    n = real.sum(-1).to(torch.float32)
+    per_query = torch.nan_to_num(n[:, None] / size, nan=0.0, posinf=0.0)
+    return (per_query * counted).sum(-1) / counted.sum(-1)
+
+
 def score_and_ceilings(
     view: BatchView, roles: Sequence[str], settings: ScoreSettings = ScoreSettings()
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -396,21 +481,49 @@ def score_and_ceilings(
         sieve_cols.append(col)
         sieve_masks.append(mask)
         query_masks.append(queries)
-    if sieve_cols:
-        keys = torch.zeros((B, len(sieve_masks), N, N), dtype=attn.dtype, device=device)
-        for r, mask in enumerate(sieve_masks):
-            keys[:, r] = mask
+    names = [roles[c] for c in sieve_cols]
+    general = [r for r, name in enumerate(names) if _general(name, settings)]
+    # sieves that give every query the same keys (shape (B, 1, N): the delimiters) take one product with the
+    # attention; the others (local, block, user roles) one per query row
+    same_keys = [r for r, mask in enumerate(sieve_masks)
+                 if r not in general and mask.dim() == 3 and mask.shape[1] == 1]
+    diagonal = [r for r, mask in enumerate(sieve_masks)
+                if r not in general and r not in same_keys and _few_diagonals(mask)]
+    for r in diagonal:  # local, previous/next token...: a few diagonals of every map, summed in place
+        scores = sieve_bias_of_diagonals(attn, sieve_masks[r][0], query_masks[r], layout.real, view.row_means)
+        _put(out, [sieve_cols[r]], scores[..., None])
+    per_query = [r for r in range(len(sieve_masks)) if r not in same_keys and r not in diagonal and r not in general]
+    if same_keys:
+        columns = torch.cat([sieve_masks[r].expand(B, 1, N) for r in same_keys], 1) & layout.real[:, None, :]
+        scores = sieve_bias_of_columns(attn, columns.to(attn.dtype), torch.stack([query_masks[r] for r in same_keys], 1),
+                                       layout.real, view.row_means)
+        _put(out, [sieve_cols[r] for r in same_keys], scores)
+    if per_query:
+        keys = torch.zeros((B, len(per_query), N, N), dtype=attn.dtype, device=device)
+        for k, r in enumerate(per_query):
+            keys[:, k] = sieve_masks[r]
         keys *= layout.real[:, None, None, :]
-        names = [roles[c] for c in sieve_cols]
-        entropy_roles = [r for r, name in enumerate(names) if name == "block" and settings.block_entropy]
+        scores = sieve_bias_of_keys(attn, keys, torch.stack([query_masks[r] for r in per_query], 1), layout.real,
+                                    view.row_means)
+        _put(out, [sieve_cols[r] for r in per_query], scores)
+    for r in [*same_keys, *diagonal, *per_query]:  # bias-scale ceilings from the masks alone
+        ceilings[:, sieve_cols[r]] = _sieve_ceiling(sieve_masks[r], query_masks[r], layout.real).to(attn.dtype)
+    if general:  # another scale, or a published variant: the general per-query form
+        keys = torch.zeros((B, len(general), N, N), dtype=attn.dtype, device=device)
+        for k, r in enumerate(general):
+            keys[:, k] = sieve_masks[r]
+        keys *= layout.real[:, None, None, :]
+        gnames = [names[r] for r in general]
+        entropy_roles = [k for k, name in enumerate(gnames) if name == "block" and settings.block_entropy]
         scores, ceiling = sieve_scores_of_keys(
-            attn, keys, torch.stack(query_masks, 1), layout.real, view.row_means,
-            divisor=_divisors(keys, names, layout, settings),
+            attn, keys, torch.stack([query_masks[r] for r in general], 1), layout.real, view.row_means,
+            divisor=_divisors(keys, gnames, layout, settings),
             entropy=view.cached("row_entropy", lambda: row_entropy(attn, layout.real)) if entropy_roles else None,
-            entropy_roles=entropy_roles, scales=[settings.scale_of(name) for name in names],
+            entropy_roles=entropy_roles, scales=[settings.scale_of(name) for name in gnames],
         )
-        _put(out, sieve_cols, scores)
-        ceilings[:, sieve_cols] = ceiling
+        cols = [sieve_cols[r] for r in general]
+        _put(out, cols, scores)
+        ceilings[:, cols] = ceiling
     if arc_cols:
         q, k, member = _arc_tensors(view.inputs, N, arc_roles, settings, device)
         scores, ceiling = arc_scores(attn, q, k, member, layout.real, means=view.row_means,
