@@ -39,6 +39,9 @@ class MeasureArray:
         NaN where an input takes no part in a measure.
     provenance : dict
         What produced the values (model weights hash, tokenizer fingerprint, data hashes, options).
+    ceilings : ndarray of float32, shape (N, M), optional
+        Per input and measure, the largest value a head could reach (role scores: the score of a perfect
+        head, METHODS 1.6); NaN where the input takes no part; None when unknown.
     """
 
     model: str
@@ -47,6 +50,7 @@ class MeasureArray:
     measures: tuple[str, ...]
     values: np.ndarray
     provenance: dict = field(default_factory=dict, compare=False)
+    ceilings: np.ndarray | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         values = np.asarray(self.values)
@@ -58,6 +62,12 @@ class MeasureArray:
         object.__setattr__(self, "values", values.astype(np.float32, copy=False))
         object.__setattr__(self, "sentence_ids", ids)
         object.__setattr__(self, "measures", tuple(self.measures))
+        if self.ceilings is not None:
+            ceilings = np.asarray(self.ceilings, dtype=np.float32)
+            if ceilings.shape != (values.shape[0], values.shape[3]):
+                raise ValueError(f"ceilings must be (inputs, measures) = {(values.shape[0], values.shape[3])}, "
+                                 f"got {ceilings.shape}")
+            object.__setattr__(self, "ceilings", ceilings)
 
     @property
     def n_inputs(self) -> int:
@@ -82,7 +92,8 @@ class MeasureArray:
         """A view with only ``measures``, in that order."""
         index = [self.measures.index(m) for m in measures]
         return MeasureArray(self.model, self.dataset, self.sentence_ids, tuple(measures),
-                            self.values[..., index], self.provenance)
+                            self.values[..., index], self.provenance,
+                            None if self.ceilings is None else self.ceilings[:, index])
 
     def to_frame(self, *, measure_column: str = "role", value_column: str = "score") -> pd.DataFrame:
         """The long table, row order (input, layer, head, measure), keys as categoricals.

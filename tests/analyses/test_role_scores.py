@@ -68,3 +68,21 @@ def test_merge_of_shards():
 def test_empty_collector():
     result = collector().result()
     assert result.values.shape == (0, 1, 1, 3) and result.n_inputs == 0
+
+
+def test_ceilings_travel_with_the_scores_in_data_set_order(tiny_model):
+    from headstats.inputs.records import Record
+    from headstats.study.scoring import score_records
+
+    records = [Record("a", "the cat sat on the mat"), Record("b", "a dog ran"),
+               Record("c", "the old man saw a big red car today")]
+    run = score_records(tiny_model, records, dataset="d", roles=["local", "delimiter_cls"], batch_size=2)
+    array = run.array
+    assert array.ceilings.shape == (3, 2)
+    for k, rec in enumerate(records):
+        n = len(tiny_model.tokenizer(rec.text_a)["input_ids"])
+        local = np.mean([n / len([j for j in range(n) if abs(i - j) <= 2]) for i in range(n)])
+        assert array.ceilings[k, 0] == pytest.approx(local, rel=1e-6)
+        assert array.ceilings[k, 1] == pytest.approx(n)  # one [CLS]: n / 1
+    assert np.all(array.values[..., 0] <= array.ceilings[:, None, None, 0] + 1e-5)
+    assert array.select(["delimiter_cls"]).ceilings.shape == (3, 1)

@@ -474,3 +474,44 @@ def test_report_command_rebuilds_a_run_without_a_model(tmp_path, tiny_model_dir)
     strongest = pd.read_csv(out / "strongest_heads.csv")
     assert strongest.groupby(["model", "dataset", "role"]).size().max() == 2
     assert_one_line_error(runner.invoke(app, ["report", str(tmp_path)]), "not a headstats run folder")
+
+
+def test_validate_and_run_warn_when_tau_is_out_of_reach(tmp_path, tiny_model_dir):
+    import json
+
+    protocol = write_protocol(tmp_path, str(tiny_model_dir), datasets=[
+        {"name": "pairs", "path": str(DEMO / "pairs.txt"), "limit": 6}],
+        scoring={"roles": ["local", "block"], "batch_size": 6}, statistics={"tau": 3.0, "sensitivity": False})
+    result = runner.invoke(app, ["validate", str(protocol)])
+    assert result.exit_code == 0, result.output
+    warned = [line for line in result.output.splitlines() if line.startswith("warning: ")]
+    assert len(warned) == 1 and "block" in warned[0] and "ok: " in result.output
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["run", str(protocol), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "warning: tau = 3 is at or above the mean ceiling" in result.output.replace("\n", " ")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["warnings"]) == 1 and "role block on pairs" in manifest["warnings"][0]
+    report = (out / "report.md").read_text()
+    assert "tau is out of reach" in report and "ceilings.csv" in report
+
+
+def test_run_with_a_scale_and_a_tau_per_role(tmp_path, tiny_model_dir):
+    import pandas as pd
+
+    protocol = write_protocol(tmp_path, str(tiny_model_dir), datasets=[
+        {"name": "pairs", "path": str(DEMO / "pairs.txt"), "limit": 6}],
+        scoring={"roles": ["local", "block", "delimiter_cls"], "batch_size": 6, "scale": {"block": "mass"}},
+        statistics={"tau": {"default": 1.0, "block": 0.3}, "sensitivity": True})
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["run", str(protocol), "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    tests = pd.read_csv(out / "tests.csv")
+    assert set(tests.loc[tests["role"] == "block", "tau"]) == {0.3}
+    assert set(tests.loc[tests["role"] != "block", "tau"]) == {1.0}
+    block = tests[tests["role"] == "block"]
+    assert ((block["mean"] >= 0) & (block["mean"] <= 1)).all() and (block["score_ceiling"] == 1.0).all()
+    sens = pd.read_csv(out / "tau_sensitivity.csv")
+    assert sens.loc[sens["role"] == "block", "tau"].max() < 1 and sens.loc[sens["role"] == "local", "tau"].max() == 4
+    report = (out / "report.md").read_text()
+    assert "tau = 1 (block: 0.3)" in report and "attention mass inside the sieve" in report

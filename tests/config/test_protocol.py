@@ -289,3 +289,30 @@ def test_statistics_n_resamples_auto_and_effect_of_interest():
     for bad in (0, -0.5, float("inf")):
         with pytest.raises(ValidationError):
             StatisticsOptions(effect_of_interest=bad)
+# ------------------------------------------------------------------------ scales, variants, tau per role (issue 8)
+def test_tau_and_scale_per_role(tmp_path):
+    protocol = load_protocol(write(tmp_path, MINIMAL + "statistics: {tau: {default: 3, block: 1.5}}\n"
+                                   "scoring: {roles: [local, block], scale: {block: mass}}\n"))
+    st, sc = protocol.statistics, protocol.scoring
+    assert st.tau_of("block") == 1.5 and st.tau_of("local") == 3.0 and st.tau_text() == "3 (block: 1.5)"
+    assert sc.scale_of("block") == "mass" and sc.scale_of("local") == "bias"
+    assert st.tau_by_role(["local", "block"]) == {"local": 3.0, "block": 1.5}
+    plain = load_protocol(write(tmp_path, MINIMAL + "statistics: {tau: 2}\n", "p.yaml"))
+    assert plain.statistics.tau == 2.0 and plain.statistics.tau_of("block") == 2.0
+    assert plain.scoring.scale == "bias" and plain.scoring.local_edges == "exact"
+
+
+@pytest.mark.parametrize("extra, words", [
+    ("statistics: {tau: {default: 3, blok: 1}}\n", "statistics.tau names 'blok', which is not in scoring.roles"),
+    ("statistics: {tau: {block: .nan}}\n", "finite number"),
+    ("statistics: {tau: {block: -1}}\n", "greater than or equal to 0"),
+    ("statistics: {tau: {}}\n", "the mapping is empty"),
+    ("scoring: {scale: grams}\n", "must be one of bias, mass, ceiling"),
+    ("scoring: {scale: {local: mas}}\n", "scale of 'local' must be one of bias, mass, ceiling"),
+    ("scoring: {local_edges: paper}\n", "scoring.local_edges"),
+    ("scoring: {block_entropy: true, scale: {block: mass}}\n", "needs scale 'bias' for block"),
+])
+def test_bad_tau_and_scale_refused_in_one_line(tmp_path, extra, words):
+    with pytest.raises(ProtocolError) as info:
+        load_protocol(write(tmp_path, MINIMAL + extra))
+    assert words in str(info.value) and "\n" not in str(info.value), str(info.value)

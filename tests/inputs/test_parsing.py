@@ -234,3 +234,58 @@ def test_few_huge_words_are_still_refused_after_the_filter(nlp):
     (kept,), _ = split_too_long([record], max_length=128, too_long="truncate", n_special=2)
     with pytest.raises(DataError, match=r"input 'blob' has 1,000,001 characters"):
         parse_records([kept], parser=nlp)
+
+
+# ------------------------------------------------- the published code's cleaned copy and first-occurrence lookup
+def test_clean_text_keeps_word_runs_and_five_punctuation_marks():
+    from headstats.inputs.parsing import clean_text
+
+    assert clean_text('He said: "don\'t-stop" (now)!') == "He said don't stop now !"
+    assert clean_text("a, b; c? d. e") == "a , b ; c ? d . e"
+
+
+def test_first_occurrence_lookup_by_hand():
+    from headstats.inputs.parsing import first_occurrence_pieces
+
+    words = [Word(t, 0, 0, -1, "dep") for t in ("the", "cat", "the", "dogs", "owl")]
+    pieces = ["the", "cat", "saw", "the", "dog", "##s"]
+    tokenize = lambda w: ["dog", "##s"] if w == "dogs" else [w]  # noqa: E731
+    assert first_occurrence_pieces(words, pieces, tokenize) == [(0,), (1,), (0,), (4, 5), ()]
+
+
+def test_parse_records_clean_parses_the_cleaned_copy(nlp):
+    from headstats.inputs.parsing import CLEANED_KEY
+
+    rec = Record("0", 'The "big" dog ran.', "It (really) ran.")
+    out = parse_records([rec], parser=nlp, clean=True)[0]
+    assert out.meta[CLEANED_KEY] == ("The big dog ran .", "It really ran .")
+    assert [w.text for w in out.words_a] == ["The", "big", "dog", "ran", "."]
+    a = out.meta[CLEANED_KEY][0]
+    assert all(a[w.start:w.end] == w.text for w in out.words_a)  # offsets index into the cleaned copy
+
+
+def test_first_occurrence_alignment_in_the_encoder_shifts_and_repeats_as_published(tiny_model):
+    from headstats.inputs.parsing import CLEANED_KEY
+    from headstats.model.encoding import encode_record
+
+    text = 'the "cat" saw the dog'
+    cleaned = "the cat saw the dog"
+    # cat -> saw (nsubj), dog -> saw (dobj), the(2nd) -> dog (det)
+    words = tuple(Word(t, s, s + len(t), h, r) for t, s, h, r in
+                  [("the", 0, 1, "det"), ("cat", 4, 2, "nsubj"), ("saw", 8, -1, "ROOT"), ("the", 12, 4, "det"),
+                   ("dog", 16, 2, "dobj")])
+    rec = Record("0", text, words_a=words, meta={CLEANED_KEY: (cleaned, None)})
+    tok = tiny_model.tokenizer
+    enc = encode_record(rec, tok, index=0)
+    # the model's input: [CLS] the " cat " saw the dog [SEP]  ('"' is [UNK] here)
+    assert tok.convert_ids_to_tokens(enc.input_ids.tolist()) == ["[CLS]", "the", "[UNK]", "cat", "[UNK]", "saw",
+                                                                 "the", "dog", "[SEP]"]
+    # the notebooks: positions among the cleaned copy's pieces (the cat saw the dog), from position 1,
+    # each word at its first occurrence: cat 2, saw 3, dog 5, both "the" 1
+    assert enc.word_pieces == [(1,), (2,), (3,), (1,), (5,)]
+    arcs = {(a.dependent, a.head, a.relation) for a in enc.arcs}
+    assert arcs == {((1,), (2,), "det"), ((2,), (3,), "nsubj"), ((1,), (5,), "det"), ((5,), (3,), "dobj")}
+    # headstats' default, by character offsets into the text the model saw
+    rec_offsets = Record("0", text, words_a=tuple(Word(t, s, e, h, r) for (t, _, h, r), (s, e) in zip(
+        [(w.text, 0, w.head, w.deprel) for w in words], [(0, 3), (5, 8), (10, 13), (14, 17), (18, 21)])))
+    assert encode_record(rec_offsets, tok, index=0).word_pieces == [(1,), (3,), (5,), (6,), (7,)]

@@ -695,3 +695,52 @@ def test_skew_t_type_one_error_closer_to_nominal_on_skewed_scores():
     t_rate = np.mean(os_.t_pvalues(x, tau=1.0) <= 0.05)
     j_rate = np.mean(os_.skew_t_pvalues(x, tau=1.0) <= 0.05)
     assert t_rate < 0.03 and abs(j_rate - 0.05) < abs(t_rate - 0.05)
+# the published code's t statistic (ddof 0) and tau per role (issue 8)
+# ---------------------------------------------------------------------------------------------------------
+def test_t_ddof0_is_the_published_statistic():
+    x = [3.4, 2.9, 3.8, 4.1, 3.0, 3.6]
+    n = len(x)
+    mean = sum(x) / n
+    sd0 = math.sqrt(sum((v - mean) ** 2 for v in x) / n)  # np.std(x), as the notebooks
+    t0 = (mean - 3.0) / (sd0 / math.sqrt(n))
+    out = test_roles(long_table({("local", 0, 0): x}), test="t_ddof0", correction="none")
+    assert out["statistic"].iloc[0] == pytest.approx(t0, rel=1e-12)
+    assert out["p_unc"].iloc[0] == pytest.approx(sps.t.sf(t0, n - 1), rel=1e-12)
+    assert out["ci_low"].iloc[0] == pytest.approx(mean - sps.t.ppf(0.95, n - 1) * sd0 / math.sqrt(n), rel=1e-12)
+    # the fast path from the moments gives the same p-values (tau sensitivity uses it)
+    from headstats.stats.onesample import run_pvalues
+    from headstats.stats.matrix import score_matrix
+
+    mat = score_matrix(long_table({("local", 0, 0): x}))
+    assert run_pvalues(mat, test="t_ddof0", tau=3.0)[0] == pytest.approx(sps.t.sf(t0, n - 1), rel=1e-12)
+    # 2.6 % larger t than ddof 1 at N = 20 (METHODS 1.4): sqrt(20 / 19)
+    y = list(3 + RNG.standard_normal(20))
+    a = test_roles(long_table({("local", 0, 0): y}), test="t_ddof0")["statistic"].iloc[0]
+    b = test_roles(long_table({("local", 0, 0): y}), test="t")["statistic"].iloc[0]
+    assert a / b == pytest.approx(math.sqrt(20 / 19))
+
+
+def test_tau_per_role_is_used_row_by_row_and_corrected_together():
+    from statsmodels.stats.multitest import multipletests
+
+    vals = {("local", 0, h): list(2.0 + 0.4 * h + RNG.standard_normal(15)) for h in range(3)}
+    vals |= {("block", 0, h): list(1.2 + 0.3 * h + 0.5 * RNG.standard_normal(15)) for h in range(3)}
+    table = long_table(vals)
+    out = test_roles(table, tau={"default": 2.5, "block": 1.5})
+    assert (out.loc[out["role"] == "block", "tau"] == 1.5).all()
+    assert (out.loc[out["role"] == "local", "tau"] == 2.5).all()
+    for (role, layer, head), x in vals.items():
+        row = out[(out["role"] == role) & (out["head"] == head)].iloc[0]
+        ref = sps.ttest_1samp(x, 1.5 if role == "block" else 2.5, alternative="greater").pvalue
+        assert row["p_unc"] == pytest.approx(ref, rel=1e-10)
+    holm = multipletests(out["p_unc"].to_numpy(), method="holm")[1]
+    np.testing.assert_allclose(out["p_corr"].to_numpy(), holm, rtol=1e-12)
+    # a mapping without the role falls back to its default; a plain number still works
+    same = test_roles(table, tau={"default": 2.5})
+    plain = test_roles(table, tau=2.5)
+    pd.testing.assert_frame_equal(same, plain)
+    for test in ("wilcoxon", "bootstrap"):
+        mixed = test_roles(table, test=test, tau={"default": 2.5, "block": 1.5}, n_resamples=199)
+        alone = test_roles(table, test=test, tau=1.5, n_resamples=199)
+        np.testing.assert_allclose(mixed.loc[mixed["role"] == "block", "p_unc"],
+                                   alone.loc[alone["role"] == "block", "p_unc"])

@@ -376,3 +376,19 @@ def test_resampling_too_few_resamples_refused_before_any_model_loads(study):
         "test": "bootstrap", "n_resamples": 99, "family": ["model", "dataset", "role", "layer"], "alpha": 0.05})
     if heads / 0.05 <= 100:
         assert check(study, small) is None
+# --------------------------------------------------------------------------------- tau out of reach (issue 8)
+def test_tau_warnings_found_without_data(study):
+    from headstats.study.preflight import tau_warnings
+
+    def warnings(**overrides):
+        path = study["root"] / "w.yaml"
+        path.write_text(yaml.safe_dump(protocol_for(study, **overrides)))
+        return tau_warnings(load_protocol(path))
+
+    assert any("block" in w and "2 + 2/a + 1/b" in w for w in warnings())  # default tau 3, block on the bias scale
+    assert warnings(statistics={"tau": {"default": 3, "block": 1.5}}) == []
+    assert warnings(scoring={"block_entropy": True}) == []  # the entropy factor lifts block's scale
+    unit = warnings(scoring={"scale": {"default": "bias", "block": "mass", "local": "ceiling"}},
+                    statistics={"tau": {"default": 3, "block": 0.5}})
+    assert len(unit) == 1 and "role local is at or above 1" in unit[0] and "'ceiling'" in unit[0]
+    assert all("\n" not in w for w in unit)

@@ -18,7 +18,7 @@ from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context
 from headstats.errors import IncompatibleResultsError
 from headstats.measures import MeasureArray
-from headstats.analyses.sieves import ScoreSettings, score_view
+from headstats.analyses.sieves import ScoreSettings, score_and_ceilings
 
 
 @dataclass
@@ -32,17 +32,25 @@ class ScoreState:
     sentence_ids : ndarray of object, shape (N,)
     values : ndarray of float32, shape (N, L, H, R)
     roles : tuple of str
+    ceilings : ndarray of float32, shape (N, R)
+        Each input's ceiling per role (METHODS 1.6), computed in the same pass as the scores.
     """
 
     index: np.ndarray
     sentence_ids: np.ndarray
     values: np.ndarray
     roles: tuple[str, ...]
+    ceilings: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.ceilings is None:
+            self.ceilings = np.full((self.values.shape[0], len(self.roles)), np.nan, np.float32)
 
     @classmethod
     def empty(cls, n_layers: int, n_heads: int, roles: Sequence[str]) -> "ScoreState":
         return cls(np.zeros(0, np.int64), np.zeros(0, object),
-                   np.zeros((0, n_layers, n_heads, len(roles)), np.float32), tuple(roles))
+                   np.zeros((0, n_layers, n_heads, len(roles)), np.float32), tuple(roles),
+                   np.zeros((0, len(roles)), np.float32))
 
     @classmethod
     def join(cls, parts: Sequence["ScoreState"]) -> "ScoreState":
@@ -70,7 +78,8 @@ class ScoreState:
         for part in parts:
             values[destination[start:start + len(part.index)]] = part.values
             start += len(part.index)
-        return cls(index, ids, values, roles)
+        ceilings = np.concatenate([p.ceilings for p in parts])[order]
+        return cls(index, ids, values, roles, ceilings)
 
 
 class RoleScores(Collector):
@@ -88,10 +97,11 @@ class RoleScores(Collector):
         self._blocks: list[ScoreState] = []
 
     def update(self, view: BatchView) -> None:
-        values = score_view(view, self.roles, self.settings).detach().cpu().numpy()
+        values, ceilings = score_and_ceilings(view, self.roles, self.settings)
         ids = np.empty(view.size, dtype=object)
         ids[:] = view.sentence_ids
-        self._blocks.append(ScoreState(view.index.copy(), ids, values, self.roles))
+        self._blocks.append(ScoreState(view.index.copy(), ids, values.detach().cpu().numpy(), self.roles,
+                                       ceilings.detach().cpu().numpy()))
 
     def state(self) -> ScoreState:
         if self._blocks:
@@ -113,7 +123,7 @@ class RoleScores(Collector):
         provenance = {"model": self.context.provenance.get(self.context.model, {}),
                       "roles": list(self.roles), "settings": dict(vars(self.settings))}
         return MeasureArray(self.context.model, self.context.dataset, state.sentence_ids, state.roles, state.values,
-                            provenance=provenance)
+                            provenance=provenance, ceilings=state.ceilings)
 
     def participation(self) -> dict[str, int]:
         """Inputs with a finite score, per role."""

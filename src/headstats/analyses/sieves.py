@@ -13,6 +13,22 @@ queries with a non-empty sieve. For a dependency arc from dependent word d to he
 
 and the per-input score of a relation is the mean of ``b`` over that relation's arcs (NaN when the input
 has none). All functions take attention of shape (B, L, H, N, N) and return scores of shape (B, L, H, R).
+
+Ceilings (METHODS 1.6). A token bias cannot exceed ``n / |S_f(i)|`` (the whole row inside the sieve), so every
+input has, per role, an attainable maximum: the score a perfect head would get (all of each counted query's
+mass spread over its sieve), averaged over the counted queries (arcs) exactly as the score is,
+
+    ceiling_f(x) = mean_i n / |S_f(i)|            (an arc: n / |P_g|)
+
+It is computed in the same pass as the scores (:func:`score_and_ceilings`). Two length-free scales a protocol
+may choose per role (:attr:`ScoreSettings.scales`): ``mass``, the attention mass inside the sieve,
+``mean_i sum_{j in S_f(i)} A[i, j]`` (an arc: ``mean_a sum_{b in P_g} A[a, b]``), in [0, 1]; and
+``ceiling``, the bias score divided by the input's ceiling, in [0, 1]. Their ceiling is 1.
+
+The published code's variants (METHODS 1.6), each an option of :class:`ScoreSettings`: ``block_entropy``
+(each block query's ratio times the entropy in nats of its attention row), ``first_sep_segment="B"`` (the
+first [SEP] of a pair is a query of segment B) and ``local_edges="published"`` (the last w queries divide
+their window sum by ``|window| + 1``: by 5 and 4 instead of 4 and 3 at w = 2).
 """
 
 from __future__ import annotations
@@ -27,11 +43,18 @@ from headstats.model.encoding import EncodedInput
 from headstats.engine.batch import BatchLayout, BatchView, row_means, view_of
 from headstats.analyses.roles import SequenceLayout, get_role, role_relation
 
-__all__ = ["ARC_DIRECTIONS", "BatchLayout", "ScoreSettings", "arc_bias", "row_means", "score_batch", "sieve_bias_of_columns",
-           "sieve_bias_of_diagonals",
-           "score_view", "sieve_bias", "sieve_bias_of_keys"]
+__all__ = ["ARC_DIRECTIONS", "BatchLayout", "LOCAL_EDGES", "SCALES", "ScoreSettings", "arc_bias", "arc_scores",
+           "ceilings_of_batch", "row_entropy", "row_means", "score_and_ceilings", "score_batch", "score_view",
+           "sieve_bias", "sieve_bias_of_columns", "sieve_bias_of_diagonals", "sieve_bias_of_keys",
+           "sieve_scores_of_keys"]
 
 ARC_DIRECTIONS = ("dependent_to_head", "head_to_dependent", "both")
+#: Units of a role's score: the sieve bias score (METHODS 1.2), the attention mass inside the sieve, or the
+#: bias score over its ceiling (METHODS 1.6).
+SCALES = ("bias", "mass", "ceiling")
+#: Divisors of the local window at the end of a sequence: the clipped window's size, or (the published
+#: code) that size + 1 for the last w queries.
+LOCAL_EDGES = ("exact", "published")
 
 
 @dataclass(frozen=True)
@@ -48,27 +71,64 @@ class ScoreSettings:
         Which end of an arc is the query; ``both`` scores each arc in both directions, as two arcs.
     relations : tuple of str
         Relations whose union forms the ``syntactic`` role (canonical labels).
+    scale : str
+        The unit of every role not named in ``scales``: ``bias`` (default), ``mass`` or ``ceiling``.
+    scales : tuple of (role, scale) pairs
+        Per-role units, overriding ``scale``.
+    block_entropy : bool
+        ``block`` multiplies each query's ratio by the entropy (nats) of its attention row (published code).
+    first_sep_segment : {"A", "B"}
+        The segment whose block sieve the first [SEP] of a pair queries (``B`` in the published code).
+    local_edges : {"exact", "published"}
+        ``published``: the last w queries of ``local`` divide their window sum by the window's size + 1.
     """
 
     window: int = 2
     count_special_queries: bool = True
     arc_direction: str = "dependent_to_head"
     relations: tuple[str, ...] = ("nsubj", "dobj", "amod", "advmod")
+    scale: str = "bias"
+    scales: tuple[tuple[str, str], ...] = ()
+    block_entropy: bool = False
+    first_sep_segment: str = "A"
+    local_edges: str = "exact"
 
     def __post_init__(self):
         if self.window < 0:
             raise ValueError(f"window must be >= 0, not {self.window}")
         if self.arc_direction not in ARC_DIRECTIONS:
             raise ValueError(f"arc_direction must be one of {ARC_DIRECTIONS}, not {self.arc_direction!r}")
+        for role, scale in (("(default)", self.scale), *self.scales):
+            if scale not in SCALES:
+                raise ValueError(f"scale of {role} must be one of {SCALES}, not {scale!r}")
+        if self.first_sep_segment not in ("A", "B"):
+            raise ValueError(f"first_sep_segment must be 'A' or 'B', not {self.first_sep_segment!r}")
+        if self.local_edges not in LOCAL_EDGES:
+            raise ValueError(f"local_edges must be one of {LOCAL_EDGES}, not {self.local_edges!r}")
+
+    def scale_of(self, role: str) -> str:
+        """The unit of ``role``'s score (``bias``, ``mass`` or ``ceiling``)."""
+        return dict(self.scales).get(role, self.scale)
 
     @classmethod
     def from_options(cls, options) -> "ScoreSettings":
         """Build from any object with the same attributes (e.g. the protocol's ``ScoringOptions``)."""
+        scale = getattr(options, "scale", "bias")
+        if isinstance(scale, dict):
+            default = scale.get("default", "bias")
+            per_role = tuple(sorted((k, v) for k, v in scale.items() if k != "default"))
+        else:
+            default, per_role = scale, ()
         return cls(
             window=options.window,
             count_special_queries=options.count_special_queries,
             arc_direction=options.arc_direction,
             relations=tuple(options.relations),
+            scale=default,
+            scales=per_role,
+            block_entropy=getattr(options, "block_entropy", False),
+            first_sep_segment=getattr(options, "first_sep_segment", "A"),
+            local_edges=getattr(options, "local_edges", "exact"),
         )
 
 
@@ -107,6 +167,76 @@ def sieve_bias_of_keys(attn: torch.Tensor, keys: torch.Tensor, queries: torch.Te
     counted = (queries & real[:, None, :] & (size > 0)).to(attn.dtype)
     total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
     return total / counted.sum(-1)[:, None, None]
+
+
+def sieve_scores_of_keys(
+    attn: torch.Tensor, keys: torch.Tensor, queries: torch.Tensor, real: torch.Tensor, means: torch.Tensor,
+    *, divisor: torch.Tensor | None = None, entropy: torch.Tensor | None = None,
+    entropy_roles: Sequence[int] = (), scales: Sequence[str] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scores and ceilings of R sieve roles from their key weights (METHODS 1.2 and 1.6).
+
+    Parameters
+    ----------
+    attn : Tensor (B, L, H, N, N)
+    keys : Tensor (B, R, N, N)
+        0/1 weights of the real keys of each query's sieve, in attn's dtype.
+    queries : bool Tensor (B, R, N)
+    real : bool Tensor (B, N)
+    means : Tensor (B, L, H, N)
+        :func:`row_means` of ``attn``.
+    divisor : Tensor (B, R, N), optional
+        What each query's sieve sum is divided by; default ``|S_f(i)|`` (the published ``local`` divides the
+        last w queries by ``|S_f(i)| + 1``).
+    entropy : Tensor (B, L, H, N), optional
+        Row entropies (nats), multiplying the ratio of the roles in ``entropy_roles`` (published ``block``).
+    scales : sequence of str, optional
+        Per role ``bias`` (default), ``mass`` or ``ceiling``.
+
+    Returns
+    -------
+    scores : Tensor (B, L, H, R)
+        Mean over counted queries with a non-empty sieve; NaN when there is none.
+    ceilings : Tensor (B, R)
+        The score a perfect head would get, averaged as the score is: ``mean_i n / divisor(i)`` for
+        ``bias`` (times ``ln |S_f(i)|`` with the entropy factor), 1 for ``mass`` and ``ceiling``; NaN when no
+        query counts.
+    """
+    size = keys.sum(-1)
+    divisor = size if divisor is None else divisor
+    mass = torch.einsum("blhij,brij->blhri", attn, keys)
+    inside = mass / divisor[:, None, None]
+    bias = inside / means[:, :, :, None, :]
+    counted = (queries & real[:, None, :] & (size > 0)).to(attn.dtype)
+    n = real.sum(-1).to(attn.dtype)
+    per_query_ceiling = n[:, None, None] / divisor
+    for r in entropy_roles:
+        bias[:, :, :, r] = bias[:, :, :, r] * entropy
+        # a perfect head spreads its row evenly over the sieve: entropy ln |S_f(i)|
+        per_query_ceiling[:, r] = per_query_ceiling[:, r] * torch.log(size[:, r].clamp(min=1))
+    scales = list(scales) if scales is not None else ["bias"] * keys.shape[1]
+    mass_roles = [r for r, scale in enumerate(scales) if scale == "mass"]
+    if mass_roles:
+        bias[:, :, :, mass_roles] = mass[:, :, :, mass_roles]
+    n_counted = counted.sum(-1)
+    total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
+    scores = total / n_counted[:, None, None]
+    ceilings = (torch.nan_to_num(per_query_ceiling, nan=0.0, posinf=0.0) * counted).sum(-1) / n_counted
+    return _rescale(scores, ceilings, scales)
+
+
+def _rescale(scores: torch.Tensor, ceilings: torch.Tensor, scales: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Divide ``ceiling``-scale roles by their ceiling; the ceiling of ``mass`` and ``ceiling`` roles is 1."""
+    unit = [r for r, scale in enumerate(scales) if scale != "bias"]
+    if not unit:
+        return scores, ceilings
+    divide = [r for r, scale in enumerate(scales) if scale == "ceiling"]
+    if divide:
+        scores[..., divide] = scores[..., divide] / ceilings[:, None, None, divide]
+    ceilings = ceilings.clone()
+    ceilings[:, unit] = torch.where(torch.isnan(ceilings[:, unit]), ceilings[:, unit],
+                                    torch.ones_like(ceilings[:, unit]))
+    return scores, ceilings
 
 
 def sieve_bias_of_columns(attn: torch.Tensor, columns: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
@@ -191,6 +321,21 @@ def arc_bias(
     Tensor (B, L, H, R)
         Mean of ``b(d -> g)`` over the arcs of each role; NaN for an input without such an arc.
     """
+    return arc_scores(attn, query_weights, key_weights, membership, real, means=means)[0]
+
+
+def arc_scores(
+    attn: torch.Tensor,
+    query_weights: torch.Tensor,
+    key_weights: torch.Tensor,
+    membership: torch.Tensor,
+    real: torch.Tensor,
+    *,
+    means: torch.Tensor | None = None,
+    scales: Sequence[str] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`arc_bias` with the scales of :func:`sieve_scores_of_keys`, and the ceilings ``mean_arcs n / |P_g|``
+    (1 for ``mass`` and ``ceiling``): scores (B, L, H, R) and ceilings (B, R)."""
     B, L, H, N, _ = attn.shape
     # the query end's weighted rows of every map (one batched product with K rows), then their key end
     rows = torch.matmul(query_weights[:, None], attn.reshape(B, L * H, N, N))  # (B, L*H, K, N)
@@ -199,7 +344,19 @@ def arc_bias(
     denominator = torch.einsum("blha,bka->blhk", means, query_weights)
     bias = torch.nan_to_num(numerator / denominator, nan=0.0, posinf=0.0)
     member = membership.to(attn.dtype)
-    return torch.einsum("blhk,bkr->blhr", bias, member) / member.sum(1)[:, None, None]
+    count = member.sum(1)
+    scores = torch.einsum("blhk,bkr->blhr", bias, member) / count[:, None, None]
+    key_size = (key_weights > 0).sum(-1).to(attn.dtype)  # |P_g| per arc
+    n = real.sum(-1).to(attn.dtype)
+    arc_ceiling = torch.nan_to_num(n[:, None] / key_size, nan=0.0, posinf=0.0)
+    ceilings = torch.einsum("bk,bkr->br", arc_ceiling, member) / count
+    scales = list(scales) if scales is not None else ["bias"] * member.shape[-1]
+    mass_roles = [r for r, scale in enumerate(scales) if scale == "mass"]
+    if mass_roles:
+        mass = numerator * key_size[:, None, None]  # mean_a sum_{b in P_g} A[a, b]
+        scores[..., mass_roles] = (torch.einsum("blhk,bkr->blhr", mass, member[..., mass_roles])
+                                   / count[:, None, None, mass_roles])
+    return _rescale(scores, ceilings, scales)
 
 
 def _user_sieve(spec, inputs: Sequence[EncodedInput], width: int, options: ScoreSettings, device) -> torch.Tensor:
@@ -268,11 +425,44 @@ def score_view(view: BatchView, roles: Sequence[str], settings: ScoreSettings = 
     -------
     Tensor (B, L, H, R), the attention's dtype (float32); NaN where the input does not take part in a role.
     """
+    return score_and_ceilings(view, roles, settings)[0]
+
+
+def _general(name: str, settings: ScoreSettings) -> bool:
+    """Whether a sieve role needs the general per-query path: another scale or a published variant."""
+    return (settings.scale_of(name) != "bias" or (name == "block" and settings.block_entropy)
+            or (name == "local" and settings.local_edges == "published" and settings.window > 0))
+
+
+def _sieve_ceiling(mask: torch.Tensor, queries: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+    """Ceiling per input of a sieve on the bias scale, ``mean_i n / |S_f(i)|`` over the counted queries, from the
+    mask alone (broadcasting to (B, N, N)); (B,)."""
+    B, N = real.shape
+    size = (mask & real[:, None, :]).sum(-1).to(torch.float32).expand(B, N)
+    counted = (queries & real & (size > 0)).to(torch.float32)
+    n = real.sum(-1).to(torch.float32)
+    per_query = torch.nan_to_num(n[:, None] / size, nan=0.0, posinf=0.0)
+    return (per_query * counted).sum(-1) / counted.sum(-1)
+
+
+def score_and_ceilings(
+    view: BatchView, roles: Sequence[str], settings: ScoreSettings = ScoreSettings()
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`score_view` and, from the same pass, each input's ceiling per role (METHODS 1.6).
+
+    Returns
+    -------
+    scores : Tensor (B, L, H, R)
+    ceilings : Tensor (B, R)
+        The score a perfect head would get on each input (``mean_i n / |S_f(i)|`` on the ``bias`` scale,
+        1 on ``mass`` and ``ceiling``); NaN where the input does not take part.
+    """
     attn = view.attention
     B, L, H, N, _ = attn.shape
     device = attn.device
     layout = view.layout
     out = torch.full((B, L, H, len(roles)), float("nan"), dtype=attn.dtype, device=device)
+    ceilings = torch.full((B, len(roles)), float("nan"), dtype=attn.dtype, device=device)
 
     sieve_cols, sieve_masks, query_masks = [], [], []
     arc_cols, arc_roles = [], []
@@ -284,21 +474,25 @@ def score_view(view: BatchView, roles: Sequence[str], settings: ScoreSettings = 
             arc_roles.append((col, role_relation(name)))
             continue
         if spec.batched is not None:
-            mask = spec.batched(layout, settings.window)
+            mask = spec.batched(_layout_for(name, layout, settings), settings.window)
         else:
             mask = _user_sieve(spec, view.inputs, N, settings, device)
         queries = base_queries & layout.is_pair[:, None] if spec.pairs_only else base_queries
         sieve_cols.append(col)
         sieve_masks.append(mask)
         query_masks.append(queries)
+    names = [roles[c] for c in sieve_cols]
+    general = [r for r, name in enumerate(names) if _general(name, settings)]
     # sieves that give every query the same keys (shape (B, 1, N): the delimiters) take one product with the
     # attention; the others (local, block, user roles) one per query row
-    same_keys = [r for r, mask in enumerate(sieve_masks) if mask.dim() == 3 and mask.shape[1] == 1]
-    diagonal = [r for r, mask in enumerate(sieve_masks) if r not in same_keys and _few_diagonals(mask)]
+    same_keys = [r for r, mask in enumerate(sieve_masks)
+                 if r not in general and mask.dim() == 3 and mask.shape[1] == 1]
+    diagonal = [r for r, mask in enumerate(sieve_masks)
+                if r not in general and r not in same_keys and _few_diagonals(mask)]
     for r in diagonal:  # local, previous/next token...: a few diagonals of every map, summed in place
         scores = sieve_bias_of_diagonals(attn, sieve_masks[r][0], query_masks[r], layout.real, view.row_means)
         _put(out, [sieve_cols[r]], scores[..., None])
-    per_query = [r for r in range(len(sieve_masks)) if r not in same_keys and r not in diagonal]
+    per_query = [r for r in range(len(sieve_masks)) if r not in same_keys and r not in diagonal and r not in general]
     if same_keys:
         columns = torch.cat([sieve_masks[r].expand(B, 1, N) for r in same_keys], 1) & layout.real[:, None, :]
         scores = sieve_bias_of_columns(attn, columns.to(attn.dtype), torch.stack([query_masks[r] for r in same_keys], 1),
@@ -312,10 +506,64 @@ def score_view(view: BatchView, roles: Sequence[str], settings: ScoreSettings = 
         scores = sieve_bias_of_keys(attn, keys, torch.stack([query_masks[r] for r in per_query], 1), layout.real,
                                     view.row_means)
         _put(out, [sieve_cols[r] for r in per_query], scores)
+    for r in [*same_keys, *diagonal, *per_query]:  # bias-scale ceilings from the masks alone
+        ceilings[:, sieve_cols[r]] = _sieve_ceiling(sieve_masks[r], query_masks[r], layout.real).to(attn.dtype)
+    if general:  # another scale, or a published variant: the general per-query form
+        keys = torch.zeros((B, len(general), N, N), dtype=attn.dtype, device=device)
+        for k, r in enumerate(general):
+            keys[:, k] = sieve_masks[r]
+        keys *= layout.real[:, None, None, :]
+        gnames = [names[r] for r in general]
+        entropy_roles = [k for k, name in enumerate(gnames) if name == "block" and settings.block_entropy]
+        scores, ceiling = sieve_scores_of_keys(
+            attn, keys, torch.stack([query_masks[r] for r in general], 1), layout.real, view.row_means,
+            divisor=_divisors(keys, gnames, layout, settings),
+            entropy=view.cached("row_entropy", lambda: row_entropy(attn, layout.real)) if entropy_roles else None,
+            entropy_roles=entropy_roles, scales=[settings.scale_of(name) for name in gnames],
+        )
+        cols = [sieve_cols[r] for r in general]
+        _put(out, cols, scores)
+        ceilings[:, cols] = ceiling
     if arc_cols:
         q, k, member = _arc_tensors(view.inputs, N, arc_roles, settings, device)
-        _put(out, arc_cols, arc_bias(attn, q, k, member, layout.real, means=view.row_means))
-    return out
+        scores, ceiling = arc_scores(attn, q, k, member, layout.real, means=view.row_means,
+                                     scales=[settings.scale_of(roles[c]) for c in arc_cols])
+        _put(out, arc_cols, scores)
+        ceilings[:, arc_cols] = ceiling
+    return out, ceilings
+
+
+def row_entropy(attn: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+    """``-sum_{j < n} A[i, j] ln A[i, j]`` (nats; 0 ln 0 = 0) of every row, shape (B, L, H, N)."""
+    keys = real[:, None, None, None, :].to(attn.dtype)
+    return -(torch.special.xlogy(attn, attn) * keys).sum(-1)
+
+
+def _layout_for(name: str, layout: BatchLayout, settings: ScoreSettings) -> BatchLayout:
+    """The layout a built-in sieve sees: with the published code's segments for ``block`` when asked."""
+    if name != "block" or settings.first_sep_segment == "A":
+        return layout
+    from dataclasses import replace
+
+    first_sep = layout.sep & (torch.cumsum(layout.sep.to(torch.int64), dim=1) == 1)
+    moved = first_sep & layout.is_pair[:, None]
+    return replace(layout, segment=torch.where(moved, torch.ones_like(layout.segment), layout.segment))
+
+
+def _divisors(keys: torch.Tensor, names: Sequence[str], layout: BatchLayout,
+              settings: ScoreSettings) -> torch.Tensor | None:
+    """What each query's sieve sum is divided by: ``|S_f(i)|``, or ``|S_f(i)| + 1`` for the last w queries of
+    ``local`` with ``local_edges="published"`` (the published code: 5 and 4 instead of 4 and 3 at w = 2)."""
+    if settings.local_edges == "exact" or "local" not in names or settings.window == 0:
+        return None
+    size = keys.sum(-1)
+    n = layout.real.sum(-1)
+    position = torch.arange(size.shape[-1], device=size.device)
+    last = (position[None, :] >= (n[:, None] - settings.window)) & layout.real
+    divisor = size.clone()
+    r = list(names).index("local")
+    divisor[:, r] = torch.where(last, size[:, r] + 1, size[:, r])
+    return divisor
 
 
 def _put(out: torch.Tensor, cols: list[int], values: torch.Tensor) -> None:
@@ -349,3 +597,10 @@ def score_batch(
     ndarray (B, L, H, R), float64; NaN where the input does not take part in a role.
     """
     return score_view(view_of(attn, inputs), roles, settings).detach().double().cpu().numpy()
+
+
+def ceilings_of_batch(
+    attn: torch.Tensor, inputs: Sequence[EncodedInput], roles: Sequence[str], settings: ScoreSettings = ScoreSettings()
+) -> np.ndarray:
+    """Each input's ceiling per role (see :func:`score_and_ceilings`): ndarray (B, R), float64."""
+    return score_and_ceilings(view_of(attn, inputs), roles, settings)[1].detach().double().cpu().numpy()

@@ -22,6 +22,9 @@ from headstats.measures import MeasureArray
 Scores = Union[pd.DataFrame, Sequence[MeasureArray]]
 
 PARTICIPATION_COLUMNS = ["model", "dataset", "role", "n_inputs", "n_taking_part", "n_not_taking_part"]
+#: Columns of :func:`ceiling_table`.
+CEILING_COLUMNS = ["model", "dataset", "role", "scale", "tau", "n_taking_part", "mean_ceiling", "min_ceiling",
+                   "max_ceiling", "share_below_tau", "tau_reachable"]
 
 
 @dataclass
@@ -70,10 +73,101 @@ def participation(scores: Scores) -> pd.DataFrame:
     return out
 
 
+def head_ceilings(scores: Scores) -> pd.DataFrame:
+    """Per (model, dataset, role, layer, head) the mean ceiling over the inputs taking part (METHODS 1.6).
+
+    Returns ``model, dataset, role, layer, head, score_ceiling``: the mean, over the inputs with a finite score
+    for that head, of each input's ceiling (the score a perfect head would get on it). Empty when the scores
+    carry no ceilings (a long table read from disk).
+    """
+    arrays = [] if isinstance(scores, pd.DataFrame) else ([scores] if isinstance(scores, MeasureArray) else scores)
+    parts = []
+    for a in arrays:
+        if a.ceilings is None:
+            continue
+        finite = np.isfinite(a.values)  # (N, L, H, R)
+        ceilings = np.nan_to_num(a.ceilings.astype(np.float64))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.einsum("nlhr,nr->lhr", finite, ceilings) / finite.sum(axis=0)
+        layers, heads, roles = mean.shape
+        parts.append(pd.DataFrame({
+            "model": a.model, "dataset": a.dataset,
+            "role": np.tile(np.asarray(a.measures, dtype=object), layers * heads),
+            "layer": np.repeat(np.arange(layers), heads * roles),
+            "head": np.tile(np.repeat(np.arange(heads), roles), layers),
+            "score_ceiling": mean.reshape(-1),
+        }))
+    if not parts:
+        return pd.DataFrame(columns=["model", "dataset", "role", "layer", "head", "score_ceiling"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def add_ceilings(tests: pd.DataFrame, scores: Scores) -> pd.DataFrame:
+    """``tests`` with ``score_ceiling`` (the mean ceiling of the head's inputs) and ``ceiling_share``
+    (``mean / score_ceiling``, the share of the attainable maximum reached) as its last columns; NaN where
+    the scores carry no ceilings."""
+    out = tests.copy()
+    ceilings = head_ceilings(scores)
+    keys = ["model", "dataset", "role", "layer", "head"]
+    if ceilings.empty:
+        out["score_ceiling"] = np.nan
+    else:
+        index = pd.MultiIndex.from_frame(ceilings[keys].astype({"layer": np.int64, "head": np.int64}))
+        wanted = pd.MultiIndex.from_frame(out[keys].astype({"model": str, "dataset": str, "role": str,
+                                                            "layer": np.int64, "head": np.int64}))
+        out["score_ceiling"] = pd.Series(ceilings["score_ceiling"].to_numpy(), index=index).reindex(wanted).to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["ceiling_share"] = out["mean"].to_numpy(float) / out["score_ceiling"].to_numpy(float)
+    return out
+
+
+def ceiling_table(scores: Scores, options, scoring=None) -> pd.DataFrame:
+    """Per (model, dataset, role): the ceilings of the inputs taking part and whether tau is within reach.
+
+    Columns :data:`CEILING_COLUMNS`: the role's ``scale`` and ``tau``; ``mean_ceiling`` (what the test's
+    mean can reach at most: a head must score above tau on average, so ``tau >= mean_ceiling`` means no head
+    can be assigned the role), the smallest and largest input ceiling, and ``share_below_tau``, the share of
+    inputs on which even a perfect head scores at most tau. ``options`` is the protocol's ``statistics``,
+    ``scoring`` its ``scoring`` (for the scale).
+    """
+    arrays = [] if isinstance(scores, pd.DataFrame) else ([scores] if isinstance(scores, MeasureArray) else scores)
+    rows = []
+    for a in arrays:
+        if a.ceilings is None:
+            continue
+        for r, role in enumerate(a.measures):
+            taking = np.isfinite(a.values[:, 0, 0, r])
+            c = a.ceilings[taking, r].astype(np.float64)
+            tau = options.tau_of(role) if hasattr(options, "tau_of") else float(options.tau)
+            scale = scoring.scale_of(role) if scoring is not None else "bias"
+            mean = float(c.mean()) if c.size else np.nan
+            rows.append((a.model, a.dataset, role, scale, tau, int(c.size), mean,
+                         float(c.min()) if c.size else np.nan, float(c.max()) if c.size else np.nan,
+                         float((c <= tau).mean()) if c.size else np.nan, bool(c.size and tau < mean)))
+    return pd.DataFrame(rows, columns=CEILING_COLUMNS)
+
+
+def tau_warnings(ceilings: pd.DataFrame) -> list[str]:
+    """One line per (model, dataset, role) whose tau is at or above its mean ceiling: no head can be
+    assigned that role there."""
+    out = []
+    for r in ceilings.itertuples():
+        if r.n_taking_part and not r.tau_reachable:
+            fix = ("lower statistics.tau for it or score it as scoring.scale: mass" if r.scale == "bias"
+                   else "give it a tau below 1")
+            out.append(
+                f"tau = {r.tau:g} is at or above the mean ceiling {r.mean_ceiling:.3g} of role {r.role} on "
+                f"{r.dataset} (model {r.model}; {r.share_below_tau:.0%} of its inputs cannot exceed tau even for "
+                f"a perfect head): no head can be assigned {r.role} there; {fix}")
+    return out
+
+
 def statistics_kwargs(options, seed: int) -> dict:
-    """Keyword arguments of :func:`headstats.stats.onesample.test_roles` from ``StatisticsOptions``."""
+    """Keyword arguments of :func:`headstats.stats.onesample.test_roles` from ``StatisticsOptions``
+    (``tau`` one number, or a mapping role -> tau)."""
+    tau = dict(options.tau) if isinstance(options.tau, dict) else options.tau
     return dict(
-        tau=options.tau, alpha=options.alpha, test=options.test, correction=options.correction,
+        tau=tau, alpha=options.alpha, test=options.test, correction=options.correction,
         family=tuple(options.family), confidence=options.confidence, seed=seed, min_n=options.min_n,
         n_resamples=options.n_resamples, power_target=options.power_target,
         effect_of_interest=options.effect_of_interest,
@@ -91,7 +185,7 @@ def analyse(scores: Scores, protocol) -> Analysis:
 
     kwargs = statistics_kwargs(protocol.statistics, protocol.seed)
     matrix = score_matrix(scores)
-    tests = test_roles(matrix, **kwargs)
+    tests = add_ceilings(test_roles(matrix, **kwargs), scores)
     roles = role_table(tests)
     from headstats.stats.power import power_summary, underpowered
 
@@ -104,20 +198,45 @@ def analyse(scores: Scores, protocol) -> Analysis:
         "strongest_heads": strongest_heads(tests, k=protocol.report.top_k),
         "participation": participation(scores),
     }
+    scoring = getattr(protocol, "scoring", None)
+    ceilings = ceiling_table(scores, protocol.statistics, scoring)
+    if not ceilings.empty:
+        tables["ceilings"] = ceilings
     if protocol.statistics.sensitivity:
-        tables.update(sensitivity_tables(matrix, kwargs))
+        unit = [r for r in scoring.roles if scoring.scale_of(r) != "bias"] if scoring is not None else []
+        tables.update(sensitivity_tables(matrix, kwargs, unit_roles=unit))
     return Analysis(tests=tests, roles=roles, tables=tables)
 
 
-def sensitivity_tables(scores, kwargs: dict) -> dict[str, pd.DataFrame]:
+#: The tau grid of roles scored on a 0..1 scale (``mass``, ``ceiling``).
+UNIT_TAUS = np.round(np.arange(0.1, 0.95 + 1e-9, 0.05), 2)
+
+
+def sensitivity_tables(scores, kwargs: dict, *, unit_roles: Sequence[str] = ()) -> dict[str, pd.DataFrame]:
     """How role counts move with tau and alpha, and which heads change between tests and corrections.
 
-    ``scores``: arrays, the long table, or a :class:`~headstats.stats.matrix.ScoreMatrix` packed once.
+    ``scores``: arrays, the long table, or a :class:`~headstats.stats.matrix.ScoreMatrix` packed once. Roles
+    scored on a 0..1 scale (``unit_roles``) get the grid :data:`UNIT_TAUS` instead of tau = 1..4; with both
+    kinds in one family, each kind's grid is corrected within that kind's roles of the family.
     """
+    from headstats.stats.matrix import score_matrix
     from headstats.stats.sensitivity import robustness, tau_sensitivity
 
     common = {k: kwargs[k] for k in ("family", "min_n", "seed")}
+    sens = dict(test=kwargs["test"], correction=kwargs["correction"], **common)
+    if unit_roles:
+        matrix = score_matrix(scores)
+        unit = matrix.keys["role"].astype(str).isin(list(unit_roles)).to_numpy()
+        parts = []
+        for rows, taus in ((~unit, None), (unit, UNIT_TAUS)):
+            if rows.any():
+                extra = {} if taus is None else {"taus": taus}
+                parts.append(tau_sensitivity(matrix.take(np.flatnonzero(rows)), **extra, **sens))
+        sensitivity = pd.concat(parts, ignore_index=True).sort_values(
+            ["model", "dataset", "role", "alpha", "tau"]).reset_index(drop=True)
+    else:
+        sensitivity = tau_sensitivity(scores, **sens)
     return {
-        "tau_sensitivity": tau_sensitivity(scores, test=kwargs["test"], correction=kwargs["correction"], **common),
+        "tau_sensitivity": sensitivity,
         "robustness": robustness(scores, tau=kwargs["tau"], alpha=kwargs["alpha"], **common),
     }

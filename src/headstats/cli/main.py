@@ -304,10 +304,12 @@ def validate(
     'ok' means that 'run' with the same options gets past all its checks.
     """
     with _errors():
-        from headstats.study.preflight import preflight
+        from headstats.study.preflight import preflight, tau_warnings
 
         proto = _load(protocol, data_root)
         checked = preflight(proto, out=out, overwrite=overwrite)
+        for warning in tau_warnings(proto):
+            typer.echo(f"warning: {warning}", err=True)
         where = f"; output {checked}" if checked is not None else ""
         typer.echo(f"ok: {protocol} ({len(proto.models)} model(s), {len(proto.datasets)} data set(s), "
                    f"{len(proto.scoring.roles)} roles{where})")

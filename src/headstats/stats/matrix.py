@@ -14,7 +14,7 @@ lexical order, also when a column is categorical), and each hypothesis' finite s
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -79,6 +79,29 @@ class ScoreMatrix:
                     sd[rows] = x.std(axis=1, ddof=1)
             self._moments = (mean, sd, median)
         return self._moments
+
+
+    def take(self, rows: np.ndarray) -> "ScoreMatrix":
+        """The hypotheses ``rows`` (in that order) as a matrix of their own."""
+        rows = np.asarray(rows)
+        return ScoreMatrix(self.keys.iloc[rows].reset_index(drop=True), self.values[rows], self.n[rows],
+                           self.n_missing[rows])
+
+
+def tau_rows(keys: pd.DataFrame, tau) -> float | np.ndarray:
+    """tau per hypothesis: a number stays a number; a mapping ``role -> tau`` (``default`` for the roles it
+    does not name, else 3) becomes one float per row of ``keys``."""
+    if not isinstance(tau, Mapping):
+        return tau
+    default = float(tau.get("default", 3.0))
+    roles = keys["role"].astype(str).to_numpy()
+    return np.array([float(tau.get(r, default)) for r in roles], dtype=float) if len(roles) else np.zeros(0)
+
+
+def by_tau(tau: np.ndarray) -> Iterator[tuple[float, np.ndarray]]:
+    """``(tau, rows)`` for each distinct value of a per-hypothesis tau."""
+    for value in np.unique(tau):
+        yield float(value), np.flatnonzero(tau == value)
 
 
 #: What the statistics accept as scores (see the module docstring).

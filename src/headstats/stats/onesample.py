@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from functools import partial
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -48,7 +49,9 @@ from headstats.stats.matrix import (
     SCORE_COLUMNS,
     ScoreMatrix,
     ScoresLike,
+    by_tau,
     score_matrix,
+    tau_rows,
 )
 from headstats.stats.power import add_power
 from headstats.stats.ranks import (
@@ -291,8 +294,8 @@ def _nan(k: int) -> np.ndarray:
     return np.full(k, np.nan)
 
 
-def _t_parts(x: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Mean, sample sd (ddof=1) and the t statistic ``(mean - tau) / (sd / sqrt(n))`` of each row.
+def _t_parts(x: np.ndarray, tau: float, ddof: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Mean, sd (ddof = 1: the sample sd) and the t statistic ``(mean - tau) / (sd / sqrt(n))`` of each row.
 
     The sd = 0 rule of every test of the mean (``t``, ``bootstrap``, ``permutation``, ``skew_t`` and the
     paired t): when all scores are equal the studentized statistic is 0/0 or +-inf, so it is NaN, the
@@ -300,7 +303,7 @@ def _t_parts(x: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray, np.ndar
     """
     n = x.shape[1]
     mean = x.mean(axis=1)
-    sd = x.std(axis=1, ddof=1) if n > 1 else _nan(x.shape[0])
+    sd = x.std(axis=1, ddof=ddof) if n > 1 else _nan(x.shape[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(sd > 0, (mean - tau) / (sd / math.sqrt(n)), np.nan)
     return mean, sd, t, n
@@ -349,9 +352,9 @@ _walsh_lower_bound = walsh_lower_bound
 # ----------------------------------------------------------------------------------------------------------
 # the five tests
 # ----------------------------------------------------------------------------------------------------------
-def t_pvalues(x: np.ndarray, *, tau: float, seed: int = 0, n_resamples: int = 0) -> np.ndarray:
+def t_pvalues(x: np.ndarray, *, tau: float, seed: int = 0, n_resamples: int = 0, ddof: int = 1) -> np.ndarray:
     """p-values of :func:`t_test` alone."""
-    _, _, t, n = _t_parts(x, tau)
+    _, _, t, n = _t_parts(x, tau, ddof)
     return np.asarray(sps.t.sf(t, n - 1), dtype=float) if n > 1 else _nan(x.shape[0])
 
 
@@ -364,7 +367,15 @@ def t_p_from_moments(mean, sd, n, tau) -> np.ndarray:
         return np.where(n > 1, sps.t.sf(t, n - 1), np.nan)
 
 
-def t_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_resamples: int = 0) -> OneSampleResult:
+def t_ddof0_p_from_moments(mean, sd, n, tau) -> np.ndarray:
+    """:func:`t_p_from_moments` of the published code's statistic: sd with ddof 0, ``s_N = s_{N-1} sqrt((N-1)/N)``."""
+    n = np.asarray(n, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return t_p_from_moments(mean, np.asarray(sd, dtype=float) * np.sqrt((n - 1) / n), n, tau)
+
+
+def t_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_resamples: int = 0,
+           ddof: int = 1) -> OneSampleResult:
     r"""One-sample Student t-test of ``H0: mean <= tau``.
 
     .. math::
@@ -374,8 +385,10 @@ def t_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_res
     used ddof = 0). Equals ``scipy.stats.ttest_1samp(s, tau, alternative="greater")``. The bound is
     :math:`\bar s - t_{c, N-1}\, s_{N-1} / \sqrt N` with c = ``confidence``; the effect size is Cohen's
     :math:`d = (\bar s - \tau) / s_{N-1}`. All scores equal (sd = 0): statistic and p NaN (not tested).
+    ``ddof=0`` (registered as ``t_ddof0``) is the published code's statistic: :math:`s_N` in place of
+    :math:`s_{N-1}` in t, the bound and d, p still from :math:`T_{N-1}`.
     """
-    mean, sd, t, n = _t_parts(x, tau)
+    mean, sd, t, n = _t_parts(x, tau, ddof)
     p = sps.t.sf(t, n - 1) if n > 1 else _nan(x.shape[0])
     return OneSampleResult(
         statistic=t, dof=np.full(x.shape[0], float(n - 1)), p_unc=np.asarray(p, dtype=float),
@@ -692,8 +705,9 @@ def skew_t_test(
     )
 
 
-def _t_bound(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_resamples: int = 0) -> np.ndarray:
-    mean, sd, _, n = _t_parts(x, tau)
+def _t_bound(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_resamples: int = 0,
+             ddof: int = 1) -> np.ndarray:
+    mean, sd, _, n = _t_parts(x, tau, ddof)
     return _t_lower_bound(mean, sd, n, confidence)
 
 
@@ -721,6 +735,10 @@ register_test("permutation", permutation_test, resampling=True, parameter="mean"
 register_test("skew_t", skew_t_test, parameter="mean", effect_size="cohen_d", p_values=skew_t_pvalues,
               bound=lambda x, **kw: skew_t_test(x, **kw).ci_low, efficiency=1.0,
               description="skewness-corrected t-test (Johnson 1978; Hall 1992)")
+register_test("t_ddof0", partial(t_test, ddof=0), parameter="mean", effect_size="cohen_d",
+              p_values=partial(t_pvalues, ddof=0), p_from_moments=t_ddof0_p_from_moments,
+              bound=partial(_t_bound, ddof=0), efficiency=1.0,
+              description="one-sample t-test with the sd of ddof = 0 (the published code of Pande et al. 2021)")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -745,7 +763,7 @@ def resamples_needed(m: int, *, alpha: float, correction: str) -> int:
 
     A Monte Carlo p-value is at least :math:`1 / (B + 1)`; the correction turns it into at least
     :math:`f / (B + 1)` (:math:`f = m` for Holm, Bonferroni and Benjamini-Hochberg, :math:`m c_m` for
-    Benjamini-Yekutieli), and a head is assigned when that is ``<= alpha``: :math:`B + 1 \ge f / lpha`.
+    Benjamini-Yekutieli), and a head is assigned when that is ``<= alpha``: :math:`B + 1 \ge f / \alpha`.
     """
     f = _correction_factor(m, correction)
     b = max(1, math.ceil(f / alpha - 1e-9) - 1)
@@ -757,8 +775,7 @@ def resamples_needed(m: int, *, alpha: float, correction: str) -> int:
 def auto_resamples(m: int, *, alpha: float, correction: str) -> int:
     r"""``n_resamples: auto``: enough resamples that a decision is possible with room to spare.
 
-    :math:`B = \max(9999, \lceil 10 f / lpha 
-ceil - 1)`: the smallest attainable corrected p-value is
+    :math:`B = \max(9999, \lceil 10 f / \alpha \rceil - 1)`: the smallest attainable corrected p-value is
     alpha / 10 (:data:`AUTO_RESAMPLES_MARGIN`), so a head whose exact p-value lies at half the corrected
     level is still assigned with probability about 0.97 (Poisson(5) <= 9) despite the Monte Carlo error.
     With Holm over the 720 hypotheses of the quickstart at alpha = 0.05 this is 143,999.
@@ -835,8 +852,16 @@ def run_pvalues(
     """Uncorrected p-values of one test for every hypothesis of ``mat`` (NaN below ``min_n``), nothing else.
 
     Equal to ``run_test(...)["p_unc"]``; through the test's fast path (no bounds, effect sizes or notes),
-    from the matrix' moments when the test allows it.
+    from the matrix' moments when the test allows it. ``tau`` may be one per hypothesis (an array, or a
+    mapping ``role -> tau``: :func:`headstats.stats.matrix.tau_rows`).
     """
+    tau = tau_rows(mat.keys, tau)
+    if np.ndim(tau):
+        p = _nan(len(mat.n))
+        for value, rows in by_tau(np.asarray(tau, dtype=float)):
+            p[rows] = run_pvalues(mat.take(rows), test=test, tau=value, confidence=confidence, seed=seed,
+                                  n_resamples=n_resamples, min_n=min_n)
+        return p
     spec = get_test(test)
     p = _nan(len(mat.n))
     if spec.p_from_moments is not None:
@@ -868,7 +893,17 @@ def _skewness(x: np.ndarray) -> np.ndarray:
 def run_test(
     mat: ScoreMatrix, *, test: str, tau: float, confidence: float, seed: int, n_resamples: int, min_n: int
 ) -> pd.DataFrame:
-    """Uncorrected results of one test for every hypothesis of ``mat`` (no correction, power or BF)."""
+    """Uncorrected results of one test for every hypothesis of ``mat`` (no correction, power or BF); ``tau``
+    one number, or one per hypothesis (as in :func:`run_pvalues`)."""
+    tau = tau_rows(mat.keys, tau)
+    if np.ndim(tau):
+        frames, order = [], []
+        for value, rows in by_tau(np.asarray(tau, dtype=float)):
+            frames.append(run_test(mat.take(rows), test=test, tau=value, confidence=confidence, seed=seed,
+                                   n_resamples=n_resamples, min_n=min_n))
+            order.append(rows)
+        frame = pd.concat(frames, ignore_index=True)
+        return frame.iloc[np.argsort(np.concatenate(order), kind="stable")].reset_index(drop=True)
     spec = get_test(test)
     fn = spec.fn
     g = len(mat.n)
@@ -1057,8 +1092,9 @@ def test_roles(
         roles)``), or the long table with columns ``model, dataset, sentence_id, layer, head, role, score``,
         or a :class:`~headstats.stats.matrix.ScoreMatrix` of either; a NaN score means that input did not
         take part for that role and is counted in ``n_missing``. All forms give the same table.
-    tau : float
-        The threshold of the sieve bias score (3 in Pande et al. 2021).
+    tau : float or mapping
+        The threshold of the sieve bias score (3 in Pande et al. 2021), or one per role
+        (``{"default": 3.0, "block": 1.5}``); recorded per row in the ``tau`` column.
     alpha : float
         Level for ``reject = p_corr <= alpha``; 0 < alpha < 1.
     test : str
@@ -1110,10 +1146,11 @@ def test_roles(
     check_test(test)
     check_correction(correction)
     fam = check_family(family)
-    _check_options(
-        tau=tau, alpha=alpha, confidence=confidence, min_n=min_n, n_resamples=n_resamples, seed=seed,
-        power_target=power_target, effect_of_interest=effect_of_interest,
-    )
+    for value in (tau.values() if isinstance(tau, Mapping) else [tau]):
+        _check_options(
+            tau=value, alpha=alpha, confidence=confidence, min_n=min_n, n_resamples=n_resamples, seed=seed,
+            power_target=power_target, effect_of_interest=effect_of_interest,
+        )
     mat = score_matrix(scores)
     if get_test(test).resampling:
         n_resamples = resolve_n_resamples(n_resamples, mat, family=fam, alpha=alpha, correction=correction,

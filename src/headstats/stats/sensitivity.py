@@ -166,8 +166,9 @@ def robustness(
     if not tests or not corrections:
         raise HeadstatsError("robustness needs at least one test and one correction")
     fam = check_family(family)
-    _check_options(tau=tau, alpha=alpha, confidence=confidence, min_n=min_n, n_resamples=n_resamples,
-                   seed=seed)
+    for value in (tau.values() if isinstance(tau, dict) else [tau]):  # one tau, or one per role
+        _check_options(tau=value, alpha=alpha, confidence=confidence, min_n=min_n, n_resamples=n_resamples,
+                       seed=seed)
     mat = score_matrix(scores)
     n_resamples = max(resolve_n_resamples(n_resamples, mat, family=fam, alpha=alpha, correction=c, min_n=min_n)
                       for c in corrections)

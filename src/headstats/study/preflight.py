@@ -120,6 +120,30 @@ def check_values(protocol: Protocol) -> None:
         check_names(protocol)
 
 
+def tau_warnings(protocol: Protocol) -> list[str]:
+    """One-line warnings for a tau that is out of reach whatever the inputs (METHODS 1.6), found without data.
+
+    ``validate`` prints them; ``run`` checks every role's ceiling on the encoded inputs and warns with the
+    exact numbers (:func:`headstats.assignment.tables.tau_warnings`), since most ceilings depend on the
+    inputs' lengths. Found here: a role on the ``mass`` or ``ceiling`` scale (ceiling 1) with tau >= 1, and
+    ``block`` on the bias scale, whose ceiling on a pair of a and b pieces is ``2 + 2/a + 1/b`` (counting
+    special queries; ``2 + 6/(a + b)`` without), so tau >= 3 needs a side of one or two pieces.
+    """
+    sc, st = protocol.scoring, protocol.statistics
+    out = []
+    for role in sc.roles:
+        tau, scale = st.tau_of(role), sc.scale_of(role)
+        if scale != "bias" and tau >= 1:
+            out.append(f"tau = {tau:g} of role {role} is at or above 1, the ceiling of its scale '{scale}': no head "
+                       f"can be assigned it; give it a tau below 1 (statistics.tau: {{{role}: 0.5}})")
+        elif role == "block" and scale == "bias" and not sc.block_entropy and tau >= 3:
+            out.append(f"tau = {tau:g} is out of reach for block on ordinary pairs: its ceiling on a pair of a and "
+                       "b pieces is 2 + 2/a + 1/b (about 2.1 to 2.4 on GLUE pairs); give block its own tau "
+                       "(statistics.tau: {default: 3, block: 1.5}) or scoring.scale: {block: mass}; run checks "
+                       "the ceilings on the encoded inputs")
+    return out
+
+
 # ------------------------------------------------------------------------------------------------- names
 
 

@@ -134,8 +134,9 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
     if parse == "spacy" or (parse == "auto" and needs_parses(protocol)):
         if parse == "spacy":
             records = [Record(r.sentence_id, r.text_a, r.text_b, r.label, meta=r.meta) for r in records]
-        gold = sum(r.is_parsed for r in records)
-        records = parse_records(records, parser=protocol.scoring.parser)
+        clean = protocol.scoring.alignment == "first_occurrence"
+        gold = 0 if clean else sum(r.is_parsed for r in records)
+        records = parse_records(records, parser=protocol.scoring.parser, clean=clean)
         info["parses"] = "gold" if gold == len(records) else ("spacy" if gold == 0 else "gold+spacy")
         info["parser"] = None if gold == len(records) else protocol.scoring.parser
     elif parse == "gold":
@@ -212,7 +213,7 @@ def run_study(
 def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log: Log,
                  progress: ProgressFactory) -> StudyResult:
     """The work of :func:`run_study` once its output folder is checked, locked and staged."""
-    from headstats.assignment.tables import analyse
+    from headstats.assignment.tables import analyse, tau_warnings
     from headstats.study.comparison import check_comparable, run_comparisons
     from headstats.study.scoring import write_scores
     from headstats.report.builder import build_report
@@ -226,6 +227,9 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
     passes = run_passes(protocol, sources, finetuned, data, log=log, progress=progress)
     log("testing every head and role")
     analysis = analyse(passes.arrays, protocol)
+    warnings = tau_warnings(analysis.tables.get("ceilings", pd.DataFrame(columns=["n_taking_part"])))
+    for warning in warnings:
+        log(f"warning: {warning}")
     comparison = run_comparisons(protocol, passes.arrays, analysis.roles, passes.comparison_attention())
     extra = {name: tables for name, tables in passes.tables.items() if name in protocol.analyses}
     manifest = {
@@ -235,6 +239,8 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
         "models": passes.provenance,
         "datasets": {n: d.info | {"files_sha256": file_hashes(d.files)} for n, d in data.items()},
         "inputs": passes.counts,
+        "tau": protocol.statistics.tau,
+        "warnings": warnings,
         "wall_time_s": None,
     }
     stage = claim.staging
