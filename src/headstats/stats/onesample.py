@@ -1015,7 +1015,7 @@ def adjusted_confidence(frame: pd.DataFrame, *, correction: str, confidence: flo
 
 
 def add_adjusted_bounds(
-    frame: pd.DataFrame, mat: ScoreMatrix, *, test: str, tau: float, correction: str, confidence: float,
+    frame: pd.DataFrame, mat: ScoreMatrix, *, test: str, tau, correction: str, confidence: float,
     seed: int, n_resamples: int, min_n: int,
 ) -> pd.DataFrame:
     """Add ``ci_low_adj, ci_high_adj, confidence_adj`` (:func:`adjusted_confidence`) to a corrected frame.
@@ -1027,13 +1027,15 @@ def add_adjusted_bounds(
     spec = get_test(test)
     out = frame.copy()
     level = adjusted_confidence(out, correction=correction, confidence=confidence)
+    taus = np.broadcast_to(np.asarray(tau_rows(mat.keys, tau), dtype=float), (len(out),))
     low = _nan(len(out))
     for value in np.unique(level[np.isfinite(level)]):
         for rows, x in mat.blocks(min_n=min_n):
-            sel = level[rows] == value
-            if sel.any():
-                low[rows[sel]] = spec.lower_bound(x[sel], tau=float(tau), confidence=float(value), seed=int(seed),
-                                                  n_resamples=int(n_resamples))
+            for row_tau in np.unique(taus[rows]):
+                sel = (level[rows] == value) & (taus[rows] == row_tau)
+                if sel.any():
+                    low[rows[sel]] = spec.lower_bound(x[sel], tau=float(row_tau), confidence=float(value),
+                                                      seed=int(seed), n_resamples=int(n_resamples))
     out["ci_low_adj"] = low
     out["ci_high_adj"] = np.where(np.isfinite(level), np.inf, np.nan)
     out["confidence_adj"] = level
