@@ -15,12 +15,13 @@ off a surface measure (:mod:`headstats.analyses.surface`), averaged over *every*
 The gallery takes, per pattern, the head with the largest mean, and shows it on the kept input where that
 head's value of the measure is largest. Only a few inputs' maps are ever held: the first
 ``pictures.n_inputs`` inputs of at most ``pictures.max_pieces`` pieces (the shortest ones when none is that
-short), or those named in ``pictures.sentence_ids``; every other input only adds to the running means. At the
-end, the maps of the chosen heads on their inputs (and of ``pictures.heads`` on the first kept input) become
+short), or those named in ``pictures.sentence_ids``; every other input only adds to the running means. A
+longer input is drawn on at most ``max_pieces`` of its pieces, the first of each sentence
+(:func:`shown_positions`; weights to pieces not drawn are left out). At the end, the maps of the chosen heads on their inputs (and of ``pictures.heads`` on the first kept input) become
 long tables, so the report draws them (heat map, line view, the interactive view) from tables alone:
 
 - ``gallery``: ``model, dataset, pattern, measure, layer, head, mean, sentence_id, value``;
-- ``attention_maps``: ``model, dataset, sentence_id, layer, head, query, key, weight`` (real positions only);
+- ``attention_maps``: ``model, dataset, sentence_id, layer, head, query, key, weight`` (positions drawn);
 - ``attention_tokens``: ``model, dataset, sentence_id, position, token, segment, special``.
 """
 
@@ -78,6 +79,22 @@ def pattern_values(surface: np.ndarray, pattern: str) -> np.ndarray:
     """(..., M) surface values -> (...) the pattern's value (the sum of its measures)."""
     idx = [SURFACE_MEASURES.index(m) for m in PATTERNS[pattern]]
     return surface[..., idx].sum(-1)
+
+
+def shown_positions(segment: np.ndarray, max_pieces: int) -> np.ndarray:
+    """Positions drawn for an input: all when it has at most ``max_pieces``; else the first half of them from
+    sentence A and the rest from the start of sentence B (so both sentences of a pair stay in the picture)."""
+    segment = np.asarray(segment)
+    n = segment.size
+    if n <= max_pieces:
+        return np.arange(n)
+    a, b = np.flatnonzero(segment == 0), np.flatnonzero(segment != 0)
+    if b.size == 0:
+        return np.arange(max_pieces)
+    take_b = min(b.size, max_pieces // 2)
+    take_a = min(a.size, max_pieces - take_b)
+    take_b = min(b.size, max_pieces - take_a)
+    return np.concatenate([a[:take_a], b[:take_b]])
 
 
 class AttentionPictures(Collector):
@@ -183,17 +200,19 @@ class AttentionPictures(Collector):
         maps, tokens = [], []
         for sid, layer, head in wanted:
             item = by_id[sid]
-            n = item.length
-            q, k = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+            shown = shown_positions(item.segment, self.max_pieces)
+            q, k = np.meshgrid(shown, shown, indexing="ij")
             maps.append(pd.DataFrame({"model": ctx.model, "dataset": ctx.dataset, "sentence_id": sid,
                                       "layer": layer, "head": head, "query": q.ravel(), "key": k.ravel(),
-                                      "weight": item.maps[layer, head].ravel().astype(np.float64)}))
+                                      "weight": item.maps[layer, head][np.ix_(shown, shown)].ravel().astype(np.float64)}))
         for sid in dict.fromkeys(w[0] for w in wanted):
             item = by_id[sid]
+            shown = shown_positions(item.segment, self.max_pieces)
             tokens.append(pd.DataFrame({"model": ctx.model, "dataset": ctx.dataset, "sentence_id": sid,
-                                        "position": np.arange(item.length),
-                                        "token": self._token_strings(item.input_ids),
-                                        "segment": item.segment.astype(int), "special": item.special.astype(bool)}))
+                                        "position": shown,
+                                        "token": self._token_strings(item.input_ids[shown]),
+                                        "segment": item.segment[shown].astype(int),
+                                        "special": item.special[shown].astype(bool)}))
         maps_frame = pd.concat(maps, ignore_index=True) if maps else pd.DataFrame(columns=MAP_COLUMNS)
         token_frame = pd.concat(tokens, ignore_index=True) if tokens else pd.DataFrame(columns=TOKEN_COLUMNS)
         return {"gallery": gallery, "attention_maps": maps_frame[MAP_COLUMNS],
