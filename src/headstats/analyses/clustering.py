@@ -169,7 +169,8 @@ def mds_embedding(distance: np.ndarray, *, seed: int = 0, dimensions: int = 2) -
         return np.full((k, dimensions), np.nan), float("nan")
     from sklearn.manifold import MDS
 
-    kwargs = dict(n_components=dimensions, dissimilarity="precomputed", random_state=seed, n_init=4,
+    kwargs = dict(n_components=dimensions, dissimilarity="precomputed", random_state=seed, n_init=4, max_iter=3000,
+                  eps=1e-9,
                   normalized_stress=False)
     try:
         mds = MDS(metric=True, init="random", **kwargs)
