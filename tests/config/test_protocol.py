@@ -275,3 +275,24 @@ def test_finetune_recipe_bounds(field, value, words):
     error = info.value.errors()[0]
     assert error["loc"][0] == field and words in error["msg"], error
     assert FinetuneRecipe(task="sst2").epochs == 1.0
+
+
+def test_clark_analysis_options_defaults_and_checks():
+    from headstats.config.protocol import validate_protocol
+    from headstats.errors import ProtocolError
+
+    base = {"datasets": [{"name": "d", "path": "x.txt"}]}
+    p = validate_protocol(base)
+    names = {h.name: (h.measure, h.threshold) for h in p.surface.hypotheses}
+    assert names["previous_token"] == ("prev", 0.5) and names["broad"] == ("entropy_ratio", 0.75)
+    assert p.clustering.max_inputs == 100 and p.pictures.n_inputs == 3
+    mine = validate_protocol({**base, "surface": {"hypotheses": [{"name": "a", "measure": "next", "threshold": 0.3,
+                                                                   "layers": [0, 1]}]}})
+    assert [h.model_dump() for h in mine.surface.hypotheses] == [
+        {"name": "a", "measure": "next", "threshold": 0.3, "layers": [0, 1]}]
+    with pytest.raises(ProtocolError, match="unknown measure 'nxt'"):
+        validate_protocol({**base, "surface": {"hypotheses": [{"name": "a", "measure": "nxt", "threshold": 0.3}]}})
+    with pytest.raises(ProtocolError, match="unique"):
+        validate_protocol({**base, "surface": {"hypotheses": [{"name": "a", "measure": "next", "threshold": 0.3}] * 2}})
+    with pytest.raises(ProtocolError):
+        validate_protocol({**base, "clustering": {"max_inputz": 3}})

@@ -62,8 +62,8 @@ def js_sums(maps: torch.Tensor) -> torch.Tensor:
     k, n = maps.shape[0], maps.shape[-1]
     p = (JS_SMOOTHING * maps.to(torch.float64) + (1.0 - JS_SMOOTHING) / n)
     neg_entropy = (p * p.log()).sum(-1)  # (K, n): sum_j p log p
-    out = torch.zeros(k, k, dtype=torch.float64)
-    buffer = torch.empty(max(k - 1, 1), n, n, dtype=torch.float64)
+    out = torch.zeros(k, k, dtype=torch.float64, device=maps.device)
+    buffer = torch.empty(max(k - 1, 1), n, n, dtype=torch.float64, device=maps.device)
     for a in range(k - 1):
         m = buffer[: k - a - 1]
         torch.add(p[a], p[a + 1:], out=m)
@@ -119,7 +119,7 @@ class HeadClustering(Collector):
         for b in take:
             n = int(lengths[b])
             maps = view.attention[b, :, :, :n, :n].reshape(-1, n, n)
-            s.js += js_sums(maps).numpy()
+            s.js += js_sums(maps).cpu().numpy()
             s.n_queries += n
             s.n_inputs += 1
         surface = surface_of(view, self.punct_ids)[take].cpu().numpy()
