@@ -202,3 +202,8 @@ def test_enabled_from_a_protocol(tmp_path, tiny_model_dir):
     assert not tests[tests["role"] == "prev_l0"]["reject"].any()
     report = (result.out / "report.md").read_text()
     assert "Surface patterns (Clark et al. 2019)" in report and "figures/surface_position_" in report
+    # `headstats report` rebuilds the section from the tables the manifest names
+    from headstats.report.builder import rebuild_report
+
+    rebuild_report(result.out, html=False)
+    assert "Surface patterns (Clark et al. 2019)" in (result.out / "report.md").read_text()

@@ -296,3 +296,12 @@ def test_clark_analysis_options_defaults_and_checks():
         validate_protocol({**base, "surface": {"hypotheses": [{"name": "a", "measure": "next", "threshold": 0.3}] * 2}})
     with pytest.raises(ProtocolError):
         validate_protocol({**base, "clustering": {"max_inputz": 3}})
+
+
+def test_clark2019_protocol_loads():
+    protocol = load_protocol(REPO / "protocols" / "clark2019.yaml")
+    assert protocol.analyses[:3] == ["surface", "clustering", "pictures"]
+    assert (protocol.scoring.max_length, protocol.scoring.too_long) == (128, "truncate")
+    wiki = next(d for d in protocol.datasets if d.name == "wiki_pairs")
+    assert wiki.path.endswith("wiki.test.raw") and wiki.parse == "none" and wiki.limit == 1000
+    assert {h.name for h in protocol.surface.hypotheses} >= {"previous_token", "next_token", "broad"}

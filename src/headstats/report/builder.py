@@ -798,7 +798,10 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
         stage = Path(tempfile.mkdtemp(prefix=f".{run.name}.partial-", dir=run.parent))
         (stage / STAGING_MARKER).write_text(_owner_record(), encoding="utf-8")
         log("drawing the figures and writing the report")
-        build_report(stage, protocol, analysis, manifest, comparison=comparison or None, formats=formats)
+        analyses = {name: {t: analysis.tables.pop(t) for t in names if t in analysis.tables}
+                    for name, names in (manifest.get("analysis_tables") or {}).items()}
+        build_report(stage, protocol, analysis, manifest, comparison=comparison or None, analyses=analyses,
+                     formats=formats)
         if top_k is not None:
             analysis.tables["strongest_heads"].to_csv(stage / "strongest_heads.csv", index=False)
         new_files = set(output_file_list(stage))

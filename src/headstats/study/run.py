@@ -235,6 +235,8 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
         "models": passes.provenance,
         "datasets": {n: d.info | {"files_sha256": file_hashes(d.files)} for n, d in data.items()},
         "inputs": passes.counts,
+        #: which tables each analysis wrote, so that ``headstats report`` rebuilds its section
+        "analysis_tables": {name: list(tables) for name, tables in extra.items()},
         "wall_time_s": None,
     }
     stage = claim.staging
