@@ -145,7 +145,7 @@ class MeasureHypothesis(StrictModel):
 
 
 def _default_surface_hypotheses() -> list[MeasureHypothesis]:
-    from headstats.analyses.surface import DEFAULT_HYPOTHESES
+    from headstats.analyses.surface_measures import DEFAULT_HYPOTHESES
 
     return [MeasureHypothesis(**h) for h in DEFAULT_HYPOTHESES]
 
@@ -162,7 +162,7 @@ class SurfaceOptions(StrictModel):
     @field_validator("hypotheses")
     @classmethod
     def _known_measures(cls, value):
-        from headstats.analyses.surface import SURFACE_MEASURES
+        from headstats.analyses.surface_measures import SURFACE_MEASURES
 
         names = [h.name for h in value]
         if len(set(names)) != len(names):
