@@ -10,7 +10,7 @@ from headstats.errors import ProtocolError, UnknownNameError
 
 
 def test_builtins_are_discovered():
-    assert list_analyses() == ["entropy"]
+    assert set(list_analyses()) >= {"entropy", "surface", "clustering", "pictures"}
     assert set(list_analyses(selectable=False)) >= {"role_scores", "special_mass", "similarity", "entropy"}
     spec = get_analysis("entropy")
     assert spec.report is not None and issubclass(spec.collector, Collector) and "entropy" in spec.description

@@ -316,3 +316,31 @@ def test_bad_tau_and_scale_refused_in_one_line(tmp_path, extra, words):
     with pytest.raises(ProtocolError) as info:
         load_protocol(write(tmp_path, MINIMAL + extra))
     assert words in str(info.value) and "\n" not in str(info.value), str(info.value)
+def test_clark_analysis_options_defaults_and_checks():
+    from headstats.config.protocol import validate_protocol
+    from headstats.errors import ProtocolError
+
+    base = {"datasets": [{"name": "d", "path": "x.txt"}]}
+    p = validate_protocol(base)
+    names = {h.name: (h.measure, h.threshold) for h in p.surface.hypotheses}
+    assert names["previous_token"] == ("prev", 0.5) and names["broad"] == ("entropy_ratio", 0.75)
+    assert p.clustering.max_inputs == 100 and p.pictures.n_inputs == 3
+    mine = validate_protocol({**base, "surface": {"hypotheses": [{"name": "a", "measure": "next", "threshold": 0.3,
+                                                                   "layers": [0, 1]}]}})
+    assert [h.model_dump() for h in mine.surface.hypotheses] == [
+        {"name": "a", "measure": "next", "threshold": 0.3, "layers": [0, 1]}]
+    with pytest.raises(ProtocolError, match="unknown measure 'nxt'"):
+        validate_protocol({**base, "surface": {"hypotheses": [{"name": "a", "measure": "nxt", "threshold": 0.3}]}})
+    with pytest.raises(ProtocolError, match="unique"):
+        validate_protocol({**base, "surface": {"hypotheses": [{"name": "a", "measure": "next", "threshold": 0.3}] * 2}})
+    with pytest.raises(ProtocolError):
+        validate_protocol({**base, "clustering": {"max_inputz": 3}})
+
+
+def test_clark2019_protocol_loads():
+    protocol = load_protocol(REPO / "protocols" / "clark2019.yaml")
+    assert protocol.analyses[:3] == ["surface", "clustering", "pictures"]
+    assert (protocol.scoring.max_length, protocol.scoring.too_long) == (128, "truncate")
+    wiki = next(d for d in protocol.datasets if d.name == "wiki_pairs")
+    assert wiki.path.endswith("wiki.test.raw") and wiki.parse == "none" and wiki.limit == 1000
+    assert {h.name for h in protocol.surface.hypotheses} >= {"previous_token", "next_token", "broad"}

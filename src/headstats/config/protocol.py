@@ -237,6 +237,69 @@ class CompareSpec(StrictModel):
     confidence: Float = Field(0.95, gt=0, lt=1)
 
 
+class MeasureHypothesis(StrictModel):
+    """A declared hypothesis about a per-input measure: ``H0: mean(measure) <= threshold`` per head, one-sided."""
+
+    name: str
+    measure: str
+    threshold: Float
+    #: The layers it concerns (0-indexed); all layers when left out.
+    layers: list[Int] | None = None
+
+
+def _default_surface_hypotheses() -> list[MeasureHypothesis]:
+    from headstats.analyses.surface_measures import DEFAULT_HYPOTHESES
+
+    return [MeasureHypothesis(**h) for h in DEFAULT_HYPOTHESES]
+
+
+class SurfaceOptions(StrictModel):
+    """Options of the ``surface`` analysis (Clark et al. 2019; METHODS 2.1)."""
+
+    #: Tested with the protocol's ``statistics`` (test, correction, family, alpha); ``surface_tests.csv``.
+    hypotheses: list[MeasureHypothesis] = Field(default_factory=_default_surface_hypotheses)
+    #: A head "attends broadly" when its entropy is at least this share of the uniform reference (figures,
+    #: dominant behaviour); the test of broad attention is the ``broad`` hypothesis.
+    broad_share: Float = Field(0.75, gt=0, le=1)
+
+    @field_validator("hypotheses")
+    @classmethod
+    def _known_measures(cls, value):
+        from headstats.analyses.surface_measures import SURFACE_MEASURES
+
+        names = [h.name for h in value]
+        if len(set(names)) != len(names):
+            raise ValueError(f"hypothesis names must be unique; got {', '.join(names)}")
+        for h in value:
+            if h.measure not in SURFACE_MEASURES:
+                raise ValueError(f"hypothesis {h.name!r}: unknown measure {h.measure!r}; choose among "
+                                 f"{', '.join(SURFACE_MEASURES)}")
+        return value
+
+
+class ClusteringOptions(StrictModel):
+    """Options of the ``clustering`` analysis (JS divergence between heads, MDS; METHODS 2.6)."""
+
+    #: Inputs used for the divergence matrix (the first ones of each data set); null for all. The cost is
+    #: (layers x heads)^2 / 2 x n^2 logarithms per input: about 2 s per input of 128 pieces for 72 heads on one
+    #: CPU core (Clark et al. used 1000 inputs).
+    max_inputs: Int | None = Field(100, ge=1)
+    #: Resamples of the permutation test of "heads of one layer sit together".
+    n_permutations: Int = Field(9999, ge=99)
+
+
+class PicturesOptions(StrictModel):
+    """Options of the ``pictures`` analysis (heat maps, line views, gallery of BertViz patterns)."""
+
+    #: Inputs whose maps are kept (the first ones of each data set, or the ``sentence_ids`` given).
+    n_inputs: Int = Field(3, ge=1, le=50)
+    sentence_ids: list[str] | None = None
+    #: Heads always drawn, as [layer, head] (0-indexed), beside the gallery's choice.
+    heads: list[tuple[Int, Int]] = Field(default_factory=list)
+    #: Inputs longer than this many pieces are cut for the pictures (the measures use the whole input).
+    max_pieces: Int = Field(64, ge=4)
+
+
 class ReportOptions(StrictModel):
     top_k: Int = Field(10, ge=1)
     html: bool = True
@@ -291,6 +354,10 @@ class Protocol(StrictModel):
 
     #: Extra analyses (registered names, ``headstats.analyses``) run in the same forward passes, e.g. [entropy].
     analyses: list[str] = Field(default_factory=list)
+    #: Options of the Clark et al. (2019) analyses, used when they are named in ``analyses``.
+    surface: SurfaceOptions = Field(default_factory=SurfaceOptions)
+    clustering: ClusteringOptions = Field(default_factory=ClusteringOptions)
+    pictures: PicturesOptions = Field(default_factory=PicturesOptions)
 
 
 def printable(text: object) -> str:

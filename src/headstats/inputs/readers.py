@@ -611,3 +611,13 @@ register_format("jsonl", read_jsonl, extensions=[".jsonl"],
 register_format("glue", _read_glue, extensions=[".tsv"], description="a GLUE task's TSV file (header row)")
 register_format("conllu", read_conllu, extensions=[".conllu", ".conll"],
                 description="Universal Dependencies CoNLL-U with gold parses")
+
+
+def _read_wikitext_pairs(path: Path, *, limit: int | None = None) -> list[Record]:
+    from headstats.inputs.wikitext import read_wikitext_pairs
+
+    return read_wikitext_pairs(path, limit=limit)
+
+
+register_format("wikitext_pairs", _read_wikitext_pairs, extensions=[".raw"],
+                description="raw WikiText: pairs of consecutive paragraphs of one section (Clark et al. 2019)")

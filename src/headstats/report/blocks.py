@@ -35,7 +35,7 @@ P_VALUE_COLUMN = re.compile(r"^(p|p_.*|.*_p|pvalue|p_value)$")
 
 @dataclass
 class Block:
-    """One element of a report: ``heading``, ``text``, ``table``, ``figure`` or ``contents``."""
+    """One element of a report: ``heading``, ``text``, ``table``, ``figure``, ``html`` or ``contents``."""
 
     kind: str
     content: object
@@ -92,6 +92,11 @@ class Report:
     def figure(self, path: str, caption: str = "", *, alt: str = "") -> None:
         """Add a figure (``path`` relative to the report, PNG; an SVG beside it is linked)."""
         self.blocks.append(Block("figure", path, caption=caption, alt=alt or Path(path).stem.replace("_", " ")))
+
+    def html(self, fragment: str, note: str = "") -> None:
+        """Add a raw, self-contained HTML fragment (an interactive view) to ``report.html``; ``report.md``
+        shows ``note`` in its place."""
+        self.blocks.append(Block("html", fragment, caption=note))
 
     def contents(self, levels: Sequence[int] = (2, 3)) -> None:
         """Place a table of contents here, listing the report's headings of ``levels``."""
@@ -226,6 +231,9 @@ def render_markdown(report: Report, root: Path | None = None) -> str:
                 parts.append("**Contents**\n\n" + "\n".join(lines))
         elif block.kind == "table":
             parts.append(_markdown_table_block(block))
+        elif block.kind == "html":
+            if block.caption:
+                parts.append(f"*{block.caption}*")
         elif block.kind == "figure":
             svg = _svg_of(str(block.content))
             link = f" ([SVG]({svg}))" if root is not None and (Path(root) / svg).exists() else ""
@@ -345,6 +353,8 @@ def render_html(report: Report, root: Path) -> str:
             parts.append(_html_contents(report, block.content))
         elif block.kind == "table":
             parts.append(_html_table(block))
+        elif block.kind == "html":
+            parts.append(str(block.content))
         elif block.kind == "figure":
             png = (root / str(block.content)).read_bytes()
             data = base64.b64encode(png).decode()

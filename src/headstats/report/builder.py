@@ -567,12 +567,14 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
 def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, pd.DataFrame]]) -> dict[str, str]:
     """The section of each analysis of the protocol (its registered ``report`` hook); returns table -> what."""
     from headstats.analyses import get_analysis
+    from headstats.report.sections import report_section
 
     files = {}
     for name, tables in analyses.items():
         spec = get_analysis(name)
-        if spec.report is not None:
-            spec.report(report, root, tables)
+        section = report_section(name) or spec.report
+        if section is not None:
+            section(report, root, tables)
         files.update({table: spec.description for table in tables})
     return files
 
@@ -938,7 +940,10 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
         stage = Path(tempfile.mkdtemp(prefix=f".{run.name}.partial-", dir=run.parent))
         (stage / STAGING_MARKER).write_text(_owner_record(), encoding="utf-8")
         log("drawing the figures and writing the report")
-        build_report(stage, protocol, analysis, manifest, comparison=comparison or None, formats=formats)
+        analyses = {name: {t: analysis.tables.pop(t) for t in names if t in analysis.tables}
+                    for name, names in (manifest.get("analysis_tables") or {}).items()}
+        build_report(stage, protocol, analysis, manifest, comparison=comparison or None, analyses=analyses,
+                     formats=formats)
         if top_k is not None:
             analysis.tables["strongest_heads"].to_csv(stage / "strongest_heads.csv", index=False)
         new_files = set(output_file_list(stage))

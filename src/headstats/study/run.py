@@ -241,6 +241,8 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
         "inputs": passes.counts,
         "tau": protocol.statistics.tau,
         "warnings": warnings,
+        #: which tables each analysis wrote, so that ``headstats report`` rebuilds its section
+        "analysis_tables": {name: list(tables) for name, tables in extra.items()},
         "wall_time_s": None,
     }
     stage = claim.staging
@@ -381,5 +383,9 @@ def run_passes(
                 tables.setdefault(job.name, {}).setdefault(table, []).append(frame)
     joined = {name: {t: pd.concat(frames, ignore_index=True) for t, frames in per.items()}
               for name, per in tables.items()}
+    from headstats.study.analysis_tests import analysis_tests
+
+    for name, extra in analysis_tests(jobs, joined, protocol).items():
+        joined.setdefault(name, {}).update(extra)
     order = {name: provenance[name] for name in specs if name in provenance}
     return StudyPasses(arrays, counts, order, joined)

@@ -1,0 +1,181 @@
+"""Figures of the surface patterns and of the clustering of heads (Clark et al. 2019, Figures 1-4 and 6).
+
+Tables of :mod:`headstats.analyses.surface` (``surface.csv``, ``surface_tests.csv``) and
+:mod:`headstats.analyses.clustering` (``mds.csv``, ``js_distance.csv``) in, ``Figure`` out: one point per head
+per layer, as the paper draws them, with the heads that pass a declared hypothesis filled and the others
+hollow; the 2-D MDS of the heads coloured by layer or by dominant behaviour. Object-oriented matplotlib,
+headless; nothing here computes a statistic (the layer means drawn are means of the table's values).
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from collections.abc import Mapping, Sequence  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from headstats.plots import style  # noqa: E402
+
+#: Titles of the surface measures in figures.
+TITLES = {
+    "prev": "previous token", "self": "current token", "next": "next token", "cls": "[CLS]", "sep": "[SEP]",
+    "punct": '". " and ", "', "sep_to_sep": "[SEP] -> [SEP]", "other_to_sep": "other -> [SEP]",
+    "entropy": "row entropy (nats)", "entropy_cls": "[CLS] row entropy (nats)",
+}
+#: Colours of the dominant behaviours (:func:`headstats.analyses.surface.dominant_behaviour`).
+BEHAVIOUR_COLOURS = {
+    "prev": style.OKABE_ITO["vermillion"], "next": style.OKABE_ITO["blue"], "self": style.OKABE_ITO["bluish_green"],
+    "cls": style.OKABE_ITO["reddish_purple"], "sep": style.OKABE_ITO["orange"], "punct": style.OKABE_ITO["sky_blue"],
+    "broad": style.OKABE_ITO["black"], "mixed": "#BBBBBB",
+}
+
+
+def _jitter(n: int, width: float = 0.28, seed: int = 0) -> np.ndarray:
+    """Fixed horizontal offsets (the same for every figure), so that points of one layer do not overlap."""
+    return np.random.default_rng(seed).uniform(-width, width, n)
+
+
+def points_by_layer(ax: Axes, frame: pd.DataFrame, column: str, *, passed: np.ndarray | None = None,
+                    colour: str = "#0072B2", reference: float | None = None, title: str | None = None) -> None:
+    """One point per head at its layer (x) and value of ``column`` (y), with the layer means as a line.
+
+    ``passed`` (a boolean per row) fills the heads that pass a test and leaves the others hollow.
+    """
+    x = frame["layer"].to_numpy(float) + _jitter(len(frame))
+    y = frame[column].to_numpy(float)
+    filled = np.ones(len(frame), bool) if passed is None else np.asarray(passed, bool)
+    ax.scatter(x[~filled], y[~filled], s=14, facecolors="none", edgecolors=colour, linewidths=0.8)
+    ax.scatter(x[filled], y[filled], s=14, color=colour, linewidths=0)
+    means = frame.groupby("layer")[column].mean()
+    ax.plot(means.index, means.to_numpy(), color=style.DARK_GREY, lw=1, zorder=0)
+    if reference is not None:
+        ax.axhline(reference, color=style.DARK_GREY, ls="--", lw=0.8)
+    ax.set_xticks(sorted(frame["layer"].unique()))
+    ax.set_xlabel("layer")
+    ax.set_title(title or TITLES.get(column, column))
+
+
+def _passed(surface: pd.DataFrame, tests: pd.DataFrame | None, measure: str) -> np.ndarray | None:
+    """Per row of ``surface``: does the head pass a hypothesis about ``measure``? None when none was tested."""
+    if tests is None or tests.empty:
+        return None
+    t = tests[tests["measure"] == measure]
+    if t.empty:
+        return None
+    held = t[t["reject"].fillna(False).astype(bool)]
+    keys = set(zip(held["model"], held["dataset"], held["layer"], held["head"]))
+    return np.array([k in keys for k in zip(surface["model"], surface["dataset"], surface["layer"],
+                                            surface["head"])])
+
+
+@style.styled
+def surface_by_layer(surface: pd.DataFrame, columns: Sequence[str], *, tests: pd.DataFrame | None = None,
+                     references: Mapping[str, float] | None = None, title: str = "",
+                     ylabel: str = "mean attention") -> Figure:
+    """Panels of :func:`points_by_layer`, one per column, sharing the y axis (Clark et al. Figures 1, 2 and 4).
+
+    Filled points: heads that pass a declared hypothesis on that measure (``tests``: ``surface_tests.csv``);
+    hollow: the others (all filled when the measure was not tested).
+    """
+    references = dict(references or {})
+    fig = Figure(figsize=(2.6 * len(columns) + 0.4, 2.6))
+    axes = fig.subplots(1, len(columns), squeeze=False, sharey=True)[0]
+    for i, (ax, column) in enumerate(zip(axes, columns)):
+        points_by_layer(ax, surface, column, passed=_passed(surface, tests, column),
+                        colour=style.SERIES[i % len(style.SERIES)], reference=references.get(column))
+    axes[0].set_ylabel(ylabel)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+@style.styled
+def entropy_by_layer(surface: pd.DataFrame, *, tests: pd.DataFrame | None = None, title: str = "") -> Figure:
+    """Mean row entropy and the [CLS] row's entropy per head by layer, against the uniform reference (dashed;
+    Clark et al. Figure 4). Filled: heads that pass the ``entropy_ratio`` hypothesis (broad attention)."""
+    uniform = float(surface["entropy_uniform"].mean())
+    fig = Figure(figsize=(5.8, 2.6))
+    axes = fig.subplots(1, 2, sharey=True)
+    passed = _passed(surface, tests, "entropy_ratio")
+    points_by_layer(axes[0], surface, "entropy", passed=passed, reference=uniform)
+    points_by_layer(axes[1], surface, "entropy_cls", colour=style.SERIES[1], reference=uniform)
+    axes[0].set_ylabel("entropy (nats)")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    if ax is not None:
+        return ax.figure, ax
+    fig = Figure(figsize=figsize)
+    return fig, fig.add_subplot()
+
+
+@style.styled
+def mds_plot(mds: pd.DataFrame, *, colour_by: str = "layer", ax: Axes | None = None, title: str = "") -> Figure:
+    """The heads in the 2-D MDS of their JS divergence (Clark et al. Figure 6), labelled ``layer-head``.
+
+    ``colour_by="layer"`` (a sequential colour per layer) or ``"behaviour"`` (the dominant behaviour).
+    """
+    fig, ax = _axes(ax, (5.2, 4.4))
+    if colour_by == "layer":
+        layers = sorted(mds["layer"].unique())
+        cmap = matplotlib.colormaps[style.SEQUENTIAL_CMAP]
+        colours = {layer: cmap(i / max(len(layers) - 1, 1)) for i, layer in enumerate(layers)}
+        c = [colours[v] for v in mds["layer"]]
+        handles = [Line2D([], [], marker="o", ls="", color=colours[v], label=f"layer {v}") for v in layers]
+    elif colour_by == "behaviour":
+        kinds = list(dict.fromkeys(mds["behaviour"].astype(str)))
+        colours = {k: BEHAVIOUR_COLOURS.get(k, style.EXTRA_COLOURS[i % len(style.EXTRA_COLOURS)])
+                   for i, k in enumerate(kinds)}
+        c = [colours[str(v)] for v in mds["behaviour"]]
+        handles = [Line2D([], [], marker="o", ls="", color=colours[k], label=k) for k in kinds]
+    else:
+        raise ValueError(f"colour_by must be 'layer' or 'behaviour', not {colour_by!r}")
+    ax.scatter(mds["x"], mds["y"], c=c, s=26, edgecolors=style.EDGE, linewidths=0.3)
+    for r in mds.itertuples():
+        ax.annotate(f"{r.layer}-{r.head}", (r.x, r.y), fontsize=5, color=style.DARK_GREY,
+                    xytext=(2, 2), textcoords="offset points")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_xlabel("MDS 1")
+    ax.set_ylabel("MDS 2")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.set_title(title or f"heads by JS divergence, coloured by {colour_by}")
+    fig.tight_layout()
+    return fig
+
+
+@style.styled
+def js_heatmap(js: pd.DataFrame, *, ax: Axes | None = None, title: str = "") -> Figure:
+    """The (K, K) mean JS divergence per query between heads, in layer-major order, layers outlined."""
+    heads = int(js["head_a"].max()) + 1
+    layers = int(js["layer_a"].max()) + 1
+    k = heads * layers
+    grid = np.full((k, k), np.nan)
+    grid[js["layer_a"] * heads + js["head_a"], js["layer_b"] * heads + js["head_b"]] = js["js_mean"]
+    fig, ax = _axes(ax, (4.8, 4.2))
+    image = ax.imshow(grid, cmap=style.SEQUENTIAL_CMAP)
+    for edge in range(heads, k, heads):
+        ax.axhline(edge - 0.5, color="white", lw=0.6)
+        ax.axvline(edge - 0.5, color="white", lw=0.6)
+    ticks = np.arange(heads / 2 - 0.5, k, heads)
+    ax.set_xticks(ticks, [str(i) for i in range(layers)])
+    ax.set_yticks(ticks, [str(i) for i in range(layers)])
+    ax.set_xlabel("layer (heads in order)")
+    ax.set_ylabel("layer (heads in order)")
+    fig.colorbar(image, ax=ax, label="JS divergence per query (nats)")
+    ax.set_title(title or "JS divergence between heads")
+    fig.tight_layout()
+    return fig

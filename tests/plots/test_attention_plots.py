@@ -1,0 +1,44 @@
+"""Pictures of one head: heat map, line view, and the offline interactive view."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from headstats.plots.attention_plots import attention_heatmap, interactive_view_html, line_view
+
+TOKENS = ["[CLS]", "the", "cat", "[SEP]"]
+W = np.array([[1, 0, 0, 0], [0.5, 0.5, 0, 0], [0, 0.995, 0.005, 0], [0.25, 0.25, 0.25, 0.25]])
+
+
+def test_heatmap_shows_the_map():
+    fig = attention_heatmap(W, TOKENS, title="h")
+    np.testing.assert_array_equal(fig.axes[0].images[0].get_array(), W)
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == TOKENS
+
+
+def test_line_view_draws_one_line_per_weight_above_the_floor():
+    fig = line_view(W, TOKENS, segment=[0, 0, 0, 1])
+    lines = fig.axes[0].lines
+    assert len(lines) == int((W >= 0.01).sum()) == 8  # 1 + 2 + 1 (0.005 left out) + 4
+    alphas = sorted(round(line.get_alpha(), 3) for line in lines)
+    assert alphas == sorted(round(float(w), 3) for w in W[W >= 0.01])
+
+
+def test_shape_is_checked():
+    with pytest.raises(ValueError, match="n = 4 tokens"):
+        line_view(np.ones((3, 3)) / 3, TOKENS)
+
+
+def test_interactive_view_is_self_contained():
+    html = interactive_view_html([{"label": "a </script> b", "tokens": TOKENS, "weights": W, "caption": "c"}],
+                                 element_id="v1")
+    assert "http" not in html.replace("http://www.w3.org/2000/svg", "")  # no network
+    assert "<script src" not in html and "id='v1'" in html
+    payload = re.search(r"<script type='application/json'>(.*?)</script>", html, re.S).group(1)
+    data = json.loads(payload.replace("<\\/", "</"))
+    assert data["views"][0]["tokens"] == TOKENS and data["views"][0]["weights"][2] == [0.0, 0.995, 0.005, 0.0]
+    assert data["views"][0]["label"] == "a </script> b"
