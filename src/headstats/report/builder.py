@@ -531,7 +531,7 @@ def files_section(report: Report, analysis_files: dict[str, str] | None = None) 
 
 def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, comparison: dict | None = None,
                  analyses: dict[str, dict[str, pd.DataFrame]] | None = None,
-                 formats: Sequence[str] | None = None) -> Report:
+                 formats: Sequence[str] | None = None, log: Callable[[str], None] = lambda message: None) -> Report:
     """Build the report of a study and write ``report.md``, ``report.html`` and ``figures/`` into ``root``.
 
     Parameters
@@ -550,23 +550,31 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
         Analysis name -> its tables (:mod:`headstats.analyses`); each adds its own section.
     formats : sequence of str, optional
         Figure formats beside the PNG (default PNG and SVG).
+    log : callable
+        Called with a line as each part of the report is drawn.
     """
     root = Path(root)
     report = Report(title=f"headstats report: {protocol.name}")
     if protocol.description:
         report.text(protocol.description)
     report.contents(levels=(2, 3))
+    n_sets = len(by_model_and_dataset(analysis.roles, protocol))
+    log(f"report: summary and role grids of {n_sets} (model, data set)")
     summary_section(report, root, analysis, protocol, manifest, formats=formats)
     report.heading("Methods")
     report.text(methods_paragraph(protocol, manifest))
     inputs_section(report, manifest, analysis)
+    log(f"report: mean-score maps, heads per layer and co-location ({3 * n_sets} figures)")
     role_sections(report, root, analysis, protocol, formats=formats)
+    log("report: p-values, power and tau sensitivity")
     statistics_sections(report, root, analysis, protocol, formats=formats)
     strongest_section(report, analysis, protocol)
     if comparison:
+        log("report: pretrained against fine-tuned")
         comparison_section(report, root, comparison, manifest, formats=formats)
     analysis_files = analysis_sections(report, root, analyses or {})
     files_section(report, analysis_files)
+    log("report: writing report.md" + (" and report.html" if protocol.report.html else ""))
     write_report(report, root, html_too=protocol.report.html)
     return report
 
@@ -796,7 +804,7 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
         stage = Path(tempfile.mkdtemp(prefix=f".{run.name}.partial-", dir=run.parent))
         (stage / STAGING_MARKER).write_text(_owner_record(), encoding="utf-8")
         log("drawing the figures and writing the report")
-        build_report(stage, protocol, analysis, manifest, comparison=comparison or None, formats=formats)
+        build_report(stage, protocol, analysis, manifest, comparison=comparison or None, formats=formats, log=log)
         if top_k is not None:
             analysis.tables["strongest_heads"].to_csv(stage / "strongest_heads.csv", index=False)
         new_files = set(output_file_list(stage))
