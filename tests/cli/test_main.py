@@ -568,7 +568,8 @@ def test_init_writes_a_commented_protocol_that_validates(tmp_path, monkeypatch):
     from headstats.config.protocol import ReportOptions, ScoringOptions, StatisticsOptions
 
     lines = text.splitlines()
-    for section, model in (("scoring", ScoringOptions), ("statistics", StatisticsOptions), ("report", ReportOptions)):
+    sections = (("scoring", ScoringOptions), ("statistics", StatisticsOptions), ("report", ReportOptions))
+    for section, model in sections:
         start = lines.index(f"{section}:")
         for key in model.model_fields:
             i = next(k for k in range(start, len(lines)) if lines[k].startswith(f"  {key}: "))
@@ -615,7 +616,8 @@ def test_init_with_a_model_folder_and_bad_inputs(tmp_path, tiny_model_dir):
                                               str(tmp_path / "q.yaml")]), "text")  # did you mean
     result = runner.invoke(app, ["init", "--data", str(odd), "--format", "text", "--out", str(tmp_path / "q.yaml")])
     assert result.exit_code == 0 and "format: text" in (tmp_path / "q.yaml").read_text()
-    assert_one_line_error(runner.invoke(app, ["init", "--data", str(DEMO / "sentences.txt"), "--out", str(tmp_path)]),
+    assert_one_line_error(runner.invoke(app, ["init", "--data", str(DEMO / "sentences.txt"),
+                                              "--out", str(tmp_path)]),
                           "is a folder")
     assert not (tmp_path / "q2.yaml").exists()
 
@@ -684,3 +686,27 @@ def test_score_refuses_bad_protocol_options_in_one_line(tmp_path, no_model_loadi
                                  *options])
     assert_one_line_error(result, *needles)
     assert not (tmp_path / "o").exists()
+
+
+def test_finetune_progress_in_the_terminal_shows_steps_loss_time_left_and_tenths():
+    import io
+
+    from rich.console import Console
+
+    from headstats.cli.main import _training_progress
+    from headstats.model.finetune import TrainingStep
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=200, force_terminal=False)
+    stack, report = _training_progress(console, False, "fine-tuning sst2")
+    with stack:
+        for step in range(1, 21):
+            report(TrainingStep(step, 20, loss=0.25, elapsed_s=float(step)))
+    text = buffer.getvalue()
+    assert "fine-tuning sst2: step 2/20 (10%), loss 0.250, 0:02 elapsed, about 0:18 left" in text
+    assert "step 20/20 (100%)" in text and "20/20" in text and "loss 0.250" in text
+    quiet_stack, quiet = _training_progress(console, True, "fine-tuning sst2")
+    before = buffer.getvalue()
+    with quiet_stack:
+        quiet(TrainingStep(1, 1, loss=0.1, elapsed_s=1.0))
+    assert buffer.getvalue() == before

@@ -196,14 +196,13 @@ def _console(quiet: bool):
 
 def _progress_factory(console, quiet: bool):
     """``factory(description, total)``: a context manager yielding ``advance(n)`` that draws a rich bar with the
-    count, the speed, the time elapsed and the time left. ``advance.status(text)`` shows a short status beside
+    count, the speed and the time left. ``advance.status(text)`` shows a short status beside
     the bar (the fine-tuning loss)."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
         Progress,
         TextColumn,
-        TimeElapsedColumn,
         TimeRemainingColumn,
     )
 
@@ -213,21 +212,28 @@ def _progress_factory(console, quiet: bool):
             yield lambda n: None
             return
         unit = "steps" if description.startswith("fine-tuning") else "inputs"
-        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[rate]}"), TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
-                   TextColumn("left"), TimeRemainingColumn()]
+        columns = [TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
+                   TextColumn("{task.fields[rate]}"), TextColumn("{task.fields[status]}"),
+                   TimeRemainingColumn(compact=True), TextColumn("left")]
         with Progress(*columns, console=console, transient=False) as bar:
             task = bar.add_task(description, total=total, rate="", status="")
 
             def advance(n: int) -> None:
                 bar.advance(task, n)
                 speed = bar.tasks[task].speed
-                bar.update(task, rate=f"{speed:6.1f} {unit}/s" if speed else "")
+                bar.update(task, rate=_rate(speed, unit))
 
             advance.status = lambda text: bar.update(task, status=text)  # type: ignore[attr-defined]
             yield advance
 
     return factory
+
+
+def _rate(speed: float | None, unit: str) -> str:
+    """``12.3 inputs/s``, or ``25 s/step`` when slower than one per ten seconds."""
+    if not speed:
+        return ""
+    return f"{speed:6.1f} {unit}/s" if speed >= 0.1 else f"{1 / speed:.0f} s/{unit.removesuffix('s')}"
 
 
 def _training_progress(console, quiet: bool, label: str):
@@ -712,7 +718,8 @@ def init(
         if model != "default" and model.startswith((".", "/", "~")) and not Path(model).expanduser().is_dir():
             raise DataError(f"model folder {model!r} does not exist; give 'default', a model folder or a hub id")
         if out.is_dir():
-            raise OutputError(f"{str(out)!r} is a folder; give the protocol file to write, e.g. {out / 'protocol.yaml'}")
+            raise OutputError(f"{str(out)!r} is a folder; give the protocol file to write, "
+                              f"e.g. {out / 'protocol.yaml'}")
         if (out.exists() or out.is_symlink()) and not force:
             raise OutputError(f"{str(out)!r} exists; choose another --out or pass --force to replace it")
         text = render_init_protocol(model, data, out, formats=[format] * len(data), name=name)

@@ -393,11 +393,15 @@ def inputs_section(report: Report, manifest: dict, analysis: Analysis) -> None:
                      "its test, so N differs between roles.", max_rows=200, csv="participation.csv")
 
 
-def role_counts(per_layer: pd.DataFrame) -> pd.DataFrame:
-    """Heads assigned per role, one row per (model, dataset), one integer column per role (NA: not tested)."""
+def role_counts(per_layer: pd.DataFrame, protocol=None) -> pd.DataFrame:
+    """Heads assigned per role, one row per (model, dataset), one integer column per role (NA: not tested);
+    rows in the protocol's order of models and data sets when it is given."""
     counts = per_layer.groupby(["model", "dataset", "role"], sort=False)["n_heads"].sum().unstack("role")
     counts = counts[order_roles(counts.columns)].astype("Int64").reset_index()
     counts.columns.name = None
+    if protocol is not None:
+        order = [key for key, _ in by_model_and_dataset(counts, protocol)]
+        counts = counts.set_index(["model", "dataset"]).loc[order].reset_index()
     return counts
 
 
@@ -409,8 +413,8 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
     coloc = analysis.tables["colocation"]
     tau = protocol.statistics.tau
     report.heading("Heads assigned per role")
-    report.table(role_counts(per_layer), "Heads assigned each role, of all heads of the model (blank: the role "
-                 "was not tested on that data set, e.g. block on single sentences).", fold=False)
+    report.table(role_counts(per_layer, protocol), "Heads assigned each role, of all heads of the model (blank: "
+                 "the role was not tested on that data set, e.g. block on single sentences).", fold=False)
     for (model, dataset), part in by_model_and_dataset(roles, protocol):
         tag = figure_tag(model, dataset)
         report.heading(f"Roles of {model} on {dataset}", level=3)
@@ -515,14 +519,19 @@ def strongest_section(report: Report, analysis: Analysis, protocol) -> None:
                  max_rows=400, csv="strongest_heads.csv", fold=True)
 
 
-def files_section(report: Report, analysis_files: dict[str, str] | None = None) -> None:
+def files_section(report: Report, analysis_files: dict[str, str] | None = None, *,
+                  formats: Sequence[str] | None = None) -> None:
+    from headstats.plots.style import FORMATS
+
+    others = [f.upper() for f in (FORMATS if formats is None else formats) if f != "png"]
+    papers = f" and {', '.join(others)} (for papers)" if others else ""
     report.heading("Files and reproduction")
     report.text(
         "- `scores.parquet`: one row per input, layer, head and role (column `score`)\n"
         "- `tests.csv` / `tests.parquet`: one row per model, data set, role, layer and head\n"
         "- `roles.csv`: one row per head, a boolean column per role\n"
         + "".join(f"- `{name}.csv`: {what}\n" for name, what in (analysis_files or {}).items()) +
-        "- `figures/`: every figure as PNG (shown here) and SVG (for papers)\n"
+        f"- `figures/`: every figure as PNG (shown here){papers}\n"
         "- `manifest.json`: versions, model weight hashes, data hashes, seed, counts\n"
         "- `protocol.resolved.yaml`: rerun with `headstats run protocol.resolved.yaml`; rebuild this report from "
         "the tables with `headstats report RUN_DIR`"
@@ -573,7 +582,7 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
         log("report: pretrained against fine-tuned")
         comparison_section(report, root, comparison, manifest, formats=formats)
     analysis_files = analysis_sections(report, root, analyses or {})
-    files_section(report, analysis_files)
+    files_section(report, analysis_files, formats=formats)
     log("report: writing report.md" + (" and report.html" if protocol.report.html else ""))
     write_report(report, root, html_too=protocol.report.html)
     return report
