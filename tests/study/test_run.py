@@ -76,7 +76,7 @@ def test_statistics_and_report_steps_say_what_they_do_and_the_result_shows_in_a_
     protocol = load_protocol(_protocol(tmp_path, tiny_model_dir, ["local", "delimiter"]))
     result = run_study(protocol, tmp_path / "out", log=lines.append)
     tests = pd.read_csv(tmp_path / "out" / "tests.csv")
-    assert "testing 8 (head, role) pairs: t test, tau 1, holm correction" in lines
+    assert "testing every head and role: 8 (head, role) pairs, t test, tau 1, holm correction" in lines
     tested = next(line for line in lines if line.startswith("tested in "))
     assert tested.endswith(f": {int(tests['reject'].sum())} (head, role) pairs assigned")
     assert "report: summary and role grids of 1 (model, data set)" in lines

@@ -316,7 +316,8 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
     passes = run_passes(protocol, sources, finetuned, data, log=log, progress=progress)
     st = protocol.statistics
     tests = sum(a.n_layers * a.n_heads * len(a.measures) for a in passes.arrays)
-    log(f"testing {tests:,} (head, role) pairs: {st.test} test, tau {st.tau:g}, {st.correction} correction"
+    log(f"testing every head and role: {tests:,} (head, role) pairs, {st.test} test, tau {st.tau:g}, "
+        f"{st.correction} correction"
         + (", with tau/alpha sensitivity and robustness" if st.sensitivity else ""))
     clock = time.perf_counter()
     analysis = analyse(passes.arrays, protocol)
