@@ -49,3 +49,20 @@ def test_pairing_refuses_other_inputs():
 def test_concat_frames():
     assert len(concat_frames([planted(), planted()])) == 48
     assert list(concat_frames([]).columns)[-1] == "score"
+
+
+def test_html_summary_shows_shape_each_measure_and_provenance():
+    values = np.full((4, 2, 3, 2), np.nan, dtype=np.float32)
+    values[:, :, :, 0] = 1.0
+    values[:, 1, 2, 0] = [3.0, 5.0, 7.0, 9.0]  # the highest head: layer 1, head 2, mean 6
+    values[:2, 0, 0, 1] = [2.0, 4.0]  # two inputs take part in the second measure; one head has a mean
+    provenance = {"model": {"hub_id": "org/<model>", "weights_sha256": {"model.safetensors": "0123456789abcdef"}}}
+    array = MeasureArray("m", "d&d", ["a", "b", "c", "d"], ("local", "syntactic:nsubj"), values, provenance)
+    page = array._repr_html_()
+    assert "4 inputs &times; 2 layers &times; 3 heads &times; 2 measures" in page
+    assert "<code>d&amp;d</code>" in page and "org/&lt;model&gt;" in page
+    cells = lambda *c: "".join(f"<td style='text-align:left'>{x}</td>" for x in c)  # noqa: E731
+    mean_local = (1.0 * 5 + 6.0) / 6
+    assert cells("local", 4, f"{mean_local:.3g}", "1, 2 (6)") in page
+    assert cells("syntactic:nsubj", 2, "3", "0, 0 (3)") in page
+    assert "model.safetensors 0123456789ab" in page and "sentence ids: a, b, c, ..." in page

@@ -50,7 +50,8 @@ def score(
     -------
     MeasureArray
         ``(inputs, layers, heads, roles)`` float32 scores with the inputs' sentence ids; ``.to_frame()`` gives
-        the long table of ``scores.parquet``; ``.provenance`` holds the model's and the counts.
+        the long table of ``scores.parquet``; ``.provenance`` holds the model's and the counts. In Jupyter it
+        shows as a short table (shape, each role's inputs, mean and highest head, provenance).
     """
     from headstats.model.loading import LoadedModel, load_model
     from headstats.study.scoring import score_records
@@ -120,7 +121,8 @@ def compare(before, after, *, test: str = "wilcoxon", alternative: str = "two-si
 def run(protocol: str | Path | Any, out: str | Path | None = None, *, overwrite: bool = False):
     """Run a YAML protocol (a path or a loaded Protocol) end to end, as ``headstats run`` does.
 
-    Returns the :class:`headstats.study.run.StudyResult` (tables, arrays, manifest, output folder).
+    Returns the :class:`headstats.study.run.StudyResult` (tables, arrays, manifest, output folder). In Jupyter it
+    shows as a table of the heads holding each role, and ``result.show_report()`` shows the run's report.
     """
     from headstats.config.protocol import Protocol, load_protocol
     from headstats.study.run import run_study

@@ -118,6 +118,40 @@ class MeasureArray:
             value_column: self.values.reshape(-1),
         })
 
+    def _repr_html_(self) -> str:
+        """A short HTML summary for Jupyter: the shape, one row per measure (inputs taking part, mean over
+        inputs and heads, the head with the highest mean) and the provenance (model source, weights hash)."""
+        import html
+        import warnings
+
+        n, layers, heads, m = self.values.shape
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN heads (a role no input takes part in)
+            taking_part = np.isfinite(self.values).any(axis=(1, 2)).sum(axis=0) if n else np.zeros(m, int)
+            head_means = np.nanmean(self.values, axis=0) if n else np.full((layers, heads, m), np.nan)
+        rows = []
+        for k, name in enumerate(self.measures[:HTML_ROWS]):
+            means = head_means[..., k]
+            if np.isfinite(means).any():
+                layer, head = np.unravel_index(np.nanargmax(means), means.shape)
+                best, mean = f"{layer}, {head} ({means[layer, head]:.3g})", f"{np.nanmean(means):.3g}"
+            else:
+                best = mean = ""
+            rows.append([name, int(taking_part[k]), mean, best])
+        more = f"and {m - HTML_ROWS} more measures" if m > HTML_ROWS else ""
+        model = self.provenance.get("model", {})
+        model = model if isinstance(model, dict) else {}
+        facts = {"model": model.get("hub_id") or model.get("path"), "revision": model.get("revision"),
+                 "architecture": model.get("architecture"),
+                 "weights sha256": ", ".join(f"{k} {v[:12]}" for k, v in (model.get("weights_sha256") or {}).items()
+                                             if isinstance(v, str)),
+                 "sentence ids": ", ".join(self.sentence_ids[:3]) + (", ..." if n > 3 else "")}
+        title = (f"<b>MeasureArray</b> <code>{html.escape(self.model)}</code> on <code>{html.escape(self.dataset)}"
+                 f"</code>: {n:,} inputs &times; {layers} layers &times; {heads} heads &times; {m} measures "
+                 f"(float32, {self.values.nbytes / 2**20:.1f} MiB; layers and heads from 0)")
+        return html_summary(title, ["measure", "inputs taking part", "mean", "highest head (layer, head)"], rows,
+                            facts, more)
+
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, *, measure_column: str = "role",
                    value_column: str = "score") -> list["MeasureArray"]:
@@ -134,6 +168,26 @@ class MeasureArray:
             values[s, part["layer"].to_numpy(), part["head"].to_numpy(), r] = part[value_column].to_numpy()
             out.append(cls(str(model), str(dataset), ids, measures, values))
         return out
+
+
+#: Rows shown by the HTML summaries of :class:`MeasureArray` (and the study's results).
+HTML_ROWS = 12
+
+
+def html_summary(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]],
+                 facts: dict[str, object] | None = None, note: str = "") -> str:
+    """A short HTML block for Jupyter: a title line (HTML), a table, a note and ``key: value`` facts (empty
+    values left out). Cells and facts are escaped."""
+    import html
+
+    esc = lambda value: html.escape("" if value is None else str(value))  # noqa: E731
+    head = "".join(f"<th style='text-align:left'>{esc(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{esc(v)}</td>" for v in row) + "</tr>"
+                   for row in rows)
+    shown = [f"{esc(k)}: {esc(v)}" for k, v in (facts or {}).items() if v not in (None, "", [], {})]
+    return (f"<div class='headstats'><p>{title}</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+            f"</table>" + (f"<p><small>{esc(note)}</small></p>" if note else "")
+            + (f"<p><small>{'<br>'.join(shown)}</small></p>" if shown else "") + "</div>")
 
 
 def _unique_categories(ids: np.ndarray) -> list[str]:

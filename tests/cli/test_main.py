@@ -467,7 +467,7 @@ def test_report_command_rebuilds_a_run_without_a_model(tmp_path, tiny_model_dir)
     result = runner.invoke(app, ["run", str(write_protocol(tmp_path, str(tiny_model_dir))), "--out", str(out), "--quiet"])
     assert result.exit_code == 0, result.output
     (out / "report.md").unlink()
-    result = runner.invoke(app, ["report", str(out), "--top-k", "2", "--no-html"])
+    result = runner.invoke(app, ["report", str(out), "--top-k", "2", "--no-html", "--quiet"])
     assert result.exit_code == 0, result.output
     assert result.output.strip() == f"report: {out / 'report.md'}"
     assert "Methods" in (out / "report.md").read_text()
@@ -515,3 +515,237 @@ def test_run_with_a_scale_and_a_tau_per_role(tmp_path, tiny_model_dir):
     assert sens.loc[sens["role"] == "block", "tau"].max() < 1 and sens.loc[sens["role"] == "local", "tau"].max() == 4
     report = (out / "report.md").read_text()
     assert "tau = 1 (block: 0.3)" in report and "attention mass inside the sieve" in report
+def test_report_command_says_what_it_draws_and_can_skip_svg(tmp_path, tiny_model_dir):
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["run", str(write_protocol(tmp_path, str(tiny_model_dir))), "--out", str(out),
+                               "--quiet"]).exit_code == 0
+    assert list((out / "figures").glob("*.svg"))
+    result = runner.invoke(app, ["report", str(out), "--no-svg"])
+    assert result.exit_code == 0, result.output
+    for step in ("reading the tables", "report: summary and role grids", "report: mean-score maps",
+                 "report: p-values", "report: writing report.md and report.html"):
+        assert step in result.output, step
+    assert list((out / "figures").glob("*.png")) and not list((out / "figures").glob("*.svg"))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert not [f for f in manifest["output_files"] if f.endswith(".svg")]
+
+
+# ------------------------------------------------------------------------------- the command line's shape
+
+
+def test_version():
+    from headstats import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"headstats {__version__}"
+
+
+@pytest.mark.parametrize("command", ["run", "score", "validate", "report", "finetune", "init"])
+def test_help_shows_flags_as_flags(command):
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    if command != "init":
+        assert "--quiet" in result.output or "--no-overwrite" in result.output
+
+
+def _registry_rows():
+    from headstats.analyses import ANALYSES, list_analyses
+    from headstats.analyses.roles import ROLES
+    from headstats.inputs.readers import INPUT_FORMATS
+    from headstats.stats.corrections import CORRECTIONS
+    from headstats.stats.onesample import ONE_SAMPLE_TESTS
+    from headstats.stats.paired import PAIRED_TESTS
+
+    list_analyses()  # discovers the analysis modules
+    return {
+        "list-roles": ROLES.items(),
+        "list-tests": [*ONE_SAMPLE_TESTS.items(), *PAIRED_TESTS.items()],
+        "list-corrections": CORRECTIONS.items(),
+        "list-formats": INPUT_FORMATS.items(),
+        "list-analyses": [(n, a) for n, a in ANALYSES.items() if a.selectable],
+    }
+
+
+@pytest.mark.parametrize("command", ["list-roles", "list-tests", "list-corrections", "list-formats",
+                                     "list-analyses"])
+def test_list_commands_show_each_registry_entry_with_its_description(command):
+    result = runner.invoke(app, [command], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    entries = _registry_rows()[command]
+    assert entries
+    for name, entry in entries:
+        assert entry.description, name
+        assert any(line.split() and line.split()[0] == name and entry.description in line for line in lines), \
+            (name, result.output)
+    assert "name" in lines[1] and "description" in lines[1]  # the header row under the title
+
+
+def test_list_formats_names_the_extensions():
+    result = runner.invoke(app, ["list-formats"], env={"COLUMNS": "250"})
+    conllu = next(line for line in result.output.splitlines() if line.split()[:1] == ["conllu"])
+    assert ".conllu" in conllu and ".conll" in conllu
+
+
+# ------------------------------------------------------------------------------------------------- init
+
+
+def test_init_writes_a_commented_protocol_that_validates(tmp_path, monkeypatch):
+    from headstats.config.protocol import Protocol, load_protocol
+
+    (tmp_path / "data").mkdir()
+    data = tmp_path / "data" / "sentences.txt"
+    data.write_text((DEMO / "sentences.txt").read_text())
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["init", "--model", "default", "--data", "data/sentences.txt", "--out", "my.yaml"])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "my.yaml").read_text()
+    assert "path: data/sentences.txt" in text  # relative to the protocol's folder, which is the working one
+    assert "  - default" in text
+    # every option of the sections is written, with a comment beside it or on the line above
+    from headstats.config.protocol import ReportOptions, ScoringOptions, StatisticsOptions
+
+    lines = text.splitlines()
+    sections = (("scoring", ScoringOptions), ("statistics", StatisticsOptions), ("report", ReportOptions))
+    for section, model in sections:
+        start = lines.index(f"{section}:")
+        for key in model.model_fields:
+            i = next(k for k in range(start, len(lines)) if lines[k].startswith(f"  {key}: "))
+            assert "#" in lines[i] or lines[i - 1].startswith("  # "), (section, key)
+    assert runner.invoke(app, ["validate", "my.yaml"]).exit_code == 0
+    protocol = load_protocol(tmp_path / "my.yaml")
+    defaults = Protocol.model_validate({"datasets": [{"name": "x", "path": "y.txt"}]})
+    for section in ("scoring", "statistics", "report"):
+        assert getattr(protocol, section) == getattr(defaults, section), section
+    assert (protocol.seed, protocol.device, protocol.name) == (defaults.seed, defaults.device, "my")
+    assert [m.name for m in protocol.models] == ["default"]
+    assert protocol.datasets[0].path == str(data.resolve()) and protocol.datasets[0].name == "sentences"
+
+
+def test_init_refuses_to_overwrite_without_force(tmp_path):
+    out = tmp_path / "my.yaml"
+    out.write_text("mine\n")
+    args = ["init", "--data", str(DEMO / "sentences.txt"), "--data", str(DEMO / "pairs.txt"), "--out", str(out)]
+    assert_one_line_error(runner.invoke(app, args), "exists", "--force")
+    assert out.read_text() == "mine\n"
+    result = runner.invoke(app, [*args, "--force"])
+    assert result.exit_code == 0, result.output
+    assert runner.invoke(app, ["validate", str(out)]).exit_code == 0
+    assert "name: pairs" in out.read_text() and str(DEMO / "pairs.txt") in out.read_text()
+
+
+def test_init_with_a_model_folder_and_bad_inputs(tmp_path, tiny_model_dir):
+    out = tmp_path / "p.yaml"
+    result = runner.invoke(app, ["init", "--model", str(tiny_model_dir), "--data", str(DEMO / "mini.conllu"),
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    from headstats.config.protocol import load_protocol
+
+    protocol = load_protocol(out)
+    assert protocol.models[0].path == str(Path(tiny_model_dir).resolve())
+    assert runner.invoke(app, ["validate", str(out)]).exit_code == 0
+    assert_one_line_error(runner.invoke(app, ["init", "--data", str(tmp_path / "nope.txt"), "--out",
+                                              str(tmp_path / "q.yaml")]), "nope.txt", "does not exist")
+    odd = tmp_path / "data.xyz"
+    odd.write_text("a sentence\n")
+    assert_one_line_error(runner.invoke(app, ["init", "--data", str(odd), "--out", str(tmp_path / "q.yaml")]),
+                          ".xyz")
+    assert_one_line_error(runner.invoke(app, ["init", "--data", str(odd), "--format", "txt", "--out",
+                                              str(tmp_path / "q.yaml")]), "text")  # did you mean
+    result = runner.invoke(app, ["init", "--data", str(odd), "--format", "text", "--out", str(tmp_path / "q.yaml")])
+    assert result.exit_code == 0 and "format: text" in (tmp_path / "q.yaml").read_text()
+    assert_one_line_error(runner.invoke(app, ["init", "--data", str(DEMO / "sentences.txt"),
+                                              "--out", str(tmp_path)]),
+                          "is a folder")
+    assert not (tmp_path / "q2.yaml").exists()
+
+
+# -------------------------------------------------------------------------------- score's protocol options
+
+
+def _click_options(command_name: str) -> dict:
+    import typer
+
+    command = typer.main.get_command(app).commands[command_name]
+    return {p.name: p for p in command.params}
+
+
+def test_score_options_are_the_protocol_schema(tmp_path):
+    from headstats.cli.main import SCORE_PROTOCOL_OPTIONS
+    from headstats.config.protocol import Protocol, ScoringOptions
+
+    fields = {"scoring.roles": ScoringOptions.model_fields["roles"],
+              "scoring.max_length": ScoringOptions.model_fields["max_length"],
+              "scoring.batch_size": ScoringOptions.model_fields["batch_size"],
+              "device": Protocol.model_fields["device"], "seed": Protocol.model_fields["seed"]}
+    assert set(SCORE_PROTOCOL_OPTIONS.values()) == set(fields)
+    options = _click_options("score")
+    for name, key in SCORE_PROTOCOL_OPTIONS.items():
+        field = fields[key]
+        option = options[name]
+        assert option.opts == ["--" + key.rpartition(".")[2].replace("_", "-")]
+        assert option.default is None  # a value not given is the schema's default, decided by the schema
+        default = field.get_default(call_default_factory=True)
+        shown = ", ".join(default) if isinstance(default, list) else str(default)
+        assert field.description and field.description in option.help
+        assert f"default: {shown})" in option.help and key in option.help
+    result = runner.invoke(app, ["score", "--help"], env={"COLUMNS": "250"})
+    assert "--max-length" in result.output and "scoring.max_length; default: 128" in result.output
+
+
+def test_score_options_reach_the_scores_and_manifest(tmp_path, tiny_model_dir):
+    out = tmp_path / "o"
+    data = tmp_path / "d.txt"
+    data.write_text("the cat sat\nthe dog ran\nthe cat ran\n" + " ".join(["the dog ran"] * 20) + "\n")
+    result = runner.invoke(app, ["score", "--model", str(tiny_model_dir), "--data", str(data),
+                                 "--out", str(out), "--roles", "local,delimiter_cls", "--roles", "syntactic:nsubj",
+                                 "--max-length", "16", "--batch-size", "2", "--seed", "7", "--device", "cpu",
+                                 "--quiet"])
+    assert result.exit_code == 0, result.output
+    scores = pd.read_parquet(out / "scores.parquet")
+    assert set(scores["role"]) == {"local", "delimiter_cls", "syntactic:nsubj"}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["scoring"]["max_length"] == 16 and manifest["scoring"]["batch_size"] == 2
+    assert manifest["seed"] == 7 and manifest["device"] == "cpu"
+    counts = manifest["inputs"][f"{tiny_model_dir}/d"]
+    assert counts["n_scored"] == 3 and counts["skipped"] == {"too_long": 1}  # 60 words never fit in 16 pieces
+    assert scores["sentence_id"].nunique() == 3
+
+
+@pytest.mark.parametrize("options, needles", [
+    (["--max-length", "2"], ("scoring.max_length", "greater than or equal to 4")),
+    (["--batch-size", "0"], ("scoring.batch_size",)),
+    (["--roles", "locl"], ("unknown role", "local")),
+    (["--seed", "-1"], ("seed",)),
+    (["--format", "csv"], ("unknown input format", "jsonl")),
+])
+def test_score_refuses_bad_protocol_options_in_one_line(tmp_path, no_model_loading, options, needles):
+    result = runner.invoke(app, ["score", "--data", str(DEMO / "sentences.txt"), "--out", str(tmp_path / "o"),
+                                 *options])
+    assert_one_line_error(result, *needles)
+    assert not (tmp_path / "o").exists()
+
+
+def test_finetune_progress_in_the_terminal_shows_steps_loss_time_left_and_tenths():
+    import io
+
+    from rich.console import Console
+
+    from headstats.cli.main import _training_progress
+    from headstats.model.finetune import TrainingStep
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=200, force_terminal=False)
+    stack, report = _training_progress(console, False, "fine-tuning sst2")
+    with stack:
+        for step in range(1, 21):
+            report(TrainingStep(step, 20, loss=0.25, elapsed_s=float(step)))
+    text = buffer.getvalue()
+    assert "fine-tuning sst2: step 2/20 (10%), loss 0.250, 0:02 elapsed, about 0:18 left" in text
+    assert "step 20/20 (100%)" in text and "20/20" in text and "loss 0.250" in text
+    quiet_stack, quiet = _training_progress(console, True, "fine-tuning sst2")
+    before = buffer.getvalue()
+    with quiet_stack:
+        quiet(TrainingStep(1, 1, loss=0.1, elapsed_s=1.0))
+    assert buffer.getvalue() == before

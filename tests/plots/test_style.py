@@ -58,3 +58,38 @@ def test_styled_leaves_the_users_settings_alone():
     assert draw() == style.RC["font.size"]
     assert matplotlib.rcParams["font.size"] == before
     assert mcolors.to_hex(style.RC["axes.prop_cycle"].by_key()["color"][0]) == style.SERIES[0].lower()
+
+
+def test_save_lays_out_once_and_every_format_keeps_that_layout(tmp_path, monkeypatch):
+    import io
+
+    draws = []
+    original = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda self, renderer: (draws.append(self), original(self, renderer))[1])
+
+    def figure(layout):
+        fig = Figure(figsize=(3, 2), layout=layout)
+        axes = fig.subplots(1, 2)
+        axes[0].set_ylabel("a long label\non two lines")
+        fig.colorbar(axes[1].imshow([[0, 1], [2, 3]]), ax=axes[1])
+        return fig
+
+    fig = figure("constrained")
+    style.save(fig, tmp_path, "f")
+    # matplotlib draws a figure with a layout engine twice per file (once to lay it out); the SVG is drawn once
+    assert len(draws) == 3 and fig.get_layout_engine() is None
+    reference = figure("constrained")  # the layout constrained_layout gives at the PNG's resolution
+    with style.context():
+        reference.savefig(io.BytesIO(), format="png", dpi=style.PNG_DPI)
+    for ax, ref in zip(fig.axes, reference.axes):
+        assert ax.get_position().bounds == ref.get_position().bounds
+    assert fig.axes[0].get_position().x0 > 0.1  # the long label moved the panel right: laid out
+
+    draws.clear()
+    loose = figure(None)  # no layout engine: a tight box, found once
+    paths = style.save(loose, tmp_path, "g")
+    assert len(draws) == 3
+    png_width = int.from_bytes(paths[0].read_bytes()[16:20], "big")
+    svg = paths[1].read_text()
+    svg_width_pt = float(svg.split('width="')[1].split("pt")[0])
+    assert abs(png_width / style.PNG_DPI - svg_width_pt / 72) < 0.03  # the same box, in inches

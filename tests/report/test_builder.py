@@ -122,6 +122,12 @@ def test_role_counts_are_integers_with_blank_where_not_tested():
     lines = markdown_table(counts).splitlines()
     assert lines[2] == "| m | single | 3 |  | 2 | 3 | 3 | 2 | 3 |"
     assert ".000" not in markdown_table(counts)
+    # in the protocol's order of data sets (pairs first here), not the table's
+    from types import SimpleNamespace
+
+    protocol = SimpleNamespace(models=[SimpleNamespace(name="m")],
+                               datasets=[SimpleNamespace(name="pairs"), SimpleNamespace(name="single")])
+    assert list(role_counts(heads_per_role_per_layer(roles), protocol)["dataset"]) == ["pairs", "single"]
 
 
 # ============================================================================================ a run folder

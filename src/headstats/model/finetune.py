@@ -36,9 +36,10 @@ import re
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from pydantic import ValidationError
@@ -207,7 +208,7 @@ def _batches(n: int, batch_size: int, total_steps: int, rng: np.random.Generator
 
 
 def _train(model: Any, tokenizer: Any, train: Sequence[Record], labels: np.ndarray, recipe: FinetuneRecipe,
-           *, progress: bool) -> dict[str, Any]:
+           *, progress: TrainingCallback) -> dict[str, Any]:
     import torch
 
     torch.manual_seed(recipe.seed)
@@ -231,20 +232,17 @@ def _train(model: Any, tokenizer: Any, train: Sequence[Record], labels: np.ndarr
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     model.train()
     losses = []
-    bar = _progress_bar(total_steps, "fine-tuning", progress)
-    try:
-        for idx in _batches(len(train), recipe.batch_size, total_steps, rng):
-            batch = _tokenize(tokenizer, [train[i] for i in idx], recipe.max_length)
-            out = model(**batch, labels=torch.from_numpy(labels[idx]))
-            out.loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            losses.append(float(out.loss.detach()))
-            bar.advance(f"loss {np.mean(losses[-20:]):.3f}")
-    finally:
-        bar.close()
+    started = time.perf_counter()
+    for step, idx in enumerate(_batches(len(train), recipe.batch_size, total_steps, rng), start=1):
+        batch = _tokenize(tokenizer, [train[i] for i in idx], recipe.max_length)
+        out = model(**batch, labels=torch.from_numpy(labels[idx]))
+        out.loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(float(out.loss.detach()))
+        progress(TrainingStep(step, total_steps, float(np.mean(losses[-20:])), time.perf_counter() - started))
     model.eval()
     return {"steps": total_steps, "steps_per_epoch": steps_per_epoch, "warmup_steps": warmup,
             "final_loss": float(np.mean(losses[-20:])), "first_loss": float(np.mean(losses[:20]))}
@@ -296,37 +294,90 @@ def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, *, majority_c
 # ------------------------------------------------------------------------------------------- progress
 
 
-class _Bar:
-    def __init__(self, total: int, label: str, enabled: bool):
-        self._progress = None
-        if not enabled:
+@dataclass(frozen=True)
+class TrainingStep:
+    """One optimisation step of fine-tuning, as a progress callback sees it.
+
+    Attributes
+    ----------
+    step : int
+        Steps done, from 1 to ``total``.
+    total : int
+        Steps of the whole training.
+    loss : float
+        Mean training loss of the last 20 steps (a smoothed curve, not one noisy batch).
+    elapsed_s : float
+        Seconds since the first step started.
+    """
+
+    step: int
+    total: int
+    loss: float
+    elapsed_s: float
+
+    @property
+    def fraction(self) -> float:
+        """Share of the steps done, in (0, 1]."""
+        return self.step / self.total
+
+    @property
+    def remaining_s(self) -> float:
+        """Seconds left at the mean pace so far: ``elapsed_s / step * (total - step)``."""
+        return self.elapsed_s / self.step * (self.total - self.step)
+
+
+#: Called after every optimisation step; the CLI draws a bar with it, a study writes log lines.
+TrainingCallback = Callable[[TrainingStep], None]
+
+
+def clock(seconds: float) -> str:
+    """``seconds`` as ``m:ss`` or ``h:mm:ss``."""
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class TenPercentLog:
+    """A :data:`TrainingCallback` that writes one line at each tenth of the steps (10 %, 20 %, ..., 100 %).
+
+    With fewer than ten steps it writes one line per step. A line reads, for example,
+    ``fine-tuning sst2-ft: step 150/1500 (10%), loss 0.642, 1:32 elapsed, about 13:48 left``.
+
+    Parameters
+    ----------
+    log : callable
+        Takes one line of text (a study's run log, ``print``...).
+    label : str
+        What is being trained, at the start of each line.
+    """
+
+    def __init__(self, log: Callable[[str], None], label: str = "fine-tuning") -> None:
+        self.log = log
+        self.label = label
+        self._next_tenth = 1
+
+    def __call__(self, step: TrainingStep) -> None:
+        tenth = step.step * 10 // step.total
+        if tenth < self._next_tenth:
             return
-        try:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
-        except ImportError:  # pragma: no cover
-            return
-        self._progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                                  TextColumn("{task.description}"), transient=True)
-        self._progress.start()
-        self._task = self._progress.add_task("", total=total)
-
-    def advance(self, text: str = "") -> None:
-        if self._progress is not None:
-            self._progress.update(self._task, advance=1, description=text)
-
-    def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
+        self._next_tenth = tenth + 1
+        self.log(f"{self.label}: step {step.step}/{step.total} ({step.fraction:.0%}), loss {step.loss:.3f}, "
+                 f"{clock(step.elapsed_s)} elapsed, about {clock(step.remaining_s)} left")
 
 
-def _progress_bar(total: int, label: str, enabled: bool) -> _Bar:
-    return _Bar(total, label, enabled)
+def _stderr_line(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def training_callback(progress: TrainingCallback | bool | None, label: str = "fine-tuning") -> TrainingCallback:
+    """The callback for a ``progress`` argument: a callable as given, True a line every 10 % on stderr
+    (:class:`TenPercentLog`), False or None nothing."""
+    if callable(progress):
+        return progress
+    if progress:
+        return TenPercentLog(_stderr_line, label)
+    return lambda step: None
 
 
 # ------------------------------------------------------------------------------------------ finetune
@@ -353,7 +404,7 @@ def finetune(
     *,
     out_dir: str | Path,
     data_root: str | Path | None = None,
-    progress: bool = True,
+    progress: TrainingCallback | bool = True,
     overwrite: bool = False,
     cache_key: str | None = None,
 ) -> Path:
@@ -370,8 +421,10 @@ def finetune(
         The checkpoint folder to create; it must not exist unless ``overwrite``.
     data_root : str or Path, optional
         GLUE data folder; default ``$HEADSTATS_GLUE_ROOT``, else the ``datasets`` library (online).
-    progress : bool
-        Show a progress bar on stderr.
+    progress : callable or bool
+        Called with a :class:`TrainingStep` after every step (the CLI draws a bar with steps, loss and time
+        left; a study writes a log line every 10 %, :class:`TenPercentLog`); True writes a line every 10 % to
+        stderr; False nothing.
     overwrite : bool
         Replace an existing folder (only once the new one is complete).
     cache_key : str, optional
@@ -395,7 +448,8 @@ def finetune(
     tokenizer, model = _load_for_classification(recipe.base, gtask, recipe.seed)
     provenance = _base_provenance(recipe.base, tokenizer, model)
     loaded_s = time.perf_counter()
-    training = _train(model, tokenizer, train, y_train, recipe, progress=progress)
+    training = _train(model, tokenizer, train, y_train, recipe,
+                      progress=training_callback(progress, f"fine-tuning {gtask.name}"))
     trained_s = time.perf_counter()
     preds = predict(model, tokenizer, evaluation, max_length=recipe.max_length)
     evaluated_s = time.perf_counter()
@@ -499,7 +553,7 @@ def cached_finetune(
     *,
     cache_dir: str | Path,
     data_root: str | Path | None = None,
-    progress: bool = True,
+    progress: TrainingCallback | bool = True,
 ) -> Path:
     """The checkpoint of ``recipe``: reused from ``cache_dir`` when complete, else trained and cached.
 
@@ -560,7 +614,7 @@ def finetune_command(
     *,
     cache_dir: str | Path = ".headstats_cache",
     overwrite: bool = False,
-    progress: bool = True,
+    progress: TrainingCallback | bool = True,
 ) -> tuple[Path, dict[str, Any]]:
     """What ``headstats finetune`` does: build the recipe, train, and return ``(folder, metrics)``.
 

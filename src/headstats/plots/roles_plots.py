@@ -208,7 +208,7 @@ def mean_score_maps(tests: pd.DataFrame, *, tau: float | None = None, title: str
     fig = Figure(figsize=(panel_w * ncols, panel_h * nrows + 0.5), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
     cmap = style.DIVERGING_CMAP if tau is not None else style.SEQUENTIAL_CMAP
-    for ax, role in zip(axes.flat, roles):
+    for k, (ax, role) in enumerate(zip(axes.flat, roles)):
         part = tests[tests["role"] == role]
         grid = _layer_head_grid(part, "mean", n_layers, n_heads)
         image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=_norm(grid, tau), aspect="auto",
@@ -216,11 +216,18 @@ def mean_score_maps(tests: pd.DataFrame, *, tau: float | None = None, title: str
         for r in part[part["reject"].fillna(False).astype(bool)].itertuples():
             ax.add_patch(Rectangle((r.head - 0.5, r.layer - 0.5), 1, 1, fill=False, ec=style.ASSIGNED_EDGE, lw=1.3))
         ax.set_title(role, fontsize=9)
-        ax.set_xlabel("head", fontsize=8)
-        ax.set_ylabel("layer", fontsize=8)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.tick_params(labelsize=7)
+        # the panels share their axes: label the outer ones only (less to read, and less text to lay out)
+        if k % ncols == 0:
+            ax.set_ylabel("layer", fontsize=8)
+        else:
+            ax.tick_params(labelleft=False)
+        if k + ncols >= len(roles):  # no panel below
+            ax.set_xlabel("head", fontsize=8)
+        else:
+            ax.tick_params(labelbottom=False)
         bar = fig.colorbar(image, ax=ax, fraction=0.08, pad=0.02)
         norm = image.norm
         ticks = [norm.vmin, tau, norm.vmax] if tau is not None else [norm.vmin, norm.vmax]

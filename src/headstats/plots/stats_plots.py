@@ -95,7 +95,9 @@ def plot_tau_sensitivity(
     where = f"{model}, {dataset}" + (f", alpha={alpha:g}" if alpha is not None else "")
     ax.set_title(f"role counts vs tau ({where})")
     if len(table):
-        ax.legend(fontsize="small", frameon=False, ncol=1 + len(pd.unique(table["role"])) // 8)
+        # beside the axes: inside, the legend hides the lines at low tau, where the counts are largest
+        ax.legend(fontsize="small", frameon=False, ncol=1 + len(pd.unique(table["role"])) // 12,
+                  loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.grid(alpha=0.3)
     return fig
 
@@ -138,7 +140,8 @@ def plot_pvalue_histogram(
         groups = [(r, finite.loc[finite["role"].astype(str) == r, column].to_numpy(float)) for r in order]
         ax.hist([g for _, g in groups], bins=edges, stacked=True, label=[r for r, _ in groups],
                 color=[colours[r] for r, _ in groups])
-        ax.legend(fontsize="small", frameon=False)
+        # beside the axes: loc="best" over hundreds of bars is slow (seconds) and still covers some of them
+        ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     else:
         ax.hist(finite[column].to_numpy(float), bins=edges, color=_COLOURS[0])
     if alpha is None and column == "p_corr" and "alpha" in tests.columns and len(tests):
@@ -186,7 +189,7 @@ def plot_power(
     ax.set_xlabel("effect (mean - tau) / sd")
     ax.set_ylabel("power at the observed effect")
     ax.set_title("power per head" + (f" ({role})" if role else ""))
-    ax.legend(fontsize="small", frameon=False)
+    ax.legend(fontsize="small", frameon=False, loc="lower right")  # power rises with the effect: empty there
     ax.grid(alpha=0.3)
     return fig
 

@@ -499,11 +499,15 @@ def inputs_section(report: Report, manifest: dict, analysis: Analysis) -> None:
                      "its test, so N differs between roles.", max_rows=200, csv="participation.csv")
 
 
-def role_counts(per_layer: pd.DataFrame) -> pd.DataFrame:
-    """Heads assigned per role, one row per (model, dataset), one integer column per role (NA: not tested)."""
+def role_counts(per_layer: pd.DataFrame, protocol=None) -> pd.DataFrame:
+    """Heads assigned per role, one row per (model, dataset), one integer column per role (NA: not tested);
+    rows in the protocol's order of models and data sets when it is given."""
     counts = per_layer.groupby(["model", "dataset", "role"], sort=False)["n_heads"].sum().unstack("role")
     counts = counts[order_roles(counts.columns)].astype("Int64").reset_index()
     counts.columns.name = None
+    if protocol is not None:
+        order = [key for key, _ in by_model_and_dataset(counts, protocol)]
+        counts = counts.set_index(["model", "dataset"]).loc[order].reset_index()
     return counts
 
 
@@ -515,8 +519,8 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
     coloc = analysis.tables["colocation"]
     tau = protocol.statistics.tau_of("default") if hasattr(protocol.statistics, "tau_of") else protocol.statistics.tau
     report.heading("Heads assigned per role")
-    report.table(role_counts(per_layer), "Heads assigned each role, of all heads of the model (blank: the role "
-                 "was not tested on that data set, e.g. block on single sentences).", fold=False)
+    report.table(role_counts(per_layer, protocol), "Heads assigned each role, of all heads of the model (blank: "
+                 "the role was not tested on that data set, e.g. block on single sentences).", fold=False)
     ceilings = analysis.tables.get("ceilings")
     if ceilings is not None and not ceilings.empty:
         shown = ceilings[["model", "dataset", "role", "scale", "tau", "mean_ceiling", "min_ceiling", "max_ceiling",
@@ -659,14 +663,19 @@ def strongest_section(report: Report, analysis: Analysis, protocol) -> None:
                  max_rows=400, csv="strongest_heads.csv", fold=True)
 
 
-def files_section(report: Report, analysis_files: dict[str, str] | None = None) -> None:
+def files_section(report: Report, analysis_files: dict[str, str] | None = None, *,
+                  formats: Sequence[str] | None = None) -> None:
+    from headstats.plots.style import FORMATS
+
+    others = [f.upper() for f in (FORMATS if formats is None else formats) if f != "png"]
+    papers = f" and {', '.join(others)} (for papers)" if others else ""
     report.heading("Files and reproduction")
     report.text(
         "- `scores.parquet`: one row per input, layer, head and role (column `score`)\n"
         "- `tests.csv` / `tests.parquet`: one row per model, data set, role, layer and head\n"
         "- `roles.csv`: one row per head, a boolean column per role\n"
         + "".join(f"- `{name}.csv`: {what}\n" for name, what in (analysis_files or {}).items()) +
-        "- `figures/`: every figure as PNG (shown here) and SVG (for papers)\n"
+        f"- `figures/`: every figure as PNG (shown here){papers}\n"
         "- `manifest.json`: versions, model weight hashes, data hashes, seed, counts\n"
         "- `protocol.resolved.yaml`: rerun with `headstats run protocol.resolved.yaml`; rebuild this report from "
         "the tables with `headstats report RUN_DIR`"
@@ -675,7 +684,7 @@ def files_section(report: Report, analysis_files: dict[str, str] | None = None) 
 
 def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, comparison: dict | None = None,
                  analyses: dict[str, dict[str, pd.DataFrame]] | None = None,
-                 formats: Sequence[str] | None = None) -> Report:
+                 formats: Sequence[str] | None = None, log: Callable[[str], None] = lambda message: None) -> Report:
     """Build the report of a study and write ``report.md``, ``report.html`` and ``figures/`` into ``root``.
 
     Parameters
@@ -694,23 +703,31 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
         Analysis name -> its tables (:mod:`headstats.analyses`); each adds its own section.
     formats : sequence of str, optional
         Figure formats beside the PNG (default PNG and SVG).
+    log : callable
+        Called with a line as each part of the report is drawn.
     """
     root = Path(root)
     report = Report(title=f"headstats report: {protocol.name}")
     if protocol.description:
         report.text(protocol.description)
     report.contents(levels=(2, 3))
+    n_sets = len(by_model_and_dataset(analysis.roles, protocol))
+    log(f"report: summary and role grids of {n_sets} (model, data set)")
     summary_section(report, root, analysis, protocol, manifest, formats=formats)
     report.heading("Methods")
     report.text(methods_paragraph(protocol, manifest, analysis.tests))
     inputs_section(report, manifest, analysis)
+    log(f"report: mean-score maps, heads per layer and co-location ({3 * n_sets} figures)")
     role_sections(report, root, analysis, protocol, formats=formats)
+    log("report: p-values, power and tau sensitivity")
     statistics_sections(report, root, analysis, protocol, formats=formats)
     strongest_section(report, analysis, protocol)
     if comparison:
+        log("report: pretrained against fine-tuned")
         comparison_section(report, root, comparison, manifest, formats=formats)
     analysis_files = analysis_sections(report, root, analyses or {})
-    files_section(report, analysis_files)
+    files_section(report, analysis_files, formats=formats)
+    log("report: writing report.md" + (" and report.html" if protocol.report.html else ""))
     write_report(report, root, html_too=protocol.report.html)
     return report
 
@@ -943,7 +960,7 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
         analyses = {name: {t: analysis.tables.pop(t) for t in names if t in analysis.tables}
                     for name, names in (manifest.get("analysis_tables") or {}).items()}
         build_report(stage, protocol, analysis, manifest, comparison=comparison or None, analyses=analyses,
-                     formats=formats)
+                     formats=formats, log=log)
         if top_k is not None:
             analysis.tables["strongest_heads"].to_csv(stage / "strongest_heads.csv", index=False)
         new_files = set(output_file_list(stage))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, ContextManager
@@ -78,6 +78,71 @@ class StudyResult:
         from headstats.study.scoring import long_frame
 
         return long_frame(self.scores)
+
+    @property
+    def report_path(self) -> Path | None:
+        """The report's file (``report.html``, else ``report.md``), or None when the run wrote neither."""
+        for name in ("report.html", "report.md"):
+            if (self.out / name).is_file():
+                return self.out / name
+        return None
+
+    def show_report(self, *, height: int = 800):
+        """Show the run's report: in Jupyter, ``report.html`` embedded in the notebook (it is self-contained,
+        so it shows offline); elsewhere, opened in the web browser.
+
+        Returns
+        -------
+        IPython.display.HTML or Path
+            The displayable report when IPython is there (the last expression of a cell shows it), else the
+            report's path.
+        """
+        import html
+
+        path = self.report_path
+        if path is None:
+            raise HeadstatsError(f"{self.out} holds no report; rebuild it with headstats report {self.out}")
+        try:
+            from IPython.display import HTML
+        except ImportError:
+            import webbrowser
+
+            webbrowser.open(path.resolve().as_uri())
+            return path
+        if path.suffix != ".html":
+            from IPython.display import Markdown
+
+            return Markdown(path.read_text(encoding="utf-8"))
+        page = html.escape(path.read_text(encoding="utf-8"), quote=True)
+        return HTML(f'<iframe srcdoc="{page}" style="width:100%;height:{int(height)}px;border:1px solid #ccc">'
+                    "</iframe>")
+
+    def _repr_html_(self) -> str:
+        """A short HTML summary for Jupyter: per (model, data set) the inputs scored and the heads holding each
+        role, the output folder and a link to the report (``show_report()`` shows it here)."""
+        from headstats.assignment.role_assignment import role_columns
+        from headstats.measures import HTML_ROWS, html_summary
+
+        roles = self.roles
+        columns = role_columns(roles)
+        rows = []
+        for (model, dataset), group in roles.groupby(["model", "dataset"], sort=False):
+            held = group[columns].astype("boolean")
+            counts = ", ".join(f"{c} {int(held[c].sum())}" for c in columns if held[c].notna().any())
+            scored = self.manifest.get("inputs", {}).get(f"{model}/{dataset}", {}).get("n_scored")
+            rows.append([model, dataset, scored, len(group), int(held.fillna(False).any(axis=1).sum()), counts])
+        more = f"and {len(rows) - HTML_ROWS} more" if len(rows) > HTML_ROWS else ""
+        report = self.report_path
+        link = (f" <a href='{report.resolve().as_uri()}' target='_blank'>{report.name}</a>" if report else "")
+        import html
+
+        title = (f"<b>StudyResult</b> <code>{html.escape(str(self.manifest.get('headstats_run', '')))}</code> in "
+                 f"<code>{html.escape(str(self.out))}</code>:{link} (<code>.show_report()</code> shows it here)")
+        facts = {"tables": ", ".join(["tests", "roles", *self.tables]),
+                 "wall time": f"{self.manifest['wall_time_s']} s" if self.manifest.get("wall_time_s") else None,
+                 "protocol sha256": str(self.manifest.get("protocol_sha256", ""))[:16]}
+        return html_summary(title, ["model", "dataset", "inputs scored", "heads", "heads with a role",
+                                    "heads per role"], rows[:HTML_ROWS], facts, more)
 
 
 def needs_parses(protocol: Protocol) -> bool:
@@ -146,7 +211,28 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
     return LoadedData(spec=spec, records=records, files=files, info=info, skipped=skipped)
 
 
-def build_models(protocol: Protocol, log: Log) -> tuple[dict[str, str], dict[str, dict]]:
+def _training_progress(name: str, log: Log, progress: ProgressFactory, stack: ExitStack):
+    """A fine-tuning callback: a bar of steps (with the loss where the bar can show it) and a log line at
+    every 10 % of the steps, with the loss and the time left."""
+    from headstats.model.finetune import TenPercentLog
+
+    lines = TenPercentLog(log, f"fine-tuning {name}")
+    bar: list = []
+
+    def report(step) -> None:
+        if not bar:  # the number of steps is known at the first step
+            bar.append(stack.enter_context(progress(f"fine-tuning {name} (steps)", step.total)))
+        bar[0](1)
+        status = getattr(bar[0], "status", None)
+        if status is not None:
+            status(f"loss {step.loss:.3f}")
+        lines(step)
+
+    return report
+
+
+def build_models(protocol: Protocol, log: Log, progress: ProgressFactory = _no_progress,
+                 ) -> tuple[dict[str, str], dict[str, dict]]:
     """Resolve every model spec to something ``load_model`` takes, fine-tuning (cached) where asked."""
     sources, finetuned = {}, {}
     for spec in protocol.models:
@@ -157,10 +243,14 @@ def build_models(protocol: Protocol, log: Log) -> tuple[dict[str, str], dict[str
 
         cache = Path(protocol.cache_dir or ".headstats_cache")
         log(f"fine-tuning (or reusing) {spec.name}: {spec.finetune.base} on {spec.finetune.task}")
-        path = cached_finetune(spec.finetune, cache_dir=cache, data_root=protocol.data_root)
+        with ExitStack() as stack:
+            path = cached_finetune(spec.finetune, cache_dir=cache, data_root=protocol.data_root,
+                                   progress=_training_progress(spec.name, log, progress, stack))
         sources[spec.name] = str(path)
         metrics_file = Path(path) / "metrics.json"
         metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else None
+        accuracy = (metrics or {}).get("accuracy")
+        log(f"{spec.name}: checkpoint {path}" + (f" (dev accuracy {accuracy:.3f})" if accuracy is not None else ""))
         finetuned[spec.name] = {"path": str(path), "recipe": spec.finetune.model_dump(), "metrics": metrics}
     return sources, finetuned
 
@@ -218,18 +308,27 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
     from headstats.study.scoring import write_scores
     from headstats.report.builder import build_report
 
-    sources, finetuned = build_models(protocol, log)
+    sources, finetuned = build_models(protocol, log, progress)
     check_comparable(protocol, sources)
     data = {}
     for spec in protocol.datasets:
         log(f"reading data set {spec.name}")
         data[spec.name] = load_data(spec, protocol, exclude_ids=training_exclusions(spec, finetuned))
     passes = run_passes(protocol, sources, finetuned, data, log=log, progress=progress)
-    log("testing every head and role")
+    st = protocol.statistics
+    tests = sum(a.n_layers * a.n_heads * len(a.measures) for a in passes.arrays)
+    log(f"testing every head and role: {tests:,} (head, role) pairs, {st.test} test, tau {st.tau:g}, "
+        f"{st.correction} correction"
+        + (", with tau/alpha sensitivity and robustness" if st.sensitivity else ""))
+    clock = time.perf_counter()
     analysis = analyse(passes.arrays, protocol)
     warnings = tau_warnings(analysis.tables.get("ceilings", pd.DataFrame(columns=["n_taking_part"])))
     for warning in warnings:
         log(f"warning: {warning}")
+    log(f"tested in {time.perf_counter() - clock:.1f} s: {int(analysis.tests['reject'].eq(True).sum()):,} "
+        "(head, role) pairs assigned")
+    if protocol.compare:
+        log("comparing fine-tuned with base models, head by head")
     comparison = run_comparisons(protocol, passes.arrays, analysis.roles, passes.comparison_attention())
     extra = {name: tables for name, tables in passes.tables.items() if name in protocol.analyses}
     manifest = {
@@ -258,7 +357,8 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
         for name, table in tables.items():
             write_table(table, stage, name, parquet=False)
     (stage / "protocol.resolved.yaml").write_text(dump_protocol(protocol))
-    build_report(stage, protocol, analysis, manifest, comparison=comparison, analyses=extra)
+    log("drawing the figures and writing the report")
+    build_report(stage, protocol, analysis, manifest, comparison=comparison, analyses=extra, log=log)
     manifest["wall_time_s"] = round(time.time() - started, 2)
     write_manifest(stage, manifest)
     claim.publish()
