@@ -109,6 +109,10 @@ def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: b
         inputs.append(Path(protocol.cache_dir or ".headstats_cache"))
     if cache_dir is not None:
         inputs.append(Path(cache_dir))
+        resolved_out, resolved_cache = Path(target).expanduser().resolve(), Path(cache_dir).expanduser().resolve()
+        if resolved_cache == resolved_out or resolved_out in resolved_cache.parents:
+            raise OutputError(f"the cache folder {str(cache_dir)!r} is inside the output folder {str(target)!r}, which "
+                              "a run replaces; give a --cache-dir outside it (or --no-cache)")
     return check_output(target, overwrite=overwrite, inputs=inputs)
 
 
