@@ -94,13 +94,13 @@ def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: b
     check_device(protocol.device)
     check_dtype(protocol.dtype, protocol.device)
     check_executor(protocol)
-    if cache_dir is not None:
-        check_cache_dir(Path(cache_dir))
     model_folders = check_models(protocol)
     data_inputs = check_data(protocol)
     check_parser(protocol)
     target = out if out is not None else protocol.output
     if target is None:
+        if cache_dir is not None:
+            check_cache_dir(Path(cache_dir))
         return None
     inputs = [*data_inputs, *model_folders]
     if protocol.data_root is not None:
@@ -113,7 +113,10 @@ def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: b
         if resolved_cache == resolved_out or resolved_out in resolved_cache.parents:
             raise OutputError(f"the cache folder {str(cache_dir)!r} is inside the output folder {str(target)!r}, which "
                               "a run replaces; give a --cache-dir outside it (or --no-cache)")
-    return check_output(target, overwrite=overwrite, inputs=inputs)
+    resolved = check_output(target, overwrite=overwrite, inputs=inputs)
+    if cache_dir is not None:
+        check_cache_dir(Path(cache_dir))
+    return resolved
 
 
 # ------------------------------------------------------------------------------------------------ values
