@@ -46,6 +46,12 @@ def build_tiny_bert(folder: Path, *, layers: int = 2, heads: int = 2, hidden: in
     return folder
 
 
+@pytest.fixture(autouse=True)
+def _state_cache_per_test(tmp_path_factory, monkeypatch):
+    """Each test gets its own, empty state cache: no test writes to ~/.cache or sees another test's chunks."""
+    monkeypatch.setenv("HEADSTATS_CACHE_DIR", str(tmp_path_factory.mktemp("state-cache")))
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """Directory of a tiny random BERT (2 layers x 2 heads, hidden 16)."""

@@ -749,3 +749,30 @@ def test_finetune_progress_in_the_terminal_shows_steps_loss_time_left_and_tenths
     with quiet_stack:
         quiet(TrainingStep(1, 1, loss=0.1, elapsed_s=1.0))
     assert buffer.getvalue() == before
+# ------------------------------------------------------------------ issue 12: cache commands, --shard
+
+
+def test_cache_info_and_prune_commands(tmp_path):
+    import hashlib
+
+    from headstats.engine.cache import StateCache
+
+    cache = StateCache(tmp_path / "c")
+    for i in range(3):
+        cache.put(hashlib.sha256(bytes([i])).hexdigest(), list(range(100)))
+    (tmp_path / "c" / "mine.txt").write_text("keep")
+    result = runner.invoke(app, ["cache", "info", "--cache-dir", str(tmp_path / "c")])
+    assert result.exit_code == 0 and "chunks: 3 " in result.output, result.output
+    result = runner.invoke(app, ["cache", "prune", "--cache-dir", str(tmp_path / "c")])
+    assert result.exit_code == 2 and "--older-than DAYS, --max-size MIB or --all" in result.output
+    result = runner.invoke(app, ["cache", "prune", "--all", "--cache-dir", str(tmp_path / "c")])
+    assert result.exit_code == 0 and result.output.startswith("removed 3 file(s)"), result.output
+    assert (tmp_path / "c" / "mine.txt").read_text() == "keep" and cache.info().entries == 0
+
+
+@pytest.mark.parametrize("shard", ["3/2", "0/2", "a/b", "1"])
+def test_a_bad_shard_is_one_line(tmp_path, tiny_model_dir, shard):
+    protocol = write_protocol(tmp_path, str(tiny_model_dir))
+    result = runner.invoke(app, ["run", str(protocol), "--shard", shard, "--out", str(tmp_path / "s")])
+    assert result.exit_code == 2 and result.output.strip().startswith("error: --shard"), result.output
+    assert not (tmp_path / "s").exists()

@@ -392,3 +392,32 @@ def test_tau_warnings_found_without_data(study):
                     statistics={"tau": {"default": 3, "block": 0.5}})
     assert len(unit) == 1 and "role local is at or above 1" in unit[0] and "'ceiling'" in unit[0]
     assert all("\n" not in w for w in unit)
+# ------------------------------------------------------------------ issue 12: precision, executor, cache folder
+
+
+def test_float16_on_a_cpu_is_refused_before_any_work(study):
+    with pytest.raises(ModelError, match="float16' needs a GPU"):
+        check(study, protocol_for(study, dtype="float16"))
+    check(study, protocol_for(study, dtype="bfloat16"))
+
+
+def test_ray_executor_needs_ray(study, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    with pytest.raises(ProtocolError, match=r"pip install 'headstats\[ray\]'"):
+        check(study, protocol_for(study, execution={"executor": "ray"}))
+
+
+def test_cache_folder_checks(study):
+    path = study["root"] / "p.yaml"
+    path.write_text(yaml.safe_dump(protocol_for(study)))
+    protocol = load_protocol(path)
+    with pytest.raises(OutputError, match="cache folder .* is a file.*--no-cache"):
+        preflight(protocol, cache_dir=study["root"] / "notes.md" / "cache")
+    out = study["root"] / "runs" / "out"
+    with pytest.raises(OutputError, match="inside the output folder"):  # a run replaces its output
+        preflight(protocol, out=study["root"] / "runs", cache_dir=study["root"] / "runs" / "cache")
+    assert preflight(protocol, out=out, cache_dir=study["root"] / "new" / "cache") == out.resolve()
+    assert not (study["root"] / "new").exists()  # nothing made

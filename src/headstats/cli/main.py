@@ -277,6 +277,11 @@ def _default_out(proto) -> Path:
 _DATA_ROOT_HELP = "GLUE data folder; overrides the protocol's data_root"
 _OVERWRITE_HELP = "replace an output folder that headstats wrote before (never one holding other files)"
 _QUIET_HELP = "no progress bars or log lines"
+# options of large runs (issue 12; their commands are at the end of this file)
+_SHARD_HELP = "run only part i of n of the inputs (e.g. 1/4) and write a shard folder; join with 'headstats merge'"
+_CACHE_DIR_HELP = ("state cache folder (default: the protocol's cache_dir, $HEADSTATS_CACHE_DIR, "
+                   "$XDG_CACHE_HOME/headstats or ~/.cache/headstats)")
+_NO_CACHE_HELP = "neither read nor write the state cache (every forward pass runs)"
 
 
 # ---------------------------------------------------------------------------------- options from the schema
@@ -350,17 +355,27 @@ def run(
     overwrite: bool = typer.Option(False, "--overwrite/--no-overwrite", help=_OVERWRITE_HELP),
     quiet: bool = typer.Option(False, "--quiet", help=_QUIET_HELP),
     data_root: Optional[Path] = typer.Option(None, "--data-root", help=_DATA_ROOT_HELP),
+    shard: Optional[str] = typer.Option(None, "--shard", help=_SHARD_HELP),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=_CACHE_DIR_HELP),
+    no_cache: bool = typer.Option(False, "--no-cache", help=_NO_CACHE_HELP),
 ) -> None:
     """Run a protocol end to end: scores, tests, roles, figures, report and manifest."""
     with _errors(out) as command:
         proto = _load(protocol, data_root)
         command.out = out or _default_out(proto)
+        execution = _execution(shard, cache_dir, no_cache)
         _quiet_libraries()
         from headstats.study.run import run_study
 
         console = _console(quiet)
         result = run_study(proto, out, overwrite=overwrite, log=lambda m: console.log(m),
-                           progress=_progress_factory(console, quiet))
+                           progress=_progress_factory(console, quiet), execution=execution)
+        if execution.shard is not None:
+            command.written = True
+            if not quiet:
+                typer.echo(f"shard {execution.shard[0]}/{execution.shard[1]}: {result.out} "
+                           "(join the shards with: headstats merge SHARD... --out DIR)")
+            return
         command.written = True
         if not quiet:
             typer.echo(f"report: {result.out / 'report.html'}")
@@ -454,6 +469,8 @@ def validate(
                                        "protocol's 'output', if it has one)"),
     overwrite: bool = typer.Option(False, "--overwrite/--no-overwrite", help="check as 'run --overwrite' would"),
     data_root: Optional[Path] = typer.Option(None, "--data-root", help=_DATA_ROOT_HELP),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=_CACHE_DIR_HELP),
+    no_cache: bool = typer.Option(False, "--no-cache", help=_NO_CACHE_HELP),
 ) -> None:
     """Check a protocol as 'run' does before its work starts, without loading any model or reading any input.
 
@@ -461,9 +478,11 @@ def validate(
     """
     with _errors():
         from headstats.study.preflight import preflight, tau_warnings
+        from headstats.study.run import cache_root
 
         proto = _load(protocol, data_root)
-        checked = preflight(proto, out=out, overwrite=overwrite)
+        checked = preflight(proto, out=out, overwrite=overwrite,
+                            cache_dir=cache_root(proto, _execution(None, cache_dir, no_cache)))
         for warning in tau_warnings(proto):
             typer.echo(f"warning: {warning}", err=True)
         where = f"; output {checked}" if checked is not None else ""
@@ -819,6 +838,70 @@ def list_analyses_command() -> None:
     selectable = set(list_analyses())
     show_registry("analyses (analyses: [...])", [
         {"name": name, "description": spec.description} for name, spec in ANALYSES.items() if name in selectable])
+
+
+# ------------------------------------------------------------------ large runs: cache, shards, merge (issue 12)
+
+def _execution(shard: Optional[str], cache_dir: Optional[Path], no_cache: bool):
+    """The run's :class:`headstats.study.run.Execution` from the CLI options."""
+    from headstats.study.run import Execution, parse_shard
+
+    return Execution(cache=not no_cache, cache_dir=str(cache_dir) if cache_dir is not None else None,
+                     shard=parse_shard(shard) if shard is not None else None)
+
+
+cache_app = typer.Typer(no_args_is_help=True, help="The state cache: what it holds, and removing from it.")
+app.add_typer(cache_app, name="cache")
+
+
+def _cache(cache_dir: Optional[Path]):
+    from headstats.engine.cache import StateCache, resolve_cache_root
+
+    return StateCache(resolve_cache_root(cache_dir))
+
+
+@cache_app.command("info")
+def cache_info(cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=_CACHE_DIR_HELP)) -> None:
+    """Where the state cache is, how many chunks it holds and how big it is."""
+    with _errors():
+        for line in _cache(cache_dir).info().lines():
+            typer.echo(line)
+
+
+@cache_app.command("prune")
+def cache_prune(
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=_CACHE_DIR_HELP),
+    older_than: Optional[float] = typer.Option(None, "--older-than", min=0, help="remove chunks unused for this many days"),
+    max_size: Optional[float] = typer.Option(None, "--max-size", min=0, help="then keep at most this many MiB (least recently used go first)"),
+    all_: bool = typer.Option(False, "--all", help="remove every chunk"),
+) -> None:
+    """Remove cached chunks (only files the cache wrote; anything else in the folder is left alone)."""
+    with _errors():
+        if not (all_ or older_than is not None or max_size is not None):
+            raise HeadstatsError("say what to remove: --older-than DAYS, --max-size MIB or --all")
+        cache = _cache(cache_dir)
+        removed, freed = cache.prune(older_than_days=older_than, everything=all_,
+                                     max_bytes=int(max_size * 2**20) if max_size is not None else None)
+        typer.echo(f"removed {removed} file(s), {freed / 2**20:.1f} MiB, from {cache.root}")
+
+
+@app.command()
+def merge(
+    shards: list[Path] = typer.Argument(..., help="shard folders written by 'headstats run --shard i/n'"),
+    out: Path = typer.Option(..., "--out", help="output folder of the merged run"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing output folder"),
+    quiet: bool = typer.Option(False, "--quiet", help="no log lines"),
+) -> None:
+    """Join shard folders into the run one machine would have made (same tables, byte for byte)."""
+    with _errors(out) as command:
+        _quiet_libraries()
+        from headstats.study.merge import merge_shards
+
+        console = _console(quiet)
+        result = merge_shards(shards, out, overwrite=overwrite, log=lambda m: console.log(m))
+        command.written = True
+        if not quiet:
+            typer.echo(f"report: {result.out / 'report.html'}")
 
 
 def main() -> None:  # pragma: no cover

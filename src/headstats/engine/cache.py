@@ -1,0 +1,339 @@
+"""A cache of collector states, one file per (job, chunk of inputs), so that re-runs and resumed runs skip
+the forward passes they have already done.
+
+The engine cuts every data set into chunks of ``chunk_size`` records (file order) and computes each
+collector's state chunk by chunk (:mod:`headstats.engine.runner`). A chunk's state is stored under a key that
+hashes everything that determines it (:func:`digest`):
+
+- the job: the collector's class, its ``version`` and options, the names of its models and data set;
+- each model's identity: weights sha256, tokenizer fingerprint, model type, shape, dtype and device type;
+- the encoding: the effective maximum length and what is done with longer inputs (``too_long``);
+- the chunk: its position and a sha256 of its records (ids, texts, parses).
+
+Statistics (tau, the test, the correction, the family, ...) are not in the key: a protocol that changes only
+them finds every state in the cache and runs no forward pass.
+
+File format (``<root>/states/<key[:2]>/<key>.hsc``)::
+
+    HEADSTATS-STATE-CHUNK\\n                 the marker: only files that start with it are ever read or deleted
+    {"format": 1, "sha256": ..., "size": ...}\\n
+    <pickle of the entry>                    ``size`` bytes whose sha256 is ``sha256``
+
+Writes are atomic (a temporary file in the same folder, flushed and fsynced, then renamed over the final
+name), so a ``kill -9`` leaves either the whole entry or none; a file whose checksum or size does not match
+(a disk that lost a write, a truncated copy) is detected, removed and recomputed, never read. Entries are
+pickles: the cache folder must be as trusted as the code (it is your own ``~/.cache``).
+
+:meth:`StateCache.prune` and :meth:`StateCache.clear` remove only files that carry the marker (and empty
+sub-folders they leave behind); anything else in the folder is left alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import pickle
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+#: First line of every cache file.
+MARKER = b"HEADSTATS-STATE-CHUNK\n"
+FORMAT = 1
+SUFFIX = ".hsc"
+#: Temporary files: ``.<key>.hsc.tmp-<random>`` beside the final name.
+_TEMP = re.compile(r"^\.[0-9a-f]{64}\.hsc\.tmp-[A-Za-z0-9_]+$")
+_ENTRY = re.compile(r"^[0-9a-f]{64}\.hsc$")
+_SUBDIR = re.compile(r"^[0-9a-f]{2}$")
+#: Tag that backup tools (and ``tar --exclude-caches``) recognise: https://bford.info/cachedir/
+CACHEDIR_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# headstats state cache (collector states by chunk)\n"
+
+
+def default_cache_root() -> Path:
+    """``$HEADSTATS_CACHE_DIR``, else ``$XDG_CACHE_HOME/headstats``, else ``~/.cache/headstats``."""
+    env = os.environ.get("HEADSTATS_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "headstats"
+
+
+def resolve_cache_root(cli: str | Path | None = None, protocol: str | Path | None = None) -> Path:
+    """Where the cache lives: ``--cache-dir``, else the protocol's ``cache_dir``, else :func:`default_cache_root`."""
+    for value in (cli, protocol):
+        if value:
+            return Path(value).expanduser()
+    return default_cache_root()
+
+
+def canonical(value: Any) -> Any:
+    """A JSON-able, order-stable form of collector options (for keys).
+
+    Dataclasses become dicts, sets sorted lists, mappings sorted; an object with a ``pass_fingerprint()``
+    method (the protocol) becomes that fingerprint (only the parts of it that change passes).
+    """
+    if hasattr(value, "pass_fingerprint"):
+        return {"pass_fingerprint": value.pass_fingerprint()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"__class__": type(value).__qualname__,
+                **{f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+    if hasattr(value, "model_dump"):
+        return canonical(value.model_dump(mode="json"))
+    if isinstance(value, Mapping):
+        return {str(k): canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (set, frozenset)):
+        return sorted(canonical(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return repr(value)
+
+
+def digest(*parts: Any) -> str:
+    """sha256 of the canonical JSON of ``parts``."""
+    text = json.dumps([canonical(p) for p in parts], sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def records_digest(records) -> str:
+    """sha256 of what a chunk's records feed the model: ids, texts and parses (in order)."""
+    h = hashlib.sha256()
+    for r in records:
+        h.update(repr((r.sentence_id, r.text_a, r.text_b, r.words_a, r.words_b)).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@dataclass
+class CacheInfo:
+    """What :meth:`StateCache.info` found."""
+
+    root: Path
+    entries: int
+    bytes: int
+    partial: int
+    oldest: float | None
+    newest: float | None
+
+    def lines(self) -> list[str]:
+        when = lambda t: time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) if t else "-"  # noqa: E731
+        return [f"cache folder: {self.root}",
+                f"chunks: {self.entries} ({self.bytes / 2**20:.1f} MiB)",
+                f"oldest: {when(self.oldest)}   newest: {when(self.newest)}",
+                f"unfinished writes: {self.partial}"]
+
+
+class StateCache:
+    """Collector states by key, under ``<root>/states`` (see the module docstring).
+
+    Parameters
+    ----------
+    root : path
+        The cache folder (:func:`resolve_cache_root`); created on the first write.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.folder = self.root / "states"
+        self.hits = 0
+        self.misses = 0
+        self.corrupt = 0
+
+    # ------------------------------------------------------------------ entries
+    def path(self, key: str) -> Path:
+        if not re.fullmatch(r"[0-9a-f]{64}", key):
+            raise ValueError(f"not a cache key: {key!r}")
+        return self.folder / key[:2] / f"{key}{SUFFIX}"
+
+    def get(self, key: str) -> Any | None:
+        """The entry stored under ``key``, or None (absent, or corrupt: then removed)."""
+        path = self.path(key)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            self.misses += 1
+            return None
+        except OSError:
+            self.misses += 1
+            return None
+        payload = _payload(data)
+        if payload is None:
+            self.corrupt += 1
+            self.misses += 1
+            if data.startswith(MARKER) or not data:
+                _unlink(path)
+            return None
+        try:
+            value = pickle.loads(payload)
+        except Exception:  # noqa: BLE001 - a checksummed pickle that does not load: a class changed; recompute
+            self.misses += 1
+            return None
+        self.hits += 1
+        return value
+
+    def put(self, key: str, value: Any) -> None:
+        """Store ``value`` under ``key`` atomically (a failed write leaves no file and raises nothing)."""
+        path = self.path(key)
+        blob = encode(value)
+        try:
+            self._ensure_root()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{key}{SUFFIX}.tmp-", dir=path.parent)
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(blob)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if path.exists() and not _is_ours(path):
+                return  # something else sits at our name: leave it alone
+            os.replace(tmp, path)
+            tmp = ""
+        except OSError:
+            pass
+        finally:
+            if tmp:
+                _unlink(Path(tmp))
+
+    def _ensure_root(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tag = self.root / "CACHEDIR.TAG"
+        if not tag.exists():
+            try:
+                tag.write_text(CACHEDIR_TAG)
+            except OSError:
+                pass
+
+    # ------------------------------------------------------------------ housekeeping
+    def _files(self) -> Iterator[tuple[Path, bool]]:
+        """(path, is_entry) of every file named like ours under the states folder (entries and temp files)."""
+        if not self.folder.is_dir():
+            return
+        for sub in sorted(self.folder.iterdir()):
+            if not (_SUBDIR.match(sub.name) and sub.is_dir() and not sub.is_symlink()):
+                continue
+            for path in sorted(sub.iterdir()):
+                if path.is_symlink() or not path.is_file():
+                    continue
+                if _ENTRY.match(path.name):
+                    yield path, True
+                elif _TEMP.match(path.name):
+                    yield path, False
+
+    def info(self) -> CacheInfo:
+        """Count the entries (files that carry the marker), their size, and unfinished writes."""
+        entries = size = partial = 0
+        times: list[float] = []
+        for path, is_entry in self._files():
+            if not _is_ours(path, allow_empty=not is_entry):
+                continue
+            stat = path.stat()
+            if is_entry:
+                entries += 1
+                size += stat.st_size
+                times.append(stat.st_mtime)
+            else:
+                partial += 1
+        return CacheInfo(self.root, entries, size, partial, min(times, default=None), max(times, default=None))
+
+    def prune(self, *, older_than_days: float | None = None, max_bytes: int | None = None,
+              everything: bool = False) -> tuple[int, int]:
+        """Remove entries: all (``everything``), those not used for ``older_than_days``, then the least
+        recently used until at most ``max_bytes`` remain. Unfinished writes are always removed.
+
+        Only files that carry the marker are removed. Returns (files removed, bytes freed).
+        """
+        now = time.time()
+        removed = freed = 0
+        kept: list[tuple[float, int, Path]] = []
+        for path, is_entry in self._files():
+            if not _is_ours(path, allow_empty=not is_entry):
+                continue
+            stat = path.stat()
+            old = older_than_days is not None and now - max(stat.st_atime, stat.st_mtime) > older_than_days * 86400
+            if everything or not is_entry or old:
+                if _unlink(path):
+                    removed += 1
+                    freed += stat.st_size
+            else:
+                kept.append((max(stat.st_atime, stat.st_mtime), stat.st_size, path))
+        if max_bytes is not None:
+            total = sum(size for _, size, _ in kept)
+            for _, size, path in sorted(kept):
+                if total <= max_bytes:
+                    break
+                if _unlink(path):
+                    removed += 1
+                    freed += size
+                    total -= size
+        if self.folder.is_dir():
+            for sub in self.folder.iterdir():
+                if _SUBDIR.match(sub.name) and sub.is_dir() and not sub.is_symlink():
+                    try:
+                        sub.rmdir()  # only when empty
+                    except OSError:
+                        pass
+        return removed, freed
+
+
+def encode(value: Any) -> bytes:
+    """The bytes of a cache file (marker, header with checksum, pickle) holding ``value``."""
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    header = json.dumps({"format": FORMAT, "sha256": hashlib.sha256(payload).hexdigest(),
+                         "size": len(payload), "created": time.time()}).encode() + b"\n"
+    return MARKER + header + payload
+
+
+def decode(data: bytes) -> Any | None:
+    """The value in the bytes of a cache file, or None when they are not whole (marker, size, checksum)."""
+    payload = _payload(data)
+    if payload is None:
+        return None
+    return pickle.loads(payload)
+
+
+def _payload(data: bytes) -> bytes | None:
+    """The checked payload of a cache file's bytes, or None when anything does not match."""
+    if not data.startswith(MARKER):
+        return None
+    rest = data[len(MARKER):]
+    end = rest.find(b"\n")
+    if end < 0:
+        return None
+    try:
+        header = json.loads(rest[:end])
+    except ValueError:
+        return None
+    payload = rest[end + 1:]
+    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("size") != len(payload):
+        return None
+    if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+        return None
+    return payload
+
+
+def _is_ours(path: Path, *, allow_empty: bool = False) -> bool:
+    """Whether the file starts with the marker (or, for a temporary file killed before its first write, is empty)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(MARKER))
+    except OSError:
+        return False
+    return head == MARKER or (allow_empty and head == b"") or (allow_empty and MARKER.startswith(head))
+
+
+def _unlink(path: Path) -> bool:
+    try:
+        path.unlink()
+        return True
+    except OSError:
+        return False

@@ -1,0 +1,230 @@
+"""The state cache: atomic, checksummed chunk files; re-runs that find every chunk run no forward pass;
+corrupt chunks are recomputed; housekeeping removes only the cache's own files."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from headstats.analyses.role_scores import RoleScores
+from headstats.analyses.special_mass import SpecialMass
+from headstats.engine.cache import MARKER, StateCache, decode, default_cache_root, digest, encode, resolve_cache_root
+from headstats.engine.runner import Job, ModelInfo, Runner, auto_batch_size, shard_chunks
+from headstats.inputs.records import Record
+
+KEY = hashlib.sha256(b"a").hexdigest()
+TEXTS = ["the cat sat", "a dog ran in the house", "the cat", "the old man saw a big red car", "it was",
+         "she likes the book", "he read it yesterday", "big red car", "the mouse ran", "we saw it", "you read"]
+RECORDS = [Record(f"s{i}", t) for i, t in enumerate(TEXTS)] + [Record("p0", "the cat sat", "a dog ran")]
+ROLES = ["local", "delimiter", "delimiter_cls", "block"]
+
+
+def test_put_get_round_trip_and_file_format(tmp_path):
+    cache = StateCache(tmp_path)
+    value = {"state": np.arange(5.0), "counts": {"n_scored": 5}}
+    cache.put(KEY, value)
+    path = cache.path(KEY)
+    assert path == tmp_path / "states" / KEY[:2] / f"{KEY}.hsc"
+    data = path.read_bytes()
+    assert data.startswith(MARKER)
+    got = cache.get(KEY)
+    assert np.array_equal(got["state"], value["state"]) and got["counts"] == value["counts"]
+    assert (tmp_path / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert not [p for p in path.parent.iterdir() if p.name != path.name]  # no temporary file left
+    assert cache.get(hashlib.sha256(b"b").hexdigest()) is None
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "header"])
+def test_a_damaged_chunk_is_detected_removed_and_never_read(tmp_path, damage):
+    cache = StateCache(tmp_path)
+    cache.put(KEY, {"x": list(range(100))})
+    path = cache.path(KEY)
+    data = bytearray(path.read_bytes())
+    if damage == "flip":
+        data[-10] ^= 0xFF
+    elif damage == "truncate":
+        data = data[:-7]
+    elif damage == "empty":
+        data = bytearray()
+    else:
+        data = data.replace(b'"format": 1', b'"format": 9')
+    path.write_bytes(bytes(data))
+    assert decode(bytes(data)) is None
+    assert cache.get(KEY) is None
+    assert cache.corrupt == 1 and not path.exists()
+
+
+def test_a_foreign_file_is_never_read_overwritten_or_deleted(tmp_path):
+    cache = StateCache(tmp_path)
+    path = cache.path(KEY)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"my notes")
+    (tmp_path / "states" / "notes.txt").write_text("mine")
+    (tmp_path / "other.hsc").write_text("mine")
+    assert cache.get(KEY) is None and path.read_bytes() == b"my notes"
+    cache.put(KEY, {"x": 1})
+    assert path.read_bytes() == b"my notes"
+    assert cache.prune(everything=True) == (0, 0)
+    assert path.exists() and (tmp_path / "states" / "notes.txt").exists() and (tmp_path / "other.hsc").exists()
+
+
+def test_info_and_prune(tmp_path):
+    cache = StateCache(tmp_path)
+    keys = [hashlib.sha256(bytes([i])).hexdigest() for i in range(4)]
+    for key in keys:
+        cache.put(key, np.zeros(1000))
+    sizes = [cache.path(k).stat().st_size for k in keys]
+    leftover = cache.path(keys[0]).parent / f".{keys[0]}.hsc.tmp-abc123"  # a write killed half-way
+    leftover.write_bytes(MARKER[:5])
+    info = cache.info()
+    assert (info.entries, info.bytes, info.partial) == (4, sum(sizes), 1)
+    removed, freed = cache.prune(max_bytes=max(sizes) * 2)  # the unfinished write, then the least recently used
+    assert removed == 3 and cache.info().entries == 2 and not leftover.exists()
+    left = cache.info().bytes
+    assert freed == sum(sizes) - left + 5
+    assert cache.prune(everything=True) == (2, left)
+    assert not any((tmp_path / "states").iterdir())  # emptied sub-folders removed too
+
+
+def test_encode_decode():
+    blob = encode({"a": [1, 2]})
+    assert decode(blob) == {"a": [1, 2]} and decode(blob[:-1]) is None and decode(b"x" + blob) is None
+
+
+def test_cache_root_order(tmp_path, monkeypatch):
+    monkeypatch.delenv("HEADSTATS_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_root() == tmp_path / "xdg" / "headstats"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert default_cache_root() == Path.home() / ".cache" / "headstats"
+    monkeypatch.setenv("HEADSTATS_CACHE_DIR", str(tmp_path / "env"))
+    assert default_cache_root() == tmp_path / "env"
+    assert resolve_cache_root(None, str(tmp_path / "proto")) == tmp_path / "proto"
+    assert resolve_cache_root(tmp_path / "cli", str(tmp_path / "proto")) == tmp_path / "cli"
+    assert resolve_cache_root() == tmp_path / "env"
+
+
+def test_digest_is_canonical():
+    assert digest({"b": 1, "a": [1, 2]}) == digest({"a": [1, 2], "b": 1})
+    assert digest({"a": 1}) != digest({"a": 2})
+
+
+def test_shard_chunks_cover_every_chunk_once_in_order():
+    for k in (0, 1, 5, 13):
+        for n in (1, 2, 3, 7):
+            parts = [list(shard_chunks(k, (i, n))) for i in range(1, n + 1)]
+            assert sum(parts, []) == list(range(k))
+    assert list(shard_chunks(10, (1, 3))) == [0, 1, 2] and list(shard_chunks(10, (3, 3))) == [6, 7, 8, 9]
+    with pytest.raises(ValueError):
+        shard_chunks(4, (0, 2))
+
+
+def test_auto_batch_size():
+    # 4 copies x 4 bytes x 12 layers x 12 heads x 128^2 = 37,748,736 bytes per input
+    assert auto_batch_size(12, 12, 128, 1 << 30) == (1 << 30) // 37_748_736 == 28
+    assert auto_batch_size(24, 16, 512, 1 << 20) == 1
+    assert auto_batch_size(2, 2, 8, 1 << 40) == 256
+
+
+# ------------------------------------------------------------------------------------------ the runner
+
+
+def counting(monkeypatch):
+    from headstats.engine import forward as extraction
+
+    forwards: Counter = Counter()
+    real = extraction.forward_attentions
+
+    def forward(loaded, batch):
+        forwards[loaded.name] += 1
+        return real(loaded, batch)
+
+    monkeypatch.setattr(extraction, "forward_attentions", forward)
+    return forwards
+
+
+def jobs():
+    return [Job(RoleScores, ("m",), "d", {"roles": ROLES}, name="role_scores"),
+            Job(SpecialMass, ("m",), "d", name="special_mass")]
+
+
+def run(tiny_model, cache, loads, **kwargs):
+    tiny_model.name = "m"
+    info = ModelInfo(dict(tiny_model.provenance), tiny_model.max_input_length)
+
+    def load(name):
+        loads[name] += 1
+        return tiny_model
+
+    todo = jobs()
+    runner = Runner(**{"batch_size": 3, "chunk_size": 4, "cache": cache, **kwargs})
+    counts = runner.run(load, {"d": RECORDS}, todo, describe=lambda name: info)
+    return todo, counts, runner
+
+
+def same(a, b):
+    assert np.array_equal(a[0].collector.result().values, b[0].collector.result().values, equal_nan=True)
+    fa, fb = a[1].collector.tables()["special_mass"], b[1].collector.tables()["special_mass"]
+    assert fa.equals(fb)
+
+
+def test_a_rerun_finds_every_chunk_and_loads_no_model(tiny_model, tmp_path, monkeypatch):
+    forwards = counting(monkeypatch)
+    loads: Counter = Counter()
+    first, counts1, r1 = run(tiny_model, StateCache(tmp_path), loads)
+    assert loads == {"m": 1} and forwards["m"] == 6  # 3 chunks of 4 inputs, batches of 3: 2 passes each
+    assert r1.pass_counts[("m", "d")].chunks_run == 3
+    again, counts2, r2 = run(tiny_model, StateCache(tmp_path), loads)
+    assert loads == {"m": 1} and forwards["m"] == 6 and r2.forward_passes == 0
+    assert r2.pass_counts[("m", "d")].n_cached == 12 and counts2 == counts1
+    uncached, _, _ = run(tiny_model, None, loads)
+    same(first, again)
+    same(first, uncached)
+
+
+def test_a_corrupt_chunk_is_recomputed_alone(tiny_model, tmp_path, monkeypatch):
+    cache = StateCache(tmp_path)
+    loads: Counter = Counter()
+    first, _, _ = run(tiny_model, cache, loads)
+    victim = sorted(cache.folder.rglob("*.hsc"))[0]
+    victim.write_bytes(victim.read_bytes()[:-3])
+    forwards = counting(monkeypatch)
+    again, _, runner = run(tiny_model, StateCache(tmp_path), loads)
+    assert runner.cache.corrupt == 1
+    assert runner.pass_counts[("m", "d")].chunks_run == 1 and forwards["m"] == 2
+    same(first, again)
+
+
+def test_keys_change_with_what_determines_a_state(tiny_model, tmp_path, monkeypatch):
+    cache = StateCache(tmp_path)
+    loads: Counter = Counter()
+    run(tiny_model, cache, loads)
+    _, _, runner = run(tiny_model, StateCache(tmp_path), loads, max_length=8)  # another max length
+    assert runner.pass_counts[("m", "d")].chunks_cached == 0
+    tiny_model.provenance["dtype"] = "bfloat16"  # another precision (only the key is looked at here)
+    try:
+        _, _, runner = run(tiny_model, StateCache(tmp_path), loads)
+        assert runner.pass_counts[("m", "d")].chunks_cached == 0
+    finally:
+        tiny_model.provenance["dtype"] = "float32"
+    _, _, runner = run(tiny_model, StateCache(tmp_path), loads, batch_size=5)  # batch size changes no number
+    assert runner.pass_counts[("m", "d")].chunks_cached == 3
+
+
+def test_shards_of_the_runner_merge_into_the_whole(tiny_model):
+    loads: Counter = Counter()
+    whole, _, _ = run(tiny_model, None, loads)
+    parts = [run(tiny_model, None, loads, shard=(i, 2), keep_chunks=True)[0] for i in (1, 2)]
+    assert sorted(parts[0][0].chunks) == [0] and sorted(parts[1][0].chunks) == [1, 2]
+    for j, job in enumerate(whole):
+        states = [parts[i][j].chunks[k]["state"] for i, k in ((0, 0), (1, 1), (1, 2))]
+        merged = type(job.collector).merge(states)
+        if j == 0:
+            assert np.array_equal(merged.values, job.collector.state().values, equal_nan=True)
+        else:
+            assert np.array_equal(merged.mean, job.collector.state().mean)
+            assert np.array_equal(merged.m2, job.collector.state().m2)
