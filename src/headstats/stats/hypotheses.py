@@ -18,23 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from headstats.errors import ProtocolError
 from headstats.measures import MeasureArray
-from headstats.stats.corrections import check_correction
-from headstats.stats.matrix import score_matrix_from_arrays
-from headstats.stats.onesample import (
-    TEST_COLUMNS,
-    _check_options,
-    _note_resampling_floor,
-    apply_correction,
-    check_family,
-    check_test,
-    get_test,
-    run_test,
-)
-from headstats.stats.power import add_power
+from headstats.stats.onesample import TEST_COLUMNS, test_roles
 
 #: Columns of :func:`test_measures`: those of ``tests.csv``, then the measure and its threshold.
 MEASURE_TEST_COLUMNS: tuple[str, ...] = (*TEST_COLUMNS, "measure", "threshold")
@@ -60,11 +49,16 @@ def test_measures(
     confidence: float = 0.95,
     seed: int = 0,
     min_n: int = 2,
-    n_resamples: int = 9999,
+    n_resamples: int | str = "auto",
     power_target: float = 0.8,
-    tau: float | None = None,
+    effect_of_interest: float = 0.5,
+    tau: object = None,
 ) -> pd.DataFrame:
     """Test every declared hypothesis for every head (of its layers) of every array.
+
+    Each hypothesis becomes a "role" whose tau is its threshold, and the whole family goes through
+    :func:`headstats.stats.onesample.test_roles` (the same tests, corrections, bounds and power as the role
+    scores); heads of layers a hypothesis does not concern take no part (nor count in the family).
 
     Parameters
     ----------
@@ -72,7 +66,7 @@ def test_measures(
         Per-input measures, one array per model and data set; NaN = the input takes no part.
     hypotheses : sequence of mappings (or objects) with ``name, measure, threshold`` and optional ``layers``
         ``H0: mean(measure) <= threshold`` per head, one-sided (upper tail), as the role tests (METHODS 1.4).
-    alpha, test, correction, family, confidence, seed, min_n, n_resamples, power_target
+    alpha, test, correction, family, confidence, seed, min_n, n_resamples, power_target, effect_of_interest
         As :func:`headstats.stats.onesample.test_roles`; ``family`` may name ``role`` (= the hypothesis).
     tau : ignored
         Accepted so that the study's statistics keywords can be passed unchanged; each hypothesis has its
@@ -85,39 +79,35 @@ def test_measures(
         sorted by model, dataset, hypothesis (declared order), layer, head.
     """
     arrays = [arrays] if isinstance(arrays, MeasureArray) else list(arrays)
-    check_test(test)
-    check_correction(correction)
-    fam = check_family(family)
-    _check_options(tau=0.0, alpha=alpha, confidence=confidence, min_n=min_n, n_resamples=n_resamples, seed=seed,
-                   power_target=power_target)
     parsed = [_hypothesis(h) for h in hypotheses]
     names = [p[0] for p in parsed]
     if len(set(names)) != len(names):
         raise ProtocolError(f"hypothesis names must be unique; got {', '.join(names)}")
-    frames = []
-    for name, measure, threshold, layers in parsed:
-        renamed = []
-        for a in arrays:
+    if not parsed or not arrays:
+        return pd.DataFrame(columns=list(MEASURE_TEST_COLUMNS))
+    stacked = []
+    for a in arrays:
+        columns = []
+        for name, measure, threshold, layers in parsed:
             if measure not in a.measures:
                 raise ProtocolError(f"hypothesis {name!r} names measure {measure!r}, which {a.model}/{a.dataset} "
                                     f"does not have; choose among {', '.join(a.measures)}")
-            renamed.append(MeasureArray(a.model, a.dataset, a.sentence_ids, (name,),
-                                        a.values[..., [a.measures.index(measure)]]))
-        frame = run_test(score_matrix_from_arrays(renamed), test=test, tau=threshold, confidence=confidence,
-                         seed=seed, n_resamples=n_resamples, min_n=min_n)
-        if layers is not None:
-            frame = frame[frame["layer"].isin(layers)]
-        frames.append(frame.assign(measure=measure, threshold=threshold))
-    if not frames:
-        return pd.DataFrame(columns=list(MEASURE_TEST_COLUMNS))
-    frame = pd.concat(frames, ignore_index=True)
+            v = a.values[..., a.measures.index(measure)].astype(np.float32, copy=True)
+            if layers is not None:
+                v[:, [layer not in layers for layer in range(v.shape[1])]] = np.nan
+            columns.append(v)
+        stacked.append(MeasureArray(a.model, a.dataset, a.sentence_ids, tuple(names), np.stack(columns, -1)))
+    frame = test_roles(stacked, tau={name: threshold for name, _, threshold, _ in parsed}, alpha=alpha, test=test,
+                       correction=correction, family=family, confidence=confidence, seed=seed, min_n=min_n,
+                       n_resamples=n_resamples, power_target=power_target, effect_of_interest=effect_of_interest)
+    wanted = {name: layers for name, _, _, layers in parsed}
+    keep = [wanted[r] is None or layer in wanted[r] for r, layer in zip(frame["role"].astype(str), frame["layer"])]
+    frame = frame[keep]
+    measure_of = {name: measure for name, measure, _, _ in parsed}
+    frame = frame.assign(measure=frame["role"].astype(str).map(measure_of), threshold=frame["tau"])
     order = {n: i for i, n in enumerate(names)}
-    frame = frame.assign(_h=frame["role"].map(order)).sort_values(
-        ["model", "dataset", "_h", "layer", "head"], kind="stable").drop(columns="_h").reset_index(drop=True)
-    frame = apply_correction(frame, correction=correction, family=fam, alpha=alpha)
-    if get_test(test).resampling:
-        _note_resampling_floor(frame, correction=correction, alpha=alpha)
-    frame = add_power(frame, power_target=power_target)
+    frame = frame.assign(_h=frame["role"].astype(str).map(order)).sort_values(
+        ["model", "dataset", "_h", "layer", "head"], kind="stable").drop(columns="_h")
     return frame.loc[:, list(MEASURE_TEST_COLUMNS)].reset_index(drop=True)
 
 
