@@ -448,8 +448,9 @@ def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, 
     files = {}
     for name, tables in analyses.items():
         spec = get_analysis(name)
-        if spec.report is not None:
-            spec.report(report, root, tables)
+        section = spec.report_section()
+        if section is not None:
+            section(report, root, tables)
         files.update({table: spec.description for table in tables})
     return files
 

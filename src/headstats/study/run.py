@@ -320,6 +320,17 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData]) -> tuple[list, d
     return jobs, dropped
 
 
+def finish_tables(tables: dict[str, dict[str, pd.DataFrame]], protocol: Protocol) -> dict[str, dict[str, pd.DataFrame]]:
+    """Each analysis' tables through its registered ``finish`` step (tests and corrections), if it has one."""
+    from headstats.analyses import get_analysis
+
+    out = {}
+    for name, per in tables.items():
+        finish = get_analysis(name).finisher() if name in protocol.analyses else None
+        out[name] = finish(per, protocol) if finish is not None else per
+    return out
+
+
 def run_passes(
     protocol: Protocol,
     sources: dict[str, str],
@@ -375,5 +386,6 @@ def run_passes(
                 tables.setdefault(job.name, {}).setdefault(table, []).append(frame)
     joined = {name: {t: pd.concat(frames, ignore_index=True) for t, frames in per.items()}
               for name, per in tables.items()}
+    joined = finish_tables(joined, protocol)
     order = {name: provenance[name] for name in specs if name in provenance}
     return StudyPasses(arrays, counts, order, joined)
