@@ -29,3 +29,10 @@ class DependencyOptions(StrictModel):
     selection: Literal["split", "same"] = "split"
     #: Alternative of the paired exact test: ``greater`` (the head beats the offset) or ``two-sided``.
     alternative: Literal["greater", "two-sided"] = "greater"
+
+
+class GradientOptions(StrictModel):
+    """Options of the ``gradients`` analysis (METHODS 2.1)."""
+
+    #: Share of each input's non-special pieces masked for the masked-LM loss (at least one).
+    mask_share: float = Field(0.15, gt=0, lt=1)
