@@ -611,3 +611,5 @@ register_format("jsonl", read_jsonl, extensions=[".jsonl"],
 register_format("glue", _read_glue, extensions=[".tsv"], description="a GLUE task's TSV file (header row)")
 register_format("conllu", read_conllu, extensions=[".conllu", ".conll"],
                 description="Universal Dependencies CoNLL-U with gold parses")
+
+from headstats.inputs import coref as _coref  # noqa: E402,F401  registers gum_coref and gap

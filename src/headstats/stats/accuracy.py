@@ -165,3 +165,47 @@ def finish_dependency(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict
         tables["dependency_counts"], min_count=options.min_count, selection=options.selection,
         alternative=options.alternative, correction=st.correction, alpha=st.alpha, confidence=st.confidence)
     return out
+
+
+def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
+    """Every head against each baseline of the ``coreference`` table: McNemar's exact one-sided test ("the
+    head selects antecedents more accurately"), corrected over the heads of one (model, dataset,
+    mention_type, baseline).
+
+    Returns ``model, dataset, mention_type, baseline, layer, head, n, accuracy, baseline_accuracy,
+    head_only, baseline_only, test, alternative, p_unc, p_corr, correction, family, alpha, reject``.
+    """
+    heads = table[table["predictor"] == "head"]
+    baselines = [c.removeprefix("only_vs_") for c in table.columns if c.startswith("only_vs_")]
+    frames = []
+    for name in baselines:
+        base = table[table["predictor"] == name][["model", "dataset", "mention_type", "accuracy"]]
+        part = heads.merge(base.rename(columns={"accuracy": "baseline_accuracy"}),
+                           on=["model", "dataset", "mention_type"])
+        part = part.assign(baseline=name, head_only=part[f"only_vs_{name}"], baseline_only=part[f"{name}_only"])
+        frames.append(part)
+    if not frames:
+        return pd.DataFrame()
+    out = pd.concat(frames, ignore_index=True)
+    out["test"], out["alternative"] = "mcnemar_exact", "greater"
+    out["p_unc"] = paired_exact_test(out["head_only"], out["baseline_only"]).astype(float)
+    out["p_unc"] = out["p_unc"].where(out["n"] > 0)
+    out["family"] = family_labels(out, ["model", "dataset", "mention_type", "baseline"])
+    out["p_corr"], _ = correct_within_families(out["p_unc"], out["family"], correction=correction, alpha=alpha)
+    out["correction"], out["alpha"] = correction, alpha
+    out["reject"] = reject(out["p_corr"].to_numpy(), alpha)
+    cols = ["model", "dataset", "mention_type", "baseline", "layer", "head", "n", "accuracy", "baseline_accuracy",
+            "head_only", "baseline_only", "test", "alternative", "p_unc", "p_corr", "correction", "family", "alpha",
+            "reject"]
+    return out[cols].reset_index(drop=True)
+
+
+def finish_coreference(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+    """The study's ``finish`` step of the ``coreference`` analysis: Wilson intervals and the head tests."""
+    st = protocol.statistics
+    out = dict(tables)
+    table = tables["coreference"].copy()
+    table["ci_low"], table["ci_high"] = proportion_interval(table["correct"], table["n"], confidence=st.confidence)
+    out["coreference"] = table
+    out["coreference_tests"] = coreference_tests(table, correction=st.correction, alpha=st.alpha)
+    return out
