@@ -78,3 +78,20 @@ def test_dependency_table_corrects_over_relations_and_drops_rare_ones():
     assert table["p_corr"].tolist() == pytest.approx(np.minimum(1, 2 * table["p_unc"]).tolist())
     assert list(table.columns[:8]) == ["relation", "n", "layer", "head", "direction", "accuracy", "offset",
                                        "offset_accuracy"]
+
+
+def test_coreference_tests_every_head_against_each_baseline():
+    from headstats.stats.accuracy import coreference_tests
+
+    table = pd.DataFrame([
+        {"model": "m", "dataset": "d", "mention_type": "all", "predictor": "head", "layer": 0, "head": h, "n": 50,
+         "accuracy": a, "correct": int(50 * a), "only_vs_nearest_mention": b, "nearest_mention_only": c}
+        for h, a, b, c in ((0, 0.8, 20, 2), (1, 0.4, 5, 6))] + [
+        {"model": "m", "dataset": "d", "mention_type": "all", "predictor": "nearest_mention", "layer": None,
+         "head": None, "n": 50, "accuracy": 0.44, "correct": 22}])
+    tests = coreference_tests(table, correction="bonferroni")
+    assert tests["baseline_accuracy"].tolist() == [0.44, 0.44]
+    expected = [paired_exact_test(20, 2)[0], paired_exact_test(5, 6)[0]]
+    assert tests["p_unc"].tolist() == pytest.approx(expected)
+    assert tests["p_corr"].tolist() == pytest.approx(np.minimum(1, 2 * np.array(expected)).tolist())
+    assert tests["reject"].tolist() == [True, False]

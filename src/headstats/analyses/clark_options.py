@@ -36,3 +36,14 @@ class GradientOptions(StrictModel):
 
     #: Share of each input's non-special pieces masked for the masked-LM loss (at least one).
     mask_share: float = Field(0.15, gt=0, lt=1)
+
+
+class ProbingOptions(StrictModel):
+    """Options of the ``probing`` analysis (METHODS 2.5)."""
+
+    from_word: Literal["mean", "first"] = "mean"
+    #: A text file of ``word v1 v2 ...`` lines (GloVe's format); default: the model's own input embeddings.
+    vectors: str | None = None
+    #: Adam's learning rate (the paper's 0.002) and the hidden units of the distance-plus-words baseline.
+    lr: float = Field(0.002, gt=0)
+    hidden: Int = Field(200, ge=1)

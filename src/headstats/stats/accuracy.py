@@ -209,3 +209,24 @@ def finish_coreference(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dic
     out["coreference"] = table
     out["coreference_tests"] = coreference_tests(table, correction=st.correction, alpha=st.alpha)
     return out
+
+
+def finish_probes(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+    """The study's ``finish`` step of the ``probing`` analysis: Wilson intervals of each UAS, and McNemar's exact
+    one-sided test of each probe against each baseline on the same held-out words (``p_vs_<baseline>``,
+    uncorrected: a handful of planned comparisons; ``p_corr_vs_<baseline>`` Holm-corrected over the probes of
+    one model and data set with the protocol's correction)."""
+    st = protocol.statistics
+    out = dict(tables)
+    probes = tables["probes"].copy()
+    probes["ci_low"], probes["ci_high"] = proportion_interval(probes["correct"], probes["n_words"],
+                                                              confidence=st.confidence)
+    for base in ("right_branching", "distance_and_words"):
+        p = paired_exact_test(probes[f"only_vs_{base}"], probes[f"{base}_only"]).astype(float)
+        p[(probes["probe"] == base).to_numpy()] = np.nan
+        probes[f"p_vs_{base}"] = p
+        labels = family_labels(probes, ["model", "dataset"])
+        probes[f"p_corr_vs_{base}"], _ = correct_within_families(p, labels, correction=st.correction, alpha=st.alpha)
+    probes["correction"], probes["alpha"] = st.correction, st.alpha
+    out["probes"] = probes
+    return out
