@@ -10,7 +10,8 @@ from headstats.errors import ProtocolError, UnknownNameError
 
 
 def test_builtins_are_discovered():
-    assert set(list_analyses()) >= {"entropy", "surface", "clustering", "pictures"}
+    assert set(list_analyses()) >= {"entropy", "surface", "clustering", "pictures", "dependency"}
+    assert "role_scores" not in list_analyses()
     assert set(list_analyses(selectable=False)) >= {"role_scores", "special_mass", "similarity", "entropy"}
     spec = get_analysis("entropy")
     assert spec.report is not None and issubclass(spec.collector, Collector) and "entropy" in spec.description
@@ -50,3 +51,17 @@ def test_register_from_python():
             register_analysis("no thing", Nothing)
     finally:
         ANALYSES.unregister("nothing_test")
+
+
+def test_report_and_finish_named_by_reference_are_imported_when_used():
+    """Sections that draw figures and finish steps that test live in layers above the analyses; an analysis
+    names them as "module:function" and the report builder and the study import them."""
+    from headstats.analyses import resolve
+    from headstats.report.clark_sections import dependency_section
+    from headstats.stats.accuracy import finish_dependency
+
+    spec = get_analysis("dependency")
+    assert spec.report_section() is dependency_section and spec.finisher() is finish_dependency
+    assert get_analysis("entropy").finisher() is None
+    with pytest.raises(ValueError, match="module:function"):
+        resolve("headstats.stats.accuracy")

@@ -83,3 +83,57 @@ def test_forward_view_is_one_forward_pass(tiny_model):
     torch.testing.assert_close(view.attention, expected, rtol=0, atol=0)
     assert view.model == tiny_model.name and view.dataset == "d" and view.inputs == inputs
     assert view.input_ids.shape == (2, view.width)
+
+
+# ------------------------------------------------------------------------------------------ word level (METHODS 2.2)
+def split_word_input():
+    """[CLS] w0a w0b w1 w2 [SEP]: word 0 has two pieces; units [CLS], w0, w1, w2, [SEP]."""
+    from headstats.model.encoding import EncodedInput
+
+    n = 6
+    special = np.zeros(n, bool)
+    special[[0, 5]] = True
+    return EncodedInput(0, "s", np.arange(n), np.zeros(n, int), special, special & (np.arange(n) == 0),
+                        special & (np.arange(n) == 5), np.zeros(n, int), False,
+                        word_pieces=[(1, 2), (3,), (4,)])
+
+
+def split_word_attention():
+    attn = torch.zeros(1, 1, 1, 7, 7)          # padded to 7
+    attn[0, 0, 0, :6, :6] = torch.eye(6)
+    attn[0, 0, 0, 1, :6] = torch.tensor([0, 0, 0, 0.6, 0.2, 0.2])
+    attn[0, 0, 0, 2, :6] = torch.tensor([0, 0.2, 0, 0.2, 0.2, 0.4])
+    attn[0, 0, 0, 6] = 1 / 7                    # a padded query's garbage
+    return attn
+
+
+def test_word_attention_sums_to_and_averages_from():
+    from headstats.engine.batch import UNIT_CLS, UNIT_SEP, UNIT_WORD
+
+    view = view_of(split_word_attention(), [split_word_input()])
+    units = view.word_units
+    assert units.kind[0].tolist() == [UNIT_CLS, UNIT_WORD, UNIT_WORD, UNIT_WORD, UNIT_SEP]
+    assert units.unit_of_word[0].tolist() == [1, 2, 3]
+    w = view.word_attention("mean")[0, 0, 0]
+    # row of the split word: mean of its pieces' rows, each summed over the key unit's pieces
+    assert w[1].tolist() == pytest.approx([0.0, 0.1, 0.4, 0.2, 0.3])
+    # column of the split word for [CLS]'s row (eye): nothing; for w1's row: sum of its pieces (0)
+    assert w.sum(-1).tolist() == pytest.approx([1.0] * 5)
+    first = view.word_attention("first")[0, 0, 0]
+    assert first[1].tolist() == pytest.approx([0.0, 0.0, 0.6, 0.2, 0.2])
+    assert view.word_attention("mean") is view.word_attention("mean")   # cached, shared by collectors
+
+
+def test_words_sharing_pieces_are_one_unit():
+    from headstats.engine.batch import WordUnits
+    from headstats.model.encoding import EncodedInput
+
+    n = 5
+    special = np.zeros(n, bool)
+    special[[0, 4]] = True
+    item = EncodedInput(0, "s", np.arange(n), np.zeros(n, int), special, special & (np.arange(n) == 0),
+                        special & (np.arange(n) == 4), np.zeros(n, int), False,
+                        word_pieces=[(1,), (2,), (2, 3)])  # "gonna": two words, overlapping pieces
+    units = WordUnits.from_inputs([item], n)
+    assert units.unit_of_word[0].tolist() == [1, 2, 2]
+    assert units.n_units.tolist() == [4]

@@ -45,17 +45,44 @@ class AnalysisSpec:
         ``collector(context) -> Collector``; a :class:`~headstats.engine.collector.PairCollector` for
         analyses of two models.
     description : str
-    report : callable, optional
-        Its report section (see :data:`ReportSection`).
+    report : callable or str, optional
+        Its report section (see :data:`ReportSection`), or the ``"module:function"`` reference of one: a
+        section that draws figures lives in the report layer, which this layer may not import, so it is named
+        and imported only when the report is built.
     selectable : bool
         Whether a protocol may name it in ``analyses:`` (built-ins that the study runs by itself are not).
+    options : pydantic model class, optional
+        The schema of the analysis' options (``analysis_options: {name: {...}}`` in a protocol), checked
+        before any model loads; the collector reads them with :func:`analysis_options`.
+    finish : str, optional
+        ``"module:function"`` of ``finish(tables, protocol) -> tables``, run by the study on the tables
+        concatenated over models and data sets before they are written: the place for tests and corrections,
+        which live in the statistics layer above this one.
     """
 
     name: str
     collector: Callable[..., Any]
     description: str = ""
-    report: ReportSection | None = None
+    report: ReportSection | str | None = None
     selectable: bool = True
+    options: Any = None
+    finish: str | None = None
+
+    def report_section(self) -> ReportSection | None:
+        """The report section, imported if it was named by reference."""
+        return resolve(self.report) if isinstance(self.report, str) else self.report
+
+    def finisher(self) -> Callable[..., Any] | None:
+        """The ``finish`` function, imported, or None."""
+        return None if self.finish is None else resolve(self.finish)
+
+
+def resolve(reference: str) -> Callable[..., Any]:
+    """The object named by ``"package.module:attribute"``."""
+    module, _, attribute = reference.partition(":")
+    if not module or not attribute:
+        raise ValueError(f"a reference is 'package.module:function', not {reference!r}")
+    return getattr(importlib.import_module(module), attribute)
 
 
 ANALYSES: Registry[AnalysisSpec] = Registry(
@@ -65,13 +92,34 @@ _discovered = False
 
 
 def register_analysis(name: str, collector: Callable[..., Any], *, description: str = "",
-                      report: ReportSection | None = None, selectable: bool = True,
+                      report: ReportSection | str | None = None, selectable: bool = True,
+                      options: Any = None, finish: str | None = None,
                       overwrite: bool = False) -> AnalysisSpec:
     """Register an analysis under ``name`` (see :class:`AnalysisSpec`); returns its spec."""
     if not name.replace("_", "").isalnum():
         raise ValueError(f"analysis name {name!r} must be letters, digits and '_'")
-    return ANALYSES.register(name, AnalysisSpec(name, collector, description, report, selectable),
+    return ANALYSES.register(name, AnalysisSpec(name, collector, description, report, selectable, options, finish),
                              overwrite=overwrite)
+
+
+def analysis_options(name: str, protocol: Any) -> Any:
+    """The validated options of analysis ``name`` in ``protocol`` (its ``options`` model with the protocol's
+    ``analysis_options[name]``; defaults when the protocol gives none or is None)."""
+    spec = get_analysis(name)
+    if spec.options is None:
+        return None
+    given = {} if protocol is None else (getattr(protocol, "analysis_options", None) or {}).get(name, {})
+    try:
+        return spec.options.model_validate(given)
+    except Exception as exc:  # pydantic.ValidationError: one line naming the key
+        from pydantic import ValidationError
+
+        if not isinstance(exc, ValidationError):
+            raise
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ProtocolError(f"invalid analysis_options.{name}.{where}: {err['msg']}; see the analysis' options "
+                            "in the README") from None
 
 
 def _discover() -> None:

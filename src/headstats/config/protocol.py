@@ -407,6 +407,9 @@ class Protocol(StrictModel):
         data["scoring"].pop("batch_size", None)
         text = json.dumps(data, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
+    #: Options of those analyses, by name (each analysis' own schema, checked with the names): e.g.
+    #: ``{dependency: {from_word: first}}``.
+    analysis_options: dict[str, dict] = Field(default_factory=dict)
 
 
 def printable(text: object) -> str:
@@ -463,6 +466,15 @@ def check_names(protocol: Protocol) -> None:
             from headstats.analyses import check_analyses
 
             check_analyses(list(protocol.analyses))
+        if protocol.analysis_options:
+            from headstats.analyses import analysis_options, check_analyses
+
+            for name in protocol.analysis_options:
+                if name not in protocol.analyses:
+                    raise ProtocolError(f"analysis_options names {name!r}, which is not in 'analyses'; add it there "
+                                        "or remove its options")
+                check_analyses([name])
+                analysis_options(name, protocol)
     except HeadstatsError as exc:
         if type(exc) is not HeadstatsError:  # already of a kind (UnknownNameError ...)
             raise

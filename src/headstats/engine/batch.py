@@ -3,7 +3,7 @@
 A :class:`BatchView` is what every collector sees. It holds the padded attention ``(B, L, H, T, T)`` of a
 batch, the masks of its positions (real, special, [CLS], [SEP], segment), the inputs' ids, word alignment
 and arcs, and a cache in which derived views (the attention with padded rows and keys zeroed, row means,
-arc tensors, word-level maps) are computed once, on the first collector's request, and shared by the
+arc tensors, word-level maps: :meth:`BatchView.word_attention`) are computed once, on the first collector's request, and shared by the
 others. Nothing of a view outlives its batch.
 """
 
@@ -175,6 +175,17 @@ class BatchView:
         """``mean_{j < n} A[i, j]`` for every query, shape (B, L, H, T) (METHODS 1.2's denominator)."""
         return self.cached("row_means", lambda: row_means(self.attention, self.real))
 
+    @property
+    def word_units(self) -> "WordUnits":
+        """The word-level units of the batch (:class:`WordUnits`): rows and columns of :meth:`word_attention`."""
+        return self.cached("word_units", lambda: WordUnits.from_inputs(self.inputs, self.width, self.attention.device))
+
+    def word_attention(self, from_word: str = "mean") -> torch.Tensor:
+        """Word-level attention (B, L, H, U, U) of :func:`word_attention`, computed once per ``from_word`` and
+        shared by every collector of the batch (METHODS 2.2)."""
+        return self.cached(f"word_attention/{from_word}",
+                           lambda: word_attention(self.masked_attention, self.word_units, from_word=from_word))
+
     def cached(self, key: str, compute: Callable[[], Any]) -> Any:
         """The derived view ``key``, computed by ``compute()`` the first time any collector asks for it.
 
@@ -209,3 +220,133 @@ def forward_view(loaded: LoadedModel, items: Sequence[EncodedInput], *, dataset:
     batch = extraction.pad_batch(list(items), pad_id, device)
     attention = extraction.forward_attentions(loaded, batch)
     return BatchView(loaded.name, dataset, batch.inputs, attention, batch.input_ids)
+
+
+# ---------------------------------------------------------------------------------------------- word level
+#: Kinds of word-level units (:class:`WordUnits`).
+UNIT_WORD, UNIT_CLS, UNIT_SEP, UNIT_SPECIAL, UNIT_PIECE = 0, 1, 2, 3, 4
+#: How the row of a word split into pieces is formed (METHODS 2.2): the mean of its pieces' rows (the paper),
+#: or its first piece's row (the default of Clark et al.'s released extractor).
+FROM_WORD = ("mean", "first")
+
+
+@dataclass
+class WordUnits:
+    """The word-level units of a batch: what the rows and columns of :attr:`BatchView.word_attention` are.
+
+    A unit is a word (all its pieces), [CLS], a [SEP] (each special position is a unit of its own), or a
+    piece that belongs to no word (inputs without words: every non-special piece is a unit). Words that share a
+    piece (the words of a UD multiword token such as ``gonna``, whose pieces are those of the token) form one
+    unit. Units are ordered by their first piece.
+
+    Attributes
+    ----------
+    membership : Tensor (B, U, T) float32
+        1 where piece t belongs to unit u.
+    kind : Tensor (B, U) int64
+        ``UNIT_WORD``, ``UNIT_CLS``, ``UNIT_SEP``, ``UNIT_SPECIAL`` (another special token), ``UNIT_PIECE``;
+        -1 for padded units.
+    real : Tensor (B, U) bool
+    unit_of_word : list of ndarray
+        Per input, the unit of each word (``word_pieces`` order); -1 for a word without pieces.
+    unit_of_piece : list of ndarray
+        Per input, the unit of each real position.
+    n_units : ndarray of int64
+    """
+
+    membership: torch.Tensor
+    kind: torch.Tensor
+    real: torch.Tensor
+    unit_of_word: list[np.ndarray]
+    unit_of_piece: list[np.ndarray]
+    n_units: np.ndarray
+
+    @property
+    def special(self) -> torch.Tensor:
+        """Units that are special tokens ([CLS], [SEP], others): never predictions of a word's head."""
+        return self.real & (self.kind != UNIT_WORD) & (self.kind != UNIT_PIECE)
+
+    @property
+    def textual(self) -> torch.Tensor:
+        """Units of text (words and stray pieces)."""
+        return self.real & ~self.special
+
+    @classmethod
+    def from_inputs(cls, inputs: Sequence[EncodedInput], width: int,
+                    device: torch.device | str = "cpu") -> "WordUnits":
+        """Group every input's positions into units (see the class docstring)."""
+        per_input = [_units_of(item) for item in inputs]
+        U = max((len(kinds) for _, kinds, _ in per_input), default=0)
+        B = len(inputs)
+        membership = np.zeros((B, U, width), dtype=np.float32)
+        kind = np.full((B, U), -1, dtype=np.int64)
+        for b, (piece_unit, kinds, _) in enumerate(per_input):
+            membership[b, piece_unit, np.arange(piece_unit.size)] = 1.0
+            kind[b, : len(kinds)] = kinds
+        n_units = np.array([len(k) for _, k, _ in per_input], dtype=np.int64)
+        kind_t = torch.from_numpy(kind).to(device)
+        return cls(torch.from_numpy(membership).to(device), kind_t, kind_t >= 0,
+                   [w for _, _, w in per_input], [p for p, _, _ in per_input], n_units)
+
+
+def _units_of(item: EncodedInput) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(unit of each position, kind of each unit, unit of each word)`` of one input (union of shared pieces)."""
+    n = item.length
+    parent = np.arange(n)
+
+    def root(p: int) -> int:
+        while parent[p] != p:
+            parent[p] = parent[parent[p]]
+            p = int(parent[p])
+        return p
+
+    for pieces in item.word_pieces:
+        for p in pieces[1:]:
+            a, b = root(pieces[0]), root(p)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    roots = np.array([root(p) for p in range(n)])
+    first = {}
+    for p in range(n):
+        first.setdefault(int(roots[p]), len(first))  # units numbered by their first piece
+    piece_unit = np.array([first[int(r)] for r in roots], dtype=np.int64)
+    in_word = np.zeros(n, dtype=bool)
+    for pieces in item.word_pieces:
+        in_word[list(pieces)] = True
+    kinds = np.full(len(first), UNIT_PIECE, dtype=np.int64)
+    for p in range(n):
+        u = piece_unit[p]
+        if item.cls[p]:
+            kinds[u] = UNIT_CLS
+        elif item.sep[p]:
+            kinds[u] = UNIT_SEP
+        elif item.special[p]:
+            kinds[u] = UNIT_SPECIAL
+        elif in_word[p]:
+            kinds[u] = UNIT_WORD
+    unit_of_word = np.array([piece_unit[pieces[0]] if pieces else -1 for pieces in item.word_pieces],
+                            dtype=np.int64)
+    return piece_unit, kinds, unit_of_word
+
+
+def word_attention(attention: torch.Tensor, units: WordUnits, *, from_word: str = "mean") -> torch.Tensor:
+    r"""Word-level attention (Clark et al. 2019; METHODS 2.2), shape (B, L, H, U, U).
+
+    Attention *to* a unit is the sum over its pieces; attention *from* a unit is the mean of its pieces' rows
+    (``from_word="mean"``, the paper) or its first piece's row (``"first"``, the released extractor):
+
+        W[u, v] = (1 / |u|) sum_{i in u} sum_{j in v} A[i, j]
+
+    so each real unit's row sums to what its pieces' rows sum to (1). Padded units are 0.
+    """
+    if from_word not in FROM_WORD:
+        raise ValueError(f"from_word must be one of {FROM_WORD}, not {from_word!r}")
+    m = units.membership.to(attention.dtype)
+    if from_word == "mean":
+        rows = m / m.sum(-1, keepdim=True).clamp_min(1.0)
+    else:
+        first = (m.cumsum(-1) == 1) & (m > 0)
+        rows = first.to(attention.dtype)
+    to_units = torch.einsum("blhij,buj->blhiu", attention, m)
+    return torch.einsum("bvi,blhiu->blhvu", rows, to_units)
+

@@ -621,3 +621,4 @@ def _read_wikitext_pairs(path: Path, *, limit: int | None = None) -> list[Record
 
 register_format("wikitext_pairs", _read_wikitext_pairs, extensions=[".raw"],
                 description="raw WikiText: pairs of consecutive paragraphs of one section (Clark et al. 2019)")
+from headstats.inputs import coref as _coref  # noqa: E402,F401  registers gum_coref and gap

@@ -576,7 +576,7 @@ def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, 
     files = {}
     for name, tables in analyses.items():
         spec = get_analysis(name)
-        section = report_section(name) or spec.report
+        section = report_section(name) or spec.report_section()
         if section is not None:
             section(report, root, tables)
         files.update({table: spec.description for table in tables})

@@ -1,0 +1,232 @@
+r"""Accuracies as proportions: confidence intervals, a paired exact test of two predictors, and the tests of
+the dependency analysis (Clark et al. 2019, Table 1; METHODS 2.3).
+
+Two predictors (a head, a fixed offset) judged on the same words are compared by McNemar's exact test: only
+the discordant words count, b (only the head is right) and c (only the offset is right); under H0 (equal
+accuracy) b ~ Binomial(b + c, 1/2) (McNemar 1947; Fagerland, Lydersen and Laake 2013). The one-sided p-value
+for "the head is more accurate" is ``P(X >= b)``; the two-sided one equals
+``statsmodels.stats.contingency_tables.mcnemar(table, exact=True)``. An accuracy's confidence interval is
+Wilson's score interval by default (``statsmodels.stats.proportion.proportion_confint``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+from statsmodels.stats.proportion import proportion_confint
+
+from headstats.stats.corrections import correct_within_families, family_labels, reject
+
+#: Interval methods of :func:`proportion_interval` (statsmodels' names; ``beta`` is Clopper-Pearson).
+INTERVALS = ("wilson", "beta")
+
+
+def proportion_interval(correct, n, *, confidence: float = 0.95, method: str = "wilson") -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided confidence interval of ``correct / n`` (Wilson, or ``beta``: Clopper-Pearson exact); NaN where n = 0."""
+    if method not in INTERVALS:
+        raise ValueError(f"method must be one of {INTERVALS}, not {method!r}")
+    correct = np.asarray(correct, dtype=float)
+    n = np.asarray(n, dtype=float)
+    ok = n > 0
+    low, high = np.full(np.broadcast(correct, n).shape, np.nan), np.full(np.broadcast(correct, n).shape, np.nan)
+    if ok.any():
+        c, m = np.broadcast_to(correct, low.shape)[ok], np.broadcast_to(n, low.shape)[ok]
+        lo, hi = proportion_confint(c, m, alpha=1 - confidence, method=method)
+        p = c / m  # round-off puts Wilson's bound a hair past p at 0 and n correct: clip to contain p
+        low[ok], high[ok] = np.minimum(lo, p), np.maximum(hi, p)
+    return low, high
+
+
+def paired_exact_test(only_a, only_b, *, alternative: str = "greater") -> np.ndarray:
+    """McNemar's exact test from the discordant counts: p-values of H0 "a and b are equally accurate".
+
+    Parameters
+    ----------
+    only_a, only_b : array_like of int
+        Items only predictor a gets right (b in McNemar's table), and only b gets right (c).
+    alternative : {"greater", "two-sided"}
+        ``greater``: a is more accurate (``P(X >= only_a)``, X ~ Binomial(only_a + only_b, 1/2)).
+
+    Returns
+    -------
+    ndarray
+        p-values; 1 where there is no discordant item.
+    """
+    if alternative not in ("greater", "two-sided"):
+        raise ValueError(f"alternative must be 'greater' or 'two-sided', not {alternative!r}")
+    a = np.atleast_1d(np.asarray(only_a, dtype=np.int64))
+    b = np.atleast_1d(np.asarray(only_b, dtype=np.int64))
+    out = np.ones(np.broadcast(a, b).shape)
+    for k, (x, y) in enumerate(zip(np.broadcast_to(a, out.shape).ravel(), np.broadcast_to(b, out.shape).ravel())):
+        if x + y > 0:
+            out.flat[k] = sps.binomtest(int(x), int(x + y), 0.5, alternative=alternative).pvalue
+    return out
+
+
+def _best(frame: pd.DataFrame, value: str) -> pd.Series:
+    """The row of highest ``value``; ties: the first row (layer, head, direction order)."""
+    return frame.loc[frame[value].to_numpy().argmax()] if len(frame) else pd.Series(dtype=object)
+
+
+def dependency_table(counts: pd.DataFrame, *, min_count: int = 100, selection: str = "split",
+                     alternative: str = "greater", correction: str = "holm", alpha: float = 0.05,
+                     confidence: float = 0.95) -> pd.DataFrame:
+    r"""Table 1 of Clark et al. (2019) with a paired exact test of each best head against the best offset.
+
+    Per (model, dataset, relation) with at least ``min_count`` words: the head and direction of highest
+    accuracy on all words and the offset of highest accuracy on all words (the paper's layout: ``relation,
+    n, layer, head, direction, accuracy, offset, offset_accuracy``), with Wilson intervals. Then the test:
+    with ``selection="split"`` a head, direction and offset are chosen on the *choose* half (inputs of even
+    position) and the test uses only the *test* half (odd position), so the head is not tested on the data
+    that picked it; with ``"same"`` both use all words (what the paper's numbers do; the selection then
+    inflates the test). The p-values of one (model, dataset) are corrected together over its relations.
+
+    Parameters
+    ----------
+    counts : DataFrame
+        ``dependency_counts`` of :class:`headstats.analyses.dependency.DependencyAccuracy`.
+    """
+    columns = ["relation", "n", "layer", "head", "direction", "accuracy", "offset", "offset_accuracy"]
+    rows = []
+    for (model, dataset, relation), cell in counts.groupby(["model", "dataset", "relation"], sort=False):
+        row = _relation_row(cell, selection=selection)
+        if row["n"] < min_count:
+            continue
+        rows.append({"model": model, "dataset": dataset, "relation": relation, **row})
+    if not rows:
+        return pd.DataFrame(columns=columns + ["model", "dataset", "p_unc", "p_corr", "reject"])
+    table = pd.DataFrame(rows)
+    for what, k in (("accuracy", "correct"), ("offset_accuracy", "offset_correct")):
+        table[f"{what}_ci_low"], table[f"{what}_ci_high"] = proportion_interval(table[k], table["n"],
+                                                                                confidence=confidence)
+    table["test"] = "mcnemar_exact"
+    table["alternative"] = alternative
+    table["p_unc"] = paired_exact_test(table["head_only"], table["offset_only"], alternative=alternative)
+    table["p_unc"] = table["p_unc"].where(table["n_tested"] > 0)
+    table["family"] = family_labels(table, ["model", "dataset"])
+    table["p_corr"], _ = correct_within_families(table["p_unc"], table["family"], correction=correction, alpha=alpha)
+    table["correction"] = correction
+    table["alpha"] = alpha
+    table["confidence"] = confidence
+    table["reject"] = reject(table["p_corr"].to_numpy(), alpha)
+    first = [*columns, "model", "dataset"]
+    return table[first + [c for c in table.columns if c not in first]].reset_index(drop=True)
+
+
+def _relation_row(cell: pd.DataFrame, *, selection: str) -> dict[str, Any]:
+    """The paper's numbers and the test counts of one relation (rows: layer, head, direction, offset)."""
+    cell = cell.reset_index(drop=True)
+    n = int(cell["n_choose"].iat[0] + cell["n_test"].iat[0])
+    cell = cell.assign(correct=cell["head_correct_choose"] + cell["head_correct_test"],
+                       offset_correct=cell["offset_correct_choose"] + cell["offset_correct_test"])
+    best = _best(cell, "correct")
+    best_offset = _best(cell, "offset_correct")
+    if selection == "split":
+        chooser, tested = "choose", ["test"]
+    else:
+        chooser, tested = None, ["choose", "test"]
+    pick = best if chooser is None else _best(cell, f"head_correct_{chooser}")
+    pick_offset = best_offset if chooser is None else _best(cell, f"offset_correct_{chooser}")
+    one = cell[(cell["layer"] == pick["layer"]) & (cell["head"] == pick["head"])
+               & (cell["direction"] == pick["direction"]) & (cell["offset"] == pick_offset["offset"])].iloc[0]
+    n_tested = int(sum(one[f"n_{h}"] for h in tested))
+    head_ok = int(sum(one[f"head_correct_{h}"] for h in tested))
+    offset_ok = int(sum(one[f"offset_correct_{h}"] for h in tested))
+    ratio = (lambda k: k / n_tested) if n_tested else (lambda k: np.nan)
+    return {
+        "n": n, "layer": int(best["layer"]), "head": int(best["head"]), "direction": best["direction"],
+        "accuracy": best["correct"] / n if n else np.nan, "offset": int(best_offset["offset"]),
+        "offset_accuracy": best_offset["offset_correct"] / n if n else np.nan,
+        "correct": int(best["correct"]), "offset_correct": int(best_offset["offset_correct"]),
+        "selection": selection, "tested_layer": int(pick["layer"]), "tested_head": int(pick["head"]),
+        "tested_direction": pick["direction"], "tested_offset": int(pick_offset["offset"]),
+        "n_tested": n_tested, "tested_accuracy": ratio(head_ok), "tested_offset_accuracy": ratio(offset_ok),
+        "head_only": int(sum(one[f"head_only_{h}"] for h in tested)),
+        "offset_only": int(sum(one[f"offset_only_{h}"] for h in tested)),
+    }
+
+
+def finish_dependency(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+    """The study's ``finish`` step of the ``dependency`` analysis: intervals on every head's accuracy and
+    ``dependency_table`` (:func:`dependency_table`) with the protocol's correction, alpha and confidence."""
+    from headstats.analyses.clark_options import DependencyOptions
+
+    given = (getattr(protocol, "analysis_options", None) or {}).get("dependency", {})
+    options = DependencyOptions.model_validate(given)
+    st = protocol.statistics
+    out = dict(tables)
+    heads = tables["dependency_heads"].copy()
+    heads["ci_low"], heads["ci_high"] = proportion_interval(heads["correct"], heads["n"], confidence=st.confidence)
+    out["dependency_heads"] = heads
+    out["dependency_table"] = dependency_table(
+        tables["dependency_counts"], min_count=options.min_count, selection=options.selection,
+        alternative=options.alternative, correction=st.correction, alpha=st.alpha, confidence=st.confidence)
+    return out
+
+
+def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
+    """Every head against each baseline of the ``coreference`` table: McNemar's exact one-sided test ("the
+    head selects antecedents more accurately"), corrected over the heads of one (model, dataset,
+    mention_type, baseline).
+
+    Returns ``model, dataset, mention_type, baseline, layer, head, n, accuracy, baseline_accuracy,
+    head_only, baseline_only, test, alternative, p_unc, p_corr, correction, family, alpha, reject``.
+    """
+    heads = table[table["predictor"] == "head"]
+    baselines = [c.removeprefix("only_vs_") for c in table.columns if c.startswith("only_vs_")]
+    frames = []
+    for name in baselines:
+        base = table[table["predictor"] == name][["model", "dataset", "mention_type", "accuracy"]]
+        part = heads.merge(base.rename(columns={"accuracy": "baseline_accuracy"}),
+                           on=["model", "dataset", "mention_type"])
+        part = part.assign(baseline=name, head_only=part[f"only_vs_{name}"], baseline_only=part[f"{name}_only"])
+        frames.append(part)
+    if not frames:
+        return pd.DataFrame()
+    out = pd.concat(frames, ignore_index=True)
+    out["test"], out["alternative"] = "mcnemar_exact", "greater"
+    out["p_unc"] = paired_exact_test(out["head_only"], out["baseline_only"]).astype(float)
+    out["p_unc"] = out["p_unc"].where(out["n"] > 0)
+    out["family"] = family_labels(out, ["model", "dataset", "mention_type", "baseline"])
+    out["p_corr"], _ = correct_within_families(out["p_unc"], out["family"], correction=correction, alpha=alpha)
+    out["correction"], out["alpha"] = correction, alpha
+    out["reject"] = reject(out["p_corr"].to_numpy(), alpha)
+    cols = ["model", "dataset", "mention_type", "baseline", "layer", "head", "n", "accuracy", "baseline_accuracy",
+            "head_only", "baseline_only", "test", "alternative", "p_unc", "p_corr", "correction", "family", "alpha",
+            "reject"]
+    return out[cols].reset_index(drop=True)
+
+
+def finish_coreference(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+    """The study's ``finish`` step of the ``coreference`` analysis: Wilson intervals and the head tests."""
+    st = protocol.statistics
+    out = dict(tables)
+    table = tables["coreference"].copy()
+    table["ci_low"], table["ci_high"] = proportion_interval(table["correct"], table["n"], confidence=st.confidence)
+    out["coreference"] = table
+    out["coreference_tests"] = coreference_tests(table, correction=st.correction, alpha=st.alpha)
+    return out
+
+
+def finish_probes(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+    """The study's ``finish`` step of the ``probing`` analysis: Wilson intervals of each UAS, and McNemar's exact
+    one-sided test of each probe against each baseline on the same held-out words (``p_vs_<baseline>``,
+    uncorrected: a handful of planned comparisons; ``p_corr_vs_<baseline>`` Holm-corrected over the probes of
+    one model and data set with the protocol's correction)."""
+    st = protocol.statistics
+    out = dict(tables)
+    probes = tables["probes"].copy()
+    probes["ci_low"], probes["ci_high"] = proportion_interval(probes["correct"], probes["n_words"],
+                                                              confidence=st.confidence)
+    for base in ("right_branching", "distance_and_words"):
+        p = paired_exact_test(probes[f"only_vs_{base}"], probes[f"{base}_only"]).astype(float)
+        p[(probes["probe"] == base).to_numpy()] = np.nan
+        probes[f"p_vs_{base}"] = p
+        labels = family_labels(probes, ["model", "dataset"])
+        probes[f"p_corr_vs_{base}"], _ = correct_within_families(p, labels, correction=st.correction, alpha=st.alpha)
+    probes["correction"], probes["alpha"] = st.correction, st.alpha
+    out["probes"] = probes
+    return out

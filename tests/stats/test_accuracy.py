@@ -1,0 +1,97 @@
+"""Accuracy intervals, McNemar's exact test and the dependency table (METHODS 2.3), checked against
+statsmodels and scipy and against counts worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.contingency_tables import mcnemar
+
+from headstats.stats.accuracy import dependency_table, paired_exact_test, proportion_interval
+
+
+def test_wilson_interval_by_formula():
+    # Wilson (1927): (p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n), p = 8/10
+    z, p, n = 1.959963984540054, 0.8, 10
+    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    low, high = proportion_interval([8], [10])
+    assert low[0] == pytest.approx((centre - half) / (1 + z * z / n), rel=1e-9)
+    assert high[0] == pytest.approx((centre + half) / (1 + z * z / n), rel=1e-9)
+    assert np.isnan(proportion_interval([0], [0])[0][0])
+
+
+def test_paired_exact_test_is_mcnemar_exact():
+    # two-sided equals statsmodels' exact McNemar on the 2x2 table; one-sided is P(X >= b), X ~ Bin(b + c, 1/2)
+    for b, c in [(9, 2), (3, 3), (0, 5), (12, 0)]:
+        table = [[40, b], [c, 30]]
+        assert paired_exact_test(b, c, alternative="two-sided")[0] == pytest.approx(mcnemar(table, exact=True).pvalue)
+    assert paired_exact_test(9, 2)[0] == pytest.approx(sum(math.comb(11, k) for k in range(9, 12)) / 2**11)
+    assert paired_exact_test(0, 0)[0] == 1.0
+
+
+def counts_frame(choose: dict, test: dict, relation="det") -> pd.DataFrame:
+    """Two heads (layer 0, heads 0 and 1), one direction, offsets -1 and 1; values are per-head dicts."""
+    rows = []
+    for head in (0, 1):
+        for k, offset in enumerate((-1, 1)):
+            row = {"model": "m", "dataset": "d", "relation": relation, "layer": 0, "head": head,
+                   "direction": "dependent_to_head", "offset": offset}
+            for half, values in (("choose", choose), ("test", test)):
+                row |= {f"n_{half}": values["n"], f"head_correct_{half}": values["head"][head],
+                        f"offset_correct_{half}": values["offset"][k],
+                        f"head_only_{half}": values["head_only"][head][k],
+                        f"offset_only_{half}": values["offset_only"][head][k]}
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_dependency_table_chooses_on_one_half_and_tests_on_the_other():
+    # choose half: head 1 best (70/100), offset +1 best (50); test half: head 0 best (80/100) and offset -1 (60)
+    choose = {"n": 100, "head": [60, 70], "offset": [40, 50], "head_only": [[30, 25], [35, 30]],
+              "offset_only": [[10, 15], [5, 10]]}
+    test = {"n": 100, "head": [80, 60], "offset": [60, 45], "head_only": [[25, 40], [20, 30]],
+            "offset_only": [[5, 5], [20, 15]]}
+    table = dependency_table(counts_frame(choose, test), min_count=10).iloc[0]
+    # the paper's layout, all words: head 0 (140/200), offset -1 (100/200)
+    assert (table["layer"], table["head"], table["accuracy"]) == (0, 0, 0.7)
+    assert (table["offset"], table["offset_accuracy"]) == (-1, 0.5)
+    # the test: head 1 and offset +1 (chosen on the even half), judged on the odd half: b = 30, c = 15
+    assert (table["tested_head"], table["tested_offset"], table["n_tested"]) == (1, 1, 100)
+    assert (table["head_only"], table["offset_only"]) == (30, 15)
+    assert table["tested_accuracy"] == 0.6 and table["tested_offset_accuracy"] == 0.45
+    assert table["p_unc"] == pytest.approx(paired_exact_test(30, 15)[0])
+    same = dependency_table(counts_frame(choose, test), min_count=10, selection="same").iloc[0]
+    # chosen and tested on all: head 0 against offset -1: b = 30 + 25, c = 10 + 5
+    assert (same["head_only"], same["offset_only"], same["n_tested"]) == (55, 15, 200)
+
+
+def test_dependency_table_corrects_over_relations_and_drops_rare_ones():
+    choose = {"n": 100, "head": [60, 70], "offset": [40, 50], "head_only": [[30, 25], [35, 30]],
+              "offset_only": [[10, 15], [5, 10]]}
+    frames = [counts_frame(choose, choose, r) for r in ("det", "amod")]
+    rare = counts_frame({**choose, "n": 2}, {**choose, "n": 2}, "case")
+    table = dependency_table(pd.concat([*frames, rare]), min_count=10, correction="bonferroni")
+    assert list(table.relation) == ["det", "amod"]
+    assert table["p_corr"].tolist() == pytest.approx(np.minimum(1, 2 * table["p_unc"]).tolist())
+    assert list(table.columns[:8]) == ["relation", "n", "layer", "head", "direction", "accuracy", "offset",
+                                       "offset_accuracy"]
+
+
+def test_coreference_tests_every_head_against_each_baseline():
+    from headstats.stats.accuracy import coreference_tests
+
+    table = pd.DataFrame([
+        {"model": "m", "dataset": "d", "mention_type": "all", "predictor": "head", "layer": 0, "head": h, "n": 50,
+         "accuracy": a, "correct": int(50 * a), "only_vs_nearest_mention": b, "nearest_mention_only": c}
+        for h, a, b, c in ((0, 0.8, 20, 2), (1, 0.4, 5, 6))] + [
+        {"model": "m", "dataset": "d", "mention_type": "all", "predictor": "nearest_mention", "layer": None,
+         "head": None, "n": 50, "accuracy": 0.44, "correct": 22}])
+    tests = coreference_tests(table, correction="bonferroni")
+    assert tests["baseline_accuracy"].tolist() == [0.44, 0.44]
+    expected = [paired_exact_test(20, 2)[0], paired_exact_test(5, 6)[0]]
+    assert tests["p_unc"].tolist() == pytest.approx(expected)
+    assert tests["p_corr"].tolist() == pytest.approx(np.minimum(1, 2 * np.array(expected)).tolist())
+    assert tests["reject"].tolist() == [True, False]
