@@ -226,7 +226,8 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
     passes = run_passes(protocol, sources, finetuned, data, log=log, progress=progress)
     log("testing every head and role")
     analysis = analyse(passes.arrays, protocol)
-    comparison = run_comparisons(protocol, passes.arrays, analysis.roles, passes.comparison_attention())
+    comparison = run_comparisons(protocol, passes.arrays, analysis.roles, passes.comparison_attention(),
+                                 provenance=passes.provenance)
     extra = {name: tables for name, tables in passes.tables.items() if name in protocol.analyses}
     manifest = {
         "headstats_run": protocol.name,
