@@ -32,7 +32,10 @@ def _same_frame(new: pd.DataFrame, old: pd.DataFrame) -> None:
     for column in old.columns:
         a, b = new[column], old[column]
         if pd.api.types.is_float_dtype(b):
-            np.testing.assert_allclose(a.to_numpy(float), b.to_numpy(float), rtol=1e-6, atol=1e-9, err_msg=column)
+            # scores are float32: summed in another order they differ in the last bits (~6e-8 of their size),
+            # which a near-constant head's sd carries as an absolute difference of ~1e-8, and its t
+            # statistic (divided by that sd) as a relative one of ~1e-5
+            np.testing.assert_allclose(a.to_numpy(float), b.to_numpy(float), rtol=1e-4, atol=1e-7, err_msg=column)
         else:
             assert a.astype(str).tolist() == b.astype(str).tolist(), column
 

@@ -27,7 +27,8 @@ from headstats.model.encoding import EncodedInput
 from headstats.engine.batch import BatchLayout, BatchView, row_means, view_of
 from headstats.analyses.roles import SequenceLayout, get_role, role_relation
 
-__all__ = ["ARC_DIRECTIONS", "BatchLayout", "ScoreSettings", "arc_bias", "row_means", "score_batch",
+__all__ = ["ARC_DIRECTIONS", "BatchLayout", "ScoreSettings", "arc_bias", "row_means", "score_batch", "sieve_bias_of_columns",
+           "sieve_bias_of_diagonals",
            "score_view", "sieve_bias", "sieve_bias_of_keys"]
 
 ARC_DIRECTIONS = ("dependent_to_head", "head_to_dependent", "both")
@@ -108,6 +109,61 @@ def sieve_bias_of_keys(attn: torch.Tensor, keys: torch.Tensor, queries: torch.Te
     return total / counted.sum(-1)[:, None, None]
 
 
+def sieve_bias_of_columns(attn: torch.Tensor, columns: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
+                          means: torch.Tensor) -> torch.Tensor:
+    """:func:`sieve_bias_of_keys` for sieves whose keys are the same for every query (the delimiter roles).
+
+    ``columns`` (B, R, N) holds the keys of each role as 0/1 weights of real keys, in attn's dtype. The sums
+    inside the sieves are one batched product ``attn @ columns`` over all layers, heads and queries (the
+    per-query form would copy the attention to put the query axis first).
+    """
+    B, L, H, N, _ = attn.shape
+    size = columns.sum(-1)  # (B, R)
+    inside = torch.bmm(attn.reshape(B, L * H * N, N), columns.transpose(1, 2)).reshape(B, L, H, N, -1)
+    bias = inside.transpose(-1, -2) / size[:, None, None, :, None] / means[:, :, :, None, :]
+    counted = (queries & real[:, None, :] & (size > 0)[:, :, None]).to(attn.dtype)
+    total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
+    return total / counted.sum(-1)[:, None, None]
+
+
+#: A sieve the same for every input whose keys lie on at most this many diagonals is summed diagonal by diagonal.
+MAX_DIAGONALS = 16
+
+
+def _few_diagonals(mask: torch.Tensor) -> bool:
+    """Whether ``mask`` (1, N, N) is the same for every input and non-zero on at most :data:`MAX_DIAGONALS`
+    diagonals."""
+    if mask.dim() != 3 or mask.shape[0] != 1 or mask.shape[1] != mask.shape[2]:
+        return False
+    rows, cols = mask[0].nonzero(as_tuple=True)
+    return int(torch.unique(cols - rows).numel()) <= MAX_DIAGONALS
+
+
+def sieve_bias_of_diagonals(attn: torch.Tensor, mask: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
+                            means: torch.Tensor) -> torch.Tensor:
+    """:func:`sieve_bias_of_keys` for one sieve that is the same for every input and lies on a few diagonals.
+
+    ``mask`` (N, N) bool: key j is in the sieve of query i; ``queries`` (B, N) the counted queries. The sum
+    inside the sieve of query i is ``sum_d A[i, i + d] mask[i, i + d] real[i + d]`` over the mask's diagonal
+    offsets d, read from strided views of the attention (no product over all keys). Returns (B, L, H).
+    """
+    n = mask.shape[-1]
+    realf = real.to(attn.dtype)
+    maskf = mask.to(attn.dtype)
+    size = realf @ maskf.T  # (B, N): real keys in the sieve of each query
+    inside = torch.zeros(means.shape, dtype=attn.dtype, device=attn.device)
+    rows, cols = mask.nonzero(as_tuple=True)
+    for d in torch.unique(cols - rows).tolist():
+        q = slice(max(0, -d), n - max(0, d))  # queries i with key i + d inside the map
+        k = slice(max(0, d), n - max(0, -d))
+        weight = maskf.diagonal(d)[None] * realf[:, k]  # (B, n - |d|)
+        inside[..., q] += attn.diagonal(d, -2, -1) * weight[:, None, None]
+    bias = inside / size[:, None, None] / means
+    counted = (queries & real & (size > 0)).to(attn.dtype)
+    total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
+    return total / counted.sum(-1)[:, None, None]
+
+
 def arc_bias(
     attn: torch.Tensor,
     query_weights: torch.Tensor,
@@ -135,8 +191,10 @@ def arc_bias(
     Tensor (B, L, H, R)
         Mean of ``b(d -> g)`` over the arcs of each role; NaN for an input without such an arc.
     """
-    to_keys = torch.einsum("blhac,bkc->blhak", attn, key_weights)
-    numerator = torch.einsum("blhak,bka->blhk", to_keys, query_weights)
+    B, L, H, N, _ = attn.shape
+    # the query end's weighted rows of every map (one batched product with K rows), then their key end
+    rows = torch.matmul(query_weights[:, None], attn.reshape(B, L * H, N, N))  # (B, L*H, K, N)
+    numerator = (rows * key_weights[:, None]).sum(-1).reshape(B, L, H, -1)
     means = row_means(attn, real) if means is None else means
     denominator = torch.einsum("blha,bka->blhk", means, query_weights)
     bias = torch.nan_to_num(numerator / denominator, nan=0.0, posinf=0.0)
@@ -161,10 +219,14 @@ def _arc_tensors(
     inputs: Sequence[EncodedInput], width: int, arc_roles: list[tuple[int, str | None]], settings: ScoreSettings, device
 ):
     """Query/key piece weights of every arc, and which arc roles each arc counts for."""
+    wanted = set(settings.relations) if any(w is None for _, w in arc_roles) else set()
+    wanted |= {w for _, w in arc_roles if w is not None}
     rows = []
     for item in inputs:
         arcs = []
         for arc in item.arcs:
+            if arc.relation not in wanted:  # an arc no role counts costs a column of the product below
+                continue
             if settings.arc_direction in ("dependent_to_head", "both"):
                 arcs.append((arc.dependent, arc.head, arc.relation))
             if settings.arc_direction in ("head_to_dependent", "both"):
@@ -229,13 +291,27 @@ def score_view(view: BatchView, roles: Sequence[str], settings: ScoreSettings = 
         sieve_cols.append(col)
         sieve_masks.append(mask)
         query_masks.append(queries)
-    if sieve_cols:
-        keys = torch.zeros((B, len(sieve_masks), N, N), dtype=attn.dtype, device=device)
-        for r, mask in enumerate(sieve_masks):
-            keys[:, r] = mask
+    # sieves that give every query the same keys (shape (B, 1, N): the delimiters) take one product with the
+    # attention; the others (local, block, user roles) one per query row
+    same_keys = [r for r, mask in enumerate(sieve_masks) if mask.dim() == 3 and mask.shape[1] == 1]
+    diagonal = [r for r, mask in enumerate(sieve_masks) if r not in same_keys and _few_diagonals(mask)]
+    for r in diagonal:  # local, previous/next token...: a few diagonals of every map, summed in place
+        scores = sieve_bias_of_diagonals(attn, sieve_masks[r][0], query_masks[r], layout.real, view.row_means)
+        _put(out, [sieve_cols[r]], scores[..., None])
+    per_query = [r for r in range(len(sieve_masks)) if r not in same_keys and r not in diagonal]
+    if same_keys:
+        columns = torch.cat([sieve_masks[r].expand(B, 1, N) for r in same_keys], 1) & layout.real[:, None, :]
+        scores = sieve_bias_of_columns(attn, columns.to(attn.dtype), torch.stack([query_masks[r] for r in same_keys], 1),
+                                       layout.real, view.row_means)
+        _put(out, [sieve_cols[r] for r in same_keys], scores)
+    if per_query:
+        keys = torch.zeros((B, len(per_query), N, N), dtype=attn.dtype, device=device)
+        for k, r in enumerate(per_query):
+            keys[:, k] = sieve_masks[r]
         keys *= layout.real[:, None, None, :]
-        scores = sieve_bias_of_keys(attn, keys, torch.stack(query_masks, 1), layout.real, view.row_means)
-        _put(out, sieve_cols, scores)
+        scores = sieve_bias_of_keys(attn, keys, torch.stack([query_masks[r] for r in per_query], 1), layout.real,
+                                    view.row_means)
+        _put(out, [sieve_cols[r] for r in per_query], scores)
     if arc_cols:
         q, k, member = _arc_tensors(view.inputs, N, arc_roles, settings, device)
         _put(out, arc_cols, arc_bias(attn, q, k, member, layout.real, means=view.row_means))

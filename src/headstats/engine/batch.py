@@ -59,8 +59,10 @@ class BatchLayout:
 
 def row_means(attn: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
     """``mean_{j < n} A[i, j]`` for every query, shape (B, L, H, N): attention (B, L, H, N, N), real (B, N)."""
+    B, L, H, N, _ = attn.shape
     realf = real.to(attn.dtype)
-    return torch.einsum("blhij,bj->blhi", attn, realf) / realf.sum(-1)[:, None, None, None]
+    sums = torch.bmm(attn.reshape(B, L * H * N, N), realf[:, :, None]).reshape(B, L, H, N)
+    return sums / realf.sum(-1)[:, None, None, None]
 
 
 @dataclass(eq=False)
