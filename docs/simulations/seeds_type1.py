@@ -20,7 +20,7 @@ def main() -> pd.DataFrame:
     for seeds in (3, 5):
         for sd_seed in (0.0, 0.1):
             frames.append(simulate_seed_type1(n_sim=4000, seeds=seeds, inputs=300, sd_seed=sd_seed, sd_input=1.0,
-                                              alpha=0.05, mixed=True, mixed_sims=400, rng_seed=2026))
+                                              alpha=0.05, mixed=True, mixed_sims=150, rng_seed=2026))
     table = pd.concat(frames, ignore_index=True)
     return table[["seeds", "sd_seed", "method", "n_sim", "rejection_rate", "mc_se"]]
 
