@@ -344,3 +344,47 @@ def test_clark2019_protocol_loads():
     wiki = next(d for d in protocol.datasets if d.name == "wiki_pairs")
     assert wiki.path.endswith("wiki.test.raw") and wiki.parse == "none" and wiki.limit == 1000
     assert {h.name for h in protocol.surface.hypotheses} >= {"previous_token", "next_token", "broad"}
+def _seeds_raw(**model):
+    return {"models": ["default", {"name": "ft", "finetune": {"task": "sst2", "seed": 5}, **model}],
+            "datasets": [{"name": "d", "path": "x.txt"}],
+            "compare": [{"base": "default", "finetuned": ["ft"], "min_change": 0.2, "min_change_scale": "share"}]}
+
+
+def test_seeds_expand_into_one_model_per_seed_and_the_comparison_names_them_all():
+    from headstats.config.protocol import Protocol, validate_protocol
+
+    protocol = validate_protocol(_seeds_raw(seeds=[0, 1, 2]))
+    names = [m.name for m in protocol.models]
+    assert names == ["default", "ft@seed0", "ft@seed1", "ft@seed2"]
+    assert [m.finetune.seed for m in protocol.models[1:]] == [0, 1, 2]
+    assert {m.replicate_of for m in protocol.models[1:]} == {"ft"}
+    assert protocol.compare[0].finetuned == names[1:]
+    assert protocol.compare[0].min_change == 0.2 and protocol.compare[0].min_change_scale == "share"
+    assert protocol.replicate_groups() == {"ft": names[1:]}
+    # the resolved protocol validates to itself (validate == run, protocol.resolved.yaml reruns)
+    assert Protocol.model_validate(protocol.model_dump()).model_dump() == protocol.model_dump()
+
+
+@pytest.mark.parametrize("model, message", [
+    ({"seeds": []}, "'seeds' is empty"),
+    ({"seeds": [1, 1]}, "repeats a seed"),
+    ({"seeds": [0, True]}, "expected a number"),
+])
+def test_bad_seeds_are_one_line_protocol_errors(model, message):
+    from headstats.config.protocol import validate_protocol
+
+    with pytest.raises(ProtocolError, match=message):
+        validate_protocol(_seeds_raw(**model))
+
+
+def test_seeds_need_a_recipe_and_min_change_must_be_positive():
+    from headstats.config.protocol import validate_protocol
+
+    raw = _seeds_raw()
+    raw["models"][1] = {"name": "ft", "path": "somewhere", "seeds": [0, 1]}
+    with pytest.raises(ProtocolError, match="'seeds' repeats a fine-tuning recipe"):
+        validate_protocol(raw)
+    raw = _seeds_raw(seeds=[0, 1])
+    raw["compare"][0]["min_change"] = 0
+    with pytest.raises(ProtocolError, match="min_change"):
+        validate_protocol(raw)

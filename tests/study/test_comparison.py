@@ -102,3 +102,71 @@ def test_a_comparison_study_loads_each_model_once_and_runs_each_batch_once(tmp_p
     assert similarity.groupby("dataset")["n"].max().to_dict() == {"pairs": 15, "singles": 10}
     mass = result.tables["compare_special_mass"]
     assert set(mass["model"]) == {"base", "other"} and len(mass) == 2 * 2 * 4 * 3
+
+
+def seeds_protocol(folder: Path, base: Path, seeds: list[Path]) -> Path:
+    protocol = {
+        "name": "seeds",
+        "models": [{"name": "base", "path": str(base)},
+                   *[{"name": f"ft-s{i}", "path": str(p), "replicate_of": "ft"} for i, p in enumerate(seeds)]],
+        "datasets": [{"name": "pairs", "path": str(DEMO / "pairs.txt"), "limit": 15}],
+        "statistics": {"tau": 1.0, "sensitivity": False},
+        "scoring": {"batch_size": 4},
+        "compare": [{"base": "base", "finetuned": ["ft"], "test": "t", "min_change": 0.05}],
+    }
+    path = folder / "seeds.yaml"
+    path.write_text(yaml.safe_dump(protocol))
+    return path
+
+
+def test_seeds_as_replicates_one_load_and_one_pass_per_model(tmp_path, tiny_model_dir, monkeypatch):
+    """A replicate group of three seeds: each model loaded once, each batch through each model once; the
+    seed-level tables hold the mean over seeds of each seed's paired change, and seed-to-seed distances."""
+    from collections import Counter
+
+    from headstats.engine import forward as extraction
+    from headstats.model import loading as models
+    from headstats.study.run import run_study
+
+    seeds = [build_tiny_bert(tmp_path / f"s{i}", seed=10 + i) for i in range(3)]
+    loads, forwards = Counter(), Counter()
+    real_load, real_forward = models.load_model, extraction.forward_attentions
+
+    def load(spec, **kwargs):
+        loads[spec] += 1
+        return real_load(spec, **kwargs)
+
+    def forward(loaded, batch):
+        forwards[loaded.name] += 1
+        return real_forward(loaded, batch)
+
+    monkeypatch.setattr(models, "load_model", load)
+    monkeypatch.setattr(extraction, "forward_attentions", forward)
+    protocol = load_protocol(seeds_protocol(tmp_path, tiny_model_dir, seeds))
+    assert protocol.compare[0].finetuned == ["ft-s0", "ft-s1", "ft-s2"]
+    result = run_study(protocol, tmp_path / "out")
+    assert loads == {str(p): 1 for p in [tiny_model_dir, *seeds]}
+    assert forwards == {name: 4 for name in ["base", "ft-s0", "ft-s1", "ft-s2"]}  # 15 pairs, batches of 4
+
+    scores = result.scores_frame()
+    changes = result.tables["compare_seed_changes"]
+    assert len(changes) == 4 * 10 and set(changes["group"]) == {"ft"}
+    row = changes[(changes.role == "local") & (changes.layer == 1) & (changes["head"] == 0)].iloc[0]
+    one = scores[(scores.role == "local") & (scores.layer == 1) & (scores["head"] == 0)]
+    before = one[one.model == "base"].set_index("sentence_id").score
+    per_seed = [(one[one.model == f"ft-s{i}"].set_index("sentence_id").score - before).mean() for i in range(3)]
+    from scipy import stats as sps
+
+    ref = sps.ttest_1samp(per_seed, 0.0)
+    assert row["mean_change"] == pytest.approx(sum(per_seed) / 3)
+    assert row["statistic"] == pytest.approx(ref.statistic) and row["p_unc"] == pytest.approx(ref.pvalue)
+    assert row["signflip_floor"] == pytest.approx(0.25) and row["n_seeds"] == 3
+    # seed-to-seed similarity pairs are collected in the same pass, and kept out of the base comparison
+    distance = result.tables["compare_seed_distance"]
+    assert len(distance) == 4 and distance["cos_seed_seed"].between(0, 1).all()
+    assert set(result.tables["compare_similarity"]["model_a"]) == {"base"}
+    claims = result.tables["compare_claims"]
+    assert {"later layers change most", "attention to [SEP] falls and spreads to the other tokens",
+            "delimiter heads are lost", "syntactic heads are gained"} <= set(claims["claim"])
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "beyond seed noise" in report

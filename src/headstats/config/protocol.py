@@ -49,11 +49,26 @@ class ModelSpec(StrictModel):
     path: str | None = None
     revision: str | None = None
     finetune: FinetuneRecipe | None = None
+    #: Seeds of the fine-tuning recipe: one run per seed, each a replicate (``<name>@seed<s>``); with
+    #: ``finetune`` only. The protocol replaces this entry by one model per seed (see :func:`replicate_name`).
+    seeds: list[Seed] | None = None
+    #: The replicate group this model belongs to: models with the same ``replicate_of`` are runs of one
+    #: recipe that differ in their seed (set by ``seeds``, or by hand for checkpoints made elsewhere). A
+    #: comparison may name the group in ``finetuned``.
+    replicate_of: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self):
         if self.path is not None and self.finetune is not None:
             raise ValueError("give either 'path' or 'finetune', not both")
+        if self.seeds is not None:
+            if self.finetune is None:
+                raise ValueError("'seeds' repeats a fine-tuning recipe; give it with 'finetune', or give "
+                                 "checkpoints made elsewhere as models with the same 'replicate_of'")
+            if not self.seeds:
+                raise ValueError("'seeds' is empty; give at least one seed, e.g. [0, 1, 2]")
+            if len(set(self.seeds)) != len(self.seeds):
+                raise ValueError("'seeds' repeats a seed; give each seed once")
         return self
 
     @property
@@ -249,6 +264,16 @@ class CompareSpec(StrictModel):
         default_factory=lambda: ["model", "dataset"]
     )
     confidence: Float = Field(0.95, gt=0, lt=1)
+    #: Margin of a change that matters (practical significance), in score units (``min_change_scale:
+    #: score``) or as a share of the pretrained model's mean score of each head and role (``share``); with
+    #: seeds, heads are tested to exceed it and to stay within it (TOST). None: no margin tests.
+    min_change: Float | None = Field(None, gt=0)
+    min_change_scale: Literal["score", "share"] = "score"
+
+
+def replicate_name(name: str, seed: int) -> str:
+    """The model name of one seed of a fine-tuning with ``seeds``: ``<name>@seed<seed>``."""
+    return f"{name}@seed{seed}"
 
 
 class MeasureHypothesis(StrictModel):
@@ -366,6 +391,43 @@ class Protocol(StrictModel):
         if isinstance(value, list):
             return [{"name": v} if isinstance(v, str) else v for v in value]
         return value
+
+    @model_validator(mode="after")
+    def _expand_seeds(self):
+        """One model per seed of every fine-tuning with ``seeds``; comparisons naming a replicate group get
+        its members (idempotent: the expanded protocol validates to itself)."""
+        models: list[ModelSpec] = []
+        for spec in self.models:
+            if spec.seeds is None:
+                models.append(spec)
+                continue
+            for seed in spec.seeds:
+                models.append(ModelSpec(name=replicate_name(spec.name, seed), revision=spec.revision,
+                                        finetune=spec.finetune.model_copy(update={"seed": seed}),
+                                        replicate_of=spec.name))
+        self.models = models
+        names = {m.name for m in models}
+        groups: dict[str, list[str]] = {}
+        for m in models:
+            if m.replicate_of is not None:
+                groups.setdefault(m.replicate_of, []).append(m.name)
+        clash = sorted(set(groups) & names)
+        if clash:
+            raise ValueError(f"replicate group {clash[0]!r} is also a model name; give the group another name")
+        for comp in self.compare:
+            expanded: list[str] = []
+            for name in comp.finetuned:
+                expanded += groups.get(name, [name])
+            comp.finetuned = list(dict.fromkeys(expanded))
+        return self
+
+    def replicate_groups(self) -> dict[str, list[str]]:
+        """Replicate group -> its member models, in protocol order (models without a group are left out)."""
+        groups: dict[str, list[str]] = {}
+        for m in self.models:
+            if m.replicate_of is not None:
+                groups.setdefault(m.replicate_of, []).append(m.name)
+        return groups
 
     @model_validator(mode="after")
     def _names_unique_and_known(self):

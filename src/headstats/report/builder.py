@@ -757,12 +757,28 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict,
     finetuned = finetuned_models_table(manifest)
     if len(finetuned):
         report.table(finetuned, "Models fine-tuned by headstats: recipe and metrics on held-out rows.", fold=False)
-    report.heading("Summary of the changes", level=3)
+    seeds = "seed_changes" in tables and len(tables["seed_changes"])
+    if seeds:
+        seeds_section(report, root, tables, formats=formats)
+    report.heading("Detail: per-input paired tests of each fine-tuned model" if seeds else "Summary of the changes",
+                   level=3)
+    if seeds:
+        report.text("Each fine-tuned model (each seed) against the base, tested input by input. Two deterministic "
+                    "models differ on almost every input, so with a few hundred paired inputs nearly every head "
+                    "changes 'significantly' here; whether a change goes beyond what any fine-tuning run "
+                    "changes is answered above, with seeds as replicates.")
     for chunk in comparison_markdown(tables).split("### ")[1:]:
         title, _, body = chunk.partition("\n")
         report.text(f"**{title.strip()}**\n\n{body.strip()}")
     paired = tables["paired_tests"]
+    # figures for one seed of each replicate group (the others' numbers are in the tables)
+    later_seeds: set[str] = set()
+    if seeds and "seed_per_seed" in tables:
+        for _, members in tables["seed_per_seed"].groupby("group", sort=False)["model_after"]:
+            later_seeds |= set(list(dict.fromkeys(members))[1:])
     for (model_after, dataset), part in paired.groupby(["model_after", "dataset"], sort=False):
+        if model_after in later_seeds:
+            continue
         tag = figure_tag(model_after, dataset)
         before = part["model_before"].iloc[0]
         report.heading(f"{model_after} vs {before} on {dataset}", level=3)
@@ -802,6 +818,52 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict,
         sig = part[part["reject"].astype(bool)].sort_values("p_corr")
         report.table(sig, "Heads whose score changed significantly, smallest corrected p-value first.",
                      max_rows=100, csv="compare_paired_tests.csv")
+
+
+def seeds_section(report: Report, root: Path, tables: dict, *, formats: Sequence[str] | None = None) -> None:
+    """The answer first, per replicate group and data set: changes beyond seed noise and the margin, heads
+    shown unchanged, and the paper's claims with their tests (:mod:`headstats.assignment.replicates`)."""
+    from headstats.assignment.replicates import seeds_markdown
+    from headstats.plots import compare_plots
+
+    report.heading("The answer: what fine-tuning changed beyond seed noise", level=3)
+    report.text("Seeds are the replicates: each seed's change of a head is its paired change over the same "
+                "inputs, averaged; the mean over seeds gets a t interval from the between-seed variation and a "
+                "t-test over seeds, corrected over the family (see docs/statistics.md, 'Seeds as replicates').")
+    for chunk in seeds_markdown(tables).split("### ")[1:]:
+        title, _, body = chunk.partition("\n")
+        report.text(f"**{title.strip()}**\n\n{body.strip()}")
+    if "claims" in tables and len(tables["claims"]):
+        claims = tables["claims"][["group", "dataset", "claim", "measure", "estimate", "ci_low", "ci_high", "p",
+                                   "holds", "test"]]
+        report.table(claims, "The paper's claims as tested hypotheses, per task: estimate with its interval over "
+                     "seeds, p-value, and whether the claim holds at alpha.", fold=False, csv="compare_claims.csv")
+    if "seed_metrics" in tables and len(tables["seed_metrics"]):
+        report.table(tables["seed_metrics"], "Dev metrics of every seed and their spread over seeds.",
+                     max_rows=60, csv="compare_seed_metrics.csv")
+    changes = tables["seed_changes"]
+    for (group, dataset), part in changes.groupby(["group", "dataset"], sort=False):
+        marked = part.assign(median_diff=part["mean_change"], model_after=f"{group} (mean of seeds)", model_before="base",
+                             reject=part["exceeds"] if part["min_change"].notna().any() else part["reject"])
+        for role in dict.fromkeys(part["role"]):
+            if role in ("local", "delimiter_sep", "syntactic"):
+                fig = compare_plots.change_map(marked, role=role, dataset=dataset)
+                report.figure(save_figure(fig, root, f"seed_change_{figure_tag(group, dataset, role)}",
+                                          formats=formats),
+                              f"{group} on {dataset}: mean over seeds of the {role} score change per head; stars "
+                              "mark heads whose change is beyond seed noise and the margin.",
+                              alt=f"mean change over seeds of {role}")
+    if "seed_special_mass" in tables and len(tables["seed_special_mass"]):
+        report.table(tables["seed_special_mass"], "Change of attention mass on [SEP], other tokens and [CLS] per "
+                     "layer over seeds (layer -1: mean over layers).", max_rows=120,
+                     csv="compare_seed_special_mass.csv")
+    if "seed_transitions" in tables and len(tables["seed_transitions"]):
+        report.table(tables["seed_transitions"], "Role transitions per seed: heads before, mean after, gained, lost "
+                     "and net over seeds with the t interval of net.", max_rows=120,
+                     csv="compare_seed_transitions.csv")
+    shown = changes[changes["exceeds"] | changes["unchanged"]].sort_values(["unchanged", "p_corr"])
+    report.table(shown, "Head x role changes beyond seed noise and the margin, then those shown unchanged.",
+                 max_rows=100, csv="compare_seed_changes.csv")
 
 
 # ============================================================================================ rebuild

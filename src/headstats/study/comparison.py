@@ -14,6 +14,7 @@ import pandas as pd
 
 from headstats.errors import HeadstatsError
 from headstats.model.loading import resolve_model_path, tokenizer_fingerprint
+from headstats.stats.seeds import seed_pairs
 
 
 def check_comparable(protocol, sources: dict[str, str]) -> None:
@@ -60,9 +61,23 @@ def comparison_jobs(protocol, datasets: Sequence[str]) -> list:
                 mass[(name, dataset)] = None
             for name in spec.finetuned:
                 pairs[(spec.base, name, dataset)] = None
+            for members in replicate_members(protocol, spec).values():  # seed-to-seed distance
+                for a, b in seed_pairs(members):
+                    pairs[(a, b, dataset)] = None
     jobs = [Job(SpecialMass, (model,), dataset, name="special_mass") for model, dataset in mass]
     jobs += [Job(AttentionSimilarity, (base, name), dataset, name="similarity") for base, name, dataset in pairs]
     return jobs
+
+
+def replicate_members(protocol, spec) -> dict[str, list[str]]:
+    """The replicate groups among a comparison's fine-tuned models: group -> members (two or more seeds)."""
+    groups: dict[str, list[str]] = {}
+    by_name = {m.name: m for m in protocol.models}
+    for name in spec.finetuned:
+        group = by_name[name].replicate_of if name in by_name else None
+        if group is not None:
+            groups.setdefault(group, []).append(name)
+    return {g: members for g, members in groups.items() if len(members) >= 2}
 
 
 def run_comparisons(
@@ -70,6 +85,7 @@ def run_comparisons(
     scores: pd.DataFrame | list,
     roles: pd.DataFrame,
     attention: Mapping[str, pd.DataFrame] | None = None,
+    provenance: Mapping[str, dict] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """All comparison tables of a protocol, concatenated over its ``compare:`` entries.
 
@@ -82,13 +98,19 @@ def run_comparisons(
         The role table (:func:`headstats.assignment.role_assignment.role_table`) of every model and data set.
     attention : mapping, optional
         ``similarity`` and ``special_mass`` tables of the engine's :func:`comparison_jobs`, concatenated.
+    provenance : mapping, optional
+        Model name -> provenance (``finetune.metrics``: the dev metrics of each seed).
 
     Returns
     -------
     dict
         Table name -> DataFrame (``paired_tests``, ``transitions``, ``role_changes``, ``heads_per_layer``,
         ``similarity``, ``special_mass``, ``special_mass_per_layer``, ``layer_summary``); empty when the
-        protocol compares nothing.
+        protocol compares nothing. A comparison whose fine-tuned models include a replicate group (a recipe
+        with ``seeds``) adds the seed-level tables of
+        :func:`headstats.assignment.replicates.replicate_comparison` (``seed_changes``, ``seed_per_seed``,
+        ``seed_metrics``, ``seed_distance``, ``seed_layer_change``, ``seed_special_mass``,
+        ``seed_transitions``, ``claims``).
     """
     if not protocol.compare:
         return {}
@@ -103,10 +125,45 @@ def run_comparisons(
     collected: dict[str, list[pd.DataFrame]] = {}
     for spec in protocol.compare:
         by_model = {name: scores[scores["model"] == name] for name in spec.finetuned}
+        base_scores = scores[scores["model"] == spec.base]
         tables = run_comparison(
-            scores[scores["model"] == spec.base], by_model, roles, spec=spec, alpha=protocol.statistics.alpha,
-            attention=attention,
+            base_scores, by_model, roles, spec=spec, alpha=protocol.statistics.alpha,
+            attention=_to_base(attention, spec.base),
         )
+        for group, members in replicate_members(protocol, spec).items():
+            tables.update(_replicate_tables(protocol, spec, group, members, base_scores, by_model, roles,
+                                            attention, provenance))
         for key, table in tables.items():
             collected.setdefault(key, []).append(table)
     return {key: pd.concat(frames, ignore_index=True) for key, frames in collected.items()}
+
+
+def _to_base(attention: Mapping[str, pd.DataFrame] | None, base: str) -> Mapping[str, pd.DataFrame] | None:
+    """The attention tables without the seed-to-seed similarity pairs (those are not base vs fine-tuned)."""
+    if attention is None or "similarity" not in attention:
+        return attention
+    sim = attention["similarity"]
+    return {**attention, "similarity": sim[sim["model_a"] == base].reset_index(drop=True)}
+
+
+def _replicate_tables(protocol, spec, group, members, base_scores, by_model, roles, attention, provenance):
+    """:func:`headstats.assignment.replicates.replicate_comparison` of one group, on the comparison's data sets."""
+    from headstats.assignment.replicates import replicate_comparison
+
+    datasets = list(spec.datasets) if spec.datasets else list(dict.fromkeys(base_scores["dataset"]))
+    base = base_scores[base_scores["dataset"].isin(datasets)]
+    seeds_scores = {m: by_model[m][by_model[m]["dataset"].isin(datasets)] for m in members}
+    role_frames = None
+    if roles is not None and len(roles):
+        role_frames = {str(m): g[g["dataset"].isin(datasets)].reset_index(drop=True)
+                       for m, g in roles.groupby("model", sort=False) if m in (spec.base, *members)}
+    att = None
+    if attention is not None:
+        att = {k: v[v["dataset"].isin(datasets)] for k, v in attention.items()}
+    specs = {m.name: m for m in protocol.models}
+    seeds = {m: specs[m].finetune.seed for m in members if m in specs and specs[m].finetune is not None}
+    metrics = None
+    if provenance is not None:
+        metrics = {m: (provenance.get(m, {}).get("finetune") or {}).get("metrics") for m in members}
+    return replicate_comparison(base, seeds_scores, spec=spec, base=spec.base, group=group, roles=role_frames,
+                                attention=att, metrics=metrics, seeds=seeds, alpha=protocol.statistics.alpha)

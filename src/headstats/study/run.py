@@ -412,7 +412,8 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: "StudyPasses", 
         "(head, role) pairs assigned")
     if protocol.compare:
         log("comparing fine-tuned with base models, head by head")
-    comparison = run_comparisons(protocol, passes.arrays, analysis.roles, passes.comparison_attention())
+    comparison = run_comparisons(protocol, passes.arrays, analysis.roles, passes.comparison_attention(),
+                                 provenance=passes.provenance)
     extra = {name: tables for name, tables in passes.tables.items() if name in protocol.analyses}
     manifest = {
         "headstats_run": protocol.name,

@@ -1,0 +1,574 @@
+"""Pretrained against fine-tuned with seeds as replicates: what fine-tuning changed beyond what any run changes.
+
+The seed-level tables of a comparison whose fine-tuned side is a replicate group (a recipe run with several
+seeds, ``seeds: [0, 1, 2]``), from the tables of the layers below (scores, role tables, the engine's
+similarity and [CLS]/[SEP] mass):
+
+- ``seed_metrics``: each seed's dev metric and its spread over seeds;
+- ``seed_changes``: per (group, dataset, role, layer, head) the change of each seed (paired over the same
+  inputs, averaged over them), the mean over seeds with its t interval, the t-test over seeds, the exact
+  sign-flip test with its floor, seed-to-seed against seed-to-base change, and the margin tests
+  (exceeds ``min_change``; TOST: stays within it) (:mod:`headstats.stats.seeds`);
+- ``seed_distance``: per head, the cosine similarity of attention maps between seeds of the task beside that
+  between each seed and the base (Kovaleva et al. 2019);
+- ``seed_layer_change``, ``seed_special_mass``, ``seed_transitions``: the per-seed series behind the paper's
+  three claims (Pande et al. 2021, section 6), and ``claims``: each claim, its test, whether it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from headstats.assignment.role_assignment import role_columns
+from headstats.stats.corrections import correct_within_families, family_labels, reject
+from headstats.stats.paired import pair_scores
+from headstats.stats.seeds import (
+    margin_for,
+    margin_tests,
+    pairwise_mean_abs,
+    seeds_needed,
+    signflip_floor,
+    signflip_over_seeds,
+    slope_over_seeds,
+    t_over_seeds,
+)
+
+CELL = ["dataset", "role", "layer", "head"]
+METRIC_KEYS = ("accuracy", "f1", "mcc", "majority_baseline")
+
+
+# ---------------------------------------------------------------------------------------------- metrics
+
+
+def seed_metrics(metrics: Mapping[str, Mapping[str, Any] | None], groups: Mapping[str, Sequence[str]],
+                 seeds: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """Each seed's dev metrics and, per group, their mean, sd (ddof 1), min and max over seeds.
+
+    Returns ``group, model, seed, metric, value`` rows for the seeds, then ``model = "(mean)"``,
+    ``"(sd)"``, ``"(min)"``, ``"(max)"`` rows per group and metric.
+    """
+    rows = []
+    for group, members in groups.items():
+        for name in members:
+            m = metrics.get(name) or {}
+            for key in METRIC_KEYS:
+                if key in m and m[key] is not None:
+                    rows.append({"group": group, "model": name, "seed": (seeds or {}).get(name),
+                                 "metric": key, "value": float(m[key])})
+    out = pd.DataFrame(rows, columns=["group", "model", "seed", "metric", "value"])
+    if out.empty:
+        return out
+    agg = out.groupby(["group", "metric"], sort=False)["value"].agg(["mean", "std", "min", "max"]).reset_index()
+    extra = [{"group": r.group, "model": f"({stat.replace('std', 'sd')})", "seed": None, "metric": r.metric,
+              "value": float(getattr(r, stat))} for r in agg.itertuples() for stat in ("mean", "std", "min", "max")]
+    return pd.concat([out, pd.DataFrame(extra)], ignore_index=True)
+
+
+# ---------------------------------------------------------------------------------------- head changes
+
+
+def per_seed_changes(base: pd.DataFrame, seeds: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per seed model and (dataset, role, layer, head): the paired change averaged over the inputs.
+
+    ``mean_change = mean_i [s_i(seed) - s_i(base)]`` over the inputs scored by both with a finite score on
+    both sides (paired by ``sentence_id``). Returns ``model_after, dataset, role, layer, head, n,
+    base_mean, after_mean, mean_change``.
+    """
+    frames = []
+    for name, after in seeds.items():
+        pairs, _ = pair_scores(base, after)
+        ok = np.isfinite(pairs["score_before"]) & np.isfinite(pairs["score_after"])
+        p = pairs[ok].assign(d=lambda f: f["score_after"] - f["score_before"])
+        agg = p.groupby(CELL, sort=True, observed=True).agg(
+            n=("d", "size"), base_mean=("score_before", "mean"), after_mean=("score_after", "mean"),
+            mean_change=("d", "mean")).reset_index()
+        agg.insert(0, "model_after", name)
+        frames.append(agg)
+    return pd.concat(frames, ignore_index=True)
+
+
+SEED_CHANGE_COLUMNS = (
+    "group", "dataset", "role", "layer", "head", "n_seeds", "n_inputs", "base_mean", "mean_change", "sd_seeds",
+    "ci_low", "ci_high", "confidence", "statistic", "dof", "alternative", "p_unc", "p_corr", "reject",
+    "p_signflip", "signflip_floor", "seeds_needed", "seed_seed_change", "seed_base_change", "noise_ratio",
+    "min_change", "p_exceeds", "p_exceeds_corr", "exceeds", "p_equivalent", "p_equivalent_corr", "unchanged",
+    "correction", "family", "alpha",
+)
+
+
+def seed_change_tests(
+    changes: pd.DataFrame,
+    group: str,
+    *,
+    alternative: str = "two-sided",
+    correction: str = "holm",
+    family: Sequence[str] = ("model", "dataset"),
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    min_change: float | None = None,
+    min_change_scale: str = "score",
+) -> pd.DataFrame:
+    """Tests of "fine-tuning on this task moves this head", seeds as replicates, per (dataset, role, layer, head).
+
+    Parameters
+    ----------
+    changes : DataFrame
+        :func:`per_seed_changes` of the seeds of one replicate group.
+    group : str
+        The group's name (the ``group`` column, and ``model`` in ``family``).
+    alternative, correction, family, alpha, confidence
+        As in the comparison (``compare:``); the family's ``model`` is the group.
+    min_change, min_change_scale
+        The margin (:func:`headstats.stats.seeds.margin_for`); None: no margin tests (NaN columns).
+
+    Returns
+    -------
+    DataFrame
+        :data:`SEED_CHANGE_COLUMNS`. ``reject``: the t-test over seeds rejects after correction (the change
+        is beyond seed noise); ``exceeds``: its margin test rejects after correction (beyond noise and
+        beyond the margin); ``unchanged``: the TOST rejects after correction (shown to stay within the
+        margin). ``seed_seed_change`` is the mean over pairs of seeds of ``|m_s - m_t|``,
+        ``seed_base_change`` the mean over seeds of ``|m_s|``, ``noise_ratio`` their ratio.
+    """
+    wide = changes.pivot_table(index=CELL, columns="model_after", values="mean_change", aggfunc="first",
+                               observed=True, dropna=False).sort_index()
+    values = wide.to_numpy(float).T  # (k, m)
+    cells = wide.index.to_frame(index=False)
+    n_inputs = changes.groupby(CELL, observed=True)["n"].min().reindex(wide.index).to_numpy()
+    base_mean = changes.groupby(CELL, observed=True)["base_mean"].mean().reindex(wide.index).to_numpy()
+    k = values.shape[0]
+    t = t_over_seeds(values, alternative=alternative, confidence=confidence)
+    out = cells.copy()
+    out.insert(0, "group", group)
+    out["n_seeds"] = t["n_seeds"].astype(int)
+    out["n_inputs"] = n_inputs
+    out["base_mean"] = base_mean
+    out["mean_change"] = t["mean"]
+    out["sd_seeds"] = t["sd"]
+    out["ci_low"], out["ci_high"], out["confidence"] = t["ci_low"], t["ci_high"], confidence
+    out["statistic"], out["dof"], out["alternative"] = t["statistic"], t["dof"], alternative
+    out["p_unc"] = t["p"]
+    keys = out.rename(columns={"group": "model"})
+    labels = family_labels(keys, list(family))
+    out["p_corr"], _ = correct_within_families(out["p_unc"], labels, correction=correction, alpha=alpha)
+    out["reject"] = reject(out["p_corr"], alpha)
+    out["p_signflip"] = signflip_over_seeds(values, alternative=alternative)
+    out["signflip_floor"] = signflip_floor(k, alternative)
+    m_family = labels.map(labels.value_counts()).to_numpy()
+    out["seeds_needed"] = [seeds_needed(alpha=alpha, m=int(m), correction=correction, alternative=alternative)
+                           for m in m_family]
+    out["seed_seed_change"] = pairwise_mean_abs(values)
+    out["seed_base_change"] = np.nanmean(np.abs(values), 0) if k else np.nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["noise_ratio"] = out["seed_seed_change"] / out["seed_base_change"]
+    if min_change is not None:
+        delta = margin_for(base_mean, min_change=min_change, scale=min_change_scale)
+        margin = margin_tests(values, delta)
+        out["min_change"] = delta
+        out["p_exceeds"] = margin["p_exceeds"]
+        out["p_exceeds_corr"], _ = correct_within_families(margin["p_exceeds"], labels, correction=correction,
+                                                           alpha=alpha)
+        out["p_equivalent"] = margin["p_equivalent"]
+        out["p_equivalent_corr"], _ = correct_within_families(margin["p_equivalent"], labels,
+                                                              correction=correction, alpha=alpha)
+    else:
+        for c in ("min_change", "p_exceeds", "p_exceeds_corr", "p_equivalent", "p_equivalent_corr"):
+            out[c] = np.nan
+    out["exceeds"] = out["reject"] & reject(out["p_exceeds_corr"], alpha)
+    out["unchanged"] = reject(out["p_equivalent_corr"], alpha)
+    out["correction"] = correction
+    out["family"] = labels.to_numpy()
+    out["alpha"] = alpha
+    return out[list(SEED_CHANGE_COLUMNS)]
+
+
+# ---------------------------------------------------------------------------------------------- distance
+
+
+def seed_distance(similarity: pd.DataFrame, base: str, group: str, members: Sequence[str]) -> pd.DataFrame:
+    """Per (dataset, layer, head): attention-map cosine between seeds beside that between seeds and the base.
+
+    ``cos_seed_base``: mean over seeds of the (base, seed) cosine; ``cos_seed_seed``: mean over pairs of
+    seeds; ``dist_seed_base = 1 - cos_seed_base``, ``dist_seed_seed = 1 - cos_seed_seed`` and
+    ``distance_ratio = dist_seed_seed / dist_seed_base`` (near 1: the base is no farther from a seed than
+    another seed is; near 0: every seed moved the head the same way).
+    """
+    members = list(members)
+    to_base = similarity[(similarity["model_a"] == base) & similarity["model_b"].isin(members)]
+    between = similarity[similarity["model_a"].isin(members) & similarity["model_b"].isin(members)]
+    keys = ["dataset", "layer", "head"]
+    a = to_base.groupby(keys)["cosine_mean"].agg(cos_seed_base="mean", cos_seed_base_sd="std").reset_index()
+    if len(between):
+        b = between.groupby(keys)["cosine_mean"].agg(cos_seed_seed="mean", cos_seed_seed_sd="std").reset_index()
+        a = a.merge(b, on=keys, how="left")
+    else:
+        a["cos_seed_seed"], a["cos_seed_seed_sd"] = np.nan, np.nan
+    a["dist_seed_base"] = 1 - a["cos_seed_base"]
+    a["dist_seed_seed"] = 1 - a["cos_seed_seed"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a["distance_ratio"] = a["dist_seed_seed"] / a["dist_seed_base"]
+    a.insert(0, "group", group)
+    return a
+
+
+# ------------------------------------------------------------------------------------------------ claims
+
+
+def _per_seed_layer(frame: pd.DataFrame, value: str, members: Sequence[str], model_col: str) -> np.ndarray:
+    """(k, L): the mean over heads of ``value`` per seed (rows, in ``members`` order) and layer."""
+    wide = frame.groupby([model_col, "layer"])[value].mean().unstack("layer")
+    return wide.reindex(list(members)).to_numpy(float)
+
+
+def layer_change(
+    similarity: pd.DataFrame | None, changes: pd.DataFrame, base: str, group: str, members: Sequence[str],
+    *, confidence: float = 0.95,
+) -> tuple[pd.DataFrame, list[dict]]:
+    """Per seed and layer, how much the layer changed, and the trend over depth (claim: later layers change most).
+
+    Two measures per (seed, layer), each a mean over the layer's heads: ``attention``, ``1 - cosine`` of the
+    seed's and the base's attention maps; ``score``, the mean over roles of the relative change
+    ``|mean_change| / base_mean``. The claim's test: per seed the least-squares slope over layer index, and
+    the one-sided t-test over seeds of H1: mean slope > 0 (:func:`headstats.stats.seeds.slope_over_seeds`).
+
+    Returns the long table ``group, dataset, measure, model_after, layer, value`` and claim rows.
+    """
+    frames, claims = [], []
+    members = list(members)
+    datasets = list(dict.fromkeys(changes["dataset"]))
+    for ds in datasets:
+        sources = {}
+        if similarity is not None and len(similarity):
+            s = similarity[(similarity["dataset"] == ds) & (similarity["model_a"] == base)
+                           & similarity["model_b"].isin(members)].assign(value=lambda f: 1 - f["cosine_mean"])
+            if len(s):
+                sources["attention"] = (s, "model_b")
+        c = changes[(changes["dataset"] == ds)]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            c = c.assign(value=np.abs(c["mean_change"]) / c["base_mean"].abs())
+        c = c[np.isfinite(c["value"])]
+        if len(c):
+            sources["score"] = (c, "model_after")
+        for measure, (frame, col) in sources.items():
+            per = _per_seed_layer(frame, "value", members, col)
+            layers = sorted(frame["layer"].unique())
+            for i, name in enumerate(members):
+                frames.append(pd.DataFrame({"group": group, "dataset": ds, "measure": measure, "model_after": name,
+                                            "layer": layers, "value": per[i]}))
+            res = slope_over_seeds(per, alternative="greater", confidence=confidence)
+            top = [int(layers[j]) for j in np.nanargmax(per, axis=1)] if np.isfinite(per).any() else []
+            what = ("1 - cosine of attention maps" if measure == "attention"
+                    else "mean relative |change| of role scores")
+            claims.append({
+                "group": group, "dataset": ds, "claim": "later layers change most", "measure": measure,
+                "test": f"per-seed OLS slope of ({what}) over layer index; one-sided t-test over seeds, H1 slope > 0",
+                "estimate": res["mean"], "ci_low": res["ci_low"], "ci_high": res["ci_high"],
+                "statistic": res["statistic"], "dof": res["dof"], "p": res["p"],
+                "detail": f"slopes per seed {', '.join(f'{s:.3g}' for s in res['slopes'])}; layer that changed "
+                          f"most per seed: {', '.join(map(str, top))}",
+            })
+    long = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["group", "dataset", "measure", "model_after", "layer", "value"])
+    return long, claims
+
+
+def special_mass_change(
+    special: pd.DataFrame, base: str, group: str, members: Sequence[str], *, correction: str = "holm",
+    alpha: float = 0.05, confidence: float = 0.95,
+) -> tuple[pd.DataFrame, list[dict]]:
+    """Per layer, the change of attention mass on [SEP] and on other tokens over seeds (claim: attention to
+    [SEP] falls and spreads to the other tokens).
+
+    Per seed s and layer l, ``delta_sl = mean_h mass(seed s) - mean_h mass(base)`` (mean over heads of the
+    per-head mass averaged over inputs). Per layer and target: the mean over seeds, its t interval and the
+    one-sided t-test over seeds (``sep``: H1 < 0; ``other``: H1 > 0; ``cls``: two-sided), corrected with
+    ``correction`` over the layers of one target; ``layer = -1`` is the mean over layers (the overall test).
+    The claim holds overall when both the [SEP] fall and the rise on other tokens are significant at alpha.
+    """
+    members = list(members)
+    rows, claims = [], []
+    for ds, part in special.groupby("dataset", sort=False):
+        base_layer = part[part["model"] == base].groupby(["target", "layer"])["mass_mean"].mean()
+        for target, alt in (("sep", "less"), ("other", "greater"), ("cls", "two-sided")):
+            seeds_part = part[(part["target"] == target) & part["model"].isin(members)]
+            if seeds_part.empty or target not in base_layer.index.get_level_values(0):
+                continue
+            per = _per_seed_layer(seeds_part, "mass_mean", members, "model")
+            layers = sorted(seeds_part["layer"].unique())
+            delta = per - base_layer.loc[target].reindex(layers).to_numpy(float)[None, :]
+            overall = np.nanmean(delta, axis=1)[:, None]
+            res = t_over_seeds(np.hstack([delta, overall]), alternative=alt, confidence=confidence)
+            p_layers = res["p"][:-1]
+            p_corr, _ = correct_within_families(p_layers, np.zeros(len(layers)), correction=correction, alpha=alpha)
+            for j, layer in enumerate([*layers, -1]):
+                rows.append({"group": group, "dataset": ds, "target": target, "layer": int(layer),
+                             "base_mass": float(base_layer.loc[target].reindex(layers).mean() if layer == -1
+                                                else base_layer.loc[(target, layer)]),
+                             "mean_change": res["mean"][j], "sd_seeds": res["sd"][j], "ci_low": res["ci_low"][j],
+                             "ci_high": res["ci_high"][j], "statistic": res["statistic"][j], "dof": res["dof"][j],
+                             "alternative": alt, "p_unc": res["p"][j],
+                             "p_corr": p_corr[j] if j < len(layers) else res["p"][j],
+                             "correction": correction if j < len(layers) else "none (one test)"})
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table, claims
+    table["reject"] = reject(table["p_corr"], alpha)
+    for ds, part in table.groupby("dataset", sort=False):
+        sep = part[(part["target"] == "sep")]
+        other = part[(part["target"] == "other")]
+        if sep.empty or other.empty:
+            continue
+        s_all, o_all = sep[sep["layer"] == -1].iloc[0], other[other["layer"] == -1].iloc[0]
+        both = sorted(set(sep[(sep["layer"] >= 0) & sep["reject"]]["layer"])
+                      & set(other[(other["layer"] >= 0) & other["reject"]]["layer"]))
+        claims.append({
+            "group": group, "dataset": ds, "claim": "attention to [SEP] falls and spreads to the other tokens",
+            "measure": "attention mass",
+            "test": "per seed and layer, mean over heads of the mass on [SEP] (and on other tokens) minus the "
+                    "base's; one-sided t-tests over seeds (SEP < 0, other > 0) on the mean over layers; per "
+                    f"layer with {correction} over layers",
+            "estimate": float(s_all["mean_change"]), "ci_low": float(s_all["ci_low"]), "ci_high": float(s_all["ci_high"]),
+            "statistic": float(s_all["statistic"]), "dof": float(s_all["dof"]),
+            "p": float(max(s_all["p_unc"], o_all["p_unc"])),
+            "detail": f"[SEP] mass change {s_all['mean_change']:+.3f} (p {s_all['p_unc']:.3g}), other tokens "
+                      f"{o_all['mean_change']:+.3f} (p {o_all['p_unc']:.3g}); both in layers: "
+                      f"{', '.join(map(str, both)) if both else 'none'}",
+        })
+    return table, claims
+
+
+DELIMITER, SYNTACTIC = "delimiter (any)", "syntactic (any)"
+
+
+def _family_columns(cols: Sequence[str]) -> dict[str, list[str]]:
+    out = {c: [c] for c in cols}
+    delim = [c for c in cols if c.startswith("delimiter")]
+    syn = [c for c in cols if c.startswith("syntactic")]
+    if delim:
+        out[DELIMITER] = delim
+    if syn:
+        out[SYNTACTIC] = syn
+    return out
+
+
+def seed_transitions(
+    roles: Mapping[str, pd.DataFrame], base: str, group: str, members: Sequence[str], datasets: Sequence[str],
+    *, alpha: float = 0.05, confidence: float = 0.95,
+) -> tuple[pd.DataFrame, list[dict]]:
+    """Role transitions per seed and their spread (claim: delimiter heads are lost, syntactic ones gained).
+
+    Per seed and role, over the heads of the data set: ``before`` (heads holding the role in the base),
+    ``after``, ``gained``, ``lost``, ``net = after - before``; ``delimiter (any)`` and ``syntactic (any)``
+    count heads holding at least one role of that kind. Over seeds: mean and sd of each, the t interval of
+    ``net`` and the one-sided t-test over seeds (delimiter kinds: H1 net < 0; syntactic kinds: H1 net > 0;
+    others two-sided).
+    """
+    members = [m for m in members if m in roles]
+    rows, claims = [], []
+    if base not in roles or not members:
+        return pd.DataFrame(rows), claims
+    cols = [c for c in role_columns(roles[base]) if all(c in roles[m].columns for m in members)]
+    keys = ["layer", "head"]
+    for ds in datasets:
+        rb = roles[base][roles[base]["dataset"] == ds].set_index(keys).sort_index()
+        if rb.empty:
+            continue
+        for role, parts in _family_columns(cols).items():
+            if rb[parts].isna().all().all():
+                continue
+            before = rb[parts].fillna(False).astype(bool).any(axis=1)
+            stats = []
+            for name in members:
+                ra = roles[name][roles[name]["dataset"] == ds].set_index(keys).reindex(rb.index)
+                after = ra[parts].fillna(False).astype(bool).any(axis=1)
+                stats.append((int(after.sum()), int((after & ~before).sum()), int((before & ~after).sum())))
+            arr = np.array(stats, dtype=float)  # (k, 3)
+            net = arr[:, 0] - before.sum()
+            alt = "less" if role.startswith("delimiter") else "greater" if role.startswith("syntactic") else "two-sided"
+            res = t_over_seeds(net, alternative=alt, confidence=confidence)
+            rows.append({"group": group, "dataset": ds, "role": role, "n_heads": len(rb), "before": int(before.sum()),
+                         "after_mean": arr[:, 0].mean(), "gained_mean": arr[:, 1].mean(),
+                         "lost_mean": arr[:, 2].mean(), "net_mean": float(res["mean"][0]),
+                         "net_sd": float(res["sd"][0]), "net_per_seed": " ".join(f"{v:+.0f}" for v in net),
+                         "ci_low": float(res["ci_low"][0]), "ci_high": float(res["ci_high"][0]),
+                         "statistic": float(res["statistic"][0]), "dof": float(res["dof"][0]), "alternative": alt,
+                         "p": float(res["p"][0])})
+    table = pd.DataFrame(rows)
+    for row in rows:
+        if row["role"] in (DELIMITER, SYNTACTIC):
+            lost = row["role"] == DELIMITER
+            claims.append({
+                "group": group, "dataset": row["dataset"],
+                "claim": "delimiter heads are lost" if lost else "syntactic heads are gained",
+                "measure": "role assignment",
+                "test": f"per seed, heads holding any {row['role'].split()[0]} role after minus before; one-sided "
+                        f"t-test over seeds, H1 net {'< 0' if lost else '> 0'}",
+                "estimate": row["net_mean"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
+                "statistic": row["statistic"], "dof": row["dof"], "p": row["p"],
+                "detail": f"{row['before']} heads before; net per seed {row['net_per_seed']} (gained "
+                          f"{row['gained_mean']:.1f}, lost {row['lost_mean']:.1f} on average)",
+            })
+    return table, claims
+
+
+CLAIM_COLUMNS = ("group", "dataset", "claim", "measure", "test", "estimate", "ci_low", "ci_high", "statistic",
+                 "dof", "p", "alpha", "holds", "detail")
+
+
+def claims_table(claims: list[dict], alpha: float) -> pd.DataFrame:
+    """The claim rows with ``alpha`` and ``holds = p < alpha`` (each claim is one pre-specified hypothesis)."""
+    out = pd.DataFrame(claims, columns=[c for c in CLAIM_COLUMNS if c not in ("alpha", "holds")])
+    out["alpha"] = alpha
+    out["holds"] = reject(out["p"].to_numpy(float), alpha) if len(out) else pd.Series(dtype=bool)
+    return out[list(CLAIM_COLUMNS)]
+
+
+# -------------------------------------------------------------------------------------------- the whole
+
+
+def replicate_comparison(
+    base_scores: pd.DataFrame,
+    seed_scores: Mapping[str, pd.DataFrame],
+    *,
+    spec: Any,
+    base: str,
+    group: str,
+    roles: Mapping[str, pd.DataFrame] | None = None,
+    attention: Mapping[str, pd.DataFrame] | None = None,
+    metrics: Mapping[str, Mapping[str, Any] | None] | None = None,
+    seeds: Mapping[str, int] | None = None,
+    alpha: float = 0.05,
+) -> dict[str, pd.DataFrame]:
+    """Every seed-level table of one replicate group against its base (see the module docstring).
+
+    ``spec`` is the :class:`headstats.config.protocol.CompareSpec` (``alternative, correction, family,
+    confidence, min_change, min_change_scale``); ``seed_scores`` the scores of each seed model on the
+    compared data sets; ``attention`` the engine's ``similarity`` (base-seed and seed-seed pairs) and
+    ``special_mass`` tables; ``metrics`` each seed model's ``metrics.json``.
+    """
+    members = list(seed_scores)
+    changes = per_seed_changes(base_scores, seed_scores)
+    tables = {"seed_changes": seed_change_tests(
+        changes, group, alternative=spec.alternative, correction=spec.correction, family=tuple(spec.family),
+        alpha=alpha, confidence=spec.confidence, min_change=getattr(spec, "min_change", None),
+        min_change_scale=getattr(spec, "min_change_scale", "score"))}
+    tables["seed_per_seed"] = changes.assign(group=group)
+    if metrics is not None:
+        tables["seed_metrics"] = seed_metrics(metrics, {group: members}, seeds)
+    claims: list[dict] = []
+    similarity = (attention or {}).get("similarity")
+    if similarity is not None and len(similarity):
+        tables["seed_distance"] = seed_distance(similarity, base, group, members)
+    layer_long, c = layer_change(similarity, changes, base, group, members, confidence=spec.confidence)
+    tables["seed_layer_change"] = layer_long
+    claims += c
+    special = (attention or {}).get("special_mass")
+    if special is not None and len(special):
+        mass, c = special_mass_change(special, base, group, members, correction=spec.correction, alpha=alpha,
+                                      confidence=spec.confidence)
+        tables["seed_special_mass"] = mass
+        claims += c
+    if roles:
+        trans, c = seed_transitions(roles, base, group, members, list(dict.fromkeys(changes["dataset"])),
+                                    alpha=alpha, confidence=spec.confidence)
+        tables["seed_transitions"] = trans
+        claims += c
+    tables["claims"] = claims_table(claims, alpha)
+    return tables
+
+
+# ----------------------------------------------------------------------------------------------- summary
+
+
+def _head_list(frame: pd.DataFrame, k: int = 12) -> str:
+    """``L-H role (+0.12 [0.05, 0.19])`` for the first k rows (sorted by the caller)."""
+    items = [f"{int(r.layer)}-{int(r.head)} {r.role} ({r.mean_change:+.3g} [{r.ci_low:+.3g}, {r.ci_high:+.3g}])"
+             for r in frame.head(k).itertuples()]
+    more = f", and {len(frame) - k} more" if len(frame) > k else ""
+    return ", ".join(items) + more if items else "none"
+
+
+def _per_layer_counts(frame: pd.DataFrame, n_layers: int) -> str:
+    heads = frame[["layer", "head"]].drop_duplicates()
+    counts = heads.groupby("layer").size().reindex(range(n_layers), fill_value=0)
+    return ", ".join(f"{layer}: {int(n)}" for layer, n in counts.items())
+
+
+def seeds_markdown(tables: Mapping[str, pd.DataFrame], *, top_k: int = 12) -> str:
+    """The answer per replicate group and data set, first: which heads changed beyond seed noise (and beyond
+    the margin), which are shown unchanged, and whether each of the paper's claims holds, with its test.
+
+    Takes the tables of :func:`replicate_comparison` (concatenated over groups); returns Markdown with one
+    ``### <group> on <dataset>`` block each.
+    """
+    from headstats.stats.seeds import describe_floor
+
+    changes = tables["seed_changes"]
+    lines: list[str] = []
+    for (group, ds), part in changes.groupby(["group", "dataset"], sort=False):
+        k = int(part["n_seeds"].max())
+        alpha = float(part["alpha"].iloc[0])
+        corr = part["correction"].iloc[0]
+        n_cells = int(np.isfinite(part["p_unc"]).sum())
+        n_layers = int(part["layer"].max()) + 1
+        n_heads_all = part[["layer", "head"]].drop_duplicates().shape[0]
+        lines += [f"### {group} on {ds}", ""]
+        metrics = tables.get("seed_metrics")
+        if metrics is not None and len(metrics):
+            m = metrics[(metrics["group"] == group) & (metrics["metric"] == "accuracy")]
+            seeds_only = m[~m["model"].astype(str).str.startswith("(")]
+            if len(seeds_only):
+                v = seeds_only["value"].to_numpy(float)
+                lines.append(f"- Dev accuracy over {len(v)} seeds: mean {v.mean():.3f}, sd "
+                             f"{(v.std(ddof=1) if len(v) > 1 else float('nan')):.3f}, range {v.min():.3f} to "
+                             f"{v.max():.3f} ({', '.join(f'{x:.3f}' for x in v)}).")
+        moved = part[part["reject"]].sort_values("p_corr")
+        lines.append(
+            f"- **Beyond seed noise**: {len(moved)} of {n_cells} head x role changes, in "
+            f"{moved[['layer', 'head']].drop_duplicates().shape[0]} of {n_heads_all} heads (t-test over {k} seeds "
+            f"of each seed's mean paired change, {corr} over the family, alpha {alpha:g}); heads per layer: "
+            f"{_per_layer_counts(moved, n_layers)}.")
+        has_margin = part["min_change"].notna().any()
+        if has_margin:
+            exceeds = part[part["exceeds"]].sort_values("p_exceeds_corr")
+            unchanged = part[part["unchanged"]]
+            tested_heads = part[np.isfinite(part["p_equivalent"])].groupby(["layer", "head"])["unchanged"].all()
+            left_alone = tested_heads[tested_heads].index.tolist()
+            lines.append(
+                f"- **Beyond seed noise and the margin** (|change| > min_change, one-sided tests over seeds, "
+                f"{corr}): {len(exceeds)} changes in {exceeds[['layer', 'head']].drop_duplicates().shape[0]} heads: "
+                f"{_head_list(exceeds, top_k)}.")
+            lines.append(
+                f"- **Shown unchanged** (TOST over seeds: the change stays within the margin, {corr}): "
+                f"{len(unchanged)} of {n_cells} head x role changes; heads left alone in every role: "
+                f"{len(left_alone)} of {n_heads_all}"
+                + (f" ({', '.join(f'{int(a)}-{int(b)}' for a, b in left_alone[:top_k])}"
+                   f"{', ...' if len(left_alone) > top_k else ''})" if left_alone else "") + ".")
+        else:
+            lines.append(f"- Beyond seed noise, largest first: {_head_list(moved, top_k)}. No margin was given "
+                         "(compare: min_change), so no head can be shown unchanged.")
+        ratio = part["noise_ratio"].replace([np.inf, -np.inf], np.nan).median()
+        lines.append(f"- Seed-to-seed against seed-to-base: the median over head x role of (mean |change between "
+                     f"two seeds|) / (mean |change from the base|) is {ratio:.2f}.")
+        dist = tables.get("seed_distance")
+        if dist is not None and len(dist):
+            d = dist[(dist["group"] == group) & (dist["dataset"] == ds)]
+            if len(d):
+                lines.append(f"  Attention maps: median 1 - cosine between seeds {d['dist_seed_seed'].median():.3f}, "
+                             f"between a seed and the base {d['dist_seed_base'].median():.3f}.")
+        fam_m = int(part["family"].value_counts().max())
+        lines.append("- What the seeds can show: " + describe_floor(k, alpha=alpha, m=fam_m, correction=corr,
+                                                                     alternative=part["alternative"].iloc[0]) + ".")
+        claims = tables.get("claims")
+        if claims is not None and len(claims):
+            c = claims[(claims["group"] == group) & (claims["dataset"] == ds)]
+            for r in c.itertuples():
+                verdict = "**holds**" if r.holds else "**not shown**"
+                lines.append(f"- Claim \"{r.claim}\" ({r.measure}): {verdict}; estimate {r.estimate:+.3g} "
+                             f"[{r.ci_low:+.3g}, {r.ci_high:+.3g}], p = {r.p:.3g} ({r.test}). {r.detail}.")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

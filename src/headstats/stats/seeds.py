@@ -1,0 +1,346 @@
+r"""Fine-tuning seeds as replicates: is a head's change beyond what any fine-tuning run changes by chance?
+
+Two deterministic models differ on almost every input, so a paired test over inputs
+(:mod:`headstats.stats.paired`) finds "significant" changes in nearly every head once a few hundred inputs
+are paired. The question a paper asks is whether *fine-tuning on this task* moves a head, and the unit of
+replication for that is the fine-tuning run. With k runs of one recipe that differ only in their seed, and
+the same n inputs through the base model and every run, the change of run s in one cell (role, layer, head) is
+
+    m_s = mean_i [ s_i(run s) - s_i(base) ]        (the paired per-input change, averaged over the inputs)
+
+and the k values ``m_1..m_k`` are the replicates (the inputs are held fixed: the interval is about these
+inputs; the per-input tests remain the detail table). Every function here works column-wise on a (k, m)
+array of such values, one column per cell, NaN where a run has no value for a cell (no participating
+input); it is the statistics layer: arrays in, arrays and tables out.
+
+- :func:`t_over_seeds`: the mean change over seeds, its t interval (``mean +- t_{1-a/2, k-1} sd / sqrt(k)``,
+  sd with ddof = 1) and the one-sample t-test of H0: mean change = ``mu`` with k - 1 degrees of freedom,
+  exactly ``scipy.stats.ttest_1samp(m, mu, alternative=...)``. In a balanced design this is the test of the
+  fixed intercept of the mixed model ``d_si = mu + u_s + e_si`` (seed as a random effect) with its exact
+  degrees of freedom (see ``docs/statistics.md``, where a simulation compares it with statsmodels' MixedLM).
+- :func:`signflip_over_seeds`: the exact sign-flip permutation test of the same hypothesis (all ``2^k``
+  sign patterns), free of the normality assumption; its smallest possible p-value is ``2 / 2^k`` two-sided
+  (``1 / 2^k`` one-sided), so with few seeds it can never reject at a corrected level
+  (:func:`seeds_needed`).
+- :func:`margin_tests`: practical significance against a margin ``delta > 0``: the change exceeds it
+  (H0: ``|mu| <= delta``; one-sided tests at ``+delta`` and ``-delta``, p = 2 min, Bonferroni over the two
+  directions) and the change stays within it (TOST equivalence test, Schuirmann 1987: H0: ``|mu| >= delta``,
+  p = max of the two one-sided p-values; equals statsmodels ``DescrStatsW(m).ttost_mean(-delta, delta)``).
+- :func:`slope_over_seeds`: a trend over depth: per seed the least-squares slope of a per-layer value on the
+  layer index (``scipy.stats.linregress``), then :func:`t_over_seeds` of the k slopes.
+- :func:`simulate_seed_type1`: the error rate at nominal level of these tests, of the per-input paired test
+  of a single run and of MixedLM, under H0 with seed noise (the simulation of ``docs/statistics.md``).
+
+Degenerate columns: with one finite value, or with sd = 0 across seeds, the t statistic is undefined; sd = 0
+with a mean different from ``mu`` gives t = +-inf (p = 0 in the direction of the mean), sd = 0 at ``mu``
+gives p = 1, one value gives NaN. scipy returns NaN in the sd = 0 cases.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from headstats.errors import HeadstatsError
+
+__all__ = [
+    "MAX_EXACT_SEEDS", "margin_for", "margin_tests", "seeds_needed", "signflip_floor", "signflip_over_seeds",
+    "simulate_seed_type1", "slope_over_seeds", "t_over_seeds",
+]
+
+#: Above this many seeds the sign-flip test would enumerate too many patterns (2^k); refused.
+MAX_EXACT_SEEDS = 16
+_ALTERNATIVES = ("two-sided", "greater", "less")
+
+
+def _columns(values) -> np.ndarray:
+    v = np.asarray(values, dtype=float)
+    if v.ndim == 1:
+        v = v[:, None]
+    if v.ndim != 2:
+        raise HeadstatsError(f"seed values must be a (seeds, cells) array, got shape {v.shape}")
+    return v
+
+
+def _check_alternative(alternative: str) -> None:
+    if alternative not in _ALTERNATIVES:
+        raise HeadstatsError(f"alternative must be one of {', '.join(_ALTERNATIVES)}, not {alternative!r}")
+
+
+def _t_pvalue(t: np.ndarray, dof: np.ndarray, alternative: str) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        if alternative == "greater":
+            return sps.t.sf(t, dof)
+        if alternative == "less":
+            return sps.t.cdf(t, dof)
+        return np.minimum(1.0, 2 * sps.t.sf(np.abs(t), dof))
+
+
+def t_over_seeds(values, *, mu=0.0, alternative: str = "two-sided", confidence: float = 0.95) -> dict[str, np.ndarray]:
+    """Mean over seeds, its t interval and the one-sample t-test, per column.
+
+    Parameters
+    ----------
+    values : array of shape (k, m)
+        Per-seed values (rows) of m cells (columns); NaN where a seed has none.
+    mu : float or array of shape (m,)
+        The value under H0.
+    alternative : {"two-sided", "greater", "less"}
+        H1: mean != mu, > mu, < mu.
+    confidence : float
+        Two-sided confidence of ``ci_low``, ``ci_high`` (whatever the alternative).
+
+    Returns
+    -------
+    dict of arrays of shape (m,)
+        ``n_seeds, mean, sd`` (ddof 1), ``se, ci_low, ci_high, statistic, dof, p``.
+        ``statistic``, ``p`` equal ``scipy.stats.ttest_1samp(values, mu, alternative=...)`` column-wise
+        where sd > 0; see the module docstring for sd = 0.
+    """
+    _check_alternative(alternative)
+    v = _columns(values)
+    finite = np.isfinite(v)
+    n = finite.sum(0)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(np.where(finite, v, np.nan), 0)
+        sd = np.nanstd(np.where(finite, v, np.nan), 0, ddof=1)
+        sd = np.where(n >= 2, sd, np.nan)
+        se = sd / np.sqrt(n)
+        dof = np.where(n >= 2, n - 1, np.nan).astype(float)
+        diff = mean - np.broadcast_to(np.asarray(mu, dtype=float), mean.shape)
+        t = np.where(se > 0, diff / se, np.where(diff > 0, np.inf, np.where(diff < 0, -np.inf, np.nan)))
+        t = np.where(n >= 2, t, np.nan)
+        p = _t_pvalue(t, dof, alternative)
+        p = np.where((n >= 2) & (se == 0) & (diff == 0), 1.0, p)
+        half = sps.t.ppf(0.5 + confidence / 2, dof) * se
+    return {"n_seeds": n, "mean": mean, "sd": sd, "se": se, "ci_low": mean - half, "ci_high": mean + half,
+            "statistic": t, "dof": dof, "p": p}
+
+
+def _sign_patterns(k: int) -> np.ndarray:
+    return np.array(list(itertools.product((1.0, -1.0), repeat=k)))
+
+
+def signflip_over_seeds(values, *, mu=0.0, alternative: str = "two-sided") -> np.ndarray:
+    """Exact sign-flip permutation p-values of H0: the per-seed values are symmetric about ``mu``, per column.
+
+    The statistic is the sum of ``values - mu`` over the seeds; under H0 every one of the ``2^k`` sign
+    patterns is equally likely, and p is the share of patterns whose statistic is at least as extreme
+    (``>=`` the observed; ``|.|`` two-sided), the observed pattern included, so p >= :func:`signflip_floor`.
+    NaN values take no part (a zero sum term is unchanged by its sign). Equals
+    ``scipy.stats.permutation_test((x - mu,), np.mean, permutation_type="samples", n_resamples=inf)``.
+    """
+    _check_alternative(alternative)
+    v = _columns(values) - np.broadcast_to(np.asarray(mu, dtype=float), _columns(values).shape[1:])
+    k = v.shape[0]
+    if k > MAX_EXACT_SEEDS:
+        raise HeadstatsError(f"the exact sign-flip test enumerates 2^k patterns; at most {MAX_EXACT_SEEDS} seeds")
+    n = np.isfinite(v).sum(0)
+    x = np.where(np.isfinite(v), v, 0.0)
+    signs = _sign_patterns(k)
+    stats_all = signs @ x  # (2^k, m)
+    observed = x.sum(0)
+    tol = 1e-12 * np.maximum(1.0, np.abs(x).sum(0))
+    if alternative == "greater":
+        extreme = stats_all >= observed - tol
+    elif alternative == "less":
+        extreme = stats_all <= observed + tol
+    else:
+        extreme = np.abs(stats_all) >= np.abs(observed) - tol
+    p = extreme.mean(0)
+    return np.where(n >= 1, p, np.nan)
+
+
+def signflip_floor(k: int, alternative: str = "two-sided") -> float:
+    """The smallest p-value the exact sign-flip test can give with k seeds: ``2/2^k`` two-sided, ``1/2^k`` one-sided."""
+    _check_alternative(alternative)
+    return (2.0 if alternative == "two-sided" else 1.0) / 2.0 ** k
+
+
+def seeds_needed(*, alpha: float, m: int, correction: str, alternative: str = "two-sided") -> int:
+    """The fewest seeds with which the exact sign-flip test can reject anything at the corrected level.
+
+    A family of m tests rejects its smallest p-value under Bonferroni and Holm only when ``p < alpha / m``,
+    under Benjamini-Yekutieli only when ``p < alpha / (m c(m))`` with ``c(m) = sum_{i<=m} 1/i``; under
+    Benjamini-Hochberg only when ``p < alpha`` in the best case (every test at the floor) and under ``none``
+    when ``p < alpha``. The answer is the smallest k with :func:`signflip_floor` below that level.
+    """
+    m = max(int(m), 1)
+    level = {"bonferroni": alpha / m, "holm": alpha / m, "fdr_by": alpha / (m * sum(1 / i for i in range(1, m + 1))),
+             "fdr_bh": alpha, "none": alpha}.get(correction, alpha / m)
+    k = 1
+    while signflip_floor(k, alternative) >= level:
+        k += 1
+    return k
+
+
+def margin_for(base_mean, *, min_change: float, scale: str) -> np.ndarray:
+    """The margin ``delta`` per cell: ``min_change`` itself (``scale="score"``) or ``min_change * |base mean|``
+    (``scale="share"``: a share of the pretrained model's mean score of that cell)."""
+    base_mean = np.asarray(base_mean, dtype=float)
+    if scale == "score":
+        return np.full(base_mean.shape, float(min_change))
+    if scale == "share":
+        return float(min_change) * np.abs(base_mean)
+    raise HeadstatsError(f"min_change_scale must be 'score' or 'share', not {scale!r}")
+
+
+def margin_tests(values, delta) -> dict[str, np.ndarray]:
+    """Practical significance of the mean change over seeds against a margin ``delta`` (per column).
+
+    Returns
+    -------
+    dict of arrays of shape (m,)
+        ``p_exceeds``: H0 ``-delta <= mu <= delta`` against ``|mu| > delta``; the one-sided t-tests
+        ``ttest_1samp(v, delta, alternative="greater")`` and ``ttest_1samp(v, -delta, alternative="less")``,
+        p = min(1, 2 min(p_up, p_down)) (Bonferroni over the two directions).
+        ``p_equivalent``: TOST, H0 ``|mu| >= delta`` against ``-delta < mu < delta``: the larger of
+        ``ttest_1samp(v, -delta, alternative="greater")`` and ``ttest_1samp(v, delta, alternative="less")``;
+        equals statsmodels ``DescrStatsW(v).ttost_mean(-delta, delta)[0]``. NaN where delta is not > 0.
+    """
+    v = _columns(values)
+    delta = np.broadcast_to(np.asarray(delta, dtype=float), v.shape[1:])
+    up = t_over_seeds(v, mu=delta, alternative="greater")["p"]
+    down = t_over_seeds(v, mu=-delta, alternative="less")["p"]
+    low = t_over_seeds(v, mu=-delta, alternative="greater")["p"]
+    high = t_over_seeds(v, mu=delta, alternative="less")["p"]
+    ok = np.isfinite(delta) & (delta > 0)
+    p_exceeds = np.where(ok, np.minimum(1.0, 2 * np.fmin(up, down)), np.nan)
+    p_equivalent = np.where(ok, np.fmax(low, high), np.nan)
+    return {"delta": np.asarray(delta, dtype=float), "p_exceeds": p_exceeds, "p_equivalent": p_equivalent}
+
+
+def slope_over_seeds(values, *, alternative: str = "greater", confidence: float = 0.95) -> dict[str, np.ndarray | float]:
+    """A trend over depth with seeds as replicates.
+
+    Parameters
+    ----------
+    values : array of shape (k, L)
+        Per seed (rows), a value per layer (columns, in depth order, layer index 0..L-1).
+
+    Returns
+    -------
+    dict
+        ``slopes`` (k,): each seed's least-squares slope of value on layer index (``scipy.stats.linregress``);
+        and :func:`t_over_seeds` of the slopes against 0 (``mean, sd, ci_low, ci_high, statistic, dof, p``,
+        floats) with ``alternative`` (default ``greater``: later layers change more).
+    """
+    v = _columns(values)
+    layers = np.arange(v.shape[1], dtype=float)
+    slopes = np.array([np.polyfit(layers[np.isfinite(row)], row[np.isfinite(row)], 1)[0]
+                       if np.isfinite(row).sum() >= 2 else np.nan for row in v])
+    res = t_over_seeds(slopes, alternative=alternative, confidence=confidence)
+    return {"slopes": slopes, **{key: float(val[0]) for key, val in res.items()}}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the simulation of docs/statistics.md
+# ---------------------------------------------------------------------------------------------------------
+def simulate_seed_type1(
+    *,
+    n_sim: int = 1000,
+    seeds: int = 3,
+    inputs: int = 300,
+    sd_seed: float = 0.1,
+    sd_input: float = 1.0,
+    alpha: float = 0.05,
+    mixed: bool = True,
+    mixed_sims: int | None = None,
+    rng_seed: int = 0,
+) -> pd.DataFrame:
+    """Rejection rates at nominal ``alpha`` under H0 (fine-tuning does not move the head on average).
+
+    Each simulated head has per-input changes ``d_si = u_s + e_si`` for seeds s = 1..k and inputs
+    i = 1..n, with a run effect ``u_s ~ N(0, sd_seed^2)`` (what any fine-tuning run moves the head by
+    chance) and input noise ``e_si ~ N(0, sd_input^2)``; the true mean change is 0. Tested two-sided:
+
+    - ``paired_inputs_one_seed``: the paired t-test over the n inputs of seed 1 alone (today's per-input
+      comparison, one run per task);
+    - ``paired_inputs_pooled``: the t-test over all k n changes as if they were independent;
+    - ``t_over_seeds``: :func:`t_over_seeds` of the k per-seed means;
+    - ``signflip_over_seeds``: :func:`signflip_over_seeds` (never below its floor);
+    - ``mixedlm_wald``: statsmodels ``MixedLM`` (``d ~ 1``, seed as random intercept, REML), the Wald z
+      test of the intercept that statsmodels reports (on ``mixed_sims`` of the simulations; it is slow).
+
+    Returns
+    -------
+    DataFrame
+        ``method, n_sim, rejection_rate, mc_se, alpha, seeds, inputs, sd_seed, sd_input``; ``mc_se`` is the
+        Monte Carlo standard error ``sqrt(r (1 - r) / n_sim)``.
+    """
+    rng = np.random.default_rng(rng_seed)
+    u = rng.normal(0.0, sd_seed, size=(n_sim, seeds, 1))
+    e = rng.normal(0.0, sd_input, size=(n_sim, seeds, inputs))
+    d = u + e
+    one = d[:, 0, :]
+    p_one = sps.ttest_1samp(one, 0.0, axis=1).pvalue
+    p_pool = sps.ttest_1samp(d.reshape(n_sim, -1), 0.0, axis=1).pvalue
+    means = d.mean(2).T  # (k, n_sim)
+    p_t = t_over_seeds(means)["p"]
+    p_sf = signflip_over_seeds(means)
+    rows = [("paired_inputs_one_seed", p_one), ("paired_inputs_pooled", p_pool), ("t_over_seeds", p_t),
+            ("signflip_over_seeds", p_sf)]
+    if mixed:
+        rows.append(("mixedlm_wald", _mixedlm_pvalues(d[: mixed_sims or n_sim])))
+    out = []
+    for method, p in rows:
+        p = np.asarray(p, dtype=float)
+        p = p[np.isfinite(p)]
+        r = float(np.mean(p < alpha)) if p.size else math.nan
+        out.append({"method": method, "n_sim": int(p.size), "rejection_rate": r,
+                    "mc_se": math.sqrt(r * (1 - r) / p.size) if p.size else math.nan, "alpha": alpha,
+                    "seeds": seeds, "inputs": inputs, "sd_seed": sd_seed, "sd_input": sd_input})
+    return pd.DataFrame(out)
+
+
+def _mixedlm_pvalues(d: np.ndarray) -> np.ndarray:
+    """Wald p-values of the intercept of ``d ~ 1 + (1 | seed)`` (statsmodels MixedLM, REML), one per simulation."""
+    import statsmodels.api as sm
+
+    n_sim, k, n = d.shape
+    groups = np.repeat(np.arange(k), n)
+    exog = np.ones((k * n, 1))
+    out = np.full(n_sim, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(n_sim):
+            try:
+                fit = sm.MixedLM(d[i].ravel(), exog, groups=groups).fit(reml=True)
+                out[i] = float(fit.pvalues[0])
+            except (np.linalg.LinAlgError, ValueError):
+                continue
+    return out
+
+
+def describe_floor(k: int, *, alpha: float, m: int, correction: str, alternative: str = "two-sided") -> str:
+    """One sentence on what k seeds can show: the sign-flip floor against the corrected level."""
+    floor = signflip_floor(k, alternative)
+    need = seeds_needed(alpha=alpha, m=m, correction=correction, alternative=alternative)
+    can = "can" if k >= need else "cannot"
+    return (f"with {k} seeds the exact sign-flip test's smallest p-value is {floor:.3g}, so it {can} reject at "
+            f"alpha {alpha:g} with {correction} over {m} tests (it needs at least {need} seeds); the t-test over "
+            "seeds has no such floor but rests on normal run-to-run variation, which 3 seeds cannot check")
+
+
+def pairwise_mean_abs(values: np.ndarray) -> np.ndarray:
+    """Mean over the k(k-1)/2 pairs of seeds of ``|v_s - v_t|``, per column (NaN pairs left out)."""
+    v = _columns(values)
+    k = v.shape[0]
+    if k < 2:
+        return np.full(v.shape[1], np.nan)
+    diffs = np.stack([np.abs(v[a] - v[b]) for a, b in itertools.combinations(range(k), 2)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(diffs, 0)
+
+
+def seed_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
+    """The k(k-1)/2 pairs of seed model names, in order."""
+    return list(itertools.combinations(list(names), 2))
