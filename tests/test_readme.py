@@ -26,7 +26,7 @@ def test_every_readme_link_resolves_to_a_tracked_file_of_the_repository():
         if link.startswith(("http://", "https://", "mailto:")):
             continue
         path, _, anchor = link.partition("#")
-        target = (REPO / path).resolve()
+        target = (REPO / (path or "README.md")).resolve()  # "#anchor": a heading of the README itself
         assert target.is_file() and REPO in target.parents, f"{link} is not a file of the repository"
         if files is not None:
             assert target.relative_to(REPO).as_posix() in files, f"{link} is not tracked by git"

@@ -643,7 +643,7 @@ def test_cpu_is_a_device():
 
 @pytest.mark.parametrize("device", ["quantum", "", "cuda:x"])
 def test_unknown_device(device):
-    with pytest.raises(ModelError, match=r"unknown device .*; use 'cpu', 'cuda', 'cuda:N' or 'mps'"):
+    with pytest.raises(ModelError, match=r"unknown device .*; use 'cpu', 'cuda', 'cuda:N', 'mps' or 'auto'"):
         check_device(device)
 
 

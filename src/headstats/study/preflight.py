@@ -111,11 +111,13 @@ def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: b
     if any(spec.finetune is not None for spec in protocol.models):
         inputs.append(Path(protocol.cache_dir or ".headstats_cache"))
     if cache_dir is not None:
-        inputs.append(Path(cache_dir))
+        # the output's own refusals (/, home, a file, ...) come first: they name the bigger problem
         resolved_out, resolved_cache = Path(target).expanduser().resolve(), Path(cache_dir).expanduser().resolve()
         if resolved_cache == resolved_out or resolved_out in resolved_cache.parents:
+            check_output(target, overwrite=overwrite, inputs=inputs)
             raise OutputError(f"the cache folder {str(cache_dir)!r} is inside the output folder {str(target)!r}, which "
                               "a run replaces; give a --cache-dir outside it (or --no-cache)")
+        inputs.append(Path(cache_dir))
     resolved = check_output(target, overwrite=overwrite, inputs=inputs)
     if cache_dir is not None:
         check_cache_dir(Path(cache_dir))
