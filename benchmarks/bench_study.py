@@ -108,6 +108,8 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     with tempfile.TemporaryDirectory(prefix="bench_study_") as tmp:
         folder = Path(tmp)
+        # a fresh, empty state cache: every run here is a first run (writing the cache is part of its cost)
+        os.environ["HEADSTATS_CACHE_DIR"] = str(folder / "cache")
         if not args.skip_main:
             proto = protocol_file(folder, limit=args.n, sensitivity=args.sensitivity == "on")
             run = measure(["run", str(proto), "--out", str(folder / "run"), "--quiet"])

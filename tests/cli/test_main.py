@@ -776,3 +776,15 @@ def test_a_bad_shard_is_one_line(tmp_path, tiny_model_dir, shard):
     result = runner.invoke(app, ["run", str(protocol), "--shard", shard, "--out", str(tmp_path / "s")])
     assert result.exit_code == 2 and result.output.strip().startswith("error: --shard"), result.output
     assert not (tmp_path / "s").exists()
+
+
+def test_a_warning_inside_a_command_is_one_line_on_stderr(capsys):
+    """Warnings (e.g. an analysis skipped for a model without a head) show as ``warning: ...``, no path or source."""
+    import warnings
+
+    from headstats.cli.main import _errors
+
+    with _errors():
+        warnings.warn("gradients: skipped for model 'default': it has no classifier or MLM head", UserWarning)
+    err = capsys.readouterr().err
+    assert err == "warning: gradients: skipped for model 'default': it has no classifier or MLM head\n"

@@ -12,6 +12,7 @@ import errno
 import os
 import signal
 import sys
+import warnings
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,6 +163,19 @@ def _sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Show a warning as one line, ``warning: <message>``, on standard error (no source line, no path)."""
+    typer.echo(f"warning: {message}", err=True)
+
+
+@contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """While the block runs, every warning a command raises is one line on standard error."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning
+        yield
+
+
 @contextmanager
 def _errors(out: Path | None = None) -> Iterator[_CommandState]:
     """Turn bad input, Ctrl-C, SIGTERM and a full or read-only disk into one line and an exit status.
@@ -171,7 +185,7 @@ def _errors(out: Path | None = None) -> Iterator[_CommandState]:
     """
     command = _CommandState(out)
     try:
-        with _sigterm_raises():
+        with _sigterm_raises(), _warnings_as_lines():
             yield command
     except HeadstatsError as exc:
         _fail(str(exc))
