@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,10 +70,18 @@ def child(command: list[str]) -> None:
 
 
 def measure(command: list[str]) -> dict:
-    """Wall time and report of a child process running ``command``."""
+    """Wall time and report of a child process running ``command``, with an empty state cache of its own.
+
+    Every run here is a first run: writing the cache is part of its cost, and no run reads the chunks another
+    one wrote (the 10,000-input run would otherwise find most of its chunks from the full run)."""
+    env = os.environ | {"HEADSTATS_CACHE_DIR": tempfile.mkdtemp(prefix="bench_study_cache_")}
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, __file__, "--child", json.dumps(command)], capture_output=True, text=True)
-    wall = time.perf_counter() - start
+    try:
+        out = subprocess.run([sys.executable, __file__, "--child", json.dumps(command)], capture_output=True,
+                             text=True, env=env)
+        wall = time.perf_counter() - start
+    finally:
+        shutil.rmtree(env["HEADSTATS_CACHE_DIR"], ignore_errors=True)
     if out.returncode != 0:
         raise RuntimeError(f"{command[0]} failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
     report = json.loads(out.stdout.strip().splitlines()[-1])
@@ -108,8 +117,6 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     with tempfile.TemporaryDirectory(prefix="bench_study_") as tmp:
         folder = Path(tmp)
-        # a fresh, empty state cache: every run here is a first run (writing the cache is part of its cost)
-        os.environ["HEADSTATS_CACHE_DIR"] = str(folder / "cache")
         if not args.skip_main:
             proto = protocol_file(folder, limit=args.n, sensitivity=args.sensitivity == "on")
             run = measure(["run", str(proto), "--out", str(folder / "run"), "--quiet"])
