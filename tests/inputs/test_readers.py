@@ -493,3 +493,18 @@ def test_a_registered_format_is_read_by_name_and_by_extension(tmp_path):
         INPUT_FORMATS.unregister("csvpairs")
     with pytest.raises(DataError, match="did you mean 'conllu'"):
         read_records(path, format="conll")
+
+
+@pytest.mark.parametrize("misc", ["_", "SpaceAfter=No", "Entity=(e1-person)|SpaceAfter=No", "SpaceAfter=Yes|Foo=No"])
+def test_the_fast_word_line_path_equals_conllus_parser(misc):
+    """Ordinary word lines skip conllu's parser; what they give must equal what conllu's parser gives."""
+    from conllu.parser import DEFAULT_FIELDS, parse_line
+
+    from headstats.inputs.readers import _parse_token_line
+
+    line = f"3\tcats\tcat\tNOUN\tNNS\tNumber=Plur\t2\tobj\t2:obj\t{misc}"
+    fast = _parse_token_line(7, line, "x.conllu")
+    token = parse_line(line, fields=DEFAULT_FIELDS)
+    assert (fast.kind, fast.first, fast.last, fast.form, fast.head, fast.deprel) == (
+        "word", token["id"], token["id"], token["form"], token["head"], token["deprel"])
+    assert fast.space_after == ((token["misc"] or {}).get("SpaceAfter") != "No")

