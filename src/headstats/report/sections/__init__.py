@@ -26,3 +26,12 @@ def head_label(layer: int, head: int) -> str:
 def head_list(frame) -> str:
     """The heads of a frame with ``layer`` and ``head`` columns as ``l-h, l-h, ...`` (``none`` when empty)."""
     return ", ".join(head_label(r.layer, r.head) for r in frame.itertuples()) or "none"
+
+
+def tested_how(tests) -> str:
+    """How a table of declared-hypothesis tests (:func:`headstats.stats.hypotheses.test_measures`) was tested:
+    ``one-sided t test per head, holm correction over <family>, alpha = 0.05``, from its first row."""
+    row = tests.iloc[0]
+    return (f"one-sided {row['test']} test per head, {row['correction']} correction over {row['family']}, "
+            f"alpha = {row['alpha']:g}")
+

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from headstats.report.sections import head_list
+from headstats.report.sections import head_list, tested_how
 
 
 def distance_by_layer(distance: pd.DataFrame, tests: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -39,10 +39,8 @@ def distance_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]
         "attention, below 0 for one that looks farther (e.g. at [CLS] and [SEP]). Every head: `distance.csv`."
     )
     if tests is not None and len(tests):
-        row = tests.iloc[0]
-        report.text(f"A head is **local** when its mean locality is above {row['threshold']:g}: one-sided "
-                    f"{row['test']} test per head, {row['correction']} correction over {row['family']}, alpha = "
-                    f"{row['alpha']:g} (`distance_tests.csv`).")
+        report.text(f"A head is **local** when its mean locality is above {tests['threshold'].iat[0]:g}: "
+                    f"{tested_how(tests)} (`distance_tests.csv`).")
     report.table(distance_by_layer(tables["distance"], tests), "Mean, lowest and highest head distance per layer "
                  "(tokens), the uniform reference, the mean locality and the heads that pass `local`.",
                  max_rows=60, csv="distance.csv")

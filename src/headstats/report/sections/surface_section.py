@@ -12,14 +12,8 @@ import pandas as pd
 
 from headstats.plots import surface_plots
 from headstats.report.blocks import figure_tag, save_figure
-from headstats.report.sections import head_list, verdict
+from headstats.report.sections import head_list, tested_how, verdict
 from headstats.stats.hypotheses import passing_heads
-
-
-def _test_words(tests: pd.DataFrame) -> str:
-    row = tests.iloc[0]
-    return (f"one-sided {row['test']} test per head, {row['correction']} correction over {row['family']}, "
-            f"alpha = {row['alpha']:g}")
 
 
 def surface_claims(tests: pd.DataFrame) -> list[str]:
@@ -35,7 +29,7 @@ def surface_claims(tests: pd.DataFrame) -> list[str]:
             thr = float(hyp["threshold"].iloc[0])
             held = passed[passed["measure"] == measure]
             lines.append(f"- *Some heads attend mostly to the {what} token* ({where}; test: H0 mean {measure} <= "
-                         f"{thr:g}, {_test_words(part)}): {verdict(len(held) > 0)}: {len(held)} head(s) pass "
+                         f"{thr:g}, {tested_how(part)}): {verdict(len(held) > 0)}: {len(held)} head(s) pass "
                          f"({head_list(held)}).")
         hyp = part[part["measure"] == "entropy_ratio"]
         if not hyp.empty:
@@ -50,7 +44,7 @@ def surface_claims(tests: pd.DataFrame) -> list[str]:
             holds = share0 >= 0.5 and share0 > share_other
             lines.append(
                 f"- *Heads of the first layer attend broadly* ({where}; test: H0 mean entropy / ln n <= {thr:g} per "
-                f"head, {_test_words(part)}; the claim holds when at least half of layer {first}'s heads pass and a "
+                f"head, {tested_how(part)}; the claim holds when at least half of layer {first}'s heads pass and a "
                 f"larger share than in the other layers): {verdict(holds)}: {len(held0)} of {len(layer0)} heads "
                 f"of layer {first} pass ({share0:.0%}), {len(held_other)} of {len(others)} in the other layers "
                 f"({share_other:.0%}).")
