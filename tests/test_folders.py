@@ -252,7 +252,8 @@ def test_kill_9_during_a_run_then_the_next_run_succeeds(home, tmp_path):
     assert sorted(p.name for p in out.parent.iterdir()) == ["run", "thesis.tex"]
 
 
-@pytest.mark.parametrize("code, words", [(30, "permission denied or read-only"), (28, "no space left")])
+@pytest.mark.parametrize("code, words", [(30, r"\(read-only file system\); choose another --out"),
+                                         (28, r"\(no space left on device\); free some space")])
 def test_unwritable_or_full_disk_fails_before_any_work(home, monkeypatch, code, words):
     import errno
     import tempfile

@@ -267,12 +267,34 @@ def _sweep_stale_staging(out: Path) -> list[Path]:
 
 # --------------------------------------------------------------------------------------------- claim
 
+#: What a failed write means and how to fix it, by errno: a full, over-quota, read-only or forbidden disk.
+WRITE_ERRORS: dict[int, tuple[str, str]] = {
+    errno.ENOSPC: ("no space left on device", "free some space or choose another --out"),
+    errno.EDQUOT: ("disk quota exceeded", "free some space or choose another --out"),
+    errno.EROFS: ("read-only file system", "choose another --out on a writable disk"),
+    errno.EACCES: ("permission denied", "choose another --out or fix the folder's permissions"),
+    errno.EPERM: ("permission denied", "choose another --out or fix the folder's permissions"),
+}
+#: The same, found in the text of an OSError without an errno (pyarrow and others).
+_WRITE_ERROR_TEXTS = {"no space left on device": errno.ENOSPC, "disk quota exceeded": errno.EDQUOT,
+                      "read-only file system": errno.EROFS, "permission denied": errno.EACCES}
+
+
+def write_error_reason(exc: OSError) -> tuple[str, str] | None:
+    """``(reason, fix)`` of an OSError that means the disk refuses writes (:data:`WRITE_ERRORS`), else None."""
+    code = exc.errno
+    if code not in WRITE_ERRORS:
+        text = str(exc).lower()
+        code = next((c for t, c in _WRITE_ERROR_TEXTS.items() if t in text), None)
+    return None if code is None else WRITE_ERRORS[code]
+
+
 def _os_error_message(exc: OSError, where: Path) -> str:
-    if exc.errno == errno.ENOSPC:
-        return f"no space left on the disk of {str(where)!r}; free space or choose another --out"
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return f"cannot write to {str(where)!r} (permission denied or read-only); choose another --out"
-    return f"cannot write to {str(where)!r}: {exc.strerror or exc}; choose another --out"
+    known = write_error_reason(exc)
+    if known is None:
+        return f"cannot write to {str(where)!r}: {exc.strerror or exc}; choose another --out"
+    reason, fix = known
+    return f"cannot write to {str(where)!r} ({reason}); {fix}"
 
 
 @dataclass

@@ -57,7 +57,7 @@ def test_report_and_finish_named_by_reference_are_imported_when_used():
     """Sections that draw figures and finish steps that test live in layers above the analyses; an analysis
     names them as "module:function" and the report builder and the study import them."""
     from headstats.analyses import resolve
-    from headstats.report.clark_sections import dependency_section
+    from headstats.report.sections.dependency_section import dependency_section
     from headstats.stats.accuracy import finish_dependency
 
     spec = get_analysis("dependency")
@@ -65,3 +65,21 @@ def test_report_and_finish_named_by_reference_are_imported_when_used():
     assert get_analysis("entropy").finisher() is None
     with pytest.raises(ValueError, match="module:function"):
         resolve("headstats.stats.accuracy")
+
+
+def test_finish_adds_and_replaces_tables():
+    """The finish contract: it returns the tables to add or replace, merged into the analysis' tables."""
+    import pandas as pd
+
+    def finish(tables, protocol):
+        return {"a": tables["a"] * 10, "b_tests": pd.DataFrame({"p": [protocol]})}
+
+    register_analysis("finish_test", Collector, finish=finish)
+    try:
+        a, b = pd.DataFrame({"x": [1]}), pd.DataFrame({"y": [2]})
+        out = get_analysis("finish_test").finished({"a": a, "b": b}, 0.5)
+        assert list(out) == ["a", "b", "b_tests"] and out["a"]["x"].item() == 10 and out["b"] is b
+        assert out["b_tests"]["p"].item() == 0.5
+        assert get_analysis("entropy").finished({"a": a}, None) == {"a": a}
+    finally:
+        ANALYSES.unregister("finish_test")

@@ -13,6 +13,8 @@ from headstats.engine.batch import view_of
 from headstats.engine.collector import Context
 from headstats.model.encoding import EncodedInput
 
+from conftest import GUM
+
 
 def item() -> EncodedInput:
     """[CLS] w0 w1 w2 w3 w4 [SEP]; w1 has two pieces (positions 2, 3), so w2 is at 4, w3 at 5, w4 at 6."""
@@ -49,27 +51,6 @@ def test_selection_and_baselines_by_hand():
     base = table[(table.predictor != "head") & (table.mention_type == "all")].set_index("predictor")
     assert base.loc["nearest_mention", "accuracy"] == 0.0 and base.loc["same_head_word", "accuracy"] == 0.0
     assert (table[table.mention_type == "proper"].n == 0).all()
-
-
-GUM = """# newdoc id = doc1
-# sent_id = doc1-1
-# text = Mary saw the old dog .
-1	Mary	Mary	PROPN	NNP	_	2	nsubj	_	Entity=(1-person-new-x-y-1-coref)
-2	saw	see	VERB	VBD	_	0	root	_	_
-3	the	the	DET	DT	_	5	det	_	Entity=(2-animal-new-x-y-1-coref
-4	old	old	ADJ	JJ	_	5	amod	_	_
-5	dog	dog	NOUN	NN	_	2	obj	_	Entity=2)
-6	.	.	PUNCT	.	_	2	punct	_	_
-
-# sent_id = doc1-2
-# text = She liked the dog .
-1	She	she	PRON	PRP	_	2	nsubj	_	Entity=(1-person-giv-x-y-1-ana)
-2	liked	like	VERB	VBD	_	0	root	_	_
-3	the	the	DET	DT	_	4	det	_	Entity=(2-animal-giv-x-y-1-coref
-4	dog	dog	NOUN	NN	_	2	obj	_	Entity=2)
-5	.	.	PUNCT	.	_	2	punct	_	_
-
-"""
 
 
 def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):

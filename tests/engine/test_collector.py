@@ -1,11 +1,15 @@
-"""Mergeable running moments, and the context a collector is bound to."""
+"""Mergeable running moments, per-input collectors, and the context a collector is bound to."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from headstats.engine.collector import Context, Moments
+from headstats.engine.collector import Context, Moments, PerInputCollector
+from headstats.errors import IncompatibleResultsError
+from headstats.measures import MeasureArray
 
 
 def test_moments_match_numpy_with_nans():
@@ -60,3 +64,37 @@ def test_head_frame():
     assert frame[["layer", "head", "value"]].values.tolist() == [[0, 0, 0], [0, 1, 1], [0, 2, 2], [1, 0, 3], [1, 1, 4],
                                                                 [1, 2, 5]]
     assert context.model == "m"
+
+
+class Doubled(PerInputCollector):
+    """Keeps twice each input's position as its one measure (a value that shows where each row came from)."""
+
+    def __init__(self, context):
+        super().__init__(context, ["twice"])
+
+    def update(self, view):
+        self.keep(view, np.broadcast_to(2.0 * view.index[:, None, None, None], (view.size, 1, 2, 1)))
+
+    def tables(self):
+        return {}
+
+
+def _view(positions):
+    positions = np.asarray(positions, np.int64)
+    return SimpleNamespace(size=len(positions), index=positions, sentence_ids=[f"s{p}" for p in positions])
+
+
+def test_per_input_collector_keeps_rows_in_data_set_order_across_shards():
+    context = Context(("m",), "d", n_layers=1, n_heads=2, provenance={"m": {"hash": "h"}})
+    first, second = Doubled(context), Doubled(context)
+    first.update(_view([4, 0]))
+    first.update(_view([2]))
+    second.update(_view([3, 1]))
+    merged = Doubled(context)
+    merged.load_state(Doubled.merge([first.state(), second.state()]))
+    array = merged.result()
+    assert isinstance(array, MeasureArray) and array.measures == ("twice",) and array.ceilings is None
+    assert list(array.sentence_ids) == ["s0", "s1", "s2", "s3", "s4"] and array.provenance == {"model": {"hash": "h"}}
+    assert array.values[:, 0, 1, 0].tolist() == [0.0, 2.0, 4.0, 6.0, 8.0] and array.values.dtype == np.float32
+    with pytest.raises(IncompatibleResultsError, match="twice"):
+        Doubled.merge([first.state(), first.state()])

@@ -8,25 +8,7 @@ from headstats.errors import DataError
 from headstats.inputs.coref import parse_entity_field, read_gap, read_gum_coref
 from headstats.inputs.readers import read_records
 
-GUM = """# newdoc id = doc1
-# sent_id = doc1-1
-# text = Mary saw the old dog .
-1	Mary	Mary	PROPN	NNP	_	2	nsubj	_	Entity=(1-person-new-x-y-1-coref)
-2	saw	see	VERB	VBD	_	0	root	_	_
-3	the	the	DET	DT	_	5	det	_	Entity=(2-animal-new-x-y-1-coref
-4	old	old	ADJ	JJ	_	5	amod	_	_
-5	dog	dog	NOUN	NN	_	2	obj	_	Entity=2)
-6	.	.	PUNCT	.	_	2	punct	_	_
-
-# sent_id = doc1-2
-# text = She liked the dog .
-1	She	she	PRON	PRP	_	2	nsubj	_	Entity=(1-person-giv-x-y-1-ana)
-2	liked	like	VERB	VBD	_	0	root	_	_
-3	the	the	DET	DT	_	4	det	_	Entity=(2-animal-giv-x-y-1-coref
-4	dog	dog	NOUN	NN	_	2	obj	_	Entity=2)
-5	.	.	PUNCT	.	_	2	punct	_	_
-
-"""
+from conftest import GUM
 
 GAP = ("ID\tText\tPronoun\tPronoun-offset\tA\tA-offset\tA-coref\tB\tB-offset\tB-coref\tURL\n"
        "t-1\tAnn met Bo Li. Later she left.\tshe\t21\tAnn\t0\tTRUE\tBo Li\t8\tFALSE\tx\n"

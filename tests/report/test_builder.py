@@ -385,3 +385,26 @@ def test_methods_paragraph_names_the_parameter_the_test_is_about(test, parameter
     assert "p_corr <= alpha" in text and "`ci_low_adj`" in text and "false-coverage-rate" in text
     assert "effect of interest d = 0.5" in text and "power at the observed effect" in text  # says it is NOT that
     assert ("143999 resamples" in text) == (test == "bootstrap")
+
+
+def test_analysis_sections_use_the_registry_entrys_report(tmp_path):
+    """An analysis' section is the ``report`` of its registry entry: a callable, or a reference imported here."""
+    from headstats.analyses import ANALYSES, register_analysis
+    from headstats.engine.collector import Collector
+    from headstats.report.blocks import Report
+    from headstats.report.builder import analysis_sections
+
+    seen = []
+    register_analysis("section_test", Collector, description="what",
+                      report=lambda report, root, tables: seen.append(sorted(tables)))
+    try:
+        distance = pd.DataFrame({"model": "m", "dataset": "d", "layer": 0, "head": [0, 1], "n": 3,
+                                 "distance_mean": [1.0, 2.0], "distance_sd": 0.1, "uniform_mean": 2.0,
+                                 "locality_mean": [0.5, 0.0]})
+        report = Report("t")
+        files = analysis_sections(report, tmp_path, {"section_test": {"a": pd.DataFrame({"x": [1]})},
+                                                     "distance": {"distance": distance}, "special_mass": {}})
+        assert seen == [["a"]] and files["a"] == "what" and "distance" in files
+        assert [b.content for b in report.blocks if b.kind == "heading"] == ["Attention distance"]
+    finally:
+        ANALYSES.unregister("section_test")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from itertools import permutations
+from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from headstats.errors import HeadstatsError
-from headstats.stats.grouping import group_permutation_test
+from headstats.stats.grouping import CLUSTERING_TEST_COLUMNS, finish_clustering, group_permutation_test
 
 
 def test_within_between_by_hand_and_p_against_enumeration():
@@ -52,3 +54,20 @@ def test_bad_input():
         group_permutation_test(np.full((3, 3), np.nan), [0, 0, 1])
     with pytest.raises(HeadstatsError, match="same group"):
         group_permutation_test(np.zeros((3, 3)), [0, 1, 2])
+
+
+def test_finish_clustering_tests_the_js_table():
+    k = np.arange(6)
+    a, b = np.meshgrid(k, k, indexing="ij")
+    d = np.where((a // 3) == (b // 3), 0.1, 0.4) * (a != b)
+    js = pd.DataFrame({"model": "m", "dataset": "d", "layer_a": (a // 3).ravel(), "head_a": (a % 3).ravel(),
+                       "layer_b": (b // 3).ravel(), "head_b": (b % 3).ravel(), "js_mean": d.ravel()})
+    p = SimpleNamespace(clustering=SimpleNamespace(n_permutations=199), seed=3,
+                        statistics=SimpleNamespace(alpha=0.05))
+    out = finish_clustering({"js_distance": js}, p)["clustering_tests"]
+    ref = group_permutation_test(d, k // 3, n_permutations=199, seed=3)
+    row = out.iloc[0]
+    assert row["p_value"] == pytest.approx(ref.p_value) and row["within_mean"] == pytest.approx(0.1)
+    assert row["between_mean"] == pytest.approx(0.4) and bool(row["reject"]) == (ref.p_value < 0.05)
+    empty = finish_clustering({}, p)["clustering_tests"]
+    assert empty.empty and list(empty.columns) == CLUSTERING_TEST_COLUMNS

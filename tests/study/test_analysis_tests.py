@@ -1,16 +1,14 @@
-"""The study's generic test path for analyses: declared hypotheses on per-input measures, table tests."""
+"""What the study does after the pass: declared hypotheses on per-input measures, then each analysis' finish."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from headstats.config.protocol import validate_protocol
 from headstats.engine.runner import Job
 from headstats.measures import MeasureArray
-from headstats.stats.grouping import group_permutation_test
-from headstats.study.analysis_tests import analysis_tests, clustering_tests, hypothesis_tests
+from headstats.study.analysis_tests import finish_analyses, hypothesis_tests
 
 
 class FakeCollector:
@@ -47,17 +45,27 @@ def test_hypothesis_tests_use_the_protocols_statistics():
     np.testing.assert_allclose(t["p_corr"], np.minimum(2 * t["p_unc"], 1))
 
 
-def test_clustering_test_from_the_js_table():
-    k = np.arange(6)
-    a, b = np.meshgrid(k, k, indexing="ij")
-    d = np.where((a // 3) == (b // 3), 0.1, 0.4) * (a != b)
-    js = pd.DataFrame({"model": "m", "dataset": "d", "layer_a": (a // 3).ravel(), "head_a": (a % 3).ravel(),
-                       "layer_b": (b // 3).ravel(), "head_b": (b % 3).ravel(), "js_mean": d.ravel()})
-    p = protocol(clustering={"n_permutations": 199})
-    out = clustering_tests({"js_distance": js}, p)["clustering_tests"]
-    ref = group_permutation_test(d, k // 3, n_permutations=199, seed=3)
-    row = out.iloc[0]
-    assert row["p_value"] == pytest.approx(ref.p_value) and row["within_mean"] == pytest.approx(0.1)
-    assert row["between_mean"] == pytest.approx(0.4) and bool(row["reject"]) == (ref.p_value < 0.05)
-    both = analysis_tests([], {"clustering": {"js_distance": js}}, p)
-    assert list(both) == ["clustering"] and "clustering_tests" in both["clustering"]
+def test_finish_analyses_runs_the_hypotheses_then_the_finish_step():
+    """The declared hypotheses' table exists before the analysis' finish step, which sees it and adds its own."""
+    from headstats.analyses import ANALYSES, register_analysis
+    from headstats.engine.collector import Collector
+
+    seen = []
+
+    def finish(tables, protocol):
+        seen.append(sorted(tables))
+        return {"summary": pd.DataFrame({"n_rejected": [int(tables["mine_tests"]["reject"].sum())]})}
+
+    register_analysis("mine", Collector, finish=finish)
+    try:
+        values = np.full((10, 1, 1, 1), 0.9, np.float32) + np.linspace(0, 0.05, 10)[:, None, None, None]
+        job = Job(object, ("m",), "a", name="mine")
+        job.collector = FakeCollector(MeasureArray("m", "a", [str(i) for i in range(10)], ("v",), values.astype(np.float32)),
+                                      [{"name": "high", "measure": "v", "threshold": 0.5}])
+        own = pd.DataFrame({"x": [1]})
+        out = finish_analyses([job], {"mine": {"mine": own}, "clustering": {}}, protocol())
+        assert seen == [["mine", "mine_tests"]] and out["mine"]["mine"] is own
+        assert out["mine"]["summary"]["n_rejected"].item() == 1
+        assert list(out["clustering"]) == ["clustering_tests"] and out["clustering"]["clustering_tests"].empty
+    finally:
+        ANALYSES.unregister("mine")

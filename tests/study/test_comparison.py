@@ -67,41 +67,23 @@ def test_models_with_different_tokenizers_are_refused_before_scoring(tmp_path, t
     assert not out.exists()
 
 
-def test_a_comparison_study_loads_each_model_once_and_runs_each_batch_once(tmp_path, tiny_model_dir, monkeypatch):
-    """Two models, two data sets, batches of 4: exactly one load per model and one forward per (model, batch)."""
-    from collections import Counter
-
-    from headstats.engine import forward as extraction
-    from headstats.model import loading as models
-    from headstats.study.run import run_study
-
+def comparison_case(tmp_path: Path, tiny_model_dir: Path):
+    """Two models, two data sets, batches of 4: 15 pairs and 10 singles."""
     other = build_tiny_bert(tmp_path / "other", seed=1)
-    loads, forwards = Counter(), Counter()
-    real_load, real_forward = models.load_model, extraction.forward_attentions
-
-    def load(spec, **kwargs):
-        loads[spec] += 1
-        return real_load(spec, **kwargs)
-
-    def forward(loaded, batch):
-        forwards[loaded.name] += 1
-        return real_forward(loaded, batch)
-
-    monkeypatch.setattr(models, "load_model", load)
-    monkeypatch.setattr(extraction, "forward_attentions", forward)
     path = compare_protocol(tmp_path, tiny_model_dir, other)
     protocol = yaml.safe_load(path.read_text())
     protocol["datasets"].append({"name": "singles", "path": str(DEMO / "sentences.txt"), "limit": 10})
     protocol["scoring"] = {"batch_size": 4}
     path.write_text(yaml.safe_dump(protocol))
-    result = run_study(load_protocol(path), tmp_path / "out")
-    assert loads == {str(tiny_model_dir): 1, str(other): 1}
-    assert forwards == {"base": 4 + 3, "other": 4 + 3}  # 15 pairs and 10 singles in batches of 4
-    similarity = result.tables["compare_similarity"]
-    assert set(similarity["dataset"]) == {"pairs", "singles"}
-    assert similarity.groupby("dataset")["n"].max().to_dict() == {"pairs": 15, "singles": 10}
-    mass = result.tables["compare_special_mass"]
-    assert set(mass["model"]) == {"base", "other"} and len(mass) == 2 * 2 * 4 * 3
+
+    def check(result, protocol):
+        similarity = result.tables["compare_similarity"]
+        assert set(similarity["dataset"]) == {"pairs", "singles"}
+        assert similarity.groupby("dataset")["n"].max().to_dict() == {"pairs": 15, "singles": 10}
+        mass = result.tables["compare_special_mass"]
+        assert set(mass["model"]) == {"base", "other"} and len(mass) == 2 * 2 * 4 * 3
+
+    return path, [tiny_model_dir, other], {"base": 4 + 3, "other": 4 + 3}, check
 
 
 def seeds_protocol(folder: Path, base: Path, seeds: list[Path]) -> Path:
@@ -119,16 +101,51 @@ def seeds_protocol(folder: Path, base: Path, seeds: list[Path]) -> Path:
     return path
 
 
-def test_seeds_as_replicates_one_load_and_one_pass_per_model(tmp_path, tiny_model_dir, monkeypatch):
-    """A replicate group of three seeds: each model loaded once, each batch through each model once; the
-    seed-level tables hold the mean over seeds of each seed's paired change, and seed-to-seed distances."""
+def seeds_case(tmp_path: Path, tiny_model_dir: Path):
+    """A replicate group of three seeds, 15 pairs in batches of 4; the seed-level tables hold the mean over seeds
+    of each seed's paired change, and seed-to-seed distances."""
+    seeds = [build_tiny_bert(tmp_path / f"s{i}", seed=10 + i) for i in range(3)]
+
+    def check(result, protocol):
+        assert protocol.compare[0].finetuned == ["ft-s0", "ft-s1", "ft-s2"]
+        scores = result.scores_frame()
+        changes = result.tables["compare_seed_changes"]
+        assert len(changes) == 4 * 10 and set(changes["group"]) == {"ft"}
+        row = changes[(changes.role == "local") & (changes.layer == 1) & (changes["head"] == 0)].iloc[0]
+        one = scores[(scores.role == "local") & (scores.layer == 1) & (scores["head"] == 0)]
+        before = one[one.model == "base"].set_index("sentence_id").score
+        per_seed = [(one[one.model == f"ft-s{i}"].set_index("sentence_id").score - before).mean() for i in range(3)]
+        from scipy import stats as sps
+
+        ref = sps.ttest_1samp(per_seed, 0.0)
+        assert row["mean_change"] == pytest.approx(sum(per_seed) / 3)
+        assert row["statistic"] == pytest.approx(ref.statistic) and row["p_unc"] == pytest.approx(ref.pvalue)
+        assert row["signflip_floor"] == pytest.approx(0.25) and row["n_seeds"] == 3
+        # seed-to-seed similarity pairs are collected in the same pass, and kept out of the base comparison
+        distance = result.tables["compare_seed_distance"]
+        assert len(distance) == 4 and distance["cos_seed_seed"].between(0, 1).all()
+        assert set(result.tables["compare_similarity"]["model_a"]) == {"base"}
+        claims = result.tables["compare_claims"]
+        assert {"later layers change most", "attention to [SEP] falls and spreads to the other tokens",
+                "delimiter heads are lost", "syntactic heads are gained"} <= set(claims["claim"])
+        report = (tmp_path / "out" / "report.md").read_text()
+        assert "beyond seed noise" in report
+
+    return (seeds_protocol(tmp_path, tiny_model_dir, seeds), [tiny_model_dir, *seeds],
+            {name: 4 for name in ["base", "ft-s0", "ft-s1", "ft-s2"]}, check)
+
+
+@pytest.mark.parametrize("case", [comparison_case, seeds_case], ids=["comparison", "seeds"])
+def test_each_model_is_loaded_once_and_each_batch_runs_once_through_it(case, tmp_path, tiny_model_dir, monkeypatch):
+    """Every model of a study (compared pairs, replicate seeds) is loaded once, and each batch goes through each
+    model once, whatever the number of data sets and collectors."""
     from collections import Counter
 
     from headstats.engine import forward as extraction
     from headstats.model import loading as models
     from headstats.study.run import run_study
 
-    seeds = [build_tiny_bert(tmp_path / f"s{i}", seed=10 + i) for i in range(3)]
+    path, model_dirs, expected_forwards, check = case(tmp_path, tiny_model_dir)
     loads, forwards = Counter(), Counter()
     real_load, real_forward = models.load_model, extraction.forward_attentions
 
@@ -142,31 +159,8 @@ def test_seeds_as_replicates_one_load_and_one_pass_per_model(tmp_path, tiny_mode
 
     monkeypatch.setattr(models, "load_model", load)
     monkeypatch.setattr(extraction, "forward_attentions", forward)
-    protocol = load_protocol(seeds_protocol(tmp_path, tiny_model_dir, seeds))
-    assert protocol.compare[0].finetuned == ["ft-s0", "ft-s1", "ft-s2"]
+    protocol = load_protocol(path)
     result = run_study(protocol, tmp_path / "out")
-    assert loads == {str(p): 1 for p in [tiny_model_dir, *seeds]}
-    assert forwards == {name: 4 for name in ["base", "ft-s0", "ft-s1", "ft-s2"]}  # 15 pairs, batches of 4
-
-    scores = result.scores_frame()
-    changes = result.tables["compare_seed_changes"]
-    assert len(changes) == 4 * 10 and set(changes["group"]) == {"ft"}
-    row = changes[(changes.role == "local") & (changes.layer == 1) & (changes["head"] == 0)].iloc[0]
-    one = scores[(scores.role == "local") & (scores.layer == 1) & (scores["head"] == 0)]
-    before = one[one.model == "base"].set_index("sentence_id").score
-    per_seed = [(one[one.model == f"ft-s{i}"].set_index("sentence_id").score - before).mean() for i in range(3)]
-    from scipy import stats as sps
-
-    ref = sps.ttest_1samp(per_seed, 0.0)
-    assert row["mean_change"] == pytest.approx(sum(per_seed) / 3)
-    assert row["statistic"] == pytest.approx(ref.statistic) and row["p_unc"] == pytest.approx(ref.pvalue)
-    assert row["signflip_floor"] == pytest.approx(0.25) and row["n_seeds"] == 3
-    # seed-to-seed similarity pairs are collected in the same pass, and kept out of the base comparison
-    distance = result.tables["compare_seed_distance"]
-    assert len(distance) == 4 and distance["cos_seed_seed"].between(0, 1).all()
-    assert set(result.tables["compare_similarity"]["model_a"]) == {"base"}
-    claims = result.tables["compare_claims"]
-    assert {"later layers change most", "attention to [SEP] falls and spreads to the other tokens",
-            "delimiter heads are lost", "syntactic heads are gained"} <= set(claims["claim"])
-    report = (tmp_path / "out" / "report.md").read_text()
-    assert "beyond seed noise" in report
+    assert loads == {str(p): 1 for p in model_dirs}
+    assert forwards == expected_forwards
+    check(result, protocol)

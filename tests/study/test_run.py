@@ -138,3 +138,73 @@ def test_fine_tuning_progress_draws_steps_and_logs_every_tenth():
     assert events[0] == ("open", "fine-tuning sst2-ft (steps)", 20) and events[-1] == ("close",)
     assert events.count(("advance", 1)) == 20 and ("status", "loss 0.500") in events
     assert len(lines) == 10 and lines[0].startswith("fine-tuning sst2-ft: step 2/20 (10%), loss 0.500")
+
+
+OUTSIDE_ANALYSIS = '''
+"""An analysis written outside headstats: mean attention on the first position, per head."""
+import pandas as pd
+
+from headstats.analyses import register_analysis
+from headstats.engine.collector import Collector, Moments
+
+
+class FirstMass(Collector):
+    def __init__(self, context):
+        super().__init__(context)
+        self._state = Moments.zeros((context.n_layers, context.n_heads))
+
+    def update(self, view):
+        attn = view.masked_attention.double()
+        n = view.real.sum(-1).double()[:, None, None]
+        self._state.add((attn[..., 0].sum(-1) / n).numpy())
+
+    @classmethod
+    def merge(cls, states):
+        return Moments.combine(states)
+
+    def tables(self):
+        m = self._state
+        return {"first_mass": self.context.head_frame(model=self.context.model, dataset=self.context.dataset,
+                                                      n=m.n, mass_mean=m.mean_or_nan)}
+
+
+def finish(tables, protocol):
+    frame = tables["first_mass"]
+    return {"first_mass_top": frame.nlargest(1, "mass_mean")[["layer", "head", "mass_mean"]]}
+
+
+def section(report, root, tables):
+    top = tables["first_mass_top"].iloc[0]
+    report.heading("First-position mass (outside)")
+    report.text(f"Head {int(top['layer'])}-{int(top['head'])} puts the most mass on the first position.")
+
+
+register_analysis("first_mass_outside", FirstMass, finish=finish, report=section, description="mass on position 0")
+'''
+
+
+def test_an_analysis_registered_outside_the_package_runs_with_its_finish_and_section(tmp_path, tiny_model_dir,
+                                                                                    monkeypatch):
+    """Adding an analysis needs nothing but its module: no registry, runner, protocol or report edit."""
+    import importlib
+
+    from headstats.analyses import ANALYSES
+
+    (tmp_path / "outside_analysis.py").write_text(OUTSIDE_ANALYSIS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("outside_analysis")
+    try:
+        text = yaml.safe_load(_protocol(tmp_path, tiny_model_dir, ["local"]).read_text())
+        path = tmp_path / "outside.yaml"
+        path.write_text(yaml.safe_dump({**text, "analyses": ["first_mass_outside"]}))
+        result = run_study(load_protocol(path), tmp_path / "out")
+        table = pd.read_csv(result.out / "first_mass.csv")
+        assert len(table) == 4 and (table["n"] == 12).all() and table["mass_mean"].between(0, 1).all()
+        top = pd.read_csv(result.out / "first_mass_top.csv").iloc[0]
+        best = table.loc[table["mass_mean"].idxmax()]
+        assert (top["layer"], top["head"]) == (best["layer"], best["head"])
+        report = (result.out / "report.md").read_text()
+        assert "## First-position mass (outside)" in report
+        assert f"Head {int(best['layer'])}-{int(best['head'])} puts the most mass on the first position." in report
+    finally:
+        ANALYSES.unregister("first_mass_outside")

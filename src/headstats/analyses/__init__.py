@@ -1,20 +1,32 @@
-"""Analyses: collectors registered by name, with their metadata and report section.
+"""Analyses: collectors registered by name, with what the study does after the pass and their report section.
 
-An analysis is one module of this package that defines a :class:`~headstats.engine.collector.Collector` and
-registers it::
+Adding an analysis is one module of this package (or of your own code), its test, and its report section::
 
     from headstats.analyses import register_analysis
 
-    register_analysis("entropy", EntropyCollector, description="...", report=entropy_section)
+    register_analysis("distance", AttentionDistance, description="...",
+                      finish="headstats.stats.mine:finish_distance",                            # optional
+                      report="headstats.report.sections.distance_section:distance_section")     # optional
 
-Every module of this package is imported the first time the registry is asked for a name, so adding an
-analysis means adding its module (and its test): nothing else names it. A protocol then enables it with
-``analyses: [entropy]``; the study runs it over every model and data set in the same forward passes as the
-role scores, writes each of its tables as ``<table>.csv`` and adds its report section. Analyses defined
-outside the package are registered the same way, from Python, before the study runs.
+Every module of this package is imported the first time the registry is asked for a name, so nothing else
+names it: no registry, runner, protocol or report edit. A protocol enables it with ``analyses: [distance]``;
+the study runs its collector over every model and data set in the same forward passes as the role scores,
+concatenates each of its ``tables()`` over models and data sets, then, in this order:
 
-Built-in entries: ``role_scores`` (the sieve bias scores, always run), ``special_mass`` and ``similarity``
-(used by comparisons), and ``entropy`` (an example of a protocol-selected analysis).
+1. **declared hypotheses** (generic, for per-input measures): a collector whose ``result()`` is a
+   :class:`~headstats.measures.MeasureArray` (a :class:`~headstats.engine.collector.PerInputCollector`) and
+   that has a ``hypotheses()`` method (mappings ``name, measure, threshold, layers``) gets each hypothesis
+   tested one-sided per head with the protocol's statistics, as the table ``<analysis>_tests``
+   (:mod:`headstats.study.analysis_tests`);
+2. **finish** (:attr:`AnalysisSpec.finish`): ``finish(tables, protocol) -> {name: frame}`` gets the
+   analysis' tables (with ``<analysis>_tests`` if any) and returns the tables to add or replace, merged into
+   them: the place for intervals, tests and corrections (which live in the statistics layer above this one,
+   hence the ``"module:function"`` reference);
+3. every table is written as ``<table>.csv``, and **report** (:attr:`AnalysisSpec.report`) adds the
+   analysis' section to the report from the same tables (sections live in :mod:`headstats.report.sections`).
+
+Analyses defined outside the package are registered the same way, from Python, before the study runs; their
+``finish`` and ``report`` may be plain callables.
 """
 
 from __future__ import annotations
@@ -31,6 +43,8 @@ from headstats.registry import Registry
 #: ``report(report, root, tables)``: add a section to a :class:`headstats.report.blocks.Report` from the analysis'
 #: tables (name -> frame concatenated over models and data sets); figures go under ``root / "figures"``.
 ReportSection = Callable[[Any, Path, Mapping[str, Any]], None]
+#: ``finish(tables, protocol) -> {name: frame}``: the tables to add to or replace in the analysis' tables.
+Finish = Callable[[Mapping[str, Any], Any], Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -47,17 +61,19 @@ class AnalysisSpec:
     description : str
     report : callable or str, optional
         Its report section (see :data:`ReportSection`), or the ``"module:function"`` reference of one: a
-        section that draws figures lives in the report layer, which this layer may not import, so it is named
-        and imported only when the report is built.
+        section that draws figures lives in the report layer (:mod:`headstats.report.sections`), which this
+        layer may not import, so it is named and imported only when the report is built.
     selectable : bool
         Whether a protocol may name it in ``analyses:`` (built-ins that the study runs by itself are not).
     options : pydantic model class, optional
         The schema of the analysis' options (``analysis_options: {name: {...}}`` in a protocol), checked
         before any model loads; the collector reads them with :func:`analysis_options`.
-    finish : str, optional
-        ``"module:function"`` of ``finish(tables, protocol) -> tables``, run by the study on the tables
-        concatenated over models and data sets before they are written: the place for tests and corrections,
-        which live in the statistics layer above this one.
+    finish : callable or str, optional
+        ``finish(tables, protocol) -> {name: frame}`` (see :data:`Finish`), or its ``"module:function"``
+        reference: run by the study on the analysis' tables concatenated over models and data sets (with its
+        declared hypotheses' ``<analysis>_tests``) before they are written; the tables it returns are added to
+        them, replacing those of the same name. The place for intervals, tests and corrections, which live in
+        the statistics layer above this one.
     """
 
     name: str
@@ -66,15 +82,20 @@ class AnalysisSpec:
     report: ReportSection | str | None = None
     selectable: bool = True
     options: Any = None
-    finish: str | None = None
+    finish: Finish | str | None = None
 
     def report_section(self) -> ReportSection | None:
         """The report section, imported if it was named by reference."""
         return resolve(self.report) if isinstance(self.report, str) else self.report
 
-    def finisher(self) -> Callable[..., Any] | None:
-        """The ``finish`` function, imported, or None."""
-        return None if self.finish is None else resolve(self.finish)
+    def finisher(self) -> Finish | None:
+        """The ``finish`` function, imported if it was named by reference, or None."""
+        return resolve(self.finish) if isinstance(self.finish, str) else self.finish
+
+    def finished(self, tables: Mapping[str, Any], protocol: Any) -> dict[str, Any]:
+        """``tables`` with what :attr:`finish` returns added (replacing tables of the same name)."""
+        finish = self.finisher()
+        return dict(tables) if finish is None else {**tables, **finish(tables, protocol)}
 
 
 def resolve(reference: str) -> Callable[..., Any]:
@@ -93,7 +114,7 @@ _discovered = False
 
 def register_analysis(name: str, collector: Callable[..., Any], *, description: str = "",
                       report: ReportSection | str | None = None, selectable: bool = True,
-                      options: Any = None, finish: str | None = None,
+                      options: Any = None, finish: Finish | str | None = None,
                       overwrite: bool = False) -> AnalysisSpec:
     """Register an analysis under ``name`` (see :class:`AnalysisSpec`); returns its spec."""
     if not name.replace("_", "").isalnum():

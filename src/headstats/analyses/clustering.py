@@ -20,8 +20,8 @@ Tables:
   dominant behaviour from its surface measures (:func:`headstats.analyses.surface.dominant_behaviour`),
   computed in the same pass on the same inputs. Embeddings are defined up to rotation and reflection.
 
-Whether the heads of one layer sit together is tested by the study (a permutation test of within- against
-between-layer divergence: :func:`headstats.stats.grouping.group_permutation_test`), in
+Whether the heads of one layer sit together is tested by the analysis' ``finish`` step (a permutation test of
+within- against between-layer divergence: :func:`headstats.stats.grouping.finish_clustering`), in
 ``clustering_tests.csv``.
 """
 
@@ -184,6 +184,7 @@ def mds_embedding(distance: np.ndarray, *, seed: int = 0, dimensions: int = 2) -
     return points, float(mds.stress_)
 
 
-register_analysis("clustering", HeadClustering,
+register_analysis("clustering", HeadClustering, finish="headstats.stats.grouping:finish_clustering",
+                  report="headstats.report.sections.clustering_section:clustering_section",
                   description="Jensen-Shannon divergence between every pair of heads, metric MDS to two dimensions "
                               "and a test of whether heads of one layer sit together (Clark et al. 2019)")

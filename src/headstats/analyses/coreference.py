@@ -149,7 +149,7 @@ class AntecedentSelection(Collector):
 
 register_analysis(
     "coreference", AntecedentSelection, finish="headstats.stats.accuracy:finish_coreference",
-    report="headstats.report.clark_sections:coreference_section",
+    report="headstats.report.sections.coreference_section:coreference_section",
     description="antecedent selection accuracy of every head against nearest-mention and same-head-word baselines "
                 "(Clark et al. 2019)",
 )

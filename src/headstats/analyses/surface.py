@@ -39,9 +39,8 @@ import torch
 
 from headstats.analyses import register_analysis
 from headstats.analyses.entropy import entropy_of
-from headstats.analyses.role_scores import ScoreState
 from headstats.engine.batch import BatchView
-from headstats.engine.collector import Collector, Context
+from headstats.engine.collector import Context, PerInputCollector
 from headstats.measures import MeasureArray
 from headstats.analyses.surface_measures import (  # the names, importable without torch (for the protocol)
     DEFAULT_HYPOTHESES,
@@ -142,7 +141,7 @@ def _surface_of(view: BatchView, punct_ids: Sequence[int]) -> torch.Tensor:
                         entropy.to(dtype), entropy_cls.to(dtype), uniform, ratio, *cols], dim=-1)
 
 
-class SurfacePatterns(Collector):
+class SurfacePatterns(PerInputCollector):
     """Per-input surface measures of every head (:func:`surface_of`), in data-set order.
 
     Options (``context.options``): ``punct_ids`` (the pieces counted as punctuation; default: "." and ","
@@ -151,11 +150,8 @@ class SurfacePatterns(Collector):
     """
 
     def __init__(self, context: Context) -> None:
-        super().__init__(context)
-        options = context.options
-        self._punct = options.get("punct_ids")
-        self._state = ScoreState.empty(context.n_layers, context.n_heads, SURFACE_MEASURES)
-        self._blocks: list[ScoreState] = []
+        super().__init__(context, SURFACE_MEASURES)
+        self._punct = context.options.get("punct_ids")
 
     @property
     def punct_ids(self) -> tuple[int, ...]:
@@ -164,31 +160,10 @@ class SurfacePatterns(Collector):
         return tuple(self._punct)
 
     def update(self, view: BatchView) -> None:
-        values = surface_of(view, self.punct_ids).cpu().numpy().astype(np.float32)
-        ids = np.empty(view.size, dtype=object)
-        ids[:] = view.sentence_ids
-        self._blocks.append(ScoreState(view.index.copy(), ids, values, SURFACE_MEASURES))
+        self.keep(view, surface_of(view, self.punct_ids))
 
-    def state(self) -> ScoreState:
-        if self._blocks:
-            self._state = ScoreState.join([self._state, *self._blocks])
-            self._blocks = []
-        return self._state
-
-    def load_state(self, state: ScoreState) -> None:
-        self._blocks = []
-        self._state = state
-
-    @classmethod
-    def merge(cls, states: Sequence[ScoreState]) -> ScoreState:
-        return ScoreState.join(states)
-
-    def result(self) -> MeasureArray:
-        """The per-input measures ``(inputs, layers, heads, SURFACE_MEASURES)`` in data-set order."""
-        state = self.state()
-        return MeasureArray(self.context.model, self.context.dataset, state.sentence_ids, state.roles,
-                            state.values, provenance={"model": self.context.provenance.get(self.context.model, {}),
-                                                      "punct_ids": list(self.punct_ids)})
+    def provenance(self) -> dict[str, Any]:
+        return {**super().provenance(), "punct_ids": list(self.punct_ids)}
 
     def hypotheses(self) -> list[dict]:
         """The hypotheses to test on :meth:`result` (see :func:`headstats.stats.hypotheses.test_measures`)."""
@@ -241,5 +216,6 @@ def dominant_behaviour(surface: pd.DataFrame, *, threshold: float = 0.5, broad: 
 
 
 register_analysis("surface", SurfacePatterns,
+                  report="headstats.report.sections.surface_section:surface_section",
                   description="attention to previous/same/next token, [CLS], [SEP], punctuation, and entropy per "
                               "head, per input, with one-sided tests of declared hypotheses (Clark et al. 2019)")

@@ -8,7 +8,6 @@ traceback; nothing is left half-written. Ctrl-C and SIGTERM stop a command with 
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
 import sys
@@ -22,6 +21,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from headstats.errors import HeadstatsError
+from headstats.folders import write_error_reason
 
 
 class _FlagsAsFlags:
@@ -118,26 +118,13 @@ class _CommandState:
         return f"{how}; nothing was written to {self.out}"
 
 
-#: errno -> (what happened, the fix) for the OSErrors that mean "cannot write there".
-_WRITE_ERRORS = {
-    errno.ENOSPC: ("no space left on device", "free some space or choose another --out"),
-    errno.EDQUOT: ("disk quota exceeded", "free some space or choose another --out"),
-    errno.EROFS: ("read-only file system", "choose another --out on a writable disk"),
-    errno.EACCES: ("permission denied", "choose another --out or fix the folder's permissions"),
-}
-_WRITE_ERROR_TEXTS = {"no space left on device": errno.ENOSPC, "disk quota exceeded": errno.EDQUOT,
-                      "read-only file system": errno.EROFS, "permission denied": errno.EACCES}
-
-
 def _write_error_message(exc: OSError, command: _CommandState) -> str | None:
-    """One line for an OSError that means a full, read-only or forbidden disk; None for any other."""
-    code = exc.errno
-    if code not in _WRITE_ERRORS:  # pyarrow and others raise OSError with the reason only in the text
-        text = str(exc).lower()
-        code = next((c for t, c in _WRITE_ERROR_TEXTS.items() if t in text), None)
-    if code is None:
+    """One line for an OSError that means a full, read-only or forbidden disk, else None (the reasons and fixes:
+    :func:`headstats.folders.write_error_reason`)."""
+    known = write_error_reason(exc)
+    if known is None:
         return None
-    reason, fix = _WRITE_ERRORS[code]
+    reason, fix = known
     path = exc.filename or command.out
     where = f" at {path}" if path is not None else ""
     nothing = f" (nothing was written to {command.out})" if command.out is not None and not command.written else ""

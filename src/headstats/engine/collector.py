@@ -11,6 +11,11 @@ per-input measures), never attention. At the end:
 - :meth:`Collector.tables` gives tidy tables (and :meth:`Collector.result` the collector's main result, e.g.
   a :class:`~headstats.measures.MeasureArray`).
 
+A :class:`PerInputCollector` keeps one row of measures per input (``(inputs, layers, heads, measures)``,
+float32, in data-set order: a :class:`ScoreState`) and returns them as a MeasureArray; its subclasses only
+compute a batch's values and pass them to :meth:`PerInputCollector.keep`. Per-input values are what the
+study's one-sided tests need (declared ``hypotheses()``, see :mod:`headstats.study.analysis_tests`).
+
 :class:`Moments` is the state of the mean-and-spread collectors: counts, means and sums of squared
 deviations per cell, merged exactly with the pairwise formula of Chan, Golub and LeVeque (1979).
 """
@@ -25,6 +30,8 @@ import numpy as np
 import pandas as pd
 
 from headstats.engine.batch import BatchView
+from headstats.errors import IncompatibleResultsError
+from headstats.measures import MeasureArray
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,125 @@ class Collector(ABC):
     def result(self) -> Any:
         """The collector's main result (default: its tables)."""
         return self.tables()
+
+
+@dataclass
+class ScoreState:
+    """Per-input measures (scores) of one model on (part of) one data set: the state of a :class:`PerInputCollector`.
+
+    Attributes
+    ----------
+    index : ndarray of int64, shape (N,)
+        Each input's position in its data set (file order); the rows are sorted by it.
+    sentence_ids : ndarray of object, shape (N,)
+    values : ndarray of float32, shape (N, L, H, R)
+    roles : tuple of str
+        The measures' names (the roles, for the role scores).
+    ceilings : ndarray of float32, shape (N, R)
+        Each input's ceiling per role (METHODS 1.6), computed in the same pass as the scores.
+    """
+
+    index: np.ndarray
+    sentence_ids: np.ndarray
+    values: np.ndarray
+    roles: tuple[str, ...]
+    ceilings: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.ceilings is None:
+            self.ceilings = np.full((self.values.shape[0], len(self.roles)), np.nan, np.float32)
+
+    @classmethod
+    def empty(cls, n_layers: int, n_heads: int, roles: Sequence[str]) -> "ScoreState":
+        return cls(np.zeros(0, np.int64), np.zeros(0, object),
+                   np.zeros((0, n_layers, n_heads, len(roles)), np.float32), tuple(roles),
+                   np.zeros((0, len(roles)), np.float32))
+
+    @classmethod
+    def join(cls, parts: Sequence["ScoreState"]) -> "ScoreState":
+        """Rows of every part, sorted by position in the data set; positions must not repeat."""
+        if not parts:
+            raise ValueError("nothing to join")
+        roles = parts[0].roles
+        shape = parts[0].values.shape[1:]
+        for part in parts[1:]:
+            if part.roles != roles or part.values.shape[1:] != shape:
+                raise IncompatibleResultsError(
+                    f"cannot merge scores of roles {part.roles} / shape {part.values.shape[1:]} with roles {roles} / "
+                    f"shape {shape}; merge results scored with the same options and model"
+                )
+        index = np.concatenate([p.index for p in parts])
+        order = np.argsort(index, kind="stable")
+        index = index[order]
+        if index.size > 1 and (np.diff(index) == 0).any():
+            raise IncompatibleResultsError("the merged scores hold an input twice; merge disjoint shards only")
+        ids = np.concatenate([p.sentence_ids for p in parts])[order]
+        destination = np.empty_like(order)
+        destination[order] = np.arange(order.size)
+        values = np.empty((order.size, *shape), dtype=np.float32)  # filled part by part: no second copy
+        start = 0
+        for part in parts:
+            values[destination[start:start + len(part.index)]] = part.values
+            start += len(part.index)
+        ceilings = np.concatenate([p.ceilings for p in parts])[order]
+        return cls(index, ids, values, roles, ceilings)
+
+
+class PerInputCollector(Collector):
+    """A collector that keeps every input's measures per (layer, head), in data-set order.
+
+    Subclasses pass ``measures`` (the names of the last axis) to ``__init__``, compute each batch's
+    ``(B, L, H, M)`` values in :meth:`update` and hand them to :meth:`keep`; :meth:`result` is the
+    :class:`~headstats.measures.MeasureArray` of every input kept, with :meth:`provenance` attached. Batches are
+    kept as blocks and joined (sorted by position) only when the state is asked for.
+    """
+
+    #: Whether :meth:`result` carries each input's ceilings (the role scores' METHODS 1.6).
+    keeps_ceilings: ClassVar[bool] = False
+
+    def __init__(self, context: Context, measures: Sequence[str]) -> None:
+        super().__init__(context)
+        self.measures = tuple(measures)
+        self._state = ScoreState.empty(context.n_layers, context.n_heads, self.measures)
+        self._blocks: list[ScoreState] = []
+
+    def keep(self, view: BatchView, values: Any, ceilings: Any = None) -> None:
+        """Keep one batch's ``(B, L, H, M)`` values (a tensor or an array), and optionally ``(B, M)`` ceilings."""
+        ids = np.empty(view.size, dtype=object)
+        ids[:] = view.sentence_ids
+        self._blocks.append(ScoreState(view.index.copy(), ids, _numpy32(values), self.measures,
+                                       None if ceilings is None else _numpy32(ceilings)))
+
+    def state(self) -> ScoreState:
+        if self._blocks:
+            self._state = ScoreState.join([self._state, *self._blocks])
+            self._blocks = []
+        return self._state
+
+    def load_state(self, state: ScoreState) -> None:
+        self._blocks = []
+        self._state = state
+
+    @classmethod
+    def merge(cls, states: Sequence[ScoreState]) -> ScoreState:
+        return ScoreState.join(states)
+
+    def provenance(self) -> dict[str, Any]:
+        """What :meth:`result` carries (default: the model's provenance)."""
+        return {"model": self.context.provenance.get(self.context.model, {})}
+
+    def result(self) -> MeasureArray:
+        """The measures as ``(inputs, layers, heads, measures)`` in data-set order."""
+        state = self.state()
+        return MeasureArray(self.context.model, self.context.dataset, state.sentence_ids, state.roles, state.values,
+                            provenance=self.provenance(), ceilings=state.ceilings if self.keeps_ceilings else None)
+
+
+def _numpy32(values: Any) -> np.ndarray:
+    """A float32 numpy copy of a tensor or an array."""
+    if hasattr(values, "detach"):
+        values = values.detach().cpu().numpy()
+    return np.asarray(values, dtype=np.float32)
 
 
 class PairCollector(Collector):

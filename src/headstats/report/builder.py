@@ -569,14 +569,14 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
 
 
 def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, pd.DataFrame]]) -> dict[str, str]:
-    """The section of each analysis of the protocol (its registered ``report`` hook); returns table -> what."""
+    """The section of each analysis of the protocol (the ``report`` of its registry entry, see
+    :mod:`headstats.report.sections`); returns table -> what."""
     from headstats.analyses import get_analysis
-    from headstats.report.sections import report_section
 
     files = {}
     for name, tables in analyses.items():
         spec = get_analysis(name)
-        section = report_section(name) or spec.report_section()
+        section = spec.report_section()
         if section is not None:
             section(report, root, tables)
         files.update({table: spec.description for table in tables})

@@ -151,13 +151,14 @@ def _relation_row(cell: pd.DataFrame, *, selection: str) -> dict[str, Any]:
 
 def finish_dependency(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``dependency`` analysis: intervals on every head's accuracy and
-    ``dependency_table`` (:func:`dependency_table`) with the protocol's correction, alpha and confidence."""
+    ``dependency_table`` (:func:`dependency_table`) with the protocol's correction, alpha and confidence.
+    Returns the tables to add or replace (``dependency_heads``, ``dependency_table``)."""
     from headstats.analyses.clark_options import DependencyOptions
 
     given = (getattr(protocol, "analysis_options", None) or {}).get("dependency", {})
     options = DependencyOptions.model_validate(given)
     st = protocol.statistics
-    out = dict(tables)
+    out: dict[str, pd.DataFrame] = {}
     heads = tables["dependency_heads"].copy()
     heads["ci_low"], heads["ci_high"] = proportion_interval(heads["correct"], heads["n"], confidence=st.confidence)
     out["dependency_heads"] = heads
@@ -201,9 +202,10 @@ def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: f
 
 
 def finish_coreference(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
-    """The study's ``finish`` step of the ``coreference`` analysis: Wilson intervals and the head tests."""
+    """The study's ``finish`` step of the ``coreference`` analysis: Wilson intervals and the head tests.
+    Returns the tables to add or replace (``coreference``, ``coreference_tests``)."""
     st = protocol.statistics
-    out = dict(tables)
+    out: dict[str, pd.DataFrame] = {}
     table = tables["coreference"].copy()
     table["ci_low"], table["ci_high"] = proportion_interval(table["correct"], table["n"], confidence=st.confidence)
     out["coreference"] = table
@@ -215,9 +217,9 @@ def finish_probes(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str
     """The study's ``finish`` step of the ``probing`` analysis: Wilson intervals of each UAS, and McNemar's exact
     one-sided test of each probe against each baseline on the same held-out words (``p_vs_<baseline>``,
     uncorrected: a handful of planned comparisons; ``p_corr_vs_<baseline>`` Holm-corrected over the probes of
-    one model and data set with the protocol's correction)."""
+    one model and data set with the protocol's correction). Returns the table to replace (``probes``)."""
     st = protocol.statistics
-    out = dict(tables)
+    out: dict[str, pd.DataFrame] = {}
     probes = tables["probes"].copy()
     probes["ci_low"], probes["ci_high"] = proportion_interval(probes["correct"], probes["n_words"],
                                                               confidence=st.confidence)

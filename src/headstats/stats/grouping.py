@@ -17,8 +17,10 @@ group sizes are fixed. The effect size reported beside it is ``W / B`` (below 1:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any, Mapping
 
 import numpy as np
+import pandas as pd
 
 from headstats.errors import HeadstatsError
 
@@ -113,3 +115,36 @@ def group_permutation_test(distance: np.ndarray, groups, *, n_permutations: int 
     p = (1 + exceed) / (n_permutations + 1)
     return GroupTestResult(float(w[0]), float(b[0]), observed, float(w[0] / b[0]) if b[0] else float("nan"), p,
                            int(n_permutations), int(seed), int(d.shape[0]), int(codes.max() + 1))
+
+
+#: Columns of ``clustering_tests.csv`` (:func:`finish_clustering`).
+CLUSTERING_TEST_COLUMNS = ["model", "dataset", "claim", "n_items", "n_groups", "within_mean", "between_mean",
+                           "statistic", "ratio", "p_value", "n_permutations", "seed", "alpha", "reject"]
+
+
+def finish_clustering(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+    """The study's ``finish`` step of the ``clustering`` analysis: ``clustering_tests``, per (model, data set),
+    heads of one layer against heads of different layers.
+
+    The JS divergence per query (``js_mean``) of same-layer pairs against different-layer pairs, one-sided
+    permutation test of the layer labels (:func:`group_permutation_test`), seeded by the protocol's seed,
+    ``clustering.n_permutations`` resamples; ``reject = p_value < alpha`` for each (model, data set)
+    separately (one test each, so no correction).
+    """
+    js = tables.get("js_distance")
+    if js is None or js.empty:
+        return {"clustering_tests": pd.DataFrame(columns=CLUSTERING_TEST_COLUMNS)}
+    n_perm = protocol.clustering.n_permutations if getattr(protocol, "clustering", None) else 9999
+    alpha = protocol.statistics.alpha
+    rows = []
+    for (model, dataset), part in js.groupby(["model", "dataset"], sort=False):
+        heads = int(part["head_a"].max()) + 1
+        k = int(np.sqrt(len(part)))
+        a = part["layer_a"].to_numpy() * heads + part["head_a"].to_numpy()
+        b = part["layer_b"].to_numpy() * heads + part["head_b"].to_numpy()
+        d = np.full((k, k), np.nan)
+        d[a, b] = part["js_mean"].to_numpy()
+        res = group_permutation_test(d, np.arange(k) // heads, n_permutations=n_perm, seed=protocol.seed)
+        rows.append({"model": model, "dataset": dataset, "claim": "heads of one layer sit together",
+                     **res.to_dict(), "alpha": alpha, "reject": bool(res.p_value < alpha)})
+    return {"clustering_tests": pd.DataFrame(rows)[CLUSTERING_TEST_COLUMNS]}

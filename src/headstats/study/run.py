@@ -567,15 +567,6 @@ def make_runner(protocol: Protocol, *, cache: Path | None, log: Log, progress: P
     return Runner(batch_size=sc.batch_size, max_length=sc.max_length, too_long=sc.too_long, progress=progress,
                   log=log, chunk_size=ex.chunk_size, cache=StateCache(cache) if cache is not None else None,
                   shard=shard, keep_chunks=keep_chunks, memory_budget=ex.memory_budget_mb << 20)
-def finish_tables(tables: dict[str, dict[str, pd.DataFrame]], protocol: Protocol) -> dict[str, dict[str, pd.DataFrame]]:
-    """Each analysis' tables through its registered ``finish`` step (tests and corrections), if it has one."""
-    from headstats.analyses import get_analysis
-
-    out = {}
-    for name, per in tables.items():
-        finish = get_analysis(name).finisher() if name in protocol.analyses else None
-        out[name] = finish(per, protocol) if finish is not None else per
-    return out
 
 
 def run_passes(
@@ -638,10 +629,8 @@ def assemble_passes(protocol: Protocol, jobs: list, passed: dict, data: dict[str
                 tables.setdefault(job.name, {}).setdefault(table, []).append(frame)
     joined = {name: {t: pd.concat(frames, ignore_index=True) for t, frames in per.items()}
               for name, per in tables.items()}
-    from headstats.study.analysis_tests import analysis_tests
+    from headstats.study.analysis_tests import finish_analyses
 
-    for name, extra in analysis_tests(jobs, joined, protocol).items():
-        joined.setdefault(name, {}).update(extra)
-    joined = finish_tables(joined, protocol)
+    joined = finish_analyses(jobs, joined, protocol)
     order = {m.name: provenance[m.name] for m in protocol.models if m.name in provenance}
     return StudyPasses(arrays, counts, order, joined, execution)

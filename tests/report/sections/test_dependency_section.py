@@ -5,12 +5,11 @@ from __future__ import annotations
 import pandas as pd
 
 from headstats.report.blocks import Report, render_markdown
+from headstats.report.sections.dependency_section import dependency_section
 from headstats.stats.accuracy import dependency_table
 
 
 def test_dependency_section_states_the_claim(tmp_path):
-    from headstats.report.clark_sections import dependency_section
-
     rows = []
     for relation, head_right in (("det", 90), ("amod", 52)):
         for head in (0, 1):

@@ -1,0 +1,84 @@
+"""Report section of the ``pictures`` analysis: per BertViz pattern, the head that shows it best as a heat map
+and a line view, then the offline interactive view of those heads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from headstats.plots import attention_plots
+from headstats.report.blocks import figure_tag, save_figure
+
+
+def _picture(maps: pd.DataFrame, tokens: pd.DataFrame, model: str, dataset: str, sentence_id: str, layer: int,
+             head: int) -> tuple[np.ndarray, list[str], np.ndarray]:
+    tok = tokens[(tokens["model"] == model) & (tokens["dataset"] == dataset)
+                 & (tokens["sentence_id"].astype(str) == str(sentence_id))].sort_values("position")
+    m = maps[(maps["model"] == model) & (maps["dataset"] == dataset) & (maps["sentence_id"].astype(str) == str(sentence_id))
+             & (maps["layer"] == layer) & (maps["head"] == head)]
+    n = len(tok)
+    index = pd.Index(tok["position"].to_numpy(int))
+    weights = np.zeros((n, n))
+    weights[index.get_indexer(m["query"].to_numpy(int)), index.get_indexer(m["key"].to_numpy(int))] = \
+        m["weight"].to_numpy(float)
+    return weights, tok["token"].astype(str).tolist(), tok["segment"].to_numpy(int)
+
+
+PATTERN_WORDS = {
+    "next_word": "attends to the next word", "previous_word": "attends to the previous word",
+    "identical_words": "attends to identical words elsewhere in the input",
+    "same_word_other_sentence": "attends to the same word in the other sentence",
+    "delimiters": "attends to the delimiters [CLS] and [SEP]", "broad": "attends broadly",
+}
+
+
+def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+    """The gallery of BertViz patterns: per pattern, a heat map and a line view; then the interactive view."""
+    gallery, maps, tokens = tables["gallery"], tables["attention_maps"], tables["attention_tokens"]
+    report.heading("Pictures of attention (BertViz patterns)")
+    report.text(
+        "For each of the six patterns BertViz shows, the head whose mean over all inputs of the matching "
+        "measure is largest (`gallery.csv`: next word `next`, previous word `prev`, identical words `same_token`, "
+        "the same word in the other sentence `same_token_other`, delimiters `cls + sep`, broad attention "
+        "`entropy_ratio`), drawn on the kept input where that head shows it most. Long inputs are drawn on the "
+        "first pieces of each sentence (protocol key `pictures.max_pieces`; weights to pieces not drawn are left "
+        "out); the maps drawn are in `attention_maps.csv` and `attention_tokens.csv`."
+    )
+    if gallery.empty:
+        report.text("No input was kept, so there is nothing to draw.")
+        return
+    report.table(gallery, "The head chosen for each pattern, its mean over inputs and the input shown.",
+                 csv="gallery.csv", fold=False)
+    views = []
+    for r in gallery.itertuples():
+        weights, toks, segment = _picture(maps, tokens, r.model, r.dataset, r.sentence_id, int(r.layer), int(r.head))
+        title = f"{r.pattern.replace('_', ' ')}: head {r.layer}-{r.head}, input {r.sentence_id}"
+        tag = figure_tag(r.model, r.dataset, r.pattern)
+        words = PATTERN_WORDS.get(r.pattern, r.pattern)
+        fig = attention_plots.attention_heatmap(weights, toks, title=title)
+        report.figure(save_figure(fig, root, f"attention_heatmap_{tag}"),
+                      f"Head {r.layer}-{r.head} of {r.model} ({r.dataset}, input {r.sentence_id}), which {words} "
+                      f"({r.measure} = {r.value:.2f} on this input, {r.mean:.2f} on average): each row is a query's "
+                      "attention over the keys.", alt=title)
+        fig = attention_plots.line_view(weights, toks, segment=segment, title=title)
+        report.figure(save_figure(fig, root, f"attention_lines_{tag}"),
+                      f"The same map as lines from each query (left) to the keys it attends to (right), opacity = "
+                      f"weight: head {r.layer}-{r.head} {words}.", alt=f"line view, {title}")
+        views.append({"label": f"{r.model} / {r.dataset}: {title}", "tokens": toks, "weights": weights,
+                      "segment": segment, "caption": f"Head {r.layer}-{r.head} {words}."})
+    shown = {(r.model, r.dataset, str(r.sentence_id), int(r.layer), int(r.head)) for r in gallery.itertuples()}
+    extra = maps[["model", "dataset", "sentence_id", "layer", "head"]].drop_duplicates()
+    for r in extra.itertuples():
+        if (r.model, r.dataset, str(r.sentence_id), int(r.layer), int(r.head)) in shown:
+            continue
+        weights, toks, segment = _picture(maps, tokens, r.model, r.dataset, r.sentence_id, int(r.layer), int(r.head))
+        views.append({"label": f"{r.model} / {r.dataset}: head {r.layer}-{r.head}, input {r.sentence_id}",
+                      "tokens": toks, "weights": weights, "segment": segment,
+                      "caption": "A head named in the protocol (pictures.heads)."})
+    report.heading("Interactive view", level=3)
+    report.html(attention_plots.interactive_view_html(views, element_id=f"hs-attention-{len(report.blocks)}"),
+                note="The interactive view of these heads is in report.html (it works offline).")

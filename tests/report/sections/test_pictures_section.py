@@ -1,0 +1,28 @@
+"""The pictures section: a caption per pattern, and the interactive view inlined in the HTML only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from headstats.report.blocks import Report, render_html, render_markdown
+from headstats.report.sections.pictures_section import pictures_section
+
+
+def test_pictures_section_inlines_the_interactive_view_in_html_only(tmp_path):
+    gallery = pd.DataFrame([{"model": "m", "dataset": "d", "pattern": "previous_word", "measure": "prev", "layer": 0,
+                             "head": 1, "mean": 0.9, "sentence_id": "7", "value": 0.95}])
+    q, k = np.meshgrid(np.arange(3), np.arange(3), indexing="ij")
+    maps = pd.DataFrame({"model": "m", "dataset": "d", "sentence_id": "7", "layer": 0, "head": 1,
+                         "query": (q + 5).ravel(), "key": (k + 5).ravel(), "weight": np.eye(3, k=-1).ravel()})
+    tokens = pd.DataFrame({"model": "m", "dataset": "d", "sentence_id": "7", "position": [5, 6, 7],
+                           "token": ["a", "b", "c"], "segment": [0, 0, 1], "special": False})
+    report = Report("t")
+    pictures_section(report, tmp_path, {"gallery": gallery, "attention_maps": maps, "attention_tokens": tokens})
+    figure = [b for b in report.blocks if b.kind == "figure"][0]
+    assert "attends to the previous word" in figure.caption
+    html = render_html(report, tmp_path)
+    assert "hs-attention-view" in html and '"tokens":["a","b","c"]' in html
+    assert '"weights":[[0.0,0.0,0.0],[1.0,0.0,0.0],[0.0,1.0,0.0]]' in html  # positions 5..7 drawn as 0..2
+    md = render_markdown(report, tmp_path)
+    assert "hs-attention-view" not in md and "interactive view of these heads is in report.html" in md

@@ -1,0 +1,40 @@
+"""The surface section: the paper's claims stated with their test and verdict, passing heads listed, figures
+written."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from headstats.report.blocks import Report, render_markdown
+from headstats.report.sections.surface_section import surface_claims, surface_section
+
+
+def surface_tables():
+    rows, tests = [], []
+    for layer in range(2):
+        for head in range(3):
+            rows.append({"model": "m", "dataset": "d", "layer": layer, "head": head, "prev": 0.9 if (layer, head) == (1, 2) else 0.1,
+                         "self": 0.1, "next": 0.1, "cls": 0.2, "sep": 0.3, "punct": 0.05, "sep_to_sep": 0.8,
+                         "other_to_sep": 0.2, "entropy": 4.0 if layer == 0 else 2.0, "entropy_cls": 3.0,
+                         "entropy_uniform": 4.5})
+            for name, measure, thr in (("previous_token", "prev", 0.5), ("next_token", "next", 0.5),
+                                       ("broad", "entropy_ratio", 0.75)):
+                reject = (measure == "prev" and (layer, head) == (1, 2)) or (measure == "entropy_ratio" and layer == 0)
+                tests.append({"model": "m", "dataset": "d", "role": name, "layer": layer, "head": head, "test": "t",
+                              "correction": "holm", "family": "model=m|dataset=d", "alpha": 0.05,
+                              "reject": reject, "measure": measure, "threshold": thr})
+    return {"surface": pd.DataFrame(rows), "surface_tests": pd.DataFrame(tests)}
+
+
+def test_surface_claims_and_section(tmp_path):
+    tables = surface_tables()
+    lines = surface_claims(tables["surface_tests"])
+    assert "previous token" in lines[0] and "**holds**: 1 head(s) pass (1-2)" in lines[0]
+    assert "next token" in lines[1] and "**does not hold**: 0 head(s) pass (none)" in lines[1]
+    assert "first layer attend broadly" in lines[2] and "**holds**: 3 of 3 heads of layer 0 pass (100%), 0 of 3" in lines[2]
+    report = Report("t")
+    surface_section(report, tmp_path, tables)
+    md = render_markdown(report, tmp_path)
+    assert "holm correction over model=m|dataset=d" in md
+    for name in ("surface_position", "surface_kinds", "surface_sep", "surface_entropy"):
+        assert list((tmp_path / "figures").glob(f"{name}_m__d.png"))
