@@ -317,24 +317,65 @@ def test_bad_tau_and_scale_refused_in_one_line(tmp_path, extra, words):
         load_protocol(write(tmp_path, MINIMAL + extra))
     assert words in str(info.value) and "\n" not in str(info.value), str(info.value)
 def test_clark_analysis_options_defaults_and_checks():
+    from headstats.analyses import analysis_options
     from headstats.config.protocol import validate_protocol
     from headstats.errors import ProtocolError
 
-    base = {"datasets": [{"name": "d", "path": "x.txt"}]}
+    base = {"datasets": [{"name": "d", "path": "x.txt"}], "analyses": ["surface", "clustering", "pictures"]}
     p = validate_protocol(base)
-    names = {h.name: (h.measure, h.threshold) for h in p.surface.hypotheses}
+    names = {h.name: (h.measure, h.threshold) for h in analysis_options("surface", p).hypotheses}
     assert names["previous_token"] == ("prev", 0.5) and names["broad"] == ("entropy_ratio", 0.75)
-    assert p.clustering.max_inputs == 100 and p.pictures.n_inputs == 3
-    mine = validate_protocol({**base, "surface": {"hypotheses": [{"name": "a", "measure": "next", "threshold": 0.3,
-                                                                   "layers": [0, 1]}]}})
-    assert [h.model_dump() for h in mine.surface.hypotheses] == [
+    clustering, pictures = analysis_options("clustering", p), analysis_options("pictures", p)
+    assert (clustering.max_inputs, clustering.n_permutations, clustering.broad_share) == (100, 9999, 0.75)
+    assert (pictures.n_inputs, pictures.max_pieces, pictures.heads, pictures.sentence_ids) == (3, 64, [], None)
+
+    def given(**options):
+        return validate_protocol({**base, "analysis_options": options})
+
+    mine = given(surface={"hypotheses": [{"name": "a", "measure": "next", "threshold": 0.3, "layers": [0, 1]}]})
+    assert [h.model_dump() for h in analysis_options("surface", mine).hypotheses] == [
         {"name": "a", "measure": "next", "threshold": 0.3, "layers": [0, 1]}]
     with pytest.raises(ProtocolError, match="unknown measure 'nxt'"):
-        validate_protocol({**base, "surface": {"hypotheses": [{"name": "a", "measure": "nxt", "threshold": 0.3}]}})
+        given(surface={"hypotheses": [{"name": "a", "measure": "nxt", "threshold": 0.3}]})
     with pytest.raises(ProtocolError, match="unique"):
-        validate_protocol({**base, "surface": {"hypotheses": [{"name": "a", "measure": "next", "threshold": 0.3}] * 2}})
-    with pytest.raises(ProtocolError):
-        validate_protocol({**base, "clustering": {"max_inputz": 3}})
+        given(surface={"hypotheses": [{"name": "a", "measure": "next", "threshold": 0.3}] * 2})
+    with pytest.raises(ProtocolError, match="analysis_options.clustering.max_inputz"):
+        given(clustering={"max_inputz": 3})
+    with pytest.raises(ProtocolError, match="analysis_options.pictures.n_inputs"):
+        given(pictures={"n_inputs": 0})
+    with pytest.raises(ProtocolError, match=r"move it to analysis_options: \{clustering: \{broad_share"):
+        given(surface={"broad_share": 0.6})
+
+
+@pytest.mark.parametrize("key, value", [("surface", {"hypotheses": []}), ("clustering", {"max_inputs": 5}),
+                                        ("pictures", {"n_inputs": 2})])
+def test_old_top_level_analysis_keys_are_one_error_with_the_fix(tmp_path, key, value):
+    from headstats.study.preflight import check_values
+
+    raw = {"datasets": [{"name": "d", "path": "x.txt"}], "analyses": [key], key: value}
+    with pytest.raises(ProtocolError) as info:
+        load_protocol(write(tmp_path, yaml.safe_dump(raw)))
+    message = str(info.value)
+    assert message == (f"invalid protocol: '{key}:' is no longer a top-level key; move '{key}:' under "
+                       f"analysis_options: {{{key}: ...}} (with {key} in 'analyses')")
+    fixed = load_protocol(write(tmp_path, yaml.safe_dump(
+        {**{k: v for k, v in raw.items() if k != key}, "analysis_options": {key: value}})))
+    check_values(fixed)  # the preflight's second look agrees
+
+
+def test_resolved_protocols_of_old_runs_are_upgraded():
+    from headstats.config.protocol import upgrade_resolved, validate_protocol
+
+    old = {"datasets": [{"name": "d", "path": "x.txt"}], "analyses": ["surface", "clustering"],
+           "surface": {"hypotheses": [], "broad_share": 0.6}, "clustering": {"max_inputs": 7},
+           "pictures": {"n_inputs": 3}, "analysis_options": {}}
+    new = upgrade_resolved(old)
+    assert new["analysis_options"] == {"surface": {"hypotheses": []},
+                                       "clustering": {"max_inputs": 7, "broad_share": 0.6}}
+    assert not {"surface", "clustering", "pictures"} & set(new) and "surface" in old  # a copy
+    assert validate_protocol(new).analysis_options["clustering"]["broad_share"] == 0.6
+    today = {"datasets": [{"name": "d", "path": "x.txt"}]}
+    assert upgrade_resolved(today) is today
 
 
 def test_clark2019_protocol_loads():
@@ -343,7 +384,12 @@ def test_clark2019_protocol_loads():
     assert (protocol.scoring.max_length, protocol.scoring.too_long) == (128, "truncate")
     wiki = next(d for d in protocol.datasets if d.name == "wiki_pairs")
     assert wiki.path.endswith("wiki.test.raw") and wiki.parse == "none" and wiki.limit == 1000
-    assert {h.name for h in protocol.surface.hypotheses} >= {"previous_token", "next_token", "broad"}
+    from headstats.analyses import analysis_options
+
+    assert {h.name for h in analysis_options("surface", protocol).hypotheses} >= {
+        "previous_token", "next_token", "broad"}
+    assert analysis_options("clustering", protocol).max_inputs == 100
+    assert analysis_options("pictures", protocol).n_inputs == 3
 def _seeds_raw(**model):
     return {"models": ["default", {"name": "ft", "finetune": {"task": "sst2", "seed": 5}, **model}],
             "datasets": [{"name": "d", "path": "x.txt"}],

@@ -123,15 +123,21 @@ def register_analysis(name: str, collector: Callable[..., Any], *, description: 
                              overwrite=overwrite)
 
 
-def analysis_options(name: str, protocol: Any) -> Any:
-    """The validated options of analysis ``name`` in ``protocol`` (its ``options`` model with the protocol's
-    ``analysis_options[name]``; defaults when the protocol gives none or is None)."""
-    spec = get_analysis(name)
-    if spec.options is None:
+def analysis_options(name: str, protocol: Any, schema: Any = None) -> Any:
+    """The validated options of analysis ``name`` in ``protocol``: its registered ``options`` model with the
+    protocol's ``analysis_options[name]`` (defaults when the protocol gives none or is None); None for an
+    analysis without options.
+
+    ``schema`` (the options model) skips the registry, whose first use imports every analysis module: the
+    statistics layer, which must not import torch, names the model it finishes (e.g.
+    :class:`~headstats.analyses.clark_options.ClusteringOptions`).
+    """
+    options = schema if schema is not None else get_analysis(name).options
+    if options is None:
         return None
     given = {} if protocol is None else (getattr(protocol, "analysis_options", None) or {}).get(name, {})
     try:
-        return spec.options.model_validate(given)
+        return options.model_validate(given)
     except Exception as exc:  # pydantic.ValidationError: one line naming the key
         from pydantic import ValidationError
 

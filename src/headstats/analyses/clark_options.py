@@ -1,16 +1,84 @@
 """Options of the Clark et al. (2019) analyses (``analysis_options: {name: {...}}`` in a protocol).
 
-They live apart from the collectors so that the statistics layer, which finishes these analyses' tables,
-reads them without importing torch. This module registers no analysis.
+Each model is registered with its analysis (``register_analysis(..., options=Model)``) and read with
+:func:`headstats.analyses.analysis_options`. They live apart from the collectors so that the statistics layer,
+which finishes these analyses' tables, reads them without importing torch. This module registers no analysis.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
-from headstats.fields import Int, StrictModel
+from headstats.analyses.surface_measures import DEFAULT_HYPOTHESES, SURFACE_MEASURES
+from headstats.fields import Float, Int, StrictModel
+
+
+class MeasureHypothesis(StrictModel):
+    """A declared hypothesis about a per-input measure: ``H0: mean(measure) <= threshold`` per head, one-sided."""
+
+    name: str
+    measure: str
+    threshold: Float
+    #: The layers it concerns (0-indexed); all layers when left out.
+    layers: list[Int] | None = None
+
+
+class SurfaceOptions(StrictModel):
+    """Options of the ``surface`` analysis (METHODS 2.1)."""
+
+    #: Tested with the protocol's ``statistics`` (test, correction, family, alpha); ``surface_tests.csv``.
+    hypotheses: list[MeasureHypothesis] = Field(
+        default_factory=lambda: [MeasureHypothesis(**h) for h in DEFAULT_HYPOTHESES])
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, value):
+        if isinstance(value, dict) and "broad_share" in value:
+            raise ValueError("broad_share colours the clustering figure; move it to analysis_options: "
+                             "{clustering: {broad_share: ...}}")
+        return value
+
+    @field_validator("hypotheses")
+    @classmethod
+    def _known_measures(cls, value):
+        names = [h.name for h in value]
+        if len(set(names)) != len(names):
+            raise ValueError(f"hypothesis names must be unique; got {', '.join(names)}")
+        for h in value:
+            if h.measure not in SURFACE_MEASURES:
+                raise ValueError(f"hypothesis {h.name!r}: unknown measure {h.measure!r}; choose among "
+                                 f"{', '.join(SURFACE_MEASURES)}")
+        return value
+
+
+class ClusteringOptions(StrictModel):
+    """Options of the ``clustering`` analysis (JS divergence between heads, MDS; METHODS 2.6)."""
+
+    #: Inputs used for the divergence matrix (the first ones of each data set); null for all. The cost is
+    #: (layers x heads)^2 / 2 x n^2 logarithms per input: about 2 s per input of 128 pieces for 72 heads on one
+    #: CPU core (Clark et al. used 1000 inputs).
+    max_inputs: Int | None = Field(100, ge=1)
+    #: Resamples of the permutation test of "heads of one layer sit together".
+    n_permutations: Int = Field(9999, ge=99)
+    #: A head's dominant behaviour (the colours of the MDS figure) is ``broad`` when no pattern holds more than
+    #: half its mass and its entropy is at least this share of the uniform reference ln n
+    #: (:func:`headstats.analyses.surface.dominant_behaviour`). The test of broad attention is the surface
+    #: analysis' ``broad`` hypothesis.
+    broad_share: Float = Field(0.75, gt=0, le=1)
+
+
+class PicturesOptions(StrictModel):
+    """Options of the ``pictures`` analysis (heat maps, line views, gallery of BertViz patterns; METHODS 3)."""
+
+    #: Inputs whose maps are kept (the first ones of each data set, or the ``sentence_ids`` given).
+    n_inputs: Int = Field(3, ge=1, le=50)
+    sentence_ids: list[str] | None = None
+    #: Heads always drawn, as [layer, head] (0-indexed), beside the gallery's choice.
+    heads: list[tuple[Int, Int]] = Field(default_factory=list)
+    #: Inputs longer than this many pieces are cut for the pictures (the measures use the whole input).
+    max_pieces: Int = Field(64, ge=4)
 
 
 class DependencyOptions(StrictModel):

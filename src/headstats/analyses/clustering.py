@@ -9,7 +9,7 @@ For heads a and b (any layers) and every real query i of every input, with rows 
 (``js_sum``); ``js_mean`` divides by the number of queries, which does not depend on how many inputs were
 used. The collector streams: per input it adds each pair's sum to a (K, K) matrix (K = layers x heads) and
 keeps nothing of the attention. The cost is K^2 / 2 x n^2 logarithms per input (about 2 s for 72 heads at
-n = 128 on one CPU core), so only the first ``clustering.max_inputs`` inputs of a data set are used.
+n = 128 on one CPU core), so only the first ``analysis_options.clustering.max_inputs`` inputs of a data set are used.
 
 Tables:
 
@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from headstats.analyses import register_analysis
+from headstats.analyses import analysis_options, register_analysis
+from headstats.analyses.clark_options import ClusteringOptions
 from headstats.analyses.surface import SURFACE_COLUMNS, SURFACE_MEASURES, dominant_behaviour, surface_of
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
@@ -86,16 +87,16 @@ class ClusteringState:
 
 
 class HeadClustering(Collector):
-    """Streams :func:`js_sums` over the first ``max_inputs`` inputs (option or ``protocol.clustering``)."""
+    """Streams :func:`js_sums` over the first ``max_inputs`` inputs (option, else ``analysis_options.clustering``)."""
 
     def __init__(self, context: Context) -> None:
         super().__init__(context)
         options = context.options
         protocol = options.get("protocol")
-        clustering = getattr(protocol, "clustering", None)
-        self.max_inputs = options.get("max_inputs", clustering.max_inputs if clustering is not None else 100)
+        mine: ClusteringOptions = analysis_options("clustering", protocol)
+        self.max_inputs = options.get("max_inputs", mine.max_inputs)
         self.seed = int(options.get("seed", getattr(protocol, "seed", 0) or 0))
-        self.broad_share = float(getattr(getattr(protocol, "surface", None), "broad_share", 0.75))
+        self.broad_share = float(mine.broad_share)
         self._punct = options.get("punct_ids")
         k = context.n_layers * context.n_heads
         self._state = ClusteringState(np.zeros((k, k)), 0, 0,
@@ -184,7 +185,8 @@ def mds_embedding(distance: np.ndarray, *, seed: int = 0, dimensions: int = 2) -
     return points, float(mds.stress_)
 
 
-register_analysis("clustering", HeadClustering, finish="headstats.stats.grouping:finish_clustering",
+register_analysis("clustering", HeadClustering, options=ClusteringOptions,
+                  finish="headstats.stats.grouping:finish_clustering",
                   report="headstats.report.sections.clustering_section:clustering_section",
                   description="Jensen-Shannon divergence between every pair of heads, metric MDS to two dimensions "
                               "and a test of whether heads of one layer sit together (Clark et al. 2019)")

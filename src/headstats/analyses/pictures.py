@@ -13,11 +13,13 @@ off a surface measure (:mod:`headstats.analyses.surface`), averaged over *every*
 | ``broad`` | ``entropy_ratio``: row entropy over ln n |
 
 The gallery takes, per pattern, the head with the largest mean, and shows it on the kept input where that
-head's value of the measure is largest. Only a few inputs' maps are ever held: the first
-``pictures.n_inputs`` inputs of at most ``pictures.max_pieces`` pieces (the shortest ones when none is that
-short), or those named in ``pictures.sentence_ids``; every other input only adds to the running means. A
-longer input is drawn on at most ``max_pieces`` of its pieces, the first of each sentence
-(:func:`shown_positions`; weights to pieces not drawn are left out). At the end, the maps of the chosen heads on their inputs (and of ``pictures.heads`` on the first kept input) become
+head's value of the measure is largest. Only a few inputs' maps are ever held (options
+``analysis_options.pictures``, :class:`~headstats.analyses.clark_options.PicturesOptions`): the first
+``n_inputs`` inputs of at most ``max_pieces`` pieces (the shortest ones when none is that short), or those
+named in ``sentence_ids``; every other input only adds to the running means. A longer input is drawn on at
+most ``max_pieces`` of its pieces, the first of each sentence (:func:`shown_positions`; weights to pieces not
+drawn are left out). At the end, the maps of the chosen heads on their inputs (and of ``heads`` on the first
+kept input) become
 long tables, so the report draws them (heat map, line view, the interactive view) from tables alone:
 
 - ``gallery``: ``model, dataset, pattern, measure, layer, head, mean, sentence_id, value``;
@@ -33,7 +35,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from headstats.analyses import register_analysis
+from headstats.analyses import analysis_options, register_analysis
+from headstats.analyses.clark_options import PicturesOptions
 from headstats.analyses.surface import SURFACE_MEASURES, provenance_punctuation_ids, provenance_tokenizer, surface_of
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
@@ -103,16 +106,16 @@ class AttentionPictures(Collector):
     def __init__(self, context: Context) -> None:
         super().__init__(context)
         options = context.options
-        pictures = getattr(options.get("protocol"), "pictures", None)
+        mine: PicturesOptions = analysis_options("pictures", options.get("protocol"))
 
-        def option(name, default):
-            return options.get(name, getattr(pictures, name, default) if pictures is not None else default)
+        def option(name):  # a collector option (tests), else the protocol's analysis_options.pictures
+            return options.get(name, getattr(mine, name))
 
-        self.n_inputs = int(option("n_inputs", 3))
-        self.max_pieces = int(option("max_pieces", 64))
-        ids = option("sentence_ids", None)
+        self.n_inputs = int(option("n_inputs"))
+        self.max_pieces = int(option("max_pieces"))
+        ids = option("sentence_ids")
         self.sentence_ids = None if ids is None else [str(i) for i in ids]
-        self.heads = [tuple(int(x) for x in h) for h in option("heads", [])]
+        self.heads = [tuple(int(x) for x in h) for h in option("heads")]
         self._punct = options.get("punct_ids")
         self._tokens = options.get("tokens")  # optional callable ids -> tokens (tests)
         self._state = PicturesState(Moments.zeros((context.n_layers, context.n_heads, len(SURFACE_MEASURES))))
@@ -219,7 +222,7 @@ class AttentionPictures(Collector):
                 "attention_tokens": token_frame[TOKEN_COLUMNS]}
 
 
-register_analysis("pictures", AttentionPictures,
+register_analysis("pictures", AttentionPictures, options=PicturesOptions,
                   report="headstats.report.sections.pictures_section:pictures_section",
                   description="heat maps, line views and an offline interactive view of the heads that best show "
                               "each BertViz pattern (next/previous word, identical words, same word in the other "

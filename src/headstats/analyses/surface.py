@@ -20,8 +20,8 @@ average over the input's queries first (then, in ``surface.csv``, over inputs):
 ``surface.csv`` holds the means over inputs of the columns the paper reports: ``model, dataset, layer, head,
 prev, self, next, cls, sep, punct, sep_to_sep, other_to_sep, entropy, entropy_cls, entropy_uniform``.
 The per-input values are a :class:`~headstats.measures.MeasureArray` (:meth:`SurfacePatterns.result`), and
-the protocol's ``surface.hypotheses`` (e.g. ``prev > 0.5``) are tested one-sided per head by the study with
-the protocol's test and correction over the declared family (``surface_tests.csv``; see
+the protocol's ``analysis_options.surface.hypotheses`` (e.g. ``prev > 0.5``) are tested one-sided per head
+by the study with the protocol's test and correction over the declared family (``surface_tests.csv``; see
 :func:`headstats.stats.hypotheses.test_measures`).
 
 Reference: K. Clark, U. Khandelwal, O. Levy, C. D. Manning, "What Does BERT Look At? An Analysis of BERT's
@@ -37,7 +37,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from headstats.analyses import register_analysis
+from headstats.analyses import analysis_options, register_analysis
+from headstats.analyses.clark_options import SurfaceOptions
 from headstats.analyses.entropy import entropy_of
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Context, PerInputCollector
@@ -145,7 +146,8 @@ class SurfacePatterns(PerInputCollector):
     """Per-input surface measures of every head (:func:`surface_of`), in data-set order.
 
     Options (``context.options``): ``punct_ids`` (the pieces counted as punctuation; default: "." and ","
-    of the model's tokenizer), ``protocol`` (its ``surface.hypotheses`` are what :meth:`hypotheses` gives),
+    of the model's tokenizer), ``protocol`` (its ``analysis_options.surface.hypotheses``, else the defaults,
+    are what :meth:`hypotheses` gives),
     or ``hypotheses`` (a list of mappings with ``name, measure, threshold, layers``).
     """
 
@@ -170,10 +172,7 @@ class SurfacePatterns(PerInputCollector):
         options = self.context.options
         if "hypotheses" in options:
             return [dict(h) for h in options["hypotheses"]]
-        protocol = options.get("protocol")
-        if protocol is not None and getattr(protocol, "surface", None) is not None:
-            return [h.model_dump() for h in protocol.surface.hypotheses]
-        return [dict(h) for h in DEFAULT_HYPOTHESES]
+        return [h.model_dump() for h in analysis_options("surface", options.get("protocol")).hypotheses]
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """``surface``: the columns of :data:`SURFACE_COLUMNS`, means over inputs (NaN left out)."""
@@ -215,7 +214,7 @@ def dominant_behaviour(surface: pd.DataFrame, *, threshold: float = 0.5, broad: 
     return pd.Series(labels, index=surface.index, name="behaviour")
 
 
-register_analysis("surface", SurfacePatterns,
+register_analysis("surface", SurfacePatterns, options=SurfaceOptions,
                   report="headstats.report.sections.surface_section:surface_section",
                   description="attention to previous/same/next token, [CLS], [SEP], punctuation, and entropy per "
                               "head, per input, with one-sided tests of declared hypotheses (Clark et al. 2019)")

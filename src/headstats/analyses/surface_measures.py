@@ -17,7 +17,8 @@ SURFACE_COLUMNS: tuple[str, ...] = (
 #: The pieces counted as punctuation by ``punct`` (Clark et al.: "." and ",").
 PUNCTUATION = (".", ",")
 
-#: Default hypotheses (``surface.hypotheses`` of a protocol): name, measure, threshold, layers (None = all).
+#: Default hypotheses (``analysis_options.surface.hypotheses`` of a protocol): name, measure, threshold,
+#: layers (None = all).
 DEFAULT_HYPOTHESES: tuple[dict, ...] = (
     {"name": "previous_token", "measure": "prev", "threshold": 0.5, "layers": None},
     {"name": "next_token", "measure": "next", "threshold": 0.5, "layers": None},

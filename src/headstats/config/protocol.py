@@ -276,67 +276,6 @@ def replicate_name(name: str, seed: int) -> str:
     return f"{name}@seed{seed}"
 
 
-class MeasureHypothesis(StrictModel):
-    """A declared hypothesis about a per-input measure: ``H0: mean(measure) <= threshold`` per head, one-sided."""
-
-    name: str
-    measure: str
-    threshold: Float
-    #: The layers it concerns (0-indexed); all layers when left out.
-    layers: list[Int] | None = None
-
-
-def _default_surface_hypotheses() -> list[MeasureHypothesis]:
-    from headstats.analyses.surface_measures import DEFAULT_HYPOTHESES
-
-    return [MeasureHypothesis(**h) for h in DEFAULT_HYPOTHESES]
-
-
-class SurfaceOptions(StrictModel):
-    """Options of the ``surface`` analysis (Clark et al. 2019; METHODS 2.1)."""
-
-    #: Tested with the protocol's ``statistics`` (test, correction, family, alpha); ``surface_tests.csv``.
-    hypotheses: list[MeasureHypothesis] = Field(default_factory=_default_surface_hypotheses)
-    #: A head "attends broadly" when its entropy is at least this share of the uniform reference (figures,
-    #: dominant behaviour); the test of broad attention is the ``broad`` hypothesis.
-    broad_share: Float = Field(0.75, gt=0, le=1)
-
-    @field_validator("hypotheses")
-    @classmethod
-    def _known_measures(cls, value):
-        from headstats.analyses.surface_measures import SURFACE_MEASURES
-
-        names = [h.name for h in value]
-        if len(set(names)) != len(names):
-            raise ValueError(f"hypothesis names must be unique; got {', '.join(names)}")
-        for h in value:
-            if h.measure not in SURFACE_MEASURES:
-                raise ValueError(f"hypothesis {h.name!r}: unknown measure {h.measure!r}; choose among "
-                                 f"{', '.join(SURFACE_MEASURES)}")
-        return value
-
-
-class ClusteringOptions(StrictModel):
-    """Options of the ``clustering`` analysis (JS divergence between heads, MDS; METHODS 2.6)."""
-
-    #: Inputs used for the divergence matrix (the first ones of each data set); null for all. The cost is
-    #: (layers x heads)^2 / 2 x n^2 logarithms per input: about 2 s per input of 128 pieces for 72 heads on one
-    #: CPU core (Clark et al. used 1000 inputs).
-    max_inputs: Int | None = Field(100, ge=1)
-    #: Resamples of the permutation test of "heads of one layer sit together".
-    n_permutations: Int = Field(9999, ge=99)
-
-
-class PicturesOptions(StrictModel):
-    """Options of the ``pictures`` analysis (heat maps, line views, gallery of BertViz patterns)."""
-
-    #: Inputs whose maps are kept (the first ones of each data set, or the ``sentence_ids`` given).
-    n_inputs: Int = Field(3, ge=1, le=50)
-    sentence_ids: list[str] | None = None
-    #: Heads always drawn, as [layer, head] (0-indexed), beside the gallery's choice.
-    heads: list[tuple[Int, Int]] = Field(default_factory=list)
-    #: Inputs longer than this many pieces are cut for the pictures (the measures use the whole input).
-    max_pieces: Int = Field(64, ge=4)
 class ExecutionOptions(StrictModel):
     """Where and how the forward passes run (``execution:``); none of it changes a number.
 
@@ -363,8 +302,53 @@ class ReportOptions(StrictModel):
     html: bool = True
 
 
+#: Top-level keys of earlier versions that are now the options of the analysis of the same name
+#: (``analysis_options: {surface: {...}}``).
+MOVED_TO_ANALYSIS_OPTIONS = ("surface", "clustering", "pictures")
+
+
+def moved_key_message(raw: object) -> str | None:
+    """The fix for a protocol mapping that uses a key of :data:`MOVED_TO_ANALYSIS_OPTIONS`, else None."""
+    if not isinstance(raw, dict):
+        return None
+    for key in MOVED_TO_ANALYSIS_OPTIONS:
+        if key in raw:
+            return (f"'{key}:' is no longer a top-level key; move '{key}:' under analysis_options: {{{key}: ...}} "
+                    f"(with {key} in 'analyses')")
+    return None
+
+
+def upgrade_resolved(raw: object) -> object:
+    """A ``protocol.resolved.yaml`` mapping written before the keys of :data:`MOVED_TO_ANALYSIS_OPTIONS` moved,
+    in today's form: the options of each analysis the run ran go under ``analysis_options`` (``broad_share``
+    from ``surface`` to ``clustering``), the others (defaults, never used) are dropped. Other mappings are
+    returned unchanged. For reading old run folders only: a protocol a user writes gets
+    :func:`moved_key_message` instead."""
+    if moved_key_message(raw) is None:
+        return raw
+    raw = dict(raw)
+    old = {key: dict(raw.pop(key, None) or {}) for key in MOVED_TO_ANALYSIS_OPTIONS}
+    share = old["surface"].pop("broad_share", None)
+    if share is not None:
+        old["clustering"].setdefault("broad_share", share)
+    options = dict(raw.get("analysis_options") or {})
+    for key, value in old.items():
+        if key in (raw.get("analyses") or []):
+            options.setdefault(key, value)
+    raw["analysis_options"] = options
+    return raw
+
+
 class Protocol(StrictModel):
     """A whole study. See ``protocols/quickstart.yaml`` for a commented example."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, value):
+        message = moved_key_message(value)
+        if message is not None:
+            raise ValueError(message)
+        return value
 
     name: str = "study"
     description: str = ""
@@ -453,10 +437,6 @@ class Protocol(StrictModel):
 
     #: Extra analyses (registered names, ``headstats.analyses``) run in the same forward passes, e.g. [entropy].
     analyses: list[str] = Field(default_factory=list)
-    #: Options of the Clark et al. (2019) analyses, used when they are named in ``analyses``.
-    surface: SurfaceOptions = Field(default_factory=SurfaceOptions)
-    clustering: ClusteringOptions = Field(default_factory=ClusteringOptions)
-    pictures: PicturesOptions = Field(default_factory=PicturesOptions)
     execution: ExecutionOptions = Field(default_factory=ExecutionOptions)
 
     #: Parts of a protocol that can change a forward pass or a collector's state (the rest is statistics,
@@ -487,6 +467,8 @@ def validation_message(exc: ValidationError, *, what: str = "protocol") -> str:
     order = {"extra_forbidden": 0, "missing": 1}
     err = min(exc.errors(), key=lambda e: order.get(e["type"], 2))
     where = printable(".".join(str(p) for p in err["loc"]) or "(top level)")
+    if not err["loc"] and err["type"] == "value_error":  # a check of the whole protocol: its message says where
+        return f"invalid {what}: {printable(err['msg'].removeprefix('Value error, '))}"
     if err["type"] == "extra_forbidden":
         return f"unknown key '{where}' in {what}; remove it or check its spelling"
     if err["type"] == "missing":

@@ -905,7 +905,7 @@ def load_run_tables(run_dir: str | Path) -> tuple[object, Analysis, dict, dict]:
     """
     import yaml
 
-    from headstats.config.protocol import Protocol
+    from headstats.config.protocol import Protocol, upgrade_resolved
 
     run = Path(run_dir)
     if not run.is_dir():
@@ -918,7 +918,8 @@ def load_run_tables(run_dir: str | Path) -> tuple[object, Analysis, dict, dict]:
                              "folder; rerun `headstats run` to make one")
     try:
         manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-        protocol = Protocol.model_validate(yaml.safe_load((run / "protocol.resolved.yaml").read_text(encoding="utf-8")))
+        raw = yaml.safe_load((run / "protocol.resolved.yaml").read_text(encoding="utf-8"))
+        protocol = Protocol.model_validate(upgrade_resolved(raw))  # runs written before options moved too
     except Exception as exc:  # noqa: BLE001 - any unreadable file means the same to the user
         raise HeadstatsError(f"cannot read the manifest or protocol of {str(run)!r} ({type(exc).__name__}: "
                              f"{exc}); rerun `headstats run`") from None

@@ -153,10 +153,10 @@ def finish_dependency(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict
     """The study's ``finish`` step of the ``dependency`` analysis: intervals on every head's accuracy and
     ``dependency_table`` (:func:`dependency_table`) with the protocol's correction, alpha and confidence.
     Returns the tables to add or replace (``dependency_heads``, ``dependency_table``)."""
+    from headstats.analyses import analysis_options
     from headstats.analyses.clark_options import DependencyOptions
 
-    given = (getattr(protocol, "analysis_options", None) or {}).get("dependency", {})
-    options = DependencyOptions.model_validate(given)
+    options = analysis_options("dependency", protocol, DependencyOptions)
     st = protocol.statistics
     out: dict[str, pd.DataFrame] = {}
     heads = tables["dependency_heads"].copy()

@@ -128,13 +128,16 @@ def finish_clustering(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict
 
     The JS divergence per query (``js_mean``) of same-layer pairs against different-layer pairs, one-sided
     permutation test of the layer labels (:func:`group_permutation_test`), seeded by the protocol's seed,
-    ``clustering.n_permutations`` resamples; ``reject = p_value < alpha`` for each (model, data set)
+    ``analysis_options.clustering.n_permutations`` resamples; ``reject = p_value < alpha`` for each (model, data set)
     separately (one test each, so no correction).
     """
     js = tables.get("js_distance")
     if js is None or js.empty:
         return {"clustering_tests": pd.DataFrame(columns=CLUSTERING_TEST_COLUMNS)}
-    n_perm = protocol.clustering.n_permutations if getattr(protocol, "clustering", None) else 9999
+    from headstats.analyses import analysis_options
+    from headstats.analyses.clark_options import ClusteringOptions
+
+    n_perm = analysis_options("clustering", protocol, ClusteringOptions).n_permutations
     alpha = protocol.statistics.alpha
     rows = []
     for (model, dataset), part in js.groupby(["model", "dataset"], sort=False):

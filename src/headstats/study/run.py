@@ -500,7 +500,7 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
     ``roles`` (from :func:`study_roles`) stands for ``data`` when the records are not at hand (merging shards).
     Returns the jobs and, per data set, the roles left out of it with the reason.
     """
-    from headstats.analyses import get_analysis
+    from headstats.analyses import analysis_options, get_analysis
     from headstats.analyses.role_scores import RoleScores
     from headstats.study.comparison import comparison_jobs
     from headstats.engine.runner import Job
@@ -518,10 +518,14 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
     pairs = [(c.base, f) for c in protocol.compare for f in c.finetuned]
     for analysis in protocol.analyses:
         spec = get_analysis(analysis)
+        # The protocol enters a job's cache key by its pass fingerprint only; the analysis' own options (which
+        # may change its state, e.g. clustering.max_inputs) are added so that changing them recomputes it.
+        mine = analysis_options(analysis, protocol)
+        options = {"protocol": protocol, "analysis_options": None if mine is None else mine.model_dump(mode="json")}
         if getattr(spec.collector, "pair", False):
-            jobs += [Job(spec.collector, pair, d, {"protocol": protocol}, name=analysis) for pair in pairs for d in names]
+            jobs += [Job(spec.collector, pair, d, dict(options), name=analysis) for pair in pairs for d in names]
         else:
-            jobs += [Job(spec.collector, (m.name,), d, {"protocol": protocol}, name=analysis)
+            jobs += [Job(spec.collector, (m.name,), d, dict(options), name=analysis)
                      for m in protocol.models for d in names]
     return jobs, dropped
 

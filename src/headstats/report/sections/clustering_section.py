@@ -34,9 +34,9 @@ def clustering_section(report: Any, root: Path, tables: Mapping[str, pd.DataFram
     report.text(
         "The distance between two heads is the Jensen-Shannon divergence of their attention rows for the same "
         "query (rows smoothed as 0.999 A + 0.001 / n), per query (`js_mean`; the released code's sum is "
-        "`js_sum`), over the first inputs of each data set (protocol key `clustering.max_inputs`). A seeded "
-        "metric MDS puts the heads in two dimensions (`mds.csv`); it is defined up to rotation and reflection, "
-        "so read distances, not axes."
+        "`js_sum`), over the first inputs of each data set (protocol key "
+        "`analysis_options.clustering.max_inputs`). A seeded metric MDS puts the heads in two dimensions "
+        "(`mds.csv`); it is defined up to rotation and reflection, so read distances, not axes."
     )
     if tests is not None and len(tests):
         report.text("\n".join(clustering_claims(tests)))

@@ -45,8 +45,8 @@ def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]
         "measure is largest (`gallery.csv`: next word `next`, previous word `prev`, identical words `same_token`, "
         "the same word in the other sentence `same_token_other`, delimiters `cls + sep`, broad attention "
         "`entropy_ratio`), drawn on the kept input where that head shows it most. Long inputs are drawn on the "
-        "first pieces of each sentence (protocol key `pictures.max_pieces`; weights to pieces not drawn are left "
-        "out); the maps drawn are in `attention_maps.csv` and `attention_tokens.csv`."
+        "first pieces of each sentence (protocol key `analysis_options.pictures.max_pieces`; weights to pieces "
+        "not drawn are left out); the maps drawn are in `attention_maps.csv` and `attention_tokens.csv`."
     )
     if gallery.empty:
         report.text("No input was kept, so there is nothing to draw.")
@@ -78,7 +78,7 @@ def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]
         weights, toks, segment = _picture(maps, tokens, r.model, r.dataset, r.sentence_id, int(r.layer), int(r.head))
         views.append({"label": f"{r.model} / {r.dataset}: head {r.layer}-{r.head}, input {r.sentence_id}",
                       "tokens": toks, "weights": weights, "segment": segment,
-                      "caption": "A head named in the protocol (pictures.heads)."})
+                      "caption": "A head named in the protocol (analysis_options.pictures.heads)."})
     report.heading("Interactive view", level=3)
     report.html(attention_plots.interactive_view_html(views, element_id=f"hs-attention-{len(report.blocks)}"),
                 note="The interactive view of these heads is in report.html (it works offline).")

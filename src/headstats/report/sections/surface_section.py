@@ -60,7 +60,8 @@ def surface_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame])
         "Per head, the mean attention to the previous, current and next piece, to [CLS], to [SEP] and to "
         "\".\" and \",\", averaged over each input's queries, then over inputs; and the row entropy against the "
         "uniform reference ln n (METHODS 2.1). Per-input values are kept, so each declared hypothesis (protocol "
-        "key `surface.hypotheses`) is tested per head, one-sided, with the protocol's test and correction: "
+        "key `analysis_options.surface.hypotheses`) is tested per head, one-sided, with the protocol's test and "
+        "correction: "
         "`surface_tests.csv` (column `role` is the hypothesis, `measure` and `threshold` what it tests). Every "
         "head: `surface.csv`."
     )
