@@ -208,3 +208,24 @@ def test_an_analysis_registered_outside_the_package_runs_with_its_finish_and_sec
         assert f"Head {int(best['layer'])}-{int(best['head'])} puts the most mass on the first position." in report
     finally:
         ANALYSES.unregister("first_mass_outside")
+
+
+def test_an_analysis_option_is_part_of_its_jobs_cache_key_and_nothing_else():
+    """Changing ``analysis_options.clustering.max_inputs`` changes the clustering state, so its jobs' keys;
+    spelling out a default, or another analysis' option, leaves them alone."""
+    from headstats.config.protocol import validate_protocol
+    from headstats.engine.cache import digest
+    from headstats.study.run import study_jobs
+
+    base = {"datasets": [{"name": "d", "path": "x.txt"}], "analyses": ["clustering", "surface"]}
+
+    def keys(**options):
+        protocol = validate_protocol({**base, "analysis_options": options})
+        jobs, _ = study_jobs(protocol, roles={"d": (["local"], {})})
+        return {job.name: digest(dict(job.options)) for job in jobs}
+
+    plain = keys()
+    assert keys(clustering={"max_inputs": 100}) == plain  # the default, written out
+    changed = keys(clustering={"max_inputs": 5})
+    assert changed["clustering"] != plain["clustering"]
+    assert changed["surface"] == plain["surface"] and changed["role_scores"] == plain["role_scores"]
