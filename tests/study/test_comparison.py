@@ -129,7 +129,10 @@ def seeds_case(tmp_path: Path, tiny_model_dir: Path):
         assert {"later layers change most", "attention to [SEP] falls and spreads to the other tokens",
                 "delimiter heads are lost", "syntactic heads are gained"} <= set(claims["claim"])
         report = (tmp_path / "out" / "report.md").read_text()
-        assert "beyond seed noise" in report
+        # the report leads with the answer: the seed-level section comes before the per-model summary
+        answer = report.index("\n## The answer: what fine-tuning changed beyond seed noise\n")
+        assert answer < report.index("\n## Summary\n") < report.index("\n## Pretrained vs fine-tuned\n")
+        assert report.index("**ft on ", answer) < report.index("\n## Summary\n")
 
     return (seeds_protocol(tmp_path, tiny_model_dir, seeds), [tiny_model_dir, *seeds],
             {name: 4 for name in ["base", "ft-s0", "ft-s1", "ft-s2"]}, check)

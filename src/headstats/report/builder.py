@@ -712,6 +712,8 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
         report.text(protocol.description)
     report.contents(levels=(2, 3))
     n_sets = len(by_model_and_dataset(analysis.roles, protocol))
+    if has_seeds(comparison):
+        seeds_answer_section(report, comparison)
     log(f"report: summary and role grids of {n_sets} (model, data set)")
     summary_section(report, root, analysis, protocol, manifest, formats=formats)
     report.heading("Methods")
@@ -757,7 +759,7 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict,
     finetuned = finetuned_models_table(manifest)
     if len(finetuned):
         report.table(finetuned, "Models fine-tuned by headstats: recipe and metrics on held-out rows.", fold=False)
-    seeds = "seed_changes" in tables and len(tables["seed_changes"])
+    seeds = has_seeds(tables)
     if seeds:
         seeds_section(report, root, tables, formats=formats)
     report.heading("Detail: per-input paired tests of each fine-tuned model" if seeds else "Summary of the changes",
@@ -820,16 +822,22 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict,
                      max_rows=100, csv="compare_paired_tests.csv")
 
 
-def seeds_section(report: Report, root: Path, tables: dict, *, formats: Sequence[str] | None = None) -> None:
-    """The answer first, per replicate group and data set: changes beyond seed noise and the margin, heads
-    shown unchanged, and the paper's claims with their tests (:mod:`headstats.assignment.replicates`)."""
-    from headstats.assignment.replicates import seeds_markdown
-    from headstats.plots import compare_plots
+def has_seeds(comparison: dict | None) -> bool:
+    """Whether a study's comparison has replicate groups (seeds as replicates)."""
+    return bool(comparison) and "seed_changes" in comparison and len(comparison["seed_changes"]) > 0
 
-    report.heading("The answer: what fine-tuning changed beyond seed noise", level=3)
+
+def seeds_answer_section(report: Report, tables: dict) -> None:
+    """The report's first section when seeds are replicates: per replicate group and data set, the changes
+    beyond seed noise and the margin, the heads shown unchanged, and the paper's claims with their tests
+    (:mod:`headstats.assignment.replicates`)."""
+    from headstats.assignment.replicates import seeds_markdown
+
+    report.heading("The answer: what fine-tuning changed beyond seed noise")
     report.text("Seeds are the replicates: each seed's change of a head is its paired change over the same "
                 "inputs, averaged; the mean over seeds gets a t interval from the between-seed variation and a "
-                "t-test over seeds, corrected over the family (see docs/statistics.md, 'Seeds as replicates').")
+                "t-test over seeds, corrected over the family (see docs/statistics.md, 'Seeds as replicates'). "
+                "Figures, per-seed tables and the per-input detail are under 'Pretrained vs fine-tuned'.")
     for chunk in seeds_markdown(tables).split("### ")[1:]:
         title, _, body = chunk.partition("\n")
         report.text(f"**{title.strip()}**\n\n{body.strip()}")
@@ -838,6 +846,14 @@ def seeds_section(report: Report, root: Path, tables: dict, *, formats: Sequence
                                    "holds", "test"]]
         report.table(claims, "The paper's claims as tested hypotheses, per task: estimate with its interval over "
                      "seeds, p-value, and whether the claim holds at alpha.", fold=False, csv="compare_claims.csv")
+
+
+def seeds_section(report: Report, root: Path, tables: dict, *, formats: Sequence[str] | None = None) -> None:
+    """Seeds as replicates, in detail (the answer itself leads the report: :func:`seeds_answer_section`): the
+    dev metrics over seeds, maps of the mean change over seeds, [SEP] mass and role transitions per seed."""
+    from headstats.plots import compare_plots
+
+    report.heading("Seeds as replicates: metrics, maps and per-seed tables", level=3)
     if "seed_metrics" in tables and len(tables["seed_metrics"]):
         report.table(tables["seed_metrics"], "Dev metrics of every seed and their spread over seeds.",
                      max_rows=60, csv="compare_seed_metrics.csv")
