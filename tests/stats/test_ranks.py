@@ -328,3 +328,22 @@ def test_paired_interval_with_nans_equals_former_code():
         if ref is None:
             continue
         assert (out.loc[head, "estimate"], out.loc[head, "ci_low"], out.loc[head, "ci_high"]) == ref
+
+
+def test_signed_rank_parts_in_blocks_equal_scipy_row_by_row(monkeypatch):
+    """Rows ranked in blocks (to bound memory) give each row's own T+ (scipy), tie term and zero count."""
+    from scipy import stats as sps
+
+    from headstats.stats import ranks
+
+    rng = np.random.default_rng(7)
+    d = np.round(rng.normal(0.2, 1.0, size=(11, 40)), 1)  # rounding makes ties and zeros
+    monkeypatch.setattr(ranks, "RANK_BLOCK_ELEMENTS", 3 * 40)  # blocks of 3 rows: 4 blocks, the last short
+    t_plus, n_nonzero, ties, tied = ranks.signed_rank_parts(d)
+    for i, row in enumerate(d):
+        nz = row[row != 0]
+        assert t_plus[i] == pytest.approx(sps.wilcoxon(nz, alternative="greater", method="approx").statistic)
+        assert n_nonzero[i] == nz.size
+        _, counts = np.unique(np.abs(nz), return_counts=True)
+        assert ties[i] == pytest.approx(float((counts**3 - counts).sum()))
+        assert tied[i] == ((counts > 1).any() or nz.size < row.size)

@@ -94,8 +94,16 @@ def walsh_rank_bound(n: int, tail: float) -> int:
     return min(signrank_critical_count(n, tail), (m + 1) // 2)
 
 
+#: Elements of ``d`` ranked at a time by :func:`signed_rank_parts` (2**21: about 16 MiB per float64 temporary),
+#: so that its memory does not grow with the number of inputs times the number of heads and roles.
+RANK_BLOCK_ELEMENTS = 1 << 21
+
+
 def signed_rank_parts(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     r"""``(T+, n', ties, tied)`` of each row of ``d`` (2-D, no NaNs), with one sort per row.
+
+    Rows are ranked in blocks of at most :data:`RANK_BLOCK_ELEMENTS` elements (each row is independent, so the
+    result is that of one block), which bounds the sort's temporaries.
 
     Zeros are dropped (``zero_method="wilcox"``); the non-zero :math:`|d_i|` get average ranks 1..n'.
     ``T+`` is the sum of the ranks of the positive :math:`d_i`, ``ties`` the tie term
@@ -104,6 +112,16 @@ def signed_rank_parts(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     few tied groups; ranks are half-integers, so every sum is exact.
     """
     d = np.atleast_2d(np.asarray(d, dtype=float))
+    k, n = d.shape
+    rows = max(1, RANK_BLOCK_ELEMENTS // max(n, 1))
+    if k > rows:
+        parts = [_signed_rank_block(d[start:start + rows]) for start in range(0, k, rows)]
+        return tuple(np.concatenate(column) for column in zip(*parts))  # type: ignore[return-value]
+    return _signed_rank_block(d)
+
+
+def _signed_rank_block(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`signed_rank_parts` of one block of rows."""
     k, n = d.shape
     n_nonzero = (d != 0).sum(axis=1)
     ties = np.zeros(k)
