@@ -95,3 +95,30 @@ def test_coreference_tests_every_head_against_each_baseline():
     assert tests["p_unc"].tolist() == pytest.approx(expected)
     assert tests["p_corr"].tolist() == pytest.approx(np.minimum(1, 2 * np.array(expected)).tolist())
     assert tests["reject"].tolist() == [True, False]
+
+
+def test_data_sets_where_nothing_was_counted_are_left_out_not_given_p_1():
+    """A data set without parses (probes) or antecedents (coreference) has no rows, rather than untested rows
+    whose McNemar p-value of 0 against 0 discordant words would read as 1."""
+    from types import SimpleNamespace
+
+    from headstats.stats.accuracy import finish_coreference, finish_probes
+
+    protocol = SimpleNamespace(statistics=SimpleNamespace(confidence=0.95, correction="holm", alpha=0.05))
+    probes = pd.DataFrame([
+        {"model": "m", "dataset": d, "probe": probe, "n_words": n, "correct": c,
+         "only_vs_right_branching": a, "right_branching_only": b,
+         "only_vs_distance_and_words": 0, "distance_and_words_only": 0}
+        for d, n, rows in (("parsed", 40, [("right_branching", 10, 0, 0), ("attention_only", 30, 25, 5)]),
+                           ("raw", 0, [("right_branching", 0, 0, 0), ("attention_only", 0, 0, 0)]))
+        for probe, c, a, b in rows])
+    out = finish_probes({"probes": probes}, protocol)["probes"]
+    assert out["dataset"].tolist() == ["parsed", "parsed"]
+    assert out["p_vs_right_branching"].iloc[1] == pytest.approx(paired_exact_test(25, 5)[0])
+    coref = pd.DataFrame([
+        {"model": "m", "dataset": d, "mention_type": "all", "predictor": "head", "layer": 0, "head": 0, "n": n,
+         "accuracy": a, "correct": c, "only_vs_nearest_mention": 3 if n else 0, "nearest_mention_only": 1 if n else 0}
+        for d, n, a, c in (("gum", 20, 0.5, 10), ("wiki", 0, float("nan"), 0))])
+    finished = finish_coreference({"coreference": coref}, protocol)
+    assert finished["coreference"]["dataset"].tolist() == ["gum"]
+    assert set(finished["coreference_tests"]["dataset"]) <= {"gum"}

@@ -201,12 +201,24 @@ def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: f
     return out[cols].reset_index(drop=True)
 
 
+def counted_only(table: pd.DataFrame, n: str) -> pd.DataFrame:
+    """The rows of the (model, data set) pairs where the analysis counted anything (``n`` summed > 0).
+
+    A data set that lacks what an analysis needs (no parses for the probes, no coreference links) is left out
+    of its tables, with the reason in the analysis' notes, rather than shown as untested rows with p = 1.
+    """
+    if table.empty:
+        return table
+    return table[table.groupby(["model", "dataset"])[n].transform("sum") > 0].reset_index(drop=True)
+
+
 def finish_coreference(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
-    """The study's ``finish`` step of the ``coreference`` analysis: Wilson intervals and the head tests.
-    Returns the tables to add or replace (``coreference``, ``coreference_tests``)."""
+    """The study's ``finish`` step of the ``coreference`` analysis: Wilson intervals and the head tests, on the
+    data sets that have mentions with antecedents. Returns the tables to add or replace (``coreference``,
+    ``coreference_tests``)."""
     st = protocol.statistics
     out: dict[str, pd.DataFrame] = {}
-    table = tables["coreference"].copy()
+    table = counted_only(tables["coreference"], "n").copy()
     table["ci_low"], table["ci_high"] = proportion_interval(table["correct"], table["n"], confidence=st.confidence)
     out["coreference"] = table
     out["coreference_tests"] = coreference_tests(table, correction=st.correction, alpha=st.alpha)
@@ -217,10 +229,11 @@ def finish_probes(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str
     """The study's ``finish`` step of the ``probing`` analysis: Wilson intervals of each UAS, and McNemar's exact
     one-sided test of each probe against each baseline on the same held-out words (``p_vs_<baseline>``,
     uncorrected: a handful of planned comparisons; ``p_corr_vs_<baseline>`` Holm-corrected over the probes of
-    one model and data set with the protocol's correction). Returns the table to replace (``probes``)."""
+    one model and data set with the protocol's correction), on the data sets with parsed held-out words.
+    Returns the table to replace (``probes``)."""
     st = protocol.statistics
     out: dict[str, pd.DataFrame] = {}
-    probes = tables["probes"].copy()
+    probes = counted_only(tables["probes"], "n_words").copy()
     probes["ci_low"], probes["ci_high"] = proportion_interval(probes["correct"], probes["n_words"],
                                                               confidence=st.confidence)
     for base in ("right_branching", "distance_and_words"):
