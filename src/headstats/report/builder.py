@@ -769,9 +769,7 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict,
                     "models differ on almost every input, so with a few hundred paired inputs nearly every head "
                     "changes 'significantly' here; whether a change goes beyond what any fine-tuning run "
                     "changes is answered above, with seeds as replicates.")
-    for chunk in comparison_markdown(tables).split("### ")[1:]:
-        title, _, body = chunk.partition("\n")
-        report.text(f"**{title.strip()}**\n\n{body.strip()}")
+    add_subsections_as_text(report, comparison_markdown(tables))
     paired = tables["paired_tests"]
     # figures for one seed of each replicate group (the others' numbers are in the tables)
     later_seeds: set[str] = set()
@@ -822,6 +820,13 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict,
                      max_rows=100, csv="compare_paired_tests.csv")
 
 
+def add_subsections_as_text(report: Report, markdown: str) -> None:
+    """Add each ``### title`` subsection of generated markdown as a paragraph led by its title in bold."""
+    for chunk in markdown.split("### ")[1:]:
+        title, _, body = chunk.partition("\n")
+        report.text(f"**{title.strip()}**\n\n{body.strip()}")
+
+
 def has_seeds(comparison: dict | None) -> bool:
     """Whether a study's comparison has replicate groups (seeds as replicates)."""
     return bool(comparison) and "seed_changes" in comparison and len(comparison["seed_changes"]) > 0
@@ -838,9 +843,7 @@ def seeds_answer_section(report: Report, tables: dict) -> None:
                 "inputs, averaged; the mean over seeds gets a t interval from the between-seed variation and a "
                 "t-test over seeds, corrected over the family (see docs/statistics.md, 'Seeds as replicates'). "
                 "Figures, per-seed tables and the per-input detail are under 'Pretrained vs fine-tuned'.")
-    for chunk in seeds_markdown(tables).split("### ")[1:]:
-        title, _, body = chunk.partition("\n")
-        report.text(f"**{title.strip()}**\n\n{body.strip()}")
+    add_subsections_as_text(report, seeds_markdown(tables))
     if "claims" in tables and len(tables["claims"]):
         claims = tables["claims"][["group", "dataset", "claim", "measure", "estimate", "ci_low", "ci_high", "p",
                                    "holds", "test"]]
