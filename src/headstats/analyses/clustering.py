@@ -36,7 +36,8 @@ import torch
 
 from headstats.analyses import analysis_options, register_analysis
 from headstats.analyses.clark_options import ClusteringOptions
-from headstats.analyses.surface import SURFACE_COLUMNS, SURFACE_MEASURES, dominant_behaviour, surface_of
+from headstats.analyses.surface import (SURFACE_COLUMNS, SURFACE_MEASURES, SurfacePatterns, dominant_behaviour,
+                                       surface_of)
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
 
@@ -102,13 +103,7 @@ class HeadClustering(Collector):
         self._state = ClusteringState(np.zeros((k, k)), 0, 0,
                                       Moments.zeros((context.n_layers, context.n_heads, len(SURFACE_MEASURES))))
 
-    @property
-    def punct_ids(self) -> tuple[int, ...]:
-        if self._punct is None:
-            from headstats.analyses.surface import provenance_punctuation_ids
-
-            self._punct = provenance_punctuation_ids(self.context.provenance.get(self.context.model, {}))
-        return tuple(self._punct)
+    punct_ids = SurfacePatterns.punct_ids  # the model's "." and "," ids, looked up once (as surface does)
 
     def update(self, view: BatchView) -> None:
         s = self._state
