@@ -94,6 +94,8 @@ from headstats.engine.cache import StateCache
 original, written, limit = StateCache.put, [0], int(sys.argv[1])
 def put(self, key, value):
     original(self, key, value)
+    if not (isinstance(value, dict) and "state" in value):
+        return  # a memo entry (data set, model description), not a chunk's state
     written[0] += 1
     if written[0] == limit:
         print("HALF", flush=True)

@@ -11,8 +11,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "headstats"
 
-#: Lowest first. Base modules (errors, registry, fields, measures, folders, hub) may be used by every layer.
-LAYERS = ["errors", "registry", "fields", "measures", "folders", "hub", "inputs", "model", "engine",
+#: Lowest first. Base modules (errors, registry, fields, measures, folders, hub, lazy) may be used by every layer.
+LAYERS = ["errors", "registry", "fields", "measures", "folders", "hub", "lazy", "inputs", "model", "engine",
           "analyses", "stats", "config", "assignment", "plots", "report", "study", "cli", "api", "__init__"]
 #: ``from headstats import __version__`` is the only use of the package root allowed below the API.
 ROOT_NAMES = {"__version__"}
@@ -64,7 +64,9 @@ def test_layers_never_reach_up(path):
 @pytest.mark.parametrize("path", sorted((SRC / "stats").rglob("*.py")), ids=_name)
 def test_statistics_import_no_torch_matplotlib_or_rich(path):
     banned = {"torch", "matplotlib", "rich", "transformers"}
-    assert not {m.split(".")[0] for m, _ in _imports(path)} & banned
+    imports = _imports(path)
+    assert not {m.split(".")[0] for m, _ in imports} & banned
+    assert not [names for m, names in imports if m == "headstats.lazy" and set(names) & banned]  # not lazily either
 
 
 @pytest.mark.parametrize("path", sorted((SRC / "plots").rglob("*.py")), ids=_name)

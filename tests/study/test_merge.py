@@ -136,6 +136,38 @@ def test_a_statistics_only_rerun_runs_no_forward_pass_and_loads_no_model(tmp_pat
     assert again["tests.csv"] != reference["tests.csv"]  # tau and the correction changed the tests
 
 
+RERUN = r"""
+import sys
+from headstats.cli.main import app
+sys.argv = ["headstats", *sys.argv[1:]]
+try:
+    app()
+except SystemExit as exc:
+    if exc.code:
+        raise
+print("IMPORTED", sorted(m for m in ("torch", "transformers", "spacy") if m in sys.modules))
+"""
+
+
+def test_a_statistics_only_rerun_reads_no_data_and_imports_neither_torch_nor_transformers(tmp_path, models,
+                                                                                          reference):
+    protocol = write_protocol(tmp_path, models)
+    cli("run", protocol, "--out", tmp_path / "first", "--cache-dir", tmp_path / "cache")
+    write_protocol(tmp_path, models, statistics={"tau": 0.5, "correction": "fdr_bh"})
+    script = tmp_path / "rerun.py"
+    script.write_text(RERUN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "MPLCONFIGDIR": str(tmp_path / "mpl")}
+    out = subprocess.run([sys.executable, str(script), "run", str(protocol), "--out", str(tmp_path / "second"),
+                          "--cache-dir", str(tmp_path / "cache")], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "IMPORTED []" in out.stdout, out.stdout[-2000:]
+    assert "read single: 30 inputs found in the cache" in out.stdout + out.stderr
+    again, first = tables(tmp_path / "second"), tables(reference)
+    assert again["scores.parquet"] == first["scores.parquet"] and again["entropy.csv"] == first["entropy.csv"]
+    assert manifest(tmp_path / "second")["models"] == manifest(tmp_path / "first")["models"]
+
+
 KILLABLE = r"""
 import sys
 from headstats.engine.cache import StateCache
@@ -146,6 +178,8 @@ limit = int(sys.argv[1])
 
 def put(self, key, value):
     original(self, key, value)
+    if not (isinstance(value, dict) and "state" in value):
+        return  # a memo entry (data set, model description), not a chunk's state
     written[0] += 1
     if written[0] == limit:
         print("WRITTEN", flush=True)

@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-import torch
+from headstats.lazy import torch
 
 from headstats.analyses import register_analysis
 from headstats.engine.batch import BatchView

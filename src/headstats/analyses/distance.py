@@ -32,7 +32,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
-import torch
+from headstats.lazy import torch
 from pydantic import Field
 
 from headstats.analyses import analysis_options, register_analysis

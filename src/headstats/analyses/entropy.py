@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
+from headstats.lazy import torch
 
 from headstats.analyses import register_analysis
 from headstats.engine.batch import BatchView

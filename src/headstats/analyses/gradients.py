@@ -34,7 +34,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
+from headstats.lazy import torch
 
 from headstats.analyses import analysis_options, register_analysis
 from headstats.analyses.clark_options import GradientOptions

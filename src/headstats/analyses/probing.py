@@ -27,11 +27,12 @@ Paper (BERT-base, WSJ): right-branching 26, distance + GloVe 58, attention only 
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
+from headstats.lazy import torch
 
 from headstats.analyses import analysis_options, register_analysis
 from headstats.analyses.clark_options import ProbingOptions
@@ -170,32 +171,38 @@ def right_branching(m: int) -> np.ndarray:
     return pred
 
 
-class _Probe(torch.nn.Module):
-    def __init__(self, kind: str, K: int, D: int, hidden: int) -> None:
-        super().__init__()
-        self.kind = kind
-        if kind == "attention_only":
-            self.w = torch.nn.Parameter(torch.zeros(K))
-            self.u = torch.nn.Parameter(torch.zeros(K))
-        elif kind == "attention_and_words":
-            self.W = torch.nn.Linear(2 * D, K, bias=True)
-            self.U = torch.nn.Linear(2 * D, K, bias=True)
-        else:
-            self.mlp = torch.nn.Sequential(torch.nn.Linear(2 * D + 2 * MAX_DISTANCE + 1, hidden), torch.nn.ReLU(),
-                                           torch.nn.Linear(hidden, 1))
+@functools.cache
+def _probe_class() -> type:
+    """The probe module class (defined at first use: its base class is torch's, imported lazily)."""
 
-    def forward(self, attention: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
-        """Logits (m dependents, m candidates); ``attention`` is (K, m, m) with ``[k, d, c] = A_k[d, c]``."""
-        m = attention.shape[-1]
-        if self.kind == "attention_only":
-            return torch.einsum("k,kdc->dc", self.w, attention) + torch.einsum("k,kcd->dc", self.u, attention)
-        pair = torch.cat([vectors[None, :, :].expand(m, m, -1), vectors[:, None, :].expand(m, m, -1)], -1)  # [d, c]: v_c ++ v_d
-        if self.kind == "attention_and_words":
-            return (torch.einsum("dck,kdc->dc", self.W(pair), attention)
-                    + torch.einsum("dck,kcd->dc", self.U(pair), attention))
-        offset = (torch.arange(m)[None, :] - torch.arange(m)[:, None]).clamp(-MAX_DISTANCE, MAX_DISTANCE) + MAX_DISTANCE
-        distance = torch.nn.functional.one_hot(offset, 2 * MAX_DISTANCE + 1).float()
-        return self.mlp(torch.cat([pair, distance], -1))[..., 0]
+    class Probe(torch.nn.Module):
+        def __init__(self, kind: str, K: int, D: int, hidden: int) -> None:
+            super().__init__()
+            self.kind = kind
+            if kind == "attention_only":
+                self.w = torch.nn.Parameter(torch.zeros(K))
+                self.u = torch.nn.Parameter(torch.zeros(K))
+            elif kind == "attention_and_words":
+                self.W = torch.nn.Linear(2 * D, K, bias=True)
+                self.U = torch.nn.Linear(2 * D, K, bias=True)
+            else:
+                self.mlp = torch.nn.Sequential(torch.nn.Linear(2 * D + 2 * MAX_DISTANCE + 1, hidden), torch.nn.ReLU(),
+                                               torch.nn.Linear(hidden, 1))
+
+        def forward(self, attention: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
+            """Logits (m dependents, m candidates); ``attention`` is (K, m, m) with ``[k, d, c] = A_k[d, c]``."""
+            m = attention.shape[-1]
+            if self.kind == "attention_only":
+                return torch.einsum("k,kdc->dc", self.w, attention) + torch.einsum("k,kcd->dc", self.u, attention)
+            pair = torch.cat([vectors[None, :, :].expand(m, m, -1), vectors[:, None, :].expand(m, m, -1)], -1)  # [d, c]: v_c ++ v_d
+            if self.kind == "attention_and_words":
+                return (torch.einsum("dck,kdc->dc", self.W(pair), attention)
+                        + torch.einsum("dck,kcd->dc", self.U(pair), attention))
+            offset = (torch.arange(m)[None, :] - torch.arange(m)[:, None]).clamp(-MAX_DISTANCE, MAX_DISTANCE) + MAX_DISTANCE
+            distance = torch.nn.functional.one_hot(offset, 2 * MAX_DISTANCE + 1).float()
+            return self.mlp(torch.cat([pair, distance], -1))[..., 0]
+
+    return Probe
 
 
 def run_probe(kind: str, train: Sequence[dict], test: Sequence[dict], vectors: Any, *, seed: int = 0,
@@ -209,7 +216,7 @@ def run_probe(kind: str, train: Sequence[dict], test: Sequence[dict], vectors: A
         return np.zeros(sum(int(_scored(s).sum()) for s in test), bool)
     torch.manual_seed(seed)
     K, D = train[0]["attention"].shape[0], (vectors[2] if vectors is not None else 0)
-    probe = _Probe(kind, K, D, hidden)
+    probe = _probe_class()(kind, K, D, hidden)
     optimiser = torch.optim.Adam(probe.parameters(), lr=lr)
     order = np.random.default_rng(seed).permutation(len(train))
     with torch.inference_mode(False), torch.enable_grad():
@@ -233,7 +240,7 @@ def run_probe(kind: str, train: Sequence[dict], test: Sequence[dict], vectors: A
     return np.concatenate(out)
 
 
-def _logits(probe: _Probe, sentence: dict, vectors: Any) -> torch.Tensor:
+def _logits(probe: Any, sentence: dict, vectors: Any) -> torch.Tensor:
     attention = torch.from_numpy(sentence["attention"].astype(np.float32))
     logits = probe(attention, sentence_vectors(sentence, vectors) if probe.kind != "attention_only" else None)
     return logits.masked_fill(torch.eye(logits.shape[0], dtype=torch.bool), float("-inf"))

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-import torch
+from headstats.lazy import torch
 
 from headstats.model.encoding import EncodedInput
 from headstats.engine.batch import BatchLayout, BatchView, row_means, view_of

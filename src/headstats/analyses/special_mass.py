@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import pandas as pd
-import torch
+from headstats.lazy import torch
 
 from headstats.analyses import register_analysis
 from headstats.engine.batch import BatchView

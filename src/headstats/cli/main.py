@@ -81,18 +81,27 @@ class Terminated(BaseException):
 
 
 def _quiet_libraries() -> None:
+    """transformers and huggingface_hub log only errors and show no progress bars of their own.
+
+    Set through their environment variables, read when they are imported, so that a command which never needs
+    them (a re-run that finds everything in the cache) does not import them; where they are imported already,
+    their setters are called too.
+    """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    import transformers
+    os.environ.update(TRANSFORMERS_VERBOSITY="error", HF_HUB_VERBOSITY="error", HF_HUB_DISABLE_PROGRESS_BARS="1")
+    if "transformers" in sys.modules:
+        import transformers
 
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
-    try:
-        import huggingface_hub
+        transformers.utils.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()
+    if "huggingface_hub" in sys.modules:
+        try:
+            import huggingface_hub
 
-        huggingface_hub.utils.logging.set_verbosity_error()
-        huggingface_hub.utils.disable_progress_bars()
-    except (ImportError, AttributeError):  # pragma: no cover - older huggingface_hub
-        pass
+            huggingface_hub.utils.logging.set_verbosity_error()
+            huggingface_hub.utils.disable_progress_bars()
+        except (ImportError, AttributeError):  # pragma: no cover - older huggingface_hub
+            pass
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
-import torch
+from headstats.lazy import torch
 
 from headstats.model.encoding import Arc, EncodedInput
 from headstats.model.loading import LoadedModel

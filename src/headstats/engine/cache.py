@@ -103,12 +103,21 @@ def digest(*parts: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def records_digest(records) -> str:
-    """sha256 of what a chunk's records feed the model: ids, texts and parses (in order)."""
+def record_digest(record) -> bytes:
+    """sha256 (32 bytes) of what one record feeds the model: its id, texts and parses."""
+    r = record
+    return hashlib.sha256(repr((r.sentence_id, r.text_a, r.text_b, r.words_a, r.words_b)).encode()).digest()
+
+
+def records_digest(records=(), *, digests=None) -> str:
+    """sha256 of a chunk: of the :func:`record_digest` of its records, in order.
+
+    ``digests`` (the records' digests, computed once when the data set was read) stands for ``records``, so
+    that a re-run can key its chunks without the records themselves.
+    """
     h = hashlib.sha256()
-    for r in records:
-        h.update(repr((r.sentence_id, r.text_a, r.text_b, r.words_a, r.words_b)).encode())
-        h.update(b"\0")
+    for d in (digests if digests is not None else map(record_digest, records)):
+        h.update(d)
     return h.hexdigest()
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import numpy as np
-import torch
+from headstats.lazy import torch
 
 from headstats.model.encoding import EncodedInput
 from headstats.errors import HeadstatsError

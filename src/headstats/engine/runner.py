@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Iterable, Mapping, Sequence
 
-import torch
+from headstats.lazy import torch
 
 from headstats.model.encoding import EncodedInput, encode_records
 from headstats.engine.batch import BatchView, forward_view
@@ -329,6 +329,7 @@ class Runner:
         *,
         models: Sequence[str] | None = None,
         describe: Describe | None = None,
+        digests: Mapping[str, Sequence[bytes]] | None = None,
     ) -> dict[tuple[str, str], dict]:
         """Run every job; build each job's collector (``job.collector``) and fill it.
 
@@ -345,6 +346,10 @@ class Runner:
         describe : callable, optional
             ``describe(name) -> ModelInfo`` without loading the weights (for cache keys and collector shapes);
             default: load the model and describe it.
+        digests : mapping, optional
+            Data set name -> the :func:`~headstats.engine.cache.record_digest` of each of its records, for the
+            chunks' cache keys (default: computed from the records). With them, a chunk found in the cache
+            never touches its records, which may then be a sequence that loads them only when indexed.
 
         Returns
         -------
@@ -389,7 +394,8 @@ class Runner:
                 for dataset, records in data.items():
                     wanted = [j for j in group_jobs if j.dataset == dataset]
                     if wanted:
-                        result = self._pass(infos, ensure_loaded, dataset, records, wanted)
+                        result = self._pass(infos, ensure_loaded, dataset, records, wanted,
+                                            (digests or {}).get(dataset))
                         return_freed_memory(trim=True)
                         for m in dict.fromkeys(m for j in wanted for m in j.models):
                             counts[(m, dataset)] = result.as_dict()
@@ -407,7 +413,8 @@ class Runner:
                 for job in jobs}
 
     def _pass(self, infos: Mapping[str, ModelInfo], ensure_loaded: Callable[[], dict[str, LoadedModel]],
-              dataset: str, records: Sequence[Record], jobs: Sequence[Job]) -> PassCounts:
+              dataset: str, records: Sequence[Record], jobs: Sequence[Job],
+              digests: Sequence[bytes] | None = None) -> PassCounts:
         names = list(dict.fromkeys(m for j in jobs for m in j.models))
         effective = min([self.max_length, *(infos[m].max_input_length for m in names)])
         counts = PassCounts(n_records=len(records), max_length=effective)
@@ -422,32 +429,34 @@ class Runner:
         plan = []
         for k in mine:
             start = k * self.chunk_size
-            chunk = records[start:start + self.chunk_size]
-            chunk_key = digest(start, len(chunk), records_digest(chunk)) if self.cache is not None else ""
-            keys = {id(job): digest(job_keys[id(job)], chunk_key) for job in jobs} if self.cache is not None else {}
-            found = {}
+            stop = min(len(records), start + self.chunk_size)
+            keys, found = {}, {}
             if self.cache is not None:
+                chunk_digest = (records_digest(digests=digests[start:stop]) if digests is not None
+                                else records_digest(records[start:stop]))
+                chunk_key = digest(start, stop - start, chunk_digest)
+                keys = {id(job): digest(job_keys[id(job)], chunk_key) for job in jobs}
                 for job in jobs:
                     entry = self.cache.get(keys[id(job)])
                     if entry is not None:
                         found[id(job)] = entry
-            plan.append((k, start, chunk, keys, found))
-        cached_inputs = sum(len(chunk) for _, _, chunk, _, found in plan if len(found) == len(jobs))
-        to_run = sum(len(chunk) for _, _, chunk, _, found in plan) - cached_inputs
+            plan.append((k, start, stop, keys, found))
+        cached_inputs = sum(stop - start for _, start, stop, _, found in plan if len(found) == len(jobs))
+        to_run = sum(stop - start for _, start, stop, _, _ in plan) - cached_inputs
         where = f"{' + '.join(names)} / {dataset}"
         if self.cache is not None:
-            self.log(f"{where}: {cached_inputs:,} of {sum(len(p[2]) for p in plan):,} inputs found in the cache"
+            self.log(f"{where}: {cached_inputs:,} of {sum(p[2] - p[1] for p in plan):,} inputs found in the cache"
                      + ("; no forward pass" if to_run == 0 else ""))
         bar = self.progress(where + (f" ({cached_inputs:,} cached)" if cached_inputs else ""), to_run) if to_run \
             else no_progress(where, 0)
         with bar as advance:
-            for k, start, chunk, keys, found in plan:
+            for k, start, stop, keys, found in plan:
                 if len(found) == len(jobs):
                     entries = found
-                    counts.n_cached += len(chunk)
+                    counts.n_cached += stop - start
                     counts.chunks_cached += 1
                 else:
-                    entries = self._run_chunk(ensure_loaded, infos, dataset, start, chunk,
+                    entries = self._run_chunk(ensure_loaded, infos, dataset, start, records[start:stop],
                                               [j for j in jobs if id(j) not in found], effective, advance)
                     for job_id, entry in entries.items():
                         if self.cache is not None:

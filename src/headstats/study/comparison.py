@@ -13,22 +13,30 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from headstats.errors import HeadstatsError
-from headstats.model.loading import resolve_model_path, tokenizer_fingerprint
 from headstats.stats.seeds import seed_pairs
 
 
-def check_comparable(protocol, sources: dict[str, str]) -> None:
-    """Refuse, before any scoring, to compare models whose tokenizers split text differently."""
+def check_comparable(protocol, sources: dict[str, str], *, cache=None) -> None:
+    """Refuse, before any scoring, to compare models whose tokenizers split text differently.
+
+    The tokenizers' fingerprints are those of the models' descriptions
+    (:func:`headstats.study.memo.memoised_description`), taken from the state cache ``cache`` (a folder, or
+    None) when an earlier run described the same model folders.
+    """
     if not protocol.compare:
         return
-    from transformers import AutoTokenizer
+    from headstats.engine.cache import StateCache
+    from headstats.study.memo import memoised_description
 
+    store = StateCache(cache) if cache is not None else None
+    specs = {m.name: m for m in protocol.models}
     fingerprints: dict[str, str] = {}
 
     def fingerprint(name: str) -> str:
         if name not in fingerprints:
-            path, _ = resolve_model_path(sources[name])
-            fingerprints[name] = tokenizer_fingerprint(AutoTokenizer.from_pretrained(path))
+            described, _ = memoised_description(sources[name], revision=specs[name].revision, device=protocol.device,
+                                                dtype=protocol.dtype, cache=store)
+            fingerprints[name] = described["vocab_sha256"]
         return fingerprints[name]
 
     for spec in protocol.compare:

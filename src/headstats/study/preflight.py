@@ -39,7 +39,7 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from pydantic import ValidationError
 
@@ -96,7 +96,7 @@ def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: b
     check_device(protocol.device)
     check_dtype(protocol.dtype, protocol.device)
     check_executor(protocol)
-    model_folders = check_models(protocol)
+    model_folders = check_models(protocol, cache_dir=cache_dir)
     check_resampling(protocol)
     data_inputs = check_data(protocol)
     check_parser(protocol)
@@ -257,24 +257,40 @@ def check_cache_dir(folder: Path) -> None:
             from None
 
 
-def _model_folder(source: str, revision: str | None, what: str) -> Path | None:
-    """Check one model source; its local folder, or None for a hub id."""
+def _model_folder(source: str, revision: str | None, what: str, *, checked_before: Callable[[str], bool]
+                  = lambda source: False) -> Path | None:
+    """Check one model source; its local folder, or None for a hub id. ``checked_before(source)``: whether
+    this exact folder passed every check in an earlier run (its checks are then skipped)."""
     from headstats.model.loading import check_model_source, resolve_model_path
 
     if "\0" in source:
         raise ModelError(f"{what} {printable(source)!r} holds a NUL character; fix the path or hub id")
     with _kind(ModelError, f"{what}: " if what != "model" else ""):
-        check_model_source(source, revision=revision)
+        if not checked_before(source):
+            check_model_source(source, revision=revision)
         path, is_local = resolve_model_path(source)
     return Path(path) if is_local else None
 
 
-def check_models(protocol: Protocol) -> list[Path]:
-    """Check every model (or fine-tuning base) without loading it; return the local model folders."""
+def check_models(protocol: Protocol, *, cache_dir: str | Path | None = None) -> list[Path]:
+    """Check every model (or fine-tuning base) without loading it; return the local model folders.
+
+    With the run's ``cache_dir``, a local model folder that an earlier run described, unchanged since (see
+    :func:`headstats.study.memo.described_before`), is not checked again: its checks load its tokenizer,
+    which imports transformers.
+    """
+    checked_before: Callable[[str], bool] = lambda source: False  # noqa: E731
+    if cache_dir is not None:
+        from headstats.engine.cache import StateCache
+        from headstats.study.memo import described_before
+
+        store = StateCache(cache_dir)
+        checked_before = lambda source: described_before(source, device=protocol.device,  # noqa: E731
+                                                         dtype=protocol.dtype, cache=store)
     folders = []
     for spec in protocol.models:
         if spec.finetune is None:
-            folder = _model_folder(spec.source, spec.revision, "model")
+            folder = _model_folder(spec.source, spec.revision, "model", checked_before=checked_before)
         else:
             folder = check_finetune(spec.finetune, data_root=protocol.data_root, name=spec.name)
         if folder is not None:

@@ -17,7 +17,7 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, ContextManager
+from typing import Callable, ContextManager, Sequence
 
 import pandas as pd
 
@@ -42,11 +42,17 @@ class LoadedData:
     """A data set's records and where they came from."""
 
     spec: DatasetSpec
-    records: list[Record]
+    #: The records (a list; from the cache, a sequence that reads them at the first look).
+    records: Sequence[Record]
     files: list[str] = field(default_factory=list)
     info: dict = field(default_factory=dict)
     #: ``(sentence_id, reason)`` of records left out before parsing (empty, or too long to ever fit).
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: Whether some record is a pair, and whether some record is parsed (which roles apply).
+    has_pairs: bool = False
+    has_parses: bool = False
+    #: The :func:`~headstats.engine.cache.record_digest` of each record, when the run caches (chunk keys).
+    digests: list[bytes] | None = None
 
     def counted(self, counts: dict) -> dict:
         """``counts`` of a scoring of :attr:`records` with the records left out before parsing added in."""
@@ -208,7 +214,8 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
         info["parses"] = "gold"
     else:
         info["parses"] = "none"
-    return LoadedData(spec=spec, records=records, files=files, info=info, skipped=skipped)
+    return LoadedData(spec=spec, records=records, files=files, info=info, skipped=skipped,
+                      has_pairs=any(r.is_pair for r in records), has_parses=any(r.words_a is not None for r in records))
 
 
 def _training_progress(name: str, log: Log, progress: ProgressFactory, stack: ExitStack):
@@ -346,18 +353,96 @@ def run_study(
     return result
 
 
-def read_data(protocol: Protocol, finetuned: dict[str, dict], log: Log) -> dict[str, LoadedData]:
-    """Read (and parse) every data set, saying how long it took."""
+def read_data(protocol: Protocol, finetuned: dict[str, dict], log: Log, *,
+              cache: Path | None = None) -> dict[str, LoadedData]:
+    """Read (and parse) every data set, saying how long it took.
+
+    With a ``cache`` folder, a data set whose files, spec and reading options are those of an earlier run is
+    taken from the cache (:func:`memoised_load_data`) instead of being read and parsed again.
+    """
     data = {}
     for spec in protocol.datasets:
         log(f"reading data set {spec.name}")
         t0 = time.perf_counter()
-        data[spec.name] = load_data(spec, protocol, exclude_ids=training_exclusions(spec, finetuned))
+        exclude = training_exclusions(spec, finetuned)
+        data[spec.name], found = memoised_load_data(spec, protocol, exclude_ids=exclude, cache=cache)
         took = time.perf_counter() - t0
         n = len(data[spec.name].records)
-        log(f"read {spec.name}: {n:,} inputs ({data[spec.name].info.get('parses', 'none')} parses) in {took:.1f} s"
-            f" ({n / max(took, 1e-9):,.0f} inputs/s)")
+        how = "found in the cache" if found else f"({data[spec.name].info.get('parses', 'none')} parses)"
+        log(f"read {spec.name}: {n:,} inputs {how} in {took:.1f} s ({n / max(took, 1e-9):,.0f} inputs/s)")
     return data
+
+
+def memoised_load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str],
+                       cache: Path | None) -> tuple[LoadedData, bool]:
+    """:func:`load_data`, taken from the cache folder when an earlier run read the same files the same way.
+
+    The key (:mod:`headstats.study.memo`) holds the sha256 of the data set's files, its spec, the scoring
+    options that shape reading and parsing (``max_length``, ``too_long``, ``parser``, ``alignment``, whether the
+    roles need parses), the ids left out for fine-tuning, the seed (GLUE samples) and the installed package
+    versions (readers, spaCy and its model). A data set with no local file (a hub data set) is always read.
+
+    What is stored is the data set without its records (counts, skipped ids, each record's digest) and, apart,
+    its records; the records are read from the cache only when something looks at them
+    (:class:`headstats.study.memo.RecordsFromCache`), which a re-run whose chunk states are all in the cache
+    never does. With a cache, the data carries its records' digests (:attr:`LoadedData.digests`).
+
+    Returns
+    -------
+    (LoadedData, bool)
+        The data, and whether it came from the cache.
+    """
+    if cache is None:
+        return load_data(spec, protocol, exclude_ids=exclude_ids), False
+    from dataclasses import replace
+
+    from headstats.engine.cache import StateCache, record_digest
+    from headstats.study.memo import RecordsFromCache, folder_identity, memoised, recall, remember
+    from headstats.study.storage import package_versions
+
+    files = _data_files(spec, protocol)
+    if not files:
+        data = load_data(spec, protocol, exclude_ids=exclude_ids)
+        return replace(data, digests=[record_digest(r) for r in data.records]), False
+    sc = protocol.scoring
+    parser = Path(sc.parser).expanduser()
+    key = [file_hashes(files), spec.model_dump(mode="json"), sc.max_length, sc.too_long, sc.parser, sc.alignment,
+           needs_parses(protocol), sorted(exclude_ids), protocol.seed, package_versions(),
+           folder_identity(parser) if parser.is_dir() else None]
+    store = StateCache(cache)
+    fresh: list[LoadedData] = []
+
+    def read() -> LoadedData:
+        data = load_data(spec, protocol, exclude_ids=exclude_ids)
+        fresh.append(data)
+        remember(store, "data set records", key, list(data.records))  # before the summary that points to it
+        return replace(data, records=[], digests=[record_digest(r) for r in data.records])
+
+    summary, found = memoised(store, "data set", key, read)
+    if not found:
+        return replace(summary, records=fresh[0].records), False
+
+    def records() -> list[Record]:
+        there, value = recall(store, "data set records", key)
+        return value if there else load_data(spec, protocol, exclude_ids=exclude_ids).records
+
+    return replace(summary, records=RecordsFromCache(len(summary.digests), records)), True
+
+
+def _data_files(spec: DatasetSpec, protocol: Protocol) -> list[str]:
+    """The local files a data set is read from (empty when one of them is not a local file)."""
+    if spec.path is not None:
+        path = Path(spec.path)
+        return [str(path)] if path.is_file() else []
+    from headstats.inputs.glue import glue_file
+
+    root = spec.glue.root or protocol.data_root
+    if root is None:
+        return []
+    try:
+        return [str(glue_file(spec.glue.task, spec.glue.split, root))]
+    except HeadstatsError:
+        return []
 
 
 def dataset_manifest(data: dict[str, LoadedData]) -> dict:
@@ -371,8 +456,8 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
     from headstats.study.comparison import check_comparable
 
     sources, finetuned = build_models(protocol, log, progress)
-    check_comparable(protocol, sources)
-    data = read_data(protocol, finetuned, log)
+    check_comparable(protocol, sources, cache=cache_root(protocol, execution))
+    data = read_data(protocol, finetuned, log, cache=cache_root(protocol, execution))
     datasets = dataset_manifest(data)
     if execution.shard is not None:
         from headstats.study.merge import run_shard, write_shard
@@ -395,7 +480,7 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: "StudyPasses", 
     """Statistics, comparisons, tables, report and manifest of a study's passes, written to ``claim``."""
     from headstats.assignment.tables import analyse, tau_warnings
     from headstats.study.comparison import run_comparisons
-    from headstats.study.scoring import write_scores
+    from headstats.study.memo import write_scores_memoised
     from headstats.report.builder import build_report
 
     st = protocol.statistics
@@ -431,7 +516,7 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: "StudyPasses", 
     }
     stage = claim.staging
     log(f"writing {claim.out}")
-    write_scores(passes.arrays, stage / "scores.parquet")
+    write_scores_memoised(passes.arrays, stage / "scores.parquet", cache=passes.execution.get("cache_dir"))
     write_table(analysis.tests, stage, "tests")
     write_table(analysis.roles, stage, "roles", parquet=False)
     for name, table in analysis.tables.items():
@@ -489,7 +574,8 @@ def study_roles(protocol: Protocol, data: dict[str, LoadedData]) -> dict[str, tu
     """Per data set: the roles scored on it, and those left out with the reason."""
     from headstats.study.scoring import applicable_roles
 
-    return {name: applicable_roles(protocol.scoring.roles, d.records) for name, d in data.items()}
+    return {name: applicable_roles(protocol.scoring.roles, has_pairs=d.has_pairs, has_parses=d.has_parses)
+            for name, d in data.items()}
 
 
 def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
@@ -535,18 +621,28 @@ def job_label(job) -> str:
     return f"{job.name}:{'+'.join(job.models)}:{job.dataset}"
 
 
-def model_functions(protocol: Protocol, sources: dict[str, str], finetuned: dict[str, dict], log: Log):
+def model_functions(protocol: Protocol, sources: dict[str, str], finetuned: dict[str, dict], log: Log, *,
+                    cache: Path | None = None):
     """``load(name)`` and ``describe(name)`` for the runner, with the protocol's device and dtype; provenance
-    (with the fine-tuning recipe where headstats fine-tuned the model) is what ``describe`` returns."""
-    from headstats.engine.runner import ModelInfo
-    from headstats.model.loading import describe_model, load_model
+    (with the fine-tuning recipe where headstats fine-tuned it) is what ``describe`` returns.
 
+    With a ``cache`` folder, the description of a local model folder is taken from the cache when no file of
+    the folder changed (:func:`memoised_description`): a re-run that finds every chunk state there imports
+    neither transformers nor torch.
+    """
+    from headstats.engine.cache import StateCache
+    from headstats.engine.runner import ModelInfo
+    from headstats.model.loading import load_model
+    from headstats.study.memo import memoised_description
+
+    store = StateCache(cache) if cache is not None else None
     specs = {m.name: m for m in protocol.models}
     provenance: dict[str, dict] = {}
 
     def describe(name: str) -> ModelInfo:
-        found, longest = describe_model(sources[name], revision=specs[name].revision, device=protocol.device,
-                                        dtype=protocol.dtype)
+        found, longest = memoised_description(sources[name], revision=specs[name].revision,
+                                              device=protocol.device, dtype=protocol.dtype, cache=store)
+        found = dict(found)
         found["model"] = name
         provenance[name] = found | ({"finetune": finetuned[name]} if name in finetuned else {})
         return ModelInfo(found, longest)
@@ -589,15 +685,20 @@ def run_passes(
     together; the others one at a time). With a ``cache`` folder, chunks whose states are there run no
     forward pass, and a model none of whose chunks is missing is never loaded.
     """
-    load, describe, provenance = model_functions(protocol, sources, finetuned, log)
+    load, describe, provenance = model_functions(protocol, sources, finetuned, log, cache=cache)
     jobs, dropped = study_jobs(protocol, data)
     runner = make_runner(protocol, cache=cache, log=log, progress=progress)
-    passed = runner.run(load, {name: d.records for name, d in data.items()}, jobs,
+    passed = runner.run(load, {name: d.records for name, d in data.items()}, jobs, digests=record_digests(data),
                         models=[m.name for m in protocol.models], describe=describe)
     execution = {"executor": "local", "device": protocol.device, "dtype": protocol.dtype,
                  "cache_dir": str(cache) if cache is not None else None, "chunk_size": protocol.execution.chunk_size,
                  **runner_summary(runner)}
     return assemble_passes(protocol, jobs, passed, data, dropped, provenance, execution)
+
+
+def record_digests(data: dict[str, LoadedData]) -> dict[str, list[bytes]]:
+    """Data set -> its records' digests, for the data sets that have them (see :attr:`LoadedData.digests`)."""
+    return {name: d.digests for name, d in data.items() if d.digests is not None}
 
 
 def runner_summary(runner) -> dict:
