@@ -60,7 +60,7 @@ def compare_speed(n: int, batch_size: int, *, chunk: int = 128, repeats: int = 3
 
     from headstats.analyses.role_scores import RoleScores
     from headstats.model.encoding import encode_records
-    from headstats.engine.runner import Job, Runner
+    from headstats.engine.runner import DEFAULT_MEMORY_BUDGET, Job, Runner, attention_cells
     from headstats.engine.forward import length_sorted_batches
     from headstats.model.loading import load_model
 
@@ -71,9 +71,12 @@ def compare_speed(n: int, batch_size: int, *, chunk: int = 128, repeats: int = 3
     chunks = [records[start:start + chunk] for start in range(0, len(records), chunk)]
     encoded = [encode_records(part, tokenizer, max_length=128).inputs for part in chunks]
 
+    # the runner's batches: length-sorted, each within the default memory budget (long inputs in smaller ones)
+    max_cells = attention_cells(loaded.n_layers, loaded.n_heads, DEFAULT_MEMORY_BUDGET)
+
     def bare(k: int) -> None:
         # the same length-sorted batches, tokenised with the batch call, forward with attentions, nothing else
-        for items in length_sorted_batches(encoded[k], batch_size):
+        for items in length_sorted_batches(encoded[k], batch_size, max_cells=max_cells):
             texts = [chunks[k][item.index].text_a for item in items]
             enc = tokenizer(texts, padding=True, return_tensors="pt")
             with torch.inference_mode():

@@ -153,7 +153,7 @@ def large_child(mode: str, n: int, hidden: int) -> None:
 
     from headstats.analyses.role_scores import RoleScores
     from headstats.engine.forward import length_sorted_batches, pad_batch
-    from headstats.engine.runner import Job, Runner
+    from headstats.engine.runner import DEFAULT_MEMORY_BUDGET, Job, Runner, attention_cells
     from headstats.model.encoding import encode_records
     from headstats.model.loading import LoadedModel, load_model
 
@@ -174,9 +174,9 @@ def large_child(mode: str, n: int, hidden: int) -> None:
         assert job.collector.result().values.shape == (scored, 24, 16, len(ROLES_WITHOUT_PARSES))
     else:
         with torch.inference_mode():
-            for begin in range(0, n, 1024):  # the runner's chunks and length-sorted batches
+            for begin in range(0, n, 1024):  # the runner's chunks and length-sorted batches, within its budget
                 encoded = encode_records(records[begin:begin + 1024], tokenizer, max_length=128).inputs
-                for items in length_sorted_batches(encoded, 32):
+                for items in length_sorted_batches(encoded, 32, max_cells=attention_cells(24, 16, DEFAULT_MEMORY_BUDGET)):
                     batch = pad_batch(items, tokenizer.pad_token_id)
                     model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                           token_type_ids=batch.token_type_ids, output_attentions=True)

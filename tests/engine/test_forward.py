@@ -39,6 +39,25 @@ def test_length_sorted_batches():
         length_sorted_batches(inputs, 0)
 
 
+def test_length_sorted_batches_within_a_cell_budget():
+    # B = min(batch_size, max(1, floor(max_cells / T^2))), T = the batch's longest (first) input
+    lengths = [7, 12, 3, 10, 7, 11, 6, 4]
+    inputs = [fake_input(i, n) for i, n in enumerate(lengths)]
+    lengths_of = lambda batches: [[item.length for item in b] for b in batches]  # noqa: E731
+    # 300 cells: T=12 -> 2 inputs, T=10 -> 3, T=6 -> 8 but batch_size 4 caps it (3 left)
+    assert lengths_of(length_sorted_batches(inputs, 4, max_cells=300)) == [[12, 11], [10, 7, 7], [6, 4, 3]]
+    # ties keep the input order within and across batches
+    assert [[item.index for item in b] for b in length_sorted_batches(inputs, 4, max_cells=300)] == \
+        [[1, 5], [3, 0, 4], [6, 7, 2]]
+    # fewer cells than the longest input's T^2: one input a batch, never none
+    assert lengths_of(length_sorted_batches(inputs, 4, max_cells=50)) == \
+        [[12], [11], [10], [7], [7], [6], [4, 3]]
+    # a budget that every batch fits changes nothing
+    assert length_sorted_batches(inputs, 3, max_cells=10_000) == length_sorted_batches(inputs, 3)
+    with pytest.raises(ValueError, match="max_cells"):
+        length_sorted_batches(inputs, 4, max_cells=0)
+
+
 def test_pad_batch():
     items = [fake_input(0, 3), fake_input(1, 5, pair=True)]
     batch = pad_batch(items, pad_token_id=0)

@@ -145,3 +145,74 @@ def test_jobs_are_checked(two_models):
         Job(SpecialMass, ("a", "b", "c"), "d")
     with pytest.raises(ValueError, match="pair collector"):
         build_collector(Job(AttentionSimilarity, ("base",), "d"), two_models)
+
+
+# ------------------------------------------------------------------------------------------ the memory budget
+#: Word counts of inputs of the word "the" (one piece each): pieces = words + [CLS] + [SEP].
+PLANTED_WORDS = [5, 10, 1, 8, 5, 9, 4, 2]  # 7, 12, 3, 10, 7, 11, 6, 4 pieces
+PLANTED = [Record(f"t{i}", " ".join(["the"] * k)) for i, k in enumerate(PLANTED_WORDS)]
+
+
+def batch_shapes(monkeypatch):
+    """Record the (B, T) of every forward pass, per model."""
+    from headstats.engine import forward as extraction
+
+    shapes: dict[str, list[tuple[int, int]]] = {}
+    real = extraction.forward_attentions
+
+    def forward(loaded, batch):
+        shapes.setdefault(loaded.name, []).append(tuple(batch.input_ids.shape))
+        return real(loaded, batch)
+
+    monkeypatch.setattr(extraction, "forward_attentions", forward)
+    return shapes
+
+
+def test_every_batch_fits_the_memory_budget(two_models, monkeypatch):
+    assert (two_models["base"].n_layers, two_models["base"].n_heads) == (2, 2)
+    per_cell = 4 * 4 * 2 * 2  # copies x float32 bytes x layers x heads
+    shapes = batch_shapes(monkeypatch)
+    job = Job(RoleScores, ("base",), "d", {"roles": ROLES})
+    # 300 cells per head: T=12 -> 2 inputs, T=10 -> 3, T=6 -> 8, capped by batch_size 4 (3 left)
+    Runner(batch_size=4, memory_budget=300 * per_cell).run(two_models.get, {"d": PLANTED}, [job])
+    assert shapes.pop("base") == [(2, 12), (3, 10), (3, 6)]
+    assert all(b * t * t <= 300 for b, t in [(2, 12), (3, 10), (3, 6)])
+    # the default budget holds these short inputs in batches of batch_size, as before
+    Runner(batch_size=4).run(two_models.get, {"d": PLANTED}, [job])
+    assert shapes.pop("base") == [(4, 12), (4, 7)]
+    # auto: as many inputs as the budget allows (1,000 cells: T=12 -> 6, T=4 -> 62)
+    Runner(batch_size="auto", memory_budget=1000 * per_cell).run(two_models.get, {"d": PLANTED}, [job])
+    assert shapes.pop("base") == [(6, 12), (2, 4)]
+    # a comparison group holds both models' views of a batch: half the cells each (150: T=7 -> 3, T=4 -> 9)
+    pair = Job(AttentionSimilarity, ("base", "other"), "d")
+    Runner(batch_size=4, memory_budget=300 * per_cell).run(two_models.get, {"d": PLANTED}, [pair])
+    assert shapes == {m: [(1, 12), (1, 11), (1, 10), (3, 7), (2, 4)] for m in ("base", "other")}
+
+
+def test_scores_do_not_depend_on_the_batching(two_models):
+    runs = {}
+    for name, budget in (("default", None), ("one_by_one", 64)):  # 64 bytes: one cell, one input a batch
+        jobs = [Job(RoleScores, ("base",), "d", {"roles": ROLES}), Job(SpecialMass, ("base",), "d")]
+        runner = Runner(batch_size=32, **({} if budget is None else {"memory_budget": budget}))
+        runner.run(two_models.get, {"d": RECORDS + PLANTED}, jobs)
+        runs[name] = (jobs[0].collector.result(), jobs[1].collector.tables()["special_mass"], runner.forward_passes)
+    (a, mass_a, passes_a), (b, mass_b, passes_b) = runs["default"], runs["one_by_one"]
+    assert (passes_a, passes_b) == (1, 20)
+    assert list(a.sentence_ids) == list(b.sentence_ids)
+    # padding and batch composition change float rounding only
+    np.testing.assert_allclose(a.values, b.values, rtol=1e-5, atol=1e-7, equal_nan=True)
+    np.testing.assert_allclose(mass_a["mass_mean"], mass_b["mass_mean"], rtol=1e-5)
+
+
+def test_the_default_budget_keeps_batches_of_32_for_short_inputs():
+    from headstats.config.protocol import ExecutionOptions
+    from headstats.engine.runner import DEFAULT_MEMORY_BUDGET, attention_cells, auto_batch_size
+
+    assert ExecutionOptions().memory_budget_mb << 20 == DEFAULT_MEMORY_BUDGET == Runner().memory_budget
+    # 256 MiB / (4 copies x 4 bytes x 6 x 12 heads) = 233,016 cells: 32 x 85^2 = 231,200 fits, 32 x 86^2 does not
+    assert attention_cells(6, 12, DEFAULT_MEMORY_BUDGET) == 233_016
+    assert auto_batch_size(6, 12, 85, DEFAULT_MEMORY_BUDGET) == 32 > auto_batch_size(6, 12, 86, DEFAULT_MEMORY_BUDGET) == 31
+    # bert-base (12 x 12): 116,508 cells, batches of 32 up to 60 pieces, 7 inputs of 128
+    assert auto_batch_size(12, 12, 60, DEFAULT_MEMORY_BUDGET) == 32 and auto_batch_size(12, 12, 128, DEFAULT_MEMORY_BUDGET) == 7
+    with pytest.raises(ValueError, match="memory_budget"):
+        Runner(memory_budget=0)

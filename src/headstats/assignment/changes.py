@@ -203,7 +203,8 @@ def attention_comparison(
     encoded : EncodingResult or list of EncodedInput
         Inputs encoded with that tokenizer (:func:`headstats.model.encoding.encode_records`).
     batch_size : int
-        Inputs per forward pass; does not change any number.
+        The most inputs per forward pass; batches of long inputs are smaller, within the runner's default
+        memory budget (:func:`headstats.engine.runner.attention_cells`). Does not change any number.
     dataset : str
         The ``dataset`` column.
 
@@ -216,7 +217,7 @@ def attention_comparison(
     """
     from headstats.analyses.similarity import AttentionSimilarity
     from headstats.analyses.special_mass import SpecialMass
-    from headstats.engine.runner import Job, build_collector, feed
+    from headstats.engine.runner import DEFAULT_MEMORY_BUDGET, Job, attention_cells, build_collector, feed
 
     models = {loaded_a.name: loaded_a}
     if loaded_b is not None:
@@ -232,7 +233,9 @@ def attention_comparison(
         jobs.append(Job(AttentionSimilarity, (loaded_a.name, loaded_b.name), dataset, name="similarity"))
     for job in jobs:
         job.collector = build_collector(job, models)
-    feed(models, inputs, jobs, dataset=dataset, batch_size=batch_size)
+    max_cells = min(attention_cells(m.n_layers, m.n_heads, DEFAULT_MEMORY_BUDGET, n_models=len(models))
+                    for m in models.values())
+    feed(models, inputs, jobs, dataset=dataset, batch_size=batch_size, max_cells=max_cells)
     tables = [job.collector.tables() for job in jobs]
     similarity = pd.DataFrame(columns=["model_a", "model_b", "dataset", "layer", "head", "cosine_mean",
                                        "cosine_sd", "n"])

