@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -148,7 +149,7 @@ def canonical_relation(label: str) -> str:
     if key in RELATION_ALIASES:
         return RELATION_ALIASES[key]
     base = key.split(":", 1)[0]
-    return RELATION_ALIASES.get(base, base)
+    return sys.intern(RELATION_ALIASES.get(base, base))  # one string per label, not one per word
 
 
 def normalize_relation_name(name: str, *, strict: bool = True) -> str:
@@ -270,7 +271,7 @@ def doc_to_words(doc: Doc) -> tuple[Word, ...]:
         is_root = head.i == tok.i or head.i not in new_index
         words.append(
             Word(
-                text=tok.text,
+                text=sys.intern(tok.text),
                 start=tok.idx,
                 end=tok.idx + len(tok.text),
                 head=-1 if is_root else new_index[head.i],

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -507,7 +508,7 @@ def _sentence_words(tokens: list[_Token], text: str, where: str) -> tuple[str, t
         if tok.kind != "word":
             continue
         start, end = span_of_word[tok.first]
-        words.append(Word(text=tok.form, start=start, end=end, head=tok.head - 1,
+        words.append(Word(text=sys.intern(tok.form), start=start, end=end, head=tok.head - 1,
                           deprel=canonical_relation(tok.deprel)))
     return text, tuple(words), rebuilt
 
