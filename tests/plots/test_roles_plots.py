@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 
 from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, role_table
 from headstats.plots import style
@@ -143,8 +142,10 @@ def test_mean_score_maps(tests_table):
         assert grid.shape == (3, 2)
         assert grid[1, 0] == (5.0 if (1, 0) in HELD[role] else 2.0)
         assert image.norm.vcenter == 3.0
-        outlined = {(round(p.get_y() + 0.5), round(p.get_x() + 0.5)) for p in ax.patches if isinstance(p, Rectangle)}
-        assert outlined == HELD[role]
+        (outlines,) = [c for c in ax.collections if c.get_label() == "assigned"]
+        corners = [path.vertices.min(axis=0) for path in outlines.get_paths()]  # (head - 0.5, layer - 0.5)
+        assert {(round(y + 0.5), round(x + 0.5)) for x, y in corners} == HELD[role]
+        assert all(np.allclose(np.ptp(p.vertices, axis=0), 1) for p in outlines.get_paths())  # one cell each
 
 
 # ---------------------------------------------------------------------------------- heads per role per layer
