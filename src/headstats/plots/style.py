@@ -254,6 +254,39 @@ def is_laid_out(fig: Figure) -> bool:
     return bool(getattr(fig, _LAID_OUT, False))
 
 
+def fit(fig: Figure, ax=None) -> Figure:
+    """Lay out a figure of one axes once: measure what sits around the axes (tick labels, labels, title, a
+    legend beside it) at the PNG's resolution and shrink the axes so that all of it fits inside the figure
+    with :data:`PAD` to spare; mark the figure :func:`laid_out`.
+
+    One measurement instead of constrained layout's two and matplotlib's extra draw before saving. Text added
+    afterwards is not laid out: call ``fig.set_layout_engine("constrained")`` to lay the figure out again.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    ax = ax if ax is not None else fig.axes[0]
+    canvas = fig.canvas
+    dpi = fig.dpi
+    try:
+        FigureCanvasAgg(fig)
+        fig.set_dpi(PNG_DPI)
+        renderer = fig.canvas.get_renderer()
+        legends = [a for a in (ax.get_legend(),) if a is not None]  # the marks inside the axes stay inside
+        tight = ax.get_tightbbox(renderer, bbox_extra_artists=legends)
+        box = ax.get_window_extent(renderer).frozen()  # in pixels at PNG_DPI (not a view of the figure)
+    finally:
+        fig.set_dpi(dpi)
+        fig.set_canvas(canvas)
+    width, height = fig.get_size_inches()
+    pad = PAD * PNG_DPI
+    left, right = box.x0 - tight.x0 + pad, tight.x1 - box.x1 + pad
+    bottom, top = box.y0 - tight.y0 + pad, tight.y1 - box.y1 + pad
+    w_px, h_px = width * PNG_DPI, height * PNG_DPI
+    if w_px - left - right > 0.2 * w_px and h_px - bottom - top > 0.2 * h_px:  # else leave it as it is
+        ax.set_position((left / w_px, bottom / h_px, 1 - (left + right) / w_px, 1 - (bottom + top) / h_px))
+    return laid_out(fig)
+
+
 def panel_rects(size: tuple[float, float], n: int, ncols: int, *, left: float, right: float, top: float,
                 bottom: float, col_gap: float, row_gaps: Sequence[float] = ()) -> list[tuple[float, float, float, float]]:
     """Rectangles ``(x0, y0, width, height)`` in figure fractions of ``n`` equal panels, row by row.
