@@ -237,7 +237,9 @@ def mean_score_maps(tests: pd.DataFrame, *, tau: float | None = None, title: str
     bar_gap, bar_w = 0.05, max(0.06, 0.05 * panel_h)
     bar_text = style.tick_space("y") + style.widest((t for ts in bar_labels.values() for t in ts), 6)
     left = style.PAD + style.label_space(8) + style.tick_space("y") + style.widest(map(str, y_ticks), 7)
-    top = style.PAD + style.text_size("lp", 10)[1] + style.PAD + row_top
+    heading = style.fitted_title((title or "mean sieve bias score per head") + suffix, 10, size[0] - 0.01 * size[0]
+                                 - style.PAD)
+    top = style.PAD + style.title_height(heading, 10) + style.PAD + row_top
     row_gaps = [(x_labels if any(labelled[r * ncols:(r + 1) * ncols]) else bare) + style.PAD + row_top
                 for r in range(nrows - 1)]
     cells = style.panel_rects(size, len(roles), ncols, left=left, right=style.PAD, top=top,
@@ -275,8 +277,7 @@ def mean_score_maps(tests: pd.DataFrame, *, tau: float | None = None, title: str
         bar.ax.minorticks_off()
         if tau is not None:
             bar.ax.axhline(tau, color="k", lw=0.8)
-    fig.suptitle((title or "mean sieve bias score per head") + suffix, fontsize=10, x=0.01, ha="left",
-                 y=1 - style.PAD / size[1], va="top")
+    fig.suptitle(heading, fontsize=10, x=0.01, ha="left", y=1 - style.PAD / size[1], va="top")
     return style.laid_out(fig)
 
 
@@ -320,7 +321,8 @@ def heads_per_layer_plot(per_layer: pd.DataFrame, *, title: str = "", ncols: int
     x_labels = style.tick_space("x") + style.text_size("0", 8)[1] + style.label_space(9)
     bare = matplotlib.rcParams["xtick.major.size"] / 72
     left = style.PAD + style.label_space(9) + style.tick_space("y") + style.widest(map(str, y_ticks), 8)
-    top_margin = style.PAD + style.text_size("lp", 10)[1] + style.PAD + style.title_space(9)
+    heading = style.fitted_title(title or "heads per role per layer", 10, size[0] - 0.01 * size[0] - style.PAD)
+    top_margin = style.PAD + style.title_height(heading, 10) + style.PAD + style.title_space(9)
     row_gaps = [(x_labels if any(labelled[r * ncols:(r + 1) * ncols]) else bare) + style.PAD + style.title_space(9)
                 for r in range(nrows - 1)]
     rects = style.panel_rects(size, len(roles), ncols, left=left, right=style.PAD, top=top_margin,
@@ -349,8 +351,7 @@ def heads_per_layer_plot(per_layer: pd.DataFrame, *, title: str = "", ncols: int
         first_ax.set_xlim(first - margin, last + margin)
         first_ax.set_yticks(y_ticks, [str(t) for t in y_ticks])
         first_ax.set_xticks(x_ticks, [str(t) for t in x_ticks])
-    fig.suptitle(title or "heads per role per layer", fontsize=10, x=0.01, ha="left", y=1 - style.PAD / size[1],
-                 va="top")
+    fig.suptitle(heading, fontsize=10, x=0.01, ha="left", y=1 - style.PAD / size[1], va="top")
     return style.laid_out(fig)
 
 

@@ -196,19 +196,20 @@ PAD = 3 / 72
 
 
 @functools.lru_cache(maxsize=1)
-def _renderer():
-    from matplotlib.backends.backend_agg import RendererAgg
+def _measuring_text():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    return RendererAgg(1, 1, PNG_DPI)
+    fig = Figure(dpi=PNG_DPI)
+    return fig.text(0, 0, ""), FigureCanvasAgg(fig).get_renderer()
 
 
 @functools.lru_cache(maxsize=4096)
 def _text_size(text: str, fontsize: float, weight: str, family: tuple[str, ...]) -> tuple[float, float]:
-    prop = FontProperties(family=list(family), size=fontsize, weight=weight)
-    renderer = _renderer()
-    width, height, _ = renderer.get_text_width_height_descent(text, prop, ismath=False)
-    _, lp_height, _ = renderer.get_text_width_height_descent("lp", prop, ismath=False)
-    return width / PNG_DPI, max(height, lp_height) / PNG_DPI
+    measure, renderer = _measuring_text()
+    measure.set_text(text)
+    measure.set_fontproperties(FontProperties(family=list(family), size=fontsize, weight=weight))
+    box = measure.get_window_extent(renderer)
+    return box.width / PNG_DPI, box.height / PNG_DPI
 
 
 def text_size(text: str, fontsize: float, *, weight: str = "normal") -> tuple[float, float]:
@@ -237,6 +238,30 @@ def label_space(fontsize: float) -> float:
 def title_space(fontsize: float) -> float:
     """Inches an axes title takes above its axes: the title pad and the title's line."""
     return matplotlib.rcParams["axes.titlepad"] / 72 + text_size("lp", fontsize)[1]
+
+
+def fitted_title(text: str, fontsize: float, width: float) -> str:
+    """``text`` as one line when it fits in ``width`` inches, else broken before its parenthesis (or at the
+    last space that fits): a figure title that is never cut at the figure's edge."""
+    if text_size(text, fontsize)[0] <= width or "\n" in text:
+        return text
+    head, sep, tail = text.partition(" (")
+    if sep and text_size(head, fontsize)[0] <= width:
+        return f"{head}\n({tail}"
+    words, lines = text.split(" "), [""]
+    for word in words:
+        joined = f"{lines[-1]} {word}".strip()
+        if lines[-1] and text_size(joined, fontsize)[0] > width:
+            lines.append(word)
+        else:
+            lines[-1] = joined
+    return "\n".join(lines)
+
+
+def title_height(text: str, fontsize: float) -> float:
+    """Inches a (possibly multi-line) figure title takes."""
+    lines = text.split("\n")
+    return text_size("lp", fontsize)[1] * (1 + 1.2 * (len(lines) - 1))
 
 
 _LAID_OUT = "_headstats_laid_out"
