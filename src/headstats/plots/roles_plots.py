@@ -125,7 +125,7 @@ def role_grid(roles: pd.DataFrame, *, title: str = "", legend: bool = True) -> F
     n_heads = int(roles["head"].max()) + 1 if len(roles) else 1
     width, height, scale = _grid_size(n_layers, n_heads, shape)
     legend_rows = shape[0] if legend and cols else 0
-    fig = Figure(figsize=(width + 0.9, height + 0.85 + 0.32 * legend_rows), layout="constrained")
+    fig = Figure(figsize=(width + 0.9, height + 0.85 + 0.32 * legend_rows))
     ax = fig.add_subplot()
     layers = roles["layer"].to_numpy(int)
     heads = roles["head"].to_numpy(int)
@@ -154,14 +154,16 @@ def role_grid(roles: pd.DataFrame, *, title: str = "", legend: bool = True) -> F
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     ax.set_title(title or "roles held per head")
+    key = None
     if legend and cols:
         order = [r * shape[1] + c for c in range(shape[1]) for r in range(shape[0]) if r * shape[1] + c < len(cols)]
         handles = [_SlotKey(k, shape, colours[cols[k]]) for k in order]
-        fig.legend(handles, [cols[k] for k in order], handler_map={_SlotKey: _SlotKeyHandler()},
-                   loc="outside lower center", ncol=shape[1], handlelength=1.9 * shape[1] / max(shape[0], 1) ** 0.5,
-                   handleheight=1.4 * shape[0], columnspacing=1.2, title="slot of each role in a cell",
-                   title_fontsize=8)
-    return fig
+        key = fig.legend(handles, [cols[k] for k in order], handler_map={_SlotKey: _SlotKeyHandler()},
+                         loc="lower center", bbox_to_anchor=(0.5, style.PAD / fig.get_size_inches()[1]),
+                         borderaxespad=0.0, ncol=shape[1], handlelength=1.9 * shape[1] / max(shape[0], 1) ** 0.5,
+                         handleheight=1.4 * shape[0], columnspacing=1.2, title="slot of each role in a cell",
+                         title_fontsize=8)
+    return style.fit(fig, ax, below=key)
 
 
 # ------------------------------------------------------------------------------------------ mean-score maps
@@ -398,18 +400,45 @@ def upset_plot(coloc: pd.DataFrame, *, roles: Sequence[str] | None = None, max_i
     set_sizes = {r: int(exact.loc[exact["combination"].map(lambda c, r=r: r in members[c]), "n_heads"].sum())
                  for r in roles}
     n_int, n_roles = len(shown), len(roles)
-    fig = Figure(figsize=(2.2 + 0.34 * max(n_int, 3), 1.9 + 0.24 * max(n_roles, 1)), layout="constrained")
-    grid = fig.add_gridspec(2, 2, width_ratios=[1.1, 0.34 * max(n_int, 3)], height_ratios=[1.9, 0.24 * max(n_roles, 1)])
-    ax_bar = fig.add_subplot(grid[0, 1])
-    ax_dots = fig.add_subplot(grid[1, 1], sharex=ax_bar)
-    ax_sets = fig.add_subplot(grid[1, 0])
+    fig_size = (2.2 + 0.34 * max(n_int, 3), 1.9 + 0.24 * max(n_roles, 1))
+    fig = Figure(figsize=fig_size)
     x = np.arange(n_int)
     heights = shown["n_heads"].to_numpy(int)
+    sizes = [set_sizes[r] for r in roles]
+    bar_top = max(1, heights.max() if n_int else 1) * 1.15
+    sets_left = max(1, max(sizes, default=1)) * 1.35
+    heading = style.fitted_title((title or "co-location: heads per exact combination of roles") + (
+        f" ({len(ranked) - n_int} smaller combinations not shown)" if len(ranked) > n_int else ""), 10,
+        fig_size[0] * 0.99 - style.PAD)
+    # margins (inches) from the texts around the three axes: bars of intersections over the dots, role sizes left
+    bar_ticks, set_ticks = integer_ticks(0, bar_top, nbins=4), integer_ticks(0, sets_left, nbins=3)
+    tick_pad = matplotlib.rcParams["ytick.major.pad"] / 72
+    none_label = any(not members[c] for c in shown["combination"])
+    gap = max(tick_pad + style.widest(roles, 8),
+              style.label_space(9) + style.tick_space("y") + style.widest(map(str, bar_ticks), 8)) + 2 * style.PAD
+    bottom = max(style.tick_space("x") + style.text_size("0", 8)[1] + matplotlib.rcParams["axes.labelpad"] / 72
+                 + style.text_size("heads\nper role", 9)[1],
+                 matplotlib.rcParams["xtick.major.pad"] / 72 + style.text_size("no role", 7)[1] * none_label)
+    left = style.PAD + style.widest(map(str, set_ticks), 8) / 2
+    top = style.PAD + style.title_height(heading, 10) + style.PAD + style.text_size("0", 8)[1] / 2
+    wide = fig_size[0] - left - style.PAD - gap
+    tall = fig_size[1] - top - bottom - style.PAD - style.PAD
+    w_sets = wide * 1.1 / (1.1 + 0.34 * max(n_int, 3))
+    h_bar = tall * 1.9 / (1.9 + 0.24 * max(n_roles, 1))
+    x_dots, y_dots = left + w_sets + gap, bottom + style.PAD
+    h_dots = tall - h_bar
+
+    def rect(x0, y0, w, h):
+        return (x0 / fig_size[0], y0 / fig_size[1], w / fig_size[0], h / fig_size[1])
+
+    ax_bar = fig.add_axes(rect(x_dots, y_dots + h_dots + style.PAD, wide - w_sets, h_bar))
+    ax_dots = fig.add_axes(rect(x_dots, y_dots, wide - w_sets, h_dots), sharex=ax_bar)
+    ax_sets = fig.add_axes(rect(left, y_dots, w_sets, h_dots))
     bars = ax_bar.bar(x, heights, width=0.6, color=style.EDGE, label="intersection")
     ax_bar.bar_label(bars, fontsize=7, padding=1)
     ax_bar.set_ylabel("heads")
-    ax_bar.set_ylim(0, max(1, heights.max() if n_int else 1) * 1.15)
-    ax_bar.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+    ax_bar.set_ylim(0, bar_top)
+    ax_bar.set_yticks(bar_ticks, [str(t) for t in bar_ticks])
     ax_bar.tick_params(axis="x", bottom=False, labelbottom=False)
     ax_bar.spines["bottom"].set_visible(False)
     y = {r: i for i, r in enumerate(roles)}
@@ -434,19 +463,15 @@ def upset_plot(coloc: pd.DataFrame, *, roles: Sequence[str] | None = None, max_i
     for side in ("left", "bottom"):
         ax_dots.spines[side].set_visible(False)
     ax_dots.set_yticks(np.arange(n_roles), roles)
-    sizes = [set_sizes[r] for r in roles]
     ax_sets.barh(np.arange(n_roles), sizes, height=0.6, color=[colours[r] for r in roles],
                  edgecolor=style.EDGE, linewidth=0.4)
     for i, size in enumerate(sizes):
         ax_sets.annotate(str(size), (size, i), xytext=(-2, 0), textcoords="offset points", ha="right",
                          va="center", fontsize=7)
-    ax_sets.set_xlim(max(1, max(sizes, default=1)) * 1.35, 0)
+    ax_sets.set_xlim(sets_left, 0)
     ax_sets.tick_params(axis="y", left=False, labelleft=False)
     ax_sets.spines["left"].set_visible(False)
     ax_sets.set_xlabel("heads\nper role")
-    ax_sets.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=3))
-    left_out = len(ranked) - n_int
-    more = f" ({left_out} smaller combinations not shown)" if left_out > 0 else ""
-    fig.suptitle((title or "co-location: heads per exact combination of roles") + more, fontsize=10, x=0.01,
-                 ha="left")
-    return fig
+    ax_sets.set_xticks(set_ticks, [str(t) for t in set_ticks])
+    fig.suptitle(heading, fontsize=10, x=0.01, ha="left", y=1 - style.PAD / fig_size[1], va="top")
+    return style.laid_out(fig)

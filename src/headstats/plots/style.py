@@ -279,13 +279,15 @@ def is_laid_out(fig: Figure) -> bool:
     return bool(getattr(fig, _LAID_OUT, False))
 
 
-def fit(fig: Figure, ax=None) -> Figure:
+def fit(fig: Figure, ax=None, *, below=None) -> Figure:
     """Lay out a figure of one axes once: measure what sits around the axes (tick labels, labels, title, a
     legend beside it) at the PNG's resolution and shrink the axes so that all of it fits inside the figure
     with :data:`PAD` to spare; mark the figure :func:`laid_out`.
 
-    One measurement instead of constrained layout's two and matplotlib's extra draw before saving. Text added
-    afterwards is not laid out: call ``fig.set_layout_engine("constrained")`` to lay the figure out again.
+    ``below`` is an artist anchored at the bottom of the figure (a figure legend at ``loc="lower center"``):
+    the axes go above it, and a figure narrower than it is widened to hold it. One measurement instead of constrained layout's two and matplotlib's extra draw
+    before saving. Text added afterwards is not laid out: call ``fig.set_layout_engine("constrained")`` to lay
+    the figure out again.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -299,13 +301,18 @@ def fit(fig: Figure, ax=None) -> Figure:
         legends = [a for a in (ax.get_legend(),) if a is not None]  # the marks inside the axes stay inside
         tight = ax.get_tightbbox(renderer, bbox_extra_artists=legends)
         box = ax.get_window_extent(renderer).frozen()  # in pixels at PNG_DPI (not a view of the figure)
+        under = below.get_window_extent(renderer).frozen() if below is not None else None
     finally:
         fig.set_dpi(dpi)
         fig.set_canvas(canvas)
     width, height = fig.get_size_inches()
+    floor = under.y1 if under is not None else 0.0
+    if under is not None and under.width > (width - 2 * PAD) * PNG_DPI:
+        width = under.width / PNG_DPI + 2 * PAD
+        fig.set_size_inches(width, height)  # the margins around the axes do not depend on its width
     pad = PAD * PNG_DPI
     left, right = box.x0 - tight.x0 + pad, tight.x1 - box.x1 + pad
-    bottom, top = box.y0 - tight.y0 + pad, tight.y1 - box.y1 + pad
+    bottom, top = floor + box.y0 - tight.y0 + pad, tight.y1 - box.y1 + pad
     w_px, h_px = width * PNG_DPI, height * PNG_DPI
     if w_px - left - right > 0.2 * w_px and h_px - bottom - top > 0.2 * h_px:  # else leave it as it is
         ax.set_position((left / w_px, bottom / h_px, 1 - (left + right) / w_px, 1 - (bottom + top) / h_px))
