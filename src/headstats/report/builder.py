@@ -29,7 +29,7 @@ from headstats.assignment.role_assignment import role_columns
 from headstats.errors import HeadstatsError, OutputError
 from headstats.plots import roles_plots
 from headstats.plots.style import order_roles, role_family
-from headstats.report.blocks import Report, figure_tag, write_report
+from headstats.report.blocks import Report, figure_tag, render_tables, write_report
 from headstats.report.figures import FigureRenderer
 
 TEST_NAMES = {
@@ -722,6 +722,7 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
     with FigureRenderer(root, formats=formats, workers=workers) as figures:
         report = _build_report(root, protocol, analysis, manifest, comparison=comparison, analyses=analyses,
                                formats=formats, log=log, figures=figures)
+        render_tables(report, html_too=protocol.report.html)  # while the figures are drawn
         log("report: waiting for the figures")
         figures.wait()
     log("report: writing report.md" + (" and report.html" if protocol.report.html else ""))
