@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 
 from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, role_table
 from headstats.plots import style
@@ -143,8 +142,10 @@ def test_mean_score_maps(tests_table):
         assert grid.shape == (3, 2)
         assert grid[1, 0] == (5.0 if (1, 0) in HELD[role] else 2.0)
         assert image.norm.vcenter == 3.0
-        outlined = {(round(p.get_y() + 0.5), round(p.get_x() + 0.5)) for p in ax.patches if isinstance(p, Rectangle)}
-        assert outlined == HELD[role]
+        (outlines,) = [c for c in ax.collections if c.get_label() == "assigned"]
+        corners = [path.vertices.min(axis=0) for path in outlines.get_paths()]  # (head - 0.5, layer - 0.5)
+        assert {(round(y + 0.5), round(x + 0.5)) for x, y in corners} == HELD[role]
+        assert all(np.allclose(np.ptp(p.vertices, axis=0), 1) for p in outlines.get_paths())  # one cell each
 
 
 # ---------------------------------------------------------------------------------- heads per role per layer
@@ -188,3 +189,68 @@ def test_upset_plot_caps_intersections_and_says_so(tests_table):
     fig = upset_plot(coloc, max_intersections=2, show_none=False, title="co")
     assert [p.get_height() for p in fig.axes[0].patches] == [2, 1]
     assert fig.get_suptitle() == "co (2 smaller combinations not shown)"
+
+
+# -------------------------------------------------------------------------------------- fixed layouts
+
+def text_boxes(fig: Figure):
+    """(owner axes, window box) of every visible text of the figure, drawn at the PNG's resolution."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig.set_dpi(style.PNG_DPI)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    boxes = [(None, t.get_window_extent(renderer)) for t in (fig._suptitle, *fig.legends) if t is not None]
+    for ax in fig.axes:
+        texts = [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+        texts += [t for tick in ax.xaxis.get_major_ticks() + ax.yaxis.get_major_ticks()
+                  for t in (tick.label1, tick.label2) if t.get_visible() and tick.get_visible()]
+        xmin, xmax = ax.get_xlim() if ax.get_xlim()[0] < ax.get_xlim()[1] else ax.get_xlim()[::-1]
+        texts = [t for t in texts if t.get_visible() and t.get_text()]
+        boxes += [(ax, t.get_window_extent(renderer)) for t in texts]
+    return boxes
+
+
+@pytest.mark.parametrize("draw", ["maps", "bars", "upset", "grid"])
+@pytest.mark.parametrize("n_layers,n_heads,n_roles", [(3, 2, 3), (6, 12, 9), (24, 16, 10)])
+def test_small_multiples_keep_their_text_inside_and_off_other_panels(draw, n_layers, n_heads, n_roles):
+    rng = np.random.default_rng(n_layers)
+    roles = ROLES10[:n_roles]
+    tests = pd.DataFrame([dict(model="m", dataset="d", role=r, layer=layer, head=head, n=10,
+                               mean=float(rng.gamma(2.0, 2.0 if r.startswith("delimiter") else 0.01)),
+                               reject=bool(rng.random() < 0.2))
+                          for r in roles for layer in range(n_layers) for head in range(n_heads)])
+    if draw == "maps":
+        fig = mean_score_maps(tests, tau=2.0, title="mean score per head: bert-base-uncased on a long data set name")
+    elif draw == "bars":
+        fig = heads_per_layer_plot(heads_per_role_per_layer(role_table(tests)), title="heads per role per layer")
+    elif draw == "upset":
+        fig = upset_plot(colocation(role_table(tests)), roles=roles, title="co-location: m on d")
+    else:
+        fig = role_grid(role_table(tests), title="roles held per head: m on d")
+    assert style.is_laid_out(fig) and fig.get_layout_engine() is None
+    boxes = text_boxes(fig)
+    width, height = fig.bbox.width, fig.bbox.height
+    for _, box in boxes:  # inside the canvas (1 px of rounding)
+        assert box.x0 >= -1 and box.y0 >= -1 and box.x1 <= width + 1 and box.y1 <= height + 1, box
+    axes = fig.axes
+    partner = {}  # a map and its colour bar touch by design
+    if draw == "maps":
+        for a, b in zip(axes[0::2], axes[1::2]):
+            partner[a], partner[b] = b, a
+    checked = 0
+    for owner, box in boxes:  # no text over another panel or colour bar
+        for ax in axes:
+            if ax is owner or partner.get(owner) is ax:
+                continue
+            assert not box.shrunk(0.98, 0.98).overlaps(ax.get_window_extent()), \
+                (owner.get_title() if owner else "suptitle", ax.get_title(), box)
+            checked += 1
+    assert checked >= 1
+    if draw in ("upset", "grid"):
+        return
+    panels = axes[0::2] if draw == "maps" else axes
+    assert len(panels) == n_roles
+    ncols = min(n_roles, 5 if n_roles > 8 else 4)  # a grid: the panels of a column share their left edge
+    assert len({round(ax.get_position().x0, 9) for ax in panels}) == ncols
+    assert len({round(ax.get_position().width, 9) for ax in panels}) == 1

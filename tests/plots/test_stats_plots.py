@@ -73,3 +73,20 @@ def test_power_views(tests_table, tmp_path):
 def test_missing_columns_raise(tests_table):
     with pytest.raises(ValueError, match="n_heads_assigned"):
         plot_tau_sensitivity(tests_table)
+
+
+def test_pvalue_histogram_stacks_one_shape_per_role_and_is_laid_out(tests_table):
+    import numpy as np
+
+    from headstats.plots import style
+
+    fig = plot_pvalue_histogram(tests_table, bins=10)
+    ax = fig.axes[0]
+    shapes = ax.patches
+    assert [s.get_label() for s in shapes] == style.order_roles(tests_table["role"])
+    p = tests_table["p_unc"].to_numpy(float)
+    top = shapes[-1].get_data().values  # the last role's top is the count of every role: p-values per bin
+    assert top.tolist() == [int(v) for v in np.histogram(p, bins=np.linspace(0, 1, 11))[0]]
+    first = tests_table[tests_table["role"] == shapes[0].get_label()]["p_unc"].to_numpy(float)
+    assert shapes[0].get_data().values.tolist() == np.histogram(first, bins=np.linspace(0, 1, 11))[0].tolist()
+    assert style.is_laid_out(fig) and fig.get_layout_engine() is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib
+import pytest
 import matplotlib.colors as mcolors
 from matplotlib.figure import Figure
 
@@ -93,3 +94,58 @@ def test_save_lays_out_once_and_every_format_keeps_that_layout(tmp_path, monkeyp
     svg = paths[1].read_text()
     svg_width_pt = float(svg.split('width="')[1].split("pt")[0])
     assert abs(png_width / style.PNG_DPI - svg_width_pt / 72) < 0.03  # the same box, in inches
+
+
+def test_text_size_is_the_text_box_matplotlib_draws():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    with style.context():
+        fig = Figure(dpi=style.PNG_DPI)
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        for text, size in [("syntactic:advmod", 9), ("10", 7), ("0.000261", 6)]:
+            box = fig.text(0, 0, text, fontsize=size).get_window_extent(renderer)
+            width, height = style.text_size(text, size)
+            assert width == pytest.approx(box.width / style.PNG_DPI, abs=1e-9)
+            assert height == pytest.approx(box.height / style.PNG_DPI, abs=1e-9)
+    assert style.widest(["1", "10", "100"], 8) == style.text_size("100", 8)[0]
+    assert style.widest([], 8) == 0.0
+
+
+def test_panel_rects_share_what_the_margins_leave():
+    # 10 x 5 in, 3 panels in rows of 2: width (10 - 1 - 0.5 - 0.5) / 2 = 4; height (5 - 1 - 0.5 - 0.5) / 2 = 1.5
+    rects = style.panel_rects((10, 5), 3, 2, left=1, right=0.5, top=1, bottom=0.5, col_gap=0.5)
+    expected = [(1, 5 - 1 - 1.5, 4, 1.5), (5.5, 2.5, 4, 1.5), (1, 2.5 - 0.5 - 1.5, 4, 1.5)]
+    for rect, (x, y, w, h) in zip(rects, expected):
+        assert rect == pytest.approx((x / 10, y / 5, w / 10, h / 5))
+    with pytest.raises(ValueError, match="no room"):
+        style.panel_rects((1, 1), 4, 2, left=0.5, right=0.5, top=0, bottom=0, col_gap=0.1)
+
+
+def test_fit_keeps_every_text_inside_and_a_laid_out_figure_is_drawn_once_per_file(tmp_path, monkeypatch):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    with style.context():
+        fig = Figure(figsize=(4, 3))
+        ax = fig.add_subplot()
+        ax.plot([0, 1], [0, 123456])
+        ax.set_ylabel("a long label\non two lines")
+        ax.set_title("a title")
+        ax.legend(["a rather long legend entry"], loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        style.fit(fig)
+        assert style.is_laid_out(fig) and fig.dpi == 100 and type(fig.canvas).__name__ == "FigureCanvasBase"
+        fig.set_dpi(style.PNG_DPI)
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        tight = ax.get_tightbbox(renderer, bbox_extra_artists=[ax.get_legend()])
+        pad = style.PAD * style.PNG_DPI
+        # every text inside the figure, with the pad to spare and little more (the legend sits 1 % of the axes'
+        # width beside it, and the axes shrank by one measurement: a few pixels closer)
+        margins = [tight.x0, fig.bbox.width - tight.x1, tight.y0, fig.bbox.height - tight.y1]
+        assert all(pad - 0.5 <= m <= pad + 4 for m in margins), margins
+    draws = []
+    original = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda self, renderer: (draws.append(self), original(self, renderer))[1])
+    before = ax.get_position().bounds
+    paths = style.save(fig, tmp_path, "fit")
+    assert len(draws) == 2 and ax.get_position().bounds == before  # one draw per file, no tight box
+    width = int.from_bytes(paths[0].read_bytes()[16:20], "big")
+    assert width == 4 * style.PNG_DPI  # the whole canvas

@@ -18,6 +18,7 @@ from headstats.report.blocks import (
     markdown_table,
     render_html,
     render_markdown,
+    render_tables,
     save_figure,
     slug,
     unique_slug,
@@ -158,3 +159,20 @@ def test_a_figure_file_is_never_written_twice(tmp_path):
     assert not (tmp_path / "figures" / "x.svg").exists()
     with pytest.raises(RuntimeError, match="written twice"):
         save_figure(Figure(), tmp_path, "x")
+
+
+def test_tables_formatted_ahead_give_the_same_report():
+    def report() -> Report:
+        r = Report("Study")
+        r.table(pd.DataFrame({"n": range(30), "p_unc": np.linspace(1e-6, 1, 30)}), caption="rows", csv="big.csv")
+        r.table(pd.DataFrame({"x": [0.5, np.nan], "flag": [True, False]}), caption="short")
+        return r
+
+    plain, ahead = report(), report()
+    render_tables(ahead)
+    assert [b.extra["markdown"] for b in ahead.blocks] != [None, None]
+    assert render_markdown(ahead) == render_markdown(plain)
+    assert render_html(ahead, root=None) == render_html(plain, root=None)
+    only_md = report()
+    render_tables(only_md, html_too=False)
+    assert "html" not in only_md.blocks[0].extra and render_html(only_md, root=None) == render_html(plain, root=None)

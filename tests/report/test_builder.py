@@ -408,3 +408,17 @@ def test_analysis_sections_use_the_registry_entrys_report(tmp_path):
         assert [b.content for b in report.blocks if b.kind == "heading"] == ["Attention distance"]
     finally:
         ANALYSES.unregister("section_test")
+
+
+def test_rebuilds_are_deterministic_and_workers_change_no_byte(run, tmp_path):
+    def files(folder: Path) -> dict[str, bytes]:
+        names = [f"figures/{p.name}" for p in sorted((folder / "figures").iterdir())] + ["report.md", "report.html"]
+        return {name: (folder / name).read_bytes() for name in names}
+
+    rebuild_report(run, workers=1)
+    serial = files(run)
+    assert sum(name.endswith(".png") for name in serial) == 5  # grid, maps, bars, UpSet, p-values (no tau table)
+    rebuild_report(run, workers=1)
+    assert files(run) == serial  # the same folder rebuilt: the same bytes (no dates, stable SVG ids)
+    rebuild_report(run, workers=2)
+    assert files(run) == serial  # figures drawn by worker processes: the same files, the same report

@@ -125,7 +125,7 @@ def role_grid(roles: pd.DataFrame, *, title: str = "", legend: bool = True) -> F
     n_heads = int(roles["head"].max()) + 1 if len(roles) else 1
     width, height, scale = _grid_size(n_layers, n_heads, shape)
     legend_rows = shape[0] if legend and cols else 0
-    fig = Figure(figsize=(width + 0.9, height + 0.85 + 0.32 * legend_rows), layout="constrained")
+    fig = Figure(figsize=(width + 0.9, height + 0.85 + 0.32 * legend_rows))
     ax = fig.add_subplot()
     layers = roles["layer"].to_numpy(int)
     heads = roles["head"].to_numpy(int)
@@ -154,14 +154,16 @@ def role_grid(roles: pd.DataFrame, *, title: str = "", legend: bool = True) -> F
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     ax.set_title(title or "roles held per head")
+    key = None
     if legend and cols:
         order = [r * shape[1] + c for c in range(shape[1]) for r in range(shape[0]) if r * shape[1] + c < len(cols)]
         handles = [_SlotKey(k, shape, colours[cols[k]]) for k in order]
-        fig.legend(handles, [cols[k] for k in order], handler_map={_SlotKey: _SlotKeyHandler()},
-                   loc="outside lower center", ncol=shape[1], handlelength=1.9 * shape[1] / max(shape[0], 1) ** 0.5,
-                   handleheight=1.4 * shape[0], columnspacing=1.2, title="slot of each role in a cell",
-                   title_fontsize=8)
-    return fig
+        key = fig.legend(handles, [cols[k] for k in order], handler_map={_SlotKey: _SlotKeyHandler()},
+                         loc="lower center", bbox_to_anchor=(0.5, style.PAD / fig.get_size_inches()[1]),
+                         borderaxespad=0.0, ncol=shape[1], handlelength=1.9 * shape[1] / max(shape[0], 1) ** 0.5,
+                         handleheight=1.4 * shape[0], columnspacing=1.2, title="slot of each role in a cell",
+                         title_fontsize=8)
+    return style.fit(fig, ax, below=key)
 
 
 # ------------------------------------------------------------------------------------------ mean-score maps
@@ -181,13 +183,26 @@ def _norm(grid: np.ndarray, tau: float | None) -> Normalize:
     return TwoSlopeNorm(vcenter=tau, vmin=min(low, tau - margin), vmax=max(high, tau + margin))
 
 
+def integer_ticks(low: float, high: float, *, nbins: int | str = 10) -> list[int]:
+    """The integer ticks matplotlib's ``MaxNLocator(integer=True)`` puts on ``[low, high]``, found once (fixed
+    ticks cost less to draw than a locator asked again at every draw)."""
+    values = MaxNLocator(integer=True, nbins=nbins).tick_values(low, high)
+    return [int(round(v)) for v in values if low - 1e-9 <= v <= high + 1e-9]
+
+
+def _colour_bar_ticks(norm: Normalize, tau: float | None) -> list[float]:
+    return [norm.vmin, tau, norm.vmax] if tau is not None else [norm.vmin, norm.vmax]
+
+
 @style.styled
 def mean_score_maps(tests: pd.DataFrame, *, tau: float | None = None, title: str = "",
                     ncols: int | None = None) -> Figure:
     """Small multiples, one per role: layer x head heat map of the mean score, assigned heads outlined.
 
     With ``tau`` the colours diverge at tau (red above, blue below), so that a reader sees at once which heads
-    score above the threshold and which of those were assigned (outlined in black).
+    score above the threshold and which of those were assigned (outlined in black). Each map has its own colour
+    bar (roles score on different scales). The panels are placed with margins computed from their few texts
+    (:func:`headstats.plots.style.panel_rects`), not by constrained layout: drawing costs a third as much.
 
     Parameters
     ----------
@@ -205,42 +220,67 @@ def mean_score_maps(tests: pd.DataFrame, *, tau: float | None = None, title: str
     nrows = max(1, math.ceil(len(roles) / ncols))
     n_layers, n_heads = int(tests["layer"].max()) + 1, int(tests["head"].max()) + 1
     panel_w, panel_h = max(2.5, 0.13 * n_heads + 1.2), max(1.7, 0.13 * n_layers + 0.9)
-    fig = Figure(figsize=(panel_w * ncols, panel_h * nrows + 0.5), layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    size = (panel_w * ncols, panel_h * nrows + 0.5)
+    fig = Figure(figsize=size)
     cmap = style.DIVERGING_CMAP if tau is not None else style.SEQUENTIAL_CMAP
-    for k, (ax, role) in enumerate(zip(axes.flat, roles)):
-        part = tests[tests["role"] == role]
-        grid = _layer_head_grid(part, "mean", n_layers, n_heads)
-        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=_norm(grid, tau), aspect="auto",
+    grids = {role: _layer_head_grid(tests[tests["role"] == role], "mean", n_layers, n_heads) for role in roles}
+    norms = {role: _norm(grid, tau) for role, grid in grids.items()}
+    bar_labels = {role: [f"{t:.3g}" for t in _colour_bar_ticks(norms[role], tau)] for role in roles}
+    x_ticks = integer_ticks(-0.5, n_heads - 0.5)
+    y_ticks = integer_ticks(-0.5, n_layers - 0.5)
+    suffix = f" (black outline: assigned; colours diverge at tau = {tau:g})" if tau is not None else \
+        " (black outline: assigned)"
+
+    # margins (inches) from the texts around the panels
+    labelled = [k + ncols >= len(roles) for k in range(len(roles))]  # no panel below: x tick labels and label
+    x_labels = style.tick_space("x") + style.text_size("0", 7)[1] + style.label_space(8)
+    bare = matplotlib.rcParams["xtick.major.size"] / 72
+    row_top = max(style.title_space(9), style.text_size("0", 6)[1] / 2)
+    bar_gap, bar_w = 0.05, max(0.06, 0.05 * panel_h)
+    bar_text = style.tick_space("y") + style.widest((t for ts in bar_labels.values() for t in ts), 6)
+    left = style.PAD + style.label_space(8) + style.tick_space("y") + style.widest(map(str, y_ticks), 7)
+    heading = style.fitted_title((title or "mean sieve bias score per head") + suffix, 10, size[0] - 0.01 * size[0]
+                                 - style.PAD)
+    top = style.PAD + style.title_height(heading, 10) + style.PAD + row_top
+    row_gaps = [(x_labels if any(labelled[r * ncols:(r + 1) * ncols]) else bare) + style.PAD + row_top
+                for r in range(nrows - 1)]
+    cells = style.panel_rects(size, len(roles), ncols, left=left, right=style.PAD, top=top,
+                              bottom=x_labels + style.PAD, col_gap=2 * style.PAD + bare, row_gaps=row_gaps)
+    inside = bar_gap + bar_w + bar_text  # the colour bar and its labels, inside each panel's cell (inches)
+
+    for k, (role, (x0, y0, w, h)) in enumerate(zip(roles, cells)):
+        map_w = w - inside / size[0]
+        ax = fig.add_axes((x0, y0, map_w, h))
+        grid = grids[role]
+        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norms[role], aspect="auto",
                           interpolation="nearest")
-        for r in part[part["reject"].fillna(False).astype(bool)].itertuples():
-            ax.add_patch(Rectangle((r.head - 0.5, r.layer - 0.5), 1, 1, fill=False, ec=style.ASSIGNED_EDGE, lw=1.3))
+        part = tests[(tests["role"] == role) & tests["reject"].fillna(False).astype(bool)]
+        outlines = [Rectangle((hd - 0.5, lay - 0.5), 1, 1) for lay, hd in
+                    zip(part["layer"].to_numpy(int), part["head"].to_numpy(int))]
+        ax.add_collection(PatchCollection(outlines, facecolor="none", edgecolor=style.ASSIGNED_EDGE, linewidth=1.3,
+                                          label="assigned"), autolim=False)
         ax.set_title(role, fontsize=9)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xticks(x_ticks, [str(t) for t in x_ticks])
+        ax.set_yticks(y_ticks, [str(t) for t in y_ticks])
         ax.tick_params(labelsize=7)
-        # the panels share their axes: label the outer ones only (less to read, and less text to lay out)
+        # the panels share their axes: label the outer ones only (less to read, and less text to draw)
         if k % ncols == 0:
             ax.set_ylabel("layer", fontsize=8)
         else:
             ax.tick_params(labelleft=False)
-        if k + ncols >= len(roles):  # no panel below
+        if labelled[k]:
             ax.set_xlabel("head", fontsize=8)
         else:
             ax.tick_params(labelbottom=False)
-        bar = fig.colorbar(image, ax=ax, fraction=0.08, pad=0.02)
-        norm = image.norm
-        ticks = [norm.vmin, tau, norm.vmax] if tau is not None else [norm.vmin, norm.vmax]
-        bar.set_ticks(ticks, labels=[f"{t:.3g}" for t in ticks])
+        cax = fig.add_axes((x0 + map_w + bar_gap / size[0], y0, bar_w / size[0], h))
+        bar = fig.colorbar(image, cax=cax)
+        bar.set_ticks(_colour_bar_ticks(norms[role], tau), labels=bar_labels[role])
         bar.ax.tick_params(labelsize=6)
+        bar.ax.minorticks_off()
         if tau is not None:
             bar.ax.axhline(tau, color="k", lw=0.8)
-    for ax in list(axes.flat)[len(roles):]:
-        ax.set_visible(False)
-    suffix = f" (black outline: assigned; colours diverge at tau = {tau:g})" if tau is not None else \
-        " (black outline: assigned)"
-    fig.suptitle((title or "mean sieve bias score per head") + suffix, fontsize=10, x=0.01, ha="left")
-    return fig
+    fig.suptitle(heading, fontsize=10, x=0.01, ha="left", y=1 - style.PAD / size[1], va="top")
+    return style.laid_out(fig)
 
 
 # ---------------------------------------------------------------------------------- heads per role per layer
@@ -270,28 +310,51 @@ def heads_per_layer_plot(per_layer: pd.DataFrame, *, title: str = "", ncols: int
     nrows = max(1, math.ceil(len(roles) / ncols))
     top = float(per_layer["n_heads"].max()) if len(per_layer) else 1.0
     panel_w = max(2.2, 0.16 * len(layers) + 1.0)
-    fig = Figure(figsize=(panel_w * ncols, 1.9 * nrows + 0.5), layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
-    for k, (ax, role) in enumerate(zip(axes.flat, roles)):
+    size = (panel_w * ncols, 1.9 * nrows + 0.5)
+    fig = Figure(figsize=size)
+    y_max = max(1.0, top) * 1.18
+    y_ticks = integer_ticks(0, y_max, nbins=4)
+    first, last = (layers[0], layers[-1]) if layers else (0, 0)
+    margin = 0.375 + 0.05 * (last - first + 0.75)  # matplotlib's 5 % around bars of width 0.75
+    x_ticks = integer_ticks(first - margin, last + margin)
+
+    # margins (inches) from the texts around the panels (fonts of the style: ticks 8, labels 9, titles 9)
+    labelled = [k + ncols >= len(roles) for k in range(len(roles))]  # no panel below: layer numbers and label
+    x_labels = style.tick_space("x") + style.text_size("0", 8)[1] + style.label_space(9)
+    bare = matplotlib.rcParams["xtick.major.size"] / 72
+    left = style.PAD + style.label_space(9) + style.tick_space("y") + style.widest(map(str, y_ticks), 8)
+    heading = style.fitted_title(title or "heads per role per layer", 10, size[0] - 0.01 * size[0] - style.PAD)
+    top_margin = style.PAD + style.title_height(heading, 10) + style.PAD + style.title_space(9)
+    row_gaps = [(x_labels if any(labelled[r * ncols:(r + 1) * ncols]) else bare) + style.PAD + style.title_space(9)
+                for r in range(nrows - 1)]
+    rects = style.panel_rects(size, len(roles), ncols, left=left, right=style.PAD, top=top_margin,
+                              bottom=x_labels + style.PAD, col_gap=2 * style.PAD + bare, row_gaps=row_gaps)
+    first_ax = None
+    for k, (role, rect) in enumerate(zip(roles, rects)):
+        ax = fig.add_axes(rect, sharex=first_ax, sharey=first_ax)
+        first_ax = first_ax or ax
         part = per_layer[per_layer["role"] == role].sort_values("layer")
         bars = ax.bar(part["layer"].to_numpy(int), part["n_heads"].to_numpy(int), width=0.75,
                       color=colours[role], edgecolor=style.EDGE, linewidth=0.4, label=role)
         if label_bars:
             ax.bar_label(bars, labels=[str(int(v)) if v else "" for v in part["n_heads"]], fontsize=6, padding=1)
         ax.set_title(role, fontsize=9)
-        ax.set_ylim(0, max(1.0, top) * 1.18)
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(axis="y", alpha=0.3)
         if k % ncols == 0:
             ax.set_ylabel("heads")
-        if k // ncols == nrows - 1 or k + ncols >= len(roles):
+        else:
+            ax.tick_params(labelleft=False)
+        if labelled[k]:
             ax.set_xlabel("layer")
-            ax.xaxis.set_tick_params(labelbottom=True)
-    for ax in list(axes.flat)[len(roles):]:
-        ax.set_visible(False)
-    fig.suptitle(title or "heads per role per layer", fontsize=10, x=0.01, ha="left")
-    return fig
+        else:
+            ax.tick_params(labelbottom=False)
+    if first_ax is not None:  # shared by every panel
+        first_ax.set_ylim(0, y_max)
+        first_ax.set_xlim(first - margin, last + margin)
+        first_ax.set_yticks(y_ticks, [str(t) for t in y_ticks])
+        first_ax.set_xticks(x_ticks, [str(t) for t in x_ticks])
+    fig.suptitle(heading, fontsize=10, x=0.01, ha="left", y=1 - style.PAD / size[1], va="top")
+    return style.laid_out(fig)
 
 
 # ------------------------------------------------------------------------------------------- co-location
@@ -337,18 +400,45 @@ def upset_plot(coloc: pd.DataFrame, *, roles: Sequence[str] | None = None, max_i
     set_sizes = {r: int(exact.loc[exact["combination"].map(lambda c, r=r: r in members[c]), "n_heads"].sum())
                  for r in roles}
     n_int, n_roles = len(shown), len(roles)
-    fig = Figure(figsize=(2.2 + 0.34 * max(n_int, 3), 1.9 + 0.24 * max(n_roles, 1)), layout="constrained")
-    grid = fig.add_gridspec(2, 2, width_ratios=[1.1, 0.34 * max(n_int, 3)], height_ratios=[1.9, 0.24 * max(n_roles, 1)])
-    ax_bar = fig.add_subplot(grid[0, 1])
-    ax_dots = fig.add_subplot(grid[1, 1], sharex=ax_bar)
-    ax_sets = fig.add_subplot(grid[1, 0])
+    fig_size = (2.2 + 0.34 * max(n_int, 3), 1.9 + 0.24 * max(n_roles, 1))
+    fig = Figure(figsize=fig_size)
     x = np.arange(n_int)
     heights = shown["n_heads"].to_numpy(int)
+    sizes = [set_sizes[r] for r in roles]
+    bar_top = max(1, heights.max() if n_int else 1) * 1.15
+    sets_left = max(1, max(sizes, default=1)) * 1.35
+    heading = style.fitted_title((title or "co-location: heads per exact combination of roles") + (
+        f" ({len(ranked) - n_int} smaller combinations not shown)" if len(ranked) > n_int else ""), 10,
+        fig_size[0] * 0.99 - style.PAD)
+    # margins (inches) from the texts around the three axes: bars of intersections over the dots, role sizes left
+    bar_ticks, set_ticks = integer_ticks(0, bar_top, nbins=4), integer_ticks(0, sets_left, nbins=3)
+    tick_pad = matplotlib.rcParams["ytick.major.pad"] / 72
+    none_label = any(not members[c] for c in shown["combination"])
+    gap = max(tick_pad + style.widest(roles, 8),
+              style.label_space(9) + style.tick_space("y") + style.widest(map(str, bar_ticks), 8)) + 2 * style.PAD
+    bottom = max(style.tick_space("x") + style.text_size("0", 8)[1] + matplotlib.rcParams["axes.labelpad"] / 72
+                 + style.text_size("heads\nper role", 9)[1],
+                 matplotlib.rcParams["xtick.major.pad"] / 72 + style.text_size("no role", 7)[1] * none_label)
+    left = style.PAD + style.widest(map(str, set_ticks), 8) / 2
+    top = style.PAD + style.title_height(heading, 10) + style.PAD + style.text_size("0", 8)[1] / 2
+    wide = fig_size[0] - left - style.PAD - gap
+    tall = fig_size[1] - top - bottom - style.PAD - style.PAD
+    w_sets = wide * 1.1 / (1.1 + 0.34 * max(n_int, 3))
+    h_bar = tall * 1.9 / (1.9 + 0.24 * max(n_roles, 1))
+    x_dots, y_dots = left + w_sets + gap, bottom + style.PAD
+    h_dots = tall - h_bar
+
+    def rect(x0, y0, w, h):
+        return (x0 / fig_size[0], y0 / fig_size[1], w / fig_size[0], h / fig_size[1])
+
+    ax_bar = fig.add_axes(rect(x_dots, y_dots + h_dots + style.PAD, wide - w_sets, h_bar))
+    ax_dots = fig.add_axes(rect(x_dots, y_dots, wide - w_sets, h_dots), sharex=ax_bar)
+    ax_sets = fig.add_axes(rect(left, y_dots, w_sets, h_dots))
     bars = ax_bar.bar(x, heights, width=0.6, color=style.EDGE, label="intersection")
     ax_bar.bar_label(bars, fontsize=7, padding=1)
     ax_bar.set_ylabel("heads")
-    ax_bar.set_ylim(0, max(1, heights.max() if n_int else 1) * 1.15)
-    ax_bar.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+    ax_bar.set_ylim(0, bar_top)
+    ax_bar.set_yticks(bar_ticks, [str(t) for t in bar_ticks])
     ax_bar.tick_params(axis="x", bottom=False, labelbottom=False)
     ax_bar.spines["bottom"].set_visible(False)
     y = {r: i for i, r in enumerate(roles)}
@@ -373,19 +463,15 @@ def upset_plot(coloc: pd.DataFrame, *, roles: Sequence[str] | None = None, max_i
     for side in ("left", "bottom"):
         ax_dots.spines[side].set_visible(False)
     ax_dots.set_yticks(np.arange(n_roles), roles)
-    sizes = [set_sizes[r] for r in roles]
     ax_sets.barh(np.arange(n_roles), sizes, height=0.6, color=[colours[r] for r in roles],
                  edgecolor=style.EDGE, linewidth=0.4)
     for i, size in enumerate(sizes):
         ax_sets.annotate(str(size), (size, i), xytext=(-2, 0), textcoords="offset points", ha="right",
                          va="center", fontsize=7)
-    ax_sets.set_xlim(max(1, max(sizes, default=1)) * 1.35, 0)
+    ax_sets.set_xlim(sets_left, 0)
     ax_sets.tick_params(axis="y", left=False, labelleft=False)
     ax_sets.spines["left"].set_visible(False)
     ax_sets.set_xlabel("heads\nper role")
-    ax_sets.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=3))
-    left_out = len(ranked) - n_int
-    more = f" ({left_out} smaller combinations not shown)" if left_out > 0 else ""
-    fig.suptitle((title or "co-location: heads per exact combination of roles") + more, fontsize=10, x=0.01,
-                 ha="left")
-    return fig
+    ax_sets.set_xticks(set_ticks, [str(t) for t in set_ticks])
+    fig.suptitle(heading, fontsize=10, x=0.01, ha="left", y=1 - style.PAD / fig_size[1], va="top")
+    return style.laid_out(fig)

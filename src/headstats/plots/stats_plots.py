@@ -20,11 +20,17 @@ from headstats.plots import style
 _COLOURS = style.SERIES
 
 
-def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+def _axes(ax: Axes | None, figsize: tuple[float, float], *, fit: bool = False) -> tuple[Figure, Axes]:
+    """The axes to draw on: ``ax``, or the axes of a new figure (laid out by constrained layout, or by
+    :func:`headstats.plots.style.fit` once drawn when ``fit``)."""
     if ax is not None:
         return ax.figure, ax
-    fig = Figure(figsize=figsize, layout="constrained")
+    fig = Figure(figsize=figsize, layout=None if fit else "constrained")
     return fig, fig.add_subplot()
+
+
+def _fitted(fig: Figure, ax: Axes, own: bool) -> Figure:
+    return style.fit(fig, ax) if own else fig
 
 
 def _require(table: pd.DataFrame, columns: Sequence[str], what: str) -> None:
@@ -80,7 +86,8 @@ def plot_tau_sensitivity(
     if alpha is None and len(alphas):
         alpha = 0.05 if np.isclose(alphas, 0.05).any() else float(alphas[len(alphas) // 2])
     table = table.loc[np.isclose(table["alpha"], alpha)] if alpha is not None else table
-    fig, ax = _axes(ax, (6.5, 4.0))
+    own = ax is None
+    fig, ax = _axes(ax, (6.5, 4.0), fit=True)
     colours = style.role_colours(style.order_roles(table["role"]))
     for role in style.order_roles(table["role"]):
         rows = table.loc[table["role"] == role].sort_values("tau")
@@ -99,7 +106,7 @@ def plot_tau_sensitivity(
         ax.legend(fontsize="small", frameon=False, ncol=1 + len(pd.unique(table["role"])) // 12,
                   loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.grid(alpha=0.3)
-    return fig
+    return _fitted(fig, ax, own)
 
 
 @style.styled
@@ -131,19 +138,24 @@ def plot_pvalue_histogram(
         Mark alpha with a vertical line (default: the table's ``alpha`` when ``column="p_corr"``).
     """
     _require(tests, [column, "role"], "plot_pvalue_histogram")
-    fig, ax = _axes(ax, (6.0, 3.8))
+    own = ax is None
+    fig, ax = _axes(ax, (6.0, 3.8), fit=True)
     edges = np.linspace(0, 1, bins + 1)
     finite = tests.loc[np.isfinite(tests[column].to_numpy(float))]
     if by_role and len(finite):
         order = style.order_roles(finite["role"].astype(str))
         colours = style.role_colours(order)
-        groups = [(r, finite.loc[finite["role"].astype(str) == r, column].to_numpy(float)) for r in order]
-        ax.hist([g for _, g in groups], bins=edges, stacked=True, label=[r for r, _ in groups],
-                color=[colours[r] for r, _ in groups])
+        # stacked: one filled outline per role on top of the roles before it (what ax.hist(stacked=True) draws,
+        # as 1 shape per role instead of 1 bar per role and bin)
+        below = np.zeros(bins)
+        for role in order:
+            counts = np.histogram(finite.loc[finite["role"].astype(str) == role, column].to_numpy(float), edges)[0]
+            ax.stairs(below + counts, edges, baseline=below.copy(), fill=True, color=colours[role], label=role)
+            below = below + counts
         # beside the axes: loc="best" over hundreds of bars is slow (seconds) and still covers some of them
         ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     else:
-        ax.hist(finite[column].to_numpy(float), bins=edges, color=_COLOURS[0])
+        ax.stairs(np.histogram(finite[column].to_numpy(float), edges)[0], edges, fill=True, color=_COLOURS[0])
     if alpha is None and column == "p_corr" and "alpha" in tests.columns and len(tests):
         alpha = float(tests["alpha"].iloc[0])
     if alpha is not None:
@@ -153,7 +165,7 @@ def plot_pvalue_histogram(
     ax.set_ylabel("hypotheses (heads x roles)")
     n_nan = len(tests) - len(finite)
     ax.set_title(f"p-values ({len(finite)} tested" + (f", {n_nan} without a p-value)" if n_nan else ")"))
-    return fig
+    return _fitted(fig, ax, own)
 
 
 @style.styled

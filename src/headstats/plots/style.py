@@ -27,6 +27,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.font_manager import FontProperties  # noqa: E402
 
 #: Okabe & Ito (2008), "Color Universal Design": the safe default for series.
 OKABE_ITO = {
@@ -164,11 +165,12 @@ def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] = FORMA
     The first file's drawing lays the figure out (its layout engine, e.g. ``layout="constrained"``) or finds
     its tight bounding box; the other files keep that layout and box, so every format shows the same figure
     and each of them costs one draw instead of two (matplotlib draws once more before saving a figure with a
-    layout engine or a tight box).
+    layout engine or a tight box). A figure marked with :func:`laid_out` (its axes placed by
+    :func:`panel_rects`) is saved as it is: one draw per file.
     """
     paths = []
     with context():
-        bbox = None if fig.get_layout_engine() is not None else "tight"
+        bbox = None if fig.get_layout_engine() is not None or is_laid_out(fig) else "tight"
         for k, fmt in enumerate(formats):
             path = Path(folder) / f"{name}.{fmt}"
             fig.savefig(path, format=fmt, dpi=PNG_DPI, metadata=_metadata(fmt), bbox_inches=bbox)
@@ -179,6 +181,167 @@ def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] = FORMA
                 with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
                     fig.set_layout_engine(None)  # laid out: keep the positions (no engine, not a placeholder)
     return paths
+
+
+# ------------------------------------------------------------------------------------------ fixed layouts
+#
+# Constrained layout finds the margins of a figure by measuring every tick label of every axes, twice, and
+# matplotlib then draws the figure once more before saving it; for small multiples (9 maps and 9 colour bars)
+# that is most of the time a figure costs. The report's figures know what text sits around their panels (tick
+# labels of small integers, a title, an axis label), so they compute their margins from the sizes of those few
+# strings instead (:func:`text_size`) and place their axes with :func:`panel_rects`.
+
+#: Space around a figure and between neighbouring panels, in inches (constrained layout's default pad, 3 pt).
+PAD = 3 / 72
+
+
+@functools.lru_cache(maxsize=1)
+def _measuring_text():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = Figure(dpi=PNG_DPI)
+    return fig.text(0, 0, ""), FigureCanvasAgg(fig).get_renderer()
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_size(text: str, fontsize: float, weight: str, family: tuple[str, ...]) -> tuple[float, float]:
+    measure, renderer = _measuring_text()
+    measure.set_text(text)
+    measure.set_fontproperties(FontProperties(family=list(family), size=fontsize, weight=weight))
+    box = measure.get_window_extent(renderer)
+    return box.width / PNG_DPI, box.height / PNG_DPI
+
+
+def text_size(text: str, fontsize: float, *, weight: str = "normal") -> tuple[float, float]:
+    """Width and height in inches of one line of ``text`` as the PNG shows it (matplotlib's text box: the
+    height is at least that of ``"lp"``, ascent and descent), in the current font family."""
+    family = tuple(matplotlib.rcParams["font.family"])
+    return _text_size(str(text), float(fontsize), weight, family)
+
+
+def widest(texts: Iterable[str], fontsize: float) -> float:
+    """Width in inches of the widest of ``texts`` (0 for none)."""
+    return max((text_size(t, fontsize)[0] for t in texts), default=0.0)
+
+
+def tick_space(axis: str = "x") -> float:
+    """Inches from an axes' edge to its tick labels: the major tick's length and pad (rcParams)."""
+    rc = matplotlib.rcParams
+    return (rc[f"{axis}tick.major.size"] + rc[f"{axis}tick.major.pad"]) / 72
+
+
+def label_space(fontsize: float) -> float:
+    """Inches an axis label takes beside its tick labels: the label pad and the label's line."""
+    return matplotlib.rcParams["axes.labelpad"] / 72 + text_size("lp", fontsize)[1]
+
+
+def title_space(fontsize: float) -> float:
+    """Inches an axes title takes above its axes: the title pad and the title's line."""
+    return matplotlib.rcParams["axes.titlepad"] / 72 + text_size("lp", fontsize)[1]
+
+
+def fitted_title(text: str, fontsize: float, width: float) -> str:
+    """``text`` as one line when it fits in ``width`` inches, else broken before its parenthesis (or at the
+    last space that fits): a figure title that is never cut at the figure's edge."""
+    if text_size(text, fontsize)[0] <= width or "\n" in text:
+        return text
+    head, sep, tail = text.partition(" (")
+    if sep and text_size(head, fontsize)[0] <= width:
+        return f"{head}\n({tail}"
+    words, lines = text.split(" "), [""]
+    for word in words:
+        joined = f"{lines[-1]} {word}".strip()
+        if lines[-1] and text_size(joined, fontsize)[0] > width:
+            lines.append(word)
+        else:
+            lines[-1] = joined
+    return "\n".join(lines)
+
+
+def title_height(text: str, fontsize: float) -> float:
+    """Inches a (possibly multi-line) figure title takes."""
+    lines = text.split("\n")
+    return text_size("lp", fontsize)[1] * (1 + 1.2 * (len(lines) - 1))
+
+
+_LAID_OUT = "_headstats_laid_out"
+
+
+def laid_out(fig: Figure) -> Figure:
+    """Mark ``fig`` as laid out by hand (fixed axes positions that hold all its text): :func:`save` then
+    saves the whole canvas, without a layout engine or a tight box, and so without an extra draw."""
+    setattr(fig, _LAID_OUT, True)
+    return fig
+
+
+def is_laid_out(fig: Figure) -> bool:
+    """Whether :func:`laid_out` marked ``fig``."""
+    return bool(getattr(fig, _LAID_OUT, False))
+
+
+def fit(fig: Figure, ax=None, *, below=None) -> Figure:
+    """Lay out a figure of one axes once: measure what sits around the axes (tick labels, labels, title, a
+    legend beside it) at the PNG's resolution and shrink the axes so that all of it fits inside the figure
+    with :data:`PAD` to spare; mark the figure :func:`laid_out`.
+
+    ``below`` is an artist anchored at the bottom of the figure (a figure legend at ``loc="lower center"``):
+    the axes go above it, and a figure narrower than it is widened to hold it. One measurement instead of constrained layout's two and matplotlib's extra draw
+    before saving. Text added afterwards is not laid out: call ``fig.set_layout_engine("constrained")`` to lay
+    the figure out again.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    ax = ax if ax is not None else fig.axes[0]
+    canvas = fig.canvas
+    dpi = fig.dpi
+    try:
+        FigureCanvasAgg(fig)
+        fig.set_dpi(PNG_DPI)
+        renderer = fig.canvas.get_renderer()
+        legends = [a for a in (ax.get_legend(),) if a is not None]  # the marks inside the axes stay inside
+        tight = ax.get_tightbbox(renderer, bbox_extra_artists=legends)
+        box = ax.get_window_extent(renderer).frozen()  # in pixels at PNG_DPI (not a view of the figure)
+        under = below.get_window_extent(renderer).frozen() if below is not None else None
+    finally:
+        fig.set_dpi(dpi)
+        fig.set_canvas(canvas)
+    width, height = fig.get_size_inches()
+    floor = under.y1 if under is not None else 0.0
+    if under is not None and under.width > (width - 2 * PAD) * PNG_DPI:
+        width = under.width / PNG_DPI + 2 * PAD
+        fig.set_size_inches(width, height)  # the margins around the axes do not depend on its width
+    pad = PAD * PNG_DPI
+    left, right = box.x0 - tight.x0 + pad, tight.x1 - box.x1 + pad
+    bottom, top = floor + box.y0 - tight.y0 + pad, tight.y1 - box.y1 + pad
+    w_px, h_px = width * PNG_DPI, height * PNG_DPI
+    if w_px - left - right > 0.2 * w_px and h_px - bottom - top > 0.2 * h_px:  # else leave it as it is
+        ax.set_position((left / w_px, bottom / h_px, 1 - (left + right) / w_px, 1 - (bottom + top) / h_px))
+    return laid_out(fig)
+
+
+def panel_rects(size: tuple[float, float], n: int, ncols: int, *, left: float, right: float, top: float,
+                bottom: float, col_gap: float, row_gaps: Sequence[float] = ()) -> list[tuple[float, float, float, float]]:
+    """Rectangles ``(x0, y0, width, height)`` in figure fractions of ``n`` equal panels, row by row.
+
+    All lengths are in inches: the figure's ``size`` (width, height), its margins, the gap between columns
+    and the gap under each row but the last (``row_gaps``, default ``col_gap``). The panels share what is
+    left equally, as constrained layout would share it, but without measuring the figure.
+    """
+    width, height = size
+    nrows = max(1, -(-n // max(ncols, 1)))
+    gaps = list(row_gaps) if row_gaps else [col_gap] * (nrows - 1)
+    panel_w = (width - left - right - (ncols - 1) * col_gap) / ncols
+    panel_h = (height - top - bottom - sum(gaps[: nrows - 1])) / nrows
+    if panel_w <= 0 or panel_h <= 0:
+        raise ValueError(f"a {width:.2f} x {height:.2f} in figure has no room for {nrows} x {ncols} panels "
+                         "with these margins; make the figure larger")
+    rects = []
+    for k in range(n):
+        r, c = divmod(k, ncols)
+        x = left + c * (panel_w + col_gap)
+        y = height - top - r * panel_h - sum(gaps[:r]) - panel_h
+        rects.append((x / width, y / height, panel_w / width, panel_h / height))
+    return rects
 
 
 def _metadata(fmt: str) -> dict | None:

@@ -230,7 +230,7 @@ def render_markdown(report: Report, root: Path | None = None) -> str:
             if lines:
                 parts.append("**Contents**\n\n" + "\n".join(lines))
         elif block.kind == "table":
-            parts.append(_markdown_table_block(block))
+            parts.append(block.extra.get("markdown") or _markdown_table_block(block))
         elif block.kind == "html":
             if block.caption:
                 parts.append(f"*{block.caption}*")
@@ -352,7 +352,7 @@ def render_html(report: Report, root: Path) -> str:
         elif block.kind == "contents":
             parts.append(_html_contents(report, block.content))
         elif block.kind == "table":
-            parts.append(_html_table(block))
+            parts.append(block.extra.get("html") or _html_table(block))
         elif block.kind == "html":
             parts.append(str(block.content))
         elif block.kind == "figure":
@@ -435,6 +435,20 @@ def save_figure(fig, root: Path, name: str, *, formats: Sequence[str] | None = N
         raise RuntimeError(f"figure {rel} written twice; figure names must be unique (use figure_tag)")
     style.save(fig, folder, name, formats=formats)
     return rel
+
+
+def render_tables(report: Report, *, html_too: bool = True) -> None:
+    """Format every table of the report now (Markdown, and HTML if asked), for :func:`write_report` to use.
+
+    Tables need no figure file: the report builder formats them while worker processes still draw the
+    figures (:mod:`headstats.report.figures`), so that writing the report afterwards only places the figures.
+    A table changed after this is formatted again only if its block's ``extra`` is cleared.
+    """
+    for block in report.blocks:
+        if block.kind == "table":
+            block.extra["markdown"] = _markdown_table_block(block)
+            if html_too:
+                block.extra["html"] = _html_table(block)
 
 
 def write_report(report: Report, root: Path, *, html_too: bool = True) -> None:

@@ -29,7 +29,8 @@ from headstats.assignment.role_assignment import role_columns
 from headstats.errors import HeadstatsError, OutputError
 from headstats.plots import roles_plots
 from headstats.plots.style import order_roles, role_family
-from headstats.report.blocks import Report, figure_tag, save_figure, write_report
+from headstats.report.blocks import Report, figure_tag, render_tables, write_report
+from headstats.report.figures import FigureRenderer
 
 TEST_NAMES = {
     "t": "one-sample t-test (ddof = 1)",
@@ -438,9 +439,10 @@ def _findings_text(findings: pd.DataFrame) -> str:
 
 
 def summary_section(report: Report, root: Path, analysis: Analysis, protocol, manifest: dict, *,
-                    formats: Sequence[str] | None = None) -> None:
+                    formats: Sequence[str] | None = None, figures: FigureRenderer | None = None) -> None:
     """What was found, per (model, dataset): heads per role, where in depth, the papers' findings checked,
-    and the role grid."""
+    and the role grid (drawn by ``figures``, default: here, now)."""
+    figures = figures or FigureRenderer(root, formats=formats, workers=1)
     roles = analysis.roles
     st = protocol.statistics
     report.heading("Summary")
@@ -464,8 +466,8 @@ def summary_section(report: Report, root: Path, analysis: Analysis, protocol, ma
         report.text(_dataset_sentence(group, part, _n_scored(manifest, model, dataset)) + reach)
         found = findings[(findings["model"] == model) & (findings["dataset"] == dataset)]
         report.text("Findings of the paper, checked here:\n\n" + _findings_text(found))
-        fig = roles_plots.role_grid(group, title=f"roles held per head: {model} on {dataset}")
-        report.figure(save_figure(fig, root, f"roles_grid_{figure_tag(model, dataset)}", formats=formats),
+        report.figure(figures.add(f"roles_grid_{figure_tag(model, dataset)}", roles_plots.role_grid, group,
+                                  title=f"roles held per head: {model} on {dataset}"),
                       "Role grid: each cell is a head (layer x head); each role has a fixed slot in every cell "
                       "(key below the grid), filled when the head holds the role, grey when it was tested but not "
                       "assigned. Look for roles that fill whole layers and for heads with several filled slots.",
@@ -512,8 +514,10 @@ def role_counts(per_layer: pd.DataFrame, protocol=None) -> pd.DataFrame:
 
 
 def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
-                  formats: Sequence[str] | None = None) -> None:
-    """Per (model, dataset): mean-score maps, heads per role per layer, co-location (UpSet)."""
+                  formats: Sequence[str] | None = None, figures: FigureRenderer | None = None) -> None:
+    """Per (model, dataset): mean-score maps, heads per role per layer, co-location (UpSet); figures drawn by
+    ``figures`` (default: here, now)."""
+    figures = figures or FigureRenderer(root, formats=formats, workers=1)
     tests, roles = analysis.tests, analysis.roles
     per_layer = analysis.tables["heads_per_layer"]
     coloc = analysis.tables["colocation"]
@@ -539,17 +543,16 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
         one_tau = sub_tests["tau"].nunique() <= 1 if "tau" in sub_tests else True
         shown_tau = (float(sub_tests["tau"].iloc[0]) if len(sub_tests) and "tau" in sub_tests else tau) if one_tau \
             else None  # taus differ by role: one colour scale cannot diverge at each
-        fig = roles_plots.mean_score_maps(sub_tests, tau=shown_tau,
-                                          title=f"mean score per head: {model} on {dataset}")
         colours = (f"red above tau = {shown_tau:g}, blue below" if shown_tau is not None
                    else f"tau differs by role ({_tau_text(protocol.statistics)}), so colours do not mark it")
-        report.figure(save_figure(fig, root, f"mean_scores_{tag}", formats=formats),
+        report.figure(figures.add(f"mean_scores_{tag}", roles_plots.mean_score_maps, sub_tests, tau=shown_tau,
+                                  title=f"mean score per head: {model} on {dataset}"),
                       f"Mean score of every head for each role; {colours}; "
                       "black outlines are the assigned heads. Look for red cells without an outline: above tau on "
                       "average but not significant after correction.", alt=f"mean score maps of {model} on {dataset}")
         pl = per_layer[(per_layer["model"] == model) & (per_layer["dataset"] == dataset)]
-        fig = roles_plots.heads_per_layer_plot(pl, title=f"heads per role per layer: {model} on {dataset}")
-        report.figure(save_figure(fig, root, f"heads_per_layer_{tag}", formats=formats),
+        report.figure(figures.add(f"heads_per_layer_{tag}", roles_plots.heads_per_layer_plot, pl,
+                                  title=f"heads per role per layer: {model} on {dataset}"),
                       "Heads holding each role in each layer (one panel per role, same scale). Look at where in "
                       "depth each role sits: the paper finds [CLS] heads early and [SEP] heads in the middle and "
                       "late layers.", alt=f"heads per layer of {model} on {dataset}")
@@ -557,8 +560,8 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
         wide = wide[["layer", *order_roles(c for c in wide.columns if c != "layer")]]
         report.table(wide, "The counts of the panels above, per layer.", csv="heads_per_layer.csv", fold=True)
         co = coloc[(coloc["model"] == model) & (coloc["dataset"] == dataset)]
-        fig = roles_plots.upset_plot(co, roles=role_columns(part), title=f"co-location: {model} on {dataset}")
-        report.figure(save_figure(fig, root, f"colocation_{tag}", formats=formats),
+        report.figure(figures.add(f"colocation_{tag}", roles_plots.upset_plot, co, roles=role_columns(part),
+                                  title=f"co-location: {model} on {dataset}"),
                       "Co-location (UpSet plot): heads per exact combination of roles, largest first; the dots "
                       "under a bar are its roles, the bars on the left the heads holding each role. Look at how "
                       "many heads hold more than one role, and which roles go together.",
@@ -584,15 +587,17 @@ def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, 
 
 
 def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
-                        formats: Sequence[str] | None = None) -> None:
-    """p-values, power and sensitivity (figures from :mod:`headstats.plots.stats_plots`)."""
+                        formats: Sequence[str] | None = None, figures: FigureRenderer | None = None) -> None:
+    """p-values, power and sensitivity (figures from :mod:`headstats.plots.stats_plots`, drawn by ``figures``,
+    default: here, now)."""
     from headstats.plots import stats_plots
+
+    figures = figures or FigureRenderer(root, formats=formats, workers=1)
 
     tests = analysis.tests
     st = protocol.statistics
     report.heading("p-values, power and sensitivity")
-    fig = stats_plots.plot_pvalue_histogram(tests, alpha=st.alpha)
-    report.figure(save_figure(fig, root, "pvalue_histogram", formats=formats),
+    report.figure(figures.add("pvalue_histogram", stats_plots.plot_pvalue_histogram, tests, alpha=st.alpha),
                   f"Uncorrected p-values of all {len(tests)} hypotheses, stacked by role; the dashed line is alpha. "
                   "A spike near 0 is heads with the role; a pile near 1 is heads far below tau.",
                   alt="p-value histogram")
@@ -622,10 +627,11 @@ def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol
     if "tau_sensitivity" in analysis.tables:
         sens = analysis.tables["tau_sensitivity"]
         for (model, dataset), _ in by_model_and_dataset(sens, protocol):
-            fig = stats_plots.plot_tau_sensitivity(sens, model=model, dataset=dataset, alpha=st.alpha,
-                                                   tau_used=st.tau_of("default") if hasattr(st, "tau_of") else st.tau)
             tag = figure_tag(model, dataset)
-            report.figure(save_figure(fig, root, f"tau_sensitivity_{tag}", formats=formats),
+            tau_used = st.tau_of("default") if hasattr(st, "tau_of") else st.tau
+            one = sens[(sens["model"] == model) & (sens["dataset"] == dataset)]
+            report.figure(figures.add(f"tau_sensitivity_{tag}", stats_plots.plot_tau_sensitivity, one, model=model,
+                                      dataset=dataset, alpha=st.alpha, tau_used=tau_used),
                           f"Heads assigned per role as tau varies ({model} on {dataset}, alpha = {st.alpha:g}; "
                           "dashed: the tau used). Look for roles whose count changes steeply near the tau used.",
                           alt=f"tau sensitivity of {model} on {dataset}")
@@ -684,8 +690,12 @@ def files_section(report: Report, analysis_files: dict[str, str] | None = None, 
 
 def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, comparison: dict | None = None,
                  analyses: dict[str, dict[str, pd.DataFrame]] | None = None,
-                 formats: Sequence[str] | None = None, log: Callable[[str], None] = lambda message: None) -> Report:
+                 formats: Sequence[str] | None = None, log: Callable[[str], None] = lambda message: None,
+                 workers: int | None = None) -> Report:
     """Build the report of a study and write ``report.md``, ``report.html`` and ``figures/`` into ``root``.
+
+    The figures are drawn in worker processes while the text is built (:mod:`headstats.report.figures`);
+    their files are the same as drawn one after the other.
 
     Parameters
     ----------
@@ -705,8 +715,24 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
         Figure formats beside the PNG (default PNG and SVG).
     log : callable
         Called with a line as each part of the report is drawn.
+    workers : int, optional
+        Processes that draw the figures (default: one per CPU, or ``$HEADSTATS_FIGURE_WORKERS``; 1: here).
     """
     root = Path(root)
+    with FigureRenderer(root, formats=formats, workers=workers) as figures:
+        report = _build_report(root, protocol, analysis, manifest, comparison=comparison, analyses=analyses,
+                               formats=formats, log=log, figures=figures)
+        render_tables(report, html_too=protocol.report.html)  # while the figures are drawn
+        log("report: waiting for the figures")
+        figures.wait()
+    log("report: writing report.md" + (" and report.html" if protocol.report.html else ""))
+    write_report(report, root, html_too=protocol.report.html)
+    return report
+
+
+def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, comparison: dict | None,
+                  analyses: dict[str, dict[str, pd.DataFrame]] | None, formats: Sequence[str] | None,
+                  log: Callable[[str], None], figures: FigureRenderer) -> Report:
     report = Report(title=f"headstats report: {protocol.name}")
     if protocol.description:
         report.text(protocol.description)
@@ -715,22 +741,20 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
     if has_seeds(comparison):
         seeds_answer_section(report, comparison)
     log(f"report: summary and role grids of {n_sets} (model, data set)")
-    summary_section(report, root, analysis, protocol, manifest, formats=formats)
+    summary_section(report, root, analysis, protocol, manifest, formats=formats, figures=figures)
     report.heading("Methods")
     report.text(methods_paragraph(protocol, manifest, analysis.tests))
     inputs_section(report, manifest, analysis)
     log(f"report: mean-score maps, heads per layer and co-location ({3 * n_sets} figures)")
-    role_sections(report, root, analysis, protocol, formats=formats)
+    role_sections(report, root, analysis, protocol, formats=formats, figures=figures)
     log("report: p-values, power and tau sensitivity")
-    statistics_sections(report, root, analysis, protocol, formats=formats)
+    statistics_sections(report, root, analysis, protocol, formats=formats, figures=figures)
     strongest_section(report, analysis, protocol)
     if comparison:
         log("report: pretrained against fine-tuned")
-        comparison_section(report, root, comparison, manifest, formats=formats)
+        comparison_section(report, root, comparison, manifest, formats=formats, figures=figures)
     analysis_files = analysis_sections(report, root, analyses or {})
     files_section(report, analysis_files, formats=formats)
-    log("report: writing report.md" + (" and report.html" if protocol.report.html else ""))
-    write_report(report, root, html_too=protocol.report.html)
     return report
 
 
@@ -750,10 +774,13 @@ def finetuned_models_table(manifest: dict) -> pd.DataFrame:
 
 
 def comparison_section(report: Report, root: Path, tables: dict, manifest: dict, *,
-                       formats: Sequence[str] | None = None) -> None:
-    """Pretrained vs fine-tuned: generated summary, change maps, transitions, per-layer figures."""
+                       formats: Sequence[str] | None = None, figures: FigureRenderer | None = None) -> None:
+    """Pretrained vs fine-tuned: generated summary, change maps, transitions, per-layer figures (drawn by
+    ``figures``, default: here, now)."""
     from headstats.assignment.changes import comparison_markdown
     from headstats.plots import compare_plots
+
+    figures = figures or FigureRenderer(root, formats=formats, workers=1)
 
     report.heading("Pretrained vs fine-tuned")
     finetuned = finetuned_models_table(manifest)
@@ -761,7 +788,7 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict,
         report.table(finetuned, "Models fine-tuned by headstats: recipe and metrics on held-out rows.", fold=False)
     seeds = has_seeds(tables)
     if seeds:
-        seeds_section(report, root, tables, formats=formats)
+        seeds_section(report, root, tables, formats=formats, figures=figures)
     report.heading("Detail: per-input paired tests of each fine-tuned model" if seeds else "Summary of the changes",
                    level=3)
     if seeds:
@@ -784,9 +811,8 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict,
         report.heading(f"{model_after} vs {before} on {dataset}", level=3)
         for role in dict.fromkeys(part["role"]):
             if role in ("local", "delimiter_sep", "delimiter_cls", "syntactic", "block"):
-                fig = compare_plots.change_map(part, role=role)
-                report.figure(save_figure(fig, root, f"change_{figure_tag(model_after, dataset, role)}",
-                                          formats=formats),
+                report.figure(figures.add(f"change_{figure_tag(model_after, dataset, role)}",
+                                          compare_plots.change_map, part, role=role),
                               f"Median change of the {role} score per head (after - before); stars mark heads "
                               "whose change is significant. Look for layers where the colour is strongest.",
                               alt=f"change map of {role}")
@@ -794,19 +820,20 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict,
             hpl = tables["heads_per_layer"]
             hpl = hpl[hpl["dataset"] == dataset]
             hpl = hpl[hpl["model"].isin([before, model_after])]
-            fig = compare_plots.heads_per_layer_before_after(hpl, dataset=dataset, model_after=model_after)
-            report.figure(save_figure(fig, root, f"heads_per_layer_before_after_{tag}", formats=formats),
+            report.figure(figures.add(f"heads_per_layer_before_after_{tag}",
+                                      compare_plots.heads_per_layer_before_after, hpl, dataset=dataset,
+                                      model_after=model_after),
                           "Heads per role per layer before and after fine-tuning (the paper's figure); look for "
                           "the layers where the lines part.", alt="heads per layer before and after")
         if "similarity" in tables:
-            fig = compare_plots.similarity_map(tables["similarity"], dataset=dataset, model_b=model_after)
-            report.figure(save_figure(fig, root, f"similarity_{tag}", formats=formats),
+            report.figure(figures.add(f"similarity_{tag}", compare_plots.similarity_map, tables["similarity"],
+                                      dataset=dataset, model_b=model_after),
                           "Mean cosine similarity of the two models' attention maps per head (Kovaleva et al. "
                           "2019); low values are heads whose attention changed most.", alt="attention similarity")
         if "special_mass_per_layer" in tables:
-            fig = compare_plots.special_mass_plot(tables["special_mass_per_layer"], dataset=dataset,
-                                                  models=[before, model_after])
-            report.figure(save_figure(fig, root, f"special_mass_{tag}", formats=formats),
+            report.figure(figures.add(f"special_mass_{tag}", compare_plots.special_mass_plot,
+                                      tables["special_mass_per_layer"], dataset=dataset,
+                                      models=[before, model_after]),
                           "Attention mass on [CLS] and [SEP] per layer before and after; the paper finds "
                           "attention to [SEP] falls after fine-tuning.", alt="attention to special tokens")
         if "transitions" in tables:
@@ -851,10 +878,14 @@ def seeds_answer_section(report: Report, tables: dict) -> None:
                      "seeds, p-value, and whether the claim holds at alpha.", fold=False, csv="compare_claims.csv")
 
 
-def seeds_section(report: Report, root: Path, tables: dict, *, formats: Sequence[str] | None = None) -> None:
+def seeds_section(report: Report, root: Path, tables: dict, *, formats: Sequence[str] | None = None,
+                  figures: FigureRenderer | None = None) -> None:
     """Seeds as replicates, in detail (the answer itself leads the report: :func:`seeds_answer_section`): the
-    dev metrics over seeds, maps of the mean change over seeds, [SEP] mass and role transitions per seed."""
+    dev metrics over seeds, maps of the mean change over seeds, [SEP] mass and role transitions per seed
+    (figures drawn by ``figures``, default: here, now)."""
     from headstats.plots import compare_plots
+
+    figures = figures or FigureRenderer(root, formats=formats, workers=1)
 
     report.heading("Seeds as replicates: metrics, maps and per-seed tables", level=3)
     if "seed_metrics" in tables and len(tables["seed_metrics"]):
@@ -866,9 +897,8 @@ def seeds_section(report: Report, root: Path, tables: dict, *, formats: Sequence
                              reject=part["exceeds"] if part["min_change"].notna().any() else part["reject"])
         for role in dict.fromkeys(part["role"]):
             if role in ("local", "delimiter_sep", "syntactic"):
-                fig = compare_plots.change_map(marked, role=role, dataset=dataset)
-                report.figure(save_figure(fig, root, f"seed_change_{figure_tag(group, dataset, role)}",
-                                          formats=formats),
+                report.figure(figures.add(f"seed_change_{figure_tag(group, dataset, role)}",
+                                          compare_plots.change_map, marked, role=role, dataset=dataset),
                               f"{group} on {dataset}: mean over seeds of the {role} score change per head; stars "
                               "mark heads whose change is beyond seed noise and the margin.",
                               alt=f"mean change over seeds of {role}")
@@ -978,7 +1008,8 @@ def _check_rebuildable(run: Path, manifest: dict) -> None:
 
 
 def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool | None = None,
-                   formats: Sequence[str] | None = None, log: Callable[[str], None] = lambda message: None) -> Path:
+                   formats: Sequence[str] | None = None, log: Callable[[str], None] = lambda message: None,
+                   workers: int | None = None) -> Path:
     """Rebuild ``report.md``, ``report.html`` and ``figures/`` of a finished run from its tables.
 
     No model is loaded and torch is not imported: the tests, roles and analysis tables, ``manifest.json`` and
@@ -1001,6 +1032,8 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
         Figure formats beside the PNG (default PNG and SVG).
     log : callable
         Called with a line of progress now and then.
+    workers : int, optional
+        Processes that draw the figures (see :func:`build_report`).
 
     Returns
     -------
@@ -1042,7 +1075,7 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
         analyses = {name: {t: analysis.tables.pop(t) for t in names if t in analysis.tables}
                     for name, names in (manifest.get("analysis_tables") or {}).items()}
         build_report(stage, protocol, analysis, manifest, comparison=comparison or None, analyses=analyses,
-                     formats=formats, log=log)
+                     formats=formats, log=log, workers=workers)
         if top_k is not None:
             analysis.tables["strongest_heads"].to_csv(stage / "strongest_heads.csv", index=False)
         new_files = set(output_file_list(stage))

@@ -1,0 +1,213 @@
+"""Drawing a report's figures, in worker processes when the machine has more than one CPU.
+
+A report of one (model, data set) has six figures, and drawing them (building each figure, then writing its
+PNG and SVG) is most of the time a report takes. The builder therefore does not draw a figure itself: it hands
+a :class:`FigureRenderer` the drawing function of :mod:`headstats.plots` and that function's (small) tables,
+and goes on writing the report's text while the figures are drawn, each in a worker process. Before the report
+is written, :meth:`FigureRenderer.wait` collects them.
+
+- Workers: one per CPU this process may run on (``os.sched_getaffinity``; ``os.cpu_count()`` where that is
+  missing), at most one per figure; the environment variable ``HEADSTATS_FIGURE_WORKERS`` sets the number
+  (``1``: draw in the calling process, e.g. to debug a figure). Processes are forked (Linux), so a worker
+  starts in milliseconds with the caller's modules and matplotlib settings; where fork is not the way (macOS,
+  Windows) figures are drawn in the calling process unless the variable asks for workers.
+- Serial fallback: with one worker, when the pool cannot start (no fork, a daemonic caller), when a job cannot
+  be pickled (a lambda), or when a worker dies, the figures concerned are drawn in the calling process.
+- Errors: an exception raised while drawing a figure in a worker is raised again in the caller by
+  :meth:`~FigureRenderer.wait` (the same type and message, the worker's traceback as its cause); the first
+  figure to fail in the order the figures were added is the one reported, as a serial run would have stopped
+  there. The other figures are cancelled.
+- Same files: a worker runs the same function on the same data with the same settings, so its PNG and SVG
+  files are byte for byte those of a serial run (tested), and so is the report that inlines them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from headstats.errors import HeadstatsError
+
+#: Environment variable: the number of processes that draw a report's figures (1: no worker processes).
+WORKERS_ENV = "HEADSTATS_FIGURE_WORKERS"
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the system has one), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def figure_workers(workers: int | None = None) -> int:
+    """How many processes draw figures: ``workers`` if given, else ``$HEADSTATS_FIGURE_WORKERS``, else one
+    per available CPU where processes can be forked (Linux) and 1 elsewhere.
+
+    Raises
+    ------
+    HeadstatsError
+        If the number (given or from the environment) is not a whole number of at least 1.
+    """
+    source = "workers"
+    if workers is None and os.environ.get(WORKERS_ENV, "").strip():
+        workers, source = os.environ[WORKERS_ENV].strip(), WORKERS_ENV
+    if workers is None:
+        return available_cpus() if _fork_is_the_way() else 1
+    try:
+        number = int(workers)
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1 or str(workers).strip() not in (str(number), f"{number}.0"):
+        raise HeadstatsError(f"{source} = {workers!r} is not a number of processes; give a whole number of at "
+                             f"least 1 (1 draws the figures in this process)")
+    return number
+
+
+def _fork_is_the_way() -> bool:
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _context():
+    return multiprocessing.get_context("fork") if _fork_is_the_way() else multiprocessing.get_context()
+
+
+def draw_and_save(draw: Callable, args: tuple, kwargs: dict, folder: Path, name: str,
+                  formats: Sequence[str]) -> None:
+    """Build a figure with ``draw(*args, **kwargs)`` and save it as ``folder/name.<fmt>`` for each format."""
+    from headstats.plots import style
+
+    style.save(draw(*args, **kwargs), folder, name, formats=formats)
+
+
+def _draw_pickled(payload: bytes) -> None:
+    draw_and_save(*pickle.loads(payload))
+
+
+class FigureRenderer:
+    """The figures of one report, drawn in worker processes (or here, see the module's notes).
+
+    Parameters
+    ----------
+    root : Path
+        The report's folder; figures go to ``root/figures``.
+    formats : sequence of str, optional
+        Formats to write; PNG (which the report shows) is always among them. Default PNG and SVG.
+    workers : int, optional
+        Processes that draw (default: :func:`figure_workers`); 1 draws each figure when it is added.
+
+    Use it as a context manager (the workers stop on leaving it), :meth:`add` each figure, and
+    :meth:`wait` before reading the files.
+    """
+
+    def __init__(self, root: Path, *, formats: Sequence[str] | None = None, workers: int | None = None):
+        from headstats.plots import style
+
+        self.root = Path(root)
+        self.folder = self.root / "figures"
+        self.formats = list(dict.fromkeys(["png", *(formats if formats is not None else style.FORMATS)]))
+        self.workers = figure_workers(workers)
+        self._pool: ProcessPoolExecutor | None = None
+        self._pool_failed = self.workers < 2
+        self._pending: list[tuple[str, bytes, Future]] = []
+        self._names: set[str] = set()
+
+    # ---------------------------------------------------------------------------------------------- adding
+
+    def _claim(self, name: str) -> str:
+        rel = f"figures/{name}.png"
+        if name in self._names or (self.root / rel).exists():
+            raise RuntimeError(f"figure {rel} written twice; figure names must be unique (use figure_tag)")
+        self._names.add(name)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return rel
+
+    def add(self, name: str, draw: Callable, /, *args, **kwargs) -> str:
+        """Draw ``draw(*args, **kwargs)`` (a function of :mod:`headstats.plots` returning a Figure) and save it
+        as ``figures/<name>.png`` (and the other formats); return the PNG's path relative to the root.
+
+        In a worker the figure is drawn later: its files exist after :meth:`wait`. Serially it is drawn now,
+        and an error of ``draw`` is raised here.
+
+        Raises
+        ------
+        RuntimeError
+            If a figure of that name was already added or written (two figures must never share a file).
+        """
+        rel = self._claim(name)
+        job = (draw, args, kwargs, self.folder, name, self.formats)
+        future = None
+        if not self._pool_failed:
+            try:
+                payload = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001 - e.g. a lambda: draw it here instead
+                payload = None
+            if payload is not None:
+                future = self._submit(payload)
+        if future is None:
+            draw_and_save(*job)
+        else:
+            self._pending.append((name, payload, future))
+        return rel
+
+    def save(self, fig, name: str) -> str:
+        """Save a Figure drawn by the caller (here, now) as ``figures/<name>.png`` and the other formats."""
+        from headstats.plots import style
+
+        rel = self._claim(name)
+        style.save(fig, self.folder, name, formats=self.formats)
+        return rel
+
+    def _submit(self, payload: bytes) -> Future | None:
+        try:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context())
+            return self._pool.submit(_draw_pickled, payload)
+        except Exception:  # noqa: BLE001 - no pool here (no fork, a daemonic process, no semaphores): serial
+            self._pool_failed = True
+            self._shutdown()
+            return None
+
+    # ------------------------------------------------------------------------------------------- collecting
+
+    def wait(self) -> None:
+        """Wait for every figure added; raise the error of the first one (in the order added) that failed."""
+        pending, self._pending = self._pending, []
+        for k, (name, payload, future) in enumerate(pending):
+            try:
+                future.result()
+            except BrokenProcessPool:  # a worker died (killed, out of memory): draw what is left here
+                self._pool_failed = True
+                self._shutdown()
+                for _, rest, _ in pending[k:]:
+                    _draw_pickled(rest)
+                return
+            except BaseException:
+                for _, _, other in pending[k + 1:]:
+                    other.cancel()
+                self._shutdown()
+                raise
+
+    def close(self) -> None:
+        """Stop the workers (figures not yet drawn are cancelled)."""
+        for _, _, future in self._pending:
+            future.cancel()
+        self._pending = []
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> FigureRenderer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
