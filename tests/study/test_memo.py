@@ -119,3 +119,15 @@ def test_a_model_description_is_stored_for_a_local_folder_and_renewed_when_a_fil
     assert calls == [1]
     memoised_description(str(folder), revision=None, device="auto", dtype="float32", cache=cache)
     assert calls == [1, 1]  # device auto is never memoised
+
+
+def test_records_pickled_in_slices_come_back_in_order():
+    from headstats.inputs.records import Record, Word
+    from headstats.study.memo import pickled_slices, unpickled_slices
+
+    records = [Record(f"s{i}", f"word{i} x", words_a=(Word(f"word{i}", 0, 4 + len(str(i)), -1, "root"),))
+               for i in range(1100)]
+    slices = pickled_slices(records, size=512)
+    assert len(slices) == 3 and all(isinstance(b, bytes) for b in slices)
+    assert unpickled_slices(slices) == records
+    assert pickled_slices([], size=512) == [] and unpickled_slices([]) == []

@@ -397,7 +397,8 @@ def memoised_load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: se
     from dataclasses import replace
 
     from headstats.engine.cache import StateCache, record_digest
-    from headstats.study.memo import RecordsFromCache, folder_identity, memoised, recall, remember
+    from headstats.study.memo import (RecordsFromCache, folder_identity, memoised, pickled_slices, recall,
+                                      remember, unpickled_slices)
     from headstats.study.storage import package_versions
 
     files = _data_files(spec, protocol)
@@ -415,7 +416,7 @@ def memoised_load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: se
     def read() -> LoadedData:
         data = load_data(spec, protocol, exclude_ids=exclude_ids)
         fresh.append(data)
-        remember(store, "data set records", key, list(data.records))  # before the summary that points to it
+        remember(store, "data set records", key, pickled_slices(data.records))  # before the summary
         return replace(data, records=[], digests=[record_digest(r) for r in data.records])
 
     summary, found = memoised(store, "data set", key, read)
@@ -423,8 +424,8 @@ def memoised_load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: se
         return replace(summary, records=fresh[0].records), False
 
     def records() -> list[Record]:
-        there, value = recall(store, "data set records", key)
-        return value if there else load_data(spec, protocol, exclude_ids=exclude_ids).records
+        there, slices = recall(store, "data set records", key)
+        return unpickled_slices(slices) if there else load_data(spec, protocol, exclude_ids=exclude_ids).records
 
     return replace(summary, records=RecordsFromCache(len(summary.digests), records)), True
 
