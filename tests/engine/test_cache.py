@@ -26,7 +26,7 @@ ROLES = ["local", "delimiter", "delimiter_cls", "block"]
 def test_put_get_round_trip_and_file_format(tmp_path):
     cache = StateCache(tmp_path)
     value = {"state": np.arange(5.0), "counts": {"n_scored": 5}}
-    cache.put(KEY, value)
+    assert cache.put(KEY, value) is True
     path = cache.path(KEY)
     assert path == tmp_path / "states" / KEY[:2] / f"{KEY}.hsc"
     data = path.read_bytes()
@@ -66,7 +66,7 @@ def test_a_foreign_file_is_never_read_overwritten_or_deleted(tmp_path):
     (tmp_path / "states" / "notes.txt").write_text("mine")
     (tmp_path / "other.hsc").write_text("mine")
     assert cache.get(KEY) is None and path.read_bytes() == b"my notes"
-    cache.put(KEY, {"x": 1})
+    assert cache.put(KEY, {"x": 1}) is False  # not stored: the run keeps that state in memory
     assert path.read_bytes() == b"my notes"
     assert cache.prune(everything=True) == (0, 0)
     assert path.exists() and (tmp_path / "states" / "notes.txt").exists() and (tmp_path / "other.hsc").exists()

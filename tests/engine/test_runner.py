@@ -216,3 +216,45 @@ def test_the_default_budget_keeps_batches_of_32_for_short_inputs():
     assert auto_batch_size(12, 12, 60, DEFAULT_MEMORY_BUDGET) == 32 and auto_batch_size(12, 12, 128, DEFAULT_MEMORY_BUDGET) == 7
     with pytest.raises(ValueError, match="memory_budget"):
         Runner(memory_budget=0)
+
+
+def test_with_a_cache_a_pass_holds_no_chunk_state_and_merges_them_back_from_the_cache(two_models, tmp_path,
+                                                                                   monkeypatch):
+    from headstats.engine.cache import StateCache
+    from headstats.engine.runner import StoredState
+
+    merged_from = []
+    real_merge = RoleScores.merge.__func__
+
+    def merge(cls, states):
+        merged_from.append(list(states))
+        return real_merge(cls, states)
+
+    monkeypatch.setattr(RoleScores, "merge", classmethod(merge))
+    held = []
+    real_state = Runner._state
+
+    def state(self, s):
+        held.append(s)
+        return real_state(self, s)
+
+    monkeypatch.setattr(Runner, "_state", state)
+    plain = Job(RoleScores, ("base",), "d", {"roles": ROLES})
+    Runner(batch_size=4, chunk_size=3).run(two_models.get, {"d": RECORDS}, [plain])
+    cached = Job(RoleScores, ("base",), "d", {"roles": ROLES})
+    Runner(batch_size=4, chunk_size=3, cache=StateCache(tmp_path / "c")).run(two_models.get, {"d": RECORDS}, [cached])
+    # 12 records in chunks of 3: the cached pass kept only keys, and merged the 4 states read back
+    assert [type(s) for s in held[-4:]] == [StoredState] * 4
+    assert len(merged_from[-1]) == 4 and not any(isinstance(s, StoredState) for s in merged_from[-1])
+    np.testing.assert_array_equal(cached.collector.result().values, plain.collector.result().values)
+
+
+def test_a_chunk_state_pruned_during_the_pass_is_a_clear_error(two_models, tmp_path, monkeypatch):
+    from headstats.engine.cache import StateCache
+    from headstats.errors import HeadstatsError
+
+    cache = StateCache(tmp_path / "c")
+    monkeypatch.setattr(StateCache, "get", lambda self, key: None)  # every entry gone when read back
+    job = Job(RoleScores, ("base",), "d", {"roles": ROLES})
+    with pytest.raises(HeadstatsError, match="is gone or damaged"):
+        Runner(batch_size=4, chunk_size=3, cache=cache).run(two_models.get, {"d": RECORDS}, [job])

@@ -188,8 +188,9 @@ class StateCache:
         self.hits += 1
         return value
 
-    def put(self, key: str, value: Any) -> None:
-        """Store ``value`` under ``key`` atomically (a failed write leaves no file and raises nothing)."""
+    def put(self, key: str, value: Any) -> bool:
+        """Store ``value`` under ``key`` atomically; True when it was stored (a failed write leaves no file,
+        raises nothing and returns False)."""
         path = self.path(key)
         blob = encode(value)
         try:
@@ -197,21 +198,24 @@ class StateCache:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{key}{SUFFIX}.tmp-", dir=path.parent)
         except OSError:
-            return
+            return False
+        stored = False
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(blob)
                 handle.flush()
                 os.fsync(handle.fileno())
             if path.exists() and not _is_ours(path):
-                return  # something else sits at our name: leave it alone
+                return False  # something else sits at our name: leave it alone
             os.replace(tmp, path)
             tmp = ""
+            stored = True
         except OSError:
             pass
         finally:
             if tmp:
                 _unlink(Path(tmp))
+        return stored
 
     def _ensure_root(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)

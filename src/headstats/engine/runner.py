@@ -34,7 +34,7 @@ from headstats.lazy import torch
 from headstats.model.encoding import EncodedInput, encode_records
 from headstats.engine.batch import BatchView, forward_view
 from headstats.engine.collector import Collector, Context
-from headstats.errors import IncompatibleResultsError
+from headstats.errors import HeadstatsError, IncompatibleResultsError
 from headstats.engine.forward import length_sorted_batches
 from headstats.inputs.records import Record
 from headstats.engine.cache import digest, records_digest
@@ -221,6 +221,14 @@ class PassCounts:
         self.n_scored += chunk["n_scored"]
         self.skipped.update(chunk["skipped"])
         self.notes.update(chunk["notes"])
+
+
+@dataclass(frozen=True)
+class StoredState:
+    """Stands, during a pass, for a chunk state that is in the cache (read back for the merge): with a cache,
+    the states of a pass are not held in memory while its later chunks run."""
+
+    key: str
 
 
 def shard_chunks(n_chunks: int, shard: tuple[int, int] | None) -> range:
@@ -475,9 +483,10 @@ class Runner:
                 else:
                     entries = self._run_chunk(ensure_loaded, infos, dataset, start, records[start:stop],
                                               [j for j in jobs if id(j) not in found], effective, advance)
-                    for job_id, entry in entries.items():
-                        if self.cache is not None:
-                            self.cache.put(keys[job_id], entry)
+                    for job_id, entry in list(entries.items()):
+                        if self.cache is not None and self.cache.put(keys[job_id], entry) and not self.keep_chunks:
+                            # stored: read it back for the merge, so states do not pile up in memory meanwhile
+                            entries[job_id] = {**entry, "state": StoredState(keys[job_id])}
                     entries = {**found, **entries}
                     counts.chunks_run += 1
                 counts.add_chunk(entries[id(jobs[0])]["counts"])
@@ -490,9 +499,21 @@ class Runner:
             job.collector = build_collector(job, infos)
             if states[id(job)]:
                 cls = type(job.collector)
-                job.collector.load_state(cls.merge(states[id(job)]))
+                job.collector.load_state(cls.merge([self._state(s) for s in states[id(job)]]))
             states[id(job)] = []
         return counts
+
+    def _state(self, state: Any) -> Any:
+        """A chunk's state, read back from the cache where the pass left a :class:`StoredState`."""
+        if not isinstance(state, StoredState):
+            return state
+        entry = self.cache.get(state.key) if self.cache is not None else None
+        if entry is None:
+            raise HeadstatsError(
+                f"a chunk state this run wrote to the cache ({self.cache.root if self.cache else '?'}) is gone or "
+                "damaged (pruned by another process?); run again, or with --no-cache"
+            )
+        return entry["state"]
 
     def _run_chunk(self, ensure_loaded: Callable[[], dict[str, LoadedModel]], infos: Mapping[str, ModelInfo],
                    dataset: str, start: int, chunk: Sequence[Record], jobs: Sequence[Job], effective: int,
