@@ -185,6 +185,10 @@ def analyse(scores: Scores, protocol) -> Analysis:
 
     kwargs = statistics_kwargs(protocol.statistics, protocol.seed)
     matrix = score_matrix(scores)
+    # The robustness table (every head re-tested with three tests) needs nothing from the tests below: it is
+    # computed in a thread meanwhile (its sorting runs without the GIL, on the second core).
+    matrix.moments()  # computed once here, not by both threads
+    robust = _in_background(_robustness, matrix, kwargs) if protocol.statistics.sensitivity else None
     tests = add_ceilings(test_roles(matrix, **kwargs), scores)
     roles = role_table(tests)
     from headstats.stats.power import power_summary, underpowered
@@ -204,23 +208,43 @@ def analyse(scores: Scores, protocol) -> Analysis:
         tables["ceilings"] = ceilings
     if protocol.statistics.sensitivity:
         unit = [r for r in scoring.roles if scoring.scale_of(r) != "bias"] if scoring is not None else []
-        tables.update(sensitivity_tables(matrix, kwargs, unit_roles=unit))
+        tables.update(sensitivity_tables(matrix, kwargs, unit_roles=unit, robustness_table=robust.result()))
     return Analysis(tests=tests, roles=roles, tables=tables)
+
+
+def _in_background(function, *args):
+    """``function(*args)`` started in a thread; ``.result()`` waits for it (and raises what it raised)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="headstats-statistics")
+    try:
+        return pool.submit(function, *args)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _robustness(matrix, kwargs: dict) -> pd.DataFrame:
+    from headstats.stats.sensitivity import robustness
+
+    common = {k: kwargs[k] for k in ("family", "min_n", "seed")}
+    return robustness(matrix, tau=kwargs["tau"], alpha=kwargs["alpha"], **common)
 
 
 #: The tau grid of roles scored on a 0..1 scale (``mass``, ``ceiling``).
 UNIT_TAUS = np.round(np.arange(0.1, 0.95 + 1e-9, 0.05), 2)
 
 
-def sensitivity_tables(scores, kwargs: dict, *, unit_roles: Sequence[str] = ()) -> dict[str, pd.DataFrame]:
+def sensitivity_tables(scores, kwargs: dict, *, unit_roles: Sequence[str] = (),
+                       robustness_table: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
     """How role counts move with tau and alpha, and which heads change between tests and corrections.
 
     ``scores``: arrays, the long table, or a :class:`~headstats.stats.matrix.ScoreMatrix` packed once. Roles
     scored on a 0..1 scale (``unit_roles``) get the grid :data:`UNIT_TAUS` instead of tau = 1..4; with both
     kinds in one family, each kind's grid is corrected within that kind's roles of the family.
+    ``robustness_table``: that table, when it was computed already.
     """
     from headstats.stats.matrix import score_matrix
-    from headstats.stats.sensitivity import robustness, tau_sensitivity
+    from headstats.stats.sensitivity import tau_sensitivity
 
     common = {k: kwargs[k] for k in ("family", "min_n", "seed")}
     sens = dict(test=kwargs["test"], correction=kwargs["correction"], **common)
@@ -238,5 +262,5 @@ def sensitivity_tables(scores, kwargs: dict, *, unit_roles: Sequence[str] = ()) 
         sensitivity = tau_sensitivity(scores, **sens)
     return {
         "tau_sensitivity": sensitivity,
-        "robustness": robustness(scores, tau=kwargs["tau"], alpha=kwargs["alpha"], **common),
+        "robustness": robustness_table if robustness_table is not None else _robustness(score_matrix(scores), kwargs),
     }

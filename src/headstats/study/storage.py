@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import platform
 import sys
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
 
 from headstats.folders import FILES_KEY, WRITTEN_BY, check_output_folder, claim_output, output_file_list, staged_output
-from headstats.model.loading import sha256_file
+from headstats.model.loading import sha256_file_memo
 
 __all__ = ["check_output_folder", "claim_output", "staged_output", "write_table", "write_manifest",
            "package_versions", "file_hashes"]
@@ -34,20 +35,25 @@ def write_table(frame: pd.DataFrame, folder: Path, name: str, *, csv: bool = Tru
         frame.to_csv(folder / f"{name}.csv", index=False)
 
 
-def package_versions() -> dict[str, str | None]:
-    """Installed versions of the packages that shape the numbers."""
+@cache
+def _installed_versions() -> tuple[tuple[str, str | None], ...]:
     versions: dict[str, str | None] = {"python": platform.python_version()}
     for name in VERSIONED_PACKAGES:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    return versions
+    return tuple(versions.items())
+
+
+def package_versions() -> dict[str, str | None]:
+    """Installed versions of the packages that shape the numbers (looked up once per process)."""
+    return dict(_installed_versions())
 
 
 def file_hashes(paths) -> dict[str, str]:
-    """sha256 of each existing data file."""
-    return {str(p): sha256_file(p) for p in paths if p and Path(p).is_file()}
+    """sha256 of each existing data file (once per process while its size and modification time stay)."""
+    return {str(p): sha256_file_memo(p) for p in paths if p and Path(p).is_file()}
 
 
 def write_manifest(folder: Path, manifest: dict) -> None:
