@@ -13,7 +13,8 @@ import pytest
 from headstats.analyses.role_scores import RoleScores
 from headstats.analyses.special_mass import SpecialMass
 from headstats.engine.cache import MARKER, StateCache, decode, default_cache_root, digest, encode, resolve_cache_root
-from headstats.engine.runner import Job, ModelInfo, Runner, auto_batch_size, shard_chunks
+from headstats.engine.forward import inputs_per_batch
+from headstats.engine.runner import AUTO_BATCH_CAP, Job, ModelInfo, Runner, attention_cells, shard_chunks
 from headstats.inputs.records import Record
 
 KEY = hashlib.sha256(b"a").hexdigest()
@@ -125,9 +126,9 @@ def test_shard_chunks_cover_every_chunk_once_in_order():
 
 def test_auto_batch_size():
     # 4 copies x 4 bytes x 12 layers x 12 heads x 128^2 = 37,748,736 bytes per input
-    assert auto_batch_size(12, 12, 128, 1 << 30) == (1 << 30) // 37_748_736 == 28
-    assert auto_batch_size(24, 16, 512, 1 << 20) == 1
-    assert auto_batch_size(2, 2, 8, 1 << 40) == 256
+    assert inputs_per_batch(128, AUTO_BATCH_CAP, attention_cells(12, 12, 1 << 30)) == (1 << 30) // 37_748_736 == 28
+    assert inputs_per_batch(512, AUTO_BATCH_CAP, attention_cells(24, 16, 1 << 20)) == 1
+    assert inputs_per_batch(8, AUTO_BATCH_CAP, attention_cells(2, 2, 1 << 40)) == 256
 
 
 # ------------------------------------------------------------------------------------------ the runner

@@ -206,7 +206,11 @@ def test_scores_do_not_depend_on_the_batching(two_models):
 
 def test_the_default_budget_keeps_batches_of_32_for_short_inputs():
     from headstats.config.protocol import ExecutionOptions
-    from headstats.engine.runner import DEFAULT_MEMORY_BUDGET, attention_cells, auto_batch_size
+    from headstats.engine.forward import inputs_per_batch
+    from headstats.engine.runner import AUTO_BATCH_CAP, DEFAULT_MEMORY_BUDGET, attention_cells
+
+    def auto_batch_size(layers, heads, length, budget):
+        return inputs_per_batch(length, AUTO_BATCH_CAP, attention_cells(layers, heads, budget))
 
     assert ExecutionOptions().memory_budget_mb << 20 == DEFAULT_MEMORY_BUDGET == Runner().memory_budget
     # 256 MiB / (4 copies x 4 bytes x 6 x 12 heads) = 233,016 cells: 32 x 85^2 = 231,200 fits, 32 x 86^2 does not

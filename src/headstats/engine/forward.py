@@ -71,13 +71,19 @@ def length_sorted_batches(inputs: Sequence[EncodedInput], batch_size: int, *,
     batches: list[list[EncodedInput]] = []
     start = 0
     while start < len(order):
-        size = batch_size
-        if max_cells is not None:
-            longest = max(inputs[order[start]].length, 1)
-            size = min(batch_size, max(1, max_cells // (longest * longest)))
+        size = inputs_per_batch(inputs[order[start]].length, batch_size, max_cells)
         batches.append([inputs[i] for i in order[start : start + size]])
         start += size
     return batches
+
+
+def inputs_per_batch(longest: int, batch_size: int, max_cells: int | None) -> int:
+    """How many inputs a batch whose longest input has ``longest`` pieces takes:
+    ``min(batch_size, max(1, floor(max_cells / longest^2)))`` (``batch_size`` when ``max_cells`` is None)."""
+    if max_cells is None:
+        return batch_size
+    longest = max(longest, 1)
+    return min(batch_size, max(1, max_cells // (longest * longest)))
 
 
 def pad_batch(items: list[EncodedInput], pad_token_id: int, device: torch.device | str = "cpu") -> Batch:

@@ -558,17 +558,6 @@ def attention_cells(n_layers: int, n_heads: int, budget: int, *, n_models: int =
     return int(max(1, budget // max(copies * 4 * n_layers * n_heads * max(1, n_models), 1)))
 
 
-def auto_batch_size(n_layers: int, n_heads: int, length: int, budget: int, *, n_models: int = 1,
-                    copies: int = 4, cap: int = AUTO_BATCH_CAP) -> int:
-    """The largest batch of inputs of ``length`` pieces whose attention maps fit ``budget`` bytes.
-
-    ``B = floor(budget / (copies x 4 x L x H x T^2 x models))`` (:func:`attention_cells` over ``T^2``), at
-    least 1, at most ``cap``: the size the runner gives a batch whose longest input has ``length`` pieces.
-    """
-    cells = attention_cells(n_layers, n_heads, budget, n_models=n_models, copies=copies)
-    return int(max(1, min(cap, cells // max(length * length, 1))))
-
-
 def _check_group(loaded: Mapping[str, LoadedModel]) -> None:
     """Models run over the same batches must split text identically."""
     items = list(loaded.items())

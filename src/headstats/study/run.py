@@ -214,8 +214,11 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
         info["parses"] = "gold"
     else:
         info["parses"] = "none"
-    return LoadedData(spec=spec, records=records, files=files, info=info, skipped=skipped,
-                      has_pairs=any(r.is_pair for r in records), has_parses=any(r.words_a is not None for r in records))
+    from headstats.study.scoring import record_kinds
+
+    has_pairs, has_parses = record_kinds(records)
+    return LoadedData(spec=spec, records=records, files=files, info=info, skipped=skipped, has_pairs=has_pairs,
+                      has_parses=has_parses)
 
 
 def _training_progress(name: str, log: Log, progress: ProgressFactory, stack: ExitStack):
@@ -397,37 +400,33 @@ def memoised_load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: se
     from dataclasses import replace
 
     from headstats.engine.cache import StateCache, record_digest
-    from headstats.study.memo import (RecordsFromCache, folder_identity, memoised, pickled_slices, recall,
-                                      remember, unpickled_slices)
+    from headstats.study.memo import RecordsFromCache, folder_identity, pickled_slices, recall, remember, unpickled_slices
     from headstats.study.storage import package_versions
+
+    def read() -> LoadedData:
+        data = load_data(spec, protocol, exclude_ids=exclude_ids)
+        return replace(data, digests=[record_digest(r) for r in data.records])
 
     files = _data_files(spec, protocol)
     if not files:
-        data = load_data(spec, protocol, exclude_ids=exclude_ids)
-        return replace(data, digests=[record_digest(r) for r in data.records]), False
+        return read(), False
     sc = protocol.scoring
     parser = Path(sc.parser).expanduser()
     key = [file_hashes(files), spec.model_dump(mode="json"), sc.max_length, sc.too_long, sc.parser, sc.alignment,
            needs_parses(protocol), sorted(exclude_ids), protocol.seed, package_versions(),
            folder_identity(parser) if parser.is_dir() else None]
     store = StateCache(cache)
-    fresh: list[LoadedData] = []
+    found, summary = recall(store, "data set", key)
+    if found:
+        def records() -> list[Record]:
+            there, slices = recall(store, "data set records", key)
+            return unpickled_slices(slices) if there else load_data(spec, protocol, exclude_ids=exclude_ids).records
 
-    def read() -> LoadedData:
-        data = load_data(spec, protocol, exclude_ids=exclude_ids)
-        fresh.append(data)
-        remember(store, "data set records", key, pickled_slices(data.records))  # before the summary
-        return replace(data, records=[], digests=[record_digest(r) for r in data.records])
-
-    summary, found = memoised(store, "data set", key, read)
-    if not found:
-        return replace(summary, records=fresh[0].records), False
-
-    def records() -> list[Record]:
-        there, slices = recall(store, "data set records", key)
-        return unpickled_slices(slices) if there else load_data(spec, protocol, exclude_ids=exclude_ids).records
-
-    return replace(summary, records=RecordsFromCache(len(summary.digests), records)), True
+        return replace(summary, records=RecordsFromCache(len(summary.digests), records)), True
+    data = read()
+    remember(store, "data set records", key, pickled_slices(data.records))  # before the summary that points to it
+    remember(store, "data set", key, replace(data, records=[]))
+    return data, False
 
 
 def _data_files(spec: DatasetSpec, protocol: Protocol) -> list[str]:
@@ -457,22 +456,23 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
     from headstats.study.comparison import check_comparable
 
     sources, finetuned = build_models(protocol, log, progress)
-    check_comparable(protocol, sources, cache=cache_root(protocol, execution))
-    data = read_data(protocol, finetuned, log, cache=cache_root(protocol, execution))
+    cache = cache_root(protocol, execution)
+    check_comparable(protocol, sources, cache=cache)
+    data = read_data(protocol, finetuned, log, cache=cache)
     datasets = dataset_manifest(data)
     if execution.shard is not None:
         from headstats.study.merge import run_shard, write_shard
 
-        shard = run_shard(protocol, sources, finetuned, data, execution.shard, cache=cache_root(protocol, execution),
+        shard = run_shard(protocol, sources, finetuned, data, execution.shard, cache=cache,
                           log=log, progress=progress)
         return write_shard(claim, protocol, shard, datasets, started=started, log=log, data=data)
     if protocol.execution.executor == "ray":
         from headstats.study.executors import run_on_ray
 
-        passes = run_on_ray(protocol, sources, finetuned, data, cache=cache_root(protocol, execution), log=log)
+        passes = run_on_ray(protocol, sources, finetuned, data, cache=cache, log=log)
     else:
         passes = run_passes(protocol, sources, finetuned, data, log=log, progress=progress,
-                            cache=cache_root(protocol, execution))
+                            cache=cache)
     return finish_study(protocol, claim, passes, datasets, started=started, log=log)
 
 

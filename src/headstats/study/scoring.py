@@ -93,14 +93,18 @@ def long_frame(arrays: Iterable[MeasureArray]) -> pd.DataFrame:
     return pd.DataFrame(data, columns=SCORE_COLUMNS)
 
 
+def record_kinds(records: Sequence[Record]) -> tuple[bool, bool]:
+    """Whether some record is a sentence pair, and whether some record is parsed (what decides which roles
+    apply, :func:`applicable_roles`)."""
+    return any(r.is_pair for r in records), any(r.words_a is not None for r in records)
+
+
 def applicable_roles(roles: Sequence[str], records: Sequence[Record] | None = None, *,
                      has_pairs: bool | None = None, has_parses: bool | None = None) -> tuple[list[str], dict[str, str]]:
     """Drop pair-only roles (``block``) from a data set that has no pairs, and arc roles from one without
     parses; say why. ``has_pairs`` and ``has_parses`` stand for ``records`` when they are known without them."""
-    if has_pairs is None:
-        has_pairs = any(r.is_pair for r in records or ())
-    if has_parses is None:
-        has_parses = any(r.words_a is not None for r in records or ())
+    if has_pairs is None or has_parses is None:
+        has_pairs, has_parses = record_kinds(records or ())
     kept, dropped = [], {}
     for role in roles:
         spec = get_role(role)
