@@ -45,7 +45,15 @@ import numpy as np
 from pydantic import ValidationError
 
 from headstats.errors import HeadstatsError
-from headstats.folders import FILES_KEY, WRITTEN_BY, check_output_folder, claim_output, output_file_list
+from headstats.folders import (
+    CHECKPOINTS,
+    FILES_KEY,
+    WRITTEN_BY,
+    check_output_folder,
+    claim_output,
+    default_cache_root,
+    output_file_list,
+)
 from headstats.inputs.glue import (
     HF_GLUE,
     GlueTask,
@@ -548,21 +556,31 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", Path(text).name if os.sep in text else text).strip("-")[:40] or "model"
 
 
+def checkpoint_folder(recipe: FinetuneRecipe, *, cache_dir: str | Path, data_root: str | Path | None = None) -> Path:
+    """Where :func:`cached_finetune` keeps the checkpoint of ``recipe``:
+    ``<cache_dir>/checkpoints/<task>-<base>-<key[:16]>`` (the key: :func:`finetune_cache_key`)."""
+    key = finetune_cache_key(recipe, data_root=data_root)
+    return Path(cache_dir) / CHECKPOINTS / f"{get_task(recipe.task).name}-{_slug(recipe.base)}-{key[:16]}"
+
+
 def cached_finetune(
     recipe: FinetuneRecipe,
     *,
-    cache_dir: str | Path,
+    cache_dir: str | Path | None = None,
     data_root: str | Path | None = None,
     progress: TrainingCallback | bool = True,
 ) -> Path:
-    """The checkpoint of ``recipe``: reused from ``cache_dir`` when complete, else trained and cached.
+    """The checkpoint of ``recipe``: reused from the cache when complete, else trained and cached.
 
-    The folder is ``<cache_dir>/finetune/<task>-<base>-<key[:16]>``, where the key is
-    :func:`finetune_cache_key`. A folder without its ``COMPLETE`` marker is discarded and rebuilt.
+    The folder is :func:`checkpoint_folder` under ``cache_dir``, the cache root (default: headstats' one
+    root, :func:`headstats.folders.default_cache_root`, where the state cache lives too). A folder without its
+    ``COMPLETE`` marker is discarded and rebuilt.
     """
+    cache_dir = default_cache_root() if cache_dir is None else cache_dir
     key = finetune_cache_key(recipe, data_root=data_root)
-    folder = Path(cache_dir) / "finetune" / f"{get_task(recipe.task).name}-{_slug(recipe.base)}-{key[:16]}"
+    folder = checkpoint_folder(recipe, cache_dir=cache_dir, data_root=data_root)
     if is_complete(folder):
+        os.utime(folder / COMPLETE_MARKER)  # its last use, for `headstats cache prune`
         return folder
     return finetune(recipe, out_dir=folder, data_root=data_root, progress=progress, overwrite=True, cache_key=key)
 
@@ -604,30 +622,42 @@ def finetune_command(
     model: str = "default",
     task: str = "sst2",
     out: str | Path | None = None,
-    epochs: float = 1.0,
-    lr: float = 3e-5,
-    batch_size: int = 16,
-    max_length: int = 64,
-    train_rows: int | None = 2000,
-    seed: int = 0,
+    epochs: float | None = None,
+    lr: float | None = None,
+    batch_size: int | None = None,
+    max_length: int | None = None,
+    train_rows: int | None | str = "recipe",
+    seed: int | None = None,
     data_root: str | Path | None = None,
     *,
-    cache_dir: str | Path = ".headstats_cache",
+    cache_dir: str | Path | None = None,
     overwrite: bool = False,
     progress: TrainingCallback | bool = True,
 ) -> tuple[Path, dict[str, Any]]:
     """What ``headstats finetune`` does: build the recipe, train, and return ``(folder, metrics)``.
 
-    With ``out`` the checkpoint is written there; without it, it goes to (or is reused from) the cache.
+    Options left at None (``train_rows`` at ``"recipe"``; None there means every row) take the task's values of
+    headstats' one recipe (:func:`headstats.model.recipe.task_recipe`), as a protocol's ``finetune:`` entry
+    does, so both make the same checkpoint. With ``out`` the checkpoint is written there; without it, it goes
+    to (or is reused from) ``<cache root>/checkpoints``, where a protocol's run looks for it.
     """
-    try:
-        recipe = FinetuneRecipe(base=model, task=task, epochs=epochs, learning_rate=lr, batch_size=batch_size,
-                                max_length=max_length, train_rows=train_rows, seed=seed)
-    except ValidationError as exc:  # one line for the CLI
-        first = exc.errors()[0]
-        raise HeadstatsError(f"invalid fine-tuning option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    recipe = build_recipe(model, task, epochs=epochs, learning_rate=lr, batch_size=batch_size,
+                          max_length=max_length, train_rows=train_rows, seed=seed)
     if out is None:
         folder = cached_finetune(recipe, cache_dir=cache_dir, data_root=data_root, progress=progress)
     else:
         folder = finetune(recipe, out_dir=out, data_root=data_root, progress=progress, overwrite=overwrite)
     return folder, json.loads((folder / METRICS_NAME).read_text(encoding="utf-8"))
+
+
+def build_recipe(model: str, task: str, *, train_rows: int | None | str = "recipe", **given: Any) -> FinetuneRecipe:
+    """The :class:`FinetuneRecipe` of ``headstats finetune``'s options: those given (not None) over the task's
+    recipe; ``train_rows`` ``"recipe"`` takes the recipe's, None every row. A bad value is one line."""
+    values = {k: v for k, v in given.items() if v is not None}
+    if train_rows != "recipe":
+        values["train_rows"] = train_rows
+    try:
+        return FinetuneRecipe(base=model, task=task, **values)
+    except ValidationError as exc:  # one line for the CLI
+        first = exc.errors()[0]
+        raise HeadstatsError(f"invalid fine-tuning option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
