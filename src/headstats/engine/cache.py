@@ -8,6 +8,9 @@ hashes everything that determines it (:func:`digest`):
 - the job: the collector's class, its ``version`` and options, the names of its models and data set;
 - each model's identity: weights sha256, tokenizer fingerprint, model type, shape, dtype and device type;
 - the encoding: the effective maximum length and what is done with longer inputs (``too_long``);
+- the batching: the batch size and the attention-cell budget that cut a chunk into batches (a forward pass over
+  a padded batch differs from one over another batch in the last float32 digits, so a state computed with
+  another batching is another state);
 - the chunk: its position and a sha256 of its records (ids, texts, parses).
 
 Statistics (tau, the test, the correction, the family, ...) are not in the key: a protocol that changes only
@@ -16,13 +19,17 @@ them finds every state in the cache and runs no forward pass.
 File format (``<root>/states/<key[:2]>/<key>.hsc``)::
 
     HEADSTATS-STATE-CHUNK\\n                 the marker: only files that start with it are ever read or deleted
-    {"format": 1, "sha256": ..., "size": ...}\\n
+    {"format": 2, "key": ..., "sha256": ..., "size": ...}\\n
     <pickle of the entry>                    ``size`` bytes whose sha256 is ``sha256``
 
-Writes are atomic (a temporary file in the same folder, flushed and fsynced, then renamed over the final
-name), so a ``kill -9`` leaves either the whole entry or none; a file whose checksum or size does not match
-(a disk that lost a write, a truncated copy) is detected, removed and recomputed, never read. Entries are
-pickles: the cache folder must be as trusted as the code (it is your own ``~/.cache``).
+Every entry proves its key: the header names the key it was stored under, and the payload's sha256 and size;
+:meth:`StateCache.get` unpickles nothing before both match (the key asked for, the bytes that follow). A file
+whose checksum or size does not match (a disk that lost a write, a truncated copy) or that holds another key's
+state (a chunk copied from another cache, another position or another protocol) is reported
+(:attr:`StateCache.problems`), never used, and recomputed. Writes are atomic (a temporary file in the same
+folder, flushed and fsynced, then renamed over the final name), so a ``kill -9`` leaves either the whole entry
+or none. Entries are pickles: the cache folder must be as trusted as the code (it is your own ``~/.cache``);
+the key check guards against accidents (copies, swaps), not against someone who writes pickles on purpose.
 
 :meth:`StateCache.prune` removes only files that carry the marker (and empty sub-folders they leave behind),
 and fine-tuned checkpoints (``<root>/checkpoints``, written there by
@@ -48,7 +55,7 @@ from headstats.folders import CHECKPOINTS, default_cache_root, is_headstats_outp
 
 #: First line of every cache file.
 MARKER = b"HEADSTATS-STATE-CHUNK\n"
-FORMAT = 1
+FORMAT = 2
 SUFFIX = ".hsc"
 #: Temporary files: ``.<key>.hsc.tmp-<random>`` beside the final name.
 _TEMP = re.compile(r"^\.[0-9a-f]{64}\.hsc\.tmp-[A-Za-z0-9_]+$")
@@ -154,7 +161,9 @@ class StateCache:
         self.folder = self.root / "states"
         self.hits = 0
         self.misses = 0
+        #: Files that did not prove their key (damaged, or another key's state), and why, one line each.
         self.corrupt = 0
+        self.problems: list[str] = []
 
     # ------------------------------------------------------------------ entries
     def path(self, key: str) -> Path:
@@ -163,36 +172,43 @@ class StateCache:
         return self.folder / key[:2] / f"{key}{SUFFIX}"
 
     def get(self, key: str) -> Any | None:
-        """The entry stored under ``key``, or None (absent, or corrupt: then removed)."""
+        """The entry stored under ``key``, or None: absent, written by an older headstats, or not proving its key
+        (damaged, or another key's state: then counted in :attr:`corrupt`, reported in :attr:`problems` and, when
+        it carries the marker, removed)."""
         path = self.path(key)
         try:
             data = path.read_bytes()
-        except FileNotFoundError:
-            self.misses += 1
-            return None
         except OSError:
             self.misses += 1
             return None
-        payload = _payload(data)
-        if payload is None:
+        payload, why = _checked(data, key)
+        value = None
+        if payload is not None:
+            try:
+                value = pickle.loads(payload)
+            except Exception:  # noqa: BLE001 - a checksummed pickle that does not load: a class changed; recompute
+                payload = None
+        elif why is not None:
             self.corrupt += 1
-            self.misses += 1
+            self.problems.append(f"{path}: {why}")
             if data.startswith(MARKER) or not data:
                 _unlink(path)
-            return None
-        try:
-            value = pickle.loads(payload)
-        except Exception:  # noqa: BLE001 - a checksummed pickle that does not load: a class changed; recompute
+        if payload is None:
             self.misses += 1
             return None
         self.hits += 1
         return value
 
+    def take_problems(self) -> list[str]:
+        """The problems found since the last call (and forget them)."""
+        found, self.problems = self.problems, []
+        return found
+
     def put(self, key: str, value: Any) -> bool:
         """Store ``value`` under ``key`` atomically; True when it was stored (a failed write leaves no file,
         raises nothing and returns False)."""
         path = self.path(key)
-        blob = encode(value)
+        blob = encode(value, key=key)
         try:
             self._ensure_root()
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -337,40 +353,45 @@ class StateCache:
         return removed, freed
 
 
-def encode(value: Any) -> bytes:
-    """The bytes of a cache file (marker, header with checksum, pickle) holding ``value``."""
+def encode(value: Any, *, key: str = "") -> bytes:
+    """The bytes of a cache file (marker, header with the key and the payload's checksum, pickle) holding ``value``."""
     payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    header = json.dumps({"format": FORMAT, "sha256": hashlib.sha256(payload).hexdigest(),
+    header = json.dumps({"format": FORMAT, "key": key, "sha256": hashlib.sha256(payload).hexdigest(),
                          "size": len(payload), "created": time.time()}).encode() + b"\n"
     return MARKER + header + payload
 
 
-def decode(data: bytes) -> Any | None:
-    """The value in the bytes of a cache file, or None when they are not whole (marker, size, checksum)."""
-    payload = _payload(data)
+def decode(data: bytes, *, key: str = "") -> Any | None:
+    """The value in the bytes of a cache file, or None when they are not whole (marker, size, checksum) or were
+    stored under another key than ``key``."""
+    payload, _ = _checked(data, key)
     if payload is None:
         return None
     return pickle.loads(payload)
 
 
-def _payload(data: bytes) -> bytes | None:
-    """The checked payload of a cache file's bytes, or None when anything does not match."""
+def _checked(data: bytes, key: str) -> tuple[bytes | None, str | None]:
+    """``(payload, None)`` when the bytes of a cache file are whole and were stored under ``key``; else
+    ``(None, why)`` (``why`` None for a file of an older format, which is simply not used)."""
     if not data.startswith(MARKER):
-        return None
+        return None, "not a headstats cache file" if data else "empty (a write that never finished)"
     rest = data[len(MARKER):]
     end = rest.find(b"\n")
-    if end < 0:
-        return None
     try:
-        header = json.loads(rest[:end])
+        header = json.loads(rest[:end]) if end >= 0 else None
     except ValueError:
-        return None
+        header = None
+    if not isinstance(header, dict):
+        return None, "its header is damaged"
+    if isinstance(header.get("format"), int) and header["format"] < FORMAT:
+        return None, None
     payload = rest[end + 1:]
-    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("size") != len(payload):
-        return None
-    if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
-        return None
-    return payload
+    if header.get("format") != FORMAT or header.get("size") != len(payload) \
+            or hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+        return None, "damaged (its size or checksum does not match)"
+    if header.get("key") != key:
+        return None, "holds the state of another key (copied from another cache, chunk or protocol)"
+    return payload, None
 
 
 def _is_ours(path: Path, *, allow_empty: bool = False) -> bool:
