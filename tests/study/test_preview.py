@@ -15,7 +15,7 @@ from headstats.errors import OutputError
 from headstats.folders import FILES_KEY, WRITTEN_BY
 from headstats.model.finetune import SECONDS_OVERHEAD, SECONDS_PER_STEP, training_estimate
 from headstats.model.recipe import FinetuneRecipe
-from headstats.study.plan import run_plan, validate_run
+from headstats.study.preview import run_plan, validate_run
 
 REPO = Path(__file__).resolve().parents[2]
 
