@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from headstats.errors import DataError, HeadstatsError
 from headstats.inputs.filters import PARSE_PREFIX
+from headstats.registry import did_you_mean
 from headstats.inputs.records import Record, Word
 
 if TYPE_CHECKING:  # spaCy is imported lazily: it is slow to import and only raw text needs it
@@ -184,8 +185,9 @@ def normalize_relation_name(name: str, *, strict: bool = True) -> str:
     canonical = canonical_relation(name)
     if strict and canonical not in CANONICAL_RELATIONS:
         known = ", ".join(sorted(CANONICAL_RELATIONS))
+        guess = did_you_mean(name, sorted(CANONICAL_RELATIONS))
         raise HeadstatsError(
-            f"unknown dependency relation {name!r}: use a spaCy English or UD label (known: {known})"
+            f"unknown dependency relation {name!r}{guess} (use a spaCy English or UD label: {known})"
         )
     return canonical
 
