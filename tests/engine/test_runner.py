@@ -260,5 +260,5 @@ def test_a_chunk_state_pruned_during_the_pass_is_a_clear_error(two_models, tmp_p
     cache = StateCache(tmp_path / "c")
     monkeypatch.setattr(StateCache, "get", lambda self, key: None)  # every entry gone when read back
     job = Job(RoleScores, ("base",), "d", {"roles": ROLES})
-    with pytest.raises(HeadstatsError, match="is gone or damaged"):
+    with pytest.raises(HeadstatsError, match=r"cache damaged: .* cannot be read back .*--no-cache.*cache prune"):
         Runner(batch_size=4, chunk_size=3, cache=cache).run(two_models.get, {"d": RECORDS}, [job])
