@@ -271,6 +271,9 @@ class CompareSpec(StrictModel):
     #: seeds, heads are tested to exceed it and to stay within it (TOST). None: no margin tests.
     min_change: Float | None = Field(None, gt=0)
     min_change_scale: Literal["score", "share"] = "score"
+    #: With seeds, the per-cell test over seeds: ``moderated_t`` (limma's empirical-Bayes t, which borrows the
+    #: seed-to-seed variance of all cells; Smyth 2004) or ``t`` (the plain one-sample t over seeds).
+    seed_test: Literal["moderated_t", "t"] = "moderated_t"
 
 
 def replicate_name(name: str, seed: int) -> str:
