@@ -111,3 +111,17 @@ def test_effect_sizes_hand_values_and_pingouin():
     t_plus = sps.wilcoxon(x - 3.0, alternative="greater").statistic
     assert rank_biserial(t_plus, 10) == pytest.approx(w["rbc"])  # matches pingouin.wilcoxon RBC
     assert cohen_g(np.array([3, 0]), np.array([4, 0]))[0] == 0.25 and np.isnan(cohen_g(0, 0))
+
+
+def test_effect_size_below_the_sd_floor_is_not_reported():
+    from headstats.stats.effects import EFFECT_SD_FLOOR, cohen_d
+    from headstats.stats.onesample import t_test
+
+    # issue 20: a head with sd 1.7e-5 got Cohen's d of -58,038
+    assert np.isnan(cohen_d(0.9, 1.7e-5, 3.0))
+    assert cohen_d(0.9, EFFECT_SD_FLOOR, 3.0) == pytest.approx(-2.1 / EFFECT_SD_FLOOR)
+    assert cohen_d(0.9, 1.7e-5, 3.0, sd_floor=0) == pytest.approx(-2.1 / 1.7e-5)
+    x = np.array([[1.0, 1.00001, 0.99999, 1.0], [1.0, 2.0, 3.0, 4.0]])
+    res = t_test(x, tau=3.0, confidence=0.95)
+    assert np.isnan(res.effect_size[0]) and res.note[0].startswith("sd below 0.001")
+    assert res.effect_size[1] == pytest.approx((2.5 - 3.0) / np.std(x[1], ddof=1))

@@ -38,14 +38,24 @@ _PG_COLUMNS: dict[str, str] = {
 N_MAX = 10_000_000
 
 
-def cohen_d(mean, sd, tau=0.0) -> np.ndarray:
+#: Below this standard deviation (in score units) a standardised effect size is not reported (NaN): a head
+#: whose scores vary by 1.7e-5 around a mean far from tau gets d of -58,038, a number that measures the float
+#: noise of its scores, not an effect (issue 20). Bias scores are about 1 for uniform attention; attention
+#: masses and ceiling shares lie in [0, 1]; on both, 1e-3 is far below any difference a reader would weigh.
+EFFECT_SD_FLOOR = 1e-3
+#: The note of a head whose effect size is not reported because its sd is below :data:`EFFECT_SD_FLOOR`.
+SD_FLOOR_NOTE = f"sd below {EFFECT_SD_FLOOR:g}: effect size not reported (it would measure rounding, not an effect)"
+
+
+def cohen_d(mean, sd, tau=0.0, *, sd_floor: float = EFFECT_SD_FLOOR) -> np.ndarray:
     r"""Standardised effect :math:`d = (\bar s - \tau) / s` (Cohen's d; ``d_z`` of paired differences with
-    tau = 0); NaN where ``sd`` is 0 or not finite."""
+    tau = 0); NaN where ``sd`` is not finite or below ``sd_floor`` (:data:`EFFECT_SD_FLOOR`; 0 keeps every
+    positive sd)."""
     mean = np.asarray(mean, dtype=float)
     sd = np.asarray(sd, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         d = (mean - tau) / sd
-    return np.where(np.isfinite(sd) & (sd > 0), d, np.nan)
+    return np.where(np.isfinite(sd) & (sd > 0) & (sd >= sd_floor), d, np.nan)
 
 
 def rank_biserial(t_plus, n_nonzero) -> np.ndarray:

@@ -43,7 +43,7 @@ from headstats.stats.corrections import (
     next_discovery_alpha,
     reject,
 )
-from headstats.stats.effects import cohen_d, cohen_g, rank_biserial
+from headstats.stats.effects import EFFECT_SD_FLOOR, SD_FLOOR_NOTE, cohen_d, cohen_g, rank_biserial
 from headstats.stats.matrix import (
     HYPOTHESIS_KEYS,
     SCORE_COLUMNS,
@@ -321,7 +321,7 @@ SD0_NOTE = "sd=0: all scores equal, the test of the mean is undefined (p NaN)"
 
 
 def _sd_notes(sd: np.ndarray) -> list[str]:
-    return [SD0_NOTE if s == 0 else "" for s in sd]
+    return [SD0_NOTE if s == 0 else SD_FLOOR_NOTE if s < EFFECT_SD_FLOOR else "" for s in sd]
 
 
 def _order_statistic_lower_bound(x: np.ndarray, confidence: float) -> np.ndarray:

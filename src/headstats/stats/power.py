@@ -127,7 +127,7 @@ def add_power(tests: pd.DataFrame, *, power_target: float = 0.8, effect_of_inter
         notes[i] = f"for the {'median' if eff[i] < 0.9 else 'pseudo-median'}: t-test power at N x {eff[i]:.3f} (ARE, normal scores)"
     for i in np.nonzero(ok & (eff == 1) & (out["test"].astype(str).to_numpy() != "t"))[0]:
         notes[i] = "t approximation"
-    d = cohen_d(out["mean"].to_numpy(float), sd, out["tau"].to_numpy(float))
+    d = cohen_d(out["mean"].to_numpy(float), sd, out["tau"].to_numpy(float), sd_floor=0.0)  # t / sqrt(n), any sd
     t = d * np.sqrt(n)
     bf = np.full(g, np.nan)
     fine = valid & np.isfinite(d)
