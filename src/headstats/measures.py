@@ -150,8 +150,14 @@ class MeasureArray:
 
     def __repr__(self) -> str:
         """At most 15 lines: the shape, one line per measure (the first few), the provenance."""
+        return self.summary_text()
+
+    def summary_text(self, max_lines: int | None = None) -> str:
+        """The ``repr``: the shape, one line per measure (as many as fit), the provenance, in at most
+        ``max_lines`` lines (default :data:`REPR_LINES`)."""
         title, columns, rows, facts = self._summary()
-        return text_summary(f"MeasureArray {title}", columns, rows, facts, what="measures")
+        return text_summary(f"MeasureArray {title}", columns, rows, facts, what="measures",
+                            max_lines=max_lines or REPR_LINES)
 
     def _repr_html_(self) -> str:
         """A short HTML summary for Jupyter: the shape, one row per measure (inputs taking part, mean over
