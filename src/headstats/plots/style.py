@@ -29,6 +29,8 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.font_manager import FontProperties  # noqa: E402
 
+from headstats.analyses.roles import role_family  # noqa: E402,F401 - the paper's kind of a role
+
 #: Okabe & Ito (2008), "Color Universal Design": the safe default for series.
 OKABE_ITO = {
     "black": "#000000",
@@ -148,15 +150,6 @@ def role_colours(roles: Sequence[str]) -> dict[str, str]:
             out[role] = spare[k % len(spare)]
             k += 1
     return out
-
-
-def role_family(role: str) -> str:
-    """The paper's kind of a role: ``delimiter_cls`` -> ``delimiter``, ``syntactic:nsubj`` -> ``syntactic``."""
-    if role.startswith("delimiter"):
-        return "delimiter"
-    if role.startswith("syntactic"):
-        return "syntactic"
-    return role
 
 
 def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] = FORMATS) -> list[Path]:

@@ -18,10 +18,14 @@ input); it is the statistics layer: arrays in, arrays and tables out.
   exactly ``scipy.stats.ttest_1samp(m, mu, alternative=...)``. In a balanced design this is the test of the
   fixed intercept of the mixed model ``d_si = mu + u_s + e_si`` (seed as a random effect) with its exact
   degrees of freedom (see ``docs/statistics.md``, where a simulation compares it with statsmodels' MixedLM).
+- :func:`moderated_t_over_seeds`: the empirical-Bayes moderated t of limma (Smyth 2004): each cell's
+  seed-to-seed variance is shrunk toward a scaled inverse-chi-square prior fitted over all cells
+  (:func:`fit_variance_prior`), and the t-test uses the posterior variance with ``d0 + k - 1`` degrees of
+  freedom. The per-cell test over few seeds (it borrows strength across the cells; sd = 0 stays finite).
 - :func:`signflip_over_seeds`: the exact sign-flip permutation test of the same hypothesis (all ``2^k``
   sign patterns), free of the normality assumption; its smallest possible p-value is ``2 / 2^k`` two-sided
   (``1 / 2^k`` one-sided), so with few seeds it can never reject at a corrected level
-  (:func:`seeds_needed`).
+  (:func:`seeds_needed`). The test of a claim over few seeds (:func:`signflip_test`: p with its floor).
 - :func:`margin_tests`: practical significance against a margin ``delta > 0``: the change exceeds it
   (H0: ``|mu| <= delta``; one-sided tests at ``+delta`` and ``-delta``, p = 2 min, Bonferroni over the two
   directions) and the change stays within it (TOST equivalence test, Schuirmann 1987: H0: ``|mu| >= delta``,
@@ -31,9 +35,10 @@ input); it is the statistics layer: arrays in, arrays and tables out.
 - :func:`simulate_seed_type1`: the error rate at nominal level of these tests, of the per-input paired test
   of a single run and of MixedLM, under H0 with seed noise (the simulation of ``docs/statistics.md``).
 
-Degenerate columns: with one finite value, or with sd = 0 across seeds, the t statistic is undefined; sd = 0
-with a mean different from ``mu`` gives t = +-inf (p = 0 in the direction of the mean), sd = 0 at ``mu``
-gives p = 1, one value gives NaN. scipy returns NaN in the sd = 0 cases.
+Degenerate columns: with one finite value, or with sd = 0 across seeds, the plain t statistic is undefined:
+statistic and p are NaN (the package's sd = 0 rule, as scipy), never p = 0 (three seeds that all moved by
+exactly -2 are no evidence at p = 0: their exact sign-flip p-value is 1/8 one-sided). The moderated t has no
+such hole: its posterior variance is positive when the prior's is.
 """
 
 from __future__ import annotations
@@ -45,13 +50,15 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import special as sps_special
 from scipy import stats as sps
 
 from headstats.errors import HeadstatsError
 
 __all__ = [
-    "MAX_EXACT_SEEDS", "margin_for", "margin_tests", "seeds_needed", "signflip_floor", "signflip_over_seeds",
-    "simulate_seed_type1", "slope_over_seeds", "t_over_seeds",
+    "MAX_EXACT_SEEDS", "SEED_TESTS", "corrected_level", "fit_variance_prior", "margin_for", "margin_tests", "moderated_t_over_seeds", "seeds_needed",
+    "signflip_floor", "signflip_over_seeds", "signflip_test", "simulate_seed_type1", "slope_over_seeds",
+    "simulate_moderated_level", "t_over_seeds", "trigamma_inverse",
 ]
 
 #: Above this many seeds the sign-flip test would enumerate too many patterns (2^k); refused.
@@ -100,8 +107,8 @@ def t_over_seeds(values, *, mu=0.0, alternative: str = "two-sided", confidence: 
     -------
     dict of arrays of shape (m,)
         ``n_seeds, mean, sd`` (ddof 1), ``se, ci_low, ci_high, statistic, dof, p``.
-        ``statistic``, ``p`` equal ``scipy.stats.ttest_1samp(values, mu, alternative=...)`` column-wise
-        where sd > 0; see the module docstring for sd = 0.
+        ``statistic``, ``p`` equal ``scipy.stats.ttest_1samp(values, mu, alternative=...)`` column-wise;
+        sd = 0 (all seeds equal) or one seed: statistic and p NaN, never 0 (the sd = 0 rule).
     """
     _check_alternative(alternative)
     v = _columns(values)
@@ -115,13 +122,154 @@ def t_over_seeds(values, *, mu=0.0, alternative: str = "two-sided", confidence: 
         se = sd / np.sqrt(n)
         dof = np.where(n >= 2, n - 1, np.nan).astype(float)
         diff = mean - np.broadcast_to(np.asarray(mu, dtype=float), mean.shape)
-        t = np.where(se > 0, diff / se, np.where(diff > 0, np.inf, np.where(diff < 0, -np.inf, np.nan)))
-        t = np.where(n >= 2, t, np.nan)
+        t = np.where((n >= 2) & (se > 0), diff / se, np.nan)
         p = _t_pvalue(t, dof, alternative)
-        p = np.where((n >= 2) & (se == 0) & (diff == 0), 1.0, p)
         half = sps.t.ppf(0.5 + confidence / 2, dof) * se
     return {"n_seeds": n, "mean": mean, "sd": sd, "se": se, "ci_low": mean - half, "ci_high": mean + half,
             "statistic": t, "dof": dof, "p": p}
+
+
+def trigamma_inverse(x):
+    r"""Solve :math:`\psi'(y) = x` for y (limma's ``trigammaInverse``, Smyth 2004).
+
+    Newton's method on :math:`1/\psi'(y)`, which is convex and nearly linear, from ``y = 0.5 + 1/x``;
+    ``x > 1e7`` gives ``1/sqrt(x)``, ``x < 1e-6`` gives ``1/x``, ``x < 0`` NaN.
+    """
+    x = np.asarray(x, dtype=float)
+    out = np.full(x.shape, np.nan)
+    big, small = x > 1e7, (x >= 0) & (x < 1e-6)
+    with np.errstate(divide="ignore"):
+        out[big] = 1 / np.sqrt(x[big])
+        out[small] = 1 / x[small]
+    mid = np.isfinite(x) & (x >= 1e-6) & (x <= 1e7)
+    if mid.any():
+        xm = x[mid]
+        y = 0.5 + 1 / xm
+        for _ in range(50):
+            tri = sps_special.polygamma(1, y)
+            dif = tri * (1 - tri / xm) / sps_special.polygamma(2, y)
+            y = y + dif
+            if np.max(-dif / y) < 1e-8:
+                break
+        out[mid] = y
+    return out if out.ndim else float(out)
+
+
+def fit_variance_prior(s2, df) -> tuple[float, float]:
+    r"""The prior of the cells' variances, ``(d0, s0^2)``: limma's ``fitFDist`` without covariate (Smyth 2004).
+
+    The sample variances ``s2_c`` on ``d_c`` degrees of freedom are modelled as ``s0^2`` times an F variable
+    on ``(d_c, d0)`` degrees of freedom (a scaled inverse-chi-square prior of the true variances). By moments
+    of ``z_c = log s2_c``: with ``e_c = z_c - digamma(d_c/2) + log(d_c/2)``,
+
+    .. math:: \psi'(d_0/2) = \operatorname{var}(e) - \overline{\psi'(d_c/2)}, \qquad
+              s_0^2 = \exp\big(\bar e + \psi(d_0/2) - \log(d_0/2)\big).
+
+    When the right-hand side is <= 0 the variances vary no more than sampling explains: ``d0 = inf`` and
+    ``s0^2 = mean(s2)``. As limma: variances of exactly 0 are offset to ``1e-5 median(s2)`` before the log
+    (the median taken as 1 when more than half are 0); cells with ``d_c`` < 1e-15 or a non-finite ``s2``
+    take no part; fewer than two usable cells give ``(0, NaN)`` (no prior: the plain t).
+    """
+    s2 = np.asarray(s2, dtype=float).ravel()
+    df = np.broadcast_to(np.asarray(df, dtype=float), s2.shape)
+    ok = np.isfinite(s2) & (s2 > -1e-15) & np.isfinite(df) & (df > 1e-15)
+    if ok.sum() < 2:
+        return 0.0, math.nan
+    x, d = np.maximum(s2[ok], 0.0), df[ok]
+    med = float(np.median(x))
+    x = np.maximum(x, 1e-5 * (med if med > 0 else 1.0))
+    e = np.log(x) - sps_special.digamma(d / 2) + np.log(d / 2)
+    evar = float(np.var(e, ddof=1) - np.mean(sps_special.polygamma(1, d / 2)))
+    if evar > 0:
+        d0 = 2 * float(trigamma_inverse(evar))
+        return d0, float(np.exp(e.mean() + sps_special.digamma(d0 / 2) - np.log(d0 / 2)))
+    return math.inf, float(x.mean())
+
+
+def moderated_t_over_seeds(values, *, mu=0.0, alternative: str = "two-sided",
+                           confidence: float = 0.95) -> dict[str, np.ndarray | float]:
+    r"""The empirical-Bayes moderated t over seeds, per column (limma's ``eBayes``; Smyth 2004).
+
+    For cell c with ``k_c`` seeds, mean ``mean_c`` and variance ``s2_c`` (ddof 1, ``d_c = k_c - 1``), the
+    prior ``(d0, s0^2)`` is fitted over all cells (:func:`fit_variance_prior`) and
+
+    .. math:: \tilde s_c^2 = \frac{d_0 s_0^2 + d_c s_c^2}{d_0 + d_c}, \qquad
+              \tilde t_c = \frac{\text{mean}_c - \mu}{\sqrt{\tilde s_c^2 / k_c}}
+
+    on ``min(d0 + d_c, sum_c d_c)`` degrees of freedom (``d0 = inf``: ``s~^2 = s0^2``, the normal). A cell
+    whose seeds are all equal (``s2 = 0``) keeps a positive posterior variance, so its p-value is never 0
+    from a zero spread. Equals ``inmoose.limma.eBayes(lmFit(D, intercept design))``: ``fit.t``,
+    ``fit.p_value`` (two-sided), ``fit.df_prior``, ``fit.s2_prior`` on the (m, k) matrix ``D = values.T``.
+
+    Parameters
+    ----------
+    values : array of shape (k, m)
+        Per-seed values (rows) of m cells (columns); NaN where a seed has none.
+    mu : float or array of shape (m,)
+        The value under H0 (the prior is fitted from the variances and does not depend on it).
+    alternative : {"two-sided", "greater", "less"}
+    confidence : float
+        Two-sided confidence of ``ci_low``, ``ci_high``: ``mean -+ t_{(1+c)/2, dof} s~ / sqrt(k)``.
+
+    Returns
+    -------
+    dict
+        Arrays of shape (m,): ``n_seeds, mean, sd`` (the sample sd), ``s2_post, se, ci_low, ci_high,
+        statistic, dof, p``; floats ``df_prior`` (d0) and ``s2_prior`` (s0^2).
+
+    References
+    ----------
+    Smyth, G. K. (2004). Linear models and empirical Bayes methods for assessing differential expression in
+    microarray experiments. Statistical Applications in Genetics and Molecular Biology 3(1), article 3.
+    """
+    _check_alternative(alternative)
+    v = _columns(values)
+    finite = np.isfinite(v)
+    n = finite.sum(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(np.where(finite, v, np.nan), 0)
+        s2 = np.where(n >= 2, np.nanvar(np.where(finite, v, np.nan), 0, ddof=1), np.nan)
+    d = np.maximum(n - 1, 0).astype(float)
+    d0, s20 = fit_variance_prior(s2, d)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if math.isinf(d0):
+            post = np.full(mean.shape, s20)
+        elif d0 > 0:
+            post = (d0 * s20 + d * np.where(n >= 2, s2, 0.0)) / (d0 + d)
+        else:
+            post = np.where(s2 > 0, s2, np.nan)
+        dof = np.minimum(d0 + d, float(d.sum()))
+        se = np.sqrt(post / n)
+        ok = (n >= 1) & (se > 0) & np.isfinite(se) & (dof > 0)
+        diff = mean - np.broadcast_to(np.asarray(mu, dtype=float), mean.shape)
+        t = np.where(ok, diff / se, np.nan)
+        dof = np.where(ok, dof, np.nan)
+        p = _t_pvalue(t, dof, alternative)
+        half = sps.t.ppf(0.5 + confidence / 2, dof) * se
+    return {"n_seeds": n, "mean": mean, "sd": np.sqrt(s2), "s2_post": np.where(ok, post, np.nan), "se": se,
+            "ci_low": mean - half, "ci_high": mean + half, "statistic": t, "dof": dof, "p": p,
+            "df_prior": float(d0), "s2_prior": float(s20)}
+
+
+def signflip_test(values, *, mu=0.0, alternative: str = "two-sided") -> dict[str, np.ndarray]:
+    """The exact sign-flip test of a claim over few seeds, per column, with what it can show.
+
+    Returns
+    -------
+    dict of arrays of shape (m,)
+        ``n_seeds`` (finite values), ``mean`` (of the values, NaN left out),
+        ``p`` (:func:`signflip_over_seeds`), ``floor`` (:func:`signflip_floor` of each column's number of
+        seeds: no p-value can be smaller, so a claim whose floor is above its corrected level cannot be
+        decided by these seeds). Three seeds that all moved by -2: ``p = floor = 1/8`` one-sided.
+    """
+    v = _columns(values)
+    n = np.isfinite(v).sum(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(v, 0)
+    floor = np.array([signflip_floor(int(k), alternative) if k >= 1 else np.nan for k in n])
+    return {"n_seeds": n, "mean": mean, "p": signflip_over_seeds(v, mu=mu, alternative=alternative), "floor": floor}
 
 
 def _sign_patterns(k: int) -> np.ndarray:
@@ -164,21 +312,55 @@ def signflip_floor(k: int, alternative: str = "two-sided") -> float:
     return (2.0 if alternative == "two-sided" else 1.0) / 2.0 ** k
 
 
-def seeds_needed(*, alpha: float, m: int, correction: str, alternative: str = "two-sided") -> int:
-    """The fewest seeds with which the exact sign-flip test can reject anything at the corrected level.
-
-    A family of m tests rejects its smallest p-value under Bonferroni and Holm only when ``p < alpha / m``,
-    under Benjamini-Yekutieli only when ``p < alpha / (m c(m))`` with ``c(m) = sum_{i<=m} 1/i``; under
-    Benjamini-Hochberg only when ``p < alpha`` in the best case (every test at the floor) and under ``none``
-    when ``p < alpha``. The answer is the smallest k with :func:`signflip_floor` below that level.
-    """
+def corrected_level(alpha: float, m: int, correction: str) -> float:
+    """The level the smallest of m p-values must reach to be rejected: ``alpha / m`` (Bonferroni, Holm),
+    ``alpha / (m c(m))`` with ``c(m) = sum_{i<=m} 1/i`` (Benjamini-Yekutieli), ``alpha`` (Benjamini-Hochberg
+    in the best case, every test at the floor; ``none``)."""
     m = max(int(m), 1)
-    level = {"bonferroni": alpha / m, "holm": alpha / m, "fdr_by": alpha / (m * sum(1 / i for i in range(1, m + 1))),
-             "fdr_bh": alpha, "none": alpha}.get(correction, alpha / m)
-    k = 1
-    while signflip_floor(k, alternative) >= level:
-        k += 1
-    return k
+    return {"bonferroni": alpha / m, "holm": alpha / m, "fdr_by": alpha / (m * sum(1 / i for i in range(1, m + 1))),
+            "fdr_bh": alpha, "none": alpha}.get(correction, alpha / m)
+
+
+def seeds_needed(*, alpha: float, m: int, correction: str, alternative: str = "two-sided", test: str = "signflip",
+                 effect: float = 1.0, power: float = 0.8, df_prior: float = 0.0) -> int:
+    r"""The fewest seeds with which a test over seeds can do its job at the corrected level (:func:`corrected_level`).
+
+    - ``test="signflip"``: the fewest k whose :func:`signflip_floor` is below the level (below it no data
+      can reject; a necessary condition, not power).
+    - ``test="t"``: the fewest k (>= 2) at which the one-sample t-test over seeds has ``power`` against a mean
+      change of ``effect`` run-to-run standard deviations: the noncentral t with ``k - 1`` degrees of
+      freedom and noncentrality ``effect sqrt(k)`` (``scipy.stats.nct``), two-sided or one-sided.
+    - ``test="moderated_t"``: the same for the moderated t (:func:`moderated_t_over_seeds`) with a prior on
+      ``df_prior`` degrees of freedom: ``df_prior + k - 1`` degrees of freedom, the posterior variance taken
+      at the true one (k >= 1 when ``df_prior > 0``).
+
+    With Holm over 720 cells at alpha 0.05, two-sided, and ``effect = 1``: sign-flip 15, t 31 (statsmodels'
+    ``TTestPower().power(1, 30, 0.05 / 720)`` is 0.774), moderated t 30 with ``d0 = 4`` and 24 with ``d0 = inf``.
+    Capped at 10,000.
+    """
+    _check_alternative(alternative)
+    level = corrected_level(alpha, m, correction)
+    if test == "signflip":
+        k = 1
+        while signflip_floor(k, alternative) >= level:
+            k += 1
+        return k
+    if test not in ("t", "moderated_t"):
+        raise HeadstatsError(f"seeds_needed: test must be 'signflip', 't' or 'moderated_t', not {test!r}")
+    prior = float(df_prior) if test == "moderated_t" else 0.0
+    one = level if alternative != "two-sided" else level / 2
+    for k in range(1 if prior > 0 else 2, 10_001):
+        dof = prior + k - 1
+        crit = sps.norm.isf(one) if math.isinf(dof) else sps.t.isf(one, dof)
+        ncp = abs(effect) * math.sqrt(k)
+        reach = sps.norm.sf(crit - ncp) if math.isinf(dof) else sps.nct.sf(crit, dof, ncp)
+        if reach >= power:
+            return k
+    return 10_000
+
+
+#: The per-cell tests over seeds, by name (``compare: seed_test``).
+SEED_TESTS = {"moderated_t": moderated_t_over_seeds, "t": t_over_seeds}
 
 
 def margin_for(base_mean, *, min_change: float, scale: str) -> np.ndarray:
@@ -192,7 +374,7 @@ def margin_for(base_mean, *, min_change: float, scale: str) -> np.ndarray:
     raise HeadstatsError(f"min_change_scale must be 'score' or 'share', not {scale!r}")
 
 
-def margin_tests(values, delta) -> dict[str, np.ndarray]:
+def margin_tests(values, delta, *, test: str = "t") -> dict[str, np.ndarray]:
     """Practical significance of the mean change over seeds against a margin ``delta`` (per column).
 
     Returns
@@ -204,13 +386,18 @@ def margin_tests(values, delta) -> dict[str, np.ndarray]:
         ``p_equivalent``: TOST, H0 ``|mu| >= delta`` against ``-delta < mu < delta``: the larger of
         ``ttest_1samp(v, -delta, alternative="greater")`` and ``ttest_1samp(v, delta, alternative="less")``;
         equals statsmodels ``DescrStatsW(v).ttost_mean(-delta, delta)[0]``. NaN where delta is not > 0.
+        ``test="moderated_t"``: the same four one-sided tests with :func:`moderated_t_over_seeds` (one prior,
+        fitted from the variances, which do not depend on the margin).
     """
     v = _columns(values)
     delta = np.broadcast_to(np.asarray(delta, dtype=float), v.shape[1:])
-    up = t_over_seeds(v, mu=delta, alternative="greater")["p"]
-    down = t_over_seeds(v, mu=-delta, alternative="less")["p"]
-    low = t_over_seeds(v, mu=-delta, alternative="greater")["p"]
-    high = t_over_seeds(v, mu=delta, alternative="less")["p"]
+    if test not in SEED_TESTS:
+        raise HeadstatsError(f"the test over seeds must be one of {', '.join(SEED_TESTS)}, not {test!r}")
+    run = SEED_TESTS[test]
+    up = run(v, mu=delta, alternative="greater")["p"]
+    down = run(v, mu=-delta, alternative="less")["p"]
+    low = run(v, mu=-delta, alternative="greater")["p"]
+    high = run(v, mu=delta, alternative="less")["p"]
     ok = np.isfinite(delta) & (delta > 0)
     p_exceeds = np.where(ok, np.minimum(1.0, 2 * np.fmin(up, down)), np.nan)
     p_equivalent = np.where(ok, np.fmax(low, high), np.nan)
@@ -298,6 +485,71 @@ def simulate_seed_type1(
                     "mc_se": math.sqrt(r * (1 - r) / p.size) if p.size else math.nan, "alpha": alpha,
                     "seeds": seeds, "inputs": inputs, "sd_seed": sd_seed, "sd_input": sd_input})
     return pd.DataFrame(out)
+
+
+def simulate_moderated_level(
+    *,
+    seeds: int = 3,
+    cells: int = 720,
+    n_sim: int = 200,
+    run_effect: str = "normal",
+    df_true: float = 4.0,
+    effect: float = 0.0,
+    planted: int = 0,
+    alpha: float = 0.05,
+    rng_seed: int = 0,
+) -> pd.DataFrame:
+    """Error rates and power of the tests over seeds at the corrected level, on simulated head x role cells.
+
+    Each simulation draws ``cells`` true seed-to-seed variances ``sigma_c^2 = s0^2 d0 / chi2_{d0}`` (limma's
+    prior, ``d0 = df_true``, ``s0 = 1``; ``df_true = inf``: all equal) and per cell ``seeds`` run effects with
+    that variance: ``normal``, or ``skewed`` (a centred exponential, skewness 2), mean 0; the first
+    ``planted`` cells are moved by ``effect`` times their sd. Every cell is tested two-sided with the plain t
+    (:func:`t_over_seeds`), the moderated t (:func:`moderated_t_over_seeds`) and the sign-flip test, and
+    the family is corrected with Holm.
+
+    Returns
+    -------
+    DataFrame
+        Per method: ``rate_at_level`` (the share of null cells with uncorrected p <= alpha / cells, against
+        ``level = alpha / cells``), ``ratio`` (rate / level), ``fwer`` (the share of simulations in which Holm
+        rejects a null cell), ``power`` (the share of planted cells Holm rejects; NaN without planted cells),
+        with ``seeds, cells, n_sim, run_effect, df_true, effect``.
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(rng_seed)
+    level = alpha / cells
+    methods = {"t": t_over_seeds, "moderated_t": moderated_t_over_seeds, "signflip": None}
+    hits = {m: 0 for m in methods}
+    fwer = {m: 0 for m in methods}
+    found = {m: 0 for m in methods}
+    nulls = cells - planted
+    for _ in range(n_sim):
+        sd = (np.ones(cells) if math.isinf(df_true) else np.sqrt(df_true / rng.chisquare(df_true, size=cells)))
+        if run_effect == "normal":
+            z = rng.standard_normal((seeds, cells))
+        elif run_effect == "skewed":
+            z = rng.exponential(1.0, (seeds, cells)) - 1.0
+        else:
+            raise HeadstatsError(f"run_effect must be 'normal' or 'skewed', not {run_effect!r}")
+        v = z * sd
+        v[:, :planted] += effect * sd[:planted]
+        for name, fn in methods.items():
+            p = signflip_over_seeds(v) if fn is None else fn(v)["p"]
+            p = np.where(np.isfinite(p), p, 1.0)
+            hits[name] += int(np.sum(p[planted:] <= level))
+            rej = multipletests(p, alpha=alpha, method="holm")[0]
+            fwer[name] += int(rej[planted:].any())
+            found[name] += int(rej[:planted].sum())
+    rows = []
+    for name in methods:
+        rate = hits[name] / (n_sim * nulls)
+        rows.append({"method": name, "seeds": seeds, "cells": cells, "n_sim": n_sim, "run_effect": run_effect,
+                     "df_true": df_true, "effect": effect, "level": level, "rate_at_level": rate,
+                     "ratio": rate / level, "fwer": fwer[name] / n_sim,
+                     "power": found[name] / (n_sim * planted) if planted else math.nan})
+    return pd.DataFrame(rows)
 
 
 def _mixedlm_pvalues(d: np.ndarray) -> np.ndarray:

@@ -122,12 +122,13 @@ def write_shard(claim: OutputClaim, protocol: Protocol, shard: ShardResult, data
 
     stage = claim.staging
     log(f"writing shard {shard.shard[0]}/{shard.shard[1]} to {claim.out}")
-    (stage / STATES_FILE).write_bytes(encode(shard.entries))
+    info = shard_manifest(protocol, shard, datasets, data or {})
+    (stage / STATES_FILE).write_bytes(encode(shard.entries, key=states_key(info)))
     (stage / "protocol.resolved.yaml").write_text(dump_protocol(protocol))
     manifest = {
         "headstats_run": protocol.name,
         "protocol_sha256": protocol.fingerprint(),
-        SHARD_KEY: shard_manifest(protocol, shard, datasets, data or {}),
+        SHARD_KEY: info,
         "models": shard.provenance,
         "datasets": datasets,
         "wall_time_s": round(time.time() - started, 2),
@@ -135,6 +136,15 @@ def write_shard(claim: OutputClaim, protocol: Protocol, shard: ShardResult, data
     write_manifest(stage, manifest)
     claim.publish()
     return StudyResult(claim.out, [], pd.DataFrame(), pd.DataFrame(), {}, manifest)
+
+
+def states_key(info: dict) -> str:
+    """The key a shard's ``states.hsc`` is stored under: which shard, of which passes, which chunks. Read back
+    only under the key its manifest gives, so a states file copied from another shard or protocol is refused."""
+    from headstats.engine.cache import digest
+
+    return digest("shard-states", info.get("index"), info.get("of"), info.get("pass_sha256"), info.get("chunk_size"),
+                  info.get("chunks"))
 
 
 # ------------------------------------------------------------------------------------------------ merging
@@ -163,10 +173,10 @@ def read_shard(folder: str | Path) -> ShardFolder:
     except OSError as exc:
         raise OutputError(f"shard folder {str(path)!r} cannot be read ({exc.strerror or exc}); run that shard again") \
             from None
-    entries = decode(blob)
+    entries = decode(blob, key=states_key(manifest[SHARD_KEY]) if isinstance(manifest[SHARD_KEY], dict) else "")
     if entries is None:
-        raise OutputError(f"{STATES_FILE} of shard folder {str(path)!r} is corrupt or truncated (checksum); run that "
-                          "shard again")
+        raise OutputError(f"{STATES_FILE} of shard folder {str(path)!r} is corrupt, truncated or not this shard's "
+                          "(checksum or key); run that shard again")
     return ShardFolder(path, manifest, protocol, entries)
 
 

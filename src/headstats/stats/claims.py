@@ -1,0 +1,332 @@
+r"""One registry of claims: every sentence a report concludes is a test with a verdict (METHODS 5.1).
+
+A claim is a :class:`Claim`: the sentence a reader takes away ("[CLS] heads sit in the early layers"), where it
+comes from, its operational hypothesis (H0 and H1 in words and as a formula, with the thresholds), the unit of
+replication (heads, inputs, sentences, seeds), the test, what its estimate measures, and a function from the
+run's tables to one :class:`Evidence` per (model, data set): the estimate with its interval, the one-sided
+p-value in the claimed direction (``p_for``) and, where the claim has an opposite, in the other direction
+(``p_against``), the smallest p-value the design can attain (``floor``), what it could detect, and a reason
+when the data cannot decide.
+
+:func:`evaluate_claims` runs the registered claims on a run's tables, corrects their p-values together
+(the family is every claim of the run whose test can reject) and gives each a verdict:
+
+- ``cannot tell``: the evidence names a reason (the role cannot reach tau: mean ceiling <= tau; the role was not
+  tested; too few heads), or the design's smallest attainable p-value is above alpha (a sign-flip test over 3
+  seeds: 2 / 2^3 = 0.25 with both directions), or the test gave no valid p-value;
+- ``supported``: ``p <= alpha`` after correction, in the claimed direction;
+- ``contradicted``: ``p <= alpha`` after correction, in the other direction;
+- ``not shown``: tested and not significant; the reason says what the design could have detected.
+
+A claim with an opposite is tested both ways, each one-sided, and its p-value is ``min(1, 2 min(p_for,
+p_against))`` (Bonferroni over the two directions, so that the verdict's direction is part of the test). A claim
+without an opposite (an existence claim: "some head attends mostly to the previous token") has ``p = p_for``.
+
+Registering a claim (from an analysis' statistics module, e.g. ``headstats.stats.mine``, which the analysis
+names as its ``finish`` step)::
+
+    from headstats.stats.claims import Evidence, register_claim
+
+    @register_claim("my_heads_exist", sentence="some head is a my-head", source="my analysis",
+                    hypothesis="H0: no head's mean my-score exceeds 0.5; H1: some head's does "
+                               "(max_h mean_h > 0.5)",
+                    unit="heads", test="min Holm-corrected p over the per-head t-tests",
+                    measure="largest mean my-score - 0.5", tables=("my_tests",))
+    def my_heads_exist(tables, settings):
+        return [Evidence(model, dataset, estimate=..., p_for=...) for ...]
+
+The evaluation is the statistics layer: tables in, one tidy table out; nothing here reads a protocol.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+import pandas as pd
+
+from headstats.registry import Registry
+from headstats.stats.corrections import correct_pvalues
+
+__all__ = [
+    "CANNOT_TELL", "CLAIMS", "CLAIM_COLUMNS", "CONTRADICTED", "NOT_SHOWN", "SUPPORTED", "VERDICTS", "Claim",
+    "ClaimSettings", "Evidence", "claim_p", "evaluate_claims", "list_claims", "register_claim", "verdict_of",
+]
+
+SUPPORTED, CONTRADICTED, NOT_SHOWN, CANNOT_TELL = "supported", "contradicted", "not shown", "cannot tell"
+#: The verdicts, in the order a reader weighs them.
+VERDICTS: tuple[str, ...] = (SUPPORTED, CONTRADICTED, NOT_SHOWN, CANNOT_TELL)
+
+#: Columns of ``claims.csv``, one row per (claim, model, data set).
+CLAIM_COLUMNS: list[str] = [
+    "claim", "sentence", "source", "model", "dataset", "hypothesis", "unit", "test", "measure", "estimate",
+    "ci_low", "ci_high", "p_for", "p_against", "p_unc", "p", "correction", "family", "alpha", "floor",
+    "detectable", "verdict", "reason", "detail",
+]
+
+
+@dataclass(frozen=True)
+class ClaimSettings:
+    """What the evaluation of claims reads from the run's statistics options.
+
+    Attributes
+    ----------
+    alpha : float
+        The level of every verdict, after correction.
+    correction : str
+        A registered correction (:mod:`headstats.stats.corrections`) over the run's claims.
+    confidence : float
+        Two-sided confidence of the estimates' intervals.
+    """
+
+    alpha: float = 0.05
+    correction: str = "holm"
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must lie in (0, 1), not {self.alpha!r}")
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"confidence must lie in (0, 1), not {self.confidence!r}")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one claim's test found on one (model, data set).
+
+    Attributes
+    ----------
+    model, dataset : str
+        Where it was tested (``dataset`` may name a replicate group's data set).
+    estimate, ci_low, ci_high : float
+        The estimate (in the unit the claim's ``measure`` names) and its two-sided interval.
+    p_for : float
+        One-sided p-value of H0 against the claimed direction.
+    p_against : float
+        One-sided p-value in the other direction (NaN: the claim has no opposite).
+    floor : float
+        The smallest ``p_for`` the design can attain (NaN: not computed; 0 is never attained by these tests).
+    detectable : str
+        What the design can detect (the smallest detectable effect, the power at the effect of interest, or
+        the p-value floor), in words with numbers.
+    reason : str
+        Why the data cannot decide (``""`` when they can): the verdict is then ``cannot tell``.
+    detail : str
+        The numbers behind the estimate, in a sentence.
+    hypothesis : str
+        The hypothesis with this run's thresholds, when it differs from the claim's (``""``: the claim's).
+    measure : str
+        What the estimate is, when it differs from the claim's (``""``: the claim's).
+    """
+
+    model: str
+    dataset: str
+    estimate: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    p_for: float = math.nan
+    p_against: float = math.nan
+    floor: float = math.nan
+    detectable: str = ""
+    reason: str = ""
+    detail: str = ""
+    hypothesis: str = ""
+    measure: str = ""
+
+
+Evaluate = Callable[[Mapping[str, pd.DataFrame], ClaimSettings], Iterable[Evidence]]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A registered claim: its sentence, its operational hypothesis and the function that tests it.
+
+    Attributes
+    ----------
+    key : str
+        Its name in the registry and in ``claims.csv``.
+    sentence : str
+        What a reader takes away, as the paper says it.
+    source : str
+        ``"Pande et al. 2021"``, ``"Clark et al. 2019"`` or who registered it.
+    hypothesis : str
+        H0 and H1 in words and as a formula, with the thresholds.
+    unit : str
+        The unit of replication: ``heads``, ``inputs``, ``sentences``, ``seeds``, ``layers``.
+    test : str
+        The test, named (e.g. ``Fisher's exact test on the 2x2 table of heads``).
+    measure : str
+        What the estimate is (e.g. ``conditional odds ratio, last two layers against the others``).
+    evaluate : callable
+        ``evaluate(tables, settings) -> iterable of Evidence``; ``tables`` maps table names of the run
+        (``roles``, ``ceilings``, ``surface_tests``, ``compare_seed_claims``, ...) to frames.
+    tables : tuple of str
+        The tables it reads: the claim is evaluated only when all are present and not empty.
+    """
+
+    key: str
+    sentence: str
+    source: str
+    hypothesis: str
+    unit: str
+    test: str
+    measure: str
+    evaluate: Evaluate = field(repr=False)
+    tables: tuple[str, ...] = ()
+
+
+#: Every claim the report may state. Built-in claims register when their module is imported
+#: (:data:`BUILTIN_CLAIM_MODULES`); a user registers one with :func:`register_claim`.
+CLAIMS: Registry[Claim] = Registry("claim", hint="register one with headstats.stats.claims.register_claim")
+
+#: Modules whose import registers the built-in claims (imported by :func:`evaluate_claims`).
+BUILTIN_CLAIM_MODULES: tuple[str, ...] = ("headstats.stats.paper_claims", "headstats.stats.clark_claims")
+
+
+def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, unit: str, test: str, measure: str,
+                   tables: Iterable[str] = (), overwrite: bool = False) -> Callable[[Evaluate], Evaluate]:
+    """Register the decorated ``evaluate(tables, settings)`` as claim ``key`` (see the module docstring).
+
+    Returns the function unchanged, so that it can be called and tested on its own.
+    """
+    for name, value in (("sentence", sentence), ("hypothesis", hypothesis), ("unit", unit), ("test", test)):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"claim {key!r} needs a non-empty {name}")
+
+    def wrap(evaluate: Evaluate) -> Evaluate:
+        CLAIMS.register(key, Claim(key, sentence, source, hypothesis, unit, test, measure, evaluate,
+                                   tuple(tables)), overwrite=overwrite)
+        return evaluate
+    return wrap
+
+
+def list_claims() -> pd.DataFrame:
+    """The registered claims: ``claim, sentence, source, hypothesis, unit, test, measure, tables``."""
+    _import_builtins()
+    return pd.DataFrame([{"claim": c.key, "sentence": c.sentence, "source": c.source, "hypothesis": c.hypothesis,
+                          "unit": c.unit, "test": c.test, "measure": c.measure, "tables": ", ".join(c.tables)}
+                         for _, c in CLAIMS.items()])
+
+
+def _import_builtins() -> None:
+    import importlib
+
+    for module in BUILTIN_CLAIM_MODULES:
+        importlib.import_module(module)
+
+
+def claim_p(p_for: float, p_against: float) -> float:
+    """The claim's p-value: ``p_for`` when it has no opposite, else ``min(1, 2 min(p_for, p_against))``."""
+    if not np.isfinite(p_against):
+        return float(p_for)
+    if not np.isfinite(p_for):
+        return math.nan
+    return float(min(1.0, 2.0 * min(p_for, p_against)))
+
+
+def _claim_floor(ev: Evidence) -> float:
+    """The smallest claim p-value the design can attain (doubled when the claim is tested both ways)."""
+    if not np.isfinite(ev.floor):
+        return math.nan
+    return float(min(1.0, 2.0 * ev.floor)) if np.isfinite(ev.p_against) else float(ev.floor)
+
+
+def verdict_of(ev: Evidence, p_corr: float, alpha: float) -> tuple[str, str]:
+    """The verdict and its reason, from one claim's evidence and its corrected p-value (METHODS 5.1)."""
+    if ev.reason:
+        return CANNOT_TELL, ev.reason
+    p = claim_p(ev.p_for, ev.p_against)
+    if not np.isfinite(p) or p <= 0:
+        return CANNOT_TELL, ("the test gave no valid p-value" if not np.isfinite(p) else
+                             "the test gave p = 0, which no valid test of finite data gives (degenerate data)")
+    floor = _claim_floor(ev)
+    if np.isfinite(floor) and floor > alpha:
+        return CANNOT_TELL, (f"design floor above alpha: the smallest p-value this design can give is "
+                             f"{floor:.3g} > alpha = {alpha:g}" + (f" ({ev.detectable})" if ev.detectable else ""))
+    if np.isfinite(p_corr) and p_corr <= alpha:
+        against = np.isfinite(ev.p_against) and ev.p_against < ev.p_for
+        return (CONTRADICTED, "significant in the other direction") if against else (SUPPORTED, "")
+    return NOT_SHOWN, "not significant after correction" + (f"; {ev.detectable}" if ev.detectable else "")
+
+
+def _in_family(ev: Evidence, alpha: float) -> bool:
+    """A claim counts in the family when its test can reject: a reason-free, valid p and a floor <= alpha."""
+    p = claim_p(ev.p_for, ev.p_against)
+    floor = _claim_floor(ev)
+    return not ev.reason and np.isfinite(p) and p > 0 and not (np.isfinite(floor) and floor > alpha)
+
+
+def evaluate_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings | None = None, *,
+                    claims: Iterable[str] | None = None) -> pd.DataFrame:
+    """Test every registered claim (or ``claims``) on a run's tables and give each its verdict.
+
+    Parameters
+    ----------
+    tables : mapping of str to DataFrame
+        The run's tables by name (``roles``, ``ceilings``, ``tests``, the analyses' tables, the comparison
+        tables with their ``compare_`` prefix).
+    settings : ClaimSettings, optional
+        alpha, the correction over the run's claims and the confidence of the intervals.
+    claims : iterable of str, optional
+        The claims to evaluate (default: every registered one whose tables are present).
+
+    Returns
+    -------
+    DataFrame
+        :data:`CLAIM_COLUMNS`, one row per (claim, model, data set). ``p_unc`` is the claim's p-value
+        (:func:`claim_p`), ``p`` the same corrected with ``correction`` over ``family`` (every row of the run
+        whose test can reject; NaN outside it). ``floor`` is the smallest attainable ``p_unc``.
+    """
+    settings = settings or ClaimSettings()
+    _import_builtins()
+    keys = CLAIMS.names() if claims is None else list(claims)
+    rows: list[tuple[Claim, Evidence]] = []
+    for key in keys:
+        claim = CLAIMS.get(key)
+        if not all(name in tables and tables[name] is not None and len(tables[name]) for name in claim.tables):
+            continue
+        rows.extend((claim, ev) for ev in claim.evaluate(tables, settings))
+    if not rows:
+        return pd.DataFrame(columns=CLAIM_COLUMNS)
+    p_unc = np.array([claim_p(ev.p_for, ev.p_against) for _, ev in rows], dtype=float)
+    member = np.array([_in_family(ev, settings.alpha) for _, ev in rows])
+    p_corr = np.full(len(rows), np.nan)
+    if member.any():
+        p_corr[member] = correct_pvalues(p_unc[member], settings.correction, settings.alpha)
+    family = f"all {int(member.sum())} claims of the run whose test can reject"
+    out = []
+    for (claim, ev), p, pc, inside in zip(rows, p_unc, p_corr, member):
+        verdict, reason = verdict_of(ev, float(pc), settings.alpha)
+        out.append({
+            "claim": claim.key, "sentence": claim.sentence, "source": claim.source, "model": ev.model,
+            "dataset": ev.dataset, "hypothesis": ev.hypothesis or claim.hypothesis, "unit": claim.unit,
+            "test": claim.test, "measure": ev.measure or claim.measure, "estimate": ev.estimate, "ci_low": ev.ci_low,
+            "ci_high": ev.ci_high, "p_for": ev.p_for, "p_against": ev.p_against, "p_unc": p, "p": pc,
+            "correction": settings.correction, "family": family if inside else "none (cannot reject)",
+            "alpha": settings.alpha, "floor": _claim_floor(ev), "detectable": ev.detectable, "verdict": verdict,
+            "reason": reason, "detail": ev.detail,
+        })
+    return pd.DataFrame(out, columns=CLAIM_COLUMNS)
+
+
+def evidence_fields() -> list[str]:
+    """The fields of :class:`Evidence`, in order (the columns of a table of precomputed evidence)."""
+    return [f.name for f in fields(Evidence)]
+
+
+def evidence_from_table(table: pd.DataFrame, key: str) -> list[Evidence]:
+    """The evidence rows of claim ``key`` from a table of precomputed evidence (a ``claim`` column and the
+    :class:`Evidence` fields), e.g. the seed claims a comparison computed."""
+    part = table[table["claim"].astype(str) == key]
+    names = [n for n in evidence_fields() if n in part.columns]
+    out = []
+    for record in part[names].to_dict("records"):
+        clean = {k: ("" if isinstance(v, float) and math.isnan(v) and k in _TEXT_FIELDS else v)
+                 for k, v in record.items()}
+        out.append(Evidence(**{**clean, "model": str(clean["model"]), "dataset": str(clean["dataset"])}))
+    return out
+
+
+_TEXT_FIELDS = {"detectable", "reason", "detail", "hypothesis", "measure"}

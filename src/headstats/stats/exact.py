@@ -1,0 +1,258 @@
+r"""Exact tests over heads and seeds, for claims whose unit of replication is the head (METHODS 5.1).
+
+- :func:`share_test`: two groups of heads, the share holding a property in each: Fisher's exact test on the 2x2
+  table (``scipy.stats.fisher_exact``; the hypergeometric law of the top-left count given the margins), the
+  conditional maximum-likelihood odds ratio with its exact interval (``scipy.stats.contingency.odds_ratio``),
+  the smallest attainable p-value given the margins and the largest/smallest count that would reach a level.
+- :func:`position_test`: where the heads holding a role sit: the exact permutation test of the layer labels.
+  Under H0 the k heads holding the role are a random k-subset of the n heads tested; the statistic is the mean
+  layer of the k heads, and its exact law (every one of the ``C(n, k)`` subsets equally likely) is counted by
+  dynamic programming over layers: with ``c_l`` heads tested in layer l, the number of k-subsets with layer sum s
+  is the coefficient of ``x^k y^s`` in ``prod_l (1 + x y^l)^{c_l}``.
+- :func:`range_test`: a share of heads inside a stated range ``[low, high]``: two one-sided exact binomial tests
+  (TOST, Schuirmann 1987) with ``scipy.stats.binomtest``; against it, a share outside the range.
+- :func:`signflip_claim`: a claim over k seeds: the exact sign-flip test of the per-seed values (all ``2^k`` sign
+  patterns, :func:`headstats.stats.seeds.signflip_over_seeds`), whose one-sided floor is ``1 / 2^k``.
+
+Each returns the pieces of a :class:`headstats.stats.claims.Evidence`: estimate, interval, the one-sided p in
+each direction, the floor and what the design can detect at a level.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+from scipy.special import comb
+
+from headstats.stats.seeds import seeds_needed, signflip_test, t_over_seeds
+
+__all__ = ["PositionTest", "RangeTest", "ShareTest", "SeedTest", "layer_sum_counts", "position_test", "range_test",
+           "share_test", "signflip_claim"]
+
+
+@dataclass(frozen=True)
+class ShareTest:
+    """Fisher's exact test of two shares of heads (group a: ``k_a`` of ``n_a``; group b: ``k_b`` of ``n_b``).
+
+    ``p_less``: H1 share_a < share_b; ``p_greater``: H1 share_a > share_b (each one-sided, equal to
+    ``scipy.stats.fisher_exact([[k_a, n_a - k_a], [k_b, n_b - k_b]], alternative=...)``). ``floor_less`` and
+    ``floor_greater`` are the smallest p-values the margins allow; ``detect_less`` the largest ``k_a`` whose
+    ``p_less`` is at most the level, ``detect_greater`` the smallest ``k_a`` whose ``p_greater`` is (None: none).
+    """
+
+    k_a: int
+    n_a: int
+    k_b: int
+    n_b: int
+    odds_ratio: float
+    ci_low: float
+    ci_high: float
+    p_less: float
+    p_greater: float
+    floor_less: float
+    floor_greater: float
+    detect_less: int | None
+    detect_greater: int | None
+
+    @property
+    def share_a(self) -> float:
+        return self.k_a / self.n_a if self.n_a else math.nan
+
+    @property
+    def share_b(self) -> float:
+        return self.k_b / self.n_b if self.n_b else math.nan
+
+
+def share_test(k_a: int, n_a: int, k_b: int, n_b: int, *, confidence: float = 0.95,
+               level: float = 0.025) -> ShareTest:
+    """Fisher's exact test of ``k_a / n_a`` against ``k_b / n_b`` (see :class:`ShareTest`).
+
+    ``level`` is the one-sided level at which ``detect_*`` is read (alpha / 2 for a claim tested both ways).
+    """
+    k_a, n_a, k_b, n_b = int(k_a), int(n_a), int(k_b), int(n_b)
+    if min(k_a, k_b) < 0 or k_a > n_a or k_b > n_b:
+        raise ValueError(f"counts must satisfy 0 <= k <= n, got {k_a}/{n_a} and {k_b}/{n_b}")
+    total, held = n_a + n_b, k_a + k_b
+    law = sps.hypergeom(total, held, n_a)  # the top-left count given the margins
+    lo, hi = max(0, held - n_b), min(held, n_a)
+    support = np.arange(lo, hi + 1)
+    cdf, sf = law.cdf(support), law.sf(support - 1)
+    p_less, p_greater = float(law.cdf(k_a)), float(law.sf(k_a - 1))
+    below = support[cdf <= level]
+    above = support[sf <= level]
+    table = np.array([[k_a, n_a - k_a], [k_b, n_b - k_b]])
+    if n_a and n_b and 0 < held < total:
+        res = sps.contingency.odds_ratio(table, kind="conditional")
+        ci = res.confidence_interval(confidence)
+        odds, low, high = float(res.statistic), float(ci.low), float(ci.high)
+    else:
+        odds = low = high = math.nan
+    return ShareTest(k_a, n_a, k_b, n_b, odds, low, high, min(p_less, 1.0), min(p_greater, 1.0),
+                     float(cdf[0]), float(sf[-1]), int(below.max()) if len(below) else None,
+                     int(above.min()) if len(above) else None)
+
+
+def layer_sum_counts(layers: np.ndarray, k: int) -> np.ndarray:
+    """``counts[s]``: the number of k-subsets of the heads (with layer indices ``layers``) whose layers sum to s.
+
+    Counted as floats (``C(384, 192)`` is about 1e114, well inside float64) by a product over layers of
+    ``sum_c C(c_l, c) x^c y^{c l}`` (see the module docstring).
+    """
+    layers = np.asarray(layers, dtype=int)
+    values, counts = np.unique(layers, return_counts=True)
+    top = int(layers.sum()) if len(layers) else 0
+    table = np.zeros((k + 1, top + 1))
+    table[0, 0] = 1.0
+    for value, c in zip(values, counts):
+        new = table.copy()
+        for take in range(1, min(int(c), k) + 1):
+            shift = take * int(value)
+            ways = comb(int(c), take)
+            new[take:, shift:] += ways * table[:k + 1 - take, :top + 1 - shift]
+        table = new
+    return table[k]
+
+
+@dataclass(frozen=True)
+class PositionTest:
+    """The exact permutation test of the layer labels of k heads among n (see the module docstring).
+
+    ``p_lower``: H1 the k heads sit lower (earlier) than a random k-subset (``P(sum <= observed)``);
+    ``p_upper``: H1 they sit later. ``floor_lower`` / ``floor_upper``: the smallest attainable values.
+    ``detect_lower``: the largest mean layer of k heads that would give ``p_lower <= level`` (NaN: none);
+    ``detect_upper``: the smallest mean layer that would give ``p_upper <= level``.
+    """
+
+    k: int
+    n: int
+    mean_held: float
+    mean_all: float
+    ci_low: float
+    ci_high: float
+    p_lower: float
+    p_upper: float
+    floor_lower: float
+    floor_upper: float
+    detect_lower: float
+    detect_upper: float
+
+
+def position_test(layers: np.ndarray, held: np.ndarray, *, confidence: float = 0.95,
+                  level: float = 0.025) -> PositionTest:
+    """Exact permutation test of where the heads with ``held`` sit among all heads (``layers`` per head).
+
+    The estimate is ``mean_held - mean_all`` (layers); its interval is the t interval of the mean layer of the
+    held heads minus ``mean_all`` (NaN with fewer than two held heads).
+    """
+    layers = np.asarray(layers, dtype=int)
+    held = np.asarray(held, dtype=bool)
+    n, k = len(layers), int(held.sum())
+    mean_all = float(layers.mean()) if n else math.nan
+    if k == 0 or n == 0:
+        return PositionTest(k, n, math.nan, mean_all, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan,
+                            math.nan, math.nan)
+    counts = layer_sum_counts(layers, k)
+    total = counts.sum()  # = C(n, k)
+    probs = counts / total
+    observed = int(layers[held].sum())
+    cdf = np.cumsum(probs)
+    sf = np.cumsum(probs[::-1])[::-1]
+    possible = np.nonzero(counts > 0)[0]
+    p_lower, p_upper = float(min(cdf[observed], 1.0)), float(min(sf[observed], 1.0))
+    low_ok = possible[cdf[possible] <= level]
+    high_ok = possible[sf[possible] <= level]
+    x = layers[held].astype(float)
+    if k >= 2 and x.std(ddof=1) > 0:
+        half = sps.t.ppf(0.5 + confidence / 2, k - 1) * x.std(ddof=1) / math.sqrt(k)
+    else:
+        half = math.nan
+    diff = float(x.mean()) - mean_all
+    return PositionTest(k, n, float(x.mean()), mean_all, diff - half, diff + half, p_lower, p_upper,
+                        float(cdf[possible[0]]), float(sf[possible[-1]]),
+                        float(low_ok.max()) / k if len(low_ok) else math.nan,
+                        float(high_ok.min()) / k if len(high_ok) else math.nan)
+
+
+@dataclass(frozen=True)
+class RangeTest:
+    """Two one-sided exact binomial tests of a share of heads inside ``[low, high]``.
+
+    ``p_for``: H0 share <= low or share >= high, H1 low < share < high (TOST: the larger of
+    ``binomtest(k, n, low, "greater")`` and ``binomtest(k, n, high, "less")``); ``p_against``: H0 low <= share <=
+    high against H1 the share lies outside (``2 min`` of ``binomtest(k, n, low, "less")`` and
+    ``binomtest(k, n, high, "greater")``). ``floor``: the smallest ``p_for`` any count of n heads attains;
+    ``detect``: the counts whose ``p_for`` is at most the level, as ``(first, last)`` (None: none).
+    """
+
+    k: int
+    n: int
+    share: float
+    ci_low: float
+    ci_high: float
+    p_for: float
+    p_against: float
+    floor: float
+    detect: tuple[int, int] | None
+
+
+def _tost(k: int, n: int, low: float, high: float) -> float:
+    return max(sps.binomtest(k, n, low, alternative="greater").pvalue,
+               sps.binomtest(k, n, high, alternative="less").pvalue)
+
+
+def range_test(k: int, n: int, low: float, high: float, *, confidence: float = 0.95,
+               level: float = 0.025) -> RangeTest:
+    """A share ``k / n`` of heads inside ``[low, high]`` (see :class:`RangeTest`)."""
+    if not 0 <= low < high <= 1:
+        raise ValueError(f"a range of shares needs 0 <= low < high <= 1, got [{low}, {high}]")
+    k, n = int(k), int(n)
+    res = sps.binomtest(k, n, 0.5)
+    ci = res.proportion_ci(confidence, method="exact")
+    p_for = _tost(k, n, low, high)
+    p_against = min(1.0, 2 * min(sps.binomtest(k, n, low, alternative="less").pvalue,
+                                 sps.binomtest(k, n, high, alternative="greater").pvalue))
+    all_p = np.array([_tost(j, n, low, high) for j in range(n + 1)])
+    ok = np.nonzero(all_p <= level)[0]
+    return RangeTest(k, n, k / n, float(ci.low), float(ci.high), float(p_for), float(p_against),
+                     float(all_p.min()), (int(ok.min()), int(ok.max())) if len(ok) else None)
+
+
+@dataclass(frozen=True)
+class SeedTest:
+    """A claim over k seeds: the mean of the per-seed values with its t interval, and the exact sign-flip
+    p-values each way (``p_for`` in the claimed direction). ``floor = 1 / 2^k``; ``seeds_needed``: the fewest
+    seeds whose floor is below the level."""
+
+    k: int
+    mean: float
+    ci_low: float
+    ci_high: float
+    p_for: float
+    p_against: float
+    floor: float
+    seeds_needed: int
+
+
+def signflip_claim(values, *, alternative: str, confidence: float = 0.95, level: float = 0.025) -> SeedTest:
+    """The exact sign-flip test over seeds of H1: mean > 0 (``alternative="greater"``) or < 0 (``"less"``).
+
+    Never p = 0: the observed sign pattern is one of the ``2^k``, so p >= ``1 / 2^k`` whatever the values (sd = 0
+    included). ``seeds_needed`` is the fewest seeds with which one test at ``level`` can reject.
+    """
+    if alternative not in ("greater", "less"):
+        raise ValueError(f"alternative must be 'greater' or 'less', not {alternative!r}")
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    k = len(v)
+    if k == 0:
+        return SeedTest(0, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan,
+                        seeds_needed(alpha=2 * level, m=1, correction="none", alternative="two-sided"))
+    other = "less" if alternative == "greater" else "greater"
+    t = t_over_seeds(v, alternative=alternative, confidence=confidence)
+    claimed, opposite = signflip_test(v, alternative=alternative), signflip_test(v, alternative=other)
+    return SeedTest(k, float(t["mean"][0]), float(t["ci_low"][0]), float(t["ci_high"][0]), float(claimed["p"][0]),
+                    float(opposite["p"][0]), float(claimed["floor"][0]),
+                    seeds_needed(alpha=2 * level, m=1, correction="none", alternative="two-sided"))

@@ -1,0 +1,116 @@
+"""The registry of claims (headstats.stats.claims): verdicts, the correction over the run's claims, user claims."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.multitest import multipletests
+
+from headstats.errors import UnknownNameError
+from headstats.stats.claims import (
+    CANNOT_TELL,
+    CLAIM_COLUMNS,
+    CLAIMS,
+    CONTRADICTED,
+    NOT_SHOWN,
+    SUPPORTED,
+    ClaimSettings,
+    Evidence,
+    claim_p,
+    evaluate_claims,
+    evidence_from_table,
+    list_claims,
+    register_claim,
+    verdict_of,
+)
+
+
+@pytest.fixture
+def user_claim():
+    """A user's claim whose evidence is planted in a table ``planted`` (one row per data set)."""
+    @register_claim("planted_claim", sentence="planted heads exist", source="a test", hypothesis="H0: none; H1: some",
+                    unit="heads", test="planted p-values", measure="planted estimate", tables=("planted",))
+    def planted(tables, settings):
+        return evidence_from_table(tables["planted"], "planted_claim")
+    yield "planted_claim"
+    CLAIMS.unregister("planted_claim")
+
+
+def _planted(rows):
+    return pd.DataFrame([{"claim": "planted_claim", "model": "m", **r} for r in rows])
+
+
+def test_verdicts_follow_the_corrected_p_and_the_direction(user_claim):
+    table = _planted([
+        {"dataset": "a", "estimate": 1.0, "p_for": 0.001, "p_against": 0.999},  # supported
+        {"dataset": "b", "estimate": -1.0, "p_for": 0.999, "p_against": 0.002},  # contradicted
+        {"dataset": "c", "estimate": 0.1, "p_for": 0.30, "p_against": 0.70, "detectable": "d >= 0.5"},  # not shown
+        {"dataset": "d", "reason": "role out of reach: local"},  # cannot tell
+        {"dataset": "e", "estimate": 1.0, "p_for": 0.125, "p_against": 1.0, "floor": 0.125},  # floor 0.25 > alpha
+    ])
+    out = evaluate_claims({"planted": table}, ClaimSettings(alpha=0.05, correction="holm"), claims=[user_claim])
+    assert list(out.columns) == CLAIM_COLUMNS
+    out = out.set_index("dataset")
+    assert out["verdict"].to_dict() == {"a": SUPPORTED, "b": CONTRADICTED, "c": NOT_SHOWN, "d": CANNOT_TELL,
+                                        "e": CANNOT_TELL}
+    # each claim tested both ways: p = min(1, 2 min(p_for, p_against)); Holm over the three that can reject
+    p_unc = [0.002, 0.004, 0.6]
+    assert out.loc[["a", "b", "c"], "p_unc"].tolist() == pytest.approx(p_unc)
+    ref = multipletests(p_unc, method="holm")[1]
+    assert out.loc[["a", "b", "c"], "p"].tolist() == pytest.approx(ref.tolist(), rel=1e-12)
+    assert math.isnan(out.loc["d", "p"]) and math.isnan(out.loc["e", "p"])
+    assert out.loc["a", "family"] == "all 3 claims of the run whose test can reject"
+    assert out.loc["e", "reason"].startswith("design floor above alpha: the smallest p-value this design can give "
+                                             "is 0.25")
+    assert "d >= 0.5" in out.loc["c", "reason"]
+    decided = out[out["verdict"].isin([SUPPORTED, CONTRADICTED])]
+    assert ((decided["p"] > 0) & (decided["p"] <= 1)).all()
+
+
+def test_a_claim_without_an_opposite_keeps_its_one_sided_p():
+    assert claim_p(0.01, math.nan) == 0.01
+    assert claim_p(0.01, 0.99) == pytest.approx(0.02)
+    assert verdict_of(Evidence("m", "d", p_for=0.01), 0.01, 0.05) == (SUPPORTED, "")
+
+
+def test_p_zero_is_never_a_verdict():
+    verdict, reason = verdict_of(Evidence("m", "d", p_for=0.0, p_against=1.0), 0.0, 0.05)
+    assert verdict == CANNOT_TELL and "p = 0" in reason
+
+
+def test_unknown_claims_list_the_known_ones():
+    with pytest.raises(UnknownNameError, match="local_syntactic"):
+        evaluate_claims({}, claims=["local_syntactc"])
+
+
+def test_the_builtin_claims_are_listed_with_their_hypotheses():
+    listed = list_claims().set_index("claim")
+    for key in ("delimiter_largest", "cls_early", "sep_middle_late", "few_multi_role_late", "local_syntactic",
+                "later_layers_change_most", "sep_attention_falls", "delimiter_heads_lost", "syntactic_heads_gained"):
+        assert key in listed.index
+        assert listed.loc[key, "hypothesis"].startswith("H0:")
+
+
+def test_claims_whose_tables_are_missing_are_left_out():
+    assert evaluate_claims({}, ClaimSettings()).empty
+
+
+def test_settings_are_checked():
+    with pytest.raises(ValueError, match="alpha"):
+        ClaimSettings(alpha=0)
+
+
+def test_registering_twice_is_refused(user_claim):
+    with pytest.raises(ValueError, match="already registered"):
+        register_claim(user_claim, sentence="s", source="x", hypothesis="H0", unit="heads", test="t",
+                       measure="m")(lambda tables, settings: [])
+
+
+def test_evidence_table_round_trip():
+    ev = evidence_from_table(pd.DataFrame([{"claim": "k", "model": "g", "dataset": "d", "estimate": -2.0,
+                                            "p_for": 0.125, "p_against": 1.0, "floor": 0.125,
+                                            "reason": np.nan}]), "k")
+    assert ev == [Evidence("g", "d", estimate=-2.0, p_for=0.125, p_against=1.0, floor=0.125)]

@@ -1,0 +1,114 @@
+"""The claims of Pande et al. (headstats.stats.paper_claims) on planted role tables, against scipy."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from headstats.stats.claims import CANNOT_TELL, CONTRADICTED, NOT_SHOWN, SUPPORTED, ClaimSettings, evaluate_claims
+from headstats.stats.paper_claims import cls_early, few_multi_role_late, local_syntactic
+
+ROLES = ["local", "delimiter", "delimiter_cls", "delimiter_sep", "syntactic"]
+
+
+def planted_roles(held: dict[str, set[tuple[int, int]]], *, layers: int = 6, heads: int = 12,
+                  untested: tuple[str, ...] = ()) -> pd.DataFrame:
+    rows = []
+    for layer, head in itertools.product(range(layers), range(heads)):
+        row = {"model": "m", "dataset": "d", "layer": layer, "head": head}
+        for role in ROLES:
+            row[role] = pd.NA if role in untested else (layer, head) in held.get(role, set())
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    for role in ROLES:
+        frame[role] = frame[role].astype("boolean")
+    return frame
+
+
+def ceilings(out_of_reach: tuple[str, ...] = ()) -> pd.DataFrame:
+    return pd.DataFrame([{"model": "m", "dataset": "d", "role": r, "tau": 3.0,
+                          "mean_ceiling": 2.71 if r in out_of_reach else 10.0, "tau_reachable": r not in out_of_reach}
+                         for r in ROLES])
+
+
+def run(roles, ceil=None, claims=None, alpha=0.05):
+    return evaluate_claims({"roles": roles, "ceilings": ceil if ceil is not None else ceilings()},
+                           ClaimSettings(alpha=alpha, correction="holm"), claims=claims).set_index("claim")
+
+
+def test_local_out_of_reach_cannot_tell_the_local_syntactic_share():
+    # the quickstart's demo_single: mean ceiling of local 2.71 <= tau = 3, no head can be local
+    out = run(planted_roles({"syntactic": {(0, 0)}}), ceilings(("local",)), claims=["local_syntactic"])
+    row = out.loc["local_syntactic"]
+    assert row["verdict"] == CANNOT_TELL
+    assert row["reason"] == "role out of reach: local out of reach (mean ceiling 2.71 <= tau 3)"
+
+
+def test_local_syntactic_share_in_range_is_supported_with_the_tost_p():
+    both = {(layer, head) for layer in range(6) for head in range(8)}  # 48 of 72 heads: 67 %
+    ev = local_syntactic({"roles": planted_roles({"local": both, "syntactic": both}), "ceilings": ceilings()},
+                         ClaimSettings())[0]
+    assert ev.estimate == pytest.approx(48 / 72)
+    assert ev.p_for == pytest.approx(max(sps.binomtest(48, 72, 0.42, alternative="greater").pvalue,
+                                         sps.binomtest(48, 72, 0.88, alternative="less").pvalue), rel=1e-12)
+    out = run(planted_roles({"local": both, "syntactic": both}), claims=["local_syntactic"])
+    assert out.loc["local_syntactic", "verdict"] == SUPPORTED
+    none = run(planted_roles({}), claims=["local_syntactic"])
+    assert none.loc["local_syntactic", "verdict"] == CONTRADICTED  # 0 % is significantly below 42 %
+
+
+def test_few_multi_role_late_is_fishers_exact_test_both_ways():
+    # multi-role heads (local and syntactic): 1 of 24 in layers 4-5, 7 of 48 in layers 0-3 (issue 20's table)
+    multi = {(4, 0)} | {(0, h) for h in range(7)}
+    roles = planted_roles({"local": multi, "syntactic": multi})
+    ev = few_multi_role_late({"roles": roles, "ceilings": ceilings()}, ClaimSettings())[0]
+    grid = [[1, 23], [7, 41]]
+    assert ev.p_for == pytest.approx(sps.fisher_exact(grid, alternative="less").pvalue, rel=1e-12)
+    assert ev.p_against == pytest.approx(sps.fisher_exact(grid, alternative="greater").pvalue, rel=1e-12)
+    out = run(roles, claims=["few_multi_role_late"])
+    # 2 min(p) = 0.49 after no other claim: not significant; the smallest p these margins allow is 2 * 0.0631
+    assert out.loc["few_multi_role_late", "verdict"] == CANNOT_TELL
+    assert out.loc["few_multi_role_late", "reason"].startswith("design floor above alpha")
+
+
+def test_cls_early_on_a_planted_grid_is_the_hand_counted_permutation_p():
+    # [CLS] heads: the 12 heads of layer 0 and 2 of layer 1 -> exact permutation p of the mean layer
+    held = {(0, h) for h in range(12)} | {(1, 0), (1, 1)}
+    roles = planted_roles({"delimiter_cls": held})
+    ev = cls_early({"roles": roles, "ceilings": ceilings()}, ClaimSettings())[0]
+    # hand: the observed layer sum is 2. Fourteen heads with sum <= 2 need all 12 heads of layer 0 (11 would
+    # leave three heads of layer >= 1, sum >= 3) and two of layer 1 (sum 2): C(12, 2) = 66 of C(72, 14) subsets.
+    from math import comb
+    hand = comb(12, 2) / comb(72, 14)
+    assert ev.p_for == pytest.approx(hand, rel=1e-9)
+    assert ev.floor == pytest.approx(hand, rel=1e-9)  # nothing sits lower
+    assert run(roles, claims=["cls_early"]).loc["cls_early", "verdict"] == SUPPORTED
+
+
+def test_one_sep_head_is_too_few():
+    out = run(planted_roles({"delimiter_sep": {(0, 3)}}), claims=["sep_middle_late"])
+    assert out.loc["sep_middle_late", "verdict"] == CANNOT_TELL
+    assert out.loc["sep_middle_late", "reason"].startswith("too few heads: 1 [SEP] head(s)")
+
+
+def test_untested_roles_cannot_tell():
+    out = run(planted_roles({}, untested=("delimiter_cls",)), claims=["cls_early"])
+    assert out.loc["cls_early", "reason"] == "role not tested: delimiter_cls"
+
+
+def test_delimiter_largest_is_the_binomial_test_of_discordant_heads():
+    delim = {(layer, h) for layer in range(6) for h in range(6)}  # 36 heads
+    syn = {(layer, h) for layer in range(6) for h in range(4, 8)}  # 24 heads, 12 shared
+    out = run(planted_roles({"delimiter": delim, "syntactic": syn}), claims=["delimiter_largest"])
+    row = out.loc["delimiter_largest"]
+    b, c = 24, 12  # delimiter only, syntactic only (local: no head; both kinds within reach)
+    p_syn = sps.binomtest(b, b + c, 0.5, alternative="greater").pvalue
+    p_local = sps.binomtest(36, 36, 0.5, alternative="greater").pvalue
+    assert row["p_for"] == pytest.approx(max(p_syn, p_local), rel=1e-12)
+    assert row["estimate"] == pytest.approx((b - c) / 72)
+    assert row["verdict"] == NOT_SHOWN  # p = 2 * 0.0326 = 0.065 > 0.05
+    assert np.isfinite(row["p"])
