@@ -45,7 +45,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from headstats.errors import HeadstatsError
-from headstats.folders import FILES_KEY, WRITTEN_BY, check_output_folder, claim_output, output_file_list
+from headstats.folders import WRITTEN_BY, check_output_folder, claim_output, output_listing
 from headstats.inputs.glue import (
     HF_GLUE,
     GlueTask,
@@ -507,8 +507,8 @@ def finetune(
         tokenizer.save_pretrained(tmp)
         _write_json(tmp / METRICS_NAME, metrics)
         (tmp / COMPLETE_MARKER).write_text(f"{manifest['created']}\n", encoding="utf-8")
-        files = sorted(set(output_file_list(tmp)) | {MANIFEST_NAME})
-        _write_json(tmp / MANIFEST_NAME, {"written_by": WRITTEN_BY, **manifest, FILES_KEY: files})
+        _write_json(tmp / MANIFEST_NAME, {"written_by": WRITTEN_BY, **manifest,
+                                          **output_listing(tmp, manifest_name=MANIFEST_NAME)})
         claim.publish()
     return out_dir
 
