@@ -66,3 +66,26 @@ def test_html_summary_shows_shape_each_measure_and_provenance():
     assert cells("local", 4, f"{mean_local:.3g}", "1, 2 (6)") in page
     assert cells("syntactic:nsubj", 2, "3", "0, 0 (3)") in page
     assert "model.safetensors 0123456789ab" in page and "sentence ids: a, b, c, ..." in page
+
+
+def test_repr_is_short_whatever_the_size():
+    """repr() of a MeasureArray: at most 15 lines, the shape, the first measures, the provenance."""
+    from headstats.measures import REPR_LINES
+
+    roles = tuple(f"role{i}" for i in range(40))
+    values = np.ones((5000, 12, 12, 40), dtype=np.float32)
+    values[:, 11, 7, 0] = 4.0
+    provenance = {"model": {"path": "/models/bert", "weights_sha256": {"model.safetensors": "0123456789abcdef"}}}
+    text = repr(MeasureArray("bert", "ewt", [f"s{i}" for i in range(5000)], roles, values, provenance))
+    lines = text.splitlines()
+    assert len(lines) <= REPR_LINES == 15
+    assert lines[0].startswith("MeasureArray 'bert' on 'ewt': 5,000 inputs x 12 layers x 12 heads x 40 measures")
+    assert lines[2].split() == ["role0", "5000", "1.02", "11,", "7", "(4)"]  # mean over heads: (143 + 4) / 144
+    assert any(line.strip().startswith("... and ") and line.endswith(" more measures") for line in lines)
+    assert "  model: /models/bert" in lines and "  weights sha256: model.safetensors 0123456789ab" in lines
+    assert lines[-1] == "  sentence ids: s0, s1, s2, ..."
+    small = repr(MeasureArray("m", "d", ["a"], ("local",), np.zeros((1, 1, 1, 1), np.float32)))
+    assert small.splitlines() == [
+        "MeasureArray 'm' on 'd': 1 inputs x 1 layers x 1 heads x 1 measures (float32, 0.0 MiB; layers and heads "
+        "from 0)", "  measure  inputs taking part  mean  highest head (layer, head)",
+        "  local    1                   0     0, 0 (0)", "  sentence ids: a"]

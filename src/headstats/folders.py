@@ -60,6 +60,21 @@ OUTPUT_NAME_MAX_BYTES = 255 - 40
 LEGACY_SUFFIXES = (".csv", ".parquet", ".md", ".html", ".yaml", ".json", ".png", ".svg", ".pdf", ".txt")
 
 
+#: Where checkpoints go under the cache root (:func:`default_cache_root`); states go to ``states/``.
+CHECKPOINTS = "checkpoints"
+
+
+def default_cache_root() -> Path:
+    """headstats' one cache root: ``$HEADSTATS_CACHE_DIR``, else ``$XDG_CACHE_HOME/headstats``, else
+    ``~/.cache/headstats``. Collector states go to ``<root>/states``, fine-tuned checkpoints to
+    ``<root>/checkpoints`` (``headstats cache info`` and ``cache prune`` see both)."""
+    env = os.environ.get("HEADSTATS_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "headstats"
+
+
 # --------------------------------------------------------------------------------------------- checks
 
 def _protected_places() -> list[tuple[Path, str]]:

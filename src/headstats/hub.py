@@ -76,3 +76,33 @@ def cached_hub_file(repo_id: str, filename: str, *, revision: str | None = None)
 
     found = try_to_load_from_cache(repo_id, filename, revision=revision)
     return Path(found) if isinstance(found, str) else None
+
+
+#: Weight files of a hub model, one of which must be in the cache to load it offline.
+HUB_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                    "pytorch_model.bin.index.json")
+
+
+def not_available_error(spec: str) -> ModelError:
+    """The one line for a hub model that is neither on disk nor reachable (``validate``, ``run`` and
+    ``load_model`` all give it)."""
+    return ModelError(
+        f"model {spec!r} is not on disk (no local directory, not in the Hugging Face cache) and the hub "
+        "cannot be reached (offline?); give a local directory, or 'default' for the embedded all-MiniLM-L6-v2"
+    )
+
+
+def check_hub_model_available(repo_id: str, *, revision: str | None = None) -> None:
+    """Refuse a hub model that cannot be loaded here: its ``config.json`` or its weights are not in the local
+    Hugging Face cache and the hub cannot be reached. Quick: the cache is looked at first, the network only
+    when something is missing (:func:`hub_reachable`).
+
+    Raises
+    ------
+    ModelError
+        :func:`not_available_error`.
+    """
+    cached = cached_hub_file(repo_id, "config.json", revision=revision) is not None and any(
+        cached_hub_file(repo_id, name, revision=revision) is not None for name in HUB_WEIGHT_FILES)
+    if not cached and not hub_reachable():
+        raise not_available_error(repo_id)

@@ -118,10 +118,9 @@ class MeasureArray:
             value_column: self.values.reshape(-1),
         })
 
-    def _repr_html_(self) -> str:
-        """A short HTML summary for Jupyter: the shape, one row per measure (inputs taking part, mean over
-        inputs and heads, the head with the highest mean) and the provenance (model source, weights hash)."""
-        import html
+    def _summary(self) -> tuple[str, list[str], list[list[object]], dict[str, object]]:
+        """Title (plain text), columns, one row per measure (inputs taking part, mean over inputs and heads,
+        the head with the highest mean) and provenance facts: what both reprs show."""
         import warnings
 
         n, layers, heads, m = self.values.shape
@@ -129,8 +128,8 @@ class MeasureArray:
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN heads (a role no input takes part in)
             taking_part = np.isfinite(self.values).any(axis=(1, 2)).sum(axis=0) if n else np.zeros(m, int)
             head_means = np.nanmean(self.values, axis=0) if n else np.full((layers, heads, m), np.nan)
-        rows = []
-        for k, name in enumerate(self.measures[:HTML_ROWS]):
+        rows: list[list[object]] = []
+        for k, name in enumerate(self.measures):
             means = head_means[..., k]
             if np.isfinite(means).any():
                 layer, head = np.unravel_index(np.nanargmax(means), means.shape)
@@ -138,7 +137,6 @@ class MeasureArray:
             else:
                 best = mean = ""
             rows.append([name, int(taking_part[k]), mean, best])
-        more = f"and {m - HTML_ROWS} more measures" if m > HTML_ROWS else ""
         model = self.provenance.get("model", {})
         model = model if isinstance(model, dict) else {}
         facts = {"model": model.get("hub_id") or model.get("path"), "revision": model.get("revision"),
@@ -146,11 +144,33 @@ class MeasureArray:
                  "weights sha256": ", ".join(f"{k} {v[:12]}" for k, v in (model.get("weights_sha256") or {}).items()
                                              if isinstance(v, str)),
                  "sentence ids": ", ".join(self.sentence_ids[:3]) + (", ..." if n > 3 else "")}
+        title = (f"{self.model!r} on {self.dataset!r}: {n:,} inputs x {layers} layers x {heads} heads x {m} "
+                 f"measures (float32, {self.values.nbytes / 2**20:.1f} MiB; layers and heads from 0)")
+        return title, ["measure", "inputs taking part", "mean", "highest head (layer, head)"], rows, facts
+
+    def __repr__(self) -> str:
+        """At most 15 lines: the shape, one line per measure (the first few), the provenance."""
+        return self.summary_text()
+
+    def summary_text(self, max_lines: int | None = None) -> str:
+        """The ``repr``: the shape, one line per measure (as many as fit), the provenance, in at most
+        ``max_lines`` lines (default :data:`REPR_LINES`)."""
+        title, columns, rows, facts = self._summary()
+        return text_summary(f"MeasureArray {title}", columns, rows, facts, what="measures",
+                            max_lines=max_lines or REPR_LINES)
+
+    def _repr_html_(self) -> str:
+        """A short HTML summary for Jupyter: the shape, one row per measure (inputs taking part, mean over
+        inputs and heads, the head with the highest mean) and the provenance (model source, weights hash)."""
+        import html
+
+        n, layers, heads, m = self.values.shape
+        _, columns, rows, facts = self._summary()
+        more = f"and {m - HTML_ROWS} more measures" if m > HTML_ROWS else ""
         title = (f"<b>MeasureArray</b> <code>{html.escape(self.model)}</code> on <code>{html.escape(self.dataset)}"
                  f"</code>: {n:,} inputs &times; {layers} layers &times; {heads} heads &times; {m} measures "
                  f"(float32, {self.values.nbytes / 2**20:.1f} MiB; layers and heads from 0)")
-        return html_summary(title, ["measure", "inputs taking part", "mean", "highest head (layer, head)"], rows,
-                            facts, more)
+        return html_summary(title, columns, rows[:HTML_ROWS], facts, more)
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, *, measure_column: str = "role",
@@ -172,6 +192,36 @@ class MeasureArray:
 
 #: Rows shown by the HTML summaries of :class:`MeasureArray` (and the study's results).
 HTML_ROWS = 12
+
+
+#: Most lines of a result object's ``repr`` (:func:`text_summary`).
+REPR_LINES = 15
+
+
+def _cut(text: object, width: int) -> str:
+    text = "" if text is None else str(text)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def text_summary(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]],
+                 facts: dict[str, object] | None = None, *, what: str = "rows", max_lines: int = REPR_LINES,
+                 width: int = 110) -> str:
+    """A result object's ``repr``: a title line, an aligned table and ``key: value`` facts (empty values left
+    out), in at most ``max_lines`` lines of at most about ``width`` characters; rows that do not fit are
+    counted (``... and 7 more measures``). The plain-text twin of :func:`html_summary`."""
+    shown_facts = [f"  {k}: {_cut(v, width - len(k) - 4)}" for k, v in (facts or {}).items()
+                   if v not in (None, "", [], {})]
+    room = max_lines - 2 - len(shown_facts) - (1 if columns else 0)  # title and "... more" lines
+    if room < 1:  # facts give way to rows
+        shown_facts = shown_facts[: max(0, len(shown_facts) + room - 1)]
+        room = max_lines - 2 - len(shown_facts) - (1 if columns else 0)
+    if len(rows) <= room + 1:
+        room = len(rows)
+    cells = [[_cut(c, 40) for c in columns]] + [[_cut(v, 40) for v in row] for row in rows[:room]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    table = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells] if columns else []
+    more = [f"  ... and {len(rows) - room} more {what}"] if len(rows) > room else []
+    return "\n".join([_cut(title, width + 20), *table, *more, *shown_facts])
 
 
 def html_summary(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]],

@@ -9,7 +9,7 @@ names and suggesting the nearest, in the manner of lm-evaluation-harness' ``lm_e
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Generic, Iterator, TypeVar
+from typing import Callable, Generic, Iterable, Iterator, TypeVar
 
 from headstats.errors import UnknownNameError
 
@@ -69,8 +69,7 @@ class Registry(Generic[T]):
     def unknown_message(self, name: object) -> str:
         """The error message for an unknown ``name``."""
         names = list(self._entries)
-        close = difflib.get_close_matches(str(name), names, n=1, cutoff=0.6)
-        guess = f"; did you mean {close[0]!r}?" if close else ""
+        guess = did_you_mean(name, names)
         hint = f" ({self.hint})" if self.hint else ""
         return f"unknown {self.kind} {name!r}{guess}; choose one of {', '.join(names)}{hint}"
 
@@ -92,3 +91,9 @@ class Registry(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {self.names()})"
+
+
+def did_you_mean(name: object, names: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the known name nearest to ``name`` (difflib ratio at least 0.6), else ``""``."""
+    close = difflib.get_close_matches(str(name), list(names), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -10,12 +10,14 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.weightstats import DescrStatsW
 
 from headstats.assignment.replicates import (
+    claims_table,
     per_seed_changes,
     seed_change_tests,
     seed_metrics,
     seed_transitions,
     special_mass_change,
 )
+from headstats.stats.seeds import moderated_t_over_seeds, seeds_needed
 
 ROLES = ["local", "delimiter_sep"]
 PLANTED = {("local", 2, 1): 0.8, ("delimiter_sep", 3, 0): -1.5}
@@ -58,11 +60,12 @@ def test_per_seed_changes_are_the_mean_paired_differences():
     assert row["n"] == 60 and row["mean_change"] == pytest.approx((a - b).mean())
 
 
-def test_planted_heads_exceed_the_margin_and_the_others_are_shown_unchanged():
+@pytest.mark.parametrize("seed_test", ["t", "moderated_t"])
+def test_planted_heads_exceed_the_margin_and_the_others_are_shown_unchanged(seed_test):
     base, seeds, cells = planted_scores()
     changes = per_seed_changes(base, seeds)
     out = seed_change_tests(changes, "ft", alternative="two-sided", correction="holm", family=("model", "dataset"),
-                            alpha=0.05, min_change=0.3)
+                            alpha=0.05, min_change=0.3, seed_test=seed_test)
     assert len(out) == len(cells) == 24
     planted = out.set_index(["role", "layer", "head"])
     moved = {k for k, v in planted["exceeds"].items() if v}
@@ -71,13 +74,25 @@ def test_planted_heads_exceed_the_margin_and_the_others_are_shown_unchanged():
     # against scipy / statsmodels on the per-seed means
     wide = changes.pivot_table(index=["role", "layer", "head"], columns="model_after", values="mean_change",
                                observed=True)
-    ref_p = sps.ttest_1samp(wide.to_numpy(), 0.0, axis=1).pvalue
+    t_p = sps.ttest_1samp(wide.to_numpy(), 0.0, axis=1).pvalue
+    np.testing.assert_allclose(planted.loc[wide.index, "p_t"], t_p)
+    if seed_test == "t":
+        ref_p = t_p
+        tost = [DescrStatsW(row).ttost_mean(-0.3, 0.3)[0] for row in wide.to_numpy()]
+        np.testing.assert_allclose(planted.loc[wide.index, "p_equivalent"], tost)
+        assert planted["seeds_needed_moderated"].isna().all()
+    else:
+        mod = moderated_t_over_seeds(wide.to_numpy().T)
+        ref_p = mod["p"]
+        assert (out["df_prior"] == mod["df_prior"]).all() and (out["s2_prior"] == mod["s2_prior"]).all()
+        np.testing.assert_allclose(planted.loc[wide.index, "dof"], mod["dof"])
+        assert (out["seeds_needed_moderated"] == seeds_needed(alpha=0.05, m=24, correction="holm",
+                                                              test="moderated_t", df_prior=mod["df_prior"])).all()
     np.testing.assert_allclose(planted.loc[wide.index, "p_unc"], ref_p)
     np.testing.assert_allclose(planted.loc[wide.index, "p_corr"], multipletests(ref_p, method="holm")[1])
-    tost = [DescrStatsW(row).ttost_mean(-0.3, 0.3)[0] for row in wide.to_numpy()]
-    np.testing.assert_allclose(planted.loc[wide.index, "p_equivalent"], tost)
     assert (out["n_seeds"] == 4).all() and (out["signflip_floor"] == 2 / 16).all()
     assert (out["seeds_needed"] == 10).all()  # Holm over 24: 2/2^10 < 0.05/24 <= 2/2^9
+    assert (out["seeds_needed_t"] == seeds_needed(alpha=0.05, m=24, correction="holm", test="t")).all()
 
 
 def test_share_margin_scales_with_the_pretrained_mean():
@@ -112,7 +127,10 @@ def test_sep_mass_falls_and_spreads_when_planted():
     per_seed = [frame[(frame.model == m) & (frame.target == "sep")].mass_mean.mean()
                 - frame[(frame.model == "base") & (frame.target == "sep")].mass_mean.mean() for m in ["s0", "s1", "s2"]]
     assert overall["p_unc"] == pytest.approx(sps.ttest_1samp(per_seed, 0.0, alternative="less").pvalue)
-    assert claims[0]["p"] < 0.05 and "0, 1, 2" in claims[0]["detail"]
+    # the t over 3 seeds is below 0.05, but the claim's exact sign-flip test cannot go below 1/8
+    assert claims[0]["p_t"] < 0.05 and "0, 1, 2" in claims[0]["detail"]
+    assert claims[0]["p"] == claims[0]["signflip_floor"] == 0.125
+    assert overall["p_signflip"] == 0.125
 
 
 def test_transitions_count_heads_of_a_kind_per_seed():
@@ -126,7 +144,23 @@ def test_transitions_count_heads_of_a_kind_per_seed():
     table, claims = seed_transitions(tables, "base", "g", ["s0", "s1", "s2"], ["d"])
     row = table[table.role == "delimiter (any)"].iloc[0]
     assert row["before"] == 3 and row["net_per_seed"] == "-2 -2 -1"
-    assert row["p"] == pytest.approx(sps.ttest_1samp([-2, -2, -1], 0.0, alternative="less").pvalue)
+    assert row["p_t"] == pytest.approx(sps.ttest_1samp([-2, -2, -1], 0.0, alternative="less").pvalue)
+    assert row["p"] == row["signflip_floor"] == 0.125  # every seed lost heads: the sign-flip floor, 1/2^3
     syn = table[table.role == "syntactic (any)"].iloc[0]
     assert syn["gained_mean"] == pytest.approx(4 / 3)
     assert {c["claim"] for c in claims} == {"delimiter heads are lost", "syntactic heads are gained"}
+
+
+def test_a_claim_whose_seeds_all_moved_alike_never_rests_on_p_zero():
+    """Issue 20: net -2, -2, -2 over three seeds read "delimiter heads are lost: holds" at p = 0."""
+    def roles(model, delim):
+        return pd.DataFrame({"model": model, "dataset": "d", "layer": [0, 0, 1, 1], "head": [0, 1, 0, 1],
+                             "delimiter": delim, "syntactic": [False] * 4})
+    tables = {"base": roles("base", [True, True, True, False]), "s0": roles("s0", [True, False, False, False]),
+              "s1": roles("s1", [False, True, False, False]), "s2": roles("s2", [False, False, True, False])}
+    table, claims = seed_transitions(tables, "base", "g", ["s0", "s1", "s2"], ["d"])
+    row = table[table.role == "delimiter (any)"].iloc[0]
+    assert row["net_per_seed"] == "-2 -2 -2" and np.isnan(row["p_t"]) and row["p"] == 0.125
+    out = claims_table(claims, 0.05)
+    lost = out[out.claim == "delimiter heads are lost"].iloc[0]
+    assert lost["p"] == 0.125 and not lost["holds"]

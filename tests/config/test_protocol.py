@@ -51,6 +51,19 @@ def test_unknown_nested_key(tmp_path):
         load_protocol(write(tmp_path, "datasets:\n  - name: d\n    pth: x.txt\n"))
 
 
+def test_unknown_key_suggests_the_nearest_key_of_its_section(tmp_path):
+    with pytest.raises(HeadstatsError) as info:
+        load_protocol(write(tmp_path, MINIMAL + "statistcs:\n  tau: 2\n"))
+    assert str(info.value) == "unknown key 'statistcs' in protocol; did you mean 'statistics'?"
+    with pytest.raises(HeadstatsError, match=r"unknown key 'scoring\.windw' in protocol; did you mean 'window'\?$"):
+        load_protocol(write(tmp_path, MINIMAL + "scoring:\n  windw: 2\n"))
+    text = "models:\n  - name: ft\n    finetune: {task: sst2, learning_rte: 0.1}\ndatasets: [{name: d, path: x.txt}]\n"
+    with pytest.raises(HeadstatsError, match=r"'models\.0\.finetune\.learning_rte' .*did you mean 'learning_rate'"):
+        load_protocol(write(tmp_path, text))
+    with pytest.raises(HeadstatsError, match=r"unknown key 'colour' in protocol; remove it or check its spelling"):
+        load_protocol(write(tmp_path, MINIMAL + "colour: red\n"))  # nothing near: no guess
+
+
 def test_invalid_yaml_gives_line(tmp_path):
     text = "name: x\ndatasets:\n  - name: d\n    path: [unclosed\nscoring: {window: 2}\n"
     with pytest.raises(HeadstatsError, match=r"not valid YAML at line \d+") as info:
@@ -218,7 +231,7 @@ def test_protocol_that_is_not_a_mapping(tmp_path, text, kind):
 def test_key_with_nul_is_shown_escaped(tmp_path):
     with pytest.raises(ProtocolError) as info:
         load_protocol(write(tmp_path, MINIMAL + '"sco\\0ring": 1\n'))
-    assert str(info.value) == "unknown key 'sco\\x00ring' in protocol; remove it or check its spelling"
+    assert str(info.value) == "unknown key 'sco\\x00ring' in protocol; did you mean 'scoring'?"
 
 
 def test_unknown_key_reported_before_other_problems(tmp_path):

@@ -290,3 +290,37 @@ def test_shards_of_the_runner_merge_into_the_whole(tiny_model):
         else:
             assert np.array_equal(merged.mean, job.collector.state().mean)
             assert np.array_equal(merged.m2, job.collector.state().m2)
+
+
+def test_info_and_prune_see_checkpoints_and_leave_other_folders(tmp_path):
+    import json
+    import os
+
+    from headstats.folders import FILES_KEY, WRITTEN_BY
+
+    root = tmp_path / "cache"
+
+    def checkpoint(name: str, *, extra: str | None = None, kind: str = "headstats finetune") -> Path:
+        folder = root / "checkpoints" / name
+        folder.mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(b"w" * 1000)
+        (folder / "COMPLETE").write_text("x\n")
+        (folder / "finetune_manifest.json").write_text(json.dumps(
+            {"written_by": WRITTEN_BY, "kind": kind, FILES_KEY: ["COMPLETE", "model.safetensors"]}))
+        if extra:
+            (folder / extra).write_text("mine")
+        return folder
+
+    old, new = checkpoint("sst2-old"), checkpoint("sst2-new")
+    foreign = checkpoint("user", extra="notes.txt")  # a file headstats did not write: never touched
+    other_kind = checkpoint("run", kind="something else")
+    os.utime(old / "COMPLETE", (1_000_000, 1_000_000))
+    cache = StateCache(root)
+    info = cache.info()
+    size = sum(p.stat().st_size for p in new.iterdir())
+    assert (info.checkpoints, info.checkpoint_bytes) == (2, 2 * size)
+    assert any(line.startswith("checkpoints: 2 ") for line in info.lines())
+    assert cache.prune(older_than_days=30) == (1, size)  # unused since 1970
+    assert not old.exists() and new.exists()
+    assert cache.prune(everything=True) == (1, size)
+    assert not new.exists() and foreign.exists() and (foreign / "notes.txt").exists() and other_kind.exists()

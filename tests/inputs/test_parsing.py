@@ -101,7 +101,7 @@ def test_normalize_relation_name_rejects_malformed(name):
 
 
 def test_normalize_relation_name_unknown_strict_and_lenient():
-    with pytest.raises(HeadstatsError, match="unknown dependency relation 'nsbj'.*known: .*dobj"):
+    with pytest.raises(HeadstatsError, match="unknown dependency relation 'nsbj'; did you mean 'nsubj'\\? .*: .*dobj"):
         normalize_relation_name("nsbj")
     assert normalize_relation_name("SB", strict=False) == "sb"
 

@@ -188,3 +188,28 @@ def test_ten_percent_log_writes_a_line_at_each_tenth():
         short(TrainingStep(step, 3, loss=0.5, elapsed_s=1.0))
     assert len(few) == 3  # fewer than ten steps: a line each
     assert clock(3725) == "1:02:05" and clock(59.6) == "1:00"
+
+
+def test_command_and_protocol_make_one_checkpoint_under_the_cache_root(tiny_model_dir, tiny_glue, tmp_path):
+    """`headstats finetune --task sst2` and a protocol's `finetune: {task: sst2}`: the same recipe, the same
+    cache key, one checkpoint under $HEADSTATS_CACHE_DIR/checkpoints that the run reuses unchanged."""
+    import os
+
+    from headstats.config.protocol import load_protocol
+    from headstats.model.loading import sha256_file
+    from headstats.study.run import build_models
+
+    root = Path(os.environ["HEADSTATS_CACHE_DIR"])
+    small = {"train_rows": 24, "max_length": 16, "batch_size": 8}  # both sides: the same small overrides
+    folder, _ = finetune_command(str(tiny_model_dir), "sst2", None, batch_size=8, max_length=16, train_rows=24,
+                                 data_root=tiny_glue, progress=False)
+    assert folder.parent == root / "checkpoints" and is_complete(folder)
+    weights = sha256_file(folder / "model.safetensors")
+    (tmp_path / "p.yaml").write_text(json.dumps({
+        "name": "p", "data_root": str(tiny_glue), "datasets": [{"name": "s", "glue": {"task": "sst2"}}],
+        "models": [{"name": "ft", "finetune": {"base": str(tiny_model_dir), "task": "sst2", **small}}]}))
+    sources, finetuned = build_models(load_protocol(tmp_path / "p.yaml"), log=lambda line: None)
+    assert sources["ft"] == str(folder)
+    assert sha256_file(Path(sources["ft"]) / "model.safetensors") == weights
+    manifest = json.loads((folder / "finetune_manifest.json").read_text())
+    assert finetuned["ft"]["recipe"] == manifest["recipe"]

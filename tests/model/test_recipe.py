@@ -5,13 +5,38 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from headstats.model.recipe import FinetuneRecipe
+from headstats.model.recipe import RECIPE, FinetuneRecipe, task_recipe
 
 
 def test_defaults_are_the_documented_recipe():
-    recipe = FinetuneRecipe(task="sst2")
-    assert (recipe.base, recipe.epochs, recipe.learning_rate, recipe.batch_size) == ("default", 1.0, 3e-5, 16)
-    assert (recipe.max_length, recipe.train_rows, recipe.seed, recipe.warmup_ratio) == (64, 2000, 0, 0.1)
+    recipe = FinetuneRecipe(task="qnli")
+    assert (recipe.base, recipe.epochs, recipe.learning_rate, recipe.batch_size) == ("default", 1.0, 1e-4, 16)
+    assert (recipe.max_length, recipe.train_rows, recipe.seed, recipe.warmup_ratio) == (128, 2000, 0, 0.1)
+
+
+def test_tasks_take_their_own_departures_and_given_fields_win():
+    assert FinetuneRecipe(task="SST-2").max_length == 64  # task names as get_task takes them
+    mrpc = FinetuneRecipe(task="mrpc")
+    assert (mrpc.epochs, mrpc.train_rows, mrpc.max_length) == (2.0, None, 128)
+    assert FinetuneRecipe(task="mrpc", train_rows=100, epochs=1).train_rows == 100
+    assert FinetuneRecipe(task="sst2", max_length=32).max_length == 32
+    assert task_recipe("no-such-task") == RECIPE  # refused later, by the data checks, with the known tasks
+
+
+def test_cli_defaults_and_the_shipped_protocols_build_the_same_recipe():
+    """`headstats finetune --task T` and the protocols' fine-tuning of T: one recipe, one cache key."""
+    from pathlib import Path
+
+    from headstats.config.protocol import load_protocol
+    from headstats.model.finetune import build_recipe
+
+    root = Path(__file__).resolve().parents[2] / "protocols"
+    for name in ("glue_finetune_compare.yaml", "glue_finetune_seeds.yaml"):
+        protocol = load_protocol(root / name)
+        recipes = [m.finetune for m in protocol.models if m.finetune is not None]
+        assert recipes
+        for recipe in recipes:
+            assert build_recipe(recipe.base, recipe.task, seed=recipe.seed) == recipe
 
 
 @pytest.mark.parametrize("field, value", [

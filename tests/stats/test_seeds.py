@@ -199,3 +199,24 @@ def test_variance_prior_without_excess_spread_is_infinite_df_and_pooled_variance
     np.testing.assert_allclose(got["statistic"], [1.0, 2.0, 3.0] / np.sqrt(1 / 3))
     np.testing.assert_allclose(got["dof"], 6.0)  # min(inf + 2, pooled 6)
     assert fit_variance_prior([0.5], 3) == (0.0, pytest.approx(np.nan, nan_ok=True))
+
+
+def test_seeds_needed_for_the_t_tests_is_the_first_k_with_the_power():
+    from statsmodels.stats.power import TTestPower
+
+    level = 0.05 / 720
+    k = seeds_needed(alpha=0.05, m=720, correction="holm", test="t")
+    assert k == 31
+    power = TTestPower()
+    assert power.power(effect_size=1.0, nobs=k - 1, alpha=level) < 0.8  # 0.774
+    crit = sps.t.isf(level / 2, k - 1)  # statsmodels returns NaN at nobs = 31 (the far lower tail of nct)
+    assert sps.nct.sf(crit, k - 1, np.sqrt(k)) >= 0.8  # 0.804
+    # one-sided at 0.05 alone, a change of 0.5 sd: statsmodels' power crosses 0.8 at the same k
+    k1 = seeds_needed(alpha=0.05, m=1, correction="none", alternative="greater", test="t", effect=0.5)
+    assert power.power(0.5, k1 - 1, 0.05, alternative="larger") < 0.8 <= power.power(0.5, k1, 0.05,
+                                                                                      alternative="larger")
+    # the moderated t: an infinite prior is the z-test; a finite prior lies between it and the t
+    z = seeds_needed(alpha=0.05, m=720, correction="holm", test="moderated_t", df_prior=np.inf)
+    d4 = seeds_needed(alpha=0.05, m=720, correction="holm", test="moderated_t", df_prior=4.0)
+    zk = int(np.ceil(((sps.norm.isf(level / 2) + sps.norm.isf(0.2)) / 1.0) ** 2))
+    assert z == zk == 24 and z < d4 < k

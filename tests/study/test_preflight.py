@@ -289,7 +289,7 @@ def test_output_check_gets_every_input(study, monkeypatch):
     assert seen["overwrite"] is True
     assert seen["inputs"] == {
         SENTENCES, study["glue"], study["glue"] / "SST-2" / "dev.tsv", Path(study["model"]),
-        default_model_path(), study["root"] / "cache",
+        default_model_path(), study["root"] / "cache" / "checkpoints",  # where the fine-tuned checkpoint goes
     }
 
 
@@ -421,3 +421,24 @@ def test_cache_folder_checks(study):
         preflight(protocol, out=study["root"] / "runs", cache_dir=study["root"] / "runs" / "cache")
     assert preflight(protocol, out=out, cache_dir=study["root"] / "new" / "cache") == out.resolve()
     assert not (study["root"] / "new").exists()  # nothing made
+
+
+def test_hub_model_neither_cached_nor_reachable_is_refused_before_any_data(study, monkeypatch):
+    """validate and run refuse it with the line load_model gives, before any data is read."""
+    import headstats.hub
+    from headstats.hub import not_available_error
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(headstats.hub, "cached_hub_file", lambda *a, **k: None)
+    raw = protocol_for(study, models=["someone/uncached-bert"])
+    raw["datasets"] = [{"name": "gone", "path": str(study["root"] / "missing.txt")}]  # data comes later
+    with pytest.raises(ModelError) as info:
+        check(study, raw)
+    assert str(info.value) == str(not_available_error("someone/uncached-bert"))
+    # the same for the base model of a fine-tuning
+    raw["models"] = [{"name": "ft", "finetune": {"base": "someone/uncached-bert", "task": "sst2"}}]
+    with pytest.raises(ModelError, match="base model of model 'ft': model 'someone/uncached-bert' is not on disk"):
+        check(study, raw)
+    # cached config and weights: no network needed
+    monkeypatch.setattr(headstats.hub, "cached_hub_file", lambda repo, name, revision=None: Path("/x") / name)
+    headstats.hub.check_hub_model_available("someone/uncached-bert")

@@ -27,6 +27,8 @@ class RoleScores(PerInputCollector):
     """
 
     keeps_ceilings = True
+    #: In cache keys: 2 since the published syntactic lookup and arc length (METHODS 1.6 (a)-(d)).
+    version = "2"
 
     def __init__(self, context: Context) -> None:
         self.roles = tuple(context.options["roles"])

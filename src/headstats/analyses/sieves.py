@@ -333,22 +333,38 @@ def arc_scores(
     *,
     means: torch.Tensor | None = None,
     scales: Sequence[str] | None = None,
+    lengths: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`arc_bias` with the scales of :func:`sieve_scores_of_keys`, and the ceilings ``mean_arcs n / |P_g|``
-    (1 for ``mass`` and ``ceiling``): scores (B, L, H, R) and ceilings (B, R)."""
+    (1 for ``mass`` and ``ceiling``): scores (B, L, H, R) and ceilings (B, R).
+
+    ``lengths`` (B,), optional: the n of each input's arcs (the published code's, METHODS 1.6 (c)): the query
+    end's rows are summed over their first n keys only and divided by n,
+
+        b(d -> g) = mean_{a in P_d} mean_{b in P_g} A[a, b]  /  mean_{a in P_d} ( sum_{j < n} A[a, j] / n ),
+
+    where ``P_d`` and ``P_g`` weigh a repeated position as often as it occurs (the weights add up); the ceiling
+    of an arc is then ``n max_b w_g(b)`` (``n / |P_g|`` without repeats). Default: the input's real length.
+    """
     B, L, H, N, _ = attn.shape
     # the query end's weighted rows of every map (one batched product with K rows), then their key end
     rows = torch.matmul(query_weights[:, None], attn.reshape(B, L * H, N, N))  # (B, L*H, K, N)
     numerator = (rows * key_weights[:, None]).sum(-1).reshape(B, L, H, -1)
-    means = row_means(attn, real) if means is None else means
-    denominator = torch.einsum("blha,bka->blhk", means, query_weights)
+    key_size = (key_weights > 0).sum(-1).to(attn.dtype)  # |P_g| per arc
+    if lengths is None:
+        means = row_means(attn, real) if means is None else means
+        denominator = torch.einsum("blha,bka->blhk", means, query_weights)
+        n = real.sum(-1).to(attn.dtype)
+        arc_ceiling = torch.nan_to_num(n[:, None] / key_size, nan=0.0, posinf=0.0)
+    else:
+        n = lengths.to(attn.dtype)
+        cut = (torch.arange(N, device=attn.device)[None, :] < lengths[:, None]) & real
+        denominator = (rows * cut[:, None, None].to(attn.dtype)).sum(-1).reshape(B, L, H, -1) / n[:, None, None, None]
+        arc_ceiling = n[:, None] * key_weights.amax(-1)
     bias = torch.nan_to_num(numerator / denominator, nan=0.0, posinf=0.0)
     member = membership.to(attn.dtype)
     count = member.sum(1)
     scores = torch.einsum("blhk,bkr->blhr", bias, member) / count[:, None, None]
-    key_size = (key_weights > 0).sum(-1).to(attn.dtype)  # |P_g| per arc
-    n = real.sum(-1).to(attn.dtype)
-    arc_ceiling = torch.nan_to_num(n[:, None] / key_size, nan=0.0, posinf=0.0)
     ceilings = torch.einsum("bk,bkr->br", arc_ceiling, member) / count
     scales = list(scales) if scales is not None else ["bias"] * member.shape[-1]
     mass_roles = [r for r, scale in enumerate(scales) if scale == "mass"]
@@ -398,7 +414,8 @@ def _arc_tensors(
                  for a, arc in enumerate(arcs) for piece in arc[end]]
         if cells:
             b, a, p, w = (list(x) for x in zip(*cells))
-            weights[b, a, p] = np.asarray(w, dtype=np.float32)
+            # a position listed twice (the published lookup, METHODS 1.6 (b)) weighs twice
+            np.add.at(weights, (b, a, p), np.asarray(w, dtype=np.float32))
     for b, arcs in enumerate(rows):
         relation[b, : len(arcs)] = [arc[2] for arc in arcs]
     member = np.zeros((len(inputs), K, len(arc_roles)), dtype=bool)
@@ -526,8 +543,12 @@ def score_and_ceilings(
         ceilings[:, cols] = ceiling
     if arc_cols:
         q, k, member = _arc_tensors(view.inputs, N, arc_roles, settings, device)
+        lengths = None
+        if any(item.arc_length is not None for item in view.inputs):  # the published code's n (METHODS 1.6)
+            lengths = torch.tensor([item.length if item.arc_length is None else item.arc_length
+                                    for item in view.inputs], device=device)
         scores, ceiling = arc_scores(attn, q, k, member, layout.real, means=view.row_means,
-                                     scales=[settings.scale_of(roles[c]) for c in arc_cols])
+                                     scales=[settings.scale_of(roles[c]) for c in arc_cols], lengths=lengths)
         _put(out, arc_cols, scores)
         ceilings[:, arc_cols] = ceiling
     return out, ceilings

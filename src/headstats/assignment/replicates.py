@@ -6,8 +6,9 @@ similarity and [CLS]/[SEP] mass):
 
 - ``seed_metrics``: each seed's dev metric and its spread over seeds;
 - ``seed_changes``: per (group, dataset, role, layer, head) the change of each seed (paired over the same
-  inputs, averaged over them), the mean over seeds with its t interval, the t-test over seeds, the exact
-  sign-flip test with its floor, seed-to-seed against seed-to-base change, and the margin tests
+  inputs, averaged over them), the mean over seeds with its interval, the moderated t over seeds (limma's
+  empirical Bayes, the default ``seed_test``) or the plain t, the exact sign-flip test with its floor, the
+  seeds each test needs, seed-to-seed against seed-to-base change, and the margin tests
   (exceeds ``min_change``; TOST: stays within it) (:mod:`headstats.stats.seeds`);
 - ``seed_distance``: per head, the cosine similarity of attention maps between seeds of the task beside that
   between each seed and the base (Kovaleva et al. 2019);
@@ -24,15 +25,18 @@ import numpy as np
 import pandas as pd
 
 from headstats.assignment.role_assignment import role_columns
+from headstats.errors import HeadstatsError
 from headstats.stats.corrections import correct_within_families, family_labels, reject
 from headstats.stats.paired import pair_scores
 from headstats.stats.seeds import (
+    SEED_TESTS,
     margin_for,
     margin_tests,
     pairwise_mean_abs,
     seeds_needed,
     signflip_floor,
     signflip_over_seeds,
+    signflip_test,
     slope_over_seeds,
     t_over_seeds,
 )
@@ -93,8 +97,9 @@ def per_seed_changes(base: pd.DataFrame, seeds: Mapping[str, pd.DataFrame]) -> p
 
 SEED_CHANGE_COLUMNS = (
     "group", "dataset", "role", "layer", "head", "n_seeds", "n_inputs", "base_mean", "mean_change", "sd_seeds",
-    "ci_low", "ci_high", "confidence", "statistic", "dof", "alternative", "p_unc", "p_corr", "reject",
-    "p_signflip", "signflip_floor", "seeds_needed", "seed_seed_change", "seed_base_change", "noise_ratio",
+    "ci_low", "ci_high", "confidence", "seed_test", "statistic", "dof", "df_prior", "s2_prior", "alternative",
+    "p_unc", "p_corr", "reject", "p_t", "p_signflip", "signflip_floor", "seeds_needed", "seeds_needed_t",
+    "seeds_needed_moderated", "seed_seed_change", "seed_base_change", "noise_ratio",
     "min_change", "p_exceeds", "p_exceeds_corr", "exceeds", "p_equivalent", "p_equivalent_corr", "unchanged",
     "correction", "family", "alpha",
 )
@@ -111,6 +116,7 @@ def seed_change_tests(
     confidence: float = 0.95,
     min_change: float | None = None,
     min_change_scale: str = "score",
+    seed_test: str = "moderated_t",
 ) -> pd.DataFrame:
     """Tests of "fine-tuning on this task moves this head", seeds as replicates, per (dataset, role, layer, head).
 
@@ -124,12 +130,19 @@ def seed_change_tests(
         As in the comparison (``compare:``); the family's ``model`` is the group.
     min_change, min_change_scale
         The margin (:func:`headstats.stats.seeds.margin_for`); None: no margin tests (NaN columns).
+    seed_test : {"moderated_t", "t"}
+        The per-cell test (and margin tests): the moderated t (:func:`headstats.stats.seeds.moderated_t_over_seeds`,
+        the prior fitted over all cells of the group: ``df_prior``, ``s2_prior``) or the plain t over seeds.
 
     Returns
     -------
     DataFrame
-        :data:`SEED_CHANGE_COLUMNS`. ``reject``: the t-test over seeds rejects after correction (the change
-        is beyond seed noise); ``exceeds``: its margin test rejects after correction (beyond noise and
+        :data:`SEED_CHANGE_COLUMNS`. ``p_unc``, ``statistic``, ``dof``, the interval: ``seed_test``'s;
+        ``p_t``: the plain t's p-value (NaN when all seeds are equal). ``seeds_needed``: the fewest seeds whose
+        sign-flip floor is below the corrected level; ``seeds_needed_t``, ``seeds_needed_moderated``: the
+        fewest seeds with which the t and the moderated t (with this group's ``df_prior``) have 80 % power
+        at a mean change of one run-to-run sd, at the corrected level of the family's smallest p-value.
+        ``reject``: the test over seeds rejects after correction (the change is beyond seed noise); ``exceeds``: its margin test rejects after correction (beyond noise and
         beyond the margin); ``unchanged``: the TOST rejects after correction (shown to stay within the
         margin). ``seed_seed_change`` is the mean over pairs of seeds of ``|m_s - m_t|``,
         ``seed_base_change`` the mean over seeds of ``|m_s|``, ``noise_ratio`` their ratio.
@@ -141,7 +154,10 @@ def seed_change_tests(
     n_inputs = changes.groupby(CELL, observed=True)["n"].min().reindex(wide.index).to_numpy()
     base_mean = changes.groupby(CELL, observed=True)["base_mean"].mean().reindex(wide.index).to_numpy()
     k = values.shape[0]
-    t = t_over_seeds(values, alternative=alternative, confidence=confidence)
+    if seed_test not in SEED_TESTS:
+        raise HeadstatsError(f"compare: seed_test must be one of {', '.join(SEED_TESTS)}, not {seed_test!r}")
+    t = SEED_TESTS[seed_test](values, alternative=alternative, confidence=confidence)
+    plain = t if seed_test == "t" else t_over_seeds(values, alternative=alternative)
     out = cells.copy()
     out.insert(0, "group", group)
     out["n_seeds"] = t["n_seeds"].astype(int)
@@ -150,8 +166,11 @@ def seed_change_tests(
     out["mean_change"] = t["mean"]
     out["sd_seeds"] = t["sd"]
     out["ci_low"], out["ci_high"], out["confidence"] = t["ci_low"], t["ci_high"], confidence
+    out["seed_test"] = seed_test
     out["statistic"], out["dof"], out["alternative"] = t["statistic"], t["dof"], alternative
+    out["df_prior"], out["s2_prior"] = t.get("df_prior", np.nan), t.get("s2_prior", np.nan)
     out["p_unc"] = t["p"]
+    out["p_t"] = plain["p"]
     keys = out.rename(columns={"group": "model"})
     labels = family_labels(keys, list(family))
     out["p_corr"], _ = correct_within_families(out["p_unc"], labels, correction=correction, alpha=alpha)
@@ -159,15 +178,22 @@ def seed_change_tests(
     out["p_signflip"] = signflip_over_seeds(values, alternative=alternative)
     out["signflip_floor"] = signflip_floor(k, alternative)
     m_family = labels.map(labels.value_counts()).to_numpy()
-    out["seeds_needed"] = [seeds_needed(alpha=alpha, m=int(m), correction=correction, alternative=alternative)
-                           for m in m_family]
+    need = {}
+    for m in np.unique(m_family):
+        common = {"alpha": alpha, "m": int(m), "correction": correction, "alternative": alternative}
+        need[m] = (seeds_needed(**common), seeds_needed(**common, test="t"),
+                   seeds_needed(**common, test="moderated_t", df_prior=float(t["df_prior"]))
+                   if seed_test == "moderated_t" else np.nan)
+    out["seeds_needed"] = [need[m][0] for m in m_family]
+    out["seeds_needed_t"] = [need[m][1] for m in m_family]
+    out["seeds_needed_moderated"] = [need[m][2] for m in m_family]
     out["seed_seed_change"] = pairwise_mean_abs(values)
     out["seed_base_change"] = np.nanmean(np.abs(values), 0) if k else np.nan
     with np.errstate(invalid="ignore", divide="ignore"):
         out["noise_ratio"] = out["seed_seed_change"] / out["seed_base_change"]
     if min_change is not None:
         delta = margin_for(base_mean, min_change=min_change, scale=min_change_scale)
-        margin = margin_tests(values, delta)
+        margin = margin_tests(values, delta, test=seed_test)
         out["min_change"] = delta
         out["p_exceeds"] = margin["p_exceeds"]
         out["p_exceeds_corr"], _ = correct_within_families(margin["p_exceeds"], labels, correction=correction,
@@ -265,9 +291,10 @@ def layer_change(
                     else "mean relative |change| of role scores")
             claims.append({
                 "group": group, "dataset": ds, "claim": "later layers change most", "measure": measure,
-                "test": f"per-seed OLS slope of ({what}) over layer index; one-sided t-test over seeds, H1 slope > 0",
+                "test": f"per-seed OLS slope of ({what}) over layer index; exact one-sided sign-flip test over "
+                        "seeds, H1 slope > 0 (interval: t over seeds)",
                 "estimate": res["mean"], "ci_low": res["ci_low"], "ci_high": res["ci_high"],
-                "statistic": res["statistic"], "dof": res["dof"], "p": res["p"],
+                "statistic": res["statistic"], "dof": res["dof"], **_signflip_claim(res["slopes"], "greater", res["p"]),
                 "detail": f"slopes per seed {', '.join(f'{s:.3g}' for s in res['slopes'])}; layer that changed "
                           f"most per seed: {', '.join(map(str, top))}",
             })
@@ -302,6 +329,7 @@ def special_mass_change(
             delta = per - base_layer.loc[target].reindex(layers).to_numpy(float)[None, :]
             overall = np.nanmean(delta, axis=1)[:, None]
             res = t_over_seeds(np.hstack([delta, overall]), alternative=alt, confidence=confidence)
+            flip = signflip_test(np.hstack([delta, overall]), alternative=alt)
             p_layers = res["p"][:-1]
             p_corr, _ = correct_within_families(p_layers, np.zeros(len(layers)), correction=correction, alpha=alpha)
             for j, layer in enumerate([*layers, -1]):
@@ -312,6 +340,7 @@ def special_mass_change(
                              "ci_high": res["ci_high"][j], "statistic": res["statistic"][j], "dof": res["dof"][j],
                              "alternative": alt, "p_unc": res["p"][j],
                              "p_corr": p_corr[j] if j < len(layers) else res["p"][j],
+                             "p_signflip": flip["p"][j], "signflip_floor": flip["floor"][j],
                              "correction": correction if j < len(layers) else "none (one test)"})
     table = pd.DataFrame(rows)
     if table.empty:
@@ -329,11 +358,12 @@ def special_mass_change(
             "group": group, "dataset": ds, "claim": "attention to [SEP] falls and spreads to the other tokens",
             "measure": "attention mass",
             "test": "per seed and layer, mean over heads of the mass on [SEP] (and on other tokens) minus the "
-                    "base's; one-sided t-tests over seeds (SEP < 0, other > 0) on the mean over layers; per "
-                    f"layer with {correction} over layers",
+                    "base's; exact one-sided sign-flip tests over seeds (SEP < 0, other > 0) on the mean over "
+                    f"layers, the larger p; per layer t-tests over seeds with {correction} over layers",
             "estimate": float(s_all["mean_change"]), "ci_low": float(s_all["ci_low"]), "ci_high": float(s_all["ci_high"]),
             "statistic": float(s_all["statistic"]), "dof": float(s_all["dof"]),
-            "p": float(max(s_all["p_unc"], o_all["p_unc"])),
+            **_signflip_claim(None, None, float(max(s_all["p_unc"], o_all["p_unc"])),
+                              p=float(max(s_all["p_signflip"], o_all["p_signflip"])), floor=float(s_all["signflip_floor"])),
             "detail": f"[SEP] mass change {s_all['mean_change']:+.3f} (p {s_all['p_unc']:.3g}), other tokens "
                       f"{o_all['mean_change']:+.3f} (p {o_all['p_unc']:.3g}); both in layers: "
                       f"{', '.join(map(str, both)) if both else 'none'}",
@@ -390,13 +420,14 @@ def seed_transitions(
             net = arr[:, 0] - before.sum()
             alt = "less" if role.startswith("delimiter") else "greater" if role.startswith("syntactic") else "two-sided"
             res = t_over_seeds(net, alternative=alt, confidence=confidence)
+            flip = signflip_test(net, alternative=alt)
             rows.append({"group": group, "dataset": ds, "role": role, "n_heads": len(rb), "before": int(before.sum()),
                          "after_mean": arr[:, 0].mean(), "gained_mean": arr[:, 1].mean(),
                          "lost_mean": arr[:, 2].mean(), "net_mean": float(res["mean"][0]),
                          "net_sd": float(res["sd"][0]), "net_per_seed": " ".join(f"{v:+.0f}" for v in net),
                          "ci_low": float(res["ci_low"][0]), "ci_high": float(res["ci_high"][0]),
                          "statistic": float(res["statistic"][0]), "dof": float(res["dof"][0]), "alternative": alt,
-                         "p": float(res["p"][0])})
+                         "p_t": float(res["p"][0]), "p": float(flip["p"][0]), "signflip_floor": float(flip["floor"][0])})
     table = pd.DataFrame(rows)
     for row in rows:
         if row["role"] in (DELIMITER, SYNTACTIC):
@@ -405,10 +436,11 @@ def seed_transitions(
                 "group": group, "dataset": row["dataset"],
                 "claim": "delimiter heads are lost" if lost else "syntactic heads are gained",
                 "measure": "role assignment",
-                "test": f"per seed, heads holding any {row['role'].split()[0]} role after minus before; one-sided "
-                        f"t-test over seeds, H1 net {'< 0' if lost else '> 0'}",
+                "test": f"per seed, heads holding any {row['role'].split()[0]} role after minus before; exact "
+                        f"one-sided sign-flip test over seeds, H1 net {'< 0' if lost else '> 0'} (interval: t over seeds)",
                 "estimate": row["net_mean"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
-                "statistic": row["statistic"], "dof": row["dof"], "p": row["p"],
+                "statistic": row["statistic"], "dof": row["dof"], "p": row["p"], "p_t": row["p_t"],
+                "signflip_floor": row["signflip_floor"],
                 "detail": f"{row['before']} heads before; net per seed {row['net_per_seed']} (gained "
                           f"{row['gained_mean']:.1f}, lost {row['lost_mean']:.1f} on average)",
             })
@@ -416,11 +448,22 @@ def seed_transitions(
 
 
 CLAIM_COLUMNS = ("group", "dataset", "claim", "measure", "test", "estimate", "ci_low", "ci_high", "statistic",
-                 "dof", "p", "alpha", "holds", "detail")
+                 "dof", "p", "signflip_floor", "p_t", "alpha", "holds", "detail")
+
+
+def _signflip_claim(values, alternative: str | None, p_t: float, *, p: float | None = None,
+                    floor: float | None = None) -> dict[str, float]:
+    """The p-value of a claim over seeds: the exact sign-flip test of the per-seed values (its floor
+    ``1/2^k`` one-sided: no claim over 3 seeds can reach 0.05), beside the t-test's ``p_t``."""
+    if p is None:
+        flip = signflip_test(np.asarray(values, dtype=float), alternative=alternative)
+        p, floor = float(flip["p"][0]), float(flip["floor"][0])
+    return {"p": p, "signflip_floor": floor, "p_t": p_t}
 
 
 def claims_table(claims: list[dict], alpha: float) -> pd.DataFrame:
-    """The claim rows with ``alpha`` and ``holds = p < alpha`` (each claim is one pre-specified hypothesis)."""
+    """The claim rows with ``alpha`` and ``holds = p <= alpha`` (each claim is one pre-specified hypothesis; ``p``
+    is the exact sign-flip test's, so no claim holds when its ``signflip_floor`` exceeds alpha)."""
     out = pd.DataFrame(claims, columns=[c for c in CLAIM_COLUMNS if c not in ("alpha", "holds")])
     out["alpha"] = alpha
     out["holds"] = reject(out["p"].to_numpy(float), alpha) if len(out) else pd.Series(dtype=bool)
@@ -455,7 +498,7 @@ def replicate_comparison(
     tables = {"seed_changes": seed_change_tests(
         changes, group, alternative=spec.alternative, correction=spec.correction, family=tuple(spec.family),
         alpha=alpha, confidence=spec.confidence, min_change=getattr(spec, "min_change", None),
-        min_change_scale=getattr(spec, "min_change_scale", "score"))}
+        min_change_scale=getattr(spec, "min_change_scale", "score"), seed_test=getattr(spec, "seed_test", "moderated_t"))}
     tables["seed_per_seed"] = changes.assign(group=group)
     if metrics is not None:
         tables["seed_metrics"] = seed_metrics(metrics, {group: members}, seeds)
@@ -498,6 +541,13 @@ def _per_layer_counts(frame: pd.DataFrame, n_layers: int) -> str:
     return ", ".join(f"{layer}: {int(n)}" for layer, n in counts.items())
 
 
+def _test_words(part: pd.DataFrame) -> str:
+    """``moderated t (prior df 4.2)`` or ``t-test``: the per-cell test of a seed_changes block, in words."""
+    if "seed_test" in part and part["seed_test"].iloc[0] == "moderated_t":
+        return f"empirical-Bayes moderated t, prior df {float(part['df_prior'].iloc[0]):.3g},"
+    return "t-test"
+
+
 def seeds_markdown(tables: Mapping[str, pd.DataFrame], *, top_k: int = 12) -> str:
     """The answer per replicate group and data set, first: which heads changed beyond seed noise (and beyond
     the margin), which are shown unchanged, and whether each of the paper's claims holds, with its test.
@@ -529,8 +579,8 @@ def seeds_markdown(tables: Mapping[str, pd.DataFrame], *, top_k: int = 12) -> st
         moved = part[part["reject"]].sort_values("p_corr")
         lines.append(
             f"- **Beyond seed noise**: {len(moved)} of {n_cells} head x role changes, in "
-            f"{moved[['layer', 'head']].drop_duplicates().shape[0]} of {n_heads_all} heads (t-test over {k} seeds "
-            f"of each seed's mean paired change, {corr} over the family, alpha {alpha:g}); heads per layer: "
+            f"{moved[['layer', 'head']].drop_duplicates().shape[0]} of {n_heads_all} heads ({_test_words(part)} "
+            f"over {k} seeds of each seed's mean paired change, {corr} over the family, alpha {alpha:g}); heads per layer: "
             f"{_per_layer_counts(moved, n_layers)}.")
         has_margin = part["min_change"].notna().any()
         if has_margin:
@@ -563,6 +613,12 @@ def seeds_markdown(tables: Mapping[str, pd.DataFrame], *, top_k: int = 12) -> st
         fam_m = int(part["family"].value_counts().max())
         lines.append("- What the seeds can show: " + describe_floor(k, alpha=alpha, m=fam_m, correction=corr,
                                                                      alternative=part["alternative"].iloc[0]) + ".")
+        if "seeds_needed_t" in part:
+            need_m = part["seeds_needed_moderated"].iloc[0]
+            lines.append(f"- Seeds needed at {corr}'s level over {fam_m} tests: {int(part['seeds_needed'].iloc[0])} "
+                         f"for the exact sign-flip test to reach it at all; {int(part['seeds_needed_t'].iloc[0])} for "
+                         "80 % power of the t-test against a mean change of one run-to-run sd"
+                         + (f", {int(need_m)} for the moderated t" if np.isfinite(need_m) else "") + ".")
         claims = tables.get("claims")
         if claims is not None and len(claims):
             c = claims[(claims["group"] == group) & (claims["dataset"] == ds)]

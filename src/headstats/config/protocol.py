@@ -271,6 +271,9 @@ class CompareSpec(StrictModel):
     #: seeds, heads are tested to exceed it and to stay within it (TOST). None: no margin tests.
     min_change: Float | None = Field(None, gt=0)
     min_change_scale: Literal["score", "share"] = "score"
+    #: With seeds, the per-cell test over seeds: ``moderated_t`` (limma's empirical-Bayes t, which borrows the
+    #: seed-to-seed variance of all cells; Smyth 2004) or ``t`` (the plain one-sample t over seeds).
+    seed_test: Literal["moderated_t", "t"] = "moderated_t"
 
 
 def replicate_name(name: str, seed: int) -> str:
@@ -465,6 +468,28 @@ def printable(text: object) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
+def known_keys(loc: tuple, model: type = None) -> list[str]:
+    """The keys the protocol's schema allows at ``loc`` (a pydantic error location such as ``("scoring",)`` or
+    ``("datasets", 0, "glue")``); empty when the place is not a section."""
+    import typing
+
+    from pydantic import BaseModel
+
+    def sections(annotation) -> list:
+        """The pydantic models an annotation can hold (through Optional, list, dict, Union and Annotated)."""
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return [annotation]
+        return [m for arg in typing.get_args(annotation) for m in sections(arg)]
+
+    current = [model or Protocol]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        found = [m.model_fields[part].annotation for m in current if part in m.model_fields]
+        current = [m for annotation in found for m in sections(annotation)]
+    return sorted({key for m in current for key in m.model_fields})
+
+
 def validation_message(exc: ValidationError, *, what: str = "protocol") -> str:
     """One line for the first problem of a pydantic ``ValidationError``: where it is and what to do.
 
@@ -476,7 +501,10 @@ def validation_message(exc: ValidationError, *, what: str = "protocol") -> str:
     if not err["loc"] and err["type"] == "value_error":  # a check of the whole protocol: its message says where
         return f"invalid {what}: {printable(err['msg'].removeprefix('Value error, '))}"
     if err["type"] == "extra_forbidden":
-        return f"unknown key '{where}' in {what}; remove it or check its spelling"
+        from headstats.registry import did_you_mean
+
+        guess = did_you_mean(err["loc"][-1], known_keys(err["loc"][:-1]))
+        return f"unknown key '{where}' in {what}" + (guess or "; remove it or check its spelling")
     if err["type"] == "missing":
         return f"{what} is missing the required key '{where}'"
     msg = printable(err["msg"].removeprefix("Value error, "))

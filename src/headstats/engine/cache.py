@@ -31,8 +31,10 @@ folder, flushed and fsynced, then renamed over the final name), so a ``kill -9``
 or none. Entries are pickles: the cache folder must be as trusted as the code (it is your own ``~/.cache``);
 the key check guards against accidents (copies, swaps), not against someone who writes pickles on purpose.
 
-:meth:`StateCache.prune` and :meth:`StateCache.clear` remove only files that carry the marker (and empty
-sub-folders they leave behind); anything else in the folder is left alone.
+:meth:`StateCache.prune` removes only files that carry the marker (and empty sub-folders they leave behind),
+and fine-tuned checkpoints (``<root>/checkpoints``, written there by
+:func:`headstats.model.finetune.cached_finetune`) that headstats wrote and that hold nothing else; anything
+else in the folder is left alone.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from headstats.folders import CHECKPOINTS, default_cache_root, is_headstats_output, manifest_of
+
 #: First line of every cache file.
 MARKER = b"HEADSTATS-STATE-CHUNK\n"
 FORMAT = 2
@@ -59,15 +63,6 @@ _ENTRY = re.compile(r"^[0-9a-f]{64}\.hsc$")
 _SUBDIR = re.compile(r"^[0-9a-f]{2}$")
 #: Tag that backup tools (and ``tar --exclude-caches``) recognise: https://bford.info/cachedir/
 CACHEDIR_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# headstats state cache (collector states by chunk)\n"
-
-
-def default_cache_root() -> Path:
-    """``$HEADSTATS_CACHE_DIR``, else ``$XDG_CACHE_HOME/headstats``, else ``~/.cache/headstats``."""
-    env = os.environ.get("HEADSTATS_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "headstats"
 
 
 def resolve_cache_root(cli: str | Path | None = None, protocol: str | Path | None = None) -> Path:
@@ -138,11 +133,16 @@ class CacheInfo:
     partial: int
     oldest: float | None
     newest: float | None
+    #: Fine-tuned checkpoints under ``<root>/checkpoints`` and their size.
+    checkpoints: int = 0
+    checkpoint_bytes: int = 0
 
     def lines(self) -> list[str]:
         when = lambda t: time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) if t else "-"  # noqa: E731
         return [f"cache folder: {self.root}",
                 f"chunks: {self.entries} ({self.bytes / 2**20:.1f} MiB)",
+                f"checkpoints: {self.checkpoints} ({self.checkpoint_bytes / 2**20:.1f} MiB, in "
+                f"{self.root / CHECKPOINTS})",
                 f"oldest: {when(self.oldest)}   newest: {when(self.newest)}",
                 f"unfinished writes: {self.partial}"]
 
@@ -258,8 +258,27 @@ class StateCache:
                 elif _TEMP.match(path.name):
                     yield path, False
 
+    def checkpoints(self) -> list[tuple[Path, float, int]]:
+        """``(folder, last used, bytes)`` of each fine-tuned checkpoint under ``<root>/checkpoints``: folders
+        that headstats wrote as a checkpoint and that hold nothing else (anything else there is left alone).
+        A checkpoint's last use is its ``COMPLETE`` marker's time, which a reuse refreshes."""
+        folder = self.root / CHECKPOINTS
+        if not folder.is_dir():
+            return []
+        out = []
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith(".") or not is_headstats_output(path):
+                continue
+            if (manifest_of(path) or {}).get("kind") != "headstats finetune":
+                continue
+            files = [p for p in path.rglob("*") if p.is_file() and not p.is_symlink()]
+            marker = path / "COMPLETE"
+            used = marker.stat().st_mtime if marker.is_file() else path.stat().st_mtime
+            out.append((path, used, sum(p.stat().st_size for p in files)))
+        return out
+
     def info(self) -> CacheInfo:
-        """Count the entries (files that carry the marker), their size, and unfinished writes."""
+        """Count the entries (files that carry the marker), their size, unfinished writes and checkpoints."""
         entries = size = partial = 0
         times: list[float] = []
         for path, is_entry in self._files():
@@ -272,35 +291,55 @@ class StateCache:
                 times.append(stat.st_mtime)
             else:
                 partial += 1
-        return CacheInfo(self.root, entries, size, partial, min(times, default=None), max(times, default=None))
+        checkpoints = self.checkpoints()
+        return CacheInfo(self.root, entries, size, partial, min(times, default=None), max(times, default=None),
+                         len(checkpoints), sum(size for _, _, size in checkpoints))
 
     def prune(self, *, older_than_days: float | None = None, max_bytes: int | None = None,
               everything: bool = False) -> tuple[int, int]:
-        """Remove entries: all (``everything``), those not used for ``older_than_days``, then the least
-        recently used until at most ``max_bytes`` remain. Unfinished writes are always removed.
+        """Remove entries and checkpoints: all (``everything``), those not used for ``older_than_days``, then the
+        least recently used until at most ``max_bytes`` remain. Unfinished writes are always removed.
 
-        Only files that carry the marker are removed. Returns (files removed, bytes freed).
+        Only files that carry the marker, and checkpoint folders that headstats wrote and that hold nothing
+        else (:meth:`checkpoints`), are removed. Returns (files and checkpoints removed, bytes freed).
         """
+        import shutil
+
         now = time.time()
         removed = freed = 0
         kept: list[tuple[float, int, Path]] = []
+        old = lambda used: older_than_days is not None and now - used > older_than_days * 86400  # noqa: E731
+
+        def remove(path: Path) -> bool:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+                return not path.exists()
+            return _unlink(path)
+
         for path, is_entry in self._files():
             if not _is_ours(path, allow_empty=not is_entry):
                 continue
             stat = path.stat()
-            old = older_than_days is not None and now - max(stat.st_atime, stat.st_mtime) > older_than_days * 86400
-            if everything or not is_entry or old:
+            used = max(stat.st_atime, stat.st_mtime)
+            if everything or not is_entry or old(used):
                 if _unlink(path):
                     removed += 1
                     freed += stat.st_size
             else:
-                kept.append((max(stat.st_atime, stat.st_mtime), stat.st_size, path))
+                kept.append((used, stat.st_size, path))
+        for path, used, size in self.checkpoints():
+            if everything or old(used):
+                if remove(path):
+                    removed += 1
+                    freed += size
+            else:
+                kept.append((used, size, path))
         if max_bytes is not None:
             total = sum(size for _, size, _ in kept)
             for _, size, path in sorted(kept):
                 if total <= max_bytes:
                     break
-                if _unlink(path):
+                if remove(path):
                     removed += 1
                     freed += size
                     total -= size

@@ -77,6 +77,28 @@ def length_sorted_batches(inputs: Sequence[EncodedInput], batch_size: int, *,
     return batches
 
 
+def progress_order(n: int) -> list[int]:
+    """An order in which to run ``n`` length-sorted batches (longest first) so that the time left is right
+    early: the longest first (a batch that does not fit in memory fails at once), then at every prefix a
+    spread of the lengths, at the van der Corput fractions 1/2, 1/4, 3/4, 1/8, ... of the batch list.
+
+    Run longest first, the first batches are the slowest per input, and a time left extrapolated from them
+    was about twice the true one; in this order the second batch is the median one, and the rate over any
+    prefix is near the rate of the whole pass. The batches themselves, and each input's numbers, do not change.
+    """
+    if n <= 0:
+        return []
+    order, seen = [], set()
+    bits = max(1, (n - 1).bit_length())
+    for k in range(2 ** (bits + 1)):
+        fraction = int(format(k, f"0{bits + 1}b")[::-1], 2) / 2 ** (bits + 1)  # van der Corput, base 2
+        index = int(fraction * n)
+        if index not in seen:
+            seen.add(index)
+            order.append(index)
+    return order + [i for i in range(n) if i not in seen]
+
+
 def inputs_per_batch(longest: int, batch_size: int, max_cells: int | None) -> int:
     """How many inputs a batch whose longest input has ``longest`` pieces takes:
     ``min(batch_size, max(1, floor(max_cells / longest^2)))`` (``batch_size`` when ``max_cells`` is None)."""

@@ -35,7 +35,7 @@ from headstats.model.encoding import EncodedInput, encode_records
 from headstats.engine.batch import BatchView, forward_view
 from headstats.engine.collector import Collector, Context
 from headstats.errors import HeadstatsError, IncompatibleResultsError
-from headstats.engine.forward import length_sorted_batches
+from headstats.engine.forward import length_sorted_batches, progress_order
 from headstats.inputs.records import Record
 from headstats.engine.cache import digest, records_digest
 from headstats.model.loading import LoadedModel, tokenizer_fingerprint
@@ -181,7 +181,8 @@ def feed(
     pairs = [job for job in jobs if job.is_pair]
     kept = {m for job in pairs for m in job.models}
     passes = 0
-    for items in length_sorted_batches(inputs, batch_size, max_cells=max_cells):
+    batches = length_sorted_batches(inputs, batch_size, max_cells=max_cells)
+    for items in (batches[i] for i in progress_order(len(batches))):  # the time left is right early
         views: dict[str, BatchView] = {}
         with torch.inference_mode():
             for m in needed:

@@ -380,6 +380,12 @@ def glue_file(task: str, split: str = "dev", root: str | Path | None = None) -> 
     return folder / f"{gtask.splits[split]}.tsv"
 
 
+def tsv_rows(path: str | Path) -> int:
+    """Rows of a GLUE TSV file (non-empty lines after the header), counted without parsing."""
+    with open(path, "rb") as handle:
+        return max(0, sum(1 for line in handle if line.strip()) - 1)
+
+
 def available_splits(task: str, root: str | Path | None = None) -> list[str]:
     """The splits of a task that exist as files under a GLUE root (all of them when reading ``datasets``)."""
     gtask = get_task(task)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from headstats.errors import DataError, HeadstatsError
 from headstats.inputs.filters import PARSE_PREFIX
+from headstats.registry import did_you_mean
 from headstats.inputs.records import Record, Word
 
 if TYPE_CHECKING:  # spaCy is imported lazily: it is slow to import and only raw text needs it
@@ -184,8 +185,9 @@ def normalize_relation_name(name: str, *, strict: bool = True) -> str:
     canonical = canonical_relation(name)
     if strict and canonical not in CANONICAL_RELATIONS:
         known = ", ".join(sorted(CANONICAL_RELATIONS))
+        guess = did_you_mean(name, sorted(CANONICAL_RELATIONS))
         raise HeadstatsError(
-            f"unknown dependency relation {name!r}: use a spaCy English or UD label (known: {known})"
+            f"unknown dependency relation {name!r}{guess} (use a spaCy English or UD label: {known})"
         )
     return canonical
 
@@ -354,23 +356,45 @@ def clean_text(text: str) -> str:
     return " ".join(CLEAN_PATTERN.findall(text))
 
 
-def first_occurrence_pieces(words: Sequence[Word], pieces: Sequence[str], tokenize: Callable[[str], list[str]]
-                            ) -> list[tuple[int, ...]]:
-    """The published code's word -> piece lookup: each word's pieces where they first occur.
+def first_occurrence_pieces(words: Sequence[Word], pieces: Sequence[str], tokenize: Callable[[str], list[str]],
+                            offset: int = 0) -> list[tuple[int, ...]]:
+    """The published code's word -> piece lookup (METHODS 1.6 (b)): each piece of a word located on its own.
 
-    For every word, ``tokenize(word.text)`` is searched in ``pieces`` (the pieces of the cleaned copy) and the
-    positions of its first occurrence are returned (0-based within the side); a word whose pieces never occur
-    gets ``()``. A repeated word gets the pieces of its first occurrence, and positions count pieces of the
-    cleaned copy, so they shift after any dropped punctuation when laid on the original text's pieces.
+    For every word, each piece of ``tokenize(word.text)`` is looked up in ``pieces`` by itself, at its first
+    occurrence (``pieces.index(piece)``, as ``dataset.get_data_for_pred`` of ``syntactic_score.ipynb`` does),
+    plus ``offset``. The positions are not a contiguous run: a repeated word gets the pieces of its first
+    occurrence, a piece such as ``##s`` is found in whichever word holds it first, and a word whose pieces
+    repeat gets the same position twice (it then weighs twice in the arc's means). A word one of whose
+    pieces never occurs, or with no piece at all, gets ``()``.
+
+    Parameters
+    ----------
+    words : sequence of Word
+    pieces : sequence of str
+        Where to look: for side A of the published code the whole ``CLS A SEP B SEP`` piece list of the
+        cleaned copies, for side B the pieces of B alone (then ``offset = len(A) + 2``).
+    tokenize : callable
+        The model's ``tokenizer.tokenize``.
+    offset : int, default 0
+        Added to every position found.
     """
-    pieces = list(pieces)
+    first: dict[str, int] = {}
+    for position, piece in enumerate(pieces):
+        first.setdefault(piece, position)
     out = []
     for word in words:
         target = tokenize(word.text)
-        k = len(target)
-        found = next((i for i in range(len(pieces) - k + 1) if k and pieces[i:i + k] == target), None)
-        out.append(() if found is None else tuple(range(found, found + k)))
+        found = [first.get(piece) for piece in target]
+        out.append(tuple(offset + p for p in found) if target and None not in found else ())
     return out
+
+
+def published_arc_kept(dependent: str, head: str, cleaned: str) -> bool:
+    """Whether the published code keeps an arc (``get_distance`` of ``syntactic_score.ipynb``, METHODS 1.6 (a)):
+    both word texts are whitespace tokens of the cleaned side, so the arcs of words spaCy split off a
+    token (``n't``, ``'s``) and of the token's remainder (``do``, ``world``) are dropped."""
+    tokens = cleaned.split()
+    return dependent in tokens and head in tokens
 
 
 def parse_records(

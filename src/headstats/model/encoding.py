@@ -56,6 +56,11 @@ class EncodedInput:
     arcs : list of Arc
         Arcs whose both ends have pieces in the (possibly truncated) sequence.
     truncated : bool
+    arc_length : int or None
+        The sequence length n of the arc scores (METHODS 1.3): each dependent row is summed over its first n
+        keys and divided by n. None: the input's length. The published code's lookup
+        (``scoring.alignment: first_occurrence``) sets the length of the cleaned copy's pieces, capped at the
+        maximum length (METHODS 1.6 (c)).
     """
 
     index: int
@@ -70,6 +75,7 @@ class EncodedInput:
     word_pieces: list[tuple[int, ...]] = field(default_factory=list)
     arcs: list[Arc] = field(default_factory=list)
     truncated: bool = False
+    arc_length: int | None = None
 
     @property
     def length(self) -> int:
@@ -131,19 +137,51 @@ def align_words(
     return pieces
 
 
-def _first_occurrence(words, cleaned: str, tokenizer: Any, sequence_ids: list[int | None], side: int
-                      ) -> list[tuple[int, ...]]:
-    """Pieces of each word as the published code found them: by first occurrence among the pieces of the cleaned
-    copy, counted from the side's first piece of the model's input, and kept only where that input has a piece
-    of the side (:func:`headstats.inputs.parsing.first_occurrence_pieces`)."""
-    from headstats.inputs.parsing import first_occurrence_pieces
+def _published_alignment(record: Record, cleaned: tuple[str, str | None], tokenizer: Any, *, length: int,
+                         max_length: int, notes: Counter) -> tuple[list[tuple[int, ...]], list[Arc], int]:
+    """Word pieces, arcs and arc length as ``syntactic_score.ipynb`` of Pande et al. finds them (METHODS 1.6).
 
-    positions = [i for i, s in enumerate(sequence_ids) if s == side]
-    if not positions:
-        return [() for _ in words]
-    start, stop = positions[0], positions[-1]
-    relative = first_occurrence_pieces(words, tokenizer.tokenize(cleaned), tokenizer.tokenize)
-    return [tuple(start + p for p in rel if start + p <= stop) for rel in relative]
+    The words index into the cleaned copies ``cleaned`` (``(a, b)``), whose pieces make the published code's
+    sequence ``CLS A SEP B SEP``. Each piece of a word is found on its own at its first occurrence (side A in
+    that whole sequence, side B among B's pieces, shifted by ``len(A) + 2``;
+    :func:`headstats.inputs.parsing.first_occurrence_pieces`); an arc is kept when both its words have pieces,
+    both texts are whitespace tokens of the cleaned side (:func:`~headstats.inputs.parsing.published_arc_kept`)
+    and every position is below ``max_length``. The arc length is that of the cleaned sequence, capped at
+    ``max_length``: the scores cut the rows there and divide by it. An arc with a position the model's input
+    does not reach (the cleaned copy has more pieces than the text; the notebooks read a padded row there) is
+    dropped and counted in ``notes["arcs_dropped_beyond_input"]``. ``word_pieces`` keeps, per word, its
+    positions inside the model's input.
+    """
+    from headstats.inputs.parsing import first_occurrence_pieces, published_arc_kept
+
+    side_a = tokenizer.tokenize(cleaned[0])
+    side_b = tokenizer.tokenize(cleaned[1]) if record.is_pair else []
+    sequence = ["CLS", *side_a, "SEP", *side_b, "SEP"] if record.is_pair else ["CLS", *side_a, "SEP"]
+    word_pieces: list[tuple[int, ...]] = []
+    arcs: list[Arc] = []
+    for side, words in ((0, record.words_a), (1, record.words_b)):
+        if not words:
+            continue
+        if side == 0:
+            pieces = first_occurrence_pieces(words, sequence, tokenizer.tokenize)
+        else:
+            pieces = first_occurrence_pieces(words, side_b, tokenizer.tokenize, offset=len(side_a) + 2)
+        word_pieces.extend(tuple(sorted({p for p in ps if p < length})) for ps in pieces)
+        for word, dep in zip(words, pieces):
+            if word.head < 0:
+                continue
+            head = pieces[word.head]
+            if not dep or not head:
+                notes["arcs_dropped_no_pieces"] += 1
+            elif not published_arc_kept(word.text, words[word.head].text, cleaned[side]):
+                notes["arcs_dropped_split_token"] += 1
+            elif max(dep + head) >= max_length:
+                notes["arcs_dropped_truncation"] += 1
+            elif max(dep + head) >= length:
+                notes["arcs_dropped_beyond_input"] += 1
+            else:
+                arcs.append(Arc(dep, head, word.deprel))
+    return word_pieces, arcs, min(max_length, len(sequence))
 
 
 def _tokenize(tokenizer: Any, record: Record, **kwargs: Any) -> Any:
@@ -206,14 +244,15 @@ def encode_record(
     offsets = np.asarray(encoding["offset_mapping"], dtype=np.int64).reshape(-1, 2)
     word_pieces: list[tuple[int, ...]] = []
     arcs: list[Arc] = []
+    arc_length = None
     cleaned = record.meta.get("cleaned_text")
+    if cleaned is not None:  # the published code's lookup (METHODS 1.6)
+        word_pieces, arcs, arc_length = _published_alignment(record, cleaned, tokenizer, length=len(input_ids),
+                                                             max_length=max_length, notes=notes)
     for side, words in ((0, record.words_a), (1, record.words_b)):
-        if not words:
+        if not words or cleaned is not None:
             continue
-        if cleaned is not None:  # the published code's lookup (METHODS 1.6)
-            pieces = _first_occurrence(words, cleaned[side], tokenizer, sequence_ids, side)
-        else:
-            pieces = align_words(words, offsets, sequence_ids, side)
+        pieces = align_words(words, offsets, sequence_ids, side)
         word_pieces.extend(pieces)
         for word, dep in zip(words, pieces):
             if word.head < 0:
@@ -241,6 +280,7 @@ def encode_record(
         word_pieces=word_pieces,
         arcs=arcs,
         truncated=truncated,
+        arc_length=arc_length,
     )
 
 

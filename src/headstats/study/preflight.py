@@ -109,7 +109,7 @@ def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: b
     if protocol.data_root is not None:
         inputs.append(Path(protocol.data_root))
     if any(spec.finetune is not None for spec in protocol.models):
-        inputs.append(Path(protocol.cache_dir or ".headstats_cache"))
+        inputs.append(checkpoint_root(protocol, cache_dir))
     if cache_dir is not None:
         # the output's own refusals (/, home, a file, ...) come first: they name the bigger problem
         resolved_out, resolved_cache = Path(target).expanduser().resolve(), Path(cache_dir).expanduser().resolve()
@@ -122,6 +122,16 @@ def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: b
     if cache_dir is not None:
         check_cache_dir(Path(cache_dir))
     return resolved
+
+
+def checkpoint_root(protocol: Protocol, cache_dir: str | Path | None = None) -> Path:
+    """Where the run keeps fine-tuned checkpoints: ``checkpoints/`` under the cache root (``--cache-dir``, the
+    protocol's ``cache_dir``, else :func:`headstats.folders.default_cache_root`), also with ``--no-cache``,
+    which concerns the state chunks only."""
+    from headstats.engine.cache import resolve_cache_root
+    from headstats.folders import CHECKPOINTS
+
+    return resolve_cache_root(cache_dir, protocol.cache_dir) / CHECKPOINTS
 
 
 # ------------------------------------------------------------------------------------------------ values
@@ -261,6 +271,7 @@ def _model_folder(source: str, revision: str | None, what: str, *, checked_befor
                   = lambda source: False) -> Path | None:
     """Check one model source; its local folder, or None for a hub id. ``checked_before(source)``: whether
     this exact folder passed every check in an earlier run (its checks are then skipped)."""
+    from headstats.hub import check_hub_model_available
     from headstats.model.loading import check_model_source, resolve_model_path
 
     if "\0" in source:
@@ -269,6 +280,8 @@ def _model_folder(source: str, revision: str | None, what: str, *, checked_befor
         if not checked_before(source):
             check_model_source(source, revision=revision)
         path, is_local = resolve_model_path(source)
+        if not is_local:
+            check_hub_model_available(path, revision=revision)
     return Path(path) if is_local else None
 
 

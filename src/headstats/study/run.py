@@ -241,9 +241,11 @@ def _training_progress(name: str, log: Log, progress: ProgressFactory, stack: Ex
     return report
 
 
-def build_models(protocol: Protocol, log: Log, progress: ProgressFactory = _no_progress,
-                 ) -> tuple[dict[str, str], dict[str, dict]]:
-    """Resolve every model spec to something ``load_model`` takes, fine-tuning (cached) where asked."""
+def build_models(protocol: Protocol, log: Log, progress: ProgressFactory = _no_progress, *,
+                 cache_dir: str | Path | None = None) -> tuple[dict[str, str], dict[str, dict]]:
+    """Resolve every model spec to something ``load_model`` takes, fine-tuning where asked: checkpoints are
+    kept under ``checkpoints/`` of the cache root (``cache_dir``, the protocol's ``cache_dir``, else
+    ``$HEADSTATS_CACHE_DIR``...), where ``headstats finetune`` puts them too."""
     sources, finetuned = {}, {}
     for spec in protocol.models:
         if spec.finetune is None:
@@ -251,7 +253,9 @@ def build_models(protocol: Protocol, log: Log, progress: ProgressFactory = _no_p
             continue
         from headstats.model.finetune import cached_finetune
 
-        cache = Path(protocol.cache_dir or ".headstats_cache")
+        from headstats.engine.cache import resolve_cache_root
+
+        cache = resolve_cache_root(cache_dir, protocol.cache_dir)
         log(f"fine-tuning (or reusing) {spec.name}: {spec.finetune.base} on {spec.finetune.task}")
         with ExitStack() as stack:
             path = cached_finetune(spec.finetune, cache_dir=cache, data_root=protocol.data_root,
@@ -455,7 +459,7 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
     """The work of :func:`run_study` once its output folder is checked, locked and staged."""
     from headstats.study.comparison import check_comparable
 
-    sources, finetuned = build_models(protocol, log, progress)
+    sources, finetuned = build_models(protocol, log, progress, cache_dir=execution.cache_dir)
     cache = cache_root(protocol, execution)
     check_comparable(protocol, sources, cache=cache)
     data = read_data(protocol, finetuned, log, cache=cache)

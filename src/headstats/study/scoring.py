@@ -43,6 +43,14 @@ class ScoreRun:
         self.array = array
         self.counts = counts or {}
 
+    def __repr__(self) -> str:
+        """At most 15 lines: the array's summary, with the inputs scored and left out."""
+        c = self.counts
+        skipped = ", ".join(f"{n} {why}" for why, n in (c.get("skipped") or {}).items())
+        head = (f"ScoreRun: {c.get('n_scored', self.array.n_inputs):,} of {c.get('n_records', self.array.n_inputs):,} "
+                f"inputs scored" + (f" ({skipped} left out)" if skipped else ""))
+        return "\n".join([head, self.array.summary_text(max_lines=14)])
+
     @cached_property
     def scores(self) -> pd.DataFrame:
         """The long table ``model, dataset, sentence_id, layer, head, role, score`` (built when first asked for)."""
