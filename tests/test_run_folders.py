@@ -119,7 +119,7 @@ def test_a_forged_output_list_never_deletes_the_users_file(sandbox, run):
 
 def test_an_edited_report_is_never_replaced(sandbox, run):
     (run / "report.md").write_text("my own notes on the run")
-    refused(sandbox, report(run), "report.md", "changed since headstats wrote it")
+    refused(sandbox, report(run), "report.md", "changed since headstats wrote")
     refused(sandbox, overwrite(sandbox, run), "report.md")
 
 

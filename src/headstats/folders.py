@@ -147,11 +147,14 @@ def foreign_files(folder: Path) -> list[str] | None:
                                        and f.endswith(LEGACY_SUFFIXES))]
 
 
-def is_headstats_output(folder: str | Path) -> bool:
-    """Whether ``folder`` was written by headstats, holds nothing else, and none of its files changed since."""
+def is_headstats_output(folder: str | Path, *, check_content: bool = True) -> bool:
+    """Whether ``folder`` was written by headstats, holds nothing else, and (``check_content``: every file read
+    and hashed) none of its files changed since."""
     folder = Path(folder)
     if not folder.is_dir() or folder.is_symlink() or foreign_files(folder) != []:
         return False
+    if not check_content:
+        return True
     try:
         return not changed_outputs(folder, manifest_of(folder) or {})
     except OutputError:
@@ -567,6 +570,58 @@ def output_file_list(folder: str | Path) -> list[str]:
     """Every file below ``folder`` as relative POSIX paths (what a manifest lists as written by headstats)."""
     folder = Path(folder)
     return [f for f in _files_below(folder) if f != STAGING_MARKER]
+
+
+def replace_outputs(folder: str | Path, stage: str | Path, manifest: dict, *,
+                    removable=lambda rel: True) -> tuple[list[str], list[str]]:
+    """Move every file of ``stage`` into ``folder`` and delete the files that ``manifest`` lists, that
+    ``removable(rel)`` accepts and that ``stage`` no longer holds: only files headstats can prove it wrote
+    (:func:`unchanged_outputs`) are replaced or deleted. ``manifest``'s ``output_files`` and ``output_sha256`` are
+    updated in place (the caller writes it).
+
+    Everything is checked before anything changes: a path the manifest lists out of the folder or through a
+    symbolic link, a ``figures/`` that is a link, or a file to be replaced that is not as headstats wrote it
+    stops with an :class:`OutputError` and nothing moved. A stale file that is not as headstats wrote it (edited,
+    or named by a manifest that is not the folder's own) is left alone, dropped from the listing and returned.
+
+    Returns
+    -------
+    (removed, left)
+        Stale files deleted, and stale files left alone.
+    """
+    folder, stage = Path(folder), Path(stage)
+    listed = manifest.get(FILES_KEY)
+    if not isinstance(listed, list):
+        raise OutputError(f"the manifest of {str(folder)!r} lists no output files; rerun `headstats run`")
+    named_by = f"the manifest of {str(folder)!r}"
+    for rel in listed:
+        member_path(folder, rel, named_by=named_by)
+    proven = unchanged_outputs(folder, manifest)
+    new_files = output_file_list(stage)
+    targets = {rel: member_path(folder, rel, named_by=f"the new files for {str(folder)!r}") for rel in new_files}
+    blocked = [rel for rel, target in targets.items() if (target.exists() or target.is_symlink()) and rel not in proven]
+    if blocked:
+        why = ("which changed since headstats wrote them, or which headstats did not write"
+               if isinstance(manifest.get(DIGESTS_KEY), dict) else
+               "and its manifest records no checksums (a run of an older headstats), so they cannot be told from "
+               "yours")
+        raise OutputError(f"rebuilding would replace {_shown(sorted(blocked))} in {str(folder)!r}, {why}; move them "
+                          "away and rebuild again, or rerun `headstats run`")
+    stale = sorted(rel for rel in set(listed) - set(new_files) - set(MANIFEST_NAMES)
+                   if removable(rel) and (folder / rel).is_file())
+    removed = [rel for rel in stale if rel in proven]
+    left = [rel for rel in stale if rel not in proven]
+    digests = {rel: file_digest(stage / rel) for rel in new_files}
+    for rel in sorted(new_files):
+        targets[rel].parent.mkdir(parents=True, exist_ok=True)
+        os.replace(stage / rel, targets[rel])
+    for rel in removed:
+        (folder / rel).unlink()
+    kept = set(listed) - set(stale) - set(new_files)
+    recorded = manifest.get(DIGESTS_KEY) if isinstance(manifest.get(DIGESTS_KEY), dict) else {}
+    manifest[FILES_KEY] = sorted(kept | set(new_files) | {"manifest.json"})
+    manifest[DIGESTS_KEY] = {**{k: v for k, v in recorded.items() if k in kept}, **digests}
+    return removed, left
 
 
 @contextmanager

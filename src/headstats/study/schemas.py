@@ -24,8 +24,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from headstats.errors import HeadstatsError
-from headstats.folders import DIGESTS_KEY, file_digest, member_path
+from headstats.errors import HeadstatsError, OutputError
+from headstats.folders import DIGESTS_KEY, FILES_KEY, WRITTEN_BY, file_digest, member_path
 
 #: Manifest key: table file -> ``{"columns": {name: kind}, "finite": [float columns without NaN or inf]}``.
 SCHEMAS_KEY = "table_schemas"
@@ -148,3 +148,68 @@ def check_run_tables(run: Path, manifest: dict, names: Iterable[str]) -> None:
     """:func:`check_table` for each of ``names`` (the tables a command is about to read)."""
     for name in names:
         check_table(run, name, manifest)
+
+
+def read_run_manifest(run: Path) -> dict:
+    """The manifest of a run folder, checked: a JSON object written by headstats, every path it lists inside the
+    folder with no symbolic link on the way (``figures/`` included).
+
+    Raises
+    ------
+    OutputError
+        One line naming the folder or the path and what is wrong.
+    """
+    import json
+
+    path = member_path(run, "manifest.json", named_by=f"the run folder {str(run)!r}")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise OutputError(f"the manifest of {str(run)!r} cannot be read ({_first_line(exc)}); it is not a finished "
+                          "headstats run folder; rerun `headstats run`") from None
+    if not isinstance(manifest, dict) or manifest.get("written_by", WRITTEN_BY) != WRITTEN_BY:
+        raise OutputError(f"{str(run)!r} was not written by headstats (its manifest.json is not headstats'); "
+                          "give a folder `headstats run` wrote")
+    named_by = f"the manifest of {str(run)!r}"
+    listed = manifest.get(FILES_KEY)
+    if listed is not None and not isinstance(listed, list):
+        raise OutputError(f"{named_by} holds no list of output files; rerun `headstats run`")
+    recorded = manifest.get(DIGESTS_KEY)
+    if recorded is not None and not isinstance(recorded, dict):
+        raise OutputError(f"{named_by} holds no checksums of its output files; rerun `headstats run`")
+    for rel in [*(listed or []), *(recorded or {})]:
+        member_path(run, rel, named_by=named_by)
+    member_path(run, "figures", named_by=f"the run folder {str(run)!r}")
+    return manifest
+
+
+def run_tables(run: Path, manifest: dict) -> list[str]:
+    """The table files of a run folder that a command reads: those its manifest lists at the top of the folder
+    (a run of an older headstats that listed none: every table there)."""
+    listed = manifest.get(FILES_KEY)
+    if isinstance(listed, list):
+        names = [f for f in listed if isinstance(f, str) and "/" not in f]
+    else:
+        names = [p.name for p in run.iterdir()]
+    return sorted(f for f in names if f.endswith(TABLE_SUFFIXES) and ((run / f).exists() or (run / f).is_symlink()))
+
+
+def check_run_folder(run: Path) -> dict:
+    """Check a run folder before a command reads it (:func:`read_run_manifest`, then :func:`check_table` for every
+    table it reads) and return its manifest. Nothing is changed.
+
+    Raises
+    ------
+    DamagedRunError, OutputError
+        One line naming the file and what is wrong.
+    """
+    manifest = read_run_manifest(run)
+    listed = manifest.get(FILES_KEY)
+    if isinstance(listed, list):
+        missing = [f for f in listed if isinstance(f, str) and f.endswith(TABLE_SUFFIXES) and "/" not in f
+                   and not (run / f).exists() and not (run / f).is_symlink()]
+        if missing:
+            raise DamagedRunError(f"{str(run / missing[0])} is missing (the run wrote it); rerun `headstats run`, "
+                                  "or restore the file from the run's copy")
+    check_run_tables(run, manifest, run_tables(run, manifest))
+    return manifest
