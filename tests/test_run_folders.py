@@ -238,3 +238,19 @@ def test_swapped_and_foreign_cache_chunks_are_reported_recomputed_and_never_used
     assert result.exit_code == 0, result.output
     for name in ("tests.csv", "scores.parquet", "roles.csv"):
         assert (sandbox.work / "b" / name).read_bytes() == (sandbox.work / "c" / name).read_bytes(), name
+
+
+# ----------------------------------------------------------------------------------- init never writes onto its inputs
+
+@pytest.mark.parametrize("case", ["the_data_file", "a_link_to_it", "into_the_model_folder"])
+def test_init_never_writes_onto_one_of_its_inputs_force_or_not(sandbox, case):
+    data = sandbox.corpus / "sentences.txt"
+    model = sandbox.work / "model"
+    shutil.copytree(sandbox.model, model)
+    out = {"the_data_file": data, "a_link_to_it": sandbox.work / "link.txt",
+           "into_the_model_folder": model / "protocol.yaml"}[case]
+    if case == "a_link_to_it":
+        out.symlink_to(data)
+    for force in ([], ["--force"]):
+        refused(sandbox, ["init", "--model", str(model), "--data", str(data), "--out", str(out), *force],
+                "refusing to write", "an input of this command")

@@ -305,6 +305,33 @@ def _shown(files: list[str]) -> str:
     return ", ".join(_printable(f) for f in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
 
 
+def check_output_file(out: str | Path, *, inputs: Iterable[str | Path] = (), force: bool = False) -> Path:
+    """Check that the file ``out`` may be written (``headstats init``'s protocol): never one of ``inputs`` (data
+    files, a model folder) or inside one, with ``force`` or not; never a folder; an existing file only with
+    ``force``. Nothing is created or changed.
+
+    Raises
+    ------
+    OutputError
+        Naming the reason and what to do instead.
+    """
+    path = Path(out).expanduser()
+    if path.is_dir():
+        raise OutputError(f"{str(path)!r} is a folder; give the file to write, e.g. {path / 'protocol.yaml'}")
+    resolved = path.resolve()
+    for item in inputs:
+        if item is None or str(item) == "":
+            continue
+        source = Path(item).expanduser()
+        if source.exists() and _is_within(resolved, source.resolve()):
+            what = "is" if resolved == source.resolve() else "is inside"
+            raise OutputError(f"refusing to write {str(path)!r}: it {what} an input of this command ({str(source)!r}); "
+                              "choose another --out")
+    if (path.exists() or path.is_symlink()) and not force:
+        raise OutputError(f"{str(path)!r} exists; choose another --out or pass --force to replace it")
+    return path
+
+
 def _check_replaceable(folder: Path) -> None:
     foreign = foreign_files(folder)
     if foreign is None:
