@@ -254,3 +254,40 @@ def test_init_never_writes_onto_one_of_its_inputs_force_or_not(sandbox, case):
     for force in ([], ["--force"]):
         refused(sandbox, ["init", "--model", str(model), "--data", str(data), "--out", str(out), *force],
                 "refusing to write", "an input of this command")
+
+
+def test_a_pickle_torch_refuses_gives_the_error_line_alone(sandbox, tmp_path):
+    """In a real process (libraries' warnings go to the real stderr): the one line, nothing around it."""
+    import os
+    import subprocess
+    import sys
+
+    import torch
+
+    model = sandbox.work / "pickled"
+    model.mkdir()
+    for path in sandbox.model.iterdir():
+        if not path.name.startswith("model."):
+            shutil.copy(path, model / path.name)
+    torch.save({"embeddings.word_embeddings.weight": _Code(str(sandbox.work / "ran"))}, model / "pytorch_model.bin")
+    protocol = sandbox.protocol(models=[str(model)], analyses=[])
+    before = sandbox.snapshot()
+    env = {**os.environ, "PYTHONWARNINGS": "default", "HEADSTATS_VERBOSE": ""}
+    done = subprocess.run([sys.executable, "-c", "from headstats.cli.main import main; main()", "run", str(protocol), "--out",
+                           str(sandbox.work / "out"), "--no-cache", "--quiet"],
+                          capture_output=True, text=True, env=env, cwd=sandbox.work, timeout=300)
+    assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("error: weights file pytorch_model.bin") and "refuses to load safely" in line
+    assert sandbox.snapshot() == before
+
+
+class _Code:
+    """A pickle that would create a file if it were ever loaded unsafely."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
