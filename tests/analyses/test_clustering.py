@@ -15,6 +15,20 @@ from headstats.engine.collector import Context
 from headstats.model.encoding import EncodedInput
 
 
+def js_sums_pairwise(maps: torch.Tensor) -> torch.Tensor:
+    """The oracle: version 1's js_sums, one input, float64, head pair by head pair (the released code's way:
+    ``JS = 1/2 KL(p || m) + 1/2 KL(q || m)`` row by row, each pair's mixture formed in full)."""
+    k, n = maps.shape[0], maps.shape[-1]
+    p = 0.999 * maps.to(torch.float64) + 0.001 / n
+    neg_entropy = (p * p.log()).sum(-1)
+    out = torch.zeros(k, k, dtype=torch.float64)
+    for a in range(k - 1):
+        m = 0.5 * (p[a] + p[a + 1:])
+        js = 0.5 * neg_entropy[a] + 0.5 * neg_entropy[a + 1:] - (m * m.log()).sum(-1)
+        out[a, a + 1:] = js.sum(-1)
+    return (out + out.T).clamp_(min=0.0)
+
+
 def js_by_hand(p, q):
     """JS(p, q) in nats, rows smoothed as 0.999 p + 0.001 / n (scipy's jensenshannon is its square root)."""
     n = len(p)
@@ -31,15 +45,73 @@ def test_js_sums_by_hand_and_against_scipy():
     a = [[1.0, 0.0, 0.0], [0.2, 0.3, 0.5], [0.0, 0.0, 1.0]]
     b = [[0.0, 1.0, 0.0], [0.2, 0.3, 0.5], [1 / 3, 1 / 3, 1 / 3]]
     c = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    # js_sums computes in float32 (the sums of s log s): equal to the float64 hand answer to about 1e-7
     got = js_sums(torch.tensor([a, b, c], dtype=torch.float64)).numpy()
     expected_ab = sum(js_by_hand(p, q) for p, q in zip(a, b))
-    assert got[0, 1] == pytest.approx(expected_ab, rel=1e-9)
+    assert got[0, 1] == pytest.approx(expected_ab, rel=1e-6)
     assert got[1, 0] == got[0, 1] and np.all(np.diag(got) == 0)
     # the same through scipy (base e): its distance squared is the divergence
     sm = lambda r: 0.999 * np.asarray(r) + 0.001 / 3  # noqa: E731
-    assert got[1, 2] == pytest.approx(sum(jensenshannon(sm(p), sm(q)) ** 2 for p, q in zip(b, c)), rel=1e-9)
+    assert got[1, 2] == pytest.approx(sum(jensenshannon(sm(p), sm(q)) ** 2 for p, q in zip(b, c)), rel=1e-6)
     # identical first rows give 0 there: a vs c differ only in row 1 and row 2
-    assert got[0, 2] == pytest.approx(js_by_hand(a[1], c[1]) + js_by_hand(a[2], c[2]), rel=1e-9)
+    assert got[0, 2] == pytest.approx(js_by_hand(a[1], c[1]) + js_by_hand(a[2], c[2]), rel=1e-6)
+
+
+def test_js_sums_planted_batch_with_padding_by_hand():
+    # two inputs of 3 heads, n = 2 and n = 3, padded to 3: padded rows and keys hold junk that must not count
+    a0 = [[[0.9, 0.1], [0.5, 0.5]], [[0.1, 0.9], [0.5, 0.5]], [[1.0, 0.0], [0.0, 1.0]]]
+    a1 = [[[1.0, 0.0, 0.0], [0.2, 0.3, 0.5], [0.0, 0.0, 1.0]], [[0.0, 1.0, 0.0], [0.2, 0.3, 0.5], [1 / 3, 1 / 3, 1 / 3]],
+          [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]]
+    batch = torch.full((2, 3, 3, 3), 7.0)
+    batch[0, :, :2, :2] = torch.tensor(a0)
+    batch[1] = torch.tensor(a1)
+    got = js_sums(batch, [2, 3]).numpy()
+    for x in range(3):
+        for y in range(3):
+            expected = 0.0 if x == y else (sum(js_by_hand(p, q) for p, q in zip(a0[x], a0[y]))
+                                           + sum(js_by_hand(p, q) for p, q in zip(a1[x], a1[y])))
+            assert got[x, y] == pytest.approx(expected, rel=1e-5, abs=1e-7)
+    # the rows of input 0 that are identical in heads 0 and 1 (row 1) add nothing: only row 0 differs
+    assert got[0, 1] - sum(js_by_hand(p, q) for p, q in zip(a1[0], a1[1])) == pytest.approx(
+        js_by_hand(a0[0][0], a0[1][0]), rel=1e-5)
+
+
+def test_js_sums_equals_the_pairwise_oracle_on_a_batch_of_tiny_model_maps(tiny_model):
+    from headstats.engine.batch import forward_view
+    from headstats.inputs.records import Record
+    from headstats.model.encoding import encode_records
+
+    records = [Record("0", "the cat sat on the mat .", "a dog ran far away"), Record("1", "the big red car"),
+               Record("2", "colourless green ideas sleep furiously tonight")]
+    encoded = encode_records(records, tiny_model.tokenizer).inputs
+    with torch.inference_mode():
+        view = forward_view(tiny_model, encoded)
+    attention = view.attention.reshape(view.size, -1, view.width, view.width)
+    expected = sum(js_sums_pairwise(attention[b, :, :n, :n]) for b, n in enumerate(view.lengths))
+    got = js_sums(attention, view.lengths)
+    off = ~torch.eye(got.shape[0], dtype=torch.bool)
+    torch.testing.assert_close(got[off], expected[off], rtol=1e-5, atol=0)
+    assert (torch.diagonal(got) == 0).all()
+
+
+def test_js_sums_equals_the_pairwise_oracle_on_wikitext_with_the_default_model(shared_data):
+    # real inputs: WikiText-2 paragraph pairs at 128 pieces through the default model (6 x 12 heads)
+    from headstats.engine.batch import forward_view
+    from headstats.inputs.readers import read_records
+    from headstats.model.encoding import encode_records
+    from headstats.model.loading import load_model
+
+    loaded = load_model("default")
+    records = read_records(shared_data / "wiki" / "wikitext-2-raw" / "wiki.test.raw", limit=3)
+    encoded = encode_records(records, loaded.tokenizer, max_length=128, too_long="truncate").inputs
+    with torch.inference_mode():
+        view = forward_view(loaded, encoded)
+    attention = view.attention.reshape(view.size, -1, view.width, view.width)
+    expected = sum(js_sums_pairwise(attention[b, :, :n, :n]) for b, n in enumerate(view.lengths))
+    got = js_sums(attention, view.lengths)
+    off = ~torch.eye(72, dtype=torch.bool)
+    torch.testing.assert_close(got[off], expected[off], rtol=1e-5, atol=0)
+    assert view.lengths.max() == 128
 
 
 def item(index, n):

@@ -401,7 +401,8 @@ def test_clark2019_protocol_loads():
 
     assert {h.name for h in analysis_options("surface", protocol).hypotheses} >= {
         "previous_token", "next_token", "broad"}
-    assert analysis_options("clustering", protocol).max_inputs == 100
+    assert analysis_options("clustering", protocol).max_inputs == 1000  # the paper's 1,000 WikiText segments
+    assert "gradients" not in protocol.analyses  # no loss on the default model: it could only skip
     assert analysis_options("pictures", protocol).n_inputs == 3
 def _seeds_raw(**model):
     return {"models": ["default", {"name": "ft", "finetune": {"task": "sst2", "seed": 5}, **model}],

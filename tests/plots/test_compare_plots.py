@@ -40,6 +40,22 @@ def test_change_map(paired, value, tmp_path):
     assert (tmp_path / "c.png").stat().st_size > 1000
 
 
+def test_change_map_colours_the_tested_estimate_and_says_le_alpha(paired):
+    """Issue 20: the stars test the estimate (Hodges-Lehmann for wilcoxon), so the colour is the estimate, not
+    median_diff; the legend says the package's decision, p_corr <= alpha."""
+    fig = change_map(paired, role="local")
+    shown = np.ma.filled(fig.axes[0].images[0].get_array(), np.nan)
+    part = paired[paired.role == "local"]
+    want = np.full((3, 4), np.nan)
+    want[part["layer"], part["head"]] = part["estimate"]
+    np.testing.assert_allclose(shown, want)
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["p_corr <= alpha"]
+    signed = change_map(paired, role="local", value="neglog10p")
+    grid = np.ma.filled(signed.axes[0].images[0].get_array(), np.nan)
+    ok = np.isfinite(grid) & (grid != 0)
+    assert (np.sign(grid[ok]) == np.sign(want[ok])).all()
+
+
 def test_change_map_into_given_axes_and_errors(paired):
     fig = Figure()
     ax = fig.add_subplot()

@@ -122,3 +122,49 @@ def test_data_sets_where_nothing_was_counted_are_left_out_not_given_p_1():
     finished = finish_coreference({"coreference": coref}, protocol)
     assert finished["coreference"]["dataset"].tolist() == ["gum"]
     assert set(finished["coreference_tests"]["dataset"]) <= {"gum"}
+
+
+def test_cluster_signflip_test_enumerates_the_sentences_signs():
+    from itertools import product
+
+    from headstats.stats.accuracy import cluster_signflip_test
+
+    d = [2.0, 1.0, -1.0, 3.0, 0.0]  # the 0 sentence changes nothing
+    sums = [sum(s * x for s, x in zip(signs, d[:4])) for signs in product((1, -1), repeat=4)]
+    assert cluster_signflip_test(d) == pytest.approx(sum(v >= 5 for v in sums) / 16)  # 2/16
+    assert cluster_signflip_test(d, alternative="two-sided") == pytest.approx(sum(abs(v) >= 5 for v in sums) / 16)
+    assert cluster_signflip_test([0, 0]) == 1.0
+    # many sentences: Monte Carlo, p = (1 + hits) / (B + 1), never 0
+    p = cluster_signflip_test(np.ones(40), n_resamples=999)
+    assert p == pytest.approx(1 / 1000)
+
+
+def test_cluster_bootstrap_interval_resamples_whole_sentences():
+    from headstats.stats.accuracy import cluster_bootstrap_interval
+
+    # identical sentences: every resample has the same ratio
+    assert cluster_bootstrap_interval([3, 3, 3], [4, 4, 4]) == (0.75, 0.75)
+    rng = np.random.default_rng(0)
+    n = rng.integers(5, 20, 60)
+    correct = rng.binomial(n, 0.7)
+    low, high = cluster_bootstrap_interval(correct, n, confidence=0.9, n_resamples=4999)
+    assert low < correct.sum() / n.sum() < high
+    # the by-hand bootstrap with the same generator gives the same percentiles
+    idx = np.random.default_rng(0).integers(0, 60, size=(4999, 60))
+    ratios = correct[idx].sum(1) / n[idx].sum(1)
+    assert (low, high) == (np.quantile(ratios, 0.05), np.quantile(ratios, 0.95))
+
+
+def test_words_clustered_in_sentences_make_mcnemar_anti_conservative_not_the_sentence_test():
+    """METHODS 5.3 on simulated data: under H0 with sentence effects (sd 1.5 on the logit), McNemar on words
+    rejects far above alpha, the sign-flip test over sentences near it; with independent words both hold."""
+    from headstats.stats.accuracy import simulate_clustered_level
+
+    out = simulate_clustered_level(n_sentences=60, words=12, sd_sentence=1.5, n_sim=200, n_resamples=199,
+                                   rng_seed=3).set_index("method")["rejection_rate"]
+    assert out["mcnemar_words"] > 0.12 and out["wald_words_interval"] > 0.12
+    assert out["signflip_sentences"] < 0.05 + 3 * np.sqrt(0.05 * 0.95 / 200)
+    assert out["cluster_bootstrap_interval"] < 0.05 + 3 * np.sqrt(0.05 * 0.95 / 200) + 0.02
+    flat = simulate_clustered_level(n_sentences=60, words=12, sd_sentence=0.0, n_sim=200, n_resamples=199,
+                                    rng_seed=4).set_index("method")["rejection_rate"]
+    assert flat["mcnemar_words"] < 0.05 + 3 * np.sqrt(0.05 * 0.95 / 200)

@@ -59,7 +59,7 @@ def test_median_tests_power_for_their_parameter_by_efficiency(test, efficiency):
                                    alternative="greater")
         assert row["power"] == pytest.approx(ref, rel=1e-9)
         need = pingouin.power_ttest(d=0.5, power=0.8, alpha=a, contrast="one-sample", alternative="greater")
-        assert row["n_for_power"] == math.ceil(math.ceil(need) / efficiency)
+        assert row["n_for_power"] == math.ceil(need / efficiency)  # rounded once (issue 20: 98 against 97)
         assert "ARE" in row["power_note"]
     assert (w["power"] < t["power"] + 1e-12).all()
 
@@ -125,3 +125,39 @@ def test_add_power_leaves_untested_rows_nan():
     assert out["power"].isna().all() and out["n_for_power"].isna().all() and out["bf10_two_sided"].isna().all()
     again = add_power(out)
     assert again["power"].isna().all() and again["mde"].isna().all()
+
+
+@pytest.mark.parametrize("alpha, efficiency, once, twice", [(0.01, 3 / math.pi, 45, 46), (0.001, 3 / math.pi, 70, 71),
+                                                            (0.05 / 432, 3 / math.pi, 93, 94),
+                                                            (0.01, 2 / math.pi, None, 68)])
+def test_inputs_for_power_rounds_once(alpha, efficiency, once, twice):
+    from headstats.stats.power import inputs_for_power
+
+    need = pingouin.power_ttest(d=0.5, power=0.8, alpha=alpha, contrast="one-sample", alternative="greater")
+    got = inputs_for_power(0.5, power=0.8, alpha=alpha, efficiency=efficiency)
+    assert got == math.ceil(need / efficiency)
+    assert math.ceil(math.ceil(need) / efficiency) == twice  # the old double rounding
+    if once is not None:
+        assert got == once
+
+
+def test_power_of_a_head_that_cannot_reach_tau_is_not_printed():
+    """Issue 20: on demo_single local's mean ceiling is 2.71 < tau 3, yet power read about 1."""
+    import pandas as pd
+
+    from headstats.stats.power import mark_out_of_reach, power_summary, underpowered
+
+    out = test_roles(planted_scores(seed=2), correction="bonferroni")
+    out["score_ceiling"] = np.where(out["role"] == out["role"].iloc[0], 2.71, 40.0)
+    before = out.copy()
+    marked = mark_out_of_reach(out)
+    low = marked["role"] == out["role"].iloc[0]
+    assert low.any() and (~low).any()
+    for column in ("power", "mde", "mde_score", "n_for_power"):
+        assert marked.loc[low, column].isna().all()
+        pd.testing.assert_series_equal(marked.loc[~low, column], before.loc[~low, column])
+    assert marked.loc[low, "power_note"].str.contains("mean ceiling 2.71").all()
+    assert not underpowered(marked)["role"].eq(out["role"].iloc[0]).any()
+    summary = power_summary(marked).set_index("role")
+    assert np.isnan(summary.loc[out["role"].iloc[0], "median_mde"])
+    pd.testing.assert_frame_equal(out, before)  # a copy

@@ -13,20 +13,24 @@ similarity and [CLS]/[SEP] mass):
 - ``seed_distance``: per head, the cosine similarity of attention maps between seeds of the task beside that
   between each seed and the base (Kovaleva et al. 2019);
 - ``seed_layer_change``, ``seed_special_mass``, ``seed_transitions``: the per-seed series behind the paper's
-  three claims (Pande et al. 2021, section 6), and ``claims``: each claim, its test, whether it holds.
+  three claims (Pande et al. 2021, section 6), and ``seed_claims``: the evidence of each claim over seeds (the
+  exact sign-flip test), whose verdict the registry of claims gives (:mod:`headstats.stats.claims`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from headstats.assignment.role_assignment import role_columns
+from headstats.stats.claims import Evidence, evidence_fields
 from headstats.errors import HeadstatsError
 from headstats.stats.corrections import correct_within_families, family_labels, reject
+from headstats.stats.exact import signflip_claim
 from headstats.stats.paired import pair_scores
 from headstats.stats.seeds import (
     SEED_TESTS,
@@ -290,6 +294,7 @@ def layer_change(
             what = ("1 - cosine of attention maps" if measure == "attention"
                     else "mean relative |change| of role scores")
             claims.append({
+                "key": "later_layers_change_most", "values": res["slopes"], "alternative": "greater",
                 "group": group, "dataset": ds, "claim": "later layers change most", "measure": measure,
                 "test": f"per-seed OLS slope of ({what}) over layer index; exact one-sided sign-flip test over "
                         "seeds, H1 slope > 0 (interval: t over seeds)",
@@ -318,6 +323,7 @@ def special_mass_change(
     """
     members = list(members)
     rows, claims = [], []
+    per_seed: dict[tuple[str, str], np.ndarray] = {}
     for ds, part in special.groupby("dataset", sort=False):
         base_layer = part[part["model"] == base].groupby(["target", "layer"])["mass_mean"].mean()
         for target, alt in (("sep", "less"), ("other", "greater"), ("cls", "two-sided")):
@@ -328,6 +334,7 @@ def special_mass_change(
             layers = sorted(seeds_part["layer"].unique())
             delta = per - base_layer.loc[target].reindex(layers).to_numpy(float)[None, :]
             overall = np.nanmean(delta, axis=1)[:, None]
+            per_seed[(ds, target)] = overall[:, 0]
             res = t_over_seeds(np.hstack([delta, overall]), alternative=alt, confidence=confidence)
             flip = signflip_test(np.hstack([delta, overall]), alternative=alt)
             p_layers = res["p"][:-1]
@@ -355,6 +362,8 @@ def special_mass_change(
         both = sorted(set(sep[(sep["layer"] >= 0) & sep["reject"]]["layer"])
                       & set(other[(other["layer"] >= 0) & other["reject"]]["layer"]))
         claims.append({
+            "key": "sep_attention_falls", "values": (per_seed[(ds, "sep")], per_seed[(ds, "other")]),
+            "alternative": ("less", "greater"),
             "group": group, "dataset": ds, "claim": "attention to [SEP] falls and spreads to the other tokens",
             "measure": "attention mass",
             "test": "per seed and layer, mean over heads of the mass on [SEP] (and on other tokens) minus the "
@@ -427,12 +436,15 @@ def seed_transitions(
                          "net_sd": float(res["sd"][0]), "net_per_seed": " ".join(f"{v:+.0f}" for v in net),
                          "ci_low": float(res["ci_low"][0]), "ci_high": float(res["ci_high"][0]),
                          "statistic": float(res["statistic"][0]), "dof": float(res["dof"][0]), "alternative": alt,
-                         "p_t": float(res["p"][0]), "p": float(flip["p"][0]), "signflip_floor": float(flip["floor"][0])})
-    table = pd.DataFrame(rows)
+                         "p_t": float(res["p"][0]), "p": float(flip["p"][0]), "signflip_floor": float(flip["floor"][0]),
+                         "_net": net})
+    table = pd.DataFrame(rows).drop(columns="_net", errors="ignore")
     for row in rows:
         if row["role"] in (DELIMITER, SYNTACTIC):
             lost = row["role"] == DELIMITER
             claims.append({
+                "key": "delimiter_heads_lost" if lost else "syntactic_heads_gained", "values": row.pop("_net"),
+                "alternative": "less" if lost else "greater",
                 "group": group, "dataset": row["dataset"],
                 "claim": "delimiter heads are lost" if lost else "syntactic heads are gained",
                 "measure": "role assignment",
@@ -447,10 +459,6 @@ def seed_transitions(
     return table, claims
 
 
-CLAIM_COLUMNS = ("group", "dataset", "claim", "measure", "test", "estimate", "ci_low", "ci_high", "statistic",
-                 "dof", "p", "signflip_floor", "p_t", "alpha", "holds", "detail")
-
-
 def _signflip_claim(values, alternative: str | None, p_t: float, *, p: float | None = None,
                     floor: float | None = None) -> dict[str, float]:
     """The p-value of a claim over seeds: the exact sign-flip test of the per-seed values (its floor
@@ -461,13 +469,45 @@ def _signflip_claim(values, alternative: str | None, p_t: float, *, p: float | N
     return {"p": p, "signflip_floor": floor, "p_t": p_t}
 
 
-def claims_table(claims: list[dict], alpha: float) -> pd.DataFrame:
-    """The claim rows with ``alpha`` and ``holds = p <= alpha`` (each claim is one pre-specified hypothesis; ``p``
-    is the exact sign-flip test's, so no claim holds when its ``signflip_floor`` exceeds alpha)."""
-    out = pd.DataFrame(claims, columns=[c for c in CLAIM_COLUMNS if c not in ("alpha", "holds")])
-    out["alpha"] = alpha
-    out["holds"] = reject(out["p"].to_numpy(float), alpha) if len(out) else pd.Series(dtype=bool)
-    return out[list(CLAIM_COLUMNS)]
+def _seed_evidence(c: dict, *, alpha: float, confidence: float) -> Evidence:
+    """One claim over seeds as :class:`Evidence`: the exact sign-flip test of its per-seed values (both tests of
+    ``sep_attention_falls``: the [SEP] fall and the rise on other tokens, p the larger of the two), with the
+    t interval of the mean and, when the seeds are too few for any p-value to reach alpha, the reason."""
+    level = alpha / 2
+    values, alternative = c["values"], c["alternative"]
+    if isinstance(alternative, tuple):  # both must hold: intersection-union, p = max; against: either reversed
+        tests = [signflip_claim(v, alternative=a, confidence=confidence, level=level)
+                 for v, a in zip(values, alternative)]
+        st = tests[0]
+        p_for = max(t.p_for for t in tests)
+        p_against = min(1.0, 2 * min(t.p_against for t in tests))
+    else:
+        st = signflip_claim(values, alternative=alternative, confidence=confidence, level=level)
+        p_for, p_against = st.p_for, st.p_against
+    reason = ""
+    if st.k and min(1.0, 2 * st.floor) > alpha:
+        reason = (f"too few seeds: with {st.k} seeds the exact sign-flip test's smallest p-value is 1/2^{st.k} = "
+                  f"{st.floor:.3g} one-sided ({min(1.0, 2 * st.floor):.3g} both ways) > alpha = {alpha:g}; "
+                  f"{st.seeds_needed} seeds are needed")
+    elif not st.k:
+        reason = "no seed has a value"
+    per_seed = np.concatenate([np.atleast_1d(np.asarray(v, float)) for v in
+                               (values if isinstance(alternative, tuple) else [values])])
+    return Evidence(
+        c["group"], c["dataset"], estimate=st.mean, ci_low=st.ci_low, ci_high=st.ci_high, p_for=float(p_for),
+        p_against=float(p_against), floor=st.floor,
+        detectable=f"{st.k} seeds: smallest one-sided sign-flip p 1/2^{st.k} = {st.floor:.3g}; "
+                   f"{st.seeds_needed} seeds needed for p <= alpha both ways",
+        reason=reason, measure=f"{c['measure']}: mean over seeds", detail=(
+            f"{c['detail']}; per-seed values {', '.join(f'{v:+.3g}' for v in per_seed)}"))
+
+
+def seed_claims(claims: list[dict], *, alpha: float, confidence: float = 0.95) -> pd.DataFrame:
+    """The evidence of each claim over seeds (``claim`` and the :class:`Evidence` fields; ``model`` is the
+    replicate group), for the registry of claims (:mod:`headstats.stats.paper_claims` registers the keys):
+    the exact sign-flip test over seeds, never a p-value of 0 (its floor is ``1/2^k`` one-sided)."""
+    rows = [{"claim": c["key"], **asdict(_seed_evidence(c, alpha=alpha, confidence=confidence))} for c in claims]
+    return pd.DataFrame(rows, columns=["claim", *evidence_fields()])
 
 
 # -------------------------------------------------------------------------------------------- the whole
@@ -520,7 +560,7 @@ def replicate_comparison(
                                     alpha=alpha, confidence=spec.confidence)
         tables["seed_transitions"] = trans
         claims += c
-    tables["claims"] = claims_table(claims, alpha)
+    tables["seed_claims"] = seed_claims(claims, alpha=alpha, confidence=spec.confidence)
     return tables
 
 
@@ -548,12 +588,13 @@ def _test_words(part: pd.DataFrame) -> str:
     return "t-test"
 
 
-def seeds_markdown(tables: Mapping[str, pd.DataFrame], *, top_k: int = 12) -> str:
+def seeds_markdown(tables: Mapping[str, pd.DataFrame], *, top_k: int = 12, claims: pd.DataFrame | None = None) -> str:
     """The answer per replicate group and data set, first: which heads changed beyond seed noise (and beyond
     the margin), which are shown unchanged, and whether each of the paper's claims holds, with its test.
 
-    Takes the tables of :func:`replicate_comparison` (concatenated over groups); returns Markdown with one
-    ``### <group> on <dataset>`` block each.
+    Takes the tables of :func:`replicate_comparison` (concatenated over groups) and the run's claims
+    (:func:`headstats.stats.claims.evaluate_claims`, whose verdicts over seeds it repeats); returns Markdown with
+    one ``### <group> on <dataset>`` block each.
     """
     from headstats.stats.seeds import describe_floor
 
@@ -619,12 +660,13 @@ def seeds_markdown(tables: Mapping[str, pd.DataFrame], *, top_k: int = 12) -> st
                          f"for the exact sign-flip test to reach it at all; {int(part['seeds_needed_t'].iloc[0])} for "
                          "80 % power of the t-test against a mean change of one run-to-run sd"
                          + (f", {int(need_m)} for the moderated t" if np.isfinite(need_m) else "") + ".")
-        claims = tables.get("claims")
         if claims is not None and len(claims):
-            c = claims[(claims["group"] == group) & (claims["dataset"] == ds)]
+            c = claims[(claims["model"].astype(str) == str(group)) & (claims["dataset"].astype(str) == str(ds))
+                       & (claims["unit"] == "seeds")]
             for r in c.itertuples():
-                verdict = "**holds**" if r.holds else "**not shown**"
-                lines.append(f"- Claim \"{r.claim}\" ({r.measure}): {verdict}; estimate {r.estimate:+.3g} "
-                             f"[{r.ci_low:+.3g}, {r.ci_high:+.3g}], p = {r.p:.3g} ({r.test}). {r.detail}.")
+                why = f" ({r.reason})" if r.reason else ""
+                lines.append(f"- Claim \"{r.sentence}\": **{r.verdict}**{why}; {r.measure} {r.estimate:+.3g} "
+                             f"[{r.ci_low:+.3g}, {r.ci_high:+.3g}], p = {r.p:.3g} after {r.correction} over the "
+                             f"run's claims ({r.test}). {r.detail}.")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

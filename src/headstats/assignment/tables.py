@@ -189,9 +189,10 @@ def analyse(scores: Scores, protocol) -> Analysis:
     # computed in a thread meanwhile (its sorting runs without the GIL, on the second core).
     matrix.moments()  # computed once here, not by both threads
     robust = _in_background(_robustness, matrix, kwargs) if protocol.statistics.sensitivity else None
-    tests = add_ceilings(test_roles(matrix, **kwargs), scores)
+    from headstats.stats.power import mark_out_of_reach, power_summary, underpowered
+
+    tests = mark_out_of_reach(add_ceilings(test_roles(matrix, **kwargs), scores))
     roles = role_table(tests)
-    from headstats.stats.power import power_summary, underpowered
 
     power_target = protocol.statistics.power_target
     tables = {

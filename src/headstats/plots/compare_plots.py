@@ -63,6 +63,13 @@ def _heat_axes(ax: Axes, grid: np.ndarray) -> None:
     ax.set_ylabel("layer")
 
 
+def _estimate_label(part: pd.DataFrame) -> str:
+    """The colour bar's name of the tested estimate, after the test when the table says which."""
+    tests = set(part["test"].astype(str)) if "test" in part else set()
+    name = {"wilcoxon": "Hodges-Lehmann estimate of the change", "t": "mean change (after - before)"}
+    return name[next(iter(tests))] if len(tests) == 1 and next(iter(tests)) in name else "estimate of the change"
+
+
 @style.styled
 def change_map(
     paired: pd.DataFrame,
@@ -70,7 +77,7 @@ def change_map(
     role: str,
     dataset: str | None = None,
     model_after: str | None = None,
-    value: str = "median_diff",
+    value: str = "estimate",
     ax: Axes | None = None,
 ) -> Figure:
     """Layer x head heat map of one role's change, with significant heads marked.
@@ -82,12 +89,13 @@ def change_map(
     role, dataset, model_after : str
         Which hypotheses to draw (``dataset``/``model_after`` may be omitted when the table holds one).
     value : {"median_diff", "estimate", "effect_size", "neglog10p"}
-        The colour: the median of ``after - before`` (default, diverging around 0), the test's estimate,
-        its effect size, or ``-log10 p_corr`` (signed by the direction of the change).
+        The colour: the tested estimate (default: the quantity the stars are a test of -- the
+        Hodges-Lehmann estimate for ``wilcoxon``, the mean difference for ``t``; diverging around 0), the
+        median of ``after - before``, the effect size, or ``-log10 p_corr`` (signed by the estimate).
     ax : Axes, optional
         Draw into this axes; otherwise a new Figure.
 
-    Markers: ``*`` where ``reject`` (p_corr < alpha); cells without a test are blank.
+    Markers: ``*`` where ``reject`` (``p_corr <= alpha``, the package's decision); cells without a test are blank.
     """
     if value not in CHANGE_VALUES:
         raise ValueError(f"value must be one of {', '.join(CHANGE_VALUES)}, not {value!r}")
@@ -99,16 +107,16 @@ def change_map(
     if value == "neglog10p":
         with np.errstate(divide="ignore", invalid="ignore"):
             p = part["p_corr"].to_numpy(float)
-            part = part.assign(neglog10p=-np.log10(np.clip(p, 1e-300, 1)) * np.sign(part["median_diff"]))
+            part = part.assign(neglog10p=-np.log10(np.clip(p, 1e-300, 1)) * np.sign(part["estimate"]))
     grid = _grid(part, value)
     fig, ax = _axes(ax, (max(5.0, 0.45 * grid.shape[1] + 2.5), max(3.0, 0.4 * grid.shape[0] + 1.5)))
     finite = grid[np.isfinite(grid)]
     lim = float(np.max(np.abs(finite))) if finite.size and np.max(np.abs(finite)) > 0 else 1.0
     image = ax.imshow(np.ma.masked_invalid(grid), cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -lim, lim), aspect="auto")
     sig = part[part["reject"].astype(bool)]
-    ax.scatter(sig["head"], sig["layer"], marker="*", s=60, c="k", label="p_corr < alpha")
+    ax.scatter(sig["head"], sig["layer"], marker="*", s=60, c="k", label="p_corr <= alpha")
     _heat_axes(ax, grid)
-    label = {"median_diff": "median change (after - before)", "estimate": "estimate of the change",
+    label = {"median_diff": "median change (after - before)", "estimate": _estimate_label(part),
              "effect_size": "effect size", "neglog10p": "signed -log10 p_corr"}[value]
     fig.colorbar(image, ax=ax, label=label)
     ax.set_title(f"{role}: {model_after} vs {part['model_before'].iloc[0]} on {dataset}", fontsize=10)

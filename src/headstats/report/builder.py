@@ -814,8 +814,10 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict,
             if role in ("local", "delimiter_sep", "delimiter_cls", "syntactic", "block"):
                 report.figure(figures.add(f"change_{figure_tag(model_after, dataset, role)}",
                                           compare_plots.change_map, part, role=role),
-                              f"Median change of the {role} score per head (after - before); stars mark heads "
-                              "whose change is significant. Look for layers where the colour is strongest.",
+                              f"The tested estimate of the change of the {role} score per head (after - before; "
+                              "Hodges-Lehmann for the Wilcoxon test, the mean difference for the t-test); stars mark "
+                              "heads whose change is significant (p_corr <= alpha). Look for layers where the colour "
+                              "is strongest.",
                               alt=f"change map of {role}")
         if "heads_per_layer" in tables:
             hpl = tables["heads_per_layer"]
@@ -894,7 +896,7 @@ def seeds_section(report: Report, root: Path, tables: dict, *, formats: Sequence
                      max_rows=60, csv="compare_seed_metrics.csv")
     changes = tables["seed_changes"]
     for (group, dataset), part in changes.groupby(["group", "dataset"], sort=False):
-        marked = part.assign(median_diff=part["mean_change"], model_after=f"{group} (mean of seeds)", model_before="base",
+        marked = part.assign(estimate=part["mean_change"], model_after=f"{group} (mean of seeds)", model_before="base",
                              reject=part["exceeds"] if part["min_change"].notna().any() else part["reject"])
         for role in dict.fromkeys(part["role"]):
             if role in ("local", "delimiter_sep", "syntactic"):

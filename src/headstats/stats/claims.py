@@ -117,6 +117,8 @@ class Evidence:
         The numbers behind the estimate, in a sentence.
     hypothesis : str
         The hypothesis with this run's thresholds, when it differs from the claim's (``""``: the claim's).
+    measure : str
+        What the estimate is, when it differs from the claim's (``""``: the claim's).
     """
 
     model: str
@@ -131,6 +133,7 @@ class Evidence:
     reason: str = ""
     detail: str = ""
     hypothesis: str = ""
+    measure: str = ""
 
 
 Evaluate = Callable[[Mapping[str, pd.DataFrame], ClaimSettings], Iterable[Evidence]]
@@ -179,7 +182,7 @@ class Claim:
 CLAIMS: Registry[Claim] = Registry("claim", hint="register one with headstats.stats.claims.register_claim")
 
 #: Modules whose import registers the built-in claims (imported by :func:`evaluate_claims`).
-BUILTIN_CLAIM_MODULES: tuple[str, ...] = ("headstats.stats.paper_claims",)
+BUILTIN_CLAIM_MODULES: tuple[str, ...] = ("headstats.stats.paper_claims", "headstats.stats.clark_claims")
 
 
 def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, unit: str, test: str, measure: str,
@@ -299,7 +302,7 @@ def evaluate_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings 
         out.append({
             "claim": claim.key, "sentence": claim.sentence, "source": claim.source, "model": ev.model,
             "dataset": ev.dataset, "hypothesis": ev.hypothesis or claim.hypothesis, "unit": claim.unit,
-            "test": claim.test, "measure": claim.measure, "estimate": ev.estimate, "ci_low": ev.ci_low,
+            "test": claim.test, "measure": ev.measure or claim.measure, "estimate": ev.estimate, "ci_low": ev.ci_low,
             "ci_high": ev.ci_high, "p_for": ev.p_for, "p_against": ev.p_against, "p_unc": p, "p": pc,
             "correction": settings.correction, "family": family if inside else "none (cannot reject)",
             "alpha": settings.alpha, "floor": _claim_floor(ev), "detectable": ev.detectable, "verdict": verdict,
@@ -326,4 +329,4 @@ def evidence_from_table(table: pd.DataFrame, key: str) -> list[Evidence]:
     return out
 
 
-_TEXT_FIELDS = {"detectable", "reason", "detail", "hypothesis"}
+_TEXT_FIELDS = {"detectable", "reason", "detail", "hypothesis", "measure"}

@@ -27,7 +27,7 @@ import numpy as np
 from scipy import stats as sps
 from scipy.special import comb
 
-from headstats.stats.seeds import seeds_needed, signflip_over_seeds, t_over_seeds
+from headstats.stats.seeds import seeds_needed, signflip_test, t_over_seeds
 
 __all__ = ["PositionTest", "RangeTest", "ShareTest", "SeedTest", "layer_sum_counts", "position_test", "range_test",
            "share_test", "signflip_claim"]
@@ -252,7 +252,7 @@ def signflip_claim(values, *, alternative: str, confidence: float = 0.95, level:
                         seeds_needed(alpha=2 * level, m=1, correction="none", alternative="two-sided"))
     other = "less" if alternative == "greater" else "greater"
     t = t_over_seeds(v, alternative=alternative, confidence=confidence)
-    return SeedTest(k, float(t["mean"][0]), float(t["ci_low"][0]), float(t["ci_high"][0]),
-                    float(signflip_over_seeds(v, alternative=alternative)[0]),
-                    float(signflip_over_seeds(v, alternative=other)[0]), 1.0 / 2.0 ** k,
+    claimed, opposite = signflip_test(v, alternative=alternative), signflip_test(v, alternative=other)
+    return SeedTest(k, float(t["mean"][0]), float(t["ci_low"][0]), float(t["ci_high"][0]), float(claimed["p"][0]),
+                    float(opposite["p"][0]), float(claimed["floor"][0]),
                     seeds_needed(alpha=2 * level, m=1, correction="none", alternative="two-sided"))

@@ -986,10 +986,12 @@ def adjusted_confidence(frame: pd.DataFrame, *, correction: str, confidence: flo
 
     * FWER corrections (``holm``, ``bonferroni``): :math:`1 - q / m` for every row -- Bonferroni-adjusted
       bounds, which hold simultaneously for the whole family with probability at least :math:`1 - q`;
-    * FDR corrections (``fdr_bh``, ``fdr_by``): :math:`1 - R q / m` for the R rejected rows, NaN for the
-      others -- the false-coverage-rate adjusted bounds of Benjamini & Yekutieli (2005), whose expected
-      share of non-covering bounds among the selected hypotheses is at most q (for independent or
-      positively dependent statistics); they are meant for the selected hypotheses only;
+    * ``fdr_bh``: :math:`1 - R q / m` for the R rejected rows, NaN for the others -- the false-coverage-rate
+      adjusted bounds of Benjamini & Yekutieli (2005), whose expected share of non-covering bounds among the
+      selected hypotheses is at most q for independent or positively dependent statistics; meant for the
+      selected hypotheses only;
+    * ``fdr_by``: :math:`1 - R q / (m c_m)` with :math:`c_m = \sum_{i \le m} 1/i`, the level under arbitrary
+      dependence (Benjamini & Yekutieli 2005, Theorem 4), the case BY is chosen for;
     * ``none``: the marginal level.
     """
     kind = get_correction(correction).kind
@@ -1007,8 +1009,9 @@ def adjusted_confidence(frame: pd.DataFrame, *, correction: str, confidence: flo
             out[idx] = 1.0 - q / m
         elif kind == "fdr":
             r = int((idx & rejected).sum())
+            c_m = float(np.sum(1.0 / np.arange(1, m + 1))) if correction == "fdr_by" else 1.0
             if r:
-                out[idx & rejected] = 1.0 - r * q / m
+                out[idx & rejected] = 1.0 - r * q / (m * c_m)
         else:
             out[idx] = float(confidence)
     return out

@@ -58,7 +58,7 @@ from headstats.errors import HeadstatsError
 __all__ = [
     "MAX_EXACT_SEEDS", "SEED_TESTS", "corrected_level", "fit_variance_prior", "margin_for", "margin_tests", "moderated_t_over_seeds", "seeds_needed",
     "signflip_floor", "signflip_over_seeds", "signflip_test", "simulate_seed_type1", "slope_over_seeds",
-    "t_over_seeds", "trigamma_inverse",
+    "simulate_moderated_level", "t_over_seeds", "trigamma_inverse",
 ]
 
 #: Above this many seeds the sign-flip test would enumerate too many patterns (2^k); refused.
@@ -485,6 +485,71 @@ def simulate_seed_type1(
                     "mc_se": math.sqrt(r * (1 - r) / p.size) if p.size else math.nan, "alpha": alpha,
                     "seeds": seeds, "inputs": inputs, "sd_seed": sd_seed, "sd_input": sd_input})
     return pd.DataFrame(out)
+
+
+def simulate_moderated_level(
+    *,
+    seeds: int = 3,
+    cells: int = 720,
+    n_sim: int = 200,
+    run_effect: str = "normal",
+    df_true: float = 4.0,
+    effect: float = 0.0,
+    planted: int = 0,
+    alpha: float = 0.05,
+    rng_seed: int = 0,
+) -> pd.DataFrame:
+    """Error rates and power of the tests over seeds at the corrected level, on simulated head x role cells.
+
+    Each simulation draws ``cells`` true seed-to-seed variances ``sigma_c^2 = s0^2 d0 / chi2_{d0}`` (limma's
+    prior, ``d0 = df_true``, ``s0 = 1``; ``df_true = inf``: all equal) and per cell ``seeds`` run effects with
+    that variance: ``normal``, or ``skewed`` (a centred exponential, skewness 2), mean 0; the first
+    ``planted`` cells are moved by ``effect`` times their sd. Every cell is tested two-sided with the plain t
+    (:func:`t_over_seeds`), the moderated t (:func:`moderated_t_over_seeds`) and the sign-flip test, and
+    the family is corrected with Holm.
+
+    Returns
+    -------
+    DataFrame
+        Per method: ``rate_at_level`` (the share of null cells with uncorrected p <= alpha / cells, against
+        ``level = alpha / cells``), ``ratio`` (rate / level), ``fwer`` (the share of simulations in which Holm
+        rejects a null cell), ``power`` (the share of planted cells Holm rejects; NaN without planted cells),
+        with ``seeds, cells, n_sim, run_effect, df_true, effect``.
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(rng_seed)
+    level = alpha / cells
+    methods = {"t": t_over_seeds, "moderated_t": moderated_t_over_seeds, "signflip": None}
+    hits = {m: 0 for m in methods}
+    fwer = {m: 0 for m in methods}
+    found = {m: 0 for m in methods}
+    nulls = cells - planted
+    for _ in range(n_sim):
+        sd = (np.ones(cells) if math.isinf(df_true) else np.sqrt(df_true / rng.chisquare(df_true, size=cells)))
+        if run_effect == "normal":
+            z = rng.standard_normal((seeds, cells))
+        elif run_effect == "skewed":
+            z = rng.exponential(1.0, (seeds, cells)) - 1.0
+        else:
+            raise HeadstatsError(f"run_effect must be 'normal' or 'skewed', not {run_effect!r}")
+        v = z * sd
+        v[:, :planted] += effect * sd[:planted]
+        for name, fn in methods.items():
+            p = signflip_over_seeds(v) if fn is None else fn(v)["p"]
+            p = np.where(np.isfinite(p), p, 1.0)
+            hits[name] += int(np.sum(p[planted:] <= level))
+            rej = multipletests(p, alpha=alpha, method="holm")[0]
+            fwer[name] += int(rej[planted:].any())
+            found[name] += int(rej[:planted].sum())
+    rows = []
+    for name in methods:
+        rate = hits[name] / (n_sim * nulls)
+        rows.append({"method": name, "seeds": seeds, "cells": cells, "n_sim": n_sim, "run_effect": run_effect,
+                     "df_true": df_true, "effect": effect, "level": level, "rate_at_level": rate,
+                     "ratio": rate / level, "fwer": fwer[name] / n_sim,
+                     "power": found[name] / (n_sim * planted) if planted else math.nan})
+    return pd.DataFrame(rows)
 
 
 def _mixedlm_pvalues(d: np.ndarray) -> np.ndarray:

@@ -505,6 +505,7 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: "StudyPasses", 
     comparison = run_comparisons(protocol, passes.arrays, analysis.roles, passes.comparison_attention(),
                                  provenance=passes.provenance)
     extra = {name: tables for name, tables in passes.tables.items() if name in protocol.analyses}
+    analysis.tables["claims"] = run_claims(protocol, analysis, comparison, extra)
     manifest = {
         "headstats_run": protocol.name,
         "protocol_sha256": protocol.fingerprint(),
@@ -541,6 +542,21 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: "StudyPasses", 
     for analysis_tables in extra.values():
         tables.update(analysis_tables)
     return StudyResult(claim.out, passes.arrays, analysis.tests, analysis.roles, tables, manifest)
+
+
+def run_claims(protocol: Protocol, analysis, comparison: dict[str, pd.DataFrame],
+               extra: dict[str, dict[str, pd.DataFrame]]) -> pd.DataFrame:
+    """Every registered claim tested on the run's tables, corrected over the run's claims (``claims.csv``;
+    :func:`headstats.stats.claims.evaluate_claims`)."""
+    from headstats.stats.claims import ClaimSettings, evaluate_claims
+
+    tables = {"roles": analysis.roles, "tests": analysis.tests, **analysis.tables,
+              **{f"compare_{name}": table for name, table in comparison.items()}}
+    for analysis_tables in extra.values():
+        tables.update(analysis_tables)
+    st = protocol.statistics
+    return evaluate_claims(tables, ClaimSettings(alpha=st.alpha, correction=st.correction,
+                                                 confidence=st.confidence))
 
 
 @dataclass
