@@ -950,7 +950,7 @@ def _read_table(run: Path, name: str, present: set[str] | None = None) -> pd.Dat
 def load_run_tables(run_dir: str | Path) -> tuple[object, Analysis, dict, dict]:
     """Read a finished run folder: (protocol, analysis, manifest, comparison tables). No model, no torch.
 
-    The folder is checked first (:func:`headstats.study.schemas.check_run_folder`: its manifest's paths, its
+    The folder is checked first (:func:`headstats.report.schemas.check_run_folder`: its manifest's paths, its
     tables against the schema the run wrote), and only the tables its manifest lists are read.
 
     Raises
@@ -963,7 +963,7 @@ def load_run_tables(run_dir: str | Path) -> tuple[object, Analysis, dict, dict]:
     from pydantic import ValidationError
 
     from headstats.config.protocol import Protocol, upgrade_resolved, validation_message
-    from headstats.study.schemas import check_run_folder, run_tables
+    from headstats.report.schemas import check_run_folder, run_tables
 
     run = Path(run_dir)
     if not run.is_dir():
@@ -1054,7 +1054,7 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
     """
     from headstats.assignment.role_assignment import strongest_heads
     from headstats.folders import STAGING_MARKER, _acquire_lock, _owner_record, output_file_list, replace_outputs
-    from headstats.study.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema
+    from headstats.report.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema
 
     run = Path(run_dir).expanduser()
     if run.is_symlink():
