@@ -107,6 +107,10 @@ def test_merge_refuses_shards_that_are_not_one_run(tmp_path, models):
     cli("run", other, "--shard", "2/2", "--out", tmp_path / "u2")
     with pytest.raises(IncompatibleResultsError, match="change scores"):
         merge_shards([tmp_path / "s1", tmp_path / "u2"], tmp_path / "m")
+    other = write_protocol(tmp_path / "other", models, execution={"memory_budget_mb": 16})  # other batches
+    cli("run", other, "--shard", "2/2", "--out", tmp_path / "v2")
+    with pytest.raises(IncompatibleResultsError, match="change scores .*batching"):
+        merge_shards([tmp_path / "s1", tmp_path / "v2"], tmp_path / "m")
     with pytest.raises(OutputError, match="not a shard folder"):
         merge_shards([tmp_path / "s1", tmp_path], tmp_path / "m")
     states = tmp_path / "s2" / "states.hsc"

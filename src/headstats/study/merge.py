@@ -99,6 +99,7 @@ def shard_manifest(protocol: Protocol, shard: ShardResult, datasets: dict, data:
         "protocol_sha256": protocol_key(protocol),
         "pass_sha256": protocol.pass_fingerprint(),
         "chunk_size": protocol.execution.chunk_size,
+        "batching": {"batch_size": protocol.scoring.batch_size, "memory_budget_mb": protocol.execution.memory_budget_mb},
         "n_records": shard.n_records, "n_chunks": shard.n_chunks, "max_length": shard.max_length,
         "roles": shard.roles,
         "skipped_before_parsing": {name: [list(x) for x in d.skipped] for name, d in data.items()},
@@ -199,8 +200,9 @@ def check_shards(shards: Sequence[ShardFolder]) -> None:
         info = other.manifest[SHARD_KEY]
         if info["of"] != n:
             raise differ(f"the number of shards ({info['of']} vs {n})", other, "merge shards of the same --shard i/n split")
-        if info["pass_sha256"] != head["pass_sha256"] or info["chunk_size"] != head["chunk_size"]:
-            raise differ("the options that change scores (models, data sets, scoring, dtype, chunk size)", other,
+        if info["pass_sha256"] != head["pass_sha256"] or info["chunk_size"] != head["chunk_size"] \
+                or info.get("batching") != head.get("batching"):
+            raise differ("the options that change scores (models, data sets, scoring, dtype, chunk size, batching)", other,
                          "run every shard with the same protocol")
         if info["protocol_sha256"] != head["protocol_sha256"]:
             raise differ("their statistics, comparison or report options", other,
