@@ -279,3 +279,84 @@ def test_full_disk_while_writing_leaves_nothing(home):
             (stage / "a.csv").write_text("a")
             raise OSError(errno.ENOSPC, "No space left on device")
     assert sorted(p.name for p in (home / "work").iterdir()) == ["thesis.tex"]
+
+
+# ----------------------------------------------------------------------------------- folders from elsewhere
+
+@pytest.mark.parametrize("rel, why", [
+    ("../thesis.tex", r"leads out of the folder \(\.\.\)"),
+    ("figures/../../thesis.tex", r"leads out of the folder \(\.\.\)"),
+    ("/etc/passwd", "is an absolute path"),
+    ("", "is not a relative path"),
+    (7, "is not a relative path"),
+    ("a\x00b", "is not a relative path"),
+    ("figures/a.png", r"passes through a symbolic link \(figures\)"),
+    ("link.csv", r"passes through a symbolic link \(link.csv\)"),
+])
+def test_member_path_refuses_paths_out_of_the_folder_and_through_links(home, rel, why):
+    from headstats.folders import member_path
+
+    run = headstats_folder(home / "work" / "run")
+    (home / "elsewhere").mkdir()
+    (run / "figures").symlink_to(home / "elsewhere")
+    (run / "link.csv").symlink_to(home / "work" / "thesis.tex")
+    with pytest.raises(OutputError, match=f"refusing its manifest: it names .*, which {why}") as caught:
+        member_path(run, rel, named_by="its manifest")
+    assert "\n" not in str(caught.value)
+    assert member_path(run, "tables/x.csv", named_by="m") == run / "tables" / "x.csv"
+
+
+def test_the_manifest_records_size_and_sha256_of_every_file(home):
+    import hashlib
+
+    run = headstats_folder(home / "work" / "run", files=("tests.csv", "figures/a.png"))
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["output_sha256"] == {
+        "figures/a.png": {"size": 3, "sha256": hashlib.sha256(b"old").hexdigest()},
+        "tests.csv": {"size": 3, "sha256": hashlib.sha256(b"old").hexdigest()},
+    }
+
+
+def test_overwrite_never_replaces_a_file_the_user_edited(home):
+    run = headstats_folder(home / "work" / "run", files=("tests.csv", "report.md"))
+    (run / "report.md").write_text("my edits to the report")
+    before = snapshot(home)
+    with pytest.raises(OutputError, match=r"not as headstats wrote them \(report.md: edited since"):
+        with staged_output(run, overwrite=True) as stage:
+            (stage / "tests.csv").write_text("new")
+    assert snapshot(home) == before
+
+
+def test_overwrite_never_deletes_a_file_a_forged_manifest_lists(home):
+    run = home / "work" / "run"
+    run.mkdir()
+    (run / "thesis.tex").write_text("chapter 1")
+    headstats_folder(home / "work" / "other", files=("tests.csv",))
+    manifest = json.loads((home / "work" / "other" / "manifest.json").read_text())
+    manifest["output_files"].append("thesis.tex")  # a copied manifest that lists the user's file
+    manifest["output_sha256"]["thesis.tex"] = manifest["output_sha256"]["tests.csv"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    before = snapshot(home)
+    with pytest.raises(OutputError, match=r"--overwrite refused: .*thesis.tex"):
+        with staged_output(run, overwrite=True) as stage:
+            (stage / "tests.csv").write_text("new")
+    assert snapshot(home) == before
+    del manifest["output_sha256"]  # an older manifest without checksums proves nothing either
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(OutputError, match="records no checksums"):
+        check_output_folder(run, overwrite=True)
+    manifest["output_sha256"] = {"../thesis.tex": {"size": 9, "sha256": "0" * 64}}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(OutputError, match=r"it names '\.\./thesis.tex', which leads out of the folder"):
+        check_output_folder(run, overwrite=True)
+    assert (run / "thesis.tex").read_text() == "chapter 1"
+
+
+def test_overwrite_never_follows_a_link_inside_the_folder(home):
+    run = headstats_folder(home / "work" / "run", files=("tests.csv",))
+    (run / "tests.csv").unlink()
+    (run / "tests.csv").symlink_to(home / "work" / "thesis.tex")  # listed, and a link to the user's file
+    before = snapshot(home)
+    with pytest.raises(OutputError, match=r"it names 'tests.csv', which passes through a symbolic link"):
+        check_output_folder(run, overwrite=True)
+    assert snapshot(home) == before and not is_headstats_output(run)

@@ -6,8 +6,8 @@ Every folder headstats writes (a run, ``headstats score``, a fine-tuned checkpoi
 1. **Check** (:func:`check_output_folder`): the target is refused when it is ``/``, the home folder, the working
    folder or an ancestor of any of them, a folder that holds one of the run's inputs (data files, model
    folders, the protocol), a symbolic link, or a file; an existing folder is refused without ``overwrite``, and
-   with ``overwrite`` unless headstats wrote it (:func:`is_headstats_output`: its manifest says so and every
-   file in it is one the manifest lists).
+   with ``overwrite`` unless headstats wrote it (:func:`is_headstats_output`: its manifest says so, every file
+   in it is one the manifest lists, and every such file still has the size and sha256 the manifest recorded).
 2. **Lock**: ``.<name>.headstats-lock`` beside the target, created exclusively, holds the owner's pid; a second
    run into the same folder stops at once with a clear error. A lock whose process is gone (``kill -9``) is
    stale and taken over.
@@ -20,20 +20,28 @@ Every folder headstats writes (a run, ``headstats score``, a fine-tuned checkpoi
 
 On any exception (including ``KeyboardInterrupt`` and the CLI's SIGTERM exception) the staging folder, the lock
 and any parent folders the claim created are removed; nothing outside them is touched.
+
+A folder from elsewhere (a colleague's run, an archive, a download) is data, never instructions: every path
+that its manifest, protocol or tables name is checked by :func:`member_path` (relative, inside the folder, no
+symbolic link on the way) before anything is read, written or deleted there, and a file is deleted or replaced
+only when its content is still what headstats wrote (:func:`unchanged_outputs`: the size and sha256 recorded in
+the manifest's ``output_sha256``).
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import shutil
+import stat
 import socket
 import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator
 
 from headstats.errors import OutputError
@@ -44,6 +52,8 @@ STAGING_MARKER = ".headstats-staging"
 MANIFEST_NAMES = ("manifest.json", "finetune_manifest.json")
 WRITTEN_BY = "headstats"
 FILES_KEY = "output_files"
+#: Manifest key: relative path -> ``{"size": bytes, "sha256": hex}`` of every file listed (but the manifest).
+DIGESTS_KEY = "output_sha256"
 #: Longest output folder name in bytes: ``.<name>.partial-<random>`` beside it must fit in 255 bytes.
 OUTPUT_NAME_MAX_BYTES = 255 - 40
 #: What a run folder written before manifests listed their files may hold (top level; figures/ below).
@@ -137,10 +147,119 @@ def foreign_files(folder: Path) -> list[str] | None:
                                        and f.endswith(LEGACY_SUFFIXES))]
 
 
-def is_headstats_output(folder: str | Path) -> bool:
-    """Whether ``folder`` was written by headstats and holds nothing else."""
+def is_headstats_output(folder: str | Path, *, check_content: bool = True) -> bool:
+    """Whether ``folder`` was written by headstats, holds nothing else, and (``check_content``: every file read
+    and hashed) none of its files changed since."""
     folder = Path(folder)
-    return folder.is_dir() and not folder.is_symlink() and foreign_files(folder) == []
+    if not folder.is_dir() or folder.is_symlink() or foreign_files(folder) != []:
+        return False
+    if not check_content:
+        return True
+    try:
+        return not changed_outputs(folder, manifest_of(folder) or {})
+    except OutputError:
+        return False
+
+
+# --------------------------------------------------------------------------------------------- members
+
+def _printable(text: object) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def member_path(folder: str | Path, rel: object, *, named_by: str) -> Path:
+    """The path of a file that a folder's own ``named_by`` (its manifest, protocol or a table) names, checked.
+
+    ``rel`` must be a relative POSIX path without ``..``, and no part of the way from ``folder`` to it (itself
+    included) may be a symbolic link, so that what headstats reads, writes or deletes there stays inside
+    ``folder``. The path need not exist.
+
+    Raises
+    ------
+    OutputError
+        One line naming ``named_by``, the path and what is wrong with it.
+    """
+    folder = Path(folder)
+    why = None
+    if not isinstance(rel, str) or not rel or "\x00" in rel or "\\" in rel:
+        why = "is not a relative path"
+    else:
+        parts = PurePosixPath(rel).parts
+        if PurePosixPath(rel).is_absolute():
+            why = "is an absolute path"
+        elif ".." in parts:
+            why = "leads out of the folder (..)"
+        else:
+            here = folder
+            for part in parts:
+                here = here / part
+                if here.is_symlink():
+                    why = f"passes through a symbolic link ({_printable(here.relative_to(folder).as_posix())})"
+                    break
+            if why is None and not _is_within(here.resolve(), folder.resolve()):
+                why = "leads out of the folder"
+            if why is None:
+                return here
+    shown = _printable(rel if isinstance(rel, str) else repr(rel))[:200]
+    raise OutputError(f"refusing {named_by}: it names {shown!r}, which {why}; headstats reads, writes and deletes "
+                      f"only inside {str(folder)!r} (a folder from elsewhere is data, never instructions)")
+
+
+def file_digest(path: str | Path) -> dict:
+    """``{"size", "sha256"}`` of a regular file, read without following a symbolic link."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        h = hashlib.sha256()
+        size = 0
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+            size += len(block)
+    return {"size": size, "sha256": h.hexdigest()}
+
+
+def output_listing(folder: str | Path, *, manifest_name: str = "manifest.json") -> dict:
+    """The manifest's ``output_files`` (every file below ``folder``, and the manifest) and ``output_sha256``
+    (size and sha256 of each but the manifest): what lets a later ``--overwrite`` or ``headstats report`` prove
+    that a file is still the one headstats wrote before it deletes or replaces it."""
+    folder = Path(folder)
+    files = output_file_list(folder)
+    return {FILES_KEY: sorted(set(files) | {manifest_name}),
+            DIGESTS_KEY: {rel: file_digest(folder / rel) for rel in files if rel != manifest_name}}
+
+
+def unchanged_outputs(folder: str | Path, manifest: dict, *, named_by: str = "its manifest.json") -> set[str]:
+    """Files of ``folder`` that headstats may delete or replace: listed in the manifest's ``output_sha256``, at a
+    checked path (:func:`member_path`), a regular file whose size and sha256 are still those recorded.
+
+    Raises
+    ------
+    OutputError
+        The manifest lists a path outside the folder or through a symbolic link.
+    """
+    folder = Path(folder)
+    digests = manifest.get(DIGESTS_KEY)
+    if not isinstance(digests, dict):
+        return set()
+    same = set()
+    for rel, recorded in digests.items():
+        path = member_path(folder, rel, named_by=f"{named_by} of {str(folder)!r}")
+        try:
+            if isinstance(recorded, dict) and file_digest(path) == {"size": recorded.get("size"),
+                                                                    "sha256": recorded.get("sha256")}:
+                same.add(rel)
+        except OSError:
+            continue
+    return same
+
+
+def changed_outputs(folder: str | Path, manifest: dict) -> list[str]:
+    """Files below ``folder`` (but its manifest) that headstats cannot prove it wrote as they are now: changed
+    since, or named by a manifest that recorded no checksum for them."""
+    folder = Path(folder)
+    same = unchanged_outputs(folder, manifest)
+    return [f for f in output_file_list(folder) if f not in MANIFEST_NAMES and f not in same]
 
 
 def check_output_folder(out: str | Path, *, overwrite: bool = False, inputs: Iterable[str | Path] = ()) -> Path:
@@ -182,6 +301,37 @@ def check_output_folder(out: str | Path, *, overwrite: bool = False, inputs: Ite
     return resolved
 
 
+def _shown(files: list[str]) -> str:
+    return ", ".join(_printable(f) for f in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+
+
+def check_output_file(out: str | Path, *, inputs: Iterable[str | Path] = (), force: bool = False) -> Path:
+    """Check that the file ``out`` may be written (``headstats init``'s protocol): never one of ``inputs`` (data
+    files, a model folder) or inside one, with ``force`` or not; never a folder; an existing file only with
+    ``force``. Nothing is created or changed.
+
+    Raises
+    ------
+    OutputError
+        Naming the reason and what to do instead.
+    """
+    path = Path(out).expanduser()
+    if path.is_dir():
+        raise OutputError(f"{str(path)!r} is a folder; give the file to write, e.g. {path / 'protocol.yaml'}")
+    resolved = path.resolve()
+    for item in inputs:
+        if item is None or str(item) == "":
+            continue
+        source = Path(item).expanduser()
+        if source.exists() and _is_within(resolved, source.resolve()):
+            what = "is" if resolved == source.resolve() else "is inside"
+            raise OutputError(f"refusing to write {str(path)!r}: it {what} an input of this command ({str(source)!r}); "
+                              "choose another --out")
+    if (path.exists() or path.is_symlink()) and not force:
+        raise OutputError(f"{str(path)!r} exists; choose another --out or pass --force to replace it")
+    return path
+
+
 def _check_replaceable(folder: Path) -> None:
     foreign = foreign_files(folder)
     if foreign is None:
@@ -190,10 +340,23 @@ def _check_replaceable(folder: Path) -> None:
             "choose a new folder for --out"
         )
     if foreign:
-        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise OutputError(
-            f"--overwrite refused: {str(folder)!r} holds files headstats did not write ({shown}); "
+            f"--overwrite refused: {str(folder)!r} holds files headstats did not write ({_shown(foreign)}); "
             "move them away or choose a new folder for --out"
+        )
+    manifest = manifest_of(folder) or {}
+    if not isinstance(manifest.get(DIGESTS_KEY), dict):
+        raise OutputError(
+            f"--overwrite refused: the manifest of {str(folder)!r} records no checksums of its files (an older "
+            "headstats, or not headstats'), so they cannot be told from yours; delete the folder yourself or "
+            "choose a new folder for --out"
+        )
+    changed = changed_outputs(folder, manifest)
+    if changed:
+        raise OutputError(
+            f"--overwrite refused: {str(folder)!r} holds files that are not as headstats wrote them "
+            f"({_shown(changed)}: edited since, or listed by a manifest that is not theirs); move them away "
+            "or choose a new folder for --out"
         )
 
 
@@ -434,6 +597,58 @@ def output_file_list(folder: str | Path) -> list[str]:
     """Every file below ``folder`` as relative POSIX paths (what a manifest lists as written by headstats)."""
     folder = Path(folder)
     return [f for f in _files_below(folder) if f != STAGING_MARKER]
+
+
+def replace_outputs(folder: str | Path, stage: str | Path, manifest: dict, *,
+                    removable=lambda rel: True) -> tuple[list[str], list[str]]:
+    """Move every file of ``stage`` into ``folder`` and delete the files that ``manifest`` lists, that
+    ``removable(rel)`` accepts and that ``stage`` no longer holds: only files headstats can prove it wrote
+    (:func:`unchanged_outputs`) are replaced or deleted. ``manifest``'s ``output_files`` and ``output_sha256`` are
+    updated in place (the caller writes it).
+
+    Everything is checked before anything changes: a path the manifest lists out of the folder or through a
+    symbolic link, a ``figures/`` that is a link, or a file to be replaced that is not as headstats wrote it
+    stops with an :class:`OutputError` and nothing moved. A stale file that is not as headstats wrote it (edited,
+    or named by a manifest that is not the folder's own) is left alone, dropped from the listing and returned.
+
+    Returns
+    -------
+    (removed, left)
+        Stale files deleted, and stale files left alone.
+    """
+    folder, stage = Path(folder), Path(stage)
+    listed = manifest.get(FILES_KEY)
+    if not isinstance(listed, list):
+        raise OutputError(f"the manifest of {str(folder)!r} lists no output files; rerun `headstats run`")
+    named_by = f"the manifest of {str(folder)!r}"
+    for rel in listed:
+        member_path(folder, rel, named_by=named_by)
+    proven = unchanged_outputs(folder, manifest)
+    new_files = output_file_list(stage)
+    targets = {rel: member_path(folder, rel, named_by=f"the new files for {str(folder)!r}") for rel in new_files}
+    blocked = [rel for rel, target in targets.items() if (target.exists() or target.is_symlink()) and rel not in proven]
+    if blocked:
+        why = ("which changed since headstats wrote them, or which headstats did not write"
+               if isinstance(manifest.get(DIGESTS_KEY), dict) else
+               "and its manifest records no checksums (a run of an older headstats), so they cannot be told from "
+               "yours")
+        raise OutputError(f"rebuilding would replace {_shown(sorted(blocked))} in {str(folder)!r}, {why}; move them "
+                          "away and rebuild again, or rerun `headstats run`")
+    stale = sorted(rel for rel in set(listed) - set(new_files) - set(MANIFEST_NAMES)
+                   if removable(rel) and (folder / rel).is_file())
+    removed = [rel for rel in stale if rel in proven]
+    left = [rel for rel in stale if rel not in proven]
+    digests = {rel: file_digest(stage / rel) for rel in new_files}
+    for rel in sorted(new_files):
+        targets[rel].parent.mkdir(parents=True, exist_ok=True)
+        os.replace(stage / rel, targets[rel])
+    for rel in removed:
+        (folder / rel).unlink()
+    kept = set(listed) - set(stale) - set(new_files)
+    recorded = manifest.get(DIGESTS_KEY) if isinstance(manifest.get(DIGESTS_KEY), dict) else {}
+    manifest[FILES_KEY] = sorted(kept | set(new_files) | {"manifest.json"})
+    manifest[DIGESTS_KEY] = {**{k: v for k, v in recorded.items() if k in kept}, **digests}
+    return removed, left
 
 
 @contextmanager

@@ -159,7 +159,11 @@ def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
     table = pd.read_csv(result.out / "dependency_table.csv")
     assert list(table.columns[:8]) == ["relation", "n", "layer", "head", "direction", "accuracy", "offset",
                                        "offset_accuracy"]
-    assert ((heads.ci_low <= heads.accuracy) & (heads.accuracy <= heads.ci_high)).all()
+    # intervals clustered on sentences: defined from two sentences on, and they contain the accuracy
+    many = heads.n_sentences >= 2
+    assert many.any() and heads.loc[~many, "ci_low"].isna().all()
+    assert ((heads.ci_low <= heads.accuracy) & (heads.accuracy <= heads.ci_high))[many].all()
+    assert set(table["test"]) == {"signflip_sentences"}
     # Table 1's head is the best of dependency_heads for its relation
     for row in table.itertuples():
         assert row.accuracy == pytest.approx(heads[heads.relation == row.relation].accuracy.max())
@@ -167,7 +171,9 @@ def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
     loaded = load_model(str(tiny_model_dir))
     records = read_records(DEMO / "mini.conllu")
     right = total = 0
+    per_sentence = []  # (words right, words) of each sentence: the clustered sums
     for item in encode_records(records, loaded.tokenizer).inputs:
+        before = (right, total)
         with torch.no_grad():
             out = loaded.model(input_ids=torch.from_numpy(item.input_ids)[None], output_attentions=True)
         a = out.attentions[1][0, 0].numpy().astype(np.float64)
@@ -180,8 +186,12 @@ def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
             row[d] = -np.inf
             right += int(np.argmax(row) == h)
             total += 1
+        if total > before[1]:
+            per_sentence.append((right - before[0], total - before[1]))
     mine = heads[(heads.relation == "all") & (heads.layer == 1) & (heads["head"] == 0)
                  & (heads.direction == "dependent_to_head")].iloc[0]
     assert (mine.n, mine.correct) == (total, right)
+    c, n = np.array(per_sentence).T
+    assert (mine.n_sentences, mine.c2, mine.cn, mine.nn) == (len(c), (c * c).sum(), (c * n).sum(), (n * n).sum())
     report = (result.out / "report.md").read_text()
     assert "Dependency relations in single heads" in report and "Claim (Clark et al. 2019)" in report

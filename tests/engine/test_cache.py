@@ -296,7 +296,7 @@ def test_info_and_prune_see_checkpoints_and_leave_other_folders(tmp_path):
     import json
     import os
 
-    from headstats.folders import FILES_KEY, WRITTEN_BY
+    from headstats.folders import WRITTEN_BY, output_listing
 
     root = tmp_path / "cache"
 
@@ -306,7 +306,7 @@ def test_info_and_prune_see_checkpoints_and_leave_other_folders(tmp_path):
         (folder / "model.safetensors").write_bytes(b"w" * 1000)
         (folder / "COMPLETE").write_text("x\n")
         (folder / "finetune_manifest.json").write_text(json.dumps(
-            {"written_by": WRITTEN_BY, "kind": kind, FILES_KEY: ["COMPLETE", "model.safetensors"]}))
+            {"written_by": WRITTEN_BY, "kind": kind, **output_listing(folder, manifest_name="finetune_manifest.json")}))
         if extra:
             (folder / extra).write_text("mine")
         return folder
@@ -324,3 +324,6 @@ def test_info_and_prune_see_checkpoints_and_leave_other_folders(tmp_path):
     assert not old.exists() and new.exists()
     assert cache.prune(everything=True) == (1, size)
     assert not new.exists() and foreign.exists() and (foreign / "notes.txt").exists() and other_kind.exists()
+    edited = checkpoint("edited")
+    (edited / "model.safetensors").write_bytes(b"the user's own weights")
+    assert cache.prune(everything=True) == (0, 0) and edited.exists()  # not as headstats wrote it: kept

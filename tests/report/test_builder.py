@@ -4,6 +4,7 @@ tables without torch, in place and without touching files headstats did not writ
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -253,6 +254,8 @@ def test_rebuild_updates_manifest_removes_own_stale_figures_keeps_foreign_files(
     (run / "figures" / "old_figure.png").write_bytes(b"old")
     manifest["output_files"] = sorted([f for f in manifest["output_files"] if not f.endswith(".svg")]
                                       + ["figures/old_figure.png"])
+    manifest["output_sha256"] = {**{f: d for f, d in manifest["output_sha256"].items() if not f.endswith(".svg")},
+                                 "figures/old_figure.png": {"size": 3, "sha256": hashlib.sha256(b"old").hexdigest()}}
     (run / "manifest.json").write_text(json.dumps(manifest))
     (run / "figures" / "mine.png").write_bytes(b"user's own")
     (run / "notes.txt").write_text("user's notes")

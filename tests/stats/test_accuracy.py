@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import stats as sps
 import pandas as pd
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar
@@ -54,7 +55,7 @@ def test_dependency_table_chooses_on_one_half_and_tests_on_the_other():
               "offset_only": [[10, 15], [5, 10]]}
     test = {"n": 100, "head": [80, 60], "offset": [60, 45], "head_only": [[25, 40], [20, 30]],
             "offset_only": [[5, 5], [20, 15]]}
-    table = dependency_table(counts_frame(choose, test), min_count=10).iloc[0]
+    table = dependency_table(counts_frame(choose, test), min_count=10, test="mcnemar_words").iloc[0]
     # the paper's layout, all words: head 0 (140/200), offset -1 (100/200)
     assert (table["layer"], table["head"], table["accuracy"]) == (0, 0, 0.7)
     assert (table["offset"], table["offset_accuracy"]) == (-1, 0.5)
@@ -63,7 +64,7 @@ def test_dependency_table_chooses_on_one_half_and_tests_on_the_other():
     assert (table["head_only"], table["offset_only"]) == (30, 15)
     assert table["tested_accuracy"] == 0.6 and table["tested_offset_accuracy"] == 0.45
     assert table["p_unc"] == pytest.approx(paired_exact_test(30, 15)[0])
-    same = dependency_table(counts_frame(choose, test), min_count=10, selection="same").iloc[0]
+    same = dependency_table(counts_frame(choose, test), min_count=10, selection="same", test="mcnemar_words").iloc[0]
     # chosen and tested on all: head 0 against offset -1: b = 30 + 25, c = 10 + 5
     assert (same["head_only"], same["offset_only"], same["n_tested"]) == (55, 15, 200)
 
@@ -73,7 +74,7 @@ def test_dependency_table_corrects_over_relations_and_drops_rare_ones():
               "offset_only": [[10, 15], [5, 10]]}
     frames = [counts_frame(choose, choose, r) for r in ("det", "amod")]
     rare = counts_frame({**choose, "n": 2}, {**choose, "n": 2}, "case")
-    table = dependency_table(pd.concat([*frames, rare]), min_count=10, correction="bonferroni")
+    table = dependency_table(pd.concat([*frames, rare]), min_count=10, correction="bonferroni", test="mcnemar_words")
     assert list(table.relation) == ["det", "amod"]
     assert table["p_corr"].tolist() == pytest.approx(np.minimum(1, 2 * table["p_unc"]).tolist())
     assert list(table.columns[:8]) == ["relation", "n", "layer", "head", "direction", "accuracy", "offset",
@@ -168,3 +169,57 @@ def test_words_clustered_in_sentences_make_mcnemar_anti_conservative_not_the_sen
     flat = simulate_clustered_level(n_sentences=60, words=12, sd_sentence=0.0, n_sim=200, n_resamples=199,
                                     rng_seed=4).set_index("method")["rejection_rate"]
     assert flat["mcnemar_words"] < 0.05 + 3 * np.sqrt(0.05 * 0.95 / 200)
+
+
+def test_signflip_normal_test_has_the_sign_flip_variance_and_approaches_the_exact_test():
+    from itertools import product
+
+    from headstats.stats.accuracy import cluster_signflip_test, signflip_normal_test
+
+    d = np.array([3.0, -1.0, 2.0, 2.0, 0.0, 1.0])
+    sums = np.array([np.dot(signs, d) for signs in product((1, -1), repeat=len(d))])
+    assert sums.mean() == 0 and sums.var() == pytest.approx((d * d).sum())  # the variance is exactly sum d^2
+    assert signflip_normal_test(d.sum(), (d * d).sum())[()] == pytest.approx(sps.norm.sf(7 / np.sqrt(19)))
+    assert signflip_normal_test(0.0, 0.0)[()] == 1.0
+    rng = np.random.default_rng(2)
+    d = rng.integers(-3, 5, size=300).astype(float)
+    exact = cluster_signflip_test(d, n_resamples=199_999)
+    assert signflip_normal_test(d.sum(), (d * d).sum())[()] == pytest.approx(exact, abs=0.01)
+
+
+def test_cluster_ratio_interval_is_the_sandwich_over_sentences():
+    from headstats.stats.accuracy import cluster_ratio_interval
+
+    rng = np.random.default_rng(1)
+    n = rng.integers(3, 15, 80).astype(float)
+    c = rng.binomial(n.astype(int), rng.uniform(0.3, 0.9, 80)).astype(float)
+    p = c.sum() / n.sum()
+    se = np.sqrt(80 / 79 * ((c - p * n) ** 2).sum()) / n.sum()
+    low, high = cluster_ratio_interval(c.sum(), n.sum(), (c * c).sum(), (c * n).sum(), (n * n).sum(), 80,
+                                       confidence=0.9)
+    assert (low, high) == (pytest.approx(p - 1.6448536269514722 * se), pytest.approx(p + 1.6448536269514722 * se))
+    # one word per sentence: the Wald interval of a proportion (times J / (J - 1))
+    x = (rng.random(200) < 0.7).astype(float)
+    lo, hi = cluster_ratio_interval(x.sum(), 200, x.sum(), x.sum(), 200, 200)
+    wald = 1.959963984540054 * np.sqrt(x.mean() * (1 - x.mean()) / 200 * 200 / 199)
+    assert (lo, hi) == (pytest.approx(x.mean() - wald), pytest.approx(x.mean() + wald))
+
+
+def test_dependency_table_tests_sentences_by_default():
+    from headstats.stats.accuracy import signflip_normal_test
+
+    choose = {"n": 100, "head": [60, 70], "offset": [40, 50], "head_only": [[30, 25], [35, 30]],
+              "offset_only": [[10, 15], [5, 10]]}
+    frame = counts_frame(choose, choose)
+    for half in ("choose", "test"):
+        frame[f"d2_{half}"] = [90.0, 80.0, 100.0, 120.0]
+        frame[f"n_sentences_{half}"] = 10
+        frame[f"nn_{half}"] = 1000
+        frame[f"head_c2_{half}"], frame[f"head_cn_{half}"] = 400.0, 650.0
+        frame[f"offset_c2_{half}"], frame[f"offset_cn_{half}"] = 200.0, 450.0
+    row = dependency_table(frame, min_count=10).iloc[0]
+    assert row["test"] == "signflip_sentences"
+    # chosen on the even half: head 1, offset +1; tested on the odd half: d = 30 - 10, sum d^2 = 120
+    assert row["p_unc"] == pytest.approx(signflip_normal_test(30 - 10, 120.0)[()])
+    with pytest.raises(ValueError, match="mcnemar_words"):
+        dependency_table(counts_frame(choose, choose), min_count=10)

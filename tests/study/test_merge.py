@@ -107,6 +107,10 @@ def test_merge_refuses_shards_that_are_not_one_run(tmp_path, models):
     cli("run", other, "--shard", "2/2", "--out", tmp_path / "u2")
     with pytest.raises(IncompatibleResultsError, match="change scores"):
         merge_shards([tmp_path / "s1", tmp_path / "u2"], tmp_path / "m")
+    other = write_protocol(tmp_path / "other", models, execution={"memory_budget_mb": 16})  # other batches
+    cli("run", other, "--shard", "2/2", "--out", tmp_path / "v2")
+    with pytest.raises(IncompatibleResultsError, match="change scores .*batching"):
+        merge_shards([tmp_path / "s1", tmp_path / "v2"], tmp_path / "m")
     with pytest.raises(OutputError, match="not a shard folder"):
         merge_shards([tmp_path / "s1", tmp_path], tmp_path / "m")
     states = tmp_path / "s2" / "states.hsc"
@@ -114,6 +118,17 @@ def test_merge_refuses_shards_that_are_not_one_run(tmp_path, models):
     states.write_bytes((tmp_path / "s1" / "states.hsc").read_bytes())  # whole and checksummed, but shard 1's
     with pytest.raises(OutputError, match="not this shard's"):
         merge_shards([tmp_path / "s1", tmp_path / "s2"], tmp_path / "m")
+    states.unlink()
+    states.symlink_to(tmp_path / "s1" / "states.hsc")
+    with pytest.raises(OutputError, match="states.hsc', which passes through a symbolic link"):
+        merge_shards([tmp_path / "s1", tmp_path / "s2"], tmp_path / "m")
+    states.unlink()
+    shard_manifest = json.loads((tmp_path / "s2" / "manifest.json").read_text())
+    forged = {**shard_manifest, "headstats_shard": {**shard_manifest["headstats_shard"], "of": "2"}}
+    (tmp_path / "s2" / "manifest.json").write_text(json.dumps(forged))
+    with pytest.raises(OutputError, match=r"manifest of shard folder .* is damaged \('headstats_shard.of'"):
+        merge_shards([tmp_path / "s1", tmp_path / "s2"], tmp_path / "m")
+    (tmp_path / "s2" / "manifest.json").write_text(json.dumps(shard_manifest))
     states.write_bytes(kept[:-1])
     with pytest.raises(OutputError, match="corrupt"):
         merge_shards([tmp_path / "s1", tmp_path / "s2"], tmp_path / "m")

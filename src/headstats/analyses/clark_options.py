@@ -95,8 +95,12 @@ class DependencyOptions(StrictModel):
     #: ``split``: the best head and offset are chosen on the inputs of even position and tested on those of
     #: odd position; ``same``: chosen and tested on all words (optimistic, the paper's way).
     selection: Literal["split", "same"] = "split"
-    #: Alternative of the paired exact test: ``greater`` (the head beats the offset) or ``two-sided``.
+    #: Alternative of the paired test: ``greater`` (the head beats the offset) or ``two-sided``.
     alternative: Literal["greater", "two-sided"] = "greater"
+    #: The paired test of head against offset and the intervals: ``signflip_sentences`` (the sentence is the
+    #: unit: sign flips of per-sentence differences, intervals clustered on sentences) or ``mcnemar_words``
+    #: (McNemar's exact test and Wilson intervals on words taken as independent; METHODS 5.3).
+    test: Literal["signflip_sentences", "mcnemar_words"] = "signflip_sentences"
 
 
 class GradientOptions(StrictModel):

@@ -94,6 +94,13 @@ def _first_argmax(scores: torch.Tensor) -> torch.Tensor:
     return torch.where(hit, index, scores.shape[-1]).min(-1).values
 
 
+def _per_sentence(sentence: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Sums of ``values`` (arcs first) per sentence (``sentence``: 0..S-1 per arc)."""
+    out = np.zeros((int(sentence.max()) + 1, *values.shape[1:]), dtype=values.dtype)
+    np.add.at(out, sentence, values)
+    return out
+
+
 def offset_predictions(textual: np.ndarray, offsets: Sequence[int]) -> np.ndarray:
     """For units of text in order (``textual``: unit indices), the unit at each offset, clipped: (len, O)."""
     m = len(textual)
@@ -110,13 +117,20 @@ class DependencyAccuracy(Collector):
         self._state = {"relations": {}, "notes": {"same_unit": 0, "no_pieces": 0},
                        "offsets": list(self.options.offsets)}
 
-    def _cell(self, relation: str) -> dict[str, np.ndarray]:
-        rel = self._state["relations"]
+    def _cell(self, relation: str, where: str = "relations") -> dict[str, np.ndarray]:
+        rel = self._state.setdefault(where, {})
         if relation not in rel:
             L, H, O = self.context.n_layers, self.context.n_heads, len(self.options.offsets)
             rel[relation] = {"n": np.zeros(2, np.int64), "head": np.zeros((2, L, H, 2), np.int64),
                              "offset": np.zeros((2, O), np.int64), "head_only": np.zeros((2, L, H, 2, O), np.int64),
-                             "offset_only": np.zeros((2, L, H, 2, O), np.int64)}
+                             "offset_only": np.zeros((2, L, H, 2, O), np.int64),
+                             # per sentence s (the unit of the tests, METHODS 5.3): sentences, the sums over
+                             # sentences of d_s^2 (d_s = words the head gets right - words the offset gets right),
+                             # of c_s^2 and c_s n_s (c_s words right of n_s) for the clustered intervals
+                             "n_sentences": np.zeros(2, np.int64), "d2": np.zeros((2, L, H, 2, O), np.int64),
+                             "head_c2": np.zeros((2, L, H, 2), np.int64), "head_cn": np.zeros((2, L, H, 2), np.int64),
+                             "offset_c2": np.zeros((2, O), np.int64), "offset_cn": np.zeros((2, O), np.int64),
+                             "nn": np.zeros(2, np.int64)}
         return rel[relation]
 
     def update(self, view: BatchView) -> None:
@@ -139,7 +153,7 @@ class DependencyAccuracy(Collector):
             rank = {u: k for k, u in enumerate(words)}
             mine = np.flatnonzero(b == row)
             offset_right[mine] = predicted[[rank[u] for u in d[mine]]] == h[mine, None]
-        self._add(rel, half, head_right, offset_right)
+        self._add(rel, half, head_right, offset_right, b)
 
     def _arcs(self, view: BatchView) -> list[tuple[int, int, int, str, int]]:
         """``(row, dependent unit, head unit, label, half)`` of every arc whose ends are different units."""
@@ -158,13 +172,18 @@ class DependencyAccuracy(Collector):
                 out.append((row, dep, head, relation_label(arc.relation, self.options.labels), item.index % 2))
         return out
 
-    def _add(self, rel: np.ndarray, half: np.ndarray, head_right: np.ndarray, offset_right: np.ndarray) -> None:
-        for relation in np.unique(rel):
+    def _add(self, rel: np.ndarray, half: np.ndarray, head_right: np.ndarray, offset_right: np.ndarray,
+             rows: np.ndarray) -> None:
+        """Add a batch's arcs (``rows``: the input of each arc, the sentence) to their relation's cell and to the
+        pooled cells ``all`` and ``all_nopunct`` (pooled per sentence, so their sums of squares are right)."""
+        groups = [(str(r), rel == r, "relations") for r in np.unique(rel)]
+        groups += [(ALL, np.ones(len(rel), bool), "pooled"), (ALL_NOPUNCT, rel != "punct", "pooled")]
+        for relation, of_relation, where in groups:
             for k in (0, 1):
-                sel = (rel == relation) & (half == k)
+                sel = of_relation & (half == k)
                 if not sel.any():
                     continue
-                cell = self._cell(str(relation))
+                cell = self._cell(relation, where)
                 hr, orr = head_right[sel], offset_right[sel]
                 cell["n"][k] += int(sel.sum())
                 cell["head"][k] += hr.sum(0)
@@ -172,31 +191,41 @@ class DependencyAccuracy(Collector):
                 hr_f, or_f = hr.astype(np.int64), orr.astype(np.int64)
                 cell["head_only"][k] += np.einsum("alhd,ao->lhdo", hr_f, 1 - or_f)
                 cell["offset_only"][k] += np.einsum("alhd,ao->lhdo", 1 - hr_f, or_f)
+                _, sentence = np.unique(rows[sel], return_inverse=True)
+                n_s = np.bincount(sentence)
+                c_head, c_offset = _per_sentence(sentence, hr_f), _per_sentence(sentence, or_f)
+                d = c_head[..., None] - c_offset[:, None, None, None, :]  # (S, L, H, 2, O)
+                cell["n_sentences"][k] += len(n_s)
+                cell["d2"][k] += np.einsum("slhdo,slhdo->lhdo", d, d)
+                cell["head_c2"][k] += np.einsum("slhd,slhd->lhd", c_head, c_head)
+                cell["head_cn"][k] += np.einsum("slhd,s->lhd", c_head, n_s)
+                cell["offset_c2"][k] += np.einsum("so,so->o", c_offset, c_offset)
+                cell["offset_cn"][k] += np.einsum("so,s->o", c_offset, n_s)
+                cell["nn"][k] += int((n_s * n_s).sum())
 
     @classmethod
     def merge(cls, states: Sequence[dict]) -> dict:
-        out: dict[str, Any] = {"relations": {}, "notes": {}, "offsets": states[0]["offsets"]}
+        out: dict[str, Any] = {"relations": {}, "pooled": {}, "notes": {}, "offsets": states[0]["offsets"]}
         for s in states:
             for key, value in s["notes"].items():
                 out["notes"][key] = out["notes"].get(key, 0) + value
-            for relation, cell in s["relations"].items():
-                if relation not in out["relations"]:
-                    out["relations"][relation] = {k: v.copy() for k, v in cell.items()}
-                else:
-                    for k, v in cell.items():
-                        out["relations"][relation][k] += v
+            for where in ("relations", "pooled"):
+                for relation, cell in s.get(where, {}).items():
+                    if relation not in out[where]:
+                        out[where][relation] = {k: v.copy() for k, v in cell.items()}
+                    else:
+                        for k, v in cell.items():
+                            out[where][relation][k] += v
         return out
 
     def pooled(self) -> dict[str, dict[str, np.ndarray]]:
-        """The per-relation counts with the pooled rows ``all`` and ``all_nopunct`` added."""
+        """The per-relation counts with the pooled rows ``all`` and ``all_nopunct`` first (counted per sentence
+        over the arcs of every relation, so their sums of squares over sentences are the pooled ones)."""
         cells = dict(sorted(self._state["relations"].items()))
         if not cells:
             return {}
-        pooled = {}
-        for name, members in ((ALL, list(cells)), (ALL_NOPUNCT, [r for r in cells if r != "punct"])):
-            if members:
-                pooled[name] = {k: sum(cells[r][k] for r in members) for k in cells[members[0]]}
-        return {**pooled, **cells}
+        pooled = self._state.get("pooled", {})
+        return {**{name: pooled[name] for name in (ALL, ALL_NOPUNCT) if name in pooled}, **cells}
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """``dependency_heads``: ``model, dataset, relation, layer, head, direction, n, accuracy, correct``
@@ -214,7 +243,9 @@ class DependencyAccuracy(Collector):
             heads.append(pd.DataFrame({
                 "model": ctx.model, "dataset": ctx.dataset, "relation": relation, "layer": layer.ravel(),
                 "head": head.ravel(), "direction": np.array(DIRECTIONS)[direction.ravel()], "n": n,
-                "accuracy": correct.ravel() / n if n else np.nan, "correct": correct.ravel()}))
+                "accuracy": correct.ravel() / n if n else np.nan, "correct": correct.ravel(),
+                "n_sentences": int(cell["n_sentences"].sum()), "c2": cell["head_c2"].sum(0).ravel(),
+                "cn": cell["head_cn"].sum(0).ravel(), "nn": int(cell["nn"].sum())}))
             frame = {"model": ctx.model, "dataset": ctx.dataset, "relation": relation}
             lo, ho, do, oo = np.meshgrid(np.arange(L), np.arange(H), np.arange(2), np.arange(len(offsets)),
                                          indexing="ij")
@@ -226,6 +257,13 @@ class DependencyAccuracy(Collector):
                 frame[f"offset_correct_{half}"] = np.broadcast_to(cell["offset"][k], lo.shape).ravel()
                 frame[f"head_only_{half}"] = cell["head_only"][k].ravel()
                 frame[f"offset_only_{half}"] = cell["offset_only"][k].ravel()
+                frame[f"n_sentences_{half}"] = int(cell["n_sentences"][k])
+                frame[f"d2_{half}"] = cell["d2"][k].ravel()
+                frame[f"head_c2_{half}"] = np.broadcast_to(cell["head_c2"][k][..., None], lo.shape).ravel()
+                frame[f"head_cn_{half}"] = np.broadcast_to(cell["head_cn"][k][..., None], lo.shape).ravel()
+                frame[f"offset_c2_{half}"] = np.broadcast_to(cell["offset_c2"][k], lo.shape).ravel()
+                frame[f"offset_cn_{half}"] = np.broadcast_to(cell["offset_cn"][k], lo.shape).ravel()
+                frame[f"nn_{half}"] = int(cell["nn"][k])
             counts.append(pd.DataFrame(frame))
         columns = ["model", "dataset", "relation", "layer", "head", "direction", "n", "accuracy", "correct"]
         out = {"dependency_heads": pd.concat(heads, ignore_index=True) if heads else pd.DataFrame(columns=columns),

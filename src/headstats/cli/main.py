@@ -740,8 +740,9 @@ def init(
     with _errors():
         import yaml
 
-        from headstats.errors import DataError, OutputError
+        from headstats.errors import DataError
         from headstats.config.protocol import validate_protocol
+        from headstats.folders import check_output_file
         from headstats.inputs.readers import INPUT_FORMATS, infer_format
 
         for path in data:
@@ -754,11 +755,7 @@ def init(
             INPUT_FORMATS.get(format)
         if model != "default" and model.startswith((".", "/", "~")) and not Path(model).expanduser().is_dir():
             raise DataError(f"model folder {model!r} does not exist; give 'default', a model folder or a hub id")
-        if out.is_dir():
-            raise OutputError(f"{str(out)!r} is a folder; give the protocol file to write, "
-                              f"e.g. {out / 'protocol.yaml'}")
-        if (out.exists() or out.is_symlink()) and not force:
-            raise OutputError(f"{str(out)!r} exists; choose another --out or pass --force to replace it")
+        check_output_file(out, inputs=[*data, model if model != "default" else None], force=force)
         text = render_init_protocol(model, data, out, formats=[format] * len(data), name=name)
         validate_protocol(yaml.safe_load(text))  # what we write is a valid protocol
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -267,7 +267,7 @@ class StateCache:
             return []
         out = []
         for path in sorted(folder.iterdir()):
-            if path.name.startswith(".") or not is_headstats_output(path):
+            if path.name.startswith(".") or not is_headstats_output(path, check_content=False):
                 continue
             if (manifest_of(path) or {}).get("kind") != "headstats finetune":
                 continue
@@ -312,6 +312,8 @@ class StateCache:
 
         def remove(path: Path) -> bool:
             if path.is_dir():
+                if not is_headstats_output(path):  # a checkpoint is deleted only as headstats wrote it
+                    return False
                 shutil.rmtree(path, ignore_errors=True)
                 return not path.exists()
             return _unlink(path)

@@ -47,12 +47,11 @@ from pydantic import ValidationError
 from headstats.errors import HeadstatsError
 from headstats.folders import (
     CHECKPOINTS,
-    FILES_KEY,
     WRITTEN_BY,
     check_output_folder,
     claim_output,
     default_cache_root,
-    output_file_list,
+    output_listing,
 )
 from headstats.inputs.glue import (
     HF_GLUE,
@@ -573,8 +572,8 @@ def finetune(
         tokenizer.save_pretrained(tmp)
         _write_json(tmp / METRICS_NAME, metrics)
         (tmp / COMPLETE_MARKER).write_text(f"{manifest['created']}\n", encoding="utf-8")
-        files = sorted(set(output_file_list(tmp)) | {MANIFEST_NAME})
-        _write_json(tmp / MANIFEST_NAME, {"written_by": WRITTEN_BY, **manifest, FILES_KEY: files})
+        _write_json(tmp / MANIFEST_NAME, {"written_by": WRITTEN_BY, **manifest,
+                                          **output_listing(tmp, manifest_name=MANIFEST_NAME)})
         claim.publish()
     return out_dir
 

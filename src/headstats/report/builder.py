@@ -17,6 +17,7 @@ import math
 import os
 import shutil
 import tempfile
+import warnings
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -939,9 +940,9 @@ def _read_roles(path: Path) -> pd.DataFrame:
     return roles
 
 
-def _read_table(run: Path, name: str) -> pd.DataFrame:
+def _read_table(run: Path, name: str, present: set[str] | None = None) -> pd.DataFrame:
     parquet, csv = run / f"{name}.parquet", run / f"{name}.csv"
-    if parquet.is_file():
+    if (f"{name}.parquet" in present) if present is not None else parquet.is_file():
         return pd.read_parquet(parquet)
     return _read_csv(csv)
 
@@ -949,14 +950,20 @@ def _read_table(run: Path, name: str) -> pd.DataFrame:
 def load_run_tables(run_dir: str | Path) -> tuple[object, Analysis, dict, dict]:
     """Read a finished run folder: (protocol, analysis, manifest, comparison tables). No model, no torch.
 
+    The folder is checked first (:func:`headstats.report.schemas.check_run_folder`: its manifest's paths, its
+    tables against the schema the run wrote), and only the tables its manifest lists are read.
+
     Raises
     ------
     HeadstatsError
-        When the folder is not a finished headstats run folder (a file is missing or unreadable).
+        When the folder is not a finished headstats run folder (a file is missing, unreadable or damaged), in
+        one line naming the file.
     """
     import yaml
+    from pydantic import ValidationError
 
-    from headstats.config.protocol import Protocol, upgrade_resolved
+    from headstats.config.protocol import Protocol, upgrade_resolved, validation_message
+    from headstats.report.schemas import check_run_folder, run_tables
 
     run = Path(run_dir)
     if not run.is_dir():
@@ -967,37 +974,34 @@ def load_run_tables(run_dir: str | Path) -> tuple[object, Analysis, dict, dict]:
     if missing:
         raise HeadstatsError(f"{str(run)!r} lacks {', '.join(missing)}: it is not a finished headstats run "
                              "folder; rerun `headstats run` to make one")
+    manifest = check_run_folder(run)
+    where = run / "protocol.resolved.yaml"
     try:
-        manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-        raw = yaml.safe_load((run / "protocol.resolved.yaml").read_text(encoding="utf-8"))
+        raw = yaml.safe_load(where.read_text(encoding="utf-8"))
+        if not isinstance(raw, dict):
+            raise ValueError(f"it holds a {type(raw).__name__}, not a mapping")
         protocol = Protocol.model_validate(upgrade_resolved(raw))  # runs written before options moved too
+    except ValidationError as exc:
+        raise HeadstatsError(f"{str(where)} is damaged: {validation_message(exc, what='protocol')}; rerun "
+                             "`headstats run`") from None
     except Exception as exc:  # noqa: BLE001 - any unreadable file means the same to the user
-        raise HeadstatsError(f"cannot read the manifest or protocol of {str(run)!r} ({type(exc).__name__}: "
-                             f"{exc}); rerun `headstats run`") from None
-    tests = _read_table(run, "tests")
+        text = " ".join(str(exc).split())[:200]
+        raise HeadstatsError(f"{str(where)} cannot be read ({type(exc).__name__}: {text}); rerun "
+                             "`headstats run`") from None
+    present = set(run_tables(run, manifest))
+    tests = _read_table(run, "tests", present)
     roles = _read_roles(run / "roles.csv")
     tables: dict[str, pd.DataFrame] = {}
     comparison: dict[str, pd.DataFrame] = {}
-    for path in sorted(run.glob("*.csv")):
-        name = path.stem
-        if name in ("tests", "roles"):
+    for file in sorted(present):
+        name = file.removesuffix(".csv")
+        if not file.endswith(".csv") or name in ("tests", "roles"):
             continue
         if name.startswith("compare_"):
-            comparison[name.removeprefix("compare_")] = _read_table(run, name)
+            comparison[name.removeprefix("compare_")] = _read_table(run, name, present)
         else:
-            tables[name] = _read_csv(path)
+            tables[name] = _read_csv(run / file)
     return protocol, Analysis(tests=tests, roles=roles, tables=tables), manifest, comparison
-
-
-def _listed_files(run: Path, manifest: dict) -> set[str]:
-    """Files of ``run`` that headstats wrote (the manifest's list, or for older runs all but foreign files)."""
-    from headstats.folders import FILES_KEY, foreign_files, output_file_list
-
-    listed = manifest.get(FILES_KEY)
-    if isinstance(listed, list):
-        return set(listed)
-    foreign = set(foreign_files(run) or [])
-    return {f for f in output_file_list(run) if f not in foreign}
 
 
 def _check_rebuildable(run: Path, manifest: dict) -> None:
@@ -1049,7 +1053,8 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
         overwrite a file headstats did not write.
     """
     from headstats.assignment.role_assignment import strongest_heads
-    from headstats.folders import FILES_KEY, STAGING_MARKER, _acquire_lock, _owner_record, output_file_list
+    from headstats.folders import STAGING_MARKER, _acquire_lock, _owner_record, output_file_list, replace_outputs
+    from headstats.report.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema
 
     run = Path(run_dir).expanduser()
     if run.is_symlink():
@@ -1080,23 +1085,18 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
                      formats=formats, log=log, workers=workers)
         if top_k is not None:
             analysis.tables["strongest_heads"].to_csv(stage / "strongest_heads.csv", index=False)
-        new_files = set(output_file_list(stage))
-        listed = _listed_files(run, manifest)
-        foreign = sorted(f for f in new_files if (run / f).exists() and f not in listed)
-        if foreign:
-            raise OutputError(f"rebuilding would overwrite {', '.join(foreign[:3])} in {str(run)!r}, which "
-                              "headstats did not write; move them away and rebuild again")
-        stale = sorted(f for f in listed - new_files
-                       if (f.startswith("figures/") or f in REPORT_FILES) and (run / f).is_file())
-        for rel in sorted(new_files):
-            (run / rel).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(stage / rel, run / rel)
-        for rel in stale:
-            (run / rel).unlink()
-        manifest[FILES_KEY] = sorted((listed - set(stale)) | new_files | {"manifest.json"})
+        new_tables = {p.name: table_schema(p) for p in stage.iterdir() if p.suffix in TABLE_SUFFIXES}
+        n_new = len(output_file_list(stage))
+        stale, left = replace_outputs(run, stage, manifest,
+                                      removable=lambda f: f.startswith("figures/") or f in REPORT_FILES)
+        for rel in left:
+            warnings.warn(f"{rel} of {run} left alone: the report no longer writes it, but it is not as headstats "
+                          "wrote it (edited, or named by a manifest that is not the run's); it is no longer listed as "
+                          "headstats'", stacklevel=2)
+        manifest[SCHEMAS_KEY] = {**(manifest.get(SCHEMAS_KEY) or {}), **new_tables}
         manifest.setdefault("report_rebuilds", []).append({
             "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "headstats": _headstats_version(),
-            "top_k": protocol.report.top_k, "html": protocol.report.html, "files": len(new_files),
+            "top_k": protocol.report.top_k, "html": protocol.report.html, "files": n_new,
             "removed": stale,
         })
         (stage / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")

@@ -102,6 +102,51 @@ def cluster_signflip_test(diffs, *, alternative: str = "greater", n_resamples: i
     return float(res.pvalue)
 
 
+def signflip_normal_test(sum_d, sum_d2, *, alternative: str = "greater") -> np.ndarray:
+    r"""The sign-flip test over sentences from two sums, with the normal approximation of its distribution.
+
+    Under H0 the signs of the per-sentence differences ``d_s`` are fair coins, so :math:`\sum_s \epsilon_s d_s`
+    has mean 0 and variance exactly :math:`\sum_s d_s^2` over the sign patterns; the statistic
+    :math:`z = \sum_s d_s / \sqrt{\sum_s d_s^2}` is referred to N(0, 1) (a central limit over sentences; the
+    self-normalised sum of Efron 1969). It needs only the two sums, which an analysis accumulates per batch.
+    p = 1 where every ``d_s`` is 0. ``alternative``: ``greater`` or ``two-sided``.
+    """
+    if alternative not in ("greater", "two-sided"):
+        raise ValueError(f"alternative must be 'greater' or 'two-sided', not {alternative!r}")
+    d = np.asarray(sum_d, dtype=float)
+    d2 = np.asarray(sum_d2, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(d2 > 0, d / np.sqrt(np.where(d2 > 0, d2, 1.0)), 0.0)
+    p = sps.norm.sf(z) if alternative == "greater" else 2 * sps.norm.sf(np.abs(z))
+    return np.where(d2 > 0, np.minimum(p, 1.0), 1.0)
+
+
+def cluster_ratio_interval(correct, n, sum_c2, sum_cn, sum_n2, n_clusters, *,
+                           confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    r"""Cluster-robust (linearised ratio-estimator) interval of an accuracy ``C / N`` over J sentences.
+
+    With ``c_s`` words right of ``n_s`` in sentence s, :math:`\hat p = C / N` and
+
+    .. math:: \widehat{\operatorname{var}}(\hat p) = \frac{J}{J - 1} \frac{\sum_s (c_s - \hat p n_s)^2}{N^2}
+              = \frac{J}{J-1} \frac{\sum c_s^2 - 2 \hat p \sum c_s n_s + \hat p^2 \sum n_s^2}{N^2}
+
+    (Cochran 1977, section 6.4; the sandwich variance with the sentence as cluster), the interval
+    :math:`\hat p \pm z_{(1+c)/2} \hat{se}` clipped to [0, 1]. Built from sums an analysis accumulates per
+    batch. With one word per sentence it is the Wald interval. NaN where N = 0 or J < 2.
+    """
+    c, m = np.asarray(correct, dtype=float), np.asarray(n, dtype=float)
+    c2, cn, n2 = (np.asarray(x, dtype=float) for x in (sum_c2, sum_cn, sum_n2))
+    j = np.asarray(n_clusters, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = c / m
+        var = j / (j - 1) * np.maximum(c2 - 2 * p * cn + p * p * n2, 0.0) / (m * m)
+        half = sps.norm.ppf(0.5 + confidence / 2) * np.sqrt(var)
+        ok = (m > 0) & (j >= 2)
+        low = np.where(ok, np.clip(p - half, 0.0, 1.0), np.nan)
+        high = np.where(ok, np.clip(p + half, 0.0, 1.0), np.nan)
+    return low, high
+
+
 def cluster_bootstrap_interval(correct, n, *, confidence: float = 0.95, n_resamples: int = 9_999,
                                seed: int = 0) -> tuple[float, float]:
     r"""Cluster bootstrap percentile interval of a ratio of sums, ``sum_j correct_j / sum_j n_j``.
@@ -180,7 +225,7 @@ def _best(frame: pd.DataFrame, value: str) -> pd.Series:
 
 def dependency_table(counts: pd.DataFrame, *, min_count: int = 100, selection: str = "split",
                      alternative: str = "greater", correction: str = "holm", alpha: float = 0.05,
-                     confidence: float = 0.95) -> pd.DataFrame:
+                     confidence: float = 0.95, test: str = "signflip_sentences") -> pd.DataFrame:
     r"""Table 1 of Clark et al. (2019) with a paired exact test of each best head against the best offset.
 
     Per (model, dataset, relation) with at least ``min_count`` words: the head and direction of highest
@@ -191,11 +236,24 @@ def dependency_table(counts: pd.DataFrame, *, min_count: int = 100, selection: s
     that picked it; with ``"same"`` both use all words (what the paper's numbers do; the selection then
     inflates the test). The p-values of one (model, dataset) are corrected together over its relations.
 
+    The test (``test``): ``signflip_sentences`` (default) takes the sentence as the unit: per sentence the
+    words the head gets right minus those the offset gets right, tested by sign flips
+    (:func:`signflip_normal_test`); ``mcnemar_words`` is McNemar's exact test on the discordant words, which
+    treats the words of one sentence as independent (anti-conservative when they cluster, METHODS 5.3). The
+    intervals of ``accuracy`` and ``offset_accuracy`` are clustered on sentences
+    (:func:`cluster_ratio_interval`) with ``signflip_sentences``, Wilson's with ``mcnemar_words``.
+
     Parameters
     ----------
     counts : DataFrame
         ``dependency_counts`` of :class:`headstats.analyses.dependency.DependencyAccuracy`.
     """
+    if test not in PAIRED_TESTS:
+        raise ValueError(f"test must be one of {', '.join(PAIRED_TESTS)}, not {test!r}")
+    if test == "signflip_sentences" and "d2_test" not in counts:
+        raise ValueError("the sentence-level test needs the per-sentence sums of dependency_counts (d2_choose, "
+                         "d2_test), which this table lacks (counted by an older headstats): re-run the analysis "
+                         "or choose test: mcnemar_words")
     columns = ["relation", "n", "layer", "head", "direction", "accuracy", "offset", "offset_accuracy"]
     rows = []
     for (model, dataset, relation), cell in counts.groupby(["model", "dataset", "relation"], sort=False):
@@ -207,11 +265,21 @@ def dependency_table(counts: pd.DataFrame, *, min_count: int = 100, selection: s
         return pd.DataFrame(columns=columns + ["model", "dataset", "p_unc", "p_corr", "reject"])
     table = pd.DataFrame(rows)
     for what, k in (("accuracy", "correct"), ("offset_accuracy", "offset_correct")):
-        table[f"{what}_ci_low"], table[f"{what}_ci_high"] = proportion_interval(table[k], table["n"],
-                                                                                confidence=confidence)
-    table["test"] = "mcnemar_exact"
+        if test == "signflip_sentences":
+            part = "head" if what == "accuracy" else "offset"
+            table[f"{what}_ci_low"], table[f"{what}_ci_high"] = cluster_ratio_interval(
+                table[k], table["n"], table[f"{part}_c2"], table[f"{part}_cn"], table["nn"], table["n_sentences"],
+                confidence=confidence)
+        else:
+            table[f"{what}_ci_low"], table[f"{what}_ci_high"] = proportion_interval(table[k], table["n"],
+                                                                                    confidence=confidence)
+    table["test"] = test
     table["alternative"] = alternative
-    table["p_unc"] = paired_exact_test(table["head_only"], table["offset_only"], alternative=alternative)
+    if test == "signflip_sentences":
+        table["p_unc"] = signflip_normal_test(table["head_only"] - table["offset_only"], table["d2_tested"],
+                                              alternative=alternative)
+    else:
+        table["p_unc"] = paired_exact_test(table["head_only"], table["offset_only"], alternative=alternative)
     table["p_unc"] = table["p_unc"].where(table["n_tested"] > 0)
     table["family"] = family_labels(table, ["model", "dataset"])
     table["p_corr"], _ = correct_within_families(table["p_unc"], table["family"], correction=correction, alpha=alpha)
@@ -253,7 +321,34 @@ def _relation_row(cell: pd.DataFrame, *, selection: str) -> dict[str, Any]:
         "n_tested": n_tested, "tested_accuracy": ratio(head_ok), "tested_offset_accuracy": ratio(offset_ok),
         "head_only": int(sum(one[f"head_only_{h}"] for h in tested)),
         "offset_only": int(sum(one[f"offset_only_{h}"] for h in tested)),
+        **_sentence_sums(cell, best, best_offset, one, tested),
     }
+
+
+def _sentence_sums(cell: pd.DataFrame, best: pd.Series, best_offset: pd.Series, one: pd.Series,
+                   tested: list[str]) -> dict[str, float]:
+    """The per-sentence sums behind the clustered interval of the best head's and the best offset's accuracy
+    (all words) and behind the sentence-level test (the tested halves); empty without them (older tables)."""
+    if "d2_test" not in cell:
+        return {}
+    halves = list(HALVES_OF_COUNTS)
+    head_row = cell[(cell["layer"] == best["layer"]) & (cell["head"] == best["head"])
+                    & (cell["direction"] == best["direction"])].iloc[0]
+    offset_row = cell[cell["offset"] == best_offset["offset"]].iloc[0]
+    return {
+        "n_sentences": float(sum(head_row[f"n_sentences_{h}"] for h in halves)),
+        "nn": float(sum(head_row[f"nn_{h}"] for h in halves)),
+        "head_c2": float(sum(head_row[f"head_c2_{h}"] for h in halves)),
+        "head_cn": float(sum(head_row[f"head_cn_{h}"] for h in halves)),
+        "offset_c2": float(sum(offset_row[f"offset_c2_{h}"] for h in halves)),
+        "offset_cn": float(sum(offset_row[f"offset_cn_{h}"] for h in halves)),
+        "d2_tested": float(sum(one[f"d2_{h}"] for h in tested)),
+        "n_sentences_tested": float(sum(one[f"n_sentences_{h}"] for h in tested)),
+    }
+
+
+#: The halves of ``dependency_counts`` (inputs of even and odd position).
+HALVES_OF_COUNTS = ("choose", "test")
 
 
 def finish_dependency(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
@@ -267,11 +362,17 @@ def finish_dependency(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict
     st = protocol.statistics
     out: dict[str, pd.DataFrame] = {}
     heads = tables["dependency_heads"].copy()
-    heads["ci_low"], heads["ci_high"] = proportion_interval(heads["correct"], heads["n"], confidence=st.confidence)
+    if options.test == "signflip_sentences" and "c2" in heads:
+        heads["ci_low"], heads["ci_high"] = cluster_ratio_interval(heads["correct"], heads["n"], heads["c2"],
+                                                                   heads["cn"], heads["nn"], heads["n_sentences"],
+                                                                   confidence=st.confidence)
+    else:
+        heads["ci_low"], heads["ci_high"] = proportion_interval(heads["correct"], heads["n"], confidence=st.confidence)
     out["dependency_heads"] = heads
     out["dependency_table"] = dependency_table(
         tables["dependency_counts"], min_count=options.min_count, selection=options.selection,
-        alternative=options.alternative, correction=st.correction, alpha=st.alpha, confidence=st.confidence)
+        alternative=options.alternative, correction=st.correction, alpha=st.alpha, confidence=st.confidence,
+        test=options.test)
     return out
 
 

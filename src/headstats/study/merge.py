@@ -14,6 +14,10 @@ Its output folder (written through :mod:`headstats.folders`, like every output) 
 same weights, tokenizer, dtype and device type, same data files, every shard of ``n`` present once, every chunk
 present once) and runs the statistics, tables and report on the states merged in chunk order: the same
 operations, in the same order, as one run, so the tables are byte-identical.
+
+A shard folder's paths (no symbolic link), its manifest's shape and its states' key are checked before
+anything is merged; ``states.hsc`` is a pickle, though, like the state cache: merge only shard folders your
+own runs wrote.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import pandas as pd
 
 from headstats.config.protocol import Protocol, dump_protocol, validate_protocol
 from headstats.errors import IncompatibleResultsError, OutputError
-from headstats.folders import OutputClaim, claim_output, manifest_of
+from headstats.folders import OutputClaim, claim_output, manifest_of, member_path
 from headstats.study.run import (Log, LoadedData, ProgressFactory, StudyPasses, StudyResult, _no_progress,
                                  assemble_passes, finish_study, job_label, make_runner, model_functions,
                                  runner_summary, study_jobs, study_roles)
@@ -36,6 +40,10 @@ from headstats.study.storage import write_manifest
 
 STATES_FILE = "states.hsc"
 SHARD_KEY = "headstats_shard"
+#: What a shard's manifest must hold under :data:`SHARD_KEY`, and of which type (a forged one is refused).
+SHARD_FIELDS = {"index": int, "of": int, "pass_sha256": str, "protocol_sha256": str, "chunk_size": int,
+                "max_length": dict, "n_records": dict, "n_chunks": dict, "roles": dict, "skipped_before_parsing": dict,
+                "chunks": dict}
 
 
 @dataclass
@@ -99,6 +107,7 @@ def shard_manifest(protocol: Protocol, shard: ShardResult, datasets: dict, data:
         "protocol_sha256": protocol_key(protocol),
         "pass_sha256": protocol.pass_fingerprint(),
         "chunk_size": protocol.execution.chunk_size,
+        "batching": {"batch_size": protocol.scoring.batch_size, "memory_budget_mb": protocol.execution.memory_budget_mb},
         "n_records": shard.n_records, "n_chunks": shard.n_chunks, "max_length": shard.max_length,
         "roles": shard.roles,
         "skipped_before_parsing": {name: [list(x) for x in d.skipped] for name, d in data.items()},
@@ -163,17 +172,27 @@ def read_shard(folder: str | Path) -> ShardFolder:
     import yaml
 
     path = Path(folder)
-    manifest = manifest_of(path) if path.is_dir() else None
+    manifest = manifest_of(path) if path.is_dir() and not path.is_symlink() else None
     if manifest is None or SHARD_KEY not in manifest:
         raise OutputError(f"{str(path)!r} is not a shard folder (no manifest.json with '{SHARD_KEY}'); give folders "
                           "written by headstats run --shard i/n")
+    info = manifest[SHARD_KEY]
+    wrong = [k for k, kind in SHARD_FIELDS.items() if not isinstance(info, dict) or not isinstance(info.get(k), kind)]
+    if wrong:
+        raise OutputError(f"the manifest of shard folder {str(path)!r} is damaged ('{SHARD_KEY}.{wrong[0]}' is "
+                          "missing or of the wrong type); run that shard again")
+    named_by = f"shard folder {str(path)!r}"
     try:
-        blob = (path / STATES_FILE).read_bytes()
-        protocol = validate_protocol(yaml.safe_load((path / "protocol.resolved.yaml").read_text()))
+        blob = member_path(path, STATES_FILE, named_by=named_by).read_bytes()
+        protocol = validate_protocol(yaml.safe_load(
+            member_path(path, "protocol.resolved.yaml", named_by=named_by).read_text(encoding="utf-8")))
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise OutputError(f"protocol.resolved.yaml of shard folder {str(path)!r} cannot be read "
+                          f"({type(exc).__name__}); run that shard again") from None
     except OSError as exc:
         raise OutputError(f"shard folder {str(path)!r} cannot be read ({exc.strerror or exc}); run that shard again") \
             from None
-    entries = decode(blob, key=states_key(manifest[SHARD_KEY]) if isinstance(manifest[SHARD_KEY], dict) else "")
+    entries = decode(blob, key=states_key(info))
     if entries is None:
         raise OutputError(f"{STATES_FILE} of shard folder {str(path)!r} is corrupt, truncated or not this shard's "
                           "(checksum or key); run that shard again")
@@ -199,8 +218,9 @@ def check_shards(shards: Sequence[ShardFolder]) -> None:
         info = other.manifest[SHARD_KEY]
         if info["of"] != n:
             raise differ(f"the number of shards ({info['of']} vs {n})", other, "merge shards of the same --shard i/n split")
-        if info["pass_sha256"] != head["pass_sha256"] or info["chunk_size"] != head["chunk_size"]:
-            raise differ("the options that change scores (models, data sets, scoring, dtype, chunk size)", other,
+        if info["pass_sha256"] != head["pass_sha256"] or info["chunk_size"] != head["chunk_size"] \
+                or info.get("batching") != head.get("batching"):
+            raise differ("the options that change scores (models, data sets, scoring, dtype, chunk size, batching)", other,
                          "run every shard with the same protocol")
         if info["protocol_sha256"] != head["protocol_sha256"]:
             raise differ("their statistics, comparison or report options", other,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from headstats.folders import FILES_KEY, WRITTEN_BY, check_output_folder, claim_output, output_file_list, staged_output
+from headstats.folders import WRITTEN_BY, check_output_folder, claim_output, output_listing, staged_output
 from headstats.model.loading import sha256_file_memo
 
 __all__ = ["check_output_folder", "claim_output", "staged_output", "write_table", "write_manifest",
@@ -59,10 +59,12 @@ def file_hashes(paths) -> dict[str, str]:
 def write_manifest(folder: Path, manifest: dict) -> None:
     """Write ``manifest.json`` last, with the versions, the command line and the list of files written.
 
-    ``written_by`` and ``output_files`` let a later ``--overwrite`` check that the folder holds only what
-    headstats wrote (:func:`headstats.folders.is_headstats_output`).
+    ``written_by``, ``output_files`` and ``output_sha256`` (each file's size and sha256) let a later
+    ``--overwrite`` or ``headstats report`` check that the folder holds only what headstats wrote, unchanged
+    (:func:`headstats.folders.is_headstats_output`, :func:`headstats.folders.unchanged_outputs`).
     """
-    files = sorted(set(output_file_list(folder)) | {"manifest.json"})
+    from headstats.report.schemas import SCHEMAS_KEY, table_schemas
+
     manifest = {"written_by": WRITTEN_BY, **manifest, "versions": package_versions(), "command": sys.argv,
-                FILES_KEY: files}
+                **output_listing(folder), SCHEMAS_KEY: table_schemas(folder)}
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")

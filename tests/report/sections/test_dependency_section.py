@@ -21,7 +21,7 @@ def test_dependency_section_states_the_claim(tmp_path):
                             f"offset_correct_{half}": 50, f"head_only_{half}": head_right - 45 if head == 0 else 5,
                             f"offset_only_{half}": 5 if head == 0 else 45}
                 rows.append(row)
-    table = dependency_table(pd.DataFrame(rows), min_count=10)
+    table = dependency_table(pd.DataFrame(rows), min_count=10, test="mcnemar_words")
     heads = pd.DataFrame({"model": "m", "dataset": "d", "relation": ["det", "det"], "layer": 0, "head": [0, 1],
                           "direction": "dependent_to_head", "n": 200, "accuracy": [0.9, 0.1]})
     report = Report("r")

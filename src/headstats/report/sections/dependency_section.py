@@ -13,6 +13,15 @@ from headstats.report.blocks import figure_tag, save_figure
 from headstats.report.sections import head_label
 
 
+def _test_words(row) -> str:
+    """The paired test of a Table 1 row, in words."""
+    if str(row.get("test", "")) == "signflip_sentences":
+        return ("the sign-flip test over sentences (per sentence, words the head gets right minus words the "
+                "offset gets right; the sentence is the unit, normal approximation; intervals clustered on "
+                "sentences)")
+    return "McNemar's exact test on words (each word counted as independent)"
+
+
 def dependency_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
     """Dependency relations in single heads: Table 1 with the paired tests, figures, the claim checked."""
 
@@ -58,7 +67,7 @@ def _dependency_block(report: Any, root: Path, model: str, dataset: str, part: p
     report.table(shown[cols], f"Table 1 of Clark et al. (2019) for {model} on {dataset}: per relation with at "
                  "least `min_count` words, the best head on all words and its accuracy, and the best offset and "
                  f"its accuracy. The test columns: {how}; `head_only` and `offset_only` are the words only one "
-                 f"of the two gets right, and p is McNemar's exact test ({first['alternative']}: the head is more "
+                 f"of the two gets right, and p is {_test_words(first)} ({first['alternative']}: the head is more "
                  f"accurate), corrected with {first['correction']} over the relations of this model and data "
                  "set.", max_rows=60, csv="dependency_table.csv")
     fig = dependency_plots.dependency_table_plot(part, title=f"{model} / {dataset}")
@@ -80,7 +89,7 @@ def _dependency_block(report: Any, root: Path, model: str, dataset: str, part: p
     verdict = ("holds" if len(passed) else "does not hold") + f" for {len(passed)} of {len(rel)} relations"
     report.text(
         f"**Claim (Clark et al. 2019): for a relation there is a head that beats the best fixed offset.** Test: "
-        f"McNemar's exact test of the chosen head against the chosen offset on the same words, "
+        f"{_test_words(first)}, chosen head against chosen offset on the same words, "
         f"{first['alternative']}, {first['correction']}-corrected over relations at alpha = {first['alpha']:g}. "
         f"On {model} / {dataset} it {verdict}. Heads that pass: {listing}. "
         + (f"Not shown better than the offset: {', '.join(failed['relation'])}." if len(failed) else "")
