@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,6 +16,7 @@ from headstats.stats.corrections import (
     correct_pvalues,
     correct_pvalues_rows,
     list_corrections,
+    reject,
 )
 
 RNG = np.random.default_rng(0)
@@ -137,3 +141,45 @@ def test_built_ins_are_statsmodels_bit_for_bit(method):
         if trial % 3 == 0:
             p = np.round(p, 2)  # ties
         assert np.array_equal(correct_pvalues(p, method), multipletests(p, method=method)[1]), (method, trial)
+
+
+# ------------------------------------------------------------------------------------------ one reject rule
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "headstats"
+
+
+def _alpha_comparisons(path: Path) -> list[str]:
+    """``x < alpha`` / ``x <= alpha`` (or ``alpha > x``...) written in ``path``, as ``file:line``."""
+    def is_alpha(node: ast.AST) -> bool:
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        return name.endswith("alpha")
+
+    hits = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for op, left, right in zip(node.ops, sides, sides[1:]):
+            if isinstance(left, ast.Constant) or isinstance(right, ast.Constant):
+                continue  # a range check such as 0 < alpha < 1
+            if (isinstance(op, (ast.Lt, ast.LtE)) and is_alpha(right)) or \
+                    (isinstance(op, (ast.Gt, ast.GtE)) and is_alpha(left)):
+                hits.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    return hits
+
+
+def test_the_reject_rule_is_written_once():
+    # The drift this catches: grouping.py and the probing section said ``p < alpha`` where every other table
+    # said ``p_corr <= alpha``. Every decision at level alpha goes through corrections.reject.
+    hits = [h for p in sorted(SRC.rglob("*.py")) if p.name != "corrections.py" for h in _alpha_comparisons(p)]
+    assert not hits, f"use headstats.stats.corrections.reject instead of comparing with alpha at {hits}"
+
+
+def test_reject_is_inclusive_at_alpha_and_false_on_nan():
+    # a discrete p-value can equal alpha exactly (a sign test's 1/32 at alpha 1/32): statsmodels rejects it
+    p = np.array([1 / 32, 1 / 32 + 1e-12, np.nan, 0.0])
+    assert reject(p, 1 / 32).tolist() == [True, False, False, True]
+    # statsmodels' decision on each finite p alone (a family of one)
+    assert [bool(multipletests([x], alpha=1 / 32, method="bonferroni")[0][0]) for x in p[[0, 1, 3]]] == \
+        [True, False, True]
+    assert bool(reject(0.05, 0.05)) and not bool(reject(float("nan"), 0.05))

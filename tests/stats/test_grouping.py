@@ -81,3 +81,17 @@ def test_finish_clustering_defaults_to_9999_permutations_without_options():
                        "layer_b": (b // 2).ravel(), "head_b": (b % 2).ravel(), "js_mean": (a != b).ravel() * 0.2})
     p = SimpleNamespace(analysis_options={}, seed=0, statistics=SimpleNamespace(alpha=0.05))
     assert finish_clustering({"js_distance": js}, p)["clustering_tests"]["n_permutations"].tolist() == [9999]
+
+
+def test_finish_clustering_rejects_at_p_equal_to_alpha():
+    # the package's reject rule is p <= alpha (headstats.stats.corrections.reject); grouping said p < alpha
+    k = np.arange(6)
+    a, b = np.meshgrid(k, k, indexing="ij")
+    d = np.where((a // 3) == (b // 3), 0.1, 0.4) * (a != b)
+    js = pd.DataFrame({"model": "m", "dataset": "d", "layer_a": (a // 3).ravel(), "head_a": (a % 3).ravel(),
+                       "layer_b": (b // 3).ravel(), "head_b": (b % 3).ravel(), "js_mean": d.ravel()})
+    ref = group_permutation_test(d, k // 3, n_permutations=99, seed=1)
+    for alpha, expected in ((ref.p_value, True), (np.nextafter(ref.p_value, 0), False)):
+        p = SimpleNamespace(analysis_options={"clustering": {"n_permutations": 99}}, seed=1,
+                            statistics=SimpleNamespace(alpha=alpha))
+        assert bool(finish_clustering({"js_distance": js}, p)["clustering_tests"]["reject"].iat[0]) is expected

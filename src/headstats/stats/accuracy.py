@@ -199,9 +199,9 @@ def simulate_clustered_level(*, n_sentences: int = 100, words: int = 12, accurac
         a = rng.random((n_sentences, words)) < expit(mu + u)
         b = rng.random((n_sentences, words)) < expit(mu + v)
         only_a, only_b = int((a & ~b).sum()), int((b & ~a).sum())
-        rates["mcnemar_words"] += paired_exact_test(only_a, only_b)[0] <= alpha
+        rates["mcnemar_words"] += bool(reject(paired_exact_test(only_a, only_b)[0], alpha))
         d = a.sum(1).astype(float) - b.sum(1)
-        rates["signflip_sentences"] += cluster_signflip_test(d, n_resamples=n_resamples, seed=s) <= alpha
+        rates["signflip_sentences"] += bool(reject(cluster_signflip_test(d, n_resamples=n_resamples, seed=s), alpha))
         n_words = n_sentences * words
         diff = d.sum() / n_words
         wald_se = np.sqrt(((a.astype(float) - b).ravel().var(ddof=1)) / n_words)

@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from headstats.registry import Registry
-from headstats.stats.corrections import correct_pvalues
+from headstats.stats.corrections import correct_pvalues, reject
 
 __all__ = [
     "CANNOT_TELL", "CLAIMS", "CLAIM_COLUMNS", "CONTRADICTED", "NOT_SHOWN", "SUPPORTED", "VERDICTS", "Claim",
@@ -245,7 +245,7 @@ def verdict_of(ev: Evidence, p_corr: float, alpha: float) -> tuple[str, str]:
     if np.isfinite(floor) and floor > alpha:
         return CANNOT_TELL, (f"design floor above alpha: the smallest p-value this design can give is "
                              f"{floor:.3g} > alpha = {alpha:g}" + (f" ({ev.detectable})" if ev.detectable else ""))
-    if np.isfinite(p_corr) and p_corr <= alpha:
+    if reject(p_corr, alpha):
         against = np.isfinite(ev.p_against) and ev.p_against < ev.p_for
         return (CONTRADICTED, "significant in the other direction") if against else (SUPPORTED, "")
     return NOT_SHOWN, "not significant after correction" + (f"; {ev.detectable}" if ev.detectable else "")

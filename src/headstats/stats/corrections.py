@@ -263,7 +263,7 @@ def correct_within_families(
         idx = np.nonzero(codes == c)[0]
         p_corr[idx] = entry(p[idx], alpha)
         m = int(np.isfinite(p[idx]).sum())
-        r = int((p_corr[idx] <= alpha).sum())
+        r = int(reject(p_corr[idx], alpha).sum())
         level[idx] = entry.level_for_one_more(alpha, m, r)
     return p_corr, level
 
@@ -280,8 +280,13 @@ def correct_rows_within_families(p_values, labels, *, correction: str) -> np.nda
     return out
 
 
-def reject(p_corr: np.ndarray, alpha: float) -> np.ndarray:
-    """``p_corr <= alpha``, False where ``p_corr`` is NaN.
+def reject(p_corr: np.ndarray | float, alpha: float) -> np.ndarray:
+    """``p_corr <= alpha``, False where ``p_corr`` is NaN: the package's one reject rule.
+
+    Every decision "significant at level alpha" in headstats (tests, claims, report sentences, simulated
+    rejection rates) is this function, so that no table says ``<`` where another says ``<=``
+    (``tests/stats/test_corrections.py`` scans the source for any other comparison with an alpha). A scalar
+    gives a 0-d array (``bool(reject(p, alpha))``).
 
     ``<=`` as statsmodels' ``multipletests`` decides (its ``reject`` is ``pvals_corrected <= alpha``) and as a
     p-value is defined (the smallest level at which the hypothesis is rejected); it matters for the discrete

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from headstats.errors import HeadstatsError
+from headstats.stats.corrections import reject
 
 
 @dataclass(frozen=True)
@@ -128,8 +129,9 @@ def finish_clustering(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict
 
     The JS divergence per query (``js_mean``) of same-layer pairs against different-layer pairs, one-sided
     permutation test of the layer labels (:func:`group_permutation_test`), seeded by the protocol's seed,
-    ``analysis_options.clustering.n_permutations`` resamples; ``reject = p_value < alpha`` for each (model, data set)
-    separately (one test each, so no correction).
+    ``analysis_options.clustering.n_permutations`` resamples; ``reject = p_value <= alpha``
+    (:func:`~headstats.stats.corrections.reject`) for each (model, data set) separately (one test each, so no
+    correction).
     """
     js = tables.get("js_distance")
     if js is None or js.empty:
@@ -149,5 +151,5 @@ def finish_clustering(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict
         d[a, b] = part["js_mean"].to_numpy()
         res = group_permutation_test(d, np.arange(k) // heads, n_permutations=n_perm, seed=protocol.seed)
         rows.append({"model": model, "dataset": dataset, "claim": "heads of one layer sit together",
-                     **res.to_dict(), "alpha": alpha, "reject": bool(res.p_value < alpha)})
+                     **res.to_dict(), "alpha": alpha, "reject": bool(reject(res.p_value, alpha))})
     return {"clustering_tests": pd.DataFrame(rows)[CLUSTERING_TEST_COLUMNS]}

@@ -54,6 +54,7 @@ from scipy import special as sps_special
 from scipy import stats as sps
 
 from headstats.errors import HeadstatsError
+from headstats.stats.corrections import reject
 
 __all__ = [
     "MAX_EXACT_SEEDS", "SEED_TESTS", "corrected_level", "fit_variance_prior", "margin_for", "margin_tests", "moderated_t_over_seeds", "seeds_needed",
@@ -480,7 +481,7 @@ def simulate_seed_type1(
     for method, p in rows:
         p = np.asarray(p, dtype=float)
         p = p[np.isfinite(p)]
-        r = float(np.mean(p < alpha)) if p.size else math.nan
+        r = float(np.mean(reject(p, alpha))) if p.size else math.nan
         out.append({"method": method, "n_sim": int(p.size), "rejection_rate": r,
                     "mc_se": math.sqrt(r * (1 - r) / p.size) if p.size else math.nan, "alpha": alpha,
                     "seeds": seeds, "inputs": inputs, "sd_seed": sd_seed, "sd_input": sd_input})
@@ -538,7 +539,7 @@ def simulate_moderated_level(
         for name, fn in methods.items():
             p = signflip_over_seeds(v) if fn is None else fn(v)["p"]
             p = np.where(np.isfinite(p), p, 1.0)
-            hits[name] += int(np.sum(p[planted:] <= level))
+            hits[name] += int(np.sum(reject(p[planted:], level)))
             rej = multipletests(p, alpha=alpha, method="holm")[0]
             fwer[name] += int(rej[planted:].any())
             found[name] += int(rej[:planted].sum())

@@ -45,3 +45,12 @@ def test_probing_claim_does_not_hold_when_the_discordant_words_tie(tmp_path):
     report = Report("t")
     probing_section(report, tmp_path, {"probes": table})
     assert "On m / d it does not hold: UAS 0.700 against 0.300" in render_markdown(report, tmp_path)
+
+
+def test_probing_claim_holds_when_p_equals_alpha(tmp_path):
+    # the package's reject rule is p_corr <= alpha (headstats.stats.corrections.reject); the section said p < alpha
+    table = finish_probes({"probes": probes(45)}, statistics())["probes"]
+    table["alpha"] = float(table.set_index("probe").loc["attention_only", "p_corr_vs_right_branching"])
+    report = Report("t")
+    probing_section(report, tmp_path, {"probes": table})
+    assert "On m / d it holds" in render_markdown(report, tmp_path)
