@@ -104,15 +104,14 @@ def compare(before, after, *, test: str = "wilcoxon", alternative: str = "two-si
         If the two hold different inputs, or came from models whose tokenizers differ.
     """
     from headstats.measures import MeasureArray, check_same_inputs
+    from headstats.model.tokenizers import check_same_tokenizer
     from headstats.study.scoring import long_frame
     from headstats.stats.paired import paired_tests
 
     if isinstance(before, MeasureArray) and isinstance(after, MeasureArray):
         check_same_inputs(before, after)
-        a, b = (x.provenance.get("model", {}).get("vocab_sha256") for x in (before, after))
-        if a and b and a != b:
-            raise IncompatibleResultsError(f"{before.model} and {after.model} have different tokenizers; their "
-                                           "scores are of different pieces and cannot be paired")
+        check_same_tokenizer(*(x.provenance.get("model", {}) for x in (before, after)),
+                             names=[before.model, after.model])
         before, after = long_frame([before]), long_frame([after])
     return paired_tests(before, after, test=test, alternative=alternative, correction=correction,
                         family=tuple(family), confidence=confidence, alpha=alpha)

@@ -66,15 +66,15 @@ def test_collector_table_and_merge():
     whole = AttentionEntropy(Context(("m",), "d", 1, 1))
     whole.update(view_of(planted(), inputs))
     table = whole.tables()["entropy"]
-    assert list(table.columns) == ["model", "dataset", "layer", "head", "n", "entropy_mean", "entropy_sd",
-                                   "cls_entropy_mean", "cls_entropy_sd", "uniform_entropy"]
+    assert list(table.columns) == ["model", "dataset", "layer", "head", "n", "entropy", "entropy_sd",
+                                   "entropy_cls", "entropy_cls_sd", "entropy_uniform"]
     per_input = [sum(smoothed_entropy(r) for r in ROWS) / 3, math.log(4)]
     row = table.iloc[0]
     assert row["n"] == 2
-    assert row["entropy_mean"] == pytest.approx(np.mean(per_input), rel=1e-6)
+    assert row["entropy"] == pytest.approx(np.mean(per_input), rel=1e-6)
     assert row["entropy_sd"] == pytest.approx(np.std(per_input, ddof=1), rel=1e-5)
-    assert row["cls_entropy_mean"] == pytest.approx((smoothed_entropy(ROWS[0]) + math.log(4)) / 2, rel=1e-5)
-    assert row["uniform_entropy"] == pytest.approx((math.log(3) + math.log(4)) / 2)
+    assert row["entropy_cls"] == pytest.approx((smoothed_entropy(ROWS[0]) + math.log(4)) / 2, rel=1e-5)
+    assert row["entropy_uniform"] == pytest.approx((math.log(3) + math.log(4)) / 2)
     parts = []
     for k in range(2):
         c = AttentionEntropy(Context(("m",), "d", 1, 1))
@@ -102,8 +102,8 @@ def test_enabled_from_a_protocol(tmp_path, tiny_model_dir):
     table = pd.read_csv(result.out / "entropy.csv")
     assert len(table) == 4 and (table["n"] == 12).all() and (table["model"] == "tiny").all()
     # a random tiny BERT attends almost uniformly: every head near the uniform reference, never above it
-    assert (table["entropy_mean"] <= table["uniform_entropy"] + 1e-6).all()
-    assert (table["entropy_mean"] > 0.9 * table["uniform_entropy"]).all()
+    assert (table["entropy"] <= table["entropy_uniform"] + 1e-6).all()
+    assert (table["entropy"] > 0.9 * table["entropy_uniform"]).all()
     report = (result.out / "report.md").read_text()
     assert "## Attention entropy" in report and "`entropy.csv`" in report
     pd.testing.assert_frame_equal(result.tables["entropy"], table, check_dtype=False)
@@ -121,3 +121,26 @@ def test_unknown_analysis_in_a_protocol_is_refused_before_any_model(tmp_path):
     with pytest.raises(UnknownNameError, match="did you mean 'entropy'"):
         run_study(load_protocol(path), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_entropy_and_surface_tables_share_one_schema():
+    # The drift this catches: entropy.csv said cls_entropy_mean / uniform_entropy where surface.csv said
+    # entropy_cls / entropy_uniform for the same quantities. Same names, and the same numbers on the same maps.
+    from headstats.analyses.entropy import ENTROPY_COLUMNS, ENTROPY_MEANS
+    from headstats.analyses.surface import SURFACE_COLUMNS, SurfacePatterns
+
+    inputs = [item(0, 3), item(1, 4)]
+    view = view_of(planted(), inputs)
+    entropy = AttentionEntropy(Context(("m",), "d", 1, 1))
+    entropy.update(view)
+    surface = SurfacePatterns(Context(("m",), "d", 1, 1, options={"punct_ids": ()}))
+    surface.update(view_of(planted(), inputs))
+    a, b = entropy.tables()["entropy"], surface.tables()["surface"]
+    assert set(ENTROPY_MEANS) <= set(ENTROPY_COLUMNS) and set(ENTROPY_MEANS) <= set(SURFACE_COLUMNS)
+    assert list(a.columns) == list(ENTROPY_COLUMNS) and list(b.columns) == list(SURFACE_COLUMNS)
+    # entropy: the mean of ((H of ROWS) / 3, ln 4); the [CLS] row of input 0 is ROWS[0]; uniform (ln 3 + ln 4) / 2
+    expected = [(sum(map(smoothed_entropy, ROWS)) / 3 + math.log(4)) / 2,
+                (smoothed_entropy(ROWS[0]) + math.log(4)) / 2, (math.log(3) + math.log(4)) / 2]
+    for column, value in zip(ENTROPY_MEANS, expected):
+        assert a[column].iat[0] == pytest.approx(value, rel=1e-5)
+        assert b[column].iat[0] == pytest.approx(a[column].iat[0], rel=1e-6)  # surface keeps float32 per input

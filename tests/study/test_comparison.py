@@ -59,11 +59,11 @@ def test_models_with_different_tokenizers_are_refused_before_scoring(tmp_path, t
     (other / "vocab.txt").write_text("\n".join(vocab) + "\n")
     (other / "tokenizer.json").unlink()
     protocol = load_protocol(compare_protocol(tmp_path, tiny_model_dir, other))
-    with pytest.raises(HeadstatsError, match="tokenizers differ"):
+    with pytest.raises(HeadstatsError, match="different tokenizers"):
         check_comparable(protocol, {"base": str(tiny_model_dir), "other": str(other)})
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["run", str(compare_protocol(tmp_path, tiny_model_dir, other)), "--out", str(out)])
-    assert result.exit_code == 2 and "tokenizers differ" in result.output
+    assert result.exit_code == 2 and "different tokenizers" in result.output
     assert not out.exists()
 
 

@@ -5,11 +5,15 @@ in nats,
 
     p_i(j) = 0.9999 A[i, j] + 0.0001 / n,        H_i = - sum_{j < n} p_i(j) ln p_i(j),
 
-and the input's value is the mean of ``H_i`` over its n queries; ``cls_entropy`` is ``H_i`` of the [CLS]
-row alone. The table gives, per (model, data set, layer, head), the mean over inputs and its standard
-deviation (ddof = 1), N, and the uniform reference ``uniform_entropy``: the mean over inputs of ln n (the
+and the input's value is the mean of ``H_i`` over its n queries (``entropy``); ``entropy_cls`` is ``H_i`` of
+the [CLS] row alone. The table gives, per (model, data set, layer, head), N, the mean over inputs and its
+standard deviation (ddof = 1), and the uniform reference ``entropy_uniform``: the mean over inputs of ln n (the
 entropy of a row that attends equally to every position). Enable it with ``analyses: [entropy]``; it writes
 ``entropy.csv`` and a report section.
+
+One schema for the same quantities (:data:`ENTROPY_MEANS`): ``entropy.csv`` and ``surface.csv`` (the
+``surface`` analysis) both call the means over inputs ``entropy``, ``entropy_cls`` and ``entropy_uniform``;
+``entropy.csv`` adds the spreads ``entropy_sd`` and ``entropy_cls_sd``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,12 @@ from headstats.lazy import torch
 from headstats.analyses import register_analysis
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
+
+#: The means over inputs that ``entropy.csv`` and ``surface.csv`` share, by the same names (nats).
+ENTROPY_MEANS: tuple[str, ...] = ("entropy", "entropy_cls", "entropy_uniform")
+#: Columns of ``entropy.csv``.
+ENTROPY_COLUMNS: tuple[str, ...] = ("model", "dataset", "layer", "head", "n", "entropy", "entropy_sd",
+                                    "entropy_cls", "entropy_cls_sd", "entropy_uniform")
 
 #: Weight of the attention row in the smoothed row (the rest is spread uniformly), as in Clark et al.'s code.
 SMOOTHING = 0.9999
@@ -69,16 +79,15 @@ class AttentionEntropy(Collector):
         return {key: Moments.combine([s[key] for s in states]) for key in states[0]}
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        """``entropy``: ``model, dataset, layer, head, n, entropy_mean, entropy_sd, cls_entropy_mean,
-        cls_entropy_sd, uniform_entropy`` (nats)."""
+        """``entropy``: the columns of :data:`ENTROPY_COLUMNS` (nats)."""
         s = self._state
         frame = self.context.head_frame(
             model=self.context.model, dataset=self.context.dataset, n=s["entropy"].n,
-            entropy_mean=s["entropy"].mean_or_nan, entropy_sd=s["entropy"].sd,
-            cls_entropy_mean=s["cls_entropy"].mean_or_nan, cls_entropy_sd=s["cls_entropy"].sd,
+            entropy=s["entropy"].mean_or_nan, entropy_sd=s["entropy"].sd,
+            entropy_cls=s["cls_entropy"].mean_or_nan, entropy_cls_sd=s["cls_entropy"].sd,
         )
-        frame["uniform_entropy"] = float(s["uniform"].mean_or_nan)
-        return {"entropy": frame}
+        frame["entropy_uniform"] = float(s["uniform"].mean_or_nan)
+        return {"entropy": frame.loc[:, list(ENTROPY_COLUMNS)]}
 
 
 def entropy_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
@@ -87,14 +96,14 @@ def entropy_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame])
     report.heading("Attention entropy")
     report.text(
         "Mean entropy (nats) of each head's attention rows, smoothed as 0.9999 A + 0.0001 / n and averaged over "
-        "queries, then over inputs (Clark et al. 2019). `uniform_entropy` is the mean of ln n, the entropy of "
+        "queries, then over inputs (Clark et al. 2019). `entropy_uniform` is the mean of ln n, the entropy of "
         "a row spread evenly over the input: heads far below it attend narrowly, heads near it broadly. Every "
         "head: `entropy.csv`."
     )
     per_layer = (frame.groupby(["model", "dataset", "layer"], sort=False)
-                 .agg(entropy_mean=("entropy_mean", "mean"), entropy_min=("entropy_mean", "min"),
-                      entropy_max=("entropy_mean", "max"), cls_entropy_mean=("cls_entropy_mean", "mean"),
-                      uniform_entropy=("uniform_entropy", "first"))
+                 .agg(entropy=("entropy", "mean"), entropy_min=("entropy", "min"),
+                      entropy_max=("entropy", "max"), entropy_cls=("entropy_cls", "mean"),
+                      entropy_uniform=("entropy_uniform", "first"))
                  .reset_index())
     report.table(per_layer, "mean, lowest and highest head entropy per layer (nats), and the uniform reference",
                  max_rows=60)

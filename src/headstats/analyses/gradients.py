@@ -42,11 +42,10 @@ from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
 from headstats.engine.forward import pad_batch
 from headstats.model.encoding import EncodedInput
+from headstats.model.tokenizers import punctuation_ids
 
 #: The kinds of keys gradients are averaged over (Clark et al.'s Figure 3 has sep, punct and other).
 TARGETS = ("cls", "sep", "punct", "other")
-#: Pieces counted as punctuation (METHODS 2.1: "." and ",").
-PUNCTUATION = (".", ",")
 
 
 def loss_kind(architectures: Sequence[str] | None, missing_keys: Sequence[str] = ()) -> tuple[str | None, str]:
@@ -168,8 +167,7 @@ class GradientImportance(Collector):
             return False
         self._model, self._tokenizer, self._state["kind"] = model, tokenizer, kind
         self._state["loss_name"] = reason
-        vocab = tokenizer.get_vocab()
-        self._punct = [vocab[p] for p in PUNCTUATION if p in vocab]
+        self._punct = list(punctuation_ids(tokenizer))  # the same set as surface's ``punct``
         return True
 
     def update(self, view: BatchView) -> None:

@@ -43,6 +43,7 @@ from headstats.analyses.entropy import entropy_of
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Context, PerInputCollector
 from headstats.measures import MeasureArray
+from headstats.model.tokenizers import punctuation_ids
 from headstats.analyses.surface_measures import (  # the names, importable without torch (for the protocol)
     DEFAULT_HYPOTHESES,
     PUNCTUATION,
@@ -65,17 +66,6 @@ def provenance_tokenizer(provenance: Mapping[str, Any]) -> Any | None:
     """The tokenizer of a loaded model, found from its provenance (local folder or hub id); None if unknown."""
     source = provenance.get("path") or provenance.get("hub_id")
     return _tokenizer_of(str(source), provenance.get("revision")) if source else None
-
-
-def punctuation_ids(tokenizer: Any, marks: Sequence[str] = PUNCTUATION) -> tuple[int, ...]:
-    """Ids of the pieces that are exactly one of ``marks`` (with or without a word-start marker: ``Ġ.``, ``▁,``)."""
-    vocab = tokenizer.get_vocab()
-    out = set()
-    for mark in marks:
-        for form in (mark, f"\u0120{mark}", f"\u2581{mark}"):
-            if form in vocab:
-                out.add(int(vocab[form]))
-    return tuple(sorted(out))
 
 
 def provenance_punctuation_ids(provenance: Mapping[str, Any]) -> tuple[int, ...]:

@@ -4,6 +4,8 @@ checks names against them before any model loads). The measures are defined in :
 
 from __future__ import annotations
 
+from headstats.model.tokenizers import PUNCTUATION  # noqa: F401  the pieces counted by ``punct``
+
 #: Per-input measures, in the order of the MeasureArray's last axis.
 SURFACE_MEASURES: tuple[str, ...] = (
     "prev", "self", "next", "cls", "sep", "punct", "sep_to_sep", "other_to_sep", "entropy", "entropy_cls",
@@ -14,8 +16,6 @@ SURFACE_COLUMNS: tuple[str, ...] = (
     "model", "dataset", "layer", "head", "prev", "self", "next", "cls", "sep", "punct", "sep_to_sep",
     "other_to_sep", "entropy", "entropy_cls", "entropy_uniform",
 )
-#: The pieces counted as punctuation by ``punct`` (Clark et al.: "." and ",").
-PUNCTUATION = (".", ",")
 
 #: Default hypotheses (``analysis_options.surface.hypotheses`` of a protocol): name, measure, threshold,
 #: layers (None = all).

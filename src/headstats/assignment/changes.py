@@ -29,36 +29,10 @@ import pandas as pd
 from headstats.assignment.role_assignment import heads_per_role_per_layer as _heads_per_role_per_layer
 from headstats.assignment.role_assignment import role_columns
 from headstats.errors import HeadstatsError
-from headstats.model.loading import tokenizer_fingerprint
+from headstats.model.tokenizers import check_same_tokenizer
 from headstats.stats.paired import paired_tests
 
 # ------------------------------------------------------------------------------------------- tokenizers
-
-
-def _tokenizer_of(obj: Any) -> Any:
-    return getattr(obj, "tokenizer", obj)
-
-
-def _name_of(obj: Any, default: str) -> str:
-    return str(getattr(obj, "name", default))
-
-
-def check_same_tokenizer(a: Any, b: Any) -> str:
-    """Raise unless ``a`` and ``b`` (LoadedModels or tokenizers) split text identically; return the fingerprint.
-
-    Raises
-    ------
-    HeadstatsError
-        When :func:`headstats.model.loading.tokenizer_fingerprint` differs (vocabulary, special tokens or casing).
-    """
-    fa, fb = tokenizer_fingerprint(_tokenizer_of(a)), tokenizer_fingerprint(_tokenizer_of(b))
-    if fa != fb:
-        raise HeadstatsError(
-            f"models {_name_of(a, 'A')!r} and {_name_of(b, 'B')!r} have different tokenizers (vocabulary sha256 "
-            f"{fa[:12]} vs {fb[:12]}), so their heads cannot be compared input by input; compare a model with "
-            "versions fine-tuned from it"
-        )
-    return fa
 
 
 # ------------------------------------------------------------------------------------------------ roles

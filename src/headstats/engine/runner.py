@@ -38,7 +38,8 @@ from headstats.errors import HeadstatsError, IncompatibleResultsError
 from headstats.engine.forward import length_sorted_batches, progress_order
 from headstats.inputs.records import Record
 from headstats.engine.cache import digest, records_digest
-from headstats.model.loading import LoadedModel, tokenizer_fingerprint
+from headstats.model.loading import LoadedModel
+from headstats.model.tokenizers import check_same_tokenizer
 
 Advance = Callable[[int], None]
 ProgressFactory = Callable[[str, int], ContextManager[Advance]]
@@ -409,7 +410,7 @@ class Runner:
                     for name in group:
                         loaded[name] = load(name)
                         self.loads += 1
-                    _check_group(loaded)
+                    check_same_tokenizer(*loaded.values(), names=list(loaded))  # they share batches
                 return loaded
 
             try:
@@ -576,19 +577,6 @@ def attention_cells(n_layers: int, n_heads: int, budget: int, *, n_models: int =
     (:func:`headstats.engine.forward.length_sorted_batches`).
     """
     return int(max(1, budget // max(copies * 4 * n_layers * n_heads * max(1, n_models), 1)))
-
-
-def _check_group(loaded: Mapping[str, LoadedModel]) -> None:
-    """Models run over the same batches must split text identically."""
-    items = list(loaded.items())
-    name0, first = items[0]
-    fingerprint = tokenizer_fingerprint(first.tokenizer) if len(items) > 1 else None
-    for name, other in items[1:]:
-        if tokenizer_fingerprint(other.tokenizer) != fingerprint:
-            raise IncompatibleResultsError(
-                f"models {name0!r} and {name!r} have different tokenizers, so they cannot be run over the same "
-                "batches or compared input by input; compare a model with versions fine-tuned from it"
-            )
 
 
 def build_collector(job: Job, loaded: Mapping[str, Any]) -> Collector:

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from headstats.errors import HeadstatsError
+from headstats.model.tokenizers import check_same_tokenizer
 from headstats.stats.seeds import seed_pairs
 
 
@@ -41,11 +41,7 @@ def check_comparable(protocol, sources: dict[str, str], *, cache=None) -> None:
 
     for spec in protocol.compare:
         for name in spec.finetuned:
-            if fingerprint(name) != fingerprint(spec.base):
-                raise HeadstatsError(
-                    f"cannot compare {name!r} with {spec.base!r}: their tokenizers differ, so inputs are not "
-                    "split into the same pieces; compare models fine-tuned from the same base"
-                )
+            check_same_tokenizer(fingerprint(spec.base), fingerprint(name), names=[spec.base, name])
 
 
 def comparison_jobs(protocol, datasets: Sequence[str]) -> list:
