@@ -53,3 +53,13 @@ def test_decorator_registers():
         return "p"
 
     assert reg.get("previous")() == "p"
+
+
+def test_describe_reads_the_entrys_words_else_the_name():
+    from types import SimpleNamespace
+
+    reg: Registry = Registry("test")
+    reg.register("t", SimpleNamespace(description="one-sample t-test", short="t"))
+    reg.register("bare", SimpleNamespace(description=""))
+    assert reg.describe("t") == "one-sample t-test" and reg.describe("t", "short") == "t"
+    assert reg.describe("bare") == "bare" and reg.describe("unknown") == "unknown"

@@ -73,6 +73,16 @@ class Registry(Generic[T]):
         hint = f" ({self.hint})" if self.hint else ""
         return f"unknown {self.kind} {name!r}{guess}; choose one of {', '.join(names)}{hint}"
 
+    def describe(self, name: str, attribute: str = "description") -> str:
+        """The entry's ``attribute`` (its display name for reports), or ``name`` itself when unregistered.
+
+        Reports name tests and corrections by what their registry entries say, so a newly registered one is
+        named without a copy of its words elsewhere.
+        """
+        if name not in self._entries:
+            return str(name)
+        return str(getattr(self._entries[name], attribute, None) or name)
+
     def names(self) -> list[str]:
         """Registered names, in registration order."""
         return list(self._entries)

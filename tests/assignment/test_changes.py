@@ -12,7 +12,7 @@ from headstats.assignment.changes import (
     check_same_tokenizer,
     change_direction,
     comparison_markdown,
-    heads_per_role_per_layer,
+    heads_per_role_per_layer_by_stage,
     layer_change_summary,
     role_changes,
     role_transitions,
@@ -70,7 +70,7 @@ def test_role_changes_per_head(planted_roles):
 
 def test_heads_per_role_per_layer_before_after(planted_roles):
     before, after = planted_roles
-    h = heads_per_role_per_layer(before, after).set_index(["stage", "role", "layer"])
+    h = heads_per_role_per_layer_by_stage(before, after).set_index(["stage", "role", "layer"])
     assert h.loc[("before", "delimiter", 1), "n_heads"] == 3
     assert h.loc[("after", "delimiter", 1), "n_heads"] == 1
     assert h.loc[("after", "local", 0), "model"] == "ft"

@@ -51,7 +51,7 @@ def _with_ceilings():
 
 
 def test_ceiling_columns_and_table_by_hand():
-    from headstats.assignment.tables import add_ceilings, ceiling_table, tau_warnings
+    from headstats.assignment.tables import add_ceilings, ceiling_table, ceiling_warnings
     from headstats.config.protocol import ScoringOptions
     from headstats.stats.onesample import test_roles
 
@@ -70,10 +70,10 @@ def test_ceiling_columns_and_table_by_hand():
     assert local["mean_ceiling"] == pytest.approx(2.875) and local["tau_reachable"]
     assert local["share_below_tau"] == pytest.approx(2 / 4) and local["n_taking_part"] == 4
     assert table[table["role"] == "block"].iloc[0]["tau_reachable"]
-    assert tau_warnings(table) == []
+    assert ceiling_warnings(table) == []
     high = ceiling_table([array], StatisticsOptions(tau={"default": 2.5, "block": 2.2}),
                          ScoringOptions(roles=["local", "block"]))
-    lines = tau_warnings(high)
+    lines = ceiling_warnings(high)
     assert len(lines) == 1 and "mean ceiling 2.17 of role block on d" in lines[0] and "\n" not in lines[0]
     # tau equal to the mean ceiling is out of reach too (H1 is mean > tau)
     at = ceiling_table([array], StatisticsOptions(tau=2.875), ScoringOptions(roles=["local", "block"]))

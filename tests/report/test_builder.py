@@ -425,3 +425,24 @@ def test_rebuilds_are_deterministic_and_workers_change_no_byte(run, tmp_path):
     assert files(run) == serial  # the same folder rebuilt: the same bytes (no dates, stable SVG ids)
     rebuild_report(run, workers=2)
     assert files(run) == serial  # figures drawn by worker processes: the same files, the same report
+
+
+def test_the_methods_paragraph_names_every_registered_test_and_correction_by_its_registry_entry():
+    # The drift this catches: TEST_NAMES / CORRECTION_NAMES copied the registries' words and missed t_ddof0
+    # (the methods paragraph then said "a one-sided t_ddof0"). Every registered name is described from its entry.
+    from headstats.report.builder import methods_paragraph
+    from headstats.stats.corrections import CORRECTIONS
+    from headstats.stats.onesample import ONE_SAMPLE_TESTS
+
+    manifest = {"protocol_sha256": "0" * 64, "models": {"m": {"architecture": "BertModel", "n_layers": 6,
+                                                              "n_heads": 2}},
+                "datasets": {"d1": {"n_read": 20, "pairs": 0, "parses": "none"}}}
+    assert "t_ddof0" in ONE_SAMPLE_TESTS
+    for test, correction in zip(ONE_SAMPLE_TESTS.names(), [*CORRECTIONS.names()] * 3):
+        protocol = Protocol.model_validate({"name": "p", "models": ["m"], "datasets": [{"name": "d1", "path": "x.txt"}],
+                                            "statistics": {"test": test, "correction": correction}})
+        text = methods_paragraph(protocol, manifest)
+        assert f"one-sided {ONE_SAMPLE_TESTS.get(test).description}, and" in text
+        assert f"multiple comparisons with {CORRECTIONS.get(correction).description} over" in text
+    assert ONE_SAMPLE_TESTS.describe("t_ddof0").startswith("one-sample t-test with the sd of ddof = 0")
+    assert CORRECTIONS.describe("fdr_bh", "short") == "Benjamini-Hochberg" and CORRECTIONS.describe("x") == "x"

@@ -125,7 +125,8 @@ def role_changes(roles_before: pd.DataFrame, roles_after: pd.DataFrame, *,
     return out.sort_values(["dataset", "layer", "head"], kind="stable").reset_index(drop=True)
 
 
-def heads_per_role_per_layer(roles_before: pd.DataFrame, roles_after: pd.DataFrame | None = None) -> pd.DataFrame:
+def heads_per_role_per_layer_by_stage(roles_before: pd.DataFrame,
+                                      roles_after: pd.DataFrame | None = None) -> pd.DataFrame:
     """Heads per role per layer, before and after (the paper's figure of pretrained vs fine-tuned).
 
     Returns :func:`headstats.assignment.role_assignment.heads_per_role_per_layer` of each table with a ``stage`` column
@@ -360,13 +361,13 @@ def run_comparison(
             ra = roles[name][roles[name]["dataset"].isin(datasets)]
             transitions.append(role_transitions(rb, ra))
             changes.append(role_changes(rb, ra))
-            per_layer.append(heads_per_role_per_layer(ra).assign(stage="after"))
+            per_layer.append(heads_per_role_per_layer_by_stage(ra).assign(stage="after"))
     tables: dict[str, pd.DataFrame] = {"paired_tests": pd.concat(paired, ignore_index=True)}
     if transitions:
         rb = roles[spec.base][roles[spec.base]["dataset"].isin(datasets)]
         tables["transitions"] = pd.concat(transitions, ignore_index=True)
         tables["role_changes"] = pd.concat(changes, ignore_index=True)
-        tables["heads_per_layer"] = pd.concat([heads_per_role_per_layer(rb), *per_layer], ignore_index=True)
+        tables["heads_per_layer"] = pd.concat([heads_per_role_per_layer_by_stage(rb), *per_layer], ignore_index=True)
     similarity = None
     if attention is not None:
         similarity = attention.get("similarity")

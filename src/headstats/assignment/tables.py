@@ -147,7 +147,7 @@ def ceiling_table(scores: Scores, options, scoring=None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CEILING_COLUMNS)
 
 
-def tau_warnings(ceilings: pd.DataFrame) -> list[str]:
+def ceiling_warnings(ceilings: pd.DataFrame) -> list[str]:
     """One line per (model, dataset, role) whose tau is at or above its mean ceiling: no head can be
     assigned that role there."""
     out = []

@@ -135,6 +135,8 @@ def check_device(device: str) -> None:
     ModelError
         Naming the devices that can be used here.
     """
+    if device == "cpu":
+        return  # always there; no torch import needed to say so
     import torch
 
     device = resolve_device(device)

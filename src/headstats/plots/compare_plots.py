@@ -139,7 +139,7 @@ def heads_per_layer_before_after(
     Parameters
     ----------
     heads_per_layer : DataFrame
-        :func:`headstats.assignment.changes.heads_per_role_per_layer` output (``model, stage, dataset, layer, role,
+        :func:`headstats.assignment.changes.heads_per_role_per_layer_by_stage` output (``model, stage, dataset, layer, role,
         n_heads``); ``stage`` is ``before`` or ``after``.
     dataset, model_after : str, optional
         Which data set and fine-tuned model (may be omitted when the table holds one).

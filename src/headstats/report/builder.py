@@ -32,16 +32,8 @@ from headstats.plots import roles_plots
 from headstats.plots.style import order_roles, role_family
 from headstats.report.blocks import Report, figure_tag, render_tables, write_report
 from headstats.report.figures import FigureRenderer
-
-TEST_NAMES = {
-    "t": "one-sample t-test (ddof = 1)",
-    "wilcoxon": "Wilcoxon signed-rank test on score - tau",
-    "sign": "sign test (median above tau)",
-    "bootstrap": "bootstrap test of the mean",
-    "permutation": "sign-flip permutation test",
-    "skew_t": "skewness-corrected t-test (Johnson 1978; Hall 1992)",
-}
-
+from headstats.stats.corrections import CORRECTIONS
+from headstats.stats.onesample import ONE_SAMPLE_TESTS  # display names come from the registries
 
 def tested_parameter(test: str) -> str:
     """The location a test's H0 is about, in words: ``mean``, ``median`` or ``pseudo-median`` (registry)."""
@@ -61,15 +53,6 @@ def _resampling_sentence(st, tests: pd.DataFrame | None) -> str:
     how = ("chosen from the family size and alpha so that the smallest attainable corrected p-value is "
            "alpha / 10" if st.n_resamples == "auto" else "as set in the protocol")
     return f"The test drew {drawn if drawn is not None else st.n_resamples} resamples ({how}). "
-CORRECTION_SHORT = {"holm": "Holm", "bonferroni": "Bonferroni", "fdr_bh": "Benjamini-Hochberg",
-                    "fdr_by": "Benjamini-Yekutieli", "none": "no"}
-CORRECTION_NAMES = {
-    "holm": "Holm's step-down correction (family-wise error rate)",
-    "bonferroni": "Bonferroni correction (family-wise error rate)",
-    "fdr_bh": "Benjamini-Hochberg correction (false discovery rate)",
-    "fdr_by": "Benjamini-Yekutieli correction (false discovery rate under dependence)",
-    "none": "no multiple-comparison correction (as in the paper's code)",
-}
 #: The paper's range for the share of heads that are both local and syntactic (Pande et al. 2021, by task).
 PAPER_LOCAL_SYNTACTIC = (0.42, 0.88)
 
@@ -327,8 +310,8 @@ def methods_paragraph(protocol, manifest: dict, tests: pd.DataFrame | None = Non
         f"Inputs longer than {sc.max_length} pieces were {'skipped' if sc.too_long == 'skip' else 'truncated'}. "
         f"{_scale_text(sc)}{_variants_text(sc, st)}"
         f"For every model, data set, role, layer and head we tested H0: {param} score <= tau = {_tau_text(st)} "
-        f"against H1: {param} score > tau with a one-sided {TEST_NAMES.get(st.test, st.test)}, and controlled "
-        f"multiple comparisons with {CORRECTION_NAMES.get(st.correction, st.correction)} over families of "
+        f"against H1: {param} score > tau with a one-sided {ONE_SAMPLE_TESTS.describe(st.test)}, and controlled "
+        f"multiple comparisons with {CORRECTIONS.describe(st.correction)} over families of "
         f"{family}. A head was assigned a role when its corrected p-value was at most alpha = {st.alpha:g} "
         f"(p_corr <= alpha, as statsmodels decides). {_resampling_sentence(st, tests)}"
         f"Each result reports the {param} score, a one-sided {st.confidence:.0%} lower confidence bound of the "
@@ -451,7 +434,7 @@ def summary_section(report: Report, root: Path, analysis: Analysis, protocol, ma
     report.text(
         f"Every head was tested for {n_roles} roles: H0 {tested_parameter(st.test)} sieve bias score <= "
         f"tau = {_tau_text(st)}, one-sided "
-        f"{TEST_NAMES.get(st.test, st.test)}, {CORRECTION_SHORT.get(st.correction, st.correction)} correction per "
+        f"{ONE_SAMPLE_TESTS.describe(st.test)}, {CORRECTIONS.describe(st.correction, 'short')} correction per "
         f"{' x '.join(st.family) or 'study'}, "
         f"alpha = {st.alpha:g}. Below, per data set: how many heads hold each role and where in depth they sit, "
         "and whether the findings of Pande et al. (2021) hold here, each with its numbers."
@@ -665,7 +648,7 @@ def strongest_section(report: Report, analysis: Analysis, protocol) -> None:
     report.table(strongest, f"The {protocol.report.top_k} heads with the largest mean score per model, data set "
                  f"and role, with their effect size, corrected p-value and two one-sided lower bounds of the "
                  f"{tested_parameter(st.test)}: `ci_low`, marginal at {st.confidence:.0%} (each head on its own), "
-                 f"and `ci_low_adj`, adjusted to the {CORRECTION_SHORT.get(st.correction, st.correction)} "
+                 f"and `ci_low_adj`, adjusted to the {CORRECTIONS.describe(st.correction, 'short')} "
                  f"correction ({_adjusted_words(st.correction)}); read `ci_low_adj` beside the assignments.",
                  max_rows=400, csv="strongest_heads.csv", fold=True)
 

@@ -50,6 +50,8 @@ class Correction:
         The error rate it controls at ``alpha``.
     description : str
         One line for reports, e.g. "Holm's step-down correction (family-wise error rate)".
+    short : str
+        Its name in a short sentence ("Holm", "Benjamini-Hochberg"); the ``name`` when empty.
     statsmodels_method : str or None
         The ``method`` of statsmodels' ``multipletests`` it equals, if any.
     adjust_rows : callable or None
@@ -67,6 +69,11 @@ class Correction:
     statsmodels_method: str | None = None
     adjust_rows: AdjustRows | None = None
     next_alpha: NextAlpha | None = None
+    short: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.short:
+            object.__setattr__(self, "short", self.name)
 
     def __call__(self, p_values, alpha: float = 0.05) -> np.ndarray:
         """Adjusted p-values of one family, NaN where the input is NaN (:func:`correct_pvalues`)."""
@@ -114,6 +121,7 @@ def register_correction(
     statsmodels_method: str | None = None,
     adjust_rows: AdjustRows | None = None,
     next_alpha: NextAlpha | None = None,
+    short: str = "",
     overwrite: bool = False,
 ) -> Correction:
     """Add a correction under ``name``; see :class:`Correction` for the arguments.
@@ -132,7 +140,7 @@ def register_correction(
         raise HeadstatsError(f"correction {name!r}: adjust must be callable, got {type(adjust).__name__}")
     if name in CORRECTIONS and not overwrite:
         raise HeadstatsError(f"correction {name!r} is already registered; pass overwrite=True to replace it")
-    entry = Correction(name, adjust, kind, description, statsmodels_method, adjust_rows, next_alpha)
+    entry = Correction(name, adjust, kind, description, statsmodels_method, adjust_rows, next_alpha, short)
     return CORRECTIONS.register(name, entry, overwrite=overwrite)
 
 
@@ -369,18 +377,18 @@ def _unchanged_rows(p: np.ndarray) -> np.ndarray:
     return p.copy()
 
 
-for _name, _rows, _kind, _method, _description, _next in (
-    ("holm", _holm_rows, "fwer", "holm", "Holm's step-down correction (family-wise error rate)",
+for _name, _short, _rows, _kind, _method, _description, _next in (
+    ("holm", "Holm", _holm_rows, "fwer", "holm", "Holm's step-down correction (family-wise error rate)",
      lambda alpha, m, r: alpha / (m - r)),
-    ("bonferroni", _bonferroni_rows, "fwer", "bonferroni", "Bonferroni correction (family-wise error rate)",
-     lambda alpha, m, r: alpha / m),
-    ("fdr_bh", _bh_rows, "fdr", "fdr_bh", "Benjamini-Hochberg correction (false discovery rate)",
+    ("bonferroni", "Bonferroni", _bonferroni_rows, "fwer", "bonferroni",
+     "Bonferroni correction (family-wise error rate)", lambda alpha, m, r: alpha / m),
+    ("fdr_bh", "Benjamini-Hochberg", _bh_rows, "fdr", "fdr_bh", "Benjamini-Hochberg correction (false discovery rate)",
      lambda alpha, m, r: alpha * (r + 1) / m),
-    ("fdr_by", _by_rows, "fdr", "fdr_by",
+    ("fdr_by", "Benjamini-Yekutieli", _by_rows, "fdr", "fdr_by",
      "Benjamini-Yekutieli correction (false discovery rate under dependence)",
      lambda alpha, m, r: alpha * (r + 1) / (m * float(np.sum(1.0 / np.arange(1, m + 1))))),
-    ("none", _unchanged_rows, "none", None, "no multiple-comparison correction (as in the paper's code)",
+    ("none", "no", _unchanged_rows, "none", None, "no multiple-comparison correction (as in the paper's code)",
      lambda alpha, m, r: alpha),
 ):
-    register_correction(_name, _one_family(_rows), kind=_kind, statsmodels_method=_method,
+    register_correction(_name, _one_family(_rows), kind=_kind, statsmodels_method=_method, short=_short,
                         description=_description, adjust_rows=_rows, next_alpha=_next)

@@ -93,6 +93,8 @@ def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: b
     """
     check_values(protocol)
     check_file_names(protocol)
+    from headstats.model.loading import check_device, check_dtype  # the model layer's checks, ModelError
+
     check_device(protocol.device)
     check_dtype(protocol.dtype, protocol.device)
     check_executor(protocol)
@@ -155,7 +157,7 @@ def tau_warnings(protocol: Protocol) -> list[str]:
     """One-line warnings for a tau that is out of reach whatever the inputs (METHODS 1.6), found without data.
 
     ``validate`` prints them; ``run`` checks every role's ceiling on the encoded inputs and warns with the
-    exact numbers (:func:`headstats.assignment.tables.tau_warnings`), since most ceilings depend on the
+    exact numbers (:func:`headstats.assignment.tables.ceiling_warnings`), since most ceilings depend on the
     inputs' lengths. Found here: a role on the ``mass`` or ``ceiling`` scale (ceiling 1) with tau >= 1, and
     ``block`` on the bias scale, whose ceiling on a pair of a and b pieces is ``2 + 2/a + 1/b`` (counting
     special queries; ``2 + 6/(a + b)`` without), so tau >= 3 needs a side of one or two pieces.
@@ -219,27 +221,6 @@ def check_file_names(protocol: Protocol) -> None:
 
 
 # ---------------------------------------------------------------------------------------- device, models
-
-
-def check_device(device: str) -> None:
-    """:func:`headstats.model.loading.check_device` (``cpu`` is always there and needs no torch import;
-    ``auto`` picks a GPU when there is one, else the CPU)."""
-    if device == "cpu":
-        return
-    from headstats.model.loading import check_device as check
-
-    with _kind(ModelError):
-        check(device)
-
-
-def check_dtype(dtype: str, device: str) -> None:
-    """:func:`headstats.model.loading.check_dtype`: a known precision, and float16 only on a GPU."""
-    if dtype == "float32":
-        return
-    from headstats.model.loading import check_dtype as check
-
-    with _kind(ModelError):
-        check(dtype, device)
 
 
 def check_executor(protocol: Protocol) -> None:

@@ -483,7 +483,7 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
 def finish_study(protocol: Protocol, claim: OutputClaim, passes: "StudyPasses", datasets: dict, *,
                  started: float, log: Log) -> StudyResult:
     """Statistics, comparisons, tables, report and manifest of a study's passes, written to ``claim``."""
-    from headstats.assignment.tables import analyse, tau_warnings
+    from headstats.assignment.tables import analyse, ceiling_warnings
     from headstats.study.comparison import run_comparisons
     from headstats.study.memo import write_scores_memoised
     from headstats.report.builder import build_report
@@ -495,7 +495,7 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: "StudyPasses", 
         + (", with tau/alpha sensitivity and robustness" if st.sensitivity else ""))
     clock = time.perf_counter()
     analysis = analyse(passes.arrays, protocol)
-    warnings = tau_warnings(analysis.tables.get("ceilings", pd.DataFrame(columns=["n_taking_part"])))
+    warnings = ceiling_warnings(analysis.tables.get("ceilings", pd.DataFrame(columns=["n_taking_part"])))
     for warning in warnings:
         log(f"warning: {warning}")
     log(f"tested in {time.perf_counter() - clock:.1f} s: {int(analysis.tests['reject'].eq(True).sum()):,} "

@@ -1,0 +1,128 @@
+"""One way to find punctuation pieces and one tokenizer-compatibility rule, on tokenizers built here: a
+RoBERTa-like byte-level BPE (``Ġ.``), a SentencePiece-like one (``▁,``) and the tiny BERT's WordPiece (``.``)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from headstats.errors import HeadstatsError, IncompatibleResultsError
+from headstats.model.loading import tokenizer_fingerprint
+from headstats.model.tokenizers import PUNCTUATION, check_same_tokenizer, fingerprint_of, punctuation_ids
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "headstats"
+#: Punctuation both glued to a word ("sat.") and after a space ("ran ,"), so both forms enter the vocabulary.
+CORPUS = ["the cat sat. the dog ran , home .", "a mouse , a house. the end ."] * 20
+
+
+@pytest.fixture(scope="module")
+def roberta_like(tmp_path_factory):
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaTokenizerFast
+
+    folder = tmp_path_factory.mktemp("roberta_like")
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(CORPUS, vocab_size=300, min_frequency=1,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(folder))
+    return RobertaTokenizerFast.from_pretrained(folder)
+
+
+@pytest.fixture(scope="module")
+def sentencepiece_like():
+    from tokenizers import SentencePieceBPETokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    sp = SentencePieceBPETokenizer()
+    sp.train_from_iterator(CORPUS, vocab_size=120, min_frequency=1, special_tokens=["<unk>", "<pad>"])
+    return PreTrainedTokenizerFast(tokenizer_object=sp, unk_token="<unk>", pad_token="<pad>")
+
+
+def expected_ids(tokenizer, forms):
+    vocab = tokenizer.get_vocab()
+    return tuple(sorted(vocab[f] for f in forms if f in vocab))
+
+
+def test_punctuation_of_a_roberta_like_tokenizer(roberta_like):
+    vocab = roberta_like.get_vocab()
+    assert {".", "\u0120.", "\u0120,"} <= set(vocab)  # "sat." and " ." / " ," are different pieces
+    ids = punctuation_ids(roberta_like)
+    assert ids == expected_ids(roberta_like, [".", ",", "\u0120.", "\u0120,"])
+    # what a text's "." and " ," become is punctuation, whichever form the tokenizer chose
+    pieces = roberta_like("the dog ran , home. the end .")["input_ids"]
+    marks = [i for i in pieces if roberta_like.convert_ids_to_tokens(i).lstrip("\u0120") in PUNCTUATION]
+    assert len(marks) == 3 and set(marks) <= set(ids)
+
+
+def test_punctuation_of_a_sentencepiece_like_tokenizer(sentencepiece_like):
+    vocab = sentencepiece_like.get_vocab()
+    assert "\u2581," in vocab or "\u2581." in vocab
+    ids = punctuation_ids(sentencepiece_like)
+    assert ids == expected_ids(sentencepiece_like, [".", ",", "\u2581.", "\u2581,"])
+    pieces = sentencepiece_like("the dog ran , home. the end .")["input_ids"]
+    marks = [i for i in pieces if sentencepiece_like.convert_ids_to_tokens(i).lstrip("\u2581") in PUNCTUATION]
+    assert len(marks) == 3 and set(marks) <= set(ids)
+
+
+def test_punctuation_of_wordpiece(tiny_model):
+    vocab = tiny_model.tokenizer.get_vocab()
+    assert punctuation_ids(tiny_model.tokenizer) == tuple(sorted({vocab["."], vocab[","]}))
+
+
+def test_every_analysis_finds_punctuation_here():
+    # The drift this catches: gradients matched only the bare "." while surface matched "Ġ." and "▁." too, so on
+    # RoBERTa "punct" meant two sets. No module but this one reads a vocabulary to find punctuation.
+    import headstats.analyses.gradients as gradients
+    import headstats.analyses.surface as surface
+    import headstats.model.tokenizers as tokenizers
+
+    assert surface.punctuation_ids is gradients.punctuation_ids is tokenizers.punctuation_ids
+    readers = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path.parent.name == "model":
+            continue  # the model layer: loading reads vocabularies for fingerprints and checks
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in {"get_vocab", "vocab", "convert_tokens_to_ids"}:
+                readers.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert not readers, f"find punctuation with headstats.model.tokenizers.punctuation_ids, not at {readers}"
+
+
+# ------------------------------------------------------------------------------------ one tokenizer check
+
+def test_same_tokenizer_passes_and_returns_the_fingerprint(tiny_model):
+    fp = tokenizer_fingerprint(tiny_model.tokenizer)
+    assert check_same_tokenizer(tiny_model, tiny_model.tokenizer, fp, {"vocab_sha256": fp}) == fp
+    assert check_same_tokenizer() is None and check_same_tokenizer(None, {}) is None  # nothing known: no check
+    assert fingerprint_of({"vocab_sha256": fp}) == fp and fingerprint_of(tiny_model) == fp
+
+
+def test_different_tokenizers_are_refused_in_one_line(tiny_model, roberta_like):
+    with pytest.raises(IncompatibleResultsError) as err:
+        check_same_tokenizer(tiny_model, roberta_like, names=["bert", "roberta"])
+    message = str(err.value)
+    assert isinstance(err.value, HeadstatsError) and "\n" not in message
+    assert message.startswith("cannot compare models 'bert' and 'roberta': they have different tokenizers")
+    assert tokenizer_fingerprint(roberta_like)[:12] in message and "fine-tuned from it" in message
+    # an unknown fingerprint (an old MeasureArray without provenance) is left out, a known one still counts
+    with pytest.raises(IncompatibleResultsError):
+        check_same_tokenizer(tiny_model, None, roberta_like)
+    with pytest.raises(TypeError, match="cannot find a tokenizer"):
+        fingerprint_of(3.5)
+
+
+def test_the_tokenizer_check_is_written_once():
+    # The drift this catches: the runner, the before/after tables, the comparison preflight and hs.compare each
+    # compared fingerprints with their own rule and message. Only model/tokenizers.py compares them now.
+    compares = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path.name == "tokenizers.py":
+            continue
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops):
+                source = ast.get_source_segment(text, node) or ""
+                if "fingerprint" in source or "vocab_sha256" in source:
+                    compares.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert not compares, f"use headstats.model.tokenizers.check_same_tokenizer at {compares}"
