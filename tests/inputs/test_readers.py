@@ -500,7 +500,7 @@ def test_the_fast_word_line_path_equals_conllus_parser(misc):
     """Ordinary word lines skip conllu's parser; what they give must equal what conllu's parser gives."""
     from conllu.parser import DEFAULT_FIELDS, parse_line
 
-    from headstats.inputs.readers import _parse_token_line
+    from headstats.inputs.conllu import _parse_token_line
 
     line = f"3\tcats\tcat\tNOUN\tNNS\tNumber=Plur\t2\tobj\t2:obj\t{misc}"
     fast = _parse_token_line(7, line, "x.conllu")

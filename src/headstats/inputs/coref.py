@@ -34,7 +34,7 @@ from pathlib import Path
 
 from headstats.errors import DataError
 from headstats.inputs.records import Record, Word
-from headstats.inputs.readers import read_conllu, register_format
+from headstats.inputs.conllu import read_conllu
 
 #: Words per GUM input (consecutive sentences of one document are joined up to this many words).
 GUM_MAX_WORDS = 80
@@ -217,7 +217,3 @@ def read_gap(path: str | os.PathLike[str], *, limit: int | None = None) -> list[
                                   meta={"coref": [query], "line": number}))
     return records
 
-
-register_format("gum_coref", read_gum_coref,
-                description="UD GUM CoNLL-U with Entity= coreference in MISC, joined into multi-sentence inputs")
-register_format("gap", read_gap, description="GAP coreference TSV (pronoun, names A and B)")
