@@ -63,3 +63,29 @@ def test_describe_reads_the_entrys_words_else_the_name():
     reg.register("bare", SimpleNamespace(description=""))
     assert reg.describe("t") == "one-sample t-test" and reg.describe("t", "short") == "t"
     assert reg.describe("bare") == "bare" and reg.describe("unknown") == "unknown"
+
+
+def test_lazy_entries_are_imported_at_first_use_and_cached():
+    # lm-evaluation-harness' lazy placeholders: "package.module:attribute", imported by the registry itself
+    import sys
+
+    reg: Registry = Registry("thing")
+    reg.register("plain", 1)
+    reg.register_lazy("dedent", "textwrap:dedent")
+    reg.register_lazy("missing", "headstats.no_such_module:f")
+    assert reg.names() == ["plain", "dedent", "missing"] and "dedent" in reg
+    assert reg.references() == {"dedent": "textwrap:dedent", "missing": "headstats.no_such_module:f"}
+    import textwrap
+
+    assert reg.get("dedent") is textwrap.dedent and "dedent" not in reg.references()
+    with pytest.raises(ImportError, match="thing 'missing' names 'headstats.no_such_module:f'"):
+        reg.get("missing")
+    assert "headstats.no_such_module" not in sys.modules
+    with pytest.raises(ValueError, match="package.module:attribute"):
+        reg.register_lazy("bad", "textwrap.dedent")
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register_lazy("plain", "textwrap:indent")
+    reg.register("missing", 3, overwrite=True)  # a real entry replaces the placeholder
+    assert reg.get("missing") == 3 and reg.references() == {}
+    reg.unregister("dedent")
+    assert reg.names() == ["plain", "missing"]

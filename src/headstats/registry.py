@@ -4,11 +4,19 @@ Every pluggable kind of thing in headstats (roles, one-sample tests, paired test
 collectors) lives in a :class:`Registry`. An entry is whatever object carries the behaviour (a function or a
 small frozen dataclass). Unknown names raise :class:`~headstats.errors.UnknownNameError` listing the valid
 names and suggesting the nearest, in the manner of lm-evaluation-harness' ``lm_eval/api/registry.py``.
+
+An entry may also be registered *lazily*, as the ``"package.module:attribute"`` reference of the object
+(:meth:`Registry.register_lazy`, lm-evaluation-harness' lazy placeholders): the registry imports it the first
+time the entry is asked for, and caches it. That is how a registry names code that is slow to import or that
+imports the registry itself. ``tests/test_layers.py`` reads every such reference as an import of the module
+that writes it: a reference never reaches up a layer or closes a circle.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
+import re
 from typing import Callable, Generic, Iterable, Iterator, TypeVar
 
 from headstats.errors import UnknownNameError
@@ -31,6 +39,38 @@ class Registry(Generic[T]):
         self.kind = kind
         self.hint = hint
         self._entries: dict[str, T] = {}
+        self._lazy: dict[str, str] = {}  # name -> "package.module:attribute", until first asked for
+
+    def register_lazy(self, name: str, reference: str, *, overwrite: bool = False) -> None:
+        """Add the object at ``reference`` (``"package.module:attribute"``) under ``name``, imported at first use.
+
+        Raises
+        ------
+        ValueError
+            For a reference that is not ``package.module:attribute``, or a name already registered (unless
+            ``overwrite``).
+        """
+        if not isinstance(reference, str) or not REFERENCE.fullmatch(reference):
+            raise ValueError(f"a lazy {self.kind} is 'package.module:attribute', not {reference!r}")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a {self.kind} name must be a non-empty string, got {name!r}")
+        if name in self and not overwrite:
+            raise ValueError(f"{self.kind} {name!r} is already registered; pass overwrite=True to replace it")
+        self._entries.pop(name, None)
+        self._lazy[name] = reference
+        self._entries[name] = None  # type: ignore[assignment]  # keeps the registration order
+
+    def _materialise(self, name: str) -> T:
+        reference = self._lazy[name]
+        module, _, attribute = reference.partition(":")
+        try:
+            entry = getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise ImportError(f"{self.kind} {name!r} names {reference!r}, which cannot be imported: {exc}") from exc
+        if self._lazy.get(name) == reference:  # the import may have registered the real entry already
+            del self._lazy[name]
+            self._entries[name] = entry
+        return self._entries[name]
 
     def register(self, name: str, entry: T, *, overwrite: bool = False) -> T:
         """Add ``entry`` under ``name``; refuse to replace an existing one unless ``overwrite``."""
@@ -38,6 +78,7 @@ class Registry(Generic[T]):
             raise ValueError(f"a {self.kind} name must be a non-empty string, got {name!r}")
         if name in self._entries and not overwrite:
             raise ValueError(f"{self.kind} {name!r} is already registered; pass overwrite=True to replace it")
+        self._lazy.pop(name, None)
         self._entries[name] = entry
         return entry
 
@@ -51,6 +92,7 @@ class Registry(Generic[T]):
         """Remove ``name`` (unknown names raise)."""
         self.get(name)
         del self._entries[name]
+        self._lazy.pop(name, None)
 
     def get(self, name: str) -> T:
         """The entry called ``name``.
@@ -62,6 +104,8 @@ class Registry(Generic[T]):
             'wilcoxon'? choose one of t, wilcoxon, sign``.
         """
         try:
+            if name in self._lazy:
+                return self._materialise(name)
             return self._entries[name]
         except (KeyError, TypeError):
             raise UnknownNameError(self.unknown_message(name)) from None
@@ -81,14 +125,19 @@ class Registry(Generic[T]):
         """
         if name not in self._entries:
             return str(name)
-        return str(getattr(self._entries[name], attribute, None) or name)
+        return str(getattr(self.get(name), attribute, None) or name)
 
     def names(self) -> list[str]:
         """Registered names, in registration order."""
         return list(self._entries)
 
     def items(self) -> list[tuple[str, T]]:
-        return list(self._entries.items())
+        """(name, entry) pairs in registration order (lazy entries imported)."""
+        return [(name, self.get(name)) for name in list(self._entries)]
+
+    def references(self) -> dict[str, str]:
+        """The lazy entries not imported yet: name -> ``"package.module:attribute"``."""
+        return dict(self._lazy)
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
@@ -101,6 +150,10 @@ class Registry(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {self.names()})"
+
+
+#: A lazy entry's reference: ``package.module:attribute``.
+REFERENCE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 
 
 def did_you_mean(name: object, names: Iterable[str]) -> str:

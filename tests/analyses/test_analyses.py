@@ -53,16 +53,24 @@ def test_register_from_python():
         ANALYSES.unregister("nothing_test")
 
 
-def test_report_and_finish_named_by_reference_are_imported_when_used():
-    """Sections that draw figures and finish steps that test live in layers above the analyses; an analysis
-    names them as "module:function" and the report builder and the study import them."""
+def test_report_and_finish_live_in_the_registries_of_their_own_layers():
+    """Sections that draw figures and finish steps that test live in layers above the analyses, which never
+    name them: each is a lazy entry of its own layer's registry, imported when the report or the study asks."""
     from headstats.analyses import resolve
+    from headstats.report.sections import SECTIONS
+    from headstats.stats import FINISH_STEPS
+
+    spec = get_analysis("dependency")
+    assert spec.report_section() is None and spec.finisher() is None  # named by no string in the analyses
+    assert FINISH_STEPS.references()["dependency"] == "headstats.stats.accuracy:finish_dependency" or \
+        "dependency" not in FINISH_STEPS.references()  # imported already by another test
     from headstats.report.sections.dependency_section import dependency_section
     from headstats.stats.accuracy import finish_dependency
 
-    spec = get_analysis("dependency")
-    assert spec.report_section() is dependency_section and spec.finisher() is finish_dependency
-    assert get_analysis("entropy").finisher() is None
+    assert SECTIONS.get("dependency") is dependency_section and FINISH_STEPS.get("dependency") is finish_dependency
+    assert "dependency" not in FINISH_STEPS.references() and "entropy" not in FINISH_STEPS
+    tables = {"a": 1}
+    assert spec.finished(tables, None, finish=lambda t, p: {"b": 2}) == {"a": 1, "b": 2}
     with pytest.raises(ValueError, match="module:function"):
         resolve("headstats.stats.accuracy")
 

@@ -4,11 +4,18 @@ Adding an analysis is one module of this package (or of your own code), its test
 
     from headstats.analyses import register_analysis
 
-    register_analysis("distance", AttentionDistance, description="...",
-                      finish="headstats.stats.mine:finish_distance",                            # optional
-                      report="headstats.report.sections.distance_section:distance_section")     # optional
+    register_analysis("distance", AttentionDistance, description="...")
 
-Every module of this package is imported the first time the registry is asked for a name, so nothing else
+and, in the layers above, its finish step and its report section, each by the reference of its function
+(imported at first use)::
+
+    # headstats/stats/__init__.py                                                      (optional)
+    FINISH_STEPS.register_lazy("distance", "headstats.stats.mine:finish_distance")
+    # headstats/report/sections/__init__.py                                            (optional)
+    SECTIONS.register_lazy("distance", "headstats.report.sections.distance_section:distance_section")
+
+A layer never names one above it, by import or by reference (``tests/test_layers.py`` reads both). Every
+module of this package is imported the first time the registry is asked for a name, so nothing else
 names it: no registry, runner, protocol or report edit. A protocol enables it with ``analyses: [distance]``;
 the study runs its collector over every model and data set in the same forward passes as the role scores,
 concatenates each of its ``tables()`` over models and data sets, then, in this order:
@@ -18,15 +25,15 @@ concatenates each of its ``tables()`` over models and data sets, then, in this o
    that has a ``hypotheses()`` method (mappings ``name, measure, threshold, layers``) gets each hypothesis
    tested one-sided per head with the protocol's statistics, as the table ``<analysis>_tests``
    (:mod:`headstats.study.analysis_tests`);
-2. **finish** (:attr:`AnalysisSpec.finish`): ``finish(tables, protocol) -> {name: frame}`` gets the
-   analysis' tables (with ``<analysis>_tests`` if any) and returns the tables to add or replace, merged into
-   them: the place for intervals, tests and corrections (which live in the statistics layer above this one,
-   hence the ``"module:function"`` reference);
-3. every table is written as ``<table>.csv``, and **report** (:attr:`AnalysisSpec.report`) adds the
-   analysis' section to the report from the same tables (sections live in :mod:`headstats.report.sections`).
+2. **finish** (:data:`headstats.stats.FINISH_STEPS`, or :attr:`AnalysisSpec.finish`): ``finish(tables,
+   protocol) -> {name: frame}`` gets the analysis' tables (with ``<analysis>_tests`` if any) and returns the
+   tables to add or replace, merged into them: the place for intervals, tests and corrections (which live in
+   the statistics layer above this one);
+3. every table is written as ``<table>.csv``, and **report** (:data:`headstats.report.sections.SECTIONS`, or
+   :attr:`AnalysisSpec.report`) adds the analysis' section to the report from the same tables.
 
 Analyses defined outside the package are registered the same way, from Python, before the study runs; their
-``finish`` and ``report`` may be plain callables.
+``finish`` and ``report`` may be given to :func:`register_analysis` as callables (or references).
 """
 
 from __future__ import annotations
@@ -92,9 +99,13 @@ class AnalysisSpec:
         """The ``finish`` function, imported if it was named by reference, or None."""
         return resolve(self.finish) if isinstance(self.finish, str) else self.finish
 
-    def finished(self, tables: Mapping[str, Any], protocol: Any) -> dict[str, Any]:
-        """``tables`` with what :attr:`finish` returns added (replacing tables of the same name)."""
-        finish = self.finisher()
+    def finished(self, tables: Mapping[str, Any], protocol: Any, *, finish: Finish | None = None) -> dict[str, Any]:
+        """``tables`` with what :attr:`finish` returns added (replacing tables of the same name).
+
+        ``finish``: the step to run when the entry names none (the study passes the statistics layer's
+        :data:`headstats.stats.FINISH_STEPS` entry of the analysis, which this layer may not import).
+        """
+        finish = self.finisher() or finish
         return dict(tables) if finish is None else {**tables, **finish(tables, protocol)}
 
 

@@ -245,7 +245,5 @@ def mds_embedding(distance: np.ndarray, *, seed: int = 0, dimensions: int = 2) -
 
 
 register_analysis("clustering", HeadClustering, options=ClusteringOptions,
-                  finish="headstats.stats.grouping:finish_clustering",
-                  report="headstats.report.sections.clustering_section:clustering_section",
                   description="Jensen-Shannon divergence between every pair of heads, metric MDS to two dimensions "
                               "and a test of whether heads of one layer sit together (Clark et al. 2019)")

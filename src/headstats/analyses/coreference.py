@@ -148,8 +148,7 @@ class AntecedentSelection(Collector):
 
 
 register_analysis(
-    "coreference", AntecedentSelection, finish="headstats.stats.accuracy:finish_coreference",
-    report="headstats.report.sections.coreference_section:coreference_section",
+    "coreference", AntecedentSelection,
     description="antecedent selection accuracy of every head against nearest-mention and same-head-word baselines "
                 "(Clark et al. 2019)",
 )

@@ -274,8 +274,6 @@ class DependencyAccuracy(Collector):
 
 register_analysis(
     "dependency", DependencyAccuracy, options=DependencyOptions,
-    finish="headstats.stats.accuracy:finish_dependency",
-    report="headstats.report.sections.dependency_section:dependency_section",
     description="accuracy of every head at finding each word's dependency head, against fixed offsets (Clark et al. "
                 "2019, Table 1)",
 )

@@ -91,6 +91,5 @@ class AttentionDistance(PerInputCollector):
 
 
 register_analysis("distance", AttentionDistance, options=DistanceOptions,
-                  report="headstats.report.sections.distance_section:distance_section",
                   description="mean attention-weighted token distance per head against uniform attention, and "
                               "the heads that attend locally (Clark et al. 2019; Vig and Belinkov 2019)")

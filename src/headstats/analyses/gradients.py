@@ -214,7 +214,6 @@ class GradientImportance(Collector):
 
 register_analysis(
     "gradients", GradientImportance, options=GradientOptions,
-    report="headstats.report.sections.gradients_section:gradients_section",
     description="gradient importance of attention to [CLS], [SEP], punctuation and other tokens (Clark et al. 2019, "
                 "Figure 3); needs a classifier or masked-LM head",
 )

@@ -223,7 +223,6 @@ class AttentionPictures(Collector):
 
 
 register_analysis("pictures", AttentionPictures, options=PicturesOptions,
-                  report="headstats.report.sections.pictures_section:pictures_section",
                   description="heat maps, line views and an offline interactive view of the heads that best show "
                               "each BertViz pattern (next/previous word, identical words, same word in the other "
                               "sentence, delimiters, broad attention)")

@@ -247,8 +247,7 @@ def _logits(probe: Any, sentence: dict, vectors: Any) -> torch.Tensor:
 
 
 register_analysis(
-    "probing", ProbeFeatures, options=ProbingOptions, finish="headstats.stats.accuracy:finish_probes",
-    report="headstats.report.sections.probing_section:probing_section",
+    "probing", ProbeFeatures, options=ProbingOptions,
     description="attention-only and attention-and-words dependency probes over all heads, against right-branching "
                 "and distance-plus-words baselines (Clark et al. 2019, section 5)",
 )

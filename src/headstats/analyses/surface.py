@@ -205,6 +205,5 @@ def dominant_behaviour(surface: pd.DataFrame, *, threshold: float = 0.5, broad: 
 
 
 register_analysis("surface", SurfacePatterns, options=SurfaceOptions,
-                  report="headstats.report.sections.surface_section:surface_section",
                   description="attention to previous/same/next token, [CLS], [SEP], punctuation, and entropy per "
                               "head, per input, with one-sided tests of declared hypotheses (Clark et al. 2019)")

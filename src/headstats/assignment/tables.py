@@ -163,15 +163,12 @@ def ceiling_warnings(ceilings: pd.DataFrame) -> list[str]:
 
 
 def statistics_kwargs(options, seed: int) -> dict:
-    """Keyword arguments of :func:`headstats.stats.onesample.test_roles` from ``StatisticsOptions``
-    (``tau`` one number, or a mapping role -> tau)."""
-    tau = dict(options.tau) if isinstance(options.tau, dict) else options.tau
-    return dict(
-        tau=tau, alpha=options.alpha, test=options.test, correction=options.correction,
-        family=tuple(options.family), confidence=options.confidence, seed=seed, min_n=options.min_n,
-        n_resamples=options.n_resamples, power_target=options.power_target,
-        effect_of_interest=options.effect_of_interest,
-    )
+    """Keyword arguments of :func:`headstats.stats.onesample.test_roles`, ``test_measures``, ``tau_sensitivity``
+    and ``robustness``: the protocol's statistics as one :class:`~headstats.stats.options.TestOptions` (its
+    defaults and checks) and the seed."""
+    from headstats.stats.options import TestOptions
+
+    return {"options": TestOptions.of(options), "seed": seed}
 
 
 def analyse(scores: Scores, protocol) -> Analysis:
@@ -227,8 +224,7 @@ def _in_background(function, *args):
 def _robustness(matrix, kwargs: dict) -> pd.DataFrame:
     from headstats.stats.sensitivity import robustness
 
-    common = {k: kwargs[k] for k in ("family", "min_n", "seed")}
-    return robustness(matrix, tau=kwargs["tau"], alpha=kwargs["alpha"], **common)
+    return robustness(matrix, **kwargs)
 
 
 #: The tau grid of roles scored on a 0..1 scale (``mass``, ``ceiling``).
@@ -247,8 +243,7 @@ def sensitivity_tables(scores, kwargs: dict, *, unit_roles: Sequence[str] = (),
     from headstats.stats.matrix import score_matrix
     from headstats.stats.sensitivity import tau_sensitivity
 
-    common = {k: kwargs[k] for k in ("family", "min_n", "seed")}
-    sens = dict(test=kwargs["test"], correction=kwargs["correction"], **common)
+    sens = kwargs
     if unit_roles:
         matrix = score_matrix(scores)
         unit = matrix.keys["role"].astype(str).isin(list(unit_roles)).to_numpy()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-import math
 from typing import Annotated, ClassVar, Literal, Union
 
 import yaml
@@ -26,6 +25,7 @@ from pydantic import (
 from headstats.errors import HeadstatsError, ProtocolError
 from headstats.fields import Float, Int, Seed, StrictModel, non_empty_list
 from headstats.model.recipe import FinetuneRecipe
+from headstats.stats.options import TestOptions
 
 DEFAULT_ROLES = (
     "local",
@@ -110,28 +110,6 @@ class DatasetSpec(StrictModel):
 SCALES = ("bias", "mass", "ceiling")
 
 
-def _number(value: object, where: str) -> float:
-    """A finite number >= 0, with a message that names ``where`` and the fix."""
-    if isinstance(value, bool):
-        raise ValueError(f"{where}expected a number, not {str(value).lower()}")
-    if not isinstance(value, (int, float)):
-        raise ValueError(f"{where}expected a number, not {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{where}must be a finite number (NaN and inf are refused); give a number")
-    if value < 0:
-        raise ValueError(f"{where}must be greater than or equal to 0 (the score is >= 0)")
-    return float(value)
-
-
-def _tau_spec(value: object) -> object:
-    """``tau``: one number for every role, or ``{default: 3, block: 1.5, ...}`` per role."""
-    if isinstance(value, dict):
-        if not value:
-            raise ValueError("the mapping is empty; give a number or e.g. {default: 3, block: 1.5}")
-        return {str(role): _number(v, f"tau of {role!r} ") for role, v in value.items()}
-    return _number(value, "")
-
-
 def _scale_spec(value: object) -> object:
     """``scale``: one unit for every role, or ``{default: bias, block: mass, ...}`` per role."""
     def one(v: object, where: str) -> str:
@@ -145,8 +123,6 @@ def _scale_spec(value: object) -> object:
     return one(value, "")
 
 
-#: A number for every role or a mapping role -> number with an optional ``default``.
-TauSpec = Annotated[Union[float, dict[str, float]], BeforeValidator(_tau_spec)]
 ScaleSpec = Annotated[Union[str, dict[str, str]], BeforeValidator(_scale_spec)]
 
 
@@ -197,60 +173,11 @@ class ScoringOptions(StrictModel):
         return self
 
 
-def _n_resamples(value: object) -> object:
-    """``auto`` or a whole number >= 99 (one message for both, not pydantic's two)."""
-    if value == "auto" and isinstance(value, str):
-        return value
-    if isinstance(value, bool) or not isinstance(value, int) or value < 99:
-        raise ValueError(f"must be 'auto' or a whole number >= 99, got {value!r}")
-    return value
+class StatisticsOptions(TestOptions):
+    """The protocol's ``statistics:``: the tests' options (:class:`headstats.stats.options.TestOptions`, their
+    one set of defaults and checks) and whether to run the sensitivity tables."""
 
-    @field_validator("batch_size", mode="before")
-    @classmethod
-    def _batch_size(cls, value):
-        if value == "auto":
-            return value
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"batch_size must be a whole number >= 1 or 'auto', not {value!r}")
-        return value
-
-
-class StatisticsOptions(StrictModel):
-    """Options of the per-head one-sided tests (METHODS 1.4)."""
-
-    test: str = "t"
-    #: H0: location <= tau (the mean, median or pseudo-median, as the test); scores are >= 0, so tau >= 0.
-    #: One number, or per role ``{default: 3, block: 1.5}`` (in the unit of each role's scale).
-    tau: TauSpec = 3.0
-    alpha: Float = Field(0.05, gt=0, lt=1)
-    correction: str = "holm"
-    family: list[Literal["model", "dataset", "role", "layer"]] = Field(default_factory=lambda: ["model", "dataset"])
-    confidence: Float = Field(0.95, gt=0, lt=1)
-    min_n: Int = Field(2, ge=2)
-    #: ``auto``: enough resamples that the smallest attainable corrected p-value is alpha / 10
-    #: (:func:`headstats.stats.onesample.auto_resamples`); a number too small to assign any head is refused.
-    n_resamples: Annotated[int | str, BeforeValidator(_n_resamples)] = "auto"
-    power_target: Float = Field(0.8, gt=0, lt=1)
-    #: The standardised effect (location - tau) / sd at which power and the inputs needed are reported.
-    effect_of_interest: Float = Field(0.5, gt=0, allow_inf_nan=False)
     sensitivity: bool = True
-
-    def tau_of(self, role: str) -> float:
-        """tau of ``role`` (``tau`` itself, its entry for the role, its ``default``, else 3)."""
-        return float(per_role(self.tau, role, 3.0))
-
-    def tau_by_role(self, roles) -> float | dict[str, float]:
-        """``tau`` as :func:`headstats.stats.onesample.test_roles` takes it: one number, or one per role."""
-        if not isinstance(self.tau, dict):
-            return float(self.tau)
-        return {role: self.tau_of(role) for role in roles}
-
-    def tau_text(self) -> str:
-        """tau as the methods say it: ``3`` or ``3 (block: 1.5)``."""
-        if not isinstance(self.tau, dict):
-            return f"{self.tau:g}"
-        others = ", ".join(f"{r}: {v:g}" for r, v in self.tau.items() if r != "default")
-        return f"{self.tau_of('default'):g}" + (f" ({others})" if others else "")
 
 
 class CompareSpec(StrictModel):

@@ -559,11 +559,12 @@ def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, 
     """The section of each analysis of the protocol (the ``report`` of its registry entry, see
     :mod:`headstats.report.sections`); returns table -> what."""
     from headstats.analyses import get_analysis
+    from headstats.report.sections import SECTIONS
 
     files = {}
     for name, tables in analyses.items():
         spec = get_analysis(name)
-        section = spec.report_section()
+        section = spec.report_section() or (SECTIONS.get(name) if name in SECTIONS else None)
         if section is not None:
             section(report, root, tables)
         files.update({table: spec.description for table in tables})

@@ -24,6 +24,7 @@ import pandas as pd
 from headstats.errors import ProtocolError
 from headstats.measures import MeasureArray
 from headstats.stats.onesample import TEST_COLUMNS, test_roles
+from headstats.stats.options import TestOptions
 
 #: Columns of :func:`test_measures`: those of ``tests.csv``, then the measure and its threshold.
 MEASURE_TEST_COLUMNS: tuple[str, ...] = (*TEST_COLUMNS, "measure", "threshold")
@@ -42,16 +43,17 @@ def test_measures(
     arrays: MeasureArray | Sequence[MeasureArray],
     hypotheses: Sequence[Mapping | object],
     *,
-    alpha: float = 0.05,
-    test: str = "t",
-    correction: str = "holm",
-    family: Sequence[str] = ("model", "dataset"),
-    confidence: float = 0.95,
+    options: TestOptions | None = None,
+    alpha: float | None = None,
+    test: str | None = None,
+    correction: str | None = None,
+    family: Sequence[str] | None = None,
+    confidence: float | None = None,
     seed: int = 0,
-    min_n: int = 2,
-    n_resamples: int | str = "auto",
-    power_target: float = 0.8,
-    effect_of_interest: float = 0.5,
+    min_n: int | None = None,
+    n_resamples: int | str | None = None,
+    power_target: float | None = None,
+    effect_of_interest: float | None = None,
     tau: object = None,
 ) -> pd.DataFrame:
     """Test every declared hypothesis for every head (of its layers) of every array.
@@ -66,8 +68,9 @@ def test_measures(
         Per-input measures, one array per model and data set; NaN = the input takes no part.
     hypotheses : sequence of mappings (or objects) with ``name, measure, threshold`` and optional ``layers``
         ``H0: mean(measure) <= threshold`` per head, one-sided (upper tail), as the role tests (METHODS 1.4).
-    alpha, test, correction, family, confidence, seed, min_n, n_resamples, power_target, effect_of_interest
-        As :func:`headstats.stats.onesample.test_roles`; ``family`` may name ``role`` (= the hypothesis).
+    options, alpha, test, correction, family, confidence, seed, min_n, n_resamples, power_target, effect_of_interest
+        As :func:`headstats.stats.onesample.test_roles` (one :class:`~headstats.stats.options.TestOptions`, each
+        field replaceable by its keyword); ``family`` may name ``role`` (= the hypothesis).
     tau : ignored
         Accepted so that the study's statistics keywords can be passed unchanged; each hypothesis has its
         own threshold.
@@ -97,9 +100,10 @@ def test_measures(
                 v[:, [layer not in layers for layer in range(v.shape[1])]] = np.nan
             columns.append(v)
         stacked.append(MeasureArray(a.model, a.dataset, a.sentence_ids, tuple(names), np.stack(columns, -1)))
-    frame = test_roles(stacked, tau={name: threshold for name, _, threshold, _ in parsed}, alpha=alpha, test=test,
-                       correction=correction, family=family, confidence=confidence, seed=seed, min_n=min_n,
-                       n_resamples=n_resamples, power_target=power_target, effect_of_interest=effect_of_interest)
+    frame = test_roles(stacked, options=options, tau={name: threshold for name, _, threshold, _ in parsed},
+                       alpha=alpha, test=test, correction=correction, family=family, confidence=confidence, seed=seed,
+                       min_n=min_n, n_resamples=n_resamples, power_target=power_target,
+                       effect_of_interest=effect_of_interest)
     wanted = {name: layers for name, _, _, layers in parsed}
     keep = [wanted[r] is None or layer in wanted[r] for r, layer in zip(frame["role"].astype(str), frame["layer"])]
     frame = frame[keep]

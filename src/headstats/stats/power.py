@@ -47,7 +47,7 @@ POWER_SUMMARY_COLUMNS: tuple[str, ...] = (
 
 
 def _efficiency(test: str) -> float:
-    from headstats.stats.onesample import ONE_SAMPLE_TESTS  # the registry lives with the tests
+    from headstats.stats.onesample.spec import ONE_SAMPLE_TESTS  # the registry lives with the tests
 
     if test not in ONE_SAMPLE_TESTS:
         return float("nan")
@@ -57,7 +57,7 @@ def _efficiency(test: str) -> float:
 
 def _smallest_p(tests: pd.DataFrame) -> np.ndarray:
     """The smallest p-value each row's test can produce at its N (0 where unbounded)."""
-    from headstats.stats.onesample import ONE_SAMPLE_TESTS
+    from headstats.stats.onesample.spec import ONE_SAMPLE_TESTS
 
     n = tests["n"].to_numpy(float)
     out = np.zeros(len(tests))

@@ -31,15 +31,9 @@ from headstats.stats.corrections import (
     reject,
 )
 from headstats.stats.matrix import HYPOTHESIS_KEYS, ScoresLike, score_matrix
-from headstats.stats.onesample import (
-    _check_options,
-    check_family,
-    check_test,
-    family_labels,
-    get_test,
-    resolve_n_resamples,
-    run_pvalues,
-)
+from headstats.stats.corrections import family_labels
+from headstats.stats.onesample import check_test, get_test, resolve_n_resamples, run_pvalues
+from headstats.stats.options import TestOptions, check_seed
 
 #: Columns of :func:`tau_sensitivity`.
 SENSITIVITY_COLUMNS: tuple[str, ...] = (
@@ -62,13 +56,14 @@ def tau_sensitivity(
     *,
     taus: Sequence[float] = DEFAULT_TAUS,
     alphas: Sequence[float] = (0.01, 0.05, 0.1),
-    test: str = "t",
-    correction: str = "holm",
-    family: Sequence[str] = ("model", "dataset"),
-    confidence: float = 0.95,
+    options: TestOptions | None = None,
+    test: str | None = None,
+    correction: str | None = None,
+    family: Sequence[str] | None = None,
+    confidence: float | None = None,
     seed: int = 0,
-    min_n: int = 2,
-    n_resamples: int | str = 9999,
+    min_n: int | None = None,
+    n_resamples: int | str | None = None,
 ) -> pd.DataFrame:
     """Heads assigned per role for every tau and alpha.
 
@@ -78,8 +73,9 @@ def tau_sensitivity(
         The scores, in any form :func:`~headstats.stats.onesample.test_roles` takes.
     taus, alphas : sequence of float
         The grid (default tau = 1, 1.25, ..., 4 and alpha = 0.01, 0.05, 0.1).
-    test, correction, family, confidence, seed, min_n, n_resamples
-        As in :func:`~headstats.stats.onesample.test_roles`.
+    options, test, correction, family, confidence, seed, min_n, n_resamples
+        As in :func:`~headstats.stats.onesample.test_roles` (one :class:`~headstats.stats.options.TestOptions`,
+        each field replaceable by its keyword); the options' tau and alpha are replaced by the grid.
 
     Returns
     -------
@@ -88,13 +84,13 @@ def tau_sensitivity(
         ``n_heads_tested`` counts the heads with a p-value (enough inputs), ``n_heads_assigned`` those with
         ``p_corr <= alpha``.
     """
-    check_test(test)
-    check_correction(correction)
-    fam = check_family(family)
     taus = _check_grid(taus, "taus", open_unit=False)
     alphas = _check_grid(alphas, "alphas", open_unit=True)
-    _check_options(tau=float(taus[0]), alpha=float(alphas[0]), confidence=confidence, min_n=min_n,
-                   n_resamples=n_resamples, seed=seed)
+    opts = TestOptions.of(options, tau=float(taus[0]), alpha=float(alphas[0]), test=test, correction=correction,
+                          family=family, confidence=confidence, min_n=min_n, n_resamples=n_resamples)
+    check_seed(seed)
+    test, correction, fam = check_test(opts.test), check_correction(opts.correction), tuple(opts.family)
+    confidence, min_n, n_resamples = opts.confidence, opts.min_n, opts.n_resamples
     mat = score_matrix(scores)
     g = len(mat.n)
     spec = get_test(test)
@@ -120,7 +116,7 @@ def tau_sensitivity(
     for i, tau in enumerate(taus):
         n_tested = np.bincount(gcode, weights=tested[i], minlength=n_groups)
         for a in alphas:
-            assigned = np.where(np.isfinite(p_corr[i]), p_corr[i] <= a, False)
+            assigned = reject(p_corr[i], a)
             part = groups.copy()
             part["tau"] = float(tau)
             part["alpha"] = float(a)
@@ -140,18 +136,21 @@ def robustness(
     *,
     tests: Sequence[str] = ("t", "wilcoxon", "sign"),
     corrections: Sequence[str] = ("holm", "bonferroni", "fdr_bh", "fdr_by"),
-    tau: float = 3.0,
-    alpha: float = 0.05,
-    family: Sequence[str] = ("model", "dataset"),
-    confidence: float = 0.95,
+    options: TestOptions | None = None,
+    tau: float | None = None,
+    alpha: float | None = None,
+    family: Sequence[str] | None = None,
+    confidence: float | None = None,
     seed: int = 0,
-    min_n: int = 2,
-    n_resamples: int | str = 9999,
+    min_n: int | None = None,
+    n_resamples: int | str | None = None,
     only_unstable: bool = False,
 ) -> pd.DataFrame:
     """Whether each head's assignment of each role is the same under several tests and corrections.
 
-    Each test runs once; its p-values are then corrected with each correction.
+    Each test runs once; its p-values are then corrected with each correction. ``options`` and the keywords
+    as in :func:`~headstats.stats.onesample.test_roles` (the options' test and correction are replaced by
+    ``tests`` and ``corrections``).
 
     Returns
     -------
@@ -165,10 +164,11 @@ def robustness(
     corrections = [check_correction(c) for c in corrections]
     if not tests or not corrections:
         raise HeadstatsError("robustness needs at least one test and one correction")
-    fam = check_family(family)
-    for value in (tau.values() if isinstance(tau, dict) else [tau]):  # one tau, or one per role
-        _check_options(tau=value, alpha=alpha, confidence=confidence, min_n=min_n, n_resamples=n_resamples,
-                       seed=seed)
+    opts = TestOptions.of(options, tau=tau, alpha=alpha, family=family, confidence=confidence, min_n=min_n,
+                          n_resamples=n_resamples)
+    check_seed(seed)
+    tau, alpha, fam, confidence = opts.tau, opts.alpha, tuple(opts.family), opts.confidence
+    min_n, n_resamples = opts.min_n, opts.n_resamples
     mat = score_matrix(scores)
     n_resamples = max(resolve_n_resamples(n_resamples, mat, family=fam, alpha=alpha, correction=c, min_n=min_n)
                       for c in corrections)

@@ -52,4 +52,7 @@ def finish_analyses(jobs, tables: Mapping[str, Mapping[str, pd.DataFrame]], prot
     out = {name: dict(per) for name, per in tables.items()}
     for name, frame in hypothesis_tests(jobs, protocol).items():
         out.setdefault(name, {})[f"{name}_tests"] = frame
-    return {name: get_analysis(name).finished(per, protocol) for name, per in out.items()}
+    from headstats.stats import FINISH_STEPS
+
+    return {name: get_analysis(name).finished(per, protocol, finish=FINISH_STEPS.get(name) if name in FINISH_STEPS
+                                               else None) for name, per in out.items()}

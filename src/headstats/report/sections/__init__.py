@@ -1,9 +1,10 @@
 """Report sections of the analyses, one module per section (``<analysis>_section.py``).
 
-An analysis names its section in its registry entry, ``register_analysis(..., report=...)``: a callable, or the
-``"module:function"`` reference of one, e.g. ``"headstats.report.sections.surface_section:surface_section"``.
-The analyses layer sits below the figures (``headstats.plots``) and this layer, so a section that draws lives
-here and is imported only when the report is built. A section is ``section(report, root, tables)``: it adds
+The section of a built-in analysis is registered in :data:`SECTIONS`, lazily, as the reference of its function
+(``"headstats.report.sections.surface_section:surface_section"``), so it is imported only when the report is
+built; the analyses layer sits below the figures (``headstats.plots``) and this layer, and never names them. An
+analysis registered from outside the package may instead give its section to ``register_analysis(...,
+report=...)``. A section is ``section(report, root, tables)``: it adds
 blocks to a :class:`headstats.report.blocks.Report` from the analysis' tables (name -> frame concatenated over
 models and data sets, after its ``finish`` step), and saves figures under ``root / "figures"``.
 
@@ -11,6 +12,14 @@ This module holds the few words the sections share.
 """
 
 from __future__ import annotations
+
+from headstats.registry import Registry
+
+#: ``section(report, root, tables)`` of an analysis, by the analysis' name.
+SECTIONS: Registry = Registry("report section", hint="register one with SECTIONS.register(analysis, function)")
+for _analysis in ("surface", "clustering", "pictures", "distance", "dependency", "coreference", "probing",
+                  "gradients"):
+    SECTIONS.register_lazy(_analysis, f"headstats.report.sections.{_analysis}_section:{_analysis}_section")
 
 
 def verdict(holds: bool) -> str:
