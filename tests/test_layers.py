@@ -230,3 +230,22 @@ def test_known_exceptions_are_still_needed():
     circles = {frozenset(c) for c in _circles(graph)}
     for circle in KNOWN_CIRCLES:
         assert circle in circles, f"drop {sorted(circle)} from KNOWN_CIRCLES: it is no circle any more"
+
+
+#: Public names defined in two modules on purpose: the CLI's commands are named after the API functions they
+#: call, and ``hs.read_records`` is the readers' function imported at first use.
+SAME_NAME_ON_PURPOSE = {"finetune": {"model/finetune.py", "cli/main.py"}, "run": {"api.py", "cli/main.py"},
+                        "score": {"api.py", "cli/main.py"}, "read_records": {"api.py", "inputs/readers.py"}}
+
+
+def test_one_meaning_per_public_name():
+    """A public function or class is defined in one module only. The drift this catches: tau_warnings,
+    check_device, check_dtype, check_family, family_labels, heads_per_role_per_layer and verdict were each
+    defined twice with different behaviour; import the one, or give the other its own name."""
+    where: dict[str, set[str]] = {}
+    for path in MODULES:
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                where.setdefault(node.name, set()).add(str(path.relative_to(SRC)))
+    twice = {n: sorted(m) for n, m in where.items() if len(m) > 1 and SAME_NAME_ON_PURPOSE.get(n) != m}
+    assert not twice, f"names defined in more than one module: {twice}"

@@ -78,7 +78,7 @@ def test_paper_findings_hand_computed():
     found = paper_findings(planted_roles()).set_index("finding")
     assert list(found.index) == ["delimiter_largest", "cls_early", "sep_middle_late", "few_multi_role_late",
                                  "local_syntactic"]
-    assert [verdict(v) for v in found["holds"]] == ["holds", "holds", "holds", "holds", "does not hold"]
+    assert [verdict(v).strip("*") for v in found["holds"]] == ["holds", "holds", "holds", "holds", "does not hold"]
     detail = found["detail"].to_dict()
     # delimiter kind: cls (0,0) (0,1) (1,0) + sep (2,0) (3,0) (4,1) + delimiter (1,1) (2,1) = 8 heads;
     # syntactic kind: (0,1) (3,0) (3,1) (5,1) = 4; local 3
@@ -101,12 +101,12 @@ def test_paper_findings_that_do_not_hold_or_cannot_be_told():
             "syntactic": {(1, 0), (2, 0), (3, 0), (4, 1), (0, 0)}}
     found = paper_findings(planted_roles(held)).set_index("finding")
     # delimiter kind 3 < syntactic 5; [CLS] median layer 5; no [SEP] head; multi-role: only (0, 0)
-    assert [verdict(v) for v in found["holds"]] == ["does not hold", "does not hold", "cannot tell", "holds",
+    assert [verdict(v).strip("*") for v in found["holds"]] == ["does not hold", "does not hold", "cannot tell", "holds",
                                                     "does not hold"]
     assert found.loc["sep_middle_late", "detail"] == "no head holds delimiter_sep"
     nothing = paper_findings(planted_roles({"local": set(), "syntactic": set()})).set_index("finding")
     assert nothing.loc["delimiter_largest", "detail"] == "no delimiter role was tested"
-    assert verdict(nothing.loc["few_multi_role_late", "holds"]) == "cannot tell"
+    assert verdict(nothing.loc["few_multi_role_late", "holds"]) == "**cannot tell**"
 
 
 def test_role_counts_are_integers_with_blank_where_not_tested():
@@ -338,7 +338,7 @@ def test_a_single_head_is_named_in_the_singular():
     found = paper_findings(planted_roles(held)).set_index("finding")
     assert found.loc["sep_middle_late", "detail"] == ("the only [SEP] head sits in layer 4; the middle and last "
                                                       "thirds of the 6 layers is layers 2-5")
-    assert verdict(found.loc["cls_early", "holds"]) == "holds"
+    assert verdict(found.loc["cls_early", "holds"]) == "**holds**"
 
 
 def test_rebuild_a_comparison_run_without_torch(tmp_path, tiny_model_dir):

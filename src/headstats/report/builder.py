@@ -32,6 +32,7 @@ from headstats.plots import roles_plots
 from headstats.plots.style import order_roles, role_family
 from headstats.report.blocks import Report, figure_tag, render_tables, write_report
 from headstats.report.figures import FigureRenderer
+from headstats.report.sections import verdict
 from headstats.stats.corrections import CORRECTIONS
 from headstats.stats.onesample import ONE_SAMPLE_TESTS  # display names come from the registries
 
@@ -247,13 +248,6 @@ def paper_findings(roles: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def verdict(holds) -> str:
-    """``holds``, ``does not hold`` or ``cannot tell``."""
-    if holds is pd.NA or holds is None:
-        return "cannot tell"
-    return "holds" if bool(holds) else "does not hold"
-
-
 # =============================================================================================== sections
 
 def by_model_and_dataset(frame: pd.DataFrame, protocol=None):
@@ -419,7 +413,7 @@ def _summary_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def _findings_text(findings: pd.DataFrame) -> str:
-    return "\n".join(f"- **{verdict(r.holds)}**: {r.claim}: {r.detail}." for r in findings.itertuples())
+    return "\n".join(f"- {verdict(r.holds)}: {r.claim}: {r.detail}." for r in findings.itertuples())
 
 
 def summary_section(report: Report, root: Path, analysis: Analysis, protocol, manifest: dict, *,

@@ -52,6 +52,7 @@ from scipy import stats as sps
 from headstats.errors import HeadstatsError
 from headstats.registry import Registry
 from headstats.stats.corrections import check_correction, check_family, correct_within_families, family_labels, reject
+from headstats.stats.options import FAMILY_KEYS  # columns a family may name; here ``model`` is the pair
 from headstats.stats.effects import cohen_d, rank_biserial
 from headstats.stats.ranks import EXACT_MAX_N, hodges_lehmann, signed_rank_sums, walsh_rank_bound
 
@@ -62,8 +63,6 @@ __all__ = [
 ]
 
 ALTERNATIVES = ("two-sided", "greater", "less")
-#: Columns a family may name; ``model`` stands for the compared pair (``model_after``).
-FAMILY_KEYS = ("model", "dataset", "role", "layer")
 #: The output columns, in order; they never change with a parameter.
 PAIRED_COLUMNS: tuple[str, ...] = (
     "model_before", "model_after", "dataset", "role", "layer", "head", "test", "n", "n_unpaired", "n_missing",

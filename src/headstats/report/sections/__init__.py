@@ -13,6 +13,8 @@ This module holds the few words the sections share.
 
 from __future__ import annotations
 
+import pandas as pd
+
 from headstats.registry import Registry
 
 #: ``section(report, root, tables)`` of an analysis, by the analysis' name.
@@ -22,9 +24,12 @@ for _analysis in ("surface", "clustering", "pictures", "distance", "dependency",
     SECTIONS.register_lazy(_analysis, f"headstats.report.sections.{_analysis}_section:{_analysis}_section")
 
 
-def verdict(holds: bool) -> str:
-    """``**holds**`` or ``**does not hold**``: how a section states a claim's outcome."""
-    return "**holds**" if holds else "**does not hold**"
+def verdict(holds) -> str:
+    """``**holds**``, ``**does not hold**`` or, when there is no answer (None, NA), ``**cannot tell**``: how the
+    report states a finding's outcome, in its summary and in every section."""
+    if holds is None or holds is pd.NA:
+        return "**cannot tell**"
+    return "**holds**" if bool(holds) else "**does not hold**"
 
 
 def head_label(layer: int, head: int) -> str:
