@@ -28,16 +28,31 @@ Paper (BERT-base, WSJ): right-branching 26, distance + GloVe 58, attention only 
 from __future__ import annotations
 
 import functools
-from typing import Any, Sequence
+from typing import Literal, Any, Sequence
 
 import numpy as np
 import pandas as pd
 from headstats.lazy import torch
 
-from headstats.analyses import analysis_options, register_analysis
-from headstats.analyses.clark_options import ProbingOptions
+from headstats.analyses import collector_options, register_analysis
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context
+from pydantic import Field
+
+from headstats.fields import Int, StrictModel
+from headstats.engine.cache import AFTER_PASS
+
+class ProbingOptions(StrictModel):
+    """Options of the ``probing`` analysis (METHODS 2.5): ``from_word`` changes its state (the features); the
+    probes' training options are read after the pass (:data:`~headstats.engine.cache.AFTER_PASS`)."""
+
+    from_word: Literal["mean", "first"] = "mean"
+    #: A text file of ``word v1 v2 ...`` lines (GloVe's format); default: the model's own input embeddings.
+    vectors: str | None = Field(None, json_schema_extra=AFTER_PASS)
+    #: Adam's learning rate (the paper's 0.002) and the hidden units of the distance-plus-words baseline.
+    lr: float = Field(0.002, gt=0, json_schema_extra=AFTER_PASS)
+    hidden: Int = Field(200, ge=1, json_schema_extra=AFTER_PASS)
+
 
 PROBES = ("right_branching", "distance_and_words", "attention_only", "attention_and_words")
 MAX_DISTANCE = 10
@@ -53,8 +68,8 @@ class ProbeFeatures(Collector):
 
     def __init__(self, context: Context) -> None:
         super().__init__(context)
-        self.options: ProbingOptions = analysis_options("probing", context.options.get("protocol"))
-        self.seed = int(getattr(context.options.get("protocol"), "seed", 0) or 0)
+        self.options: ProbingOptions = collector_options(context, ProbingOptions)
+        self.seed = int(context.seed)  # the probes' training, after the pass: not the state's
         self._state = {"sentences": []}
 
     def update(self, view: BatchView) -> None:

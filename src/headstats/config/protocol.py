@@ -452,6 +452,14 @@ class Protocol(StrictModel):
     #: comparisons' tests, the report, names and where things run).
     PASS_KEYS: ClassVar[tuple[str, ...]] = ("seed", "models", "datasets", "scoring", "dtype", "data_root")
 
+    def options_of(self, analysis: str):
+        """The typed options of ``analysis`` (its registered ``options`` model with ``analysis_options[analysis]``;
+        the defaults when none are given), or None for an analysis without options: the piece of the protocol
+        that the study hands to the analysis' jobs and finish step."""
+        from headstats.analyses import analysis_options
+
+        return analysis_options(analysis, (self.analysis_options or {}).get(analysis))
+
     def pass_fingerprint(self) -> str:
         """sha256 of the parts of the protocol that can change a collector's state (:attr:`PASS_KEYS`)."""
         data = self.model_dump(mode="json", include=set(self.PASS_KEYS))
@@ -552,7 +560,7 @@ def check_names(protocol: Protocol) -> None:
                     raise ProtocolError(f"analysis_options names {name!r}, which is not in 'analyses'; add it there "
                                         "or remove its options")
                 check_analyses([name])
-                analysis_options(name, protocol)
+                analysis_options(name, protocol.analysis_options[name])
     except HeadstatsError as exc:
         if type(exc) is not HeadstatsError:  # already of a kind (UnknownNameError ...)
             raise

@@ -607,7 +607,7 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
     ``roles`` (from :func:`study_roles`) stands for ``data`` when the records are not at hand (merging shards).
     Returns the jobs and, per data set, the roles left out of it with the reason.
     """
-    from headstats.analyses import analysis_options, get_analysis
+    from headstats.analyses import get_analysis
     from headstats.analyses.role_scores import RoleScores
     from headstats.study.comparison import comparison_jobs
     from headstats.engine.runner import Job
@@ -623,18 +623,33 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
              for m in protocol.models for name in names]
     jobs += comparison_jobs(protocol, names)
     pairs = [(c.base, f) for c in protocol.compare for f in c.finetuned]
+    specs = {d.name: d for d in protocol.datasets}
     for analysis in protocol.analyses:
-        spec = get_analysis(analysis)
-        # The protocol enters a job's cache key by its pass fingerprint only; the analysis' own options (which
-        # may change its state, e.g. clustering.max_inputs) are added so that changing them recomputes it.
-        mine = analysis_options(analysis, protocol)
-        options = {"protocol": protocol, "analysis_options": None if mine is None else mine.model_dump(mode="json")}
-        if getattr(spec.collector, "pair", False):
-            jobs += [Job(spec.collector, pair, d, dict(options), name=analysis) for pair in pairs for d in names]
+        collector = get_analysis(analysis).collector
+        # A job carries what its collector reads, and so its cache key names only that: the analysis' own
+        # options, the seed, the data set's file for a collector that reads it again; never the protocol.
+        mine = protocol.options_of(analysis)
+        options = {} if mine is None else {"options": mine}
+
+        def job(models: tuple[str, ...], dataset: str) -> Job:
+            extra = {"source": data_source(specs[dataset])} if getattr(collector, "reads_source", False) else {}
+            return Job(collector, models, dataset, {**options, **extra}, name=analysis, seed=protocol.seed)
+
+        if getattr(collector, "pair", False):
+            jobs += [job(pair, d) for pair in pairs for d in names]
         else:
-            jobs += [Job(spec.collector, (m.name,), d, dict(options), name=analysis)
-                     for m in protocol.models for d in names]
+            jobs += [job((m.name,), d) for m in protocol.models for d in names]
     return jobs, dropped
+
+
+def data_source(spec: DatasetSpec) -> dict:
+    """A data set's file as a collector that reads it again sees it (``options["source"]``): path, format,
+    limit and the file's sha256 (so that an edited file gives new cache keys); empty paths for GLUE tasks."""
+    from headstats.study.storage import file_hashes
+
+    path = None if spec.path is None else str(spec.path)
+    return {"path": path, "format": spec.format, "limit": spec.limit,
+            "sha256": file_hashes([path]).get(path) if path else None}
 
 
 def job_label(job) -> str:
