@@ -68,9 +68,9 @@ _SUBDIR = re.compile(r"^[0-9a-f]{2}$")
 CACHEDIR_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# headstats state cache (collector states by chunk)\n"
 
 
-def resolve_cache_root(cli: str | Path | None = None, protocol: str | Path | None = None) -> Path:
+def resolve_cache_root(cli: str | Path | None = None, configured: str | Path | None = None) -> Path:
     """Where the cache lives: ``--cache-dir``, else the protocol's ``cache_dir``, else :func:`default_cache_root`."""
-    for value in (cli, protocol):
+    for value in (cli, configured):
         if value:
             return Path(value).expanduser()
     return default_cache_root()
