@@ -46,6 +46,7 @@ from pydantic import Field
 from headstats.fields import Float, Int, StrictModel
 from headstats.engine.cache import AFTER_PASS
 
+
 class ClusteringOptions(StrictModel):
     """Options of the ``clustering`` analysis (JS divergence between heads, MDS; METHODS 2.6): ``max_inputs``
     changes its state; the others are read after the pass (:data:`~headstats.engine.cache.AFTER_PASS`)."""

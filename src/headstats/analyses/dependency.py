@@ -35,7 +35,7 @@ counts behind ``dependency_table`` (see :meth:`DependencyAccuracy.tables`).
 
 from __future__ import annotations
 
-from typing import Literal, Any, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,7 @@ from pydantic import Field
 
 from headstats.fields import Int, StrictModel
 from headstats.engine.cache import AFTER_PASS
+
 
 class DependencyOptions(StrictModel):
     """Options of the ``dependency`` analysis (METHODS 2.3): ``from_word``, ``labels`` and ``offsets`` change its

@@ -45,6 +45,7 @@ from pydantic import Field
 
 from headstats.fields import StrictModel
 
+
 class GradientOptions(StrictModel):
     """Options of the ``gradients`` analysis (METHODS 2.1)."""
 

@@ -43,6 +43,7 @@ from pydantic import Field
 
 from headstats.fields import Int, StrictModel
 
+
 class PicturesOptions(StrictModel):
     """Options of the ``pictures`` analysis (heat maps, line views, gallery of BertViz patterns; METHODS 3)."""
 

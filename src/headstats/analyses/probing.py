@@ -28,7 +28,7 @@ Paper (BERT-base, WSJ): right-branching 26, distance + GloVe 58, attention only 
 from __future__ import annotations
 
 import functools
-from typing import Literal, Any, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,6 +41,7 @@ from pydantic import Field
 
 from headstats.fields import Int, StrictModel
 from headstats.engine.cache import AFTER_PASS
+
 
 class ProbingOptions(StrictModel):
     """Options of the ``probing`` analysis (METHODS 2.5): ``from_word`` changes its state (the features); the
@@ -131,20 +132,18 @@ class ProbeFeatures(Collector):
 
 
 def word_vectors(ctx: Context, options: ProbingOptions, sentences: Sequence[dict]) -> tuple[Any, str]:
-    """``(kind, table, dim, tokenizer)`` of the word vectors, and a label of their source."""
-    prov = ctx.provenance.get(ctx.model, {})
-    source = str(prov.get("path") or prov.get("hub_id") or ctx.model)
-    if options.vectors:
-        from transformers import AutoTokenizer
+    """``(kind, table, dim, tokenizer)`` of the word vectors, and a label of their source (the model and its
+    tokenizer loaded by the model layer, :func:`headstats.model.loading.load_model`)."""
+    from headstats.model.loading import load_model, load_tokenizer, provenance_source
 
+    prov = ctx.provenance.get(ctx.model, {})
+    source, revision = provenance_source(prov, ctx.model), prov.get("revision")
+    if options.vectors:
         table = _read_vectors(options.vectors)
         dim = len(next(iter(table.values())))
-        return ("file", table, dim, AutoTokenizer.from_pretrained(source, revision=prov.get("revision"))), \
-            f"file:{options.vectors}"
-    from transformers import AutoModel
-
+        return ("file", table, dim, load_tokenizer(source, revision=revision)), f"file:{options.vectors}"
     with torch.inference_mode(False):
-        embeddings = AutoModel.from_pretrained(source, revision=prov.get("revision")).get_input_embeddings()
+        embeddings = load_model(source, revision=revision).model.get_input_embeddings()
         matrix = embeddings.weight.detach().float().numpy().copy()
     return ("embeddings", matrix, matrix.shape[1], None), "input_embeddings"
 

@@ -30,7 +30,6 @@ Attention", BlackboxNLP 2019; their code ``clarkkev/attention-analysis`` (``Gene
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -42,6 +41,7 @@ from headstats.analyses.entropy import entropy_of
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Context, PerInputCollector
 from headstats.measures import MeasureArray
+from headstats.model.loading import provenance_tokenizer  # the model layer loads every tokenizer
 from headstats.analyses.surface_measures import (  # the names, importable without torch (for the protocol)
     DEFAULT_HYPOTHESES,
     PUNCTUATION,
@@ -94,19 +94,6 @@ class SurfaceOptions(StrictModel):
                 raise ValueError(f"hypothesis {h.name!r}: unknown measure {h.measure!r}; choose among "
                                  f"{', '.join(SURFACE_MEASURES)}")
         return value
-
-
-@lru_cache(maxsize=8)
-def _tokenizer_of(source: str, revision: str | None) -> Any:
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(source, revision=revision)
-
-
-def provenance_tokenizer(provenance: Mapping[str, Any]) -> Any | None:
-    """The tokenizer of a loaded model, found from its provenance (local folder or hub id); None if unknown."""
-    source = provenance.get("path") or provenance.get("hub_id")
-    return _tokenizer_of(str(source), provenance.get("revision")) if source else None
 
 
 def punctuation_ids(tokenizer: Any, marks: Sequence[str] = PUNCTUATION) -> tuple[int, ...]:
