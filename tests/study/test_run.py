@@ -54,6 +54,14 @@ def test_run_study_tables_equal_scipy_and_statsmodels_on_its_own_scores(tmp_path
     assert len(result.scores_frame()) == len(scores)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["written_by"] == "headstats" and "tests.csv" in manifest["output_files"]
+    # the typed provenance (headstats.provenance): weights, tokenizer, the data file's sha256, versions
+    import hashlib
+
+    provenance = manifest["provenance"]["tiny"]
+    assert provenance["weights_sha256"] == manifest["models"]["tiny"]["weights_sha256"]
+    assert provenance["tokenizer_fingerprint"] == manifest["models"]["tiny"]["vocab_sha256"]
+    assert provenance["data_sha256"] == {"single": hashlib.sha256((DEMO / "sentences.txt").read_bytes()).hexdigest()}
+    assert provenance["versions"]["numpy"] == np.__version__
 
 
 def test_needs_parses_only_for_arc_roles(tmp_path, tiny_model_dir):

@@ -512,6 +512,7 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: "StudyPasses", 
         "protocol_sha256": protocol.fingerprint(),
         "seed": protocol.seed,
         "models": passes.provenance,
+        "provenance": run_provenance(passes.provenance, datasets),
         "datasets": datasets,
         "inputs": passes.counts,
         "tau": protocol.statistics.tau,
@@ -543,6 +544,24 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: "StudyPasses", 
     for analysis_tables in extra.values():
         tables.update(analysis_tables)
     return StudyResult(claim.out, passes.arrays, analysis.tests, analysis.roles, tables, manifest)
+
+
+def run_provenance(models: dict[str, dict], datasets: dict[str, dict]) -> dict[str, dict]:
+    """The manifest's ``provenance``: per model, its :class:`~headstats.provenance.Provenance` (weights, tokenizer,
+    the sha256 of each data set's files, package versions)."""
+    import hashlib
+
+    from headstats.provenance import Provenance
+    from headstats.study.storage import package_versions
+
+    data = {}
+    for name, info in datasets.items():
+        files = info.get("files_sha256") or {}
+        data[name] = (next(iter(files.values())) if len(files) == 1 else hashlib.sha256(
+            "".join(f"{k}\t{v}\n" for k, v in sorted(files.items())).encode()).hexdigest() if files else None)
+    versions = package_versions()
+    return {name: Provenance.of_model({**prov, "model": name}, data=data, versions=versions).as_dict()
+            for name, prov in models.items()}
 
 
 def run_claims(protocol: Protocol, analysis, comparison: dict[str, pd.DataFrame],
@@ -612,9 +631,8 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
     from headstats.analyses.role_scores import RoleScores
     from headstats.study.comparison import comparison_jobs
     from headstats.engine.runner import Job
-    from headstats.analyses.sieves import ScoreSettings
 
-    settings = ScoreSettings.from_options(protocol.scoring)
+    settings = protocol.scoring
     roles = roles if roles is not None else study_roles(protocol, data or {})
     jobs: list = []
     kept = {name: list(k) for name, (k, _) in roles.items()}
