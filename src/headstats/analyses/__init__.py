@@ -70,7 +70,7 @@ class AnalysisSpec:
     options : pydantic model class, optional
         The schema of the analysis' options (``analysis_options: {name: {...}}`` in a protocol), checked
         before any model loads; the collector reads them with :func:`analysis_options`.
-    finish : callable or str, optional
+    finish : callable or str, or a tuple of them, optional
         ``finish(tables, statistics, options, seed) -> {name: frame}`` (see :data:`Finish`), or its ``"module:function"``
         reference: run by the study on the analysis' tables concatenated over models and data sets (with its
         declared hypotheses' ``<analysis>_tests``) before they are written; the tables it returns are added to
@@ -84,7 +84,7 @@ class AnalysisSpec:
     report: ReportSection | str | None = None
     selectable: bool = True
     options: Any = None
-    finish: Finish | str | None = None
+    finish: Finish | str | tuple | None = None
 
     def report_section(self) -> ReportSection | None:
         """The report section, imported if it was named by reference."""
@@ -95,9 +95,16 @@ class AnalysisSpec:
         return resolve(self.finish) if isinstance(self.finish, str) else self.finish
 
     def finished(self, tables: Mapping[str, Any], statistics: Any, options: Any, seed: int) -> dict[str, Any]:
-        """``tables`` with what :attr:`finish` returns added (replacing tables of the same name)."""
-        finish = self.finisher()
-        return dict(tables) if finish is None else {**tables, **finish(tables, statistics, options, seed)}
+        """``tables`` with what :attr:`finish` returns added (replacing tables of the same name; a table it
+        returns as None is dropped). A tuple of steps runs in order, each on the tables the previous left
+        (e.g. the probes trained in the analysis' own module, then their tests in the statistics layer)."""
+        steps = self.finish if isinstance(self.finish, tuple) else (self.finish,)
+        out = dict(tables)
+        for step in steps:
+            finish = resolve(step) if isinstance(step, str) else step
+            if finish is not None:
+                out.update(finish(out, statistics, options, seed))
+        return {name: table for name, table in out.items() if table is not None}
 
 
 def resolve(reference: str) -> Callable[..., Any]:
@@ -116,7 +123,7 @@ _discovered = False
 
 def register_analysis(name: str, collector: Callable[..., Any], *, description: str = "",
                       report: ReportSection | str | None = None, selectable: bool = True,
-                      options: Any = None, finish: Finish | str | None = None,
+                      options: Any = None, finish: Finish | str | tuple | None = None,
                       overwrite: bool = False) -> AnalysisSpec:
     """Register an analysis under ``name`` (see :class:`AnalysisSpec`); returns its spec."""
     if not name.replace("_", "").isalnum():
