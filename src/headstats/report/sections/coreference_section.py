@@ -39,6 +39,10 @@ def coreference_section(report: Any, root: Path, tables: Mapping[str, pd.DataFra
                                 & (tests["mention_type"] == kind) & tests["reject"]]
                 beat = {b: ", ".join(head_label(r.layer, r.head) for r in passing[passing["baseline"] == b].itertuples())
                         or "none" for b in base.index}
+                if "baseline_degenerate" in tests:  # 0 or 1 by construction: named, never beaten
+                    flat = tests[(tests["model"] == model) & (tests["dataset"] == dataset)
+                                 & (tests["mention_type"] == kind) & tests["baseline_degenerate"].astype(bool)]
+                    beat |= {b: f"not tested: baseline {base[b]:g} by construction" for b in set(flat["baseline"])}
             rows.append({"mention_type": kind, "n": int(best["n"]), "best_head": head_label(best["layer"], best["head"]),
                          "accuracy": best["accuracy"], "ci_low": best["ci_low"], "ci_high": best["ci_high"],
                          **{f"{b}_accuracy": v for b, v in base.items()},
