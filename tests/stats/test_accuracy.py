@@ -98,6 +98,27 @@ def test_coreference_tests_every_head_against_each_baseline():
     assert tests["reject"].tolist() == [True, False]
 
 
+def test_coreference_tests_take_the_input_as_the_unit_when_the_sums_are_there():
+    # sum d = 10, sum d^2 = 30 over inputs: z = 10 / sqrt(30), one-sided normal p; McNemar on the same
+    # mentions (12 against 2) would treat them as independent
+    from scipy.stats import norm
+
+    from headstats.stats.accuracy import coreference_tests
+
+    table = pd.DataFrame([
+        {"model": "m", "dataset": "d", "mention_type": "all", "predictor": "head", "layer": 0, "head": 0, "n": 50,
+         "accuracy": 0.5, "correct": 25, "only_vs_nearest_mention": 12, "nearest_mention_only": 2,
+         "sum_d_vs_nearest_mention": 10.0, "sum_d2_vs_nearest_mention": 30.0},
+        {"model": "m", "dataset": "d", "mention_type": "all", "predictor": "nearest_mention", "layer": None,
+         "head": None, "n": 50, "accuracy": 0.3, "correct": 15}])
+    tests = coreference_tests(table)
+    assert tests["test"].tolist() == ["signflip_inputs"]
+    assert tests["p_unc"].iloc[0] == pytest.approx(norm.sf(10 / np.sqrt(30)), rel=1e-12)
+    old = coreference_tests(table.drop(columns=["sum_d_vs_nearest_mention", "sum_d2_vs_nearest_mention"]))
+    assert old["test"].tolist() == ["mcnemar_exact"]
+    assert old["p_unc"].iloc[0] == pytest.approx(paired_exact_test(12, 2)[0])
+
+
 def test_a_baseline_that_is_0_or_1_is_flagged_and_never_beaten():
     # GAP: the same-head-word baseline is right on no query (no name shares a pronoun's head word); a head right
     # on 20 of 50 would "beat" it with McNemar p = 0.5^20; a baseline right on every query cannot be beaten
