@@ -628,7 +628,7 @@ def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol
 
 
 def strongest_section(report: Report, analysis: Analysis, protocol) -> None:
-    """The top-k heads by mean score per role."""
+    """The top-k heads per role by their effect in score units (mean - tau), with the share of the ceiling."""
     report.heading("Strongest heads per role")
     strongest = analysis.tables["strongest_heads"]
     keys = ["model", "dataset", "role", "layer", "head"]
@@ -639,12 +639,16 @@ def strongest_section(report: Report, analysis: Analysis, protocol) -> None:
         cols.insert(cols.index("ci_low") + 1, cols.pop(cols.index("ci_low_adj")))
         strongest = strongest[cols]
     rank = {r: i for i, r in enumerate(order_roles(strongest["role"]))}
+    ranked_by = "mean_minus_tau" if "mean_minus_tau" in strongest else "mean"  # older run folders: by mean
     strongest = strongest.assign(_r=strongest["role"].map(rank)).sort_values(
-        ["model", "dataset", "_r", "mean"], ascending=[True, True, True, False], kind="stable").drop(columns="_r")
+        ["model", "dataset", "_r", ranked_by], ascending=[True, True, True, False], kind="stable").drop(columns="_r")
     st = protocol.statistics
-    report.table(strongest, f"The {protocol.report.top_k} heads with the largest mean score per model, data set "
-                 f"and role, with their effect size, corrected p-value and two one-sided lower bounds of the "
-                 f"{tested_parameter(st.test)}: `ci_low`, marginal at {st.confidence:.0%} (each head on its own), "
+    report.table(strongest, f"The {protocol.report.top_k} heads with the largest effect in score units per model, "
+                 f"data set and role (ranked by `{ranked_by}`, the mean score minus tau; `ceiling_share`: the mean "
+                 f"over the mean ceiling of the head's inputs, the share of what a perfect head would score; not "
+                 f"Cohen's d, which a head with almost constant scores inflates), with their corrected p-value and "
+                 f"two one-sided lower bounds of the {tested_parameter(st.test)}: `ci_low`, marginal at "
+                 f"{st.confidence:.0%} (each head on its own), "
                  f"and `ci_low_adj`, adjusted to the {CORRECTION_SHORT.get(st.correction, st.correction)} "
                  f"correction ({_adjusted_words(st.correction)}); read `ci_low_adj` beside the assignments.",
                  max_rows=400, csv="strongest_heads.csv", fold=True)
