@@ -287,8 +287,14 @@ def test_swapped_and_foreign_cache_chunks_are_reported_recomputed_and_never_used
     mine, theirs = chunk_files(cache), chunk_files(other)
     mine[0].write_bytes(theirs[0].read_bytes())  # a chunk of a window: 3 cache over one of a window: 2 cache
     mine[1].write_bytes(mine[2].read_bytes())  # another position's chunk
+    before = sandbox.snapshot()
     result = runner.invoke(app, ["run", str(protocol), "--out", str(sandbox.work / "b"), "--cache-dir", str(cache)])
     assert result.exit_code == 0, result.output
+    after = sandbox.snapshot()
+    changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+    assert {k.split("/")[1] for k in changed} == {"cache", "b"}, sorted(changed)  # the cache and the new run only
+    assert {k for k in changed if k.startswith("work/cache/")} == {f"work/{p.relative_to(sandbox.work)}"
+                                                                   for p in mine[:2]}  # the two chunks, rewritten
     said = " ".join(result.output.split())  # the console folds long lines
     assert said.count("cache damaged") == 1, said and "holds the state of another key" in said and "(and 1 more)" in said
     result = runner.invoke(app, ["run", str(protocol), "--out", str(sandbox.work / "c"), "--no-cache", "--quiet"])
