@@ -604,10 +604,10 @@ def test_init_writes_a_commented_protocol_that_validates(tmp_path, monkeypatch):
     assert "path: data/sentences.txt" in text  # relative to the protocol's folder, which is the working one
     assert "  - default" in text
     # every option of the sections is written, with a comment beside it or on the line above
-    from headstats.config.protocol import ReportOptions, ScoringOptions, StatisticsOptions
+    from headstats.config.protocol import ReportOptions, ScoreSettings, StatisticsOptions
 
     lines = text.splitlines()
-    sections = (("scoring", ScoringOptions), ("statistics", StatisticsOptions), ("report", ReportOptions))
+    sections = (("scoring", ScoreSettings), ("statistics", StatisticsOptions), ("report", ReportOptions))
     for section, model in sections:
         start = lines.index(f"{section}:")
         for key in model.model_fields:
@@ -673,11 +673,11 @@ def _click_options(command_name: str) -> dict:
 
 def test_score_options_are_the_protocol_schema(tmp_path):
     from headstats.cli.main import SCORE_PROTOCOL_OPTIONS
-    from headstats.config.protocol import Protocol, ScoringOptions
+    from headstats.config.protocol import Protocol, ScoreSettings
 
-    fields = {"scoring.roles": ScoringOptions.model_fields["roles"],
-              "scoring.max_length": ScoringOptions.model_fields["max_length"],
-              "scoring.batch_size": ScoringOptions.model_fields["batch_size"],
+    fields = {"scoring.roles": ScoreSettings.model_fields["roles"],
+              "scoring.max_length": ScoreSettings.model_fields["max_length"],
+              "scoring.batch_size": ScoreSettings.model_fields["batch_size"],
               "device": Protocol.model_fields["device"], "seed": Protocol.model_fields["seed"]}
     assert set(SCORE_PROTOCOL_OPTIONS.values()) == set(fields)
     options = _click_options("score")

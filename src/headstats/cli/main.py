@@ -312,7 +312,7 @@ def schema_field(key: str):
     """The pydantic ``FieldInfo`` of a protocol key such as ``scoring.max_length`` or ``seed``."""
     from headstats.config import protocol as schema
 
-    sections = {"scoring": schema.ScoringOptions, "statistics": schema.StatisticsOptions,
+    sections = {"scoring": schema.ScoreSettings, "statistics": schema.StatisticsOptions,
                 "report": schema.ReportOptions}
     section, _, name = key.rpartition(".")
     model = sections[section] if section else schema.Protocol
@@ -445,7 +445,6 @@ def score(
         _quiet_libraries()
         from headstats.model.loading import load_model
         from headstats.study.scoring import score_records, write_scores
-        from headstats.analyses.sieves import ScoreSettings
         from headstats.study.run import load_data
 
         console = _console(quiet)
@@ -454,7 +453,7 @@ def score(
             loaded = load_model(model, device=proto.device)
             with _progress_factory(console, quiet)(f"{model} / {data.name}", len(loaded_data.records)) as advance:
                 result = score_records(loaded, loaded_data.records, dataset=data.stem, roles=proto.scoring.roles,
-                                       settings=ScoreSettings.from_options(proto.scoring),
+                                       settings=proto.scoring,
                                        max_length=proto.scoring.max_length, too_long=proto.scoring.too_long,
                                        batch_size=proto.scoring.batch_size, progress=advance)
             counts = loaded_data.counted(result.counts)
@@ -718,7 +717,7 @@ def render_init_protocol(model: str, data: list[Path], out: Path, *, formats: li
         if fmt is not None:
             lines += _keyed("    ", "format", fmt)
         lines += _keyed("    ", "# limit", 1000, "read only the first N inputs")
-    lines += _section("scoring", schema.ScoringOptions)
+    lines += _section("scoring", schema.ScoreSettings)
     lines += _section("statistics", schema.StatisticsOptions)
     lines += _keyed("", "analyses", [], "extra analyses in the same passes (headstats list-analyses)")
     lines += _section("report", schema.ReportOptions)

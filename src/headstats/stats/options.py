@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BeforeValidator, Field, ValidationError
 
 from headstats.errors import HeadstatsError
-from headstats.fields import Float, Int, StrictModel
+from headstats.fields import Float, Int, StrictModel, per_role
 
 __all__ = ["FAMILY_KEYS", "MIN_RESAMPLES", "TauSpec", "TestOptions", "check_seed"]
 
@@ -147,9 +147,7 @@ class TestOptions(StrictModel):
 
     def tau_of(self, role: str) -> float:
         """tau of ``role`` (``tau`` itself, its entry for the role, its ``default``, else 3)."""
-        if isinstance(self.tau, dict):
-            return float(self.tau.get(role, self.tau.get("default", 3.0)))
-        return float(self.tau)
+        return float(per_role(self.tau, role, 3.0))
 
     def tau_by_role(self, roles) -> float | dict[str, float]:
         """``tau`` as :func:`headstats.stats.onesample.test_roles` takes it: one number, or one per role."""
