@@ -70,7 +70,7 @@ def test_report_and_finish_live_in_the_registries_of_their_own_layers():
     assert SECTIONS.get("dependency") is dependency_section and FINISH_STEPS.get("dependency") is finish_dependency
     assert "dependency" not in FINISH_STEPS.references() and "entropy" not in FINISH_STEPS
     tables = {"a": 1}
-    assert spec.finished(tables, None, finish=lambda t, p: {"b": 2}) == {"a": 1, "b": 2}
+    assert spec.finished(tables, None, None, 0, then=lambda t, st, o, seed: {"b": 2}) == {"a": 1, "b": 2}
     with pytest.raises(ValueError, match="module:function"):
         resolve("headstats.stats.accuracy")
 
