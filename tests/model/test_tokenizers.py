@@ -117,6 +117,7 @@ def test_the_tokenizer_check_is_written_once():
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops):
                 source = ast.get_source_segment(text, node) or ""
-                if "fingerprint" in source or "vocab_sha256" in source:
+                # a model's identity (weights and tokenizer together: Provenance.same_model) is another idea
+                if ("fingerprint" in source or "vocab_sha256" in source) and "weights" not in source:
                     compares.append(f"{path.relative_to(SRC)}:{node.lineno}")
     assert not compares, f"use headstats.model.tokenizers.check_same_tokenizer at {compares}"
