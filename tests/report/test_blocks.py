@@ -132,10 +132,10 @@ def test_render_html_inlines_figures_one_caption_each(tmp_path):
     assert "<figcaption class='caption'>the line <a href='figures/line.svg'>SVG</a></figcaption>" in page
     assert page.count("the line") == 1 and page.count("<figcaption") == page.count("<img") == 1
     assert "<h2 id='figures'>Figures</h2>" in page and "<a href='#figures'>Figures</a>" in page
-    # shown at its printed size: 96 CSS px per inch of the figure (PNG_DPI pixels per inch in the PNG)
-    from headstats.plots.style import PNG_DPI
+    # shown at its printed size: 96 CSS px per inch of the figure (the PNG's pixels per inch, its pHYs chunk)
+    from headstats.plots.style import preset
 
-    assert f"width='{round(int.from_bytes(png[16:20], 'big') * 96 / PNG_DPI)}'" in page
+    assert f"width='{round(int.from_bytes(png[16:20], 'big') * 96 / preset().dpi)}'" in page
 
     write_report(report, tmp_path)
     assert (tmp_path / "report.html").read_text() == page

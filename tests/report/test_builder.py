@@ -286,13 +286,13 @@ def test_rebuild_with_top_k_rewrites_the_strongest_heads(run):
 
 def test_rebuild_refuses_to_overwrite_a_file_headstats_did_not_write(run):
     manifest = json.loads((run / "manifest.json").read_text())
-    manifest["output_files"].remove("figures/pvalue_histogram.svg")
+    manifest["output_files"].remove("figures/pvalue_ecdf.svg")
     (run / "manifest.json").write_text(json.dumps(manifest))
-    (run / "figures" / "pvalue_histogram.svg").write_text("the user's own drawing")
+    (run / "figures" / "pvalue_ecdf.svg").write_text("the user's own drawing")
     before = (run / "report.md").read_text()
-    with pytest.raises(HeadstatsError, match="pvalue_histogram.svg.*did not write"):
+    with pytest.raises(HeadstatsError, match="pvalue_ecdf.svg.*did not write"):
         rebuild_report(run)
-    assert (run / "figures" / "pvalue_histogram.svg").read_text() == "the user's own drawing"
+    assert (run / "figures" / "pvalue_ecdf.svg").read_text() == "the user's own drawing"
     assert (run / "report.md").read_text() == before
     assert [p.name for p in run.parent.iterdir() if p.name.startswith(".")] == []
 

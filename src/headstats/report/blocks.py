@@ -371,12 +371,24 @@ def render_html(report: Report, root: Path) -> str:
 def _css_width(png: bytes) -> str:
     """`` width='...'`` that shows a PNG at its printed size (96 CSS px per inch), so that text has the same
     size in every figure; empty when the bytes are not a PNG."""
-    from headstats.plots.style import PNG_DPI
-
     if png[:8] != b"\x89PNG\r\n\x1a\n" or len(png) < 24:
         return ""
     width = int.from_bytes(png[16:20], "big")
-    return f" width='{round(width * 96 / PNG_DPI)}'"
+    return f" width='{round(width * 96 / png_dpi(png))}'"
+
+
+def png_dpi(png: bytes, default: float = 96.0) -> float:
+    """The horizontal resolution a PNG records (its ``pHYs`` chunk, pixels per metre), in dots per inch;
+    ``default`` when it records none."""
+    k = 8
+    while k + 8 <= len(png):
+        size, kind = int.from_bytes(png[k:k + 4], "big"), png[k + 4:k + 8]
+        if kind == b"pHYs" and size >= 9 and png[k + 16] == 1:  # unit: metre
+            return int.from_bytes(png[k + 8:k + 12], "big") * 0.0254
+        if kind in (b"IDAT", b"IEND"):
+            break
+        k += 12 + size
+    return default
 
 
 def _verdicts(fragment: str) -> str:
@@ -427,7 +439,7 @@ def save_figure(fig, root: Path, name: str, *, formats: Sequence[str] | None = N
     """
     from headstats.plots import style
 
-    formats = list(dict.fromkeys(["png", *(formats if formats is not None else style.FORMATS)]))
+    formats = list(dict.fromkeys(["png", *(formats if formats is not None else style.preset().formats)]))
     folder = Path(root) / "figures"
     folder.mkdir(exist_ok=True)
     rel = f"figures/{name}.png"

@@ -31,7 +31,7 @@ from headstats.errors import HeadstatsError, OutputError
 from headstats.plots import roles_plots
 from headstats.plots.style import order_roles, role_family
 from headstats.report.blocks import Report, figure_tag, render_tables, write_report
-from headstats.report.figures import FigureRenderer
+from headstats.report.figures import FigureRenderer, active_renderer
 
 TEST_NAMES = {
     "t": "one-sample t-test (ddof = 1)",
@@ -544,7 +544,10 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
         one_tau = sub_tests["tau"].nunique() <= 1 if "tau" in sub_tests else True
         shown_tau = (float(sub_tests["tau"].iloc[0]) if len(sub_tests) and "tau" in sub_tests else tau) if one_tau \
             else None  # taus differ by role: one colour scale cannot diverge at each
-        colours = (f"red above tau = {shown_tau:g}, blue below" if shown_tau is not None
+        scale = {"family": "one colour scale per role family", "shared": "one colour scale for every role",
+                 "role": "one colour scale per role"}[getattr(getattr(protocol.report, "figures", None), "scale", "family")]
+        colours = (f"white at tau = {shown_tau:g}, red above, blue below, {scale} (`report.figures.scale`), each "
+                   "bar spanning the scores' range" if shown_tau is not None
                    else f"tau differs by role ({_tau_text(protocol.statistics)}), so colours do not mark it")
         report.figure(figures.add(f"mean_scores_{tag}", roles_plots.mean_score_maps, sub_tests, tau=shown_tau,
                                   title=f"mean score per head: {model} on {dataset}"),
@@ -598,10 +601,12 @@ def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol
     tests = analysis.tests
     st = protocol.statistics
     report.heading("p-values, power and sensitivity")
-    report.figure(figures.add("pvalue_histogram", stats_plots.plot_pvalue_histogram, tests, alpha=st.alpha),
-                  f"Uncorrected p-values of all {len(tests)} hypotheses, stacked by role; the dashed line is alpha. "
-                  "A spike near 0 is heads with the role; a pile near 1 is heads far below tau.",
-                  alt="p-value histogram")
+    report.figure(figures.add("pvalue_ecdf", stats_plots.plot_pvalue_ecdf, tests, alpha=st.alpha),
+                  f"Every uncorrected p-value of the {len(tests)} hypotheses, as the share of each role's hypotheses "
+                  "with p at most x, on a log axis (dotted: uniform p-values, H0 at its boundary; dashed: alpha; "
+                  "solid: the largest p-value the correction rejected). A role whose line rises at the left has "
+                  "heads far above tau; a line that stays at 0 until p = 1 is heads far below it.",
+                  alt="p-value distribution")
     summary = analysis.tables.get("power_summary")
     d0 = st.effect_of_interest
     if summary is not None:
@@ -610,6 +615,12 @@ def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol
                      f"N and corrected level); median_mde is the median minimum detectable effect (standardised, "
                      f"{st.power_target:.0%} power), max_n_for_power the inputs a protocol would need for "
                      f"{st.power_target:.0%} power at d = {d0:g}.", max_rows=200, csv="power_summary.csv")
+    if "mde" in tests.columns and tests["mde"].notna().any():
+        report.figure(figures.add("power_mde", stats_plots.plot_mde, tests, effect_of_interest=d0),
+                      f"The smallest standardised effect each head's test could detect with {st.power_target:.0%} "
+                      f"power at its N and corrected level (filled: assigned); dashed: the effect of interest "
+                      f"d = {d0:g}. Heads above the line could not have shown an effect of that size.",
+                      alt="smallest detectable effect per head")
     weak = analysis.tables.get("underpowered")
     if weak is not None and len(weak):
         report.text(
@@ -719,15 +730,20 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
     workers : int, optional
         Processes that draw the figures (default: one per CPU, or ``$HEADSTATS_FIGURE_WORKERS``; 1: here).
     """
+    from headstats.plots import style
+
     root = Path(root)
-    with FigureRenderer(root, formats=formats, workers=workers) as figures:
+    preset = style.preset_of(getattr(protocol.report, "figures", None))
+    formats = list(formats) if formats is not None else list(preset.formats)
+    with style.using(preset), FigureRenderer(root, formats=formats, workers=workers, preset=preset) as figures, \
+            active_renderer(figures):
         report = _build_report(root, protocol, analysis, manifest, comparison=comparison, analyses=analyses,
                                formats=formats, log=log, figures=figures)
         render_tables(report, html_too=protocol.report.html)  # while the figures are drawn
         log("report: waiting for the figures")
         figures.wait()
-    log("report: writing report.md" + (" and report.html" if protocol.report.html else ""))
-    write_report(report, root, html_too=protocol.report.html)
+        log("report: writing report.md" + (" and report.html" if protocol.report.html else ""))
+        write_report(report, root, html_too=protocol.report.html)
     return report
 
 

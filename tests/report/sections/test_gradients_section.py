@@ -19,7 +19,7 @@ def test_gradients_section_states_skips_and_averages_each_layer(tmp_path):
     gradients_section(report, tmp_path, {"gradients": pd.DataFrame(rows), "gradients_skipped": skipped})
     md = render_markdown(report, tmp_path)
     assert "**Skipped** for bare on d: the checkpoint has no trained head." in md
-    assert (tmp_path / "figures" / "gradients__m__d.png").exists()
+    assert (tmp_path / "figures" / "gradients_m__d.png").exists()
     table = [b for b in report.blocks if b.kind == "table"][0].content
     # layer 0: sep heads 0.1 and 0.2 -> 0.15; layer 1: 0.2 and 0.3 -> 0.25
     assert table.set_index("layer")["sep"].tolist() == pytest.approx([0.15, 0.25])

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from headstats.plots import attention_plots
-from headstats.report.blocks import figure_tag, save_figure
+from headstats.report.blocks import figure_tag
+from headstats.report.figures import draw_figure
 
 
 def _picture(maps: pd.DataFrame, tokens: pd.DataFrame, model: str, dataset: str, sentence_id: str, layer: int,
@@ -59,13 +60,11 @@ def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]
         title = f"{r.pattern.replace('_', ' ')}: head {r.layer}-{r.head}, input {r.sentence_id}"
         tag = figure_tag(r.model, r.dataset, r.pattern)
         words = PATTERN_WORDS.get(r.pattern, r.pattern)
-        fig = attention_plots.attention_heatmap(weights, toks, title=title)
-        report.figure(save_figure(fig, root, f"attention_heatmap_{tag}"),
+        report.figure(draw_figure(root, f"attention_heatmap_{tag}", attention_plots.attention_heatmap, weights, toks, title=title),
                       f"Head {r.layer}-{r.head} of {r.model} ({r.dataset}, input {r.sentence_id}), which {words} "
                       f"({r.measure} = {r.value:.2f} on this input, {r.mean:.2f} on average): each row is a query's "
                       "attention over the keys.", alt=title)
-        fig = attention_plots.line_view(weights, toks, segment=segment, title=title)
-        report.figure(save_figure(fig, root, f"attention_lines_{tag}"),
+        report.figure(draw_figure(root, f"attention_lines_{tag}", attention_plots.line_view, weights, toks, segment=segment, title=title),
                       f"The same map as lines from each query (left) to the keys it attends to (right), opacity = "
                       f"weight: head {r.layer}-{r.head} {words}.", alt=f"line view, {title}")
         views.append({"label": f"{r.model} / {r.dataset}: {title}", "tokens": toks, "weights": weights,
