@@ -98,6 +98,33 @@ def test_coreference_tests_every_head_against_each_baseline():
     assert tests["reject"].tolist() == [True, False]
 
 
+def test_a_baseline_that_is_0_or_1_is_flagged_and_never_beaten():
+    # GAP: the same-head-word baseline is right on no query (no name shares a pronoun's head word); a head right
+    # on 20 of 50 would "beat" it with McNemar p = 0.5^20; a baseline right on every query cannot be beaten
+    from headstats.stats.accuracy import coreference_tests
+
+    table = pd.DataFrame([
+        {"model": "m", "dataset": "gap", "mention_type": "all", "predictor": "head", "layer": 0, "head": h, "n": 50,
+         "accuracy": a, "correct": int(50 * a), "only_vs_same_head_word": int(50 * a), "same_head_word_only": 0,
+         "only_vs_nearest_mention": b, "nearest_mention_only": c}
+        for h, a, b, c in ((0, 0.4, 12, 2), (1, 0.2, 3, 3))] + [
+        {"model": "m", "dataset": "gap", "mention_type": "all", "predictor": p, "layer": None, "head": None,
+         "n": 50, "accuracy": acc, "correct": int(50 * acc)}
+        for p, acc in (("same_head_word", 0.0), ("nearest_mention", 0.22))])
+    tests = coreference_tests(table, correction="holm").set_index(["baseline", "head"])
+    flat = tests.loc["same_head_word"]
+    assert flat["baseline_degenerate"].all() and flat["p_unc"].isna().all() and not flat["reject"].any()
+    assert flat["note"].str.startswith("baseline right on no query (0 by construction").all()
+    live = tests.loc["nearest_mention"]
+    assert not live["baseline_degenerate"].any() and (live["note"] == "").all()
+    # the family of the live baseline is its own two heads (Holm: 2 x the smaller p)
+    assert live.loc[0, "p_corr"] == pytest.approx(2 * paired_exact_test(12, 2)[0])
+    perfect = table.assign(accuracy=table["accuracy"].where(table["predictor"] != "nearest_mention", 1.0))
+    top = coreference_tests(perfect).set_index(["baseline", "head"]).loc["nearest_mention"]
+    assert top["baseline_degenerate"].all() and not top["reject"].any()
+    assert (top["note"] == "baseline right on every query: it cannot be beaten; not tested").all()
+
+
 def test_data_sets_where_nothing_was_counted_are_left_out_not_given_p_1():
     """A data set without parses (probes) or antecedents (coreference) has no rows, rather than untested rows
     whose McNemar p-value of 0 against 0 discordant words would read as 1."""

@@ -22,7 +22,9 @@ drawn are left out). At the end, the maps of the chosen heads on their inputs (a
 kept input) become
 long tables, so the report draws them (heat map, line view, the interactive view) from tables alone:
 
-- ``gallery``: ``model, dataset, pattern, measure, layer, head, mean, sentence_id, value``;
+- ``gallery``: ``model, dataset, pattern, measure, layer, head, mean, strength, weak, sentence_id, value``
+  (``weak``: even the best head's mean is below the pattern's stated ``strength``, :data:`GALLERY_STRENGTH`; the
+  report labels such an example weak rather than showing it as the pattern);
 - ``attention_maps``: ``model, dataset, sentence_id, layer, head, query, key, weight`` (positions drawn);
 - ``attention_tokens``: ``model, dataset, sentence_id, position, token, segment, special``.
 """
@@ -50,7 +52,14 @@ PATTERNS: dict[str, tuple[str, ...]] = {
     "delimiters": ("cls", "sep"),
     "broad": ("entropy_ratio",),
 }
-GALLERY_COLUMNS = ["model", "dataset", "pattern", "measure", "layer", "head", "mean", "sentence_id", "value"]
+#: pattern -> the mean a head must reach to be a gallery example of it, not a weak one: more than half its
+#: attention on the pattern's keys (as "attends mostly to" in Clark et al. and the dominant behaviour of
+#: :func:`headstats.analyses.surface.dominant_behaviour`); broad: entropy at least 0.75 of ln n (the clustering
+#: option ``broad_share``'s default).
+GALLERY_STRENGTH: dict[str, float] = {"next_word": 0.5, "previous_word": 0.5, "identical_words": 0.5,
+                                      "same_word_other_sentence": 0.5, "delimiters": 0.5, "broad": 0.75}
+GALLERY_COLUMNS = ["model", "dataset", "pattern", "measure", "layer", "head", "mean", "strength", "weak",
+                   "sentence_id", "value"]
 MAP_COLUMNS = ["model", "dataset", "sentence_id", "layer", "head", "query", "key", "weight"]
 TOKEN_COLUMNS = ["model", "dataset", "sentence_id", "position", "token", "segment", "special"]
 
@@ -178,8 +187,9 @@ class AttentionPictures(Collector):
             if not np.isfinite(per_input).any():
                 continue
             best = s.kept[int(np.nanargmax(per_input))]
-            rows.append((ctx.model, ctx.dataset, pattern, "+".join(measures), int(layer), int(head),
-                         float(values[layer, head]), best.sentence_id, float(np.nanmax(per_input))))
+            mean, strength = float(values[layer, head]), GALLERY_STRENGTH[pattern]
+            rows.append((ctx.model, ctx.dataset, pattern, "+".join(measures), int(layer), int(head), mean,
+                         strength, bool(mean < strength), best.sentence_id, float(np.nanmax(per_input))))
         return pd.DataFrame(rows, columns=GALLERY_COLUMNS)
 
     def _token_strings(self, ids: np.ndarray) -> list[str]:

@@ -381,8 +381,15 @@ def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: f
     head selects antecedents more accurately"), corrected over the heads of one (model, dataset,
     mention_type, baseline).
 
+    A baseline whose accuracy is exactly 0 or 1 on a (model, dataset, mention type) is degenerate (on GAP the
+    same-head-word baseline is 0 by construction: no name shares a pronoun's head word, so it never chooses):
+    beating 0 only means being right at all, and 1 cannot be beaten. Its rows are flagged
+    (``baseline_degenerate``, with the reason in ``note``), not tested (p NaN, outside the correction's family)
+    and never rejected.
+
     Returns ``model, dataset, mention_type, baseline, layer, head, n, accuracy, baseline_accuracy,
-    head_only, baseline_only, test, alternative, p_unc, p_corr, correction, family, alpha, reject``.
+    baseline_degenerate, head_only, baseline_only, test, alternative, p_unc, p_corr, correction, family, alpha,
+    reject, note``.
     """
     heads = table[table["predictor"] == "head"]
     baselines = [c.removeprefix("only_vs_") for c in table.columns if c.startswith("only_vs_")]
@@ -399,13 +406,21 @@ def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: f
     out["test"], out["alternative"] = "mcnemar_exact", "greater"
     out["p_unc"] = paired_exact_test(out["head_only"], out["baseline_only"]).astype(float)
     out["p_unc"] = out["p_unc"].where(out["n"] > 0)
+    base_acc = out["baseline_accuracy"].astype(float)
+    out["baseline_degenerate"] = (out["n"] > 0) & ((base_acc == 0) | (base_acc == 1))
+    out["note"] = np.where(out["baseline_degenerate"] & (base_acc == 0),
+                           "baseline right on no query (0 by construction, e.g. no candidate shares the head word): "
+                           "beating it only means being right at all; not tested",
+                           np.where(out["baseline_degenerate"], "baseline right on every query: it cannot be beaten; "
+                                    "not tested", ""))
+    out["p_unc"] = out["p_unc"].where(~out["baseline_degenerate"])
     out["family"] = family_labels(out, ["model", "dataset", "mention_type", "baseline"])
     out["p_corr"], _ = correct_within_families(out["p_unc"], out["family"], correction=correction, alpha=alpha)
     out["correction"], out["alpha"] = correction, alpha
     out["reject"] = reject(out["p_corr"].to_numpy(), alpha)
     cols = ["model", "dataset", "mention_type", "baseline", "layer", "head", "n", "accuracy", "baseline_accuracy",
-            "head_only", "baseline_only", "test", "alternative", "p_unc", "p_corr", "correction", "family", "alpha",
-            "reject"]
+            "baseline_degenerate", "head_only", "baseline_only", "test", "alternative", "p_unc", "p_corr",
+            "correction", "family", "alpha", "reject", "note"]
     return out[cols].reset_index(drop=True)
 
 
