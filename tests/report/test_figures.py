@@ -203,3 +203,24 @@ def test_the_report_shows_figures_at_their_printed_size(quickstart_report):
     html = (root / "report.html").read_text()
     widths = [int(w) for w in re.findall(r"<img alt='[^']*' width='(\d+)'", html)]
     assert widths and max(widths) <= round(inches * 96)  # 96 CSS px per inch, whatever the PNG's dpi
+
+
+def test_html_renders_markdown_and_scrolls_wide_tables(quickstart_report):
+    """No literal backtick anywhere in the HTML report (Markdown is rendered in captions and summaries too),
+    and every table sits in a horizontal scroll box."""
+    root, _ = quickstart_report
+    html = (root / "report.html").read_text()
+    assert "`" not in html
+    assert html.count("<table") == html.count("<div class='scroll'><table")
+    assert "<code>" in html
+
+
+def test_main_tables_also_written_as_latex(quickstart_report):
+    root, _ = quickstart_report
+    tex = (root / "role_counts.tex").read_text()
+    assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex  # booktabs
+    assert "\\caption{Protocol quickstart: one-sided" in tex and "\\label{tab:role_counts}" in tex
+    assert "syntactic:nsubj" in tex and "delimiter\\_cls" in tex  # escaped for LaTeX
+    rows = [line for line in tex.splitlines() if line.startswith("default &")]
+    assert len(rows) == 2  # one per data set, as in the report's table
+    assert sorted((root).glob("heads_per_layer_*.tex"))

@@ -26,8 +26,8 @@ def gradients_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame
     )
     skipped = tables.get("gradients_skipped")
     if skipped is not None and len(skipped):
-        for row in skipped.itertuples():
-            report.text(f"**Skipped** for {row.model} on {row.dataset}: {row.reason}.")
+        where = ", ".join(f"{m} on {d}" for m, d in skipped[["model", "dataset"]].itertuples(index=False))
+        report.text(f"Not run for {where}: the reason and the fix are at the top of the report.")
     grads = tables.get("gradients")
     if grads is None or grads.empty:
         return

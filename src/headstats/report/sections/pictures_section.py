@@ -29,6 +29,13 @@ def _picture(maps: pd.DataFrame, tokens: pd.DataFrame, model: str, dataset: str,
     return weights, tok["token"].astype(str).tolist(), tok["segment"].to_numpy(int)
 
 
+def short_id(value: object, most: int = 18) -> str:
+    """An input id as titles show it: whole up to ``most`` characters, else its start and end around an
+    ellipsis (``wiki.test.raw:1234…-5678``), so that a title is never cut at the figure's edge."""
+    text = str(value)
+    return text if len(text) <= most else f"{text[: most - 7]}…{text[-6:]}"
+
+
 PATTERN_WORDS = {
     "next_word": "attends to the next word", "previous_word": "attends to the previous word",
     "identical_words": "attends to identical words elsewhere in the input",
@@ -57,14 +64,14 @@ def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]
     views = []
     for r in gallery.itertuples():
         weights, toks, segment = _picture(maps, tokens, r.model, r.dataset, r.sentence_id, int(r.layer), int(r.head))
-        title = f"{r.pattern.replace('_', ' ')}: head {r.layer}-{r.head}, input {r.sentence_id}"
+        title = f"{r.pattern.replace('_', ' ')}: head {r.layer}-{r.head}, input #{short_id(r.sentence_id)}"
         tag = figure_tag(r.model, r.dataset, r.pattern)
         words = PATTERN_WORDS.get(r.pattern, r.pattern)
         weak = (f"Weak example: even the best head's mean {r.mean:.2f} is below the stated strength "
                 f"{r.strength:g} of this pattern. " if bool(getattr(r, "weak", False)) else "")
         report.figure(draw_figure(root, f"attention_heatmap_{tag}", attention_plots.attention_heatmap, weights, toks,
                                   title=title),
-                      f"{weak}Head {r.layer}-{r.head} of {r.model} ({r.dataset}, input {r.sentence_id}), which {words} "
+                      f"{weak}Head {r.layer}-{r.head} of {r.model} ({r.dataset}, input #{short_id(r.sentence_id)}), which {words} "
                       f"({r.measure} = {r.value:.2f} on this input, {r.mean:.2f} on average): each row is a query's "
                       "attention over the keys.", alt=title)
         report.figure(draw_figure(root, f"attention_lines_{tag}", attention_plots.line_view, weights, toks, segment=segment, title=title),
@@ -78,7 +85,7 @@ def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]
         if (r.model, r.dataset, str(r.sentence_id), int(r.layer), int(r.head)) in shown:
             continue
         weights, toks, segment = _picture(maps, tokens, r.model, r.dataset, r.sentence_id, int(r.layer), int(r.head))
-        views.append({"label": f"{r.model} / {r.dataset}: head {r.layer}-{r.head}, input {r.sentence_id}",
+        views.append({"label": f"{r.model} / {r.dataset}: head {r.layer}-{r.head}, input #{short_id(r.sentence_id)}",
                       "tokens": toks, "weights": weights, "segment": segment,
                       "caption": "A head named in the protocol (analysis_options.pictures.heads)."})
     report.heading("Interactive view", level=3)
