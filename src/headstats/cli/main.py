@@ -13,7 +13,7 @@ import signal
 import sys
 import warnings
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -53,6 +53,15 @@ def command(name: str | None = None):
     return app.command(name, cls=_Command)
 
 
+def _verbose(value: bool) -> None:
+    """``--verbose``: transformers' and huggingface_hub's own bars, logs and warnings are shown while a model
+    loads (:mod:`headstats.model.quiet`)."""
+    if value:
+        from headstats.model.quiet import VERBOSE_ENV
+
+        os.environ[VERBOSE_ENV] = "1"
+
+
 def _print_version(value: bool) -> None:
     if value:
         from headstats import __version__
@@ -65,6 +74,8 @@ def _print_version(value: bool) -> None:
 def _main(
     version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                  help="print the version of headstats and exit"),
+    verbose: bool = typer.Option(False, "--verbose", callback=_verbose, is_eager=True,
+                                 help="show transformers' own progress bars, logs and warnings while loading"),
 ) -> None:
     """What does each attention head do? Statistics, not averages."""
 
@@ -88,6 +99,10 @@ def _quiet_libraries() -> None:
     their setters are called too.
     """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from headstats.model.quiet import verbose_loading
+
+    if verbose_loading():
+        return
     os.environ.update(TRANSFORMERS_VERBOSITY="error", HF_HUB_VERBOSITY="error", HF_HUB_DISABLE_PROGRESS_BARS="1")
     if "transformers" in sys.modules:
         import transformers
@@ -391,17 +406,6 @@ def run(
             typer.echo(f"report: {result.out / 'report.html'}")
 
 
-def _nothing_scored(counts: dict, dataset: str) -> None:
-    """Refuse a data set of which no input could be scored (as ``run`` does), instead of an empty table."""
-    from headstats.errors import DataError
-
-    if counts["n_scored"] == 0:
-        raise DataError(
-            f"no input of data set {dataset!r} could be scored ({counts['skipped']}); "
-            "raise scoring.max_length or set scoring.too_long: truncate"
-        )
-
-
 @command()
 def score(
     model: str = typer.Option("default", "--model", help="'default', a local directory or a hub id"),
@@ -416,8 +420,11 @@ def score(
     seed: Optional[int] = schema_option("seed"),
     overwrite: bool = typer.Option(False, "--overwrite/--no-overwrite", help=_OVERWRITE_HELP),
     quiet: bool = typer.Option(False, "--quiet", help=_QUIET_HELP),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=_CACHE_DIR_HELP),
+    no_cache: bool = typer.Option(False, "--no-cache", help=_NO_CACHE_HELP),
 ) -> None:
-    """Score one data file: writes scores.parquet and manifest.json (other options: the protocol's defaults)."""
+    """Score one data file: writes scores.parquet and manifest.json (other options: the protocol's defaults).
+    The passes are those of 'run', through the same state cache."""
     with _errors(out) as command:
         import time
 
@@ -432,39 +439,41 @@ def score(
                                   "batch_size": batch_size, "device": device, "seed": seed})
         try:
             # the model's name is not used in any file name here; its source is checked as given
-            proto = Protocol.model_validate({**given, "models": [{"name": "model", "path": model}], "datasets": [
+            proto = Protocol.model_validate({**given, "models": [{"name": _slug(Path(model).name), "path": model}],
+                                             "datasets": [
                 {"name": data.stem, "path": str(data), "format": format}]})
         except ValidationError as exc:
             raise ProtocolError(validation_message(exc, what="score options")) from None
         check_names(proto)
-        out = preflight(proto, out=out, overwrite=overwrite)
+        execution = _execution(None, cache_dir, no_cache)
+        from headstats.study.run import cache_root
+
+        cache = cache_root(proto, execution)
+        out = preflight(proto, out=out, overwrite=overwrite, cache_dir=cache)
         command.out = out
-        from headstats.folders import claim_output
-        from headstats.study.storage import file_hashes, write_manifest
-
         _quiet_libraries()
-        from headstats.model.loading import load_model
-        from headstats.study.scoring import score_records, write_scores
-        from headstats.analyses.sieves import ScoreSettings
-        from headstats.study.run import load_data
+        from headstats.folders import claim_output
+        from headstats.study.run import build_models, dataset_manifest, read_data, run_passes
+        from headstats.study.scoring import write_scores
+        from headstats.study.storage import write_manifest
 
+        data_name = proto.datasets[0].name
         console = _console(quiet)
+        log = lambda m: console.log(m)  # noqa: E731
         with claim_output(out, overwrite=overwrite) as claim:
-            loaded_data = load_data(proto.datasets[0], proto)
-            loaded = load_model(model, device=proto.device)
-            with _progress_factory(console, quiet)(f"{model} / {data.name}", len(loaded_data.records)) as advance:
-                result = score_records(loaded, loaded_data.records, dataset=data.stem, roles=proto.scoring.roles,
-                                       settings=ScoreSettings.from_options(proto.scoring),
-                                       max_length=proto.scoring.max_length, too_long=proto.scoring.too_long,
-                                       batch_size=proto.scoring.batch_size, progress=advance)
-            counts = loaded_data.counted(result.counts)
-            _nothing_scored(counts, data.stem)
-            n_rows = write_scores([result.array], claim.staging / "scores.parquet")
+            # the passes of `headstats run`: the same reading, parsing, engine and state cache
+            sources, finetuned = build_models(proto, log)
+            loaded = read_data(proto, finetuned, log, cache=cache)
+            passes = run_passes(proto, sources, finetuned, loaded, log=log, progress=_progress_factory(console, quiet),
+                                cache=cache)
+            array = replace(passes.arrays[0], model=model)  # the model as given, as before
+            counts = passes.counts[f"{proto.models[0].name}/{data_name}"] | {"model": model}  # no input scored: refused there
+            n_rows = write_scores([array], claim.staging / "scores.parquet")
+            datasets = dataset_manifest(loaded)
             write_manifest(claim.staging, {
-                "models": {model: loaded.provenance}, "scoring": proto.scoring.model_dump(),
-                "seed": proto.seed, "device": proto.device,
-                "datasets": {data.stem: loaded_data.info | {"files_sha256": file_hashes([data])}},
-                "inputs": {f"{model}/{data.stem}": counts | {"model": model, "dataset": data.stem}},
+                "models": {model: passes.provenance[proto.models[0].name]}, "scoring": proto.scoring.model_dump(),
+                "seed": proto.seed, "device": proto.device, "datasets": datasets,
+                "inputs": {f"{model}/{data_name}": counts}, "execution": passes.execution,
                 "wall_time_s": round(time.time() - started, 2)})
             claim.publish()
         command.written = True
@@ -487,15 +496,20 @@ def validate(
     'ok' means that 'run' with the same options gets past all its checks.
     """
     with _errors():
-        from headstats.study.preflight import preflight, tau_warnings
+        from headstats.study.preview import validate_run
         from headstats.study.run import cache_root
 
         proto = _load(protocol, data_root)
-        checked = preflight(proto, out=out, overwrite=overwrite,
-                            cache_dir=cache_root(proto, _execution(None, cache_dir, no_cache)))
-        for warning in tau_warnings(proto):
+        checked = validate_run(proto, out=out, overwrite=overwrite,
+                               cache_dir=cache_root(proto, _execution(None, cache_dir, no_cache)))
+        typer.echo("run will:")
+        for line in checked.plan:
+            typer.echo(f"  {line}")
+        for warning in checked.warnings:
             typer.echo(f"warning: {warning}", err=True)
-        where = f"; output {checked}" if checked is not None else ""
+        for note in checked.notes:
+            typer.echo(f"note: {note}")
+        where = f"; output {checked.out}" if checked.out is not None else ""
         typer.echo(f"ok: {protocol} ({len(proto.models)} model(s), {len(proto.datasets)} data set(s), "
                    f"{len(proto.scoring.roles)} roles{where})")
 
@@ -522,7 +536,8 @@ def report(
         console = _console(quiet)
         path = rebuild_report(run_dir, top_k=top_k, html=html, formats=None if svg else ["png"],
                               log=lambda m: console.log(m))
-        typer.echo(f"report: {path}")
+        if not quiet:
+            typer.echo(f"report: {path}")
 
 
 #: FinetuneRecipe field -> the finetune command's option, for one-line messages.
@@ -531,34 +546,59 @@ _FINETUNE_OPTIONS = {"epochs": "--epochs", "learning_rate": "--lr", "batch_size"
                      "base": "--model", "task": "--task"}
 
 
+def _recipe_help(text: str, field: str) -> str:
+    """An option's help with the recipe's default (:data:`headstats.model.recipe.RECIPE`) and the tasks that
+    depart from it."""
+    from headstats.model.recipe import RECIPE, TASK_RECIPES
+
+    default = RECIPE[field]
+    shown = "all" if default is None else f"{default:g}" if isinstance(default, float) else str(default)
+    tasks = ", ".join(f"{t} {'all' if v[field] is None else format(v[field], 'g')}"
+                      for t, v in TASK_RECIPES.items() if field in v)
+    return f"{text} (default: the recipe's {shown}" + (f"; {tasks})" if tasks else ")")
+
+
 @command()
 def finetune(
     model: str = typer.Option("default", "--model", help="base model: 'default', a directory or a hub id"),
     task: str = typer.Option(..., "--task", help="GLUE task: sst2, mrpc, qqp, qnli, rte, cola, ..."),
     out: Optional[Path] = typer.Option(None, "--out", help="checkpoint folder (default: reuse or build in the cache)"),
-    epochs: float = typer.Option(1.0, "--epochs", help="passes over the training rows (may be fractional)"),
-    lr: float = typer.Option(3e-5, "--lr", help="peak learning rate (linear warm-up, then linear decay)"),
-    batch_size: int = typer.Option(16, "--batch-size", help="training rows per step"),
-    max_length: int = typer.Option(64, "--max-length", help="longer inputs are truncated to this many pieces"),
-    train_rows: Optional[int] = typer.Option(2000, "--train-rows", help="training rows (seeded sample); 0 = all"),
-    seed: int = typer.Option(0, "--seed", help="seed of the sample, the new head and the batch order"),
+    epochs: Optional[float] = typer.Option(None, "--epochs", help=_recipe_help("passes over the training rows (may "
+                                           "be fractional)", "epochs")),
+    lr: Optional[float] = typer.Option(None, "--lr", help=_recipe_help("peak learning rate (linear warm-up, then "
+                                       "linear decay)", "learning_rate")),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help=_recipe_help("training rows per step",
+                                                                                     "batch_size")),
+    max_length: Optional[int] = typer.Option(None, "--max-length", help=_recipe_help(
+        "longer inputs are truncated to this many pieces", "max_length")),
+    train_rows: Optional[int] = typer.Option(None, "--train-rows", help=_recipe_help(
+        "training rows (seeded sample); 0 = all", "train_rows")),
+    seed: Optional[int] = typer.Option(None, "--seed", help=_recipe_help(
+        "seed of the sample, the new head and the batch order", "seed")),
     data_root: Optional[Path] = typer.Option(None, "--data-root", envvar="HEADSTATS_GLUE_ROOT",
                                              help="GLUE folder (<root>/SST-2/train.tsv, ...)"),
-    cache_dir: Path = typer.Option(Path(".headstats_cache"), "--cache-dir", help="where checkpoints are cached"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache root: checkpoints go to its "
+                                             "checkpoints/ folder, where a protocol's run finds them (default: "
+                                             "$HEADSTATS_CACHE_DIR, $XDG_CACHE_HOME/headstats or ~/.cache/headstats)"),
     overwrite: bool = typer.Option(False, "--overwrite/--no-overwrite", help=_OVERWRITE_HELP),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar or log lines"),
 ) -> None:
-    """Fine-tune a sequence-classification head on a GLUE task with a seeded, recorded recipe."""
+    """Fine-tune a sequence-classification head on a GLUE task with headstats' one seeded recipe (the one a
+    protocol's finetune: entry uses, so both make the same checkpoint)."""
     with _errors(out) as command:
         from pydantic import ValidationError
 
+        from headstats.config.protocol import printable
+        from headstats.engine.cache import resolve_cache_root
         from headstats.errors import ProtocolError
+        from headstats.model.recipe import FinetuneRecipe
         from headstats.study.preflight import check_finetune
-        from headstats.config.protocol import FinetuneRecipe, printable
 
-        try:
-            recipe = FinetuneRecipe(base=model, task=task, epochs=epochs, learning_rate=lr, batch_size=batch_size,
-                                    max_length=max_length, train_rows=train_rows or None, seed=seed)
+        given = {"epochs": epochs, "learning_rate": lr, "batch_size": batch_size, "max_length": max_length,
+                 "seed": seed, "train_rows": None if train_rows is None else (train_rows or "all")}
+        try:  # options not given take the task's values of the one recipe, as a protocol's finetune: does
+            recipe = FinetuneRecipe(base=model, task=task, **{k: (None if v == "all" else v)
+                                                              for k, v in given.items() if v is not None})
         except ValidationError as exc:
             first = exc.errors()[0]
             option = _FINETUNE_OPTIONS.get(str(first["loc"][0]), str(first["loc"][0]))
@@ -566,14 +606,12 @@ def finetune(
                                 f"{printable(first['msg'].removeprefix('Value error, '))}") from None
         check_finetune(recipe, data_root=data_root)
         _quiet_libraries()
-        from headstats.model.finetune import finetune_command
+        from headstats.model.finetune import finetune_recipe
 
         stack, progress = _training_progress(_console(quiet), quiet, f"fine-tuning {task}")
         with stack:
-            folder, metrics = finetune_command(
-                model, task, out, epochs, lr, batch_size, max_length, train_rows or None, seed, data_root,
-                cache_dir=cache_dir, overwrite=overwrite, progress=progress,
-            )
+            folder, metrics = finetune_recipe(recipe, out, data_root, cache_dir=resolve_cache_root(cache_dir),
+                                              overwrite=overwrite, progress=progress)
         command.out, command.written = folder, True
         shown = ", ".join(f"{k} {v:.3f}" for k, v in metrics.items() if isinstance(v, float))
         typer.echo(f"checkpoint: {folder}" + (f" ({shown})" if shown else ""))
@@ -650,11 +688,25 @@ INIT_COMMENTS = {
 }
 
 
-def _section(name: str, model_cls) -> list[str]:
-    """A protocol section with every key at its schema default, each with a comment."""
+def _section(name: str, model_cls, chosen: dict | None = None) -> list[str]:
+    """A protocol section with every key at its schema default (or the value ``chosen`` for it from the data),
+    each with a comment."""
+    chosen = chosen or {}
     lines = [f"{name}:"]
     for key, value in model_cls().model_dump(mode="json").items():
-        lines += _keyed("  ", key, value, INIT_COMMENTS.get(key) or model_cls.model_fields[key].description)
+        comment = INIT_COMMENTS.get(key) or model_cls.model_fields[key].description
+        if key in chosen:
+            value, comment = chosen[key], f"from your data; {comment}"
+        lines += _keyed("  ", key, value, comment)
+    return lines
+
+
+def _survey_lines(found) -> list[str]:
+    """Comment lines saying what ``init`` read in the data and chose from it."""
+    lines = ["# What init read in the data (the first inputs of each file):"]
+    lines += [f"#   {f.name}: {f.n_read} inputs, {f.kind}" for f in found.datasets]
+    lines += [f"#   {found.why(role)}" for role in found.roles]
+    lines += [f"#   left out {role}: {why}" for role, why in found.left_out.items()]
     return lines
 
 
@@ -675,11 +727,13 @@ def _slug(text: str) -> str:
 
 
 def render_init_protocol(model: str, data: list[Path], out: Path, *, formats: list[Optional[str]],
-                         name: Optional[str] = None) -> str:
+                         name: Optional[str] = None, found=None) -> str:
     """The text of a commented protocol for ``model`` on the data files ``data``, to be written at ``out``.
 
     Every scoring, statistics and report option is written with its default from the schema
-    (:mod:`headstats.config.protocol`), so that the file shows what a run does and where to change it.
+    (:mod:`headstats.config.protocol`), so that the file shows what a run does and where to change it;
+    with ``found`` (a :class:`headstats.study.drafting.Survey` of the data) the roles, relations, scale and
+    tau are those the data allow, with the reasons as comments.
     """
     from datetime import date
 
@@ -718,8 +772,14 @@ def render_init_protocol(model: str, data: list[Path], out: Path, *, formats: li
         if fmt is not None:
             lines += _keyed("    ", "format", fmt)
         lines += _keyed("    ", "# limit", 1000, "read only the first N inputs")
-    lines += _section("scoring", schema.ScoringOptions)
-    lines += _section("statistics", schema.StatisticsOptions)
+    scoring, statistics = {}, {}
+    if found is not None:
+        lines[4:4] = _survey_lines(found)
+        scoring = {"roles": found.roles, "relations": found.relations or schema_default("scoring.relations"),
+                   "scale": found.scale_spec()}
+        statistics = {"tau": found.tau_spec()}
+    lines += _section("scoring", schema.ScoringOptions, scoring)
+    lines += _section("statistics", schema.StatisticsOptions, statistics)
     lines += _keyed("", "analyses", [], "extra analyses in the same passes (headstats list-analyses)")
     lines += _section("report", schema.ReportOptions)
     return "\n".join(lines) + "\n"
@@ -736,7 +796,8 @@ def init(
     name: Optional[str] = typer.Option(None, "--name", help="the study's name (default: the file's name)"),
     force: bool = typer.Option(False, "--force", help="replace an existing file"),
 ) -> None:
-    """Write a commented protocol for a model and data files, every option at its default."""
+    """Write a commented protocol for a model and data files: the roles that apply to the data and a tau
+    per role that its ceilings allow (read from the first inputs), every other option at its default."""
     with _errors():
         import yaml
 
@@ -756,12 +817,24 @@ def init(
         if model != "default" and model.startswith((".", "/", "~")) and not Path(model).expanduser().is_dir():
             raise DataError(f"model folder {model!r} does not exist; give 'default', a model folder or a hub id")
         check_output_file(out, inputs=[*data, model if model != "default" else None], force=force)
-        text = render_init_protocol(model, data, out, formats=[format] * len(data), name=name)
+        _quiet_libraries()
+        from headstats.study.drafting import survey
+
+        found = survey(model, data, formats=[format] * len(data))
+        if not found.roles:
+            raise DataError("no role applies to these data (" + "; ".join(
+                f"{r}: {why}" for r, why in found.left_out.items()) + "); give other data files")
+        text = render_init_protocol(model, data, out, formats=[format] * len(data), name=name, found=found)
         validate_protocol(yaml.safe_load(text))  # what we write is a valid protocol
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(f".{out.name}.partial")
         partial.write_text(text, encoding="utf-8")
         os.replace(partial, out)
+        for fact in found.datasets:
+            typer.echo(f"read {fact.name}: {fact.n_read} inputs, {fact.kind}")
+        if found.left_out:
+            typer.echo("left out: " + "; ".join(f"{r} ({why})" for r, why in found.left_out.items()))
+        typer.echo(f"tau: {_flow(found.tau_spec())}, scale: {_flow(found.scale_spec())}")
         typer.echo(f"protocol: {out} (check it with: headstats validate {out})")
 
 
@@ -863,7 +936,7 @@ def _execution(shard: Optional[str], cache_dir: Optional[Path], no_cache: bool):
                      shard=parse_shard(shard) if shard is not None else None)
 
 
-cache_app = typer.Typer(no_args_is_help=True, help="The state cache: what it holds, and removing from it.")
+cache_app = typer.Typer(cls=_Group, no_args_is_help=True, help="The state cache: what it holds, and removing from it.")
 app.add_typer(cache_app, name="cache")
 
 
@@ -873,7 +946,7 @@ def _cache(cache_dir: Optional[Path]):
     return StateCache(resolve_cache_root(cache_dir))
 
 
-@cache_app.command("info")
+@cache_app.command("info", cls=_Command)
 def cache_info(cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=_CACHE_DIR_HELP)) -> None:
     """Where the state cache is, how many chunks it holds and how big it is."""
     with _errors():
@@ -881,7 +954,7 @@ def cache_info(cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", hel
             typer.echo(line)
 
 
-@cache_app.command("prune")
+@cache_app.command("prune", cls=_Command)
 def cache_prune(
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=_CACHE_DIR_HELP),
     older_than: Optional[float] = typer.Option(None, "--older-than", min=0, help="remove chunks unused for this many days"),
@@ -898,7 +971,7 @@ def cache_prune(
         typer.echo(f"removed {removed} file(s), {freed / 2**20:.1f} MiB, from {cache.root}")
 
 
-@app.command()
+@command()
 def merge(
     shards: list[Path] = typer.Argument(..., help="shard folders written by 'headstats run --shard i/n'"),
     out: Path = typer.Option(..., "--out", help="output folder of the merged run"),
