@@ -20,28 +20,23 @@ CODE_SPAN = re.compile(r"`(headstats [^`]*)`")
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
 
-def prose(text: str) -> list[str]:
-    """The lines outside fenced code blocks."""
-    lines, fenced = [], False
+def fenced(text: str, inside: bool) -> list[str]:
+    """The lines inside fenced code blocks (``inside``), or those outside them."""
+    lines, within = [], False
     for line in text.splitlines():
         if line.lstrip().startswith("```"):
-            fenced = not fenced
-            continue
-        if not fenced:
+            within = not within
+        elif within == inside:
             lines.append(line)
     return lines
+
+
+def prose(text: str) -> list[str]:
+    return fenced(text, inside=False)
 
 
 def code_lines(text: str) -> list[str]:
-    """The lines inside fenced code blocks."""
-    lines, fenced = [], False
-    for line in text.splitlines():
-        if line.lstrip().startswith("```"):
-            fenced = not fenced
-            continue
-        if fenced:
-            lines.append(line)
-    return lines
+    return fenced(text, inside=True)
 
 
 def slug(heading: str) -> str:
