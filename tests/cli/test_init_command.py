@@ -23,10 +23,10 @@ def test_init_writes_a_commented_protocol_that_validates(tmp_path, monkeypatch):
     assert "path: data/sentences.txt" in text  # relative to the protocol's folder, which is the working one
     assert "  - default" in text
     # every option of the sections is written, with a comment beside it or on the line above
-    from headstats.config.protocol import ReportOptions, ScoringOptions, StatisticsOptions
+    from headstats.config.protocol import ReportOptions, ScoreSettings, StatisticsOptions
 
     lines = text.splitlines()
-    sections = (("scoring", ScoringOptions), ("statistics", StatisticsOptions), ("report", ReportOptions))
+    sections = (("scoring", ScoreSettings), ("statistics", StatisticsOptions), ("report", ReportOptions))
     for section, model in sections:
         start = lines.index(f"{section}:")
         for key in model.model_fields:

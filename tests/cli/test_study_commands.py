@@ -377,11 +377,11 @@ def _click_options(command_name: str) -> dict:
 
 def test_score_options_are_the_protocol_schema(tmp_path):
     from headstats.cli.main import SCORE_PROTOCOL_OPTIONS
-    from headstats.config.protocol import Protocol, ScoringOptions
+    from headstats.config.protocol import Protocol, ScoreSettings
 
-    fields = {"scoring.roles": ScoringOptions.model_fields["roles"],
-              "scoring.max_length": ScoringOptions.model_fields["max_length"],
-              "scoring.batch_size": ScoringOptions.model_fields["batch_size"],
+    fields = {"scoring.roles": ScoreSettings.model_fields["roles"],
+              "scoring.max_length": ScoreSettings.model_fields["max_length"],
+              "scoring.batch_size": ScoreSettings.model_fields["batch_size"],
               "device": Protocol.model_fields["device"], "seed": Protocol.model_fields["seed"]}
     assert set(SCORE_PROTOCOL_OPTIONS.values()) == set(fields)
     options = _click_options("score")

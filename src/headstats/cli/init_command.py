@@ -171,7 +171,7 @@ def render_init_protocol(model: str, data: list[Path], out: Path, *, formats: li
         scoring = {"roles": found.roles, "relations": found.relations or schema_default("scoring.relations"),
                    "scale": found.scale_spec()}
         statistics = {"tau": found.tau_spec()}
-    lines += _section("scoring", schema.ScoringOptions, scoring)
+    lines += _section("scoring", schema.ScoreSettings, scoring)
     lines += _section("statistics", schema.StatisticsOptions, statistics)
     lines += _keyed("", "analyses", [], "extra analyses in the same passes (headstats list-analyses)")
     lines += _section("report", schema.ReportOptions)

@@ -35,7 +35,7 @@ def schema_field(key: str):
     """The pydantic ``FieldInfo`` of a protocol key such as ``scoring.max_length`` or ``seed``."""
     from headstats.config import protocol as schema
 
-    sections = {"scoring": schema.ScoringOptions, "statistics": schema.StatisticsOptions,
+    sections = {"scoring": schema.ScoreSettings, "statistics": schema.StatisticsOptions,
                 "report": schema.ReportOptions}
     section, _, name = key.rpartition(".")
     model = sections[section] if section else schema.Protocol
