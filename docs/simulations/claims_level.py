@@ -99,14 +99,14 @@ def signflip_level(k: int, shape: str, n_sim: int, rng: np.random.Generator) -> 
     return _row("seeds: sign-flip over seeds (one-sided)", f"{k} seeds, {shape} run effects, mean 0", p)
 
 
-def main(n_sim: int = 4000, rng_seed: int = 0) -> pd.DataFrame:
+def main(n_sim: int = 2000, rng_seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(rng_seed)
     rows = [position_level(k, n_sim, rng) for k in (3, 12, 36)]
     rows += [share_level(pi, n_sim, rng) for pi in (0.1, 0.3)]
-    rows += [range_level(0.42, 50 * n_sim, rng)]
-    rows += [largest_level(n, 50 * n_sim, rng) for n in (10, 40)]
-    rows += [signflip_level(8, shape, 50 * n_sim, rng) for shape in ("normal", "skewed")]
-    rows += [signflip_level(12, shape, 50 * n_sim, rng) for shape in ("normal", "skewed")]
+    rows += [range_level(0.42, 10 * n_sim, rng)]
+    rows += [largest_level(n, 10 * n_sim, rng) for n in (10, 40)]
+    rows += [signflip_level(8, shape, 10 * n_sim, rng) for shape in ("normal", "skewed")]
+    rows += [signflip_level(12, shape, 10 * n_sim, rng) for shape in ("normal", "skewed")]
     return pd.DataFrame(rows)
 
 

@@ -14,7 +14,7 @@ off a surface measure (:mod:`headstats.analyses.surface`), averaged over *every*
 
 The gallery takes, per pattern, the head with the largest mean, and shows it on the kept input where that
 head's value of the measure is largest. Only a few inputs' maps are ever held (options
-``analysis_options.pictures``, :class:`~headstats.analyses.clark_options.PicturesOptions`): the first
+``analysis_options.pictures``, :class:`PicturesOptions`): the first
 ``n_inputs`` inputs of at most ``max_pieces`` pieces (the shortest ones when none is that short), or those
 named in ``sentence_ids``; every other input only adds to the running means. A longer input is drawn on at
 most ``max_pieces`` of its pieces, the first of each sentence (:func:`shown_positions`; weights to pieces not
@@ -37,11 +37,26 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from headstats.analyses import analysis_options, register_analysis
-from headstats.analyses.clark_options import PicturesOptions
+from headstats.analyses import collector_options, register_analysis
 from headstats.analyses.surface import SURFACE_MEASURES, provenance_punctuation_ids, provenance_tokenizer, surface_of
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
+from pydantic import Field
+
+from headstats.fields import Int, StrictModel
+
+
+class PicturesOptions(StrictModel):
+    """Options of the ``pictures`` analysis (heat maps, line views, gallery of BertViz patterns; METHODS 3)."""
+
+    #: Inputs whose maps are kept (the first ones of each data set, or the ``sentence_ids`` given).
+    n_inputs: Int = Field(3, ge=1, le=50)
+    sentence_ids: list[str] | None = None
+    #: Heads always drawn, as [layer, head] (0-indexed), beside the gallery's choice.
+    heads: list[tuple[Int, Int]] = Field(default_factory=list)
+    #: Inputs longer than this many pieces are cut for the pictures (the measures use the whole input).
+    max_pieces: Int = Field(64, ge=4)
+
 
 #: pattern -> the surface measures whose sum reads it.
 PATTERNS: dict[str, tuple[str, ...]] = {
@@ -117,10 +132,10 @@ class AttentionPictures(Collector):
     def __init__(self, context: Context) -> None:
         super().__init__(context)
         options = context.options
-        mine: PicturesOptions = analysis_options("pictures", options.get("protocol"))
+        mine: PicturesOptions = collector_options(context, PicturesOptions)
 
-        def option(name):  # a collector option (tests), else the protocol's analysis_options.pictures
-            return options.get(name, getattr(mine, name))
+        def option(name):
+            return getattr(mine, name)
 
         self.n_inputs = int(option("n_inputs"))
         self.max_pieces = int(option("max_pieces"))

@@ -1050,8 +1050,9 @@ def load_run_tables(run_dir: str | Path) -> tuple[object, Analysis, dict, dict]:
     if missing:
         raise HeadstatsError(f"{str(run)!r} lacks {', '.join(missing)}: it is not a finished headstats run "
                              "folder; rerun `headstats run` to make one")
-    manifest = check_run_folder(run)
-    where = run / "protocol.resolved.yaml"
+    manifest = check_run_folder(run, required=[*(f for f in REQUIRED_FILES if f != "manifest.json"),
+                                               ("tests.csv", "tests.parquet")])
+    where = run / "protocol.resolved.yaml"  # checked above: inside the run, no link on the way
     try:
         raw = yaml.safe_load(where.read_text(encoding="utf-8"))
         if not isinstance(raw, dict):
@@ -1130,14 +1131,15 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
     """
     from headstats.assignment.role_assignment import strongest_heads
     from headstats.folders import STAGING_MARKER, _acquire_lock, _owner_record, output_file_list, replace_outputs
-    from headstats.report.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema
+    from headstats.report.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema, unchecked_tables_fail_in_one_line
 
     run = Path(run_dir).expanduser()
     if run.is_symlink():
         raise OutputError(f"{str(run)!r} is a symbolic link; give the run folder itself")
     run = run.resolve()
     log(f"reading the tables of {run}")
-    protocol, analysis, manifest, comparison = load_run_tables(run)
+    with unchecked_tables_fail_in_one_line(run):
+        protocol, analysis, manifest, comparison = load_run_tables(run)
     _check_rebuildable(run, manifest)
     if top_k is not None:
         if int(top_k) < 1:
@@ -1157,8 +1159,9 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
         log("drawing the figures and writing the report")
         analyses = {name: {t: analysis.tables.pop(t) for t in names if t in analysis.tables}
                     for name, names in (manifest.get("analysis_tables") or {}).items()}
-        build_report(stage, protocol, analysis, manifest, comparison=comparison or None, analyses=analyses,
-                     formats=formats, log=log, workers=workers)
+        with unchecked_tables_fail_in_one_line(run):
+            build_report(stage, protocol, analysis, manifest, comparison=comparison or None, analyses=analyses,
+                         formats=formats, log=log, workers=workers)
         if top_k is not None:
             analysis.tables["strongest_heads"].to_csv(stage / "strongest_heads.csv", index=False)
         new_tables = {p.name: table_schema(p) for p in stage.iterdir() if p.suffix in TABLE_SUFFIXES}

@@ -22,8 +22,10 @@ def coreference_section(report: Any, root: Path, tables: Mapping[str, pd.DataFra
         "For each mention with an antecedent in the same input, a head selects the candidate mention its head "
         "word attends to most (word-level attention); it is right when that candidate is coreferent. "
         "Baselines: the nearest candidate, and the nearest candidate with the same head word. Heads are "
-        "`layer-head`, 0-based (the paper's best head, 5-4 in its 1-based count, is a head of BERT-base; it names no head of this model). Every head with Wilson intervals: "
-        "`coreference.csv`; every head tested against each baseline (McNemar's exact test, one-sided, "
+        "`layer-head`, 0-based (the paper's best head, 5-4 in its 1-based count, is a head of BERT-base; it names "
+        "no head of this model). Every head with Wilson intervals: "
+        "`coreference.csv`; every head tested against each baseline (the sign-flip test over inputs, whose mentions "
+        "share their text; column `test`; one-sided, "
         "corrected over the heads): `coreference_tests.csv`."
     )
     for (model, dataset), part in table.groupby(["model", "dataset"], sort=False):
@@ -61,7 +63,8 @@ def coreference_section(report: Any, root: Path, tables: Mapping[str, pd.DataFra
             r = overall.iloc[0]
             report.text(
                 f"**Claim (Clark et al. 2019): a head selects antecedents far better than the nearest-mention "
-                f"baseline.** Test: McNemar's exact test of every head against the baseline, one-sided, corrected "
+                f"baseline.** Test: {tests['test'].iat[0] if 'test' in tests and len(tests) else 'the paired test'} of every head against the "
+                f"baseline, one-sided, corrected "
                 f"over heads. On {model} / {dataset}: best head "
                 f"{r['best_head']} at {r['accuracy']:.3f} against {r['nearest_mention_accuracy']:.3f}; heads that "
                 f"pass: {r['heads_beating_nearest_mention']}.")
