@@ -27,6 +27,7 @@ from headstats.analyses.sieves import DEFAULT_RELATIONS, DEFAULT_ROLES, SCALES, 
 from headstats.fields import Float, Int, Seed, StrictModel, non_empty_list
 from headstats.model.recipe import FinetuneRecipe
 from headstats.stats.options import TestOptions
+from headstats.report.options import ReportOptions  # noqa: F401 - the report layer's options (leaf module)
 
 
 class ModelSpec(StrictModel):
@@ -154,9 +155,6 @@ class ExecutionOptions(StrictModel):
                                   "smaller batches; changes speed and memory, and scores only in their last float32 digits")
 
 
-class ReportOptions(StrictModel):
-    top_k: Int = Field(10, ge=1)
-    html: bool = True
 
 
 #: Top-level keys of earlier versions that are now the options of the analysis of the same name

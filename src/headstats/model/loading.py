@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from headstats.errors import ModelError
-from headstats.hub import cached_hub_file, check_hub_id, check_revision, hub_reachable
+from headstats.hub import cached_hub_file, check_hub_id, check_revision, hub_reachable, not_available_error
 
 DEFAULT_MODEL = "default"
 #: Architectures whose position ids start after the padding index (max length = positions - offset).
@@ -616,6 +616,16 @@ class LoadedModel:
         """The longest input, in pieces, that the model's position embeddings allow."""
         return _max_input_length(self.model.config, self.tokenizer)
 
+    def __repr__(self) -> str:
+        """Three lines (never the module tree): name, shape and type, weights and tokenizer, where it runs."""
+        p = self.provenance
+        weights = ", ".join(f"{k} {v[:12]}" for k, v in (p.get("weights_sha256") or {}).items()) or "hashes unknown"
+        return (f"LoadedModel {self.name!r}: {p.get('n_layers')} layers x {p.get('n_heads')} heads, "
+                f"{p.get('model_type')} ({p.get('architecture')})\n"
+                f"  weights {weights}; tokenizer {p.get('tokenizer_class')} {str(p.get('vocab_sha256'))[:12]}\n"
+                f"  {p.get('path') or p.get('hub_id')}" + (f"@{p['revision']}" if p.get("revision") else "")
+                + f" on {p.get('device')}, {p.get('dtype')}")
+
 
 _HASHES: dict[tuple[str, int, int], str] = {}
 
@@ -709,22 +719,22 @@ def load_model(
     device = resolve_device(device)
     check_device(device)
     check_dtype(dtype, device)
-    source = _inspect_source(spec, revision)
-    path, is_local = source.path, source.is_local
-    if not is_local and source.config is None and not hub_reachable():
-        raise ModelError(
-            f"model {spec!r} is not on disk (no local directory, not in the Hugging Face cache) and the hub "
-            "cannot be reached (offline?); give a local directory, or 'default' for the embedded all-MiniLM-L6-v2"
-        )
-    tokenizer = source.tokenizer
-    if tokenizer is None:  # a hub id: config first (a few bytes), then the tokenizer, both before the weights
-        config = source.config or _hub_config(path, spec, revision)
-        tokenizer = _load_tokenizer(path, spec, is_local=False, revision=revision)
-        _check_tokenizer(tokenizer, config, spec)
-    import transformers
+    from headstats.model.quiet import quiet_loading
 
-    cls = getattr(transformers, HEADS[head])
-    model, info = _load_weights(cls, source, spec, revision, dict(model_kwargs or {}))
+    with quiet_loading():  # no bar, log line or warning of transformers' own (shown with --verbose)
+        source = _inspect_source(spec, revision)
+        path, is_local = source.path, source.is_local
+        if not is_local and source.config is None and not hub_reachable():
+            raise not_available_error(spec)
+        tokenizer = source.tokenizer
+        if tokenizer is None:  # a hub id: config first (a few bytes), then the tokenizer, both before the weights
+            config = source.config or _hub_config(path, spec, revision)
+            tokenizer = _load_tokenizer(path, spec, is_local=False, revision=revision)
+            _check_tokenizer(tokenizer, config, spec)
+        import transformers
+
+        cls = getattr(transformers, HEADS[head])
+        model, info = _load_weights(cls, source, spec, revision, dict(model_kwargs or {}))
     check_model_config(model.config.to_dict(), spec)
     if head == "masked_lm":
         _check_trained_head(model, info, spec, head)

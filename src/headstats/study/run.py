@@ -123,13 +123,13 @@ class StudyResult:
         return HTML(f'<iframe srcdoc="{page}" style="width:100%;height:{int(height)}px;border:1px solid #ccc">'
                     "</iframe>")
 
-    def _repr_html_(self) -> str:
-        """A short HTML summary for Jupyter: per (model, data set) the inputs scored and the heads holding each
-        role, the output folder and a link to the report (``show_report()`` shows it here)."""
+    def _summary_rows(self) -> list[list]:
+        """Per (model, data set): inputs scored, heads, heads with a role, and the heads per role."""
         from headstats.assignment.role_assignment import role_columns
-        from headstats.measures import HTML_ROWS, html_summary
 
         roles = self.roles
+        if roles.empty or not {"model", "dataset"} <= set(roles.columns):  # a shard: no statistics
+            return []
         columns = role_columns(roles)
         rows = []
         for (model, dataset), group in roles.groupby(["model", "dataset"], sort=False):
@@ -137,6 +137,28 @@ class StudyResult:
             counts = ", ".join(f"{c} {int(held[c].sum())}" for c in columns if held[c].notna().any())
             scored = self.manifest.get("inputs", {}).get(f"{model}/{dataset}", {}).get("n_scored")
             rows.append([model, dataset, scored, len(group), int(held.fillna(False).any(axis=1).sum()), counts])
+        return rows
+
+    def __repr__(self) -> str:
+        """At most 15 lines: per (model, data set) the heads holding each role, the tables, the output folder
+        and the report (never the tables themselves)."""
+        from headstats.measures import text_summary
+
+        report = self.report_path
+        facts = {"report": f"{report} (.show_report())" if report else None,
+                 "tables": ", ".join(["tests", "roles", *self.tables]),
+                 "wall time": f"{self.manifest['wall_time_s']} s" if self.manifest.get("wall_time_s") else None,
+                 "protocol sha256": str(self.manifest.get("protocol_sha256", ""))[:16]}
+        return text_summary(f"StudyResult in {self.out}", ["model", "dataset", "inputs", "heads", "with a role",
+                                                           "heads per role"], self._summary_rows(), facts,
+                            what="(model, data set) rows", width=150)
+
+    def _repr_html_(self) -> str:
+        """A short HTML summary for Jupyter: per (model, data set) the inputs scored and the heads holding each
+        role, the output folder and a link to the report (``show_report()`` shows it here)."""
+        from headstats.measures import HTML_ROWS, html_summary
+
+        rows = self._summary_rows()
         more = f"and {len(rows) - HTML_ROWS} more" if len(rows) > HTML_ROWS else ""
         report = self.report_path
         link = (f" <a href='{report.resolve().as_uri()}' target='_blank'>{report.name}</a>" if report else "")
@@ -212,8 +234,9 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
         info["parser"] = None if gold == len(records) else protocol.scoring.parser
     elif parse == "gold":
         info["parses"] = "gold"
-    else:
-        info["parses"] = "none"
+    else:  # no role needs parses: the data's own (a gold-parsed CoNLL-U file) are still said
+        gold = parse == "auto" and records and all(r.is_parsed for r in records)
+        info["parses"] = "gold" if gold else "none"
     from headstats.study.scoring import record_kinds
 
     has_pairs, has_parses = record_kinds(records)
