@@ -56,19 +56,23 @@ def _queries_of_file(path: str, format: str | None, limit: int | None) -> dict[s
 
 
 def queries_for(context: Context) -> dict[str, list[dict]]:
-    """Sentence id -> coreference queries: ``options["queries"]`` if given, else read again from the protocol's
-    data set of this name (the engine carries no record metadata); empty for a data set without them."""
+    """Sentence id -> coreference queries: ``options["queries"]`` if given, else read again from the data set's
+    file that the study names in ``options["source"]`` (``path``, ``format``, ``limit``; the engine carries no
+    record metadata); empty for a data set without them."""
     if "queries" in context.options:
         return dict(context.options["queries"])
-    protocol = context.options.get("protocol")
-    spec = next((d for d in getattr(protocol, "datasets", ()) if d.name == context.dataset), None)
-    if spec is None or spec.path is None:
+    source = context.options.get("source") or {}
+    if source.get("path") is None:
         return {}
-    return _queries_of_file(str(spec.path), spec.format, spec.limit)
+    return _queries_of_file(str(source["path"]), source.get("format"), source.get("limit"))
 
 
 class AntecedentSelection(Collector):
     """Counts of queries each head and each baseline gets right, per mention type."""
+
+    #: It reads its data set's file again (the queries): the study names it in ``options["source"]``, which is
+    #: part of its cache key (with the file's sha256).
+    reads_source = True
 
     def __init__(self, context: Context) -> None:
         super().__init__(context)

@@ -351,15 +351,13 @@ def _sentence_sums(cell: pd.DataFrame, best: pd.Series, best_offset: pd.Series, 
 HALVES_OF_COUNTS = ("choose", "test")
 
 
-def finish_dependency(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+def finish_dependency(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any,
+                      seed: int = 0) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``dependency`` analysis: intervals on every head's accuracy and
-    ``dependency_table`` (:func:`dependency_table`) with the protocol's correction, alpha and confidence.
+    ``dependency_table`` (:func:`dependency_table`) with the ``statistics``' correction, alpha and confidence
+    and the analysis' ``options`` (``DependencyOptions``: test, min_count, selection, alternative).
     Returns the tables to add or replace (``dependency_heads``, ``dependency_table``)."""
-    from headstats.analyses import analysis_options
-    from headstats.analyses.clark_options import DependencyOptions
-
-    options = analysis_options("dependency", protocol, DependencyOptions)
-    st = protocol.statistics
+    st = statistics
     out: dict[str, pd.DataFrame] = {}
     heads = tables["dependency_heads"].copy()
     if options.test == "signflip_sentences" and "c2" in heads:
@@ -446,11 +444,12 @@ def counted_only(table: pd.DataFrame, n: str) -> pd.DataFrame:
     return table[table.groupby(["model", "dataset"])[n].transform("sum") > 0].reset_index(drop=True)
 
 
-def finish_coreference(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+def finish_coreference(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any = None,
+                       seed: int = 0) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``coreference`` analysis: Wilson intervals and the head tests, on the
     data sets that have mentions with antecedents. Returns the tables to add or replace (``coreference``,
     ``coreference_tests``)."""
-    st = protocol.statistics
+    st = statistics
     out: dict[str, pd.DataFrame] = {}
     table = counted_only(tables["coreference"], "n").copy()
     table["ci_low"], table["ci_high"] = proportion_interval(table["correct"], table["n"], confidence=st.confidence)
@@ -459,13 +458,14 @@ def finish_coreference(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dic
     return out
 
 
-def finish_probes(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+def finish_probes(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any = None,
+                  seed: int = 0) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``probing`` analysis: Wilson intervals of each UAS, and McNemar's exact
     one-sided test of each probe against each baseline on the same held-out words (``p_vs_<baseline>``,
     uncorrected: a handful of planned comparisons; ``p_corr_vs_<baseline>`` Holm-corrected over the probes of
-    one model and data set with the protocol's correction), on the data sets with parsed held-out words.
+    one model and data set with the ``statistics``' correction), on the data sets with parsed held-out words.
     Returns the table to replace (``probes``)."""
-    st = protocol.statistics
+    st = statistics
     out: dict[str, pd.DataFrame] = {}
     probes = counted_only(tables["probes"], "n_words").copy()
     probes["ci_low"], probes["ci_high"] = proportion_interval(probes["correct"], probes["n_words"],
