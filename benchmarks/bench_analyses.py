@@ -32,19 +32,20 @@ import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-WIKI = DATA / "wiki" / "wikitext-2-raw" / "wiki.test.raw"
-EWT = DATA / "ud" / "en_ewt" / "en_ewt-ud-dev.conllu"
+#: The shared data folder beside the checkout (``--data`` or $HEADSTATS_SHARED_DATA elsewhere).
+DATA = Path(os.environ.get("HEADSTATS_SHARED_DATA", REPO.parent / "shared" / "data"))
+WIKI = Path("wiki") / "wikitext-2-raw" / "wiki.test.raw"
+EWT = Path("ud") / "en_ewt" / "en_ewt-ud-dev.conllu"
 
 
-def protocol_for(n: int, analyses: list[str]):
+def protocol_for(n: int, analyses: list[str], data: Path = DATA):
     """``protocols/clark2019.yaml`` on the first ``n`` WikiText pairs and EWT dev sentences, with ``analyses``."""
     from headstats.config.protocol import load_protocol
 
     protocol = load_protocol(REPO / "protocols" / "clark2019.yaml")
     raw = protocol.model_dump(mode="json")
-    raw["datasets"] = [{"name": "wiki_pairs", "path": str(WIKI), "limit": n, "parse": "none"},
-                       {"name": "ewt_dev", "path": str(EWT), "limit": n}]
+    raw["datasets"] = [{"name": "wiki_pairs", "path": str(data / WIKI), "limit": n, "parse": "none"},
+                       {"name": "ewt_dev", "path": str(data / EWT), "limit": n}]
     raw["analyses"] = analyses
     raw["analysis_options"] = {k: v for k, v in (raw.get("analysis_options") or {}).items() if k in analyses}
     if "clustering" in analyses:
@@ -54,7 +55,7 @@ def protocol_for(n: int, analyses: list[str]):
     return validate_protocol(raw)
 
 
-def run(n: int, analyses: list[str], batch_size: int) -> list[dict]:
+def run(n: int, analyses: list[str], batch_size: int, data: Path = DATA) -> list[dict]:
     import numpy as np
     import torch
 
@@ -66,7 +67,7 @@ def run(n: int, analyses: list[str], batch_size: int) -> list[dict]:
     from headstats.study.run import load_data, study_jobs
 
     torch.set_num_threads(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    protocol = protocol_for(n, analyses)
+    protocol = protocol_for(n, analyses, data)
     loaded = load_model("default")
     max_cells = attention_cells(loaded.n_layers, loaded.n_heads, DEFAULT_MEMORY_BUDGET)
     rows = []
@@ -130,10 +131,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200, help="inputs per data set (default 200)")
     parser.add_argument("--analyses", nargs="*", default=None, help="default: every single-model analysis")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--data", type=Path, default=DATA, help=f"the shared data folder (default {DATA})")
     args = parser.parse_args()
     analyses = args.analyses or [a for a in list_analyses() if not getattr(get_analysis(a).collector, "pair", False)]
     load = os.getloadavg()
-    rows = run(args.n, analyses, args.batch_size)
+    rows = run(args.n, analyses, args.batch_size, args.data)
     print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; after: "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     print(f"{'data set':<11} {'analysis':<22} {'n':>5} {'x forward':>9} {'ms/input':>9} {'tables s':>9} "
