@@ -117,14 +117,17 @@ def _surface_of(view: BatchView, punct_ids: Sequence[int]) -> torch.Tensor:
 
     # per query, the mass on [CLS], on every [SEP] and on punctuation: one batched product over the attention
     keys = torch.stack([cls, sep, punct], -1).to(attn.dtype)  # (B, T, 3)
-    on = torch.bmm(attn.reshape(B, L * H * T, T), keys).reshape(B, L, H, T, 3)
-    on_sep = on[..., 1]
+    on = torch.bmm(attn.reshape(B, L * H * T, T), keys).reshape(B, L, H, T, 3).to(dtype)
     prev = _diagonal_mass(attn, -1, n.to(attn.dtype)).to(dtype)
     self_ = _diagonal_mass(attn, 0, n.to(attn.dtype)).to(dtype)
     next_ = _diagonal_mass(attn, 1, n.to(attn.dtype)).to(dtype)
-    to_cls, to_sep, to_punct = (on[..., k].to(dtype).sum(-1) / n for k in range(3))
-    sep_to_sep = _mean_over(on_sep.to(dtype), sep & real)
-    other_to_sep = _mean_over(on_sep.to(dtype), real & ~sep)
+    to_cls, to_sep, to_punct = (on.sum(-2) / n[..., None]).unbind(-1)
+    # the mass on [SEP] averaged over the [SEP] queries and over the others: one product with both query masks
+    queries = torch.stack([sep & real, real & ~sep], -1).to(dtype)  # (B, T, 2)
+    count = queries.sum(1)  # (B, 2)
+    total = torch.bmm(on[..., 1].reshape(B, L * H, T), queries).reshape(B, L, H, 2)
+    per_query = torch.where(count[:, None, None] > 0, total / count.clamp(min=1)[:, None, None], float("nan"))
+    sep_to_sep, other_to_sep = per_query.unbind(-1)
     entropy, entropy_cls = entropy_of(view)
     uniform = torch.log(n).expand_as(entropy).to(dtype)
     ratio = entropy.to(dtype) / uniform
