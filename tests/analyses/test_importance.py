@@ -225,3 +225,21 @@ def test_pruning_removes_the_planted_head_last(planted):
     acc = rows.groupby("share")["correct"].mean()
     # 4 heads: shares up to 0.6 remove at most round(0.6 * 4) = 2 of the three idle heads; 0.9 removes all but one
     assert (acc[acc.index <= 0.6] == 1.0).all()
+
+
+def test_validate_refuses_a_model_whose_heads_cannot_be_ablated(tmp_path):
+    import json
+
+    from headstats.config.protocol import Protocol
+    from headstats.errors import ProtocolError
+    from headstats.study.preflight import check_ablation
+
+    (tmp_path / "albert").mkdir()
+    (tmp_path / "albert" / "config.json").write_text(json.dumps({"model_type": "albert"}))
+    data = tmp_path / "d.txt"
+    data.write_text("a sentence\n")
+    protocol = Protocol.model_validate({"models": [{"name": "a", "path": str(tmp_path / "albert")}],
+                                        "datasets": [{"name": "d", "path": str(data)}], "analyses": ["importance"]})
+    with pytest.raises(ProtocolError, match="cannot ablate the heads of model 'a': ALBERT shares"):
+        check_ablation(protocol)
+    check_ablation(protocol.model_copy(update={"analyses": []}))  # without the analysis: nothing to refuse
