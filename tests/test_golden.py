@@ -57,6 +57,20 @@ def test_roles_csv_unchanged(quickstart_run):
     assert let_through == []
 
 
+@pytest.mark.slow
+def test_quickstart_claims_are_tests_and_lead_the_report(quickstart_run):
+    # issue 20, done means: claims.csv; local out of reach on demo_single -> local_syntactic cannot tell; every
+    # supported/contradicted verdict carries a corrected p in (0, 1]; the report's first section is the claims table
+    claims = pd.read_csv(quickstart_run.out / "claims.csv", keep_default_na=False, na_values=[""])
+    row = claims[(claims["claim"] == "local_syntactic") & (claims["dataset"] == "demo_single")].iloc[0]
+    assert row["verdict"] == "cannot tell" and row["reason"].startswith("role out of reach: local out of reach")
+    decided = claims[claims["verdict"].isin(["supported", "contradicted"])]
+    assert len(decided) and ((decided["p"] > 0) & (decided["p"] <= 1)).all()
+    assert (decided["p"] <= decided["alpha"]).all()
+    md = (quickstart_run.out / "report.md").read_text()
+    assert [line for line in md.splitlines() if line.startswith("## ")][0] == "## Claims, tested"
+
+
 #: columns that need the inputs' lengths (the ceilings, and the design power that is withheld where tau is out
 #: of reach), which the scores alone do not hold
 NEED_LENGTHS = ["score_ceiling", "ceiling_share", "power", "n_for_power", "mde", "mde_score", "power_note"]

@@ -1,5 +1,6 @@
-"""The report builder: summary numbers and the papers' findings on planted role tables (hand-computed), the
-report's layout (summary first, contents, one caption per figure), and rebuilding a run's report from its
+"""The report builder: summary numbers on planted role tables (hand-computed), the claims table from the
+registry's claims.csv (cells, family and correction), the report's layout (claims first, then the summary,
+contents, one caption per figure), and rebuilding a run's report from its
 tables without torch, in place and without touching files headstats did not write."""
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from headstats.errors import HeadstatsError
 from headstats.config.protocol import Protocol, dump_protocol
 from headstats.report.builder import (
     build_report,
-    paper_findings,
+    claim_cell,
+    claims_by_dataset,
+    claims_family_text,
     rebuild_report,
     role_counts,
     role_summary,
-    verdict,
 )
+from headstats.stats.claims import ClaimSettings, evaluate_claims
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,39 +77,48 @@ def test_role_summary_hand_computed():
         "syntactic": "0, 3 (1 each)", "syntactic:nsubj": "3 (2)"}
 
 
-def test_paper_findings_hand_computed():
-    found = paper_findings(planted_roles()).set_index("finding")
-    assert list(found.index) == ["delimiter_largest", "cls_early", "sep_middle_late", "few_multi_role_late",
-                                 "local_syntactic"]
-    assert [verdict(v) for v in found["holds"]] == ["holds", "holds", "holds", "holds", "does not hold"]
-    detail = found["detail"].to_dict()
-    # delimiter kind: cls (0,0) (0,1) (1,0) + sep (2,0) (3,0) (4,1) + delimiter (1,1) (2,1) = 8 heads;
-    # syntactic kind: (0,1) (3,0) (3,1) (5,1) = 4; local 3
-    assert detail["delimiter_largest"] == ("8 of 12 heads hold a delimiter role; the next largest kind is syntactic "
-                                           "with 4")
-    # 6 layers: the first third is layers 0-1 (layer < 2)
-    assert detail["cls_early"] == ("the 3 [CLS] heads have median layer 0, most in layer(s) 0 (2); the first third "
-                                   "of the 6 layers is layers 0-1")
-    assert detail["sep_middle_late"] == ("the 3 [SEP] heads have median layer 3, most in layer(s) 2, 3, 4 (1 each); "
-                                         "the middle and last thirds of the 6 layers is layers 2-5")
-    # two kinds or more: (0,0) local+delimiter, (0,1) delimiter+syntactic, (3,0) delimiter+syntactic,
-    # (5,1) local+syntactic -> 1 of the 4 heads of layers 4-5, 3 of the 8 heads of layers 0-3
-    assert detail["few_multi_role_late"] == ("1 of 4 heads (25%) in layers 4-5 hold roles of two or more kinds, "
-                                             "against 3 of 8 (38%) in layers 0-3")
-    assert detail["local_syntactic"] == "1 of 12 heads (8%) are both local and syntactic (any relation)"
+def planted_claims() -> pd.DataFrame:
+    """claims.csv of two data sets, written by hand as evaluate_claims writes it."""
+    base = dict(source="Pande et al. 2021", model="m", hypothesis="H0 ...", unit="heads", test="Fisher's exact test",
+                measure="odds ratio", estimate=0.5, ci_low=0.1, ci_high=0.9, p_for=0.001, p_against=0.9, p_unc=0.002,
+                correction="holm", family="all 3 claims of the run whose test can reject", alpha=0.05, floor=1e-5,
+                detectable="", detail="1 of 4 heads")
+    rows = [
+        dict(base, claim="cls_early", sentence="[CLS] heads sit in the early layers", dataset="single", p=0.0047,
+             verdict="supported", reason=""),
+        dict(base, claim="cls_early", sentence="[CLS] heads sit in the early layers", dataset="pairs", p=0.31,
+             verdict="not shown", reason="not significant after correction"),
+        dict(base, claim="local_syntactic", sentence="42-88 % of heads are both local and syntactic (by task)",
+             dataset="single", p=np.nan, verdict="cannot tell", family="none (cannot reject)",
+             reason="role out of reach: local out of reach (mean ceiling 2.71 <= tau 3)"),
+        dict(base, claim="local_syntactic", sentence="42-88 % of heads are both local and syntactic (by task)",
+             dataset="pairs", p=1.1e-16, verdict="contradicted", reason="significant in the other direction"),
+    ]
+    return pd.DataFrame(rows)
 
 
-def test_paper_findings_that_do_not_hold_or_cannot_be_told():
-    held = {"local": {(0, 0)}, "delimiter_cls": {(4, 0), (5, 0), (5, 1)}, "delimiter_sep": set(),
-            "syntactic": {(1, 0), (2, 0), (3, 0), (4, 1), (0, 0)}}
-    found = paper_findings(planted_roles(held)).set_index("finding")
-    # delimiter kind 3 < syntactic 5; [CLS] median layer 5; no [SEP] head; multi-role: only (0, 0)
-    assert [verdict(v) for v in found["holds"]] == ["does not hold", "does not hold", "cannot tell", "holds",
-                                                    "does not hold"]
-    assert found.loc["sep_middle_late", "detail"] == "no head holds delimiter_sep"
-    nothing = paper_findings(planted_roles({"local": set(), "syntactic": set()})).set_index("finding")
-    assert nothing.loc["delimiter_largest", "detail"] == "no delimiter role was tested"
-    assert verdict(nothing.loc["few_multi_role_late", "holds"]) == "cannot tell"
+def test_claims_table_is_claim_by_data_set_with_the_corrected_p_or_the_reason():
+    table = claims_by_dataset(planted_claims())
+    assert list(table.columns) == ["claim", "source", "single", "pairs"]
+    cells = table.set_index("claim")
+    assert cells.loc["[CLS] heads sit in the early layers", "single"] == "supported (p = 0.0047)"
+    assert cells.loc["[CLS] heads sit in the early layers", "pairs"] == "not shown (p = 0.31)"
+    assert cells.loc["42-88 % of heads are both local and syntactic (by task)", "single"] == \
+        "cannot tell (role out of reach)"
+    assert cells.loc["42-88 % of heads are both local and syntactic (by task)", "pairs"] == \
+        "contradicted (p = 1.1e-16)"
+    # several models (or replicate groups): the columns name both
+    two = pd.concat([planted_claims(), planted_claims().assign(model="m2")])
+    assert list(claims_by_dataset(two).columns[2:]) == ["m / single", "m / pairs", "m2 / single", "m2 / pairs"]
+    assert claim_cell(planted_claims().iloc[2].to_dict() | {"reason": ""}) == "cannot tell"
+
+
+def test_claims_text_states_that_verdicts_are_tests_with_family_and_correction():
+    text = claims_family_text(planted_claims())
+    assert "Family: the 3 claims of this run whose test can reject, Holm's step-down correction" in text
+    assert "alpha = 0.05 (p <= alpha after correction)" in text
+    assert "This run: 1 supported, 1 contradicted, 1 not shown, 1 cannot tell." in text
+    assert "no `claims.csv`" in claims_family_text(pd.DataFrame())
 
 
 def test_role_counts_are_integers_with_blank_where_not_tested():
@@ -160,7 +172,8 @@ def write_run(folder: Path) -> Path:
     tests = planted_tests()
     roles = role_table(tests)
     tables = {"heads_per_layer": heads_per_role_per_layer(roles), "colocation": colocation(roles),
-              "strongest_heads": strongest_heads(tests, k=2)}
+              "strongest_heads": strongest_heads(tests, k=2),
+              "claims": evaluate_claims({"roles": roles, "tests": tests}, ClaimSettings())}
     tests.to_parquet(folder / "tests.parquet", index=False)
     tests.to_csv(folder / "tests.csv", index=False)
     roles.to_csv(folder / "roles.csv", index=False)
@@ -191,18 +204,27 @@ def run(built_run, tmp_path) -> Path:
     return copy
 
 
-def test_report_leads_with_the_summary_and_contents(built_run):
+def test_report_leads_with_the_claims_table_then_the_summary(built_run):
     md = (built_run / "report.md").read_text()
     sections = [line for line in md.splitlines() if line.startswith("## ")]
-    assert sections[:2] == ["## Summary", "## Methods"]
-    assert md.index("**Contents**") < md.index("## Summary") < md.index("![role grid of m on d1]")
-    assert "- [Summary](#summary)\n  - [m on d1](#m-on-d1)" in md
-    assert "- **holds**: delimiter heads are the largest group: 8 of 12 heads hold a delimiter role" in md
-    assert "**12 of 12 heads** hold at least one role" not in md
+    assert sections[:3] == ["## Claims, tested", "## Summary", "## Methods"]
+    assert md.index("**Contents**") < md.index("## Claims, tested") < md.index("## Summary") < \
+        md.index("![role grid of m on d1]")
+    assert "- [Claims, tested](#claims-tested)\n- [Summary](#summary)\n  - [m on d1](#m-on-d1)" in md
+    # the claims table: claim by data set, from claims.csv (evaluate_claims on the planted roles: 8 delimiter
+    # heads against 4 syntactic, 6 and 2 discordant -> binomial p = 0.289, doubled 0.578, Holm over 3 -> 0.58)
+    claims = md[md.index("## Claims, tested"):md.index("## Summary")]
+    assert "Family: the 3 claims of this run whose test can reject, Holm's step-down correction" in claims
+    assert "| delimiter heads are the largest group | Pande et al. 2021 | not shown (p = 0.58) |" in claims
+    assert "| few heads hold several roles in the last two layers | Pande et al. 2021 | cannot tell (design floor " \
+           "above alpha) |" in claims
+    # the summary repeats the registry's verdicts for its data set, never its own
+    assert "- **not shown**: delimiter heads are the largest group: 8 of 12 heads hold a delimiter role" in md
+    assert "**holds**" not in md and "**does not hold**" not in md
     assert "**11 of 12 heads** hold at least one role; 4 hold roles of two or more kinds." in md
     html = (built_run / "report.html").read_text()
     assert "<h2 id='summary'>Summary</h2>" in html and "<a href='#summary'>Summary</a>" in html
-    assert "<b class='verdict-yes'>holds</b>" in html and "<b class='verdict-no'>does not hold</b>" in html
+    assert "<b class='verdict-cannot'>not shown</b>" in html and "<b class='verdict-cannot'>cannot tell</b>" in html
 
 
 def test_one_caption_per_figure_and_table(built_run):
@@ -331,14 +353,6 @@ def test_report_in_headless_chromium(built_run, tmp_path):
     top = pixels[:1500, :, :3]
     assert (top < 0.5).mean() > 0.005  # text and the role grid, not a blank page
     assert np.unique(top.reshape(-1, 3), axis=0).shape[0] > 50  # the colours of the role grid
-
-
-def test_a_single_head_is_named_in_the_singular():
-    held = {"delimiter_sep": {(4, 1)}, "delimiter_cls": {(0, 0)}}
-    found = paper_findings(planted_roles(held)).set_index("finding")
-    assert found.loc["sep_middle_late", "detail"] == ("the only [SEP] head sits in layer 4; the middle and last "
-                                                      "thirds of the 6 layers is layers 2-5")
-    assert verdict(found.loc["cls_early", "holds"]) == "holds"
 
 
 def test_rebuild_a_comparison_run_without_torch(tmp_path, tiny_model_dir):

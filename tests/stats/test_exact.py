@@ -83,7 +83,27 @@ def test_position_test_of_one_head_cannot_go_below_its_layer_share():
     res = position_test(np.repeat(np.arange(6), 12), np.eye(72, dtype=bool)[0])
     assert res.p_lower == pytest.approx(12 / 72)
     assert res.floor_lower == pytest.approx(12 / 72)
-    assert math.isnan(res.ci_low)
+    # the interval inverts the test: a random head's layer is 0-5 with 1/6 each, so every shift in [-5, 0] keeps
+    # both one-sided p-values above 0.025
+    assert (res.ci_low, res.ci_high) == (-5.0, 0.0)
+
+
+def test_position_interval_holds_zero_exactly_when_the_test_does_not_reject():
+    # the held heads' layers shifted by d are rejected at 0.025 per side exactly for d outside the interval; in
+    # particular 0 is inside unless a one-sided p is below 0.025 (enumerated over every 4-subset of 13 heads)
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        layers = rng.integers(0, 6, size=13)
+        held = np.zeros(13, bool)
+        held[rng.choice(13, size=4, replace=False)] = True
+        sums = np.array([layers[list(c)].sum() for c in itertools.combinations(range(13), 4)]) / 4
+        res = position_test(layers, held, confidence=0.95)
+        cdf = np.array([(sums <= v).mean() for v in sums])
+        sf = np.array([(sums >= v).mean() for v in sums])
+        q_lo, q_hi = sums[cdf >= 0.025].min(), sums[sf >= 0.025].max()  # the null's quantiles, by enumeration
+        assert (res.ci_low, res.ci_high) == pytest.approx((res.mean_held - q_hi, res.mean_held - q_lo), abs=1e-12)
+        inside = res.ci_low <= 0 <= res.ci_high
+        assert inside == (min(res.p_lower, res.p_upper) >= 0.025)
 
 
 def test_range_test_is_two_one_sided_binomial_tests():

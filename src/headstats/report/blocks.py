@@ -380,10 +380,11 @@ def _css_width(png: bytes) -> str:
 
 
 def _verdicts(fragment: str) -> str:
-    """Colour the verdict words of the summary's findings (``<b>holds</b>`` / ``<b>does not hold</b>``)."""
-    fragment = fragment.replace("<b>holds</b>", "<b class='verdict-yes'>holds</b>")
-    fragment = fragment.replace("<b>does not hold</b>", "<b class='verdict-no'>does not hold</b>")
-    return fragment.replace("<b>cannot tell</b>", "<b class='verdict-cannot'>cannot tell</b>")
+    """Colour the verdict words of the claims (``<b>supported</b>``, ``<b>contradicted</b>``, ...)."""
+    for word, kind in (("supported", "yes"), ("contradicted", "no"), ("not shown", "cannot"),
+                       ("cannot tell", "cannot"), ("holds", "yes"), ("does not hold", "no")):
+        fragment = fragment.replace(f"<b>{word}</b>", f"<b class='verdict-{kind}'>{word}</b>")
+    return fragment
 
 
 # ---------------------------------------------------------------------------------------------- figures

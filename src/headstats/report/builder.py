@@ -1,10 +1,11 @@
-"""The study report: a generated summary of what was found (with the papers' findings checked on this run),
-a table of contents, a methods paragraph generated from the resolved protocol, role-assignment figures and
-tables per model and data set, inputs used and skipped, and the statistics that qualify the roles.
+"""The study report: first the claims, tested (the claims table of ``claims.csv``, claim by data set), then a
+summary of what was found per data set, a table of contents, a methods paragraph generated from the resolved
+protocol, role-assignment figures and tables per model and data set, inputs used and skipped, and the statistics
+that qualify the roles.
 
-Report layer: takes tables (never tests anything) and figures from :mod:`headstats.plots`. The summary
-counts and medians of assigned heads are descriptions of the role table, computed here by
-:func:`role_summary` and :func:`paper_findings` so that they can be tested on planted tables.
+Report layer: takes tables (never tests anything) and figures from :mod:`headstats.plots`. Every verdict it
+prints comes from the registry of claims (:mod:`headstats.stats.claims`, written to ``claims.csv`` by the run);
+the summary's counts and medians of assigned heads are descriptions of the role table (:func:`role_summary`).
 
 :func:`rebuild_report` rebuilds the report and figures of a finished run folder from its tables, without
 any model (and without importing torch).
@@ -70,8 +71,6 @@ CORRECTION_NAMES = {
     "fdr_by": "Benjamini-Yekutieli correction (false discovery rate under dependence)",
     "none": "no multiple-comparison correction (as in the paper's code)",
 }
-#: The paper's range for the share of heads that are both local and syntactic (Pande et al. 2021, by task).
-PAPER_LOCAL_SYNTACTIC = (0.42, 0.88)
 
 
 # ============================================================================================ summary tables
@@ -149,126 +148,106 @@ def multi_role_heads(group: pd.DataFrame) -> np.ndarray:
     return np.sum([_family_held(group, f) for f in families], axis=0) >= 2
 
 
-def _early_end(n_layers: int) -> float:
-    """Layers below this are the first third of the model."""
-    return n_layers / 3
+# ============================================================================================ the claims
+
+#: The verdicts of :mod:`headstats.stats.claims`, in the order a reader weighs them.
+_VERDICT_ORDER = ("supported", "contradicted", "not shown", "cannot tell")
 
 
-def _layer_range(first: int, last: int) -> str:
-    return f"layer {first}" if first == last else f"layers {first}-{last}"
+def _where(model: str, dataset: str, one_model: bool) -> str:
+    return str(dataset) if one_model else f"{model} / {dataset}"
 
 
-def _finding(model, dataset, key, claim, holds, detail) -> dict:
-    return dict(model=model, dataset=dataset, finding=key, claim=claim, holds=holds, detail=detail)
+def _reason_kind(reason: str) -> str:
+    """``role out of reach`` from ``role out of reach: local out of reach (mean ceiling 2.71 <= tau 3)``."""
+    return str(reason).split(":", 1)[0].strip()
 
 
-def _delimiter_largest(group: pd.DataFrame) -> tuple[object, str]:
-    families = _tested_families(group)
-    n = len(group)
-    if "delimiter" not in families:
-        return pd.NA, "no delimiter role was tested"
-    counts = {f: int(_family_held(group, f).sum()) for f in families}
-    others = {f: k for f, k in counts.items() if f != "delimiter"}
-    if not others:
-        return pd.NA, "no other kind of role was tested to compare with"
-    nxt = max(others, key=others.get)
-    detail = (f"{counts['delimiter']} of {n} heads hold a delimiter role; the next largest kind is {nxt} "
-              f"with {others[nxt]}")
-    return counts["delimiter"] > others[nxt], detail
+def _p_text(p: float) -> str:
+    return f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}"
 
 
-def _median_layer_check(group: pd.DataFrame, role: str, what: str, early: bool) -> tuple[object, str]:
-    n_layers = int(group["layer"].max()) + 1
-    if role not in group.columns or not _tested(group, role):
-        return pd.NA, f"the role {role} was not tested"
-    layers = group.loc[_held(group, role), "layer"]
-    if layers.empty:
-        return pd.NA, f"no head holds {role}"
-    median = float(np.median(layers))
-    end = _early_end(n_layers)
-    first_later = math.ceil(end)
-    region = _layer_range(0, first_later - 1) if early else _layer_range(first_later, n_layers - 1)
-    third = "the first third" if early else "the middle and last thirds"
-    where = (f"the only {what} head sits in layer {int(layers.iloc[0])}" if len(layers) == 1 else
-             f"the {len(layers)} {what} heads have median layer {median:g}, most in layer(s) "
-             f"{_layers_with_most(layers)}")
-    detail = f"{where}; {third} of the {n_layers} layers is {region}"
-    return (median < end) if early else (median >= end), detail
+def claim_cell(row) -> str:
+    """One cell of the claims table: ``supported (p = 0.0047)``, ``not shown (p = 0.31)`` or
+    ``cannot tell (role out of reach)``; ``p`` is corrected over the run's claims."""
+    verdict, p, reason = str(row["verdict"]), float(row["p"]), row["reason"]
+    if verdict == "cannot tell":
+        return f"cannot tell ({_reason_kind(reason)})" if isinstance(reason, str) and reason else verdict
+    return f"{verdict} (p = {_p_text(p)})" if np.isfinite(p) else verdict
 
 
-def _few_multi_role_late(group: pd.DataFrame) -> tuple[object, str]:
-    n_layers = int(group["layer"].max()) + 1
-    if n_layers < 3:
-        return pd.NA, f"the model has only {n_layers} layers"
-    multi = multi_role_heads(group)
-    late = group["layer"].to_numpy(int) >= n_layers - 2
-    k_late, n_late = int(multi[late].sum()), int(late.sum())
-    k_rest, n_rest = int(multi[~late].sum()), int((~late).sum())
-    detail = (f"{k_late} of {n_late} heads ({k_late / n_late:.0%}) in layers {n_layers - 2}-{n_layers - 1} hold "
-              f"roles of two or more kinds, against {k_rest} of {n_rest} ({k_rest / n_rest:.0%}) in layers "
-              f"0-{n_layers - 3}")
-    if k_late == 0 and k_rest == 0:
-        return pd.NA, detail + " (no head holds roles of two kinds)"
-    return k_late / n_late < k_rest / n_rest, detail
+def claims_by_dataset(claims: pd.DataFrame) -> pd.DataFrame:
+    """The report's claims table: one row per claim (its sentence and source), one column per data set
+    (``model / dataset`` when the run has several models or replicate groups), each cell :func:`claim_cell`.
 
-
-def _local_syntactic(group: pd.DataFrame) -> tuple[object, str]:
-    families = _tested_families(group)
-    if "local" not in families or "syntactic" not in families:
-        return pd.NA, "local and syntactic roles were not both tested"
-    both = int((_family_held(group, "local") & _family_held(group, "syntactic")).sum())
-    share = both / len(group)
-    low, high = PAPER_LOCAL_SYNTACTIC
-    detail = f"{both} of {len(group)} heads ({share:.0%}) are both local and syntactic (any relation)"
-    return bool(low <= share <= high), detail
-
-
-FINDINGS: list[tuple[str, str, Callable[[pd.DataFrame], tuple[object, str]]]] = [
-    ("delimiter_largest", "delimiter heads are the largest group", _delimiter_largest),
-    ("cls_early", "[CLS] heads sit in the early layers",
-     lambda g: _median_layer_check(g, "delimiter_cls", "[CLS]", early=True)),
-    ("sep_middle_late", "[SEP] heads sit in the middle and late layers",
-     lambda g: _median_layer_check(g, "delimiter_sep", "[SEP]", early=False)),
-    ("few_multi_role_late", "few heads hold several roles in the last two layers", _few_multi_role_late),
-    ("local_syntactic", "42-88 % of heads are both local and syntactic (by task)", _local_syntactic),
-]
-
-
-def paper_findings(roles: pd.DataFrame) -> pd.DataFrame:
-    """The findings of Pande et al. (2021), METHODS 1.5, checked on each (model, dataset) of a role table.
-
-    - ``delimiter_largest``: more heads hold a delimiter role (``delimiter``, ``delimiter_cls`` or
-      ``delimiter_sep``) than any other kind of role (local, block, syntactic of any relation).
-    - ``cls_early``: the median layer of the ``delimiter_cls`` heads lies in the first third of the layers
-      (layer < L / 3).
-    - ``sep_middle_late``: the median layer of the ``delimiter_sep`` heads lies in the middle or last third
-      (layer >= L / 3).
-    - ``few_multi_role_late``: the share of heads holding roles of two or more kinds is lower in the last two
-      layers than in the layers before.
-    - ``local_syntactic``: the share of all heads that are both local and syntactic lies in the paper's range
-      42-88 %.
-
-    Returns
-    -------
-    DataFrame
-        ``model, dataset, finding, claim, holds`` (True, False, or NA when it cannot be told: role not
-        tested, no head holds it) and ``detail``, a sentence with the numbers.
+    Parameters
+    ----------
+    claims : DataFrame
+        ``claims.csv`` (:func:`headstats.stats.claims.evaluate_claims`).
     """
-    rows = []
-    for (model, dataset), group in roles.groupby(["model", "dataset"], sort=False):
-        for key, claim, check in FINDINGS:
-            holds, detail = check(group)
-            rows.append(_finding(model, dataset, key, claim, holds, detail))
-    out = pd.DataFrame(rows, columns=["model", "dataset", "finding", "claim", "holds", "detail"])
-    out["holds"] = out["holds"].astype("boolean")
-    return out
+    if claims is None or claims.empty:
+        return pd.DataFrame(columns=["claim", "source"])
+    one_model = claims["model"].astype(str).nunique() == 1
+    where = [_where(m, d, one_model) for m, d in zip(claims["model"], claims["dataset"])]
+    cells = claims.assign(where=where, cell=[claim_cell(r) for _, r in claims.iterrows()])
+    table = cells.pivot_table(index=["sentence", "source"], columns="where", values="cell", aggfunc="first",
+                              sort=False).reset_index()
+    table.columns.name = None
+    order = list(dict.fromkeys(claims["sentence"]))
+    table = table.set_index("sentence").loc[order].reset_index().rename(columns={"sentence": "claim"})
+    return table[["claim", "source", *dict.fromkeys(where)]].fillna("")
 
 
-def verdict(holds) -> str:
-    """``holds``, ``does not hold`` or ``cannot tell``."""
-    if holds is pd.NA or holds is None:
-        return "cannot tell"
-    return "holds" if bool(holds) else "does not hold"
+def claim_line(row) -> str:
+    """One claim as a line of the summary: the verdict in bold, the sentence, the numbers, the test and the
+    corrected p-value (or the reason the data cannot decide)."""
+    detail = f": {row['detail']}" if isinstance(row["detail"], str) and row["detail"] else ""
+    line = f"- **{row['verdict']}**: {row['sentence']}{detail}"
+    p = float(row["p"])
+    if np.isfinite(p):
+        line += f" ({row['test']}; p = {_p_text(p)} after {CORRECTION_SHORT.get(row['correction'], row['correction'])})"
+    reason = row["reason"]
+    if isinstance(reason, str) and reason:
+        line += f"; {reason}"
+    return line + "."
+
+
+def claims_family_text(claims: pd.DataFrame) -> str:
+    """What the verdicts are: tests, with their family and correction."""
+    if claims is None or claims.empty:
+        return ("No claim was tested in this run (no `claims.csv`: a run folder written before claims were "
+                "tested); rerun `headstats run` to test them.")
+    alpha = float(claims["alpha"].iloc[0])
+    correction = str(claims["correction"].iloc[0])
+    m = int((claims["family"] != "none (cannot reject)").sum())
+    counts = claims["verdict"].value_counts()
+    tally = ", ".join(f"{int(counts[v])} {v}" for v in _VERDICT_ORDER if v in counts)
+    return (
+        f"Each verdict is a test of a registered claim (`claims.csv`: its hypothesis H0/H1 with thresholds, unit of "
+        f"replication, test, estimate with its interval, p-value and what the design could detect; "
+        f"docs/statistics.md, 'Claims'). Family: the {m} claims of this run whose test can reject, "
+        f"{CORRECTION_NAMES.get(correction, correction)}, alpha = {alpha:g} (p <= alpha after correction). "
+        "**supported**: significant in the claimed direction; **contradicted**: significant in the other "
+        "direction; **not shown**: tested, not significant; **cannot tell**: the data cannot decide (a role out "
+        "of reach or not tested, too few heads, a design whose smallest p-value is above alpha): a reason, never "
+        f"a verdict. This run: {tally}."
+    )
+
+
+def claims_section(report: Report, claims: pd.DataFrame | None) -> None:
+    """The report's first section: the claims table (claim by data set) from ``claims.csv``."""
+    report.heading("Claims, tested")
+    report.text(claims_family_text(claims))
+    if claims is None or claims.empty:
+        return
+    report.table(claims_by_dataset(claims), "The claims of the papers (and any registered claim) by data set: "
+                 "verdict and p-value after correction over the run's claims, or why the data cannot tell.",
+                 fold=False)
+    cols = ["claim", "model", "dataset", "unit", "test", "measure", "estimate", "ci_low", "ci_high", "p_unc", "p",
+            "floor", "verdict", "reason", "detectable"]
+    report.table(claims[[c for c in cols if c in claims.columns]], "Every claim's test: estimate with its interval, "
+                 "p before (p_unc) and after correction (p), the smallest p the design can give (floor), and what it "
+                 "could detect.", max_rows=200, csv="claims.csv", fold=True)
 
 
 # =============================================================================================== sections
@@ -435,14 +414,10 @@ def _summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def _findings_text(findings: pd.DataFrame) -> str:
-    return "\n".join(f"- **{verdict(r.holds)}**: {r.claim}: {r.detail}." for r in findings.itertuples())
-
-
 def summary_section(report: Report, root: Path, analysis: Analysis, protocol, manifest: dict, *,
                     formats: Sequence[str] | None = None, figures: FigureRenderer | None = None) -> None:
-    """What was found, per (model, dataset): heads per role, where in depth, the papers' findings checked,
-    and the role grid (drawn by ``figures``, default: here, now)."""
+    """What was found, per (model, dataset): heads per role, where in depth, the claims tested there (from
+    ``claims.csv``, the registry's verdicts) and the role grid (drawn by ``figures``, default: here, now)."""
     figures = figures or FigureRenderer(root, formats=formats, workers=1)
     roles = analysis.roles
     st = protocol.statistics
@@ -454,9 +429,10 @@ def summary_section(report: Report, root: Path, analysis: Analysis, protocol, ma
         f"{TEST_NAMES.get(st.test, st.test)}, {CORRECTION_SHORT.get(st.correction, st.correction)} correction per "
         f"{' x '.join(st.family) or 'study'}, "
         f"alpha = {st.alpha:g}. Below, per data set: how many heads hold each role and where in depth they sit, "
-        "and whether the findings of Pande et al. (2021) hold here, each with its numbers."
+        "and the claims tested on it (verdicts from `claims.csv`, as in the claims table above)."
     )
-    summary, findings = role_summary(roles), paper_findings(roles)
+    summary = role_summary(roles)
+    claims = analysis.tables.get("claims")
     for (model, dataset), group in by_model_and_dataset(roles, protocol):
         report.heading(f"{model} on {dataset}", level=3)
         part = summary[(summary["model"] == model) & (summary["dataset"] == dataset)]
@@ -465,8 +441,10 @@ def summary_section(report: Report, root: Path, analysis: Analysis, protocol, ma
         reach = (f" **tau is out of reach** for {', '.join(out_of_reach)}: not even a perfect head could be "
                  f"assigned {'this role' if len(out_of_reach) == 1 else 'these roles'} here." if out_of_reach else "")
         report.text(_dataset_sentence(group, part, _n_scored(manifest, model, dataset)) + reach)
-        found = findings[(findings["model"] == model) & (findings["dataset"] == dataset)]
-        report.text("Findings of the paper, checked here:\n\n" + _findings_text(found))
+        if claims is not None and len(claims):
+            found = claims[(claims["model"].astype(str) == str(model)) & (claims["dataset"].astype(str) == str(dataset))]
+            if len(found):
+                report.text("Claims tested here:\n\n" + "\n".join(claim_line(r) for _, r in found.iterrows()))
         report.figure(figures.add(f"roles_grid_{figure_tag(model, dataset)}", roles_plots.role_grid, group,
                                   title=f"roles held per head: {model} on {dataset}"),
                       "Role grid: each cell is a head (layer x head); each role has a fixed slot in every cell "
@@ -572,9 +550,11 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
                      "else they hold (pairs held by no head left out).", csv="colocation.csv", fold=True)
 
 
-def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, pd.DataFrame]]) -> dict[str, str]:
+def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, pd.DataFrame]],
+                      claims: pd.DataFrame | None = None) -> dict[str, str]:
     """The section of each analysis of the protocol (the ``report`` of its registry entry, see
-    :mod:`headstats.report.sections`); returns table -> what."""
+    :mod:`headstats.report.sections`), given its tables and the run's ``claims`` (as ``tables["claims"]``: a
+    section states verdicts only from there); returns table -> what."""
     from headstats.analyses import get_analysis
 
     files = {}
@@ -582,7 +562,7 @@ def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, 
         spec = get_analysis(name)
         section = spec.report_section()
         if section is not None:
-            section(report, root, tables)
+            section(report, root, {**tables, "claims": claims} if claims is not None else tables)
         files.update({table: spec.description for table in tables})
     return files
 
@@ -739,8 +719,10 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
         report.text(protocol.description)
     report.contents(levels=(2, 3))
     n_sets = len(by_model_and_dataset(analysis.roles, protocol))
+    claims = analysis.tables.get("claims")
+    claims_section(report, claims)
     if has_seeds(comparison):
-        seeds_answer_section(report, comparison)
+        seeds_answer_section(report, comparison, claims)
     log(f"report: summary and role grids of {n_sets} (model, data set)")
     summary_section(report, root, analysis, protocol, manifest, formats=formats, figures=figures)
     report.heading("Methods")
@@ -754,7 +736,7 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
     if comparison:
         log("report: pretrained against fine-tuned")
         comparison_section(report, root, comparison, manifest, formats=formats, figures=figures)
-    analysis_files = analysis_sections(report, root, analyses or {})
+    analysis_files = analysis_sections(report, root, analyses or {}, claims)
     files_section(report, analysis_files, formats=formats)
     return report
 
@@ -862,23 +844,20 @@ def has_seeds(comparison: dict | None) -> bool:
     return bool(comparison) and "seed_changes" in comparison and len(comparison["seed_changes"]) > 0
 
 
-def seeds_answer_section(report: Report, tables: dict) -> None:
-    """The report's first section when seeds are replicates: per replicate group and data set, the changes
-    beyond seed noise and the margin, the heads shown unchanged, and the paper's claims with their tests
-    (:mod:`headstats.assignment.replicates`)."""
+def seeds_answer_section(report: Report, tables: dict, claims: pd.DataFrame | None = None) -> None:
+    """Right after the claims table when seeds are replicates: per replicate group and data set, the changes
+    beyond seed noise and the margin, the heads shown unchanged, and the fine-tuning claims with their verdicts
+    from ``claims`` (the registry's, :mod:`headstats.assignment.replicates`)."""
     from headstats.assignment.replicates import seeds_markdown
 
     report.heading("The answer: what fine-tuning changed beyond seed noise")
     report.text("Seeds are the replicates: each seed's change of a head is its paired change over the same "
                 "inputs, averaged; the mean over seeds gets a t interval from the between-seed variation and a "
-                "t-test over seeds, corrected over the family (see docs/statistics.md, 'Seeds as replicates'). "
-                "Figures, per-seed tables and the per-input detail are under 'Pretrained vs fine-tuned'.")
-    add_subsections_as_text(report, seeds_markdown(tables))
-    if "claims" in tables and len(tables["claims"]):
-        claims = tables["claims"][["group", "dataset", "claim", "measure", "estimate", "ci_low", "ci_high", "p",
-                                   "holds", "test"]]
-        report.table(claims, "The paper's claims as tested hypotheses, per task: estimate with its interval over "
-                     "seeds, p-value, and whether the claim holds at alpha.", fold=False, csv="compare_claims.csv")
+                "per-cell test over seeds (the empirical-Bayes moderated t unless compare: seed_test says "
+                "otherwise), corrected over the family; the claims over seeds use the exact sign-flip test (see "
+                "docs/statistics.md, 'Seeds as replicates'). Figures, per-seed tables and the per-input detail are "
+                "under 'Pretrained vs fine-tuned'.")
+    add_subsections_as_text(report, seeds_markdown(tables, claims=claims))
 
 
 def seeds_section(report: Report, root: Path, tables: dict, *, formats: Sequence[str] | None = None,

@@ -144,8 +144,13 @@ def position_test(layers: np.ndarray, held: np.ndarray, *, confidence: float = 0
                   level: float = 0.025) -> PositionTest:
     """Exact permutation test of where the heads with ``held`` sit among all heads (``layers`` per head).
 
-    The estimate is ``mean_held - mean_all`` (layers); its interval is the t interval of the mean layer of the
-    held heads minus ``mean_all`` (NaN with fewer than two held heads).
+    The estimate is ``mean_held - mean_all`` (layers). Its interval inverts the permutation test: with
+    ``q_lo`` and ``q_hi`` the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of the mean layer
+    of a random k-subset (the exact null distribution), it is ``[mean_held - q_hi, mean_held - q_lo]``, the shifts
+    of the held heads' layers the test at level ``(1 - confidence) / 2`` per side does not reject; it holds 0
+    exactly when neither one-sided p is below that level (up to the ties of the discrete null). A t interval
+    over the held heads would ignore that they are drawn without replacement from the n tested heads (with 65
+    of 72 heads held, the null spread is a ninth of the t interval's).
     """
     layers = np.asarray(layers, dtype=int)
     held = np.asarray(held, dtype=bool)
@@ -165,12 +170,11 @@ def position_test(layers: np.ndarray, held: np.ndarray, *, confidence: float = 0
     low_ok = possible[cdf[possible] <= level]
     high_ok = possible[sf[possible] <= level]
     x = layers[held].astype(float)
-    if k >= 2 and x.std(ddof=1) > 0:
-        half = sps.t.ppf(0.5 + confidence / 2, k - 1) * x.std(ddof=1) / math.sqrt(k)
-    else:
-        half = math.nan
-    diff = float(x.mean()) - mean_all
-    return PositionTest(k, n, float(x.mean()), mean_all, diff - half, diff + half, p_lower, p_upper,
+    tail = (1 - confidence) / 2
+    q_lo = float(possible[np.searchsorted(cdf[possible], tail * (1 - 1e-12))]) / k
+    q_hi = float(possible[::-1][np.searchsorted(sf[possible][::-1], tail * (1 - 1e-12))]) / k
+    return PositionTest(k, n, float(x.mean()), mean_all, float(x.mean()) - q_hi, float(x.mean()) - q_lo,
+                        p_lower, p_upper,
                         float(cdf[possible[0]]), float(sf[possible[-1]]),
                         float(low_ok.max()) / k if len(low_ok) else math.nan,
                         float(high_ok.min()) / k if len(high_ok) else math.nan)

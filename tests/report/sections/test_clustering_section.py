@@ -1,11 +1,11 @@
-"""The clustering section: the layer-clustering claim stated with its test and verdict, and its figures."""
+"""The clustering section: the layer-clustering test stated, the registry's verdict (claims.csv), and its figures."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from headstats.report.blocks import Report
+from headstats.report.blocks import Report, render_markdown
 from headstats.report.sections.clustering_section import clustering_claims, clustering_section
 
 
@@ -21,8 +21,16 @@ def test_clustering_claims_and_section(tmp_path):
     tests = pd.DataFrame([{"model": "m", "dataset": "d", "claim": "heads of one layer sit together", "n_items": 6,
                            "n_groups": 2, "within_mean": 0.1, "between_mean": 0.4, "statistic": 0.3, "ratio": 0.25,
                            "p_value": 0.1, "n_permutations": 9, "seed": 0, "alpha": 0.05, "reject": False}])
-    assert "**does not hold**: within 0.100, between 0.400 nats (ratio 0.25), p = 0.1" in clustering_claims(tests)[0]
+    assert "alpha = 0.05): within 0.100, between 0.400 nats (ratio 0.25), p = 0.1" in clustering_claims(tests)[0]
+    from headstats.stats.claims import evaluate_claims
+
+    claims = evaluate_claims({"clustering_tests": tests}, claims=["layer_heads_cluster"])
     report = Report("t")
-    clustering_section(report, tmp_path, {"js_distance": js, "mds": mds, "clustering_tests": tests})
+    clustering_section(report, tmp_path, {"js_distance": js, "mds": mds, "clustering_tests": tests,
+                                          "claims": claims})
+    md = render_markdown(report, tmp_path)
+    # 9 permutations: the smallest p is 1 / 10 > alpha, so the registry cannot tell
+    assert claims["verdict"].tolist() == ["cannot tell"]
+    assert "**cannot tell**; design floor above alpha" in md
     assert {p.stem for p in (tmp_path / "figures").glob("*.png")} == {"js_distance_m__d", "mds_layer_m__d",
                                                                        "mds_behaviour_m__d"}

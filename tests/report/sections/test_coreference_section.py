@@ -1,5 +1,5 @@
 """The coreference section: the best head per mention type against the baselines, the heads that beat each
-baseline in the corrected test, and the claim's verdict."""
+baseline in the corrected test, and the claim's verdict from the registry (claims.csv), never the section's own."""
 
 from __future__ import annotations
 
@@ -29,13 +29,20 @@ def test_coreference_section_names_the_best_head_and_the_heads_that_pass(tmp_pat
     assert shown["best_head"] == "0-1" and shown["accuracy"] == 0.8 and shown["nearest_mention_accuracy"] == 0.4
     assert shown["heads_beating_nearest_mention"] == "0-1" and shown["heads_beating_same_head_word"] == "none"
     md = render_markdown(report, tmp_path)
-    assert "it holds: best head 0-1 at 0.800 against 0.400; heads that pass: 0-1." in md
+    assert "On m / d: best head 0-1 at 0.800 against 0.400; heads that pass: 0-1." in md
+    assert "hold" not in md  # no verdict of the section's own
 
 
-def test_coreference_claim_does_not_hold_without_a_passing_head(tmp_path):
+def test_coreference_verdict_is_the_registrys(tmp_path):
+    claims = pd.DataFrame([{"claim": "coreference_head_beats_baselines", "model": "m", "dataset": "d",
+                            "sentence": "a head finds coreferent antecedents better than the baselines",
+                            "test": "paired exact test", "verdict": "not shown", "p": 0.2, "correction": "holm",
+                            "reason": "not significant after correction", "detail": "head 0-1"}])
     report = Report("t")
-    coreference_section(report, tmp_path, coreference_tables(passing=False))
-    assert "it does not hold: best head 0-1" in render_markdown(report, tmp_path)
+    coreference_section(report, tmp_path, {**coreference_tables(passing=False), "claims": claims})
+    assert ("- *a head finds coreferent antecedents better than the baselines* (m on d; paired exact test): "
+            "**not shown**, p = 0.2 after holm over the run's claims; not significant after correction. head 0-1."
+            ) in render_markdown(report, tmp_path)
 
 
 def test_coreference_section_without_queries(tmp_path):

@@ -1,4 +1,5 @@
-"""The dependency report section: Table 1, both figures, the heads that pass and the claim's verdict."""
+"""The dependency report section: Table 1, both figures, the heads that pass and the claim's verdict (the
+registry's, from claims.csv)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pandas as pd
 from headstats.report.blocks import Report, render_markdown
 from headstats.report.sections.dependency_section import dependency_section
 from headstats.stats.accuracy import dependency_table
+from headstats.stats.claims import evaluate_claims
 
 
 def test_dependency_section_states_the_claim(tmp_path):
@@ -25,9 +27,13 @@ def test_dependency_section_states_the_claim(tmp_path):
     heads = pd.DataFrame({"model": "m", "dataset": "d", "relation": ["det", "det"], "layer": 0, "head": [0, 1],
                           "direction": "dependent_to_head", "n": 200, "accuracy": [0.9, 0.1]})
     report = Report("r")
-    dependency_section(report, tmp_path, {"dependency_table": table, "dependency_heads": heads})
+    claims = evaluate_claims({"dependency_table": table}, claims=["head_beats_offset"])
+    dependency_section(report, tmp_path, {"dependency_table": table, "dependency_heads": heads, "claims": claims})
     text = render_markdown(report, tmp_path)
     # det: 45 against 5 discordant words -> rejected; amod: 7 against 5 -> not
-    assert "holds for 1 of 2 relations" in text
+    assert "On m / d, 1 of 2 relations have a head that passes" in text
+    assert claims["verdict"].tolist() == ["supported"]
+    assert "(m on d; the dependency table's paired test of head against offset per relation" in text
+    assert "**supported**, p = " in text
     assert "det: 0-0 dependent_to_head" in text and "Not shown better than the offset: amod" in text
     assert (tmp_path / "figures").exists() and len(list((tmp_path / "figures").glob("*.png"))) == 2

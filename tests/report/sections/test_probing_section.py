@@ -1,5 +1,5 @@
-"""The probing section: the probes' UAS beside the paper's, and the attention-only claim tested against
-right-branching on the same held-out words."""
+"""The probing section: the probes' UAS beside the paper's, the attention-only probe tested against
+right-branching on the same held-out words, and the claim's verdict from the registry (claims.csv)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from scipy.stats import binomtest
 from headstats.report.blocks import Report, render_markdown
 from headstats.report.sections.probing_section import PAPER_UAS, probing_section
 from headstats.stats.accuracy import finish_probes
+from headstats.stats.claims import evaluate_claims
 
 
 def probes(attention_only_wins: int) -> pd.DataFrame:
@@ -31,17 +32,24 @@ def statistics():
 def test_probing_section_states_the_claim_with_its_test(tmp_path):
     table = finish_probes({"probes": probes(45)}, statistics())["probes"]
     report = Report("t")
-    probing_section(report, tmp_path, {"probes": table})
+    claims = evaluate_claims({"probes": table}, claims=["probes_beat_baselines"])
+    probing_section(report, tmp_path, {"probes": table, "claims": claims})
     shown = [b for b in report.blocks if b.kind == "table"][0].content
     assert shown.set_index("probe")["paper_uas"].to_dict() == PAPER_UAS
     md = render_markdown(report, tmp_path)
     # 45 against 5 discordant words: exact one-sided binomial p far below 0.05, also after Holm over 3 probes
     assert binomtest(45, 50, 0.5, alternative="greater").pvalue * 3 < 0.05
-    assert "On m / d it holds: UAS 0.700 against 0.300" in md
+    assert "On m / d: UAS 0.700 against 0.300" in md
+    # the verdict is the registry's: attention_and_words beats both baselines (larger p of the two, smallest over
+    # the attention probes), the only claim of this run, so Holm leaves its p as it is
+    assert claims["verdict"].tolist() == ["supported"]
+    assert "- *attention probes find syntax better than the baselines* (m on d; " in md
+    assert f"): **supported**, p = {claims['p'].iloc[0]:.2g} after holm over the run's claims" in md
 
 
 def test_probing_claim_does_not_hold_when_the_discordant_words_tie(tmp_path):
     table = finish_probes({"probes": probes(5)}, statistics())["probes"]
     report = Report("t")
     probing_section(report, tmp_path, {"probes": table})
-    assert "On m / d it does not hold: UAS 0.700 against 0.300" in render_markdown(report, tmp_path)
+    md = render_markdown(report, tmp_path)
+    assert "On m / d: UAS 0.700 against 0.300" in md and "hold" not in md  # no verdict without the registry

@@ -29,12 +29,19 @@ def surface_tables():
 def test_surface_claims_and_section(tmp_path):
     tables = surface_tables()
     lines = surface_claims(tables["surface_tests"])
-    assert "previous token" in lines[0] and "**holds**: 1 head(s) pass (1-2)" in lines[0]
-    assert "next token" in lines[1] and "**does not hold**: 0 head(s) pass (none)" in lines[1]
-    assert "first layer attend broadly" in lines[2] and "**holds**: 3 of 3 heads of layer 0 pass (100%), 0 of 3" in lines[2]
+    assert "previous token" in lines[0] and "): 1 head(s) pass (1-2)" in lines[0]
+    assert "next token" in lines[1] and "): 0 head(s) pass (none)" in lines[1]
+    assert "first layer attend broadly" in lines[2] and "): 3 of 3 heads of layer 0 pass (100%), 0 of 3" in lines[2]
+    assert not any("hold" in line for line in lines)  # counts only: the verdicts are the registry's
+    claims = pd.DataFrame([{"claim": "broad_first_layer", "model": "m", "dataset": "d",
+                            "sentence": "heads of the first layer attend broadly", "test": "Fisher's exact test",
+                            "verdict": "not shown", "p": 0.1, "correction": "holm",
+                            "reason": "not significant after correction", "detail": "3 of 3 against 0 of 3"}])
     report = Report("t")
-    surface_section(report, tmp_path, tables)
+    surface_section(report, tmp_path, {**tables, "claims": claims})
     md = render_markdown(report, tmp_path)
+    assert ("- *heads of the first layer attend broadly* (m on d; Fisher's exact test): **not shown**, p = 0.1 "
+            "after holm over the run's claims; not significant after correction. 3 of 3 against 0 of 3.") in md
     assert "holm correction over model=m|dataset=d" in md
     for name in ("surface_position", "surface_kinds", "surface_sep", "surface_entropy"):
         assert list((tmp_path / "figures").glob(f"{name}_m__d.png"))

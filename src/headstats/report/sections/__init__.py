@@ -7,15 +7,46 @@ here and is imported only when the report is built. A section is ``section(repor
 blocks to a :class:`headstats.report.blocks.Report` from the analysis' tables (name -> frame concatenated over
 models and data sets, after its ``finish`` step), and saves figures under ``root / "figures"``.
 
+The report passes the run's claims (``claims.csv``) to every section as ``tables["claims"]``: a section states a
+claim's verdict only from there (:func:`claim_lines`), never from its own rule.
+
 This module holds the few words the sections share.
 """
 
 from __future__ import annotations
 
+import math
 
-def verdict(holds: bool) -> str:
-    """``**holds**`` or ``**does not hold**``: how a section states a claim's outcome."""
-    return "**holds**" if holds else "**does not hold**"
+
+def claim_lines(tables, keys, *, model: str | None = None, dataset: str | None = None) -> list[str]:
+    """The registry's verdicts of the claims ``keys`` (:mod:`headstats.stats.claims`; ``tables["claims"]``, i.e.
+    ``claims.csv``), one Markdown line per (claim, model, data set), optionally of one model and data set::
+
+        - *some heads attend mostly to the previous token* (m on d; min Holm-corrected p ...): **supported**,
+          p = 0.003 after holm over the run's claims. <detail>.
+
+    Empty when the run tested none of them.
+    """
+    claims = tables.get("claims") if hasattr(tables, "get") else None
+    if claims is None or not len(claims):
+        return []
+    part = claims[claims["claim"].astype(str).isin(list(keys))]
+    if model is not None:
+        part = part[part["model"].astype(str) == str(model)]
+    if dataset is not None:
+        part = part[part["dataset"].astype(str) == str(dataset)]
+    lines = []
+    for _, r in part.iterrows():
+        p = float(r["p"])
+        text = f"- *{r['sentence']}* ({r['model']} on {r['dataset']}; {r['test']}): **{r['verdict']}**"
+        if math.isfinite(p):
+            text += f", p = {p:.2g} after {r['correction']} over the run's claims"
+        if isinstance(r["reason"], str) and r["reason"]:
+            text += f"; {r['reason']}"
+        if isinstance(r["detail"], str) and r["detail"]:
+            text += f". {r['detail']}"
+        lines.append(text + ".")
+    return lines
 
 
 def head_label(layer: int, head: int) -> str:

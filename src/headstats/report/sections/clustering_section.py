@@ -1,5 +1,5 @@
 """Report section of the ``clustering`` analysis (Clark et al. 2019, section 6): the JS divergence between heads,
-the MDS by layer and by behaviour, and the layer-clustering test with the claim's verdict.
+the MDS by layer and by behaviour, and the layer-clustering test with the registry's verdict (``claims.csv``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 
 from headstats.plots import surface_plots
 from headstats.report.blocks import figure_tag, save_figure
-from headstats.report.sections import verdict
+from headstats.report.sections import claim_lines
 
 
 def clustering_claims(tests: pd.DataFrame) -> list[str]:
@@ -21,7 +21,7 @@ def clustering_claims(tests: pd.DataFrame) -> list[str]:
         lines.append(
             f"- *Heads of one layer sit together* ({r.model} on {r.dataset}; test: mean JS divergence per query of "
             f"same-layer pairs against different-layer pairs, one-sided permutation test of the layer labels, "
-            f"{r.n_permutations} permutations, seed {r.seed}, alpha = {r.alpha:g}): {verdict(bool(r.reject))}: "
+            f"{r.n_permutations} permutations, seed {r.seed}, alpha = {r.alpha:g}): "
             f"within {r.within_mean:.3f}, between {r.between_mean:.3f} nats (ratio {r.ratio:.2f}), p = {r.p_value:.2g}.")
     return lines
 
@@ -39,7 +39,7 @@ def clustering_section(report: Any, root: Path, tables: Mapping[str, pd.DataFram
         "(`mds.csv`); it is defined up to rotation and reflection, so read distances, not axes."
     )
     if tests is not None and len(tests):
-        report.text("\n".join(clustering_claims(tests)))
+        report.text("\n".join(clustering_claims(tests) + claim_lines(tables, ("layer_heads_cluster",))))
         report.table(tests, "The layer-clustering test per model and data set.", csv="clustering_tests.csv",
                      fold=False)
     for (model, dataset), part in mds.groupby(["model", "dataset"], sort=False):

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from headstats.report.sections import head_label
+from headstats.report.sections import claim_lines, head_label
 
 
 def coreference_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
@@ -53,10 +53,11 @@ def coreference_section(report: Any, root: Path, tables: Mapping[str, pd.DataFra
         overall = shown[shown["mention_type"] == "all"]
         if len(overall):
             r = overall.iloc[0]
-            holds = r["heads_beating_nearest_mention"] != "none"
             report.text(
                 f"**Claim (Clark et al. 2019): a head selects antecedents far better than the nearest-mention "
                 f"baseline.** Test: McNemar's exact test of every head against the baseline, one-sided, corrected "
-                f"over heads. On {model} / {dataset} it {'holds' if holds else 'does not hold'}: best head "
+                f"over heads. On {model} / {dataset}: best head "
                 f"{r['best_head']} at {r['accuracy']:.3f} against {r['nearest_mention_accuracy']:.3f}; heads that "
                 f"pass: {r['heads_beating_nearest_mention']}.")
+            if verdicts := claim_lines(tables, ("coreference_head_beats_baselines",), model=model, dataset=dataset):
+                report.text("\n".join(verdicts))

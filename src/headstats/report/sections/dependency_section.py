@@ -1,5 +1,5 @@
 """Report section of the ``dependency`` analysis (Clark et al. 2019, section 4.2): Table 1 with the paired tests,
-the best head per relation and per layer, and the claim's verdict.
+the best head per relation and per layer, and the claim's verdict (the registry's, ``claims.csv``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from headstats.report.blocks import figure_tag, save_figure
-from headstats.report.sections import head_label
+from headstats.report.sections import claim_lines, head_label
 
 
 def _test_words(row) -> str:
@@ -46,6 +46,8 @@ def dependency_section(report: Any, root: Path, tables: Mapping[str, pd.DataFram
     for (model, dataset), part in table.groupby(["model", "dataset"], sort=False):
         _dependency_block(report, root, model, dataset, part, heads[(heads["model"] == model)
                                                                    & (heads["dataset"] == dataset)])
+        if verdicts := claim_lines(tables, ("head_beats_offset",), model=model, dataset=dataset):
+            report.text("\n".join(verdicts))
 
 
 def _dependency_block(report: Any, root: Path, model: str, dataset: str, part: pd.DataFrame,
@@ -86,11 +88,10 @@ def _dependency_block(report: Any, root: Path, model: str, dataset: str, part: p
     listing = "; ".join(f"{r.relation}: {head_label(r.tested_layer, r.tested_head)} {r.tested_direction} "
                         f"({r.tested_accuracy:.3f} against offset {r.tested_offset:+d} at {r.tested_offset_accuracy:.3f})"
                         for r in passed.itertuples()) or "none"
-    verdict = ("holds" if len(passed) else "does not hold") + f" for {len(passed)} of {len(rel)} relations"
     report.text(
         f"**Claim (Clark et al. 2019): for a relation there is a head that beats the best fixed offset.** Test: "
         f"{_test_words(first)}, chosen head against chosen offset on the same words, "
         f"{first['alternative']}, {first['correction']}-corrected over relations at alpha = {first['alpha']:g}. "
-        f"On {model} / {dataset} it {verdict}. Heads that pass: {listing}. "
+        f"On {model} / {dataset}, {len(passed)} of {len(rel)} relations have a head that passes: {listing}. "
         + (f"Not shown better than the offset: {', '.join(failed['relation'])}." if len(failed) else "")
     )

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from headstats.report.sections import claim_lines
 
 #: UAS of Clark et al. (2019), BERT-base on WSJ (their Table 3), for the report.
 PAPER_UAS = {"right_branching": 26, "distance_and_words": 58, "attention_only": 61, "attention_and_words": 77}
@@ -38,11 +39,11 @@ def probing_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame])
         if "attention_only" not in att.index or "p_corr_vs_right_branching" not in att.columns:
             continue
         p = att.loc["attention_only", "p_corr_vs_right_branching"]
-        alpha = float(att["alpha"].iat[0])
-        holds = bool(p < alpha)
         report.text(
             f"**Claim (Clark et al. 2019): attention alone carries much syntax — the attention-only probe beats "
             f"right-branching.** Test: McNemar's exact test on the held-out words, one-sided, "
-            f"{att['correction'].iat[0]}-corrected. On {model} / {dataset} it {'holds' if holds else 'does not hold'}: "
+            f"{att['correction'].iat[0]}-corrected. On {model} / {dataset}: "
             f"UAS {att.loc['attention_only', 'uas']:.3f} against {att.loc['right_branching', 'uas']:.3f} "
             f"(corrected p = {p:.3g}).")
+        if verdicts := claim_lines(tables, ("probes_beat_baselines",), model=model, dataset=dataset):
+            report.text("\n".join(verdicts))
