@@ -27,7 +27,7 @@ distance between the mean-pooled last hidden layer with the head ablated and wit
 
 Per-input values are a :class:`~headstats.measures.MeasureArray` of measures :data:`MEASURES`; the declared
 hypothesis ``ablation_raises_loss`` (H0: mean delta_loss <= 0) is tested per head with the protocol's test and
-correction (``importance_tests``), and :func:`headstats.stats.importance.finish_importance` adds the tests over
+correction (``importance_tests``), and :func:`headstats.stats.head_importance.finish_importance` adds the tests over
 seeds, the pruning curve and the claims' inputs.
 
 **Pruning curve** (Michel et al.'s Figure 3, cross-fitted): the inputs are split in two seeded halves; heads are
@@ -464,7 +464,7 @@ class ImportanceCollector(Collector):
 
 register_analysis(
     "importance", ImportanceCollector, options=ImportanceOptions,
-    finish="headstats.stats.importance:finish_importance",
+    finish="headstats.stats.head_importance:finish_importance",
     report="headstats.report.sections.importance_section:importance_section",
     description="head importance: the task's loss change when a head is mean- or zero-ablated, the gradient "
                 "importance of Michel et al. 2019, a pruning curve; needs a classifier or masked-LM head "

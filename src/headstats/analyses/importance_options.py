@@ -1,5 +1,5 @@
 """Options of the ``importance`` analysis (``analysis_options: {importance: {...}}``), without torch: the statistics
-layer's finish step reads them too (:func:`headstats.stats.importance.finish_importance`)."""
+layer's finish step reads them too (:func:`headstats.stats.head_importance.finish_importance`)."""
 
 from __future__ import annotations
 

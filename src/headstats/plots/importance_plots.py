@@ -1,5 +1,5 @@
 """Figures of the ``importance`` analysis: the pruning curve (Michel et al. 2019, Figure 3) with its intervals, and
-the per-head importance grid. They draw the tables of :mod:`headstats.stats.importance`; they compute nothing."""
+the per-head importance grid. They draw the tables of :mod:`headstats.stats.head_importance`; they compute nothing."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from headstats.stats.claims import ClaimSettings, evaluate_claims
-from headstats.stats.importance import (_difference_test, pruning_curve, removable_share, removable_table,
+from headstats.stats.head_importance import (_difference_test, pruning_curve, removable_share, removable_table,
                                         seed_tests)
 from headstats.stats.seeds import moderated_t_over_seeds
 
