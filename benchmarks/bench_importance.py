@@ -31,12 +31,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-class _Protocol:
-    seed = 0
-    datasets: list = []
-    analysis_options = {"importance": {"ablation": "mean", "prune_shares": [0.0]}}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=64)
@@ -73,7 +67,7 @@ def main() -> None:
     inputs = encode_records(records, loaded.tokenizer, max_length=128).inputs
     batches = length_sorted_batches(inputs, args.batch_size)
     L, H = loaded.n_layers, loaded.n_heads
-    context = Context(("bench",), "demo", L, H, {"protocol": _Protocol()}, {"bench": dict(loaded.provenance)})
+    context = Context(("bench",), "demo", L, H, {"options": {"ablation": "mean", "prune_shares": [0.0]}}, {"bench": dict(loaded.provenance)})
     collector = ImportanceCollector(context)
     task = None
     single = single_head_gates(L, H)

@@ -72,9 +72,10 @@ def full_statistics(n: int, repeats: int) -> None:
     from headstats.stats.sensitivity import robustness, tau_sensitivity
 
     arrays = planted_arrays(n)
-    protocol = SimpleNamespace(statistics=StatisticsOptions(), seed=0, report=ReportOptions())
+    protocol = SimpleNamespace(statistics=StatisticsOptions(), seed=0, report=ReportOptions())  # the pieces
     test_roles(planted_arrays(50))  # warm up: pingouin and scipy imports are not the statistics' cost
-    total, result = best_of(lambda: analyse(arrays, protocol), repeats)
+    total, result = best_of(lambda: analyse(arrays, protocol.statistics, protocol.seed,
+                                            top_k=protocol.report.top_k), repeats)
     kwargs = statistics_kwargs(protocol.statistics, protocol.seed)
     common = {k: kwargs[k] for k in ("family", "min_n", "seed")}
     steps = {

@@ -72,3 +72,44 @@ def test_no_submodule_shadows_a_public_name():
             importlib.import_module(module.name)
     for name in ("load_model", "read_records", "score", "test_roles", "role_table", "compare", "run"):
         assert callable(getattr(hs, name)) and not isinstance(getattr(hs, name), type(hs)), name
+
+
+def _assert_short(obj, *needles: str) -> str:
+    text = repr(obj)
+    assert len(text.splitlines()) <= 15, text
+    assert max(len(line) for line in text.splitlines()) <= 200, text
+    for needle in needles:
+        assert needle in text, (needle, text)
+    return text
+
+
+def test_every_public_result_prints_in_at_most_15_lines(tiny_model, tiny_model_dir, tmp_path):
+    """repr() of a loaded model, scores, a score run and a whole study: a few lines, never a dump."""
+    import yaml
+
+    from headstats.study.scoring import score_records
+    from headstats.analyses.sieves import ScoreSettings
+
+    text = _assert_short(tiny_model, "LoadedModel", "2 layers x 2 heads", "model.safetensors")
+    assert "BertSelfAttention" not in text and "Linear(" not in text  # not the module tree
+    records = hs.read_records(DEMO / "sentences.txt", limit=40)
+    array = hs.score(tiny_model, records, dataset="demo")  # nine roles (no block on single sentences)
+    _assert_short(array, "MeasureArray", "40 inputs x 2 layers x 2 heads x 9 measures", "syntactic")
+    run = score_records(tiny_model, records, dataset="demo", roles=["local"], settings=ScoreSettings())
+    _assert_short(run, "ScoreRun: 40 of 40 inputs scored")
+    protocol = tmp_path / "p.yaml"
+    protocol.write_text(yaml.safe_dump({
+        "name": "p", "models": [str(tiny_model_dir)], "scoring": {"roles": ["local", "delimiter_cls"]},
+        "datasets": [{"name": f"d{i}", "path": str(DEMO / "sentences.txt"), "limit": 8} for i in range(20)],
+        "statistics": {"tau": 1.0, "sensitivity": False}, "report": {"html": False}}))
+    result = hs.run(protocol, tmp_path / "out")
+    _assert_short(result, "StudyResult in", "d0", "more (model, data set) rows", "report.md")
+
+
+def test_loading_a_model_prints_nothing(tiny_model_dir, capfd):
+    """transformers' own bars, logs and warnings stay silent while headstats loads a model."""
+    capfd.readouterr()
+    hs.load_model(str(tiny_model_dir))
+    hs.load_model("default")
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")

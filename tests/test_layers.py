@@ -11,9 +11,10 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "headstats"
 
-#: Lowest first. Base modules (errors, registry, fields, measures, folders, hub, lazy) may be used by every layer.
-LAYERS = ["errors", "registry", "fields", "measures", "folders", "hub", "lazy", "inputs", "model", "engine",
-          "analyses", "stats", "config", "assignment", "plots", "report", "study", "cli", "api", "__init__"]
+#: Lowest first. Base modules (errors, registry, fields, provenance, measures, folders, hub, lazy) may be used by every
+#: layer.
+LAYERS = ["errors", "registry", "fields", "provenance", "measures", "folders", "hub", "lazy", "inputs", "model",
+          "engine", "analyses", "stats", "config", "assignment", "plots", "report", "study", "cli", "api", "__init__"]
 #: ``from headstats import __version__`` is the only use of the package root allowed below the API.
 ROOT_NAMES = {"__version__"}
 

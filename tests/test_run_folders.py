@@ -77,6 +77,14 @@ def test_a_manifest_path_out_of_the_run_folder_is_refused(sandbox, run, listed):
     refused(sandbox, overwrite(sandbox, run), listed)
 
 
+def test_a_manifest_path_out_of_the_folder_without_a_checksum_is_refused_by_overwrite(sandbox, run):
+    """Listed in ``output_files`` only (no checksum to check): ``--overwrite`` refuses the manifest all the same."""
+    listed = "figures/../../thesis/chapter1.tex"
+    forge(run, output_files=manifest(run)["output_files"] + [listed])
+    refused(sandbox, overwrite(sandbox, run), "manifest", listed, "(--overwrite)", "leads out of the folder")
+    refused(sandbox, report(run), listed)
+
+
 def test_a_symlinked_figures_folder_is_refused(sandbox, run):
     elsewhere = sandbox.work / "pictures"
     elsewhere.mkdir()
@@ -165,10 +173,59 @@ def test_damaged_tables_are_refused_in_one_line_and_nothing_changes(sandbox, run
     refused(sandbox, report(run), *needles)
 
 
-def test_an_edited_table_of_the_runs_shape_is_read(sandbox, run):
+def test_an_edited_table_of_the_runs_shape_is_read_and_said_to_be_edited(sandbox, run):
     _csv(run, "heads_per_layer.csv", lambda f: f.iloc[::-1])  # reordered rows: same columns, same kinds
     result = runner.invoke(app, report(run))
     assert result.exit_code == 0, result.output
+    [warning] = [line for line in result.output.splitlines() if "heads_per_layer.csv" in line]
+    assert warning.startswith("warning:") and "changed since the run wrote it" in warning
+
+
+def _unlist(run: Path, name: str, *, schema: bool = False) -> None:
+    data = manifest(run)
+    changes = {"output_files": [f for f in data["output_files"] if f != name],
+               "output_sha256": {k: v for k, v in data["output_sha256"].items() if k != name}}
+    if schema:
+        changes["table_schemas"] = {k: v for k, v in data["table_schemas"].items() if k != name}
+    forge(run, **changes)
+
+
+def _link_to_the_key(sandbox, run: Path, name: str) -> None:
+    (run / name).unlink()
+    (run / name).symlink_to(sandbox.home / ".ssh" / "id_rsa")
+
+
+LEFT_OUT = {  # a file the report reads whatever the manifest lists, left out of the list (and then damaged)
+    "roles_csv_a_link": (lambda box, run: (_link_to_the_key(box, run, "roles.csv"), _unlist(run, "roles.csv")),
+                         ["roles.csv", "symbolic link"]),
+    "protocol_a_link": (lambda box, run: (_link_to_the_key(box, run, "protocol.resolved.yaml"),
+                                          _unlist(run, "protocol.resolved.yaml")),
+                        ["protocol.resolved.yaml", "symbolic link"]),
+    "roles_csv_unlisted_and_damaged": (
+        lambda box, run: (_csv(run, "roles.csv", lambda f: f.drop(columns=["model"])),
+                          _unlist(run, "roles.csv", schema=True)),
+        ["does not list roles.csv", "not this run's manifest"]),
+    "tests_unlisted": (lambda box, run: (_unlist(run, "tests.csv"), _unlist(run, "tests.parquet")),
+                       ["does not list tests.csv or tests.parquet"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LEFT_OUT))
+def test_a_file_the_report_reads_is_checked_whatever_the_manifest_lists(sandbox, run, case):
+    damage, needles = LEFT_OUT[case]
+    damage(sandbox, run)
+    refused(sandbox, report(run), *needles)
+
+
+def test_tables_of_a_manifest_without_schemas_that_break_the_report_give_one_line(sandbox, run):
+    """A manifest stripped of its lists and schemas (as an older headstats wrote it) leaves only "readable" to check:
+    a column the report needs that is missing is then the one line of a damaged run, not a traceback."""
+    _csv(run, "roles.csv", lambda f: f.drop(columns=["model"]))
+    data = manifest(run)
+    for key in ("written_by", "output_files", "output_sha256", "table_schemas"):
+        data.pop(key)
+    (run / "manifest.json").write_text(json.dumps(data))
+    refused(sandbox, report(run), "not those of a headstats run", "KeyError", "'model'")
 
 
 # ----------------------------------------------------------------------------------- hostile protocol
@@ -230,14 +287,51 @@ def test_swapped_and_foreign_cache_chunks_are_reported_recomputed_and_never_used
     mine, theirs = chunk_files(cache), chunk_files(other)
     mine[0].write_bytes(theirs[0].read_bytes())  # a chunk of a window: 3 cache over one of a window: 2 cache
     mine[1].write_bytes(mine[2].read_bytes())  # another position's chunk
+    before = sandbox.snapshot()
     result = runner.invoke(app, ["run", str(protocol), "--out", str(sandbox.work / "b"), "--cache-dir", str(cache)])
     assert result.exit_code == 0, result.output
+    after = sandbox.snapshot()
+    changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+    assert {k.split("/")[1] for k in changed} == {"cache", "b"}, sorted(changed)  # the cache and the new run only
+    assert {k for k in changed if k.startswith("work/cache/")} == {f"work/{p.relative_to(sandbox.work)}"
+                                                                   for p in mine[:2]}  # the two chunks, rewritten
     said = " ".join(result.output.split())  # the console folds long lines
     assert said.count("cache damaged") == 1, said and "holds the state of another key" in said and "(and 1 more)" in said
     result = runner.invoke(app, ["run", str(protocol), "--out", str(sandbox.work / "c"), "--no-cache", "--quiet"])
     assert result.exit_code == 0, result.output
     for name in ("tests.csv", "scores.parquet", "roles.csv"):
         assert (sandbox.work / "b" / name).read_bytes() == (sandbox.work / "c" / name).read_bytes(), name
+
+
+def test_a_run_served_from_the_cache_equals_a_no_cache_run_whatever_batch_size_filled_it(sandbox):
+    """Batch sizes 8 and 1 give scores that differ in the last float32 digits (a padded batch sums in another order),
+    so a cache filled at 8 must not serve a run at 1: the batching is in every chunk's key."""
+    cache = sandbox.work / "cache"
+    at = {b: sandbox.protocol(f"batch{b}.yaml", analyses=[], execution={"chunk_size": 4}, scoring={"batch_size": b})
+          for b in (1, 8)}
+
+    said: dict[str, str] = {}
+
+    def run_at(batch: int, out: str, *how: str) -> Path:
+        result = runner.invoke(app, ["run", str(at[batch]), "--out", str(sandbox.work / out), *how])
+        assert result.exit_code == 0, result.output
+        said[out] = " ".join(result.output.split())  # the console folds long lines
+        return sandbox.work / out
+
+    tables = ("scores.parquet", "tests.csv", "tests.parquet", "roles.csv")
+    plain = run_at(1, "plain", "--no-cache", "--quiet")
+    filled = run_at(8, "filled", "--cache-dir", str(cache), "--quiet")
+    assert (filled / "scores.parquet").read_bytes() != (plain / "scores.parquet").read_bytes()  # batching shows
+    first = run_at(1, "first", "--cache-dir", str(cache))  # on the cache filled at batch size 8
+    served = run_at(1, "served", "--cache-dir", str(cache))  # now every chunk is in the cache
+    again = run_at(8, "again", "--cache-dir", str(cache))
+    assert "0 of 12 inputs found in the cache" in said["first"]
+    assert "12 of 12 inputs found in the cache; no forward pass" in said["served"], said["served"]
+    assert "12 of 12 inputs found in the cache; no forward pass" in said["again"], said["again"]
+    for name in tables:
+        assert (first / name).read_bytes() == (plain / name).read_bytes(), name
+        assert (served / name).read_bytes() == (plain / name).read_bytes(), name
+        assert (again / name).read_bytes() == (filled / name).read_bytes(), name
 
 
 # ----------------------------------------------------------------------------------- init never writes onto its inputs

@@ -2,7 +2,7 @@
 
 Reproduces the tables of docs/statistics.md, section "Seeds as replicates" (the moderated t):
 
-    PYTHONPATH=src python docs/simulations/moderated_t.py     # about 10 CPU-minutes (measured under load)
+    PYTHONPATH=src python docs/simulations/moderated_t.py     # about 4 CPU-minutes (0.2 CPU-s per simulation)
 
 720 head x role cells (a 6 x 12 model, 10 roles), k = 3, 5, 10 seeds; the cells' true seed-to-seed
 variances follow limma's prior (scaled inverse chi-square, d0 = 4); run effects normal or skewed (a centred
@@ -20,7 +20,7 @@ import pandas as pd
 from headstats.stats.seeds import simulate_moderated_level
 
 
-def main(n_level: int = 300, n_power: int = 150) -> tuple[pd.DataFrame, pd.DataFrame]:
+def main(n_level: int = 150, n_power: int = 50) -> tuple[pd.DataFrame, pd.DataFrame]:
     level = pd.concat([simulate_moderated_level(seeds=k, n_sim=n_level, run_effect=shape, rng_seed=10 * k + i)
                        for k in (3, 5, 10) for i, shape in enumerate(("normal", "skewed"))], ignore_index=True)
     power = pd.concat([simulate_moderated_level(seeds=k, n_sim=n_power, effect=effect, planted=72,

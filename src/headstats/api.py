@@ -55,14 +55,13 @@ def score(
     """
     from headstats.model.loading import LoadedModel, load_model
     from headstats.study.scoring import score_records
-    from headstats.config.protocol import ScoringOptions
     from headstats.analyses.roles import get_role
     from headstats.analyses.sieves import ScoreSettings
 
     loaded = model if isinstance(model, LoadedModel) else load_model(str(model))
     if isinstance(records, (str, Path)):
         records = read_records(records)
-    scoring = ScoringOptions(**({"roles": list(roles)} if roles is not None else {}), **options)
+    scoring = ScoreSettings(**({"roles": list(roles)} if roles is not None else {}), **options)
     records = list(records)
     wants_arcs = any(get_role(r).kind == "arc" for r in scoring.roles)
     if parse or (parse is None and wants_arcs and any(not r.is_parsed for r in records)):
@@ -70,7 +69,7 @@ def score(
 
         records = parse_records(records, parser=scoring.parser)
     run = score_records(loaded, records, dataset=dataset, roles=scoring.roles,
-                        settings=ScoreSettings.from_options(scoring), max_length=scoring.max_length,
+                        settings=scoring, max_length=scoring.max_length,
                         too_long=scoring.too_long, batch_size=scoring.batch_size)
     run.array.provenance.update(counts=run.counts)
     return run.array
@@ -113,9 +112,51 @@ def compare(before, after, *, test: str = "wilcoxon", alternative: str = "two-si
         if a and b and a != b:
             raise IncompatibleResultsError(f"{before.model} and {after.model} have different tokenizers; their "
                                            "scores are of different pieces and cannot be paired")
+        records = [*_provenance(before), *_provenance(after)]
         before, after = long_frame([before]), long_frame([after])
-    return paired_tests(before, after, test=test, alternative=alternative, correction=correction,
-                        family=tuple(family), confidence=confidence, alpha=alpha)
+    else:
+        records = [*_provenance(before), *_provenance(after)]
+    out = paired_tests(before, after, test=test, alternative=alternative, correction=correction,
+                       family=tuple(family), confidence=confidence, alpha=alpha)
+    return _attach(out, records)
+
+
+def test_roles(scores, **options):
+    """:func:`headstats.stats.onesample.test_roles` (the same arguments: ``tau``, ``test``, ``correction``,
+    ``alpha``, ``family`` ...), with the scores' :class:`~headstats.provenance.Provenance` (model weights,
+    tokenizer, inputs, versions) in the table's ``.attrs["provenance"]``."""
+    from headstats.stats.onesample import test_roles as tests_of
+
+    return _attach(tests_of(scores, **options), _provenance(scores))
+
+
+def role_table(tests, **options):
+    """:func:`headstats.assignment.role_assignment.role_table` (the same arguments), carrying the tests'
+    ``.attrs["provenance"]`` over to the role table."""
+    from headstats.assignment.role_assignment import role_table as roles_of
+    from headstats.provenance import of_frame
+
+    return _attach(roles_of(tests, **options), of_frame(tests))
+
+
+def _provenance(scores) -> list:
+    """The :class:`~headstats.provenance.Provenance` records of scores: one per MeasureArray, or those a
+    table carries in its ``attrs``."""
+    from headstats.measures import MeasureArray
+    from headstats.provenance import Provenance, of_frame
+
+    if isinstance(scores, MeasureArray):
+        return [Provenance.of_array(scores)]
+    if isinstance(scores, (list, tuple)) and all(isinstance(a, MeasureArray) for a in scores):
+        return [Provenance.of_array(a) for a in scores]
+    return of_frame(scores)
+
+
+def _attach(frame, records: list):
+    from headstats.provenance import attach, versioned
+    from headstats.study.storage import package_versions
+
+    return attach(frame, versioned(records, package_versions()))
 
 
 def run(protocol: str | Path | Any, out: str | Path | None = None, *, overwrite: bool = False):

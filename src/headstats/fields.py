@@ -38,3 +38,11 @@ Seed = Annotated[Int, Field(ge=0, lt=2**63)]
 
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, allow_inf_nan=False)
+
+
+def per_role(spec: object, role: str, default: object) -> object:
+    """The value of ``role`` in a per-role spec (``tau``, ``scale``): the spec itself when it is not a mapping,
+    else its entry for ``role``, else its ``default``, else ``default``."""
+    if isinstance(spec, dict):
+        return spec.get(role, spec.get("default", default))
+    return spec

@@ -345,6 +345,8 @@ def _check_replaceable(folder: Path) -> None:
             "move them away or choose a new folder for --out"
         )
     manifest = manifest_of(folder) or {}
+    for rel in manifest.get(FILES_KEY) or []:  # a path out of the folder: a manifest that is not headstats'
+        member_path(folder, rel, named_by=f"the manifest of {str(folder)!r} (--overwrite)")
     if not isinstance(manifest.get(DIGESTS_KEY), dict):
         raise OutputError(
             f"--overwrite refused: the manifest of {str(folder)!r} records no checksums of its files (an older "

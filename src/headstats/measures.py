@@ -52,6 +52,14 @@ class MeasureArray:
     provenance: dict = field(default_factory=dict, compare=False)
     ceilings: np.ndarray | None = field(default=None, compare=False)
 
+    @property
+    def origin(self):
+        """The typed :class:`~headstats.provenance.Provenance` of these values: the model's weights and tokenizer,
+        and a sha256 of the inputs (what the manifest and the API's tables carry too)."""
+        from headstats.provenance import Provenance
+
+        return Provenance.of_array(self)
+
     def __post_init__(self) -> None:
         values = np.asarray(self.values)
         if values.ndim != 4:

@@ -71,15 +71,15 @@ def test_finish_adds_and_replaces_tables():
     """The finish contract: it returns the tables to add or replace, merged into the analysis' tables."""
     import pandas as pd
 
-    def finish(tables, protocol):
-        return {"a": tables["a"] * 10, "b_tests": pd.DataFrame({"p": [protocol]})}
+    def finish(tables, statistics, options, seed):
+        return {"a": tables["a"] * 10, "b_tests": pd.DataFrame({"p": [statistics], "seed": [seed]})}
 
     register_analysis("finish_test", Collector, finish=finish)
     try:
         a, b = pd.DataFrame({"x": [1]}), pd.DataFrame({"y": [2]})
-        out = get_analysis("finish_test").finished({"a": a, "b": b}, 0.5)
+        out = get_analysis("finish_test").finished({"a": a, "b": b}, 0.5, None, 7)
         assert list(out) == ["a", "b", "b_tests"] and out["a"]["x"].item() == 10 and out["b"] is b
-        assert out["b_tests"]["p"].item() == 0.5
-        assert get_analysis("entropy").finished({"a": a}, None) == {"a": a}
+        assert out["b_tests"]["p"].item() == 0.5 and out["b_tests"]["seed"].item() == 7
+        assert get_analysis("entropy").finished({"a": a}, None, None, 0) == {"a": a}
     finally:
         ANALYSES.unregister("finish_test")

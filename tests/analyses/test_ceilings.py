@@ -72,7 +72,7 @@ def test_mass_and_ceiling_scales_by_hand():
         assert s[role] == pytest.approx(bias[role] / ceiling[role], rel=1e-6)
         assert c[role] == pytest.approx(1.0)
     # per role: only local in mass; the others keep the bias score
-    s, c = run(A_SINGLE, SINGLE, ROLES, window=1, scales=(("local", "mass"),))
+    s, c = run(A_SINGLE, SINGLE, ROLES, window=1, scale={"default": "bias", "local": "mass"})
     assert s["local"] == pytest.approx(0.7) and c["local"] == pytest.approx(1.0)
     assert s["delimiter_cls"] == pytest.approx(bias["delimiter_cls"]) and c["delimiter_cls"] == pytest.approx(4.0)
 

@@ -76,3 +76,16 @@ def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
     tests = pd.read_csv(result.out / "coreference_tests.csv")
     assert len(tests) == 4 * 4 * 2   # heads x mention types (with all) x baselines
     assert "Coreference: antecedent selection" in (result.out / "report.md").read_text()
+
+
+def test_mentions_of_one_input_are_summed_before_squaring():
+    # the same query twice in one input: head 0 is right and the nearest-mention baseline wrong on both, so the
+    # input's difference is 2 (sum d = 2, sum d^2 = 4; as independent mentions it would be 1 + 1 = 2)
+    collector = AntecedentSelection(Context(("m",), "d", 1, 2, {"queries": {"s": [QUERY, QUERY]}}))
+    collector.update(view_of(planted(), [item()]))
+    merged = AntecedentSelection.merge([collector.state(), collector.state()])  # two such inputs
+    table = collector.tables()["coreference"]
+    heads = table[(table.predictor == "head") & (table.mention_type == "all")].set_index("head")
+    assert heads.loc[0, "sum_d_vs_nearest_mention"] == 2 and heads.loc[0, "sum_d2_vs_nearest_mention"] == 4
+    assert heads.loc[1, "sum_d_vs_nearest_mention"] == 0 and heads.loc[1, "sum_d2_vs_nearest_mention"] == 0
+    assert merged["sum_d"]["nearest_mention"][3, 0, 0] == 4 and merged["sum_d2"]["nearest_mention"][3, 0, 0] == 8

@@ -195,3 +195,40 @@ def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
     assert (mine.n_sentences, mine.c2, mine.cn, mine.nn) == (len(c), (c * c).sum(), (c * n).sum(), (n * n).sum())
     report = (result.out / "report.md").read_text()
     assert "Dependency relations in single heads" in report and "Claim (Clark et al. 2019)" in report
+
+
+# Options: defaults, refusals, their check in a protocol before any model.
+
+
+def test_defaults_follow_the_paper():
+    from headstats.analyses.dependency import DependencyOptions
+
+    options = DependencyOptions()
+    assert (options.from_word, options.labels, options.offsets) == ("mean", "base", [-3, -2, -1, 1, 2])
+    assert options.selection == "split" and options.alternative == "greater"
+
+
+def options_protocol_file(tmp_path, **extra) -> Path:
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump({"models": [{"name": "x", "path": str(tmp_path / "no-model")}],
+                                    "datasets": [{"name": "mini", "path": str(DEMO / "mini.conllu")}], **extra}))
+    return path
+
+
+def test_bad_option_is_one_protocol_error_naming_the_key(tmp_path):
+    from headstats.config.protocol import load_protocol
+    from headstats.errors import ProtocolError
+
+    path = options_protocol_file(tmp_path, analyses=["dependency"],
+                                 analysis_options={"dependency": {"from_word": "last"}})
+    with pytest.raises(ProtocolError, match="analysis_options.dependency.from_word"):
+        load_protocol(path)
+
+
+def test_options_of_an_analysis_not_run_are_refused(tmp_path):
+    from headstats.config.protocol import load_protocol
+    from headstats.errors import ProtocolError
+
+    path = options_protocol_file(tmp_path, analyses=["entropy"], analysis_options={"dependency": {"min_count": 5}})
+    with pytest.raises(ProtocolError, match="not in 'analyses'"):
+        load_protocol(path)

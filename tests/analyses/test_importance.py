@@ -87,16 +87,8 @@ def planted(base_dir, tmp_path_factory):
     return out, records, pred
 
 
-class _Protocol:
-    seed = 0
-    datasets: list = []
-
-    def __init__(self, **options):
-        self.analysis_options = {"importance": options}
-
-
 def collect(folder: Path, records, **options) -> ImportanceCollector:
-    job = Job(ImportanceCollector, ("m",), "d", {"protocol": _Protocol(**options)}, name="importance")
+    job = Job(ImportanceCollector, ("m",), "d", {"options": options}, name="importance")
 
     def load(name):
         loaded = load_model(str(folder))

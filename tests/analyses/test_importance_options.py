@@ -9,11 +9,6 @@ from headstats.analyses.importance_options import ImportanceOptions
 from headstats.errors import ProtocolError
 
 
-class _Protocol:
-    def __init__(self, **options):
-        self.analysis_options = {"importance": options}
-
-
 def test_defaults_and_shares():
     options = ImportanceOptions()
     assert options.ablation == "mean" and options.prune_by == "gradient" and options.prune_tolerance == 0.01
@@ -24,4 +19,4 @@ def test_defaults_and_shares():
                                           ({"lesion": True}, "lesion")])
 def test_bad_options_are_refused_naming_the_key(given, where):
     with pytest.raises(ProtocolError, match=f"invalid analysis_options.importance.{where}"):
-        analysis_options("importance", _Protocol(**given), schema=ImportanceOptions)
+        analysis_options("importance", given, schema=ImportanceOptions)

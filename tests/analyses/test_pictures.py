@@ -87,6 +87,27 @@ def test_gallery_picks_the_planted_heads():
     assert tokens[tokens["sentence_id"] == "x0"]["token"].tolist() == [f"t{i}" for i in items[0].input_ids]
 
 
+def test_a_gallery_example_below_its_stated_strength_is_labelled_weak():
+    # every head puts a quarter of its mass as planted and the rest uniformly: no head attends mostly to the
+    # next piece (best mean about 0.25 + 0.75 / n < 0.5), so the gallery still shows one, labelled weak
+    from headstats.analyses.pictures import GALLERY_STRENGTH
+
+    items = [pair_item(0, [10, 10, 11, 11], [12, 10]), pair_item(1, [13, 14, 15], [16])]
+    view = batch(items)
+    mixed = view.attention.clone()
+    for b, it in enumerate(items):
+        n = it.length
+        mixed[b, :, :, :n, :n] = 0.25 * mixed[b, :, :, :n, :n] + 0.75 / n
+    c = AttentionPictures(Context(("m",), "d", 1, 6, {"punct_ids": [], "n_inputs": 2, "max_pieces": 64,
+                                                      "tokens": lambda ids: [f"t{i}" for i in ids]}))
+    c.update(view_of(mixed, items, input_ids=view.input_ids))
+    gallery = c.tables()["gallery"].set_index("pattern")
+    assert gallery["strength"].to_dict() == GALLERY_STRENGTH
+    assert gallery.loc["next_word", "mean"] < 0.5 and bool(gallery.loc["next_word", "weak"])
+    assert (gallery["weak"] == (gallery["mean"] < gallery["strength"])).all()
+    assert not bool(gallery.loc["broad", "weak"])  # three quarters uniform: entropy near ln n
+
+
 def test_sentence_ids_and_heads_options():
     items = [pair_item(0, [10, 11], [12, 10]), pair_item(1, [13, 14, 15], [16])]
     c = AttentionPictures(Context(("m",), "d", 1, 6, {"punct_ids": [], "n_inputs": 1, "sentence_ids": ["x1"],

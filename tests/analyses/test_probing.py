@@ -103,3 +103,36 @@ def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
     assert (probes.loc["right_branching", "n_words"], probes.loc["right_branching", "correct"]) == (total, right)
     assert probes.loc["attention_and_words", "vectors"] == "input_embeddings"
     assert "Probing classifiers over all heads" in (result.out / "report.md").read_text()
+
+
+def test_probes_are_trained_once_in_the_finish_step_not_in_tables(monkeypatch):
+    """tables() hands the sentences over (a shard merge or a second call trains nothing); the finish step
+    trains each probe once per (model, data set) and drops the sentences, so they are never written."""
+    import headstats.analyses.probing as probing
+    from headstats.analyses import get_analysis
+
+    collector = ProbeFeatures(Context(("m",), "d", 1, 2, provenance={"m": {"path": "/nowhere"}}, seed=4))
+    collector.update(view_of(planted(10), [sentence(k) for k in range(10)]))
+    monkeypatch.setattr(probing, "run_probe", lambda *a, **k: (_ for _ in ()).throw(AssertionError("trained")))
+    sentences = collector.tables()["probe_sentences"]
+    assert len(sentences) == 10 and sentences["index"].tolist() == list(range(10))
+    assert (sentences["source"] == "/nowhere").all()
+    monkeypatch.undo()
+    trained: list[str] = []
+
+    def counted(kind, *args, **kwargs):
+        trained.append(kind)
+        return run_probe(kind, *args, **kwargs)
+
+    monkeypatch.setattr(probing, "run_probe", counted)
+    embeddings = np.random.default_rng(0).standard_normal((6, 3)).astype(np.float32)
+    monkeypatch.setattr(probing, "word_vectors", lambda *a, **k: (("embeddings", embeddings, 3, None), "planted"))
+    out = get_analysis("probing").finished(collector.tables(), SimpleStatistics, probing.ProbingOptions(), 4)
+    assert "probe_sentences" not in out and trained == list(probing.PROBES)
+    probes = out["probes"].set_index("probe")
+    assert probes.loc["attention_only", "correct"] == 4 and (probes["seed"] == 4).all()
+    assert probes.loc["right_branching", "correct"] == 2 and "ci_low" in probes  # then the statistics layer's step
+
+
+class SimpleStatistics:
+    correction, alpha, confidence = "holm", 0.05, 0.95

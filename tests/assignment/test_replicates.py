@@ -130,6 +130,25 @@ def test_sep_mass_falls_and_spreads_when_planted():
     assert claims[0]["p_t"] < 0.05 and "0, 1, 2" in claims[0]["detail"]
     assert claims[0]["p"] == claims[0]["signflip_floor"] == 0.125
     assert overall["p_signflip"] == 0.125
+    # per layer the exact test too, Holm over the 3 layers: 3 x 1/8 > alpha, never rejected
+    layers = table[(table.target == "sep") & (table.layer >= 0)]
+    assert layers["p_signflip_corr"].tolist() == pytest.approx([0.375] * 3)
+    assert not layers["reject_signflip"].any()
+
+
+def test_eight_seeds_decide_each_layer_by_the_exact_test():
+    # 8 seeds all lower on [SEP] in every layer: one-sided sign-flip p = 1/256, Holm over 3 layers 3/256 < 0.05
+    rows = []
+    for model, shift in [("base", 0.0), *((f"s{i}", -0.1 - 0.01 * i) for i in range(8))]:
+        for layer in range(3):
+            rows += [{"model": model, "dataset": "d", "layer": layer, "head": 0, "target": t, "mass_mean": m}
+                     for t, m in (("sep", 0.5 + shift), ("other", 0.4 - shift), ("cls", 0.1))]
+    table, claims = special_mass_change(pd.DataFrame(rows), "base", "g", [f"s{i}" for i in range(8)])
+    layers = table[(table.target == "sep") & (table.layer >= 0)]
+    assert layers["p_signflip"].tolist() == pytest.approx([1 / 256] * 3)
+    assert layers["p_signflip_corr"].tolist() == pytest.approx([3 / 256] * 3)
+    assert layers["reject_signflip"].all()
+    assert claims[0]["p"] == pytest.approx(1 / 256)
 
 
 def test_transitions_count_heads_of_a_kind_per_seed():

@@ -16,7 +16,7 @@ def tests_table():
             for head in range(2):
                 reject = (layer, head) in heads
                 rows.append(dict(model="m", dataset="d", role=role, layer=layer, head=head, n=10,
-                                 mean=4.0 + layer + head / 10 if reject else 1.0, effect_size=1.0, ci_low=3.5,
+                                 mean=4.0 + layer + head / 10 if reject else 1.0, tau=3.0, effect_size=1.0, ci_low=3.5,
                                  p_corr=0.01 if reject else 0.5, reject=reject))
     rows[-1]["reject"] = float("nan")  # an untested hypothesis counts as not held
     return pd.DataFrame(rows)
@@ -44,6 +44,20 @@ def test_strongest_heads(tests_table):
     top = strongest_heads(tests_table, k=1)
     local = top[top.role == "local"].iloc[0]
     assert (local.layer, local["head"]) == (1, 0)
+    assert local["mean_minus_tau"] == local["mean"] - local["tau"]
+    assert "effect_size" not in top
+
+
+def test_strongest_heads_rank_by_score_units_not_cohens_d():
+    # a head barely above tau with a tiny sd has a huge d; the head far above tau must still come first
+    tests = pd.DataFrame({"model": "m", "dataset": "d", "role": "block", "layer": [0, 1], "head": 0, "n": 50,
+                          "mean": [3.01, 5.0], "tau": 3.0, "effect_size": [500.0, 1.2], "score_ceiling": [10.0, 8.0],
+                          "ceiling_share": [0.301, 0.625], "ci_low": [3.0, 4.5], "p_corr": [1e-9, 1e-6],
+                          "reject": True})
+    top = strongest_heads(tests, k=2)
+    assert top["layer"].tolist() == [1, 0]
+    assert top["mean_minus_tau"].tolist() == pytest.approx([2.0, 0.01])
+    assert top["ceiling_share"].tolist() == [0.625, 0.301]
 
 
 def test_role_not_tested_on_a_data_set_is_missing_not_false(tests_table):

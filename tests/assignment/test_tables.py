@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,9 +25,8 @@ def test_participation_from_arrays_equals_long_table():
 
 def test_analyse_arrays_and_long_table_give_the_same_tables():
     arrays = planted_arrays(seed=2)
-    protocol = SimpleNamespace(statistics=StatisticsOptions(), seed=0, report=ReportOptions())
-    a = analyse(arrays, protocol)
-    b = analyse(long_frame(arrays), protocol)
+    a = analyse(arrays, StatisticsOptions(), 0, top_k=ReportOptions().top_k)
+    b = analyse(long_frame(arrays), StatisticsOptions(), 0, top_k=ReportOptions().top_k)
     pd.testing.assert_frame_equal(a.tests, b.tests, check_exact=True)
     pd.testing.assert_frame_equal(a.roles, b.roles, check_exact=True)
     assert a.tables.keys() == b.tables.keys() and {"tau_sensitivity", "robustness"} <= set(a.tables)
@@ -52,7 +49,6 @@ def _with_ceilings():
 
 def test_ceiling_columns_and_table_by_hand():
     from headstats.assignment.tables import add_ceilings, ceiling_table, tau_warnings
-    from headstats.config.protocol import ScoringOptions
     from headstats.stats.onesample import test_roles
 
     array = _with_ceilings()
@@ -64,19 +60,18 @@ def test_ceiling_columns_and_table_by_hand():
     block = tests[(tests["role"] == "block") & (tests["head"] == 1)].iloc[0]
     assert block["score_ceiling"] == pytest.approx((2 + 2.5 + 2) / 3)  # the input taking no part is left out
     assert block["tau"] == 1.0 and row["tau"] == 3.0
-    table = ceiling_table([array], StatisticsOptions(tau={"default": 2.5, "block": 1.0}),
-                          ScoringOptions(roles=["local", "block"]))
+    table = ceiling_table([array], StatisticsOptions(tau={"default": 2.5, "block": 1.0}))
     local = table[table["role"] == "local"].iloc[0]
     assert local["mean_ceiling"] == pytest.approx(2.875) and local["tau_reachable"]
     assert local["share_below_tau"] == pytest.approx(2 / 4) and local["n_taking_part"] == 4
     assert table[table["role"] == "block"].iloc[0]["tau_reachable"]
     assert tau_warnings(table) == []
     high = ceiling_table([array], StatisticsOptions(tau={"default": 2.5, "block": 2.2}),
-                         ScoringOptions(roles=["local", "block"]))
+                         {"local": "bias", "block": "bias"})
     lines = tau_warnings(high)
     assert len(lines) == 1 and "mean ceiling 2.17 of role block on d" in lines[0] and "\n" not in lines[0]
     # tau equal to the mean ceiling is out of reach too (H1 is mean > tau)
-    at = ceiling_table([array], StatisticsOptions(tau=2.875), ScoringOptions(roles=["local", "block"]))
+    at = ceiling_table([array], StatisticsOptions(tau=2.875))
     assert not at[at["role"] == "local"].iloc[0]["tau_reachable"]
 
 

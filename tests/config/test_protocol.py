@@ -330,15 +330,14 @@ def test_bad_tau_and_scale_refused_in_one_line(tmp_path, extra, words):
         load_protocol(write(tmp_path, MINIMAL + extra))
     assert words in str(info.value) and "\n" not in str(info.value), str(info.value)
 def test_clark_analysis_options_defaults_and_checks():
-    from headstats.analyses import analysis_options
     from headstats.config.protocol import validate_protocol
     from headstats.errors import ProtocolError
 
     base = {"datasets": [{"name": "d", "path": "x.txt"}], "analyses": ["surface", "clustering", "pictures"]}
     p = validate_protocol(base)
-    names = {h.name: (h.measure, h.threshold) for h in analysis_options("surface", p).hypotheses}
+    names = {h.name: (h.measure, h.threshold) for h in p.options_of("surface").hypotheses}
     assert names["previous_token"] == ("prev", 0.5) and names["broad"] == ("entropy_ratio", 0.75)
-    clustering, pictures = analysis_options("clustering", p), analysis_options("pictures", p)
+    clustering, pictures = p.options_of("clustering"), p.options_of("pictures")
     assert (clustering.max_inputs, clustering.n_permutations, clustering.broad_share) == (100, 9999, 0.75)
     assert (pictures.n_inputs, pictures.max_pieces, pictures.heads, pictures.sentence_ids) == (3, 64, [], None)
 
@@ -346,7 +345,7 @@ def test_clark_analysis_options_defaults_and_checks():
         return validate_protocol({**base, "analysis_options": options})
 
     mine = given(surface={"hypotheses": [{"name": "a", "measure": "next", "threshold": 0.3, "layers": [0, 1]}]})
-    assert [h.model_dump() for h in analysis_options("surface", mine).hypotheses] == [
+    assert [h.model_dump() for h in mine.options_of("surface").hypotheses] == [
         {"name": "a", "measure": "next", "threshold": 0.3, "layers": [0, 1]}]
     with pytest.raises(ProtocolError, match="unknown measure 'nxt'"):
         given(surface={"hypotheses": [{"name": "a", "measure": "nxt", "threshold": 0.3}]})
@@ -399,11 +398,11 @@ def test_clark2019_protocol_loads():
     assert wiki.path.endswith("wiki.test.raw") and wiki.parse == "none" and wiki.limit == 1000
     from headstats.analyses import analysis_options
 
-    assert {h.name for h in analysis_options("surface", protocol).hypotheses} >= {
+    assert {h.name for h in protocol.options_of("surface").hypotheses} >= {
         "previous_token", "next_token", "broad"}
-    assert analysis_options("clustering", protocol).max_inputs == 1000  # the paper's 1,000 WikiText segments
+    assert protocol.options_of("clustering").max_inputs == 1000  # the paper's 1,000 WikiText segments
     assert "gradients" not in protocol.analyses  # no loss on the default model: it could only skip
-    assert analysis_options("pictures", protocol).n_inputs == 3
+    assert protocol.options_of("pictures").n_inputs == 3
 def _seeds_raw(**model):
     return {"models": ["default", {"name": "ft", "finetune": {"task": "sst2", "seed": 5}, **model}],
             "datasets": [{"name": "d", "path": "x.txt"}],

@@ -12,7 +12,8 @@ import pytest
 
 from headstats.analyses.role_scores import RoleScores
 from headstats.analyses.special_mass import SpecialMass
-from headstats.engine.cache import MARKER, StateCache, decode, default_cache_root, digest, encode, resolve_cache_root
+from headstats.engine.cache import (MARKER, StateCache, canonical, decode, default_cache_root, digest, encode,
+                                     resolve_cache_root)
 from headstats.engine.forward import inputs_per_batch
 from headstats.engine.runner import AUTO_BATCH_CAP, Job, ModelInfo, Runner, attention_cells, shard_chunks
 from headstats.inputs.records import Record
@@ -140,6 +141,19 @@ def test_cache_root_order(tmp_path, monkeypatch):
 def test_digest_is_canonical():
     assert digest({"b": 1, "a": [1, 2]}) == digest({"a": [1, 2], "b": 1})
     assert digest({"a": 1}) != digest({"a": 2})
+
+
+def test_options_read_only_after_the_pass_are_not_in_a_key():
+    from pydantic import BaseModel, Field
+
+    from headstats.engine.cache import AFTER_PASS
+
+    class Options(BaseModel):
+        size: int = 3
+        threshold: float = Field(0.5, json_schema_extra=AFTER_PASS)
+
+    assert digest(Options(threshold=0.9)) == digest(Options()) != digest(Options(size=4))
+    assert {k: v for k, v in canonical(Options(size=4)).items() if k != "__class__"} == {"size": 4}
 
 
 def test_shard_chunks_cover_every_chunk_once_in_order():

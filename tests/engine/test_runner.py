@@ -263,3 +263,21 @@ def test_a_chunk_state_pruned_during_the_pass_is_a_clear_error(two_models, tmp_p
     job = Job(RoleScores, ("base",), "d", {"roles": ROLES})
     with pytest.raises(HeadstatsError, match=r"cache damaged: .* cannot be read back .*--no-cache.*cache prune"):
         Runner(batch_size=4, chunk_size=3, cache=cache).run(two_models.get, {"d": RECORDS}, [job])
+
+
+def test_a_job_key_holds_the_seed_only_for_a_collector_whose_state_depends_on_it():
+    from headstats.engine.runner import job_key
+
+    class Seeded(RoleScores):
+        seeded = True
+
+    identity = [{"weights_sha256": "w"}]
+    encoding = {"max_length": 128, "too_long": "skip"}
+
+    def key(factory, seed, **options):
+        return job_key(Job(factory, ("m",), "d", {"roles": ["local"], **options}, seed=seed), identity, encoding)
+
+    assert key(RoleScores, 0) == key(RoleScores, 7)  # the role scores do not read the seed
+    assert key(Seeded, 0) != key(Seeded, 7)
+    assert key(RoleScores, 0) != key(RoleScores, 0, window=1)  # its own options are in it
+    assert key(RoleScores, 0) != job_key(Job(RoleScores, ("m",), "other", {"roles": ["local"]}), identity, encoding)

@@ -213,3 +213,38 @@ def test_command_and_protocol_make_one_checkpoint_under_the_cache_root(tiny_mode
     assert sha256_file(Path(sources["ft"]) / "model.safetensors") == weights
     manifest = json.loads((folder / "finetune_manifest.json").read_text())
     assert finetuned["ft"]["recipe"] == manifest["recipe"]
+
+
+def test_the_finetune_command_with_no_options_is_the_protocols_recipe(tiny_model_dir, tiny_glue, tmp_path):
+    """`headstats finetune --task sst2` with every recipe option left out, and a protocol's
+    `finetune: {base, task: sst2}`: one recipe (model/recipe.py), one checkpoint, the same weights' sha256,
+    under the one cache root."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from headstats.cli.main import app
+    from headstats.config.protocol import load_protocol
+    from headstats.model.loading import sha256_file
+    from headstats.model.recipe import task_recipe
+    from headstats.study.run import build_models
+
+    root = Path(os.environ["HEADSTATS_CACHE_DIR"])
+    result = CliRunner().invoke(app, ["finetune", "--model", str(tiny_model_dir), "--task", "sst2",
+                                      "--data-root", str(tiny_glue), "--quiet"])
+    assert result.exit_code == 0, result.output
+    folder = Path(result.output.split("checkpoint: ")[1].split(" (")[0].strip())
+    assert folder.parent == root / "checkpoints" and is_complete(folder)
+    manifest = json.loads((folder / "finetune_manifest.json").read_text())
+    recipe = task_recipe("sst2")
+    assert (manifest["recipe"]["learning_rate"], manifest["recipe"]["max_length"]) == (recipe["learning_rate"], 64)
+    (tmp_path / "p.yaml").write_text(json.dumps({
+        "name": "p", "data_root": str(tiny_glue), "datasets": [{"name": "s", "glue": {"task": "sst2"}}],
+        "models": [{"name": "ft", "finetune": {"base": str(tiny_model_dir), "task": "sst2"}}]}))
+    sources, finetuned = build_models(load_protocol(tmp_path / "p.yaml"), log=lambda line: None)
+    assert sources["ft"] == str(folder) and finetuned["ft"]["recipe"] == manifest["recipe"]  # reused, not retrained
+    # trained afresh from the protocol, in another cache root: the same weights, byte for byte
+    again, _ = build_models(load_protocol(tmp_path / "p.yaml"), log=lambda line: None, cache_dir=tmp_path / "other")
+    assert Path(again["ft"]).parent == tmp_path / "other" / "checkpoints"
+    assert Path(again["ft"]).name == folder.name  # the same cache key
+    assert sha256_file(Path(again["ft"]) / "model.safetensors") == sha256_file(folder / "model.safetensors")

@@ -715,3 +715,33 @@ def test_bfloat16_scores_agree_with_float32_within_the_stated_tolerance():
     np.testing.assert_allclose(np.nanmean(half, 0), np.nanmean(full, 0), rtol=0.03, atol=1e-3)
     np.testing.assert_allclose(half, full, rtol=0.10, atol=0.1)
     assert not np.array_equal(half, full)  # it did run in another precision
+
+
+def test_load_model_loads_the_head_asked_for_and_refuses_an_untrained_masked_lm_head(tmp_path, tiny_model_dir):
+    """``head=`` is how every analysis gets a model with a head: the masked-LM head of a checkpoint saved with
+    it (its logits those of transformers' own class), the classifier (``for_classification``), and a
+    one-line refusal of a checkpoint without masked-LM weights (a random head gives no meaningful loss)."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    from conftest import build_tiny_bert
+    from headstats.model.loading import load_model, load_tokenizer, provenance_tokenizer
+
+    folder = build_tiny_bert(tmp_path / "mlm")
+    torch.manual_seed(1)
+    BertForMaskedLM(BertConfig.from_pretrained(folder)).save_pretrained(folder)
+    loaded = load_model(str(folder), head="masked_lm")
+    assert type(loaded.model).__name__ == "BertForMaskedLM" and loaded.provenance["architecture"] == "BertForMaskedLM"
+    reference = BertForMaskedLM.from_pretrained(folder, attn_implementation="eager").eval()
+    ids = torch.tensor([[2, 7, 8, 3]])
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.model(input_ids=ids).logits, reference(input_ids=ids).logits)
+    assert type(load_model(str(tiny_model_dir), head="classifier").model).__name__ == "BertForSequenceClassification"
+    with pytest.raises(ModelError, match=r"has no trained masked_lm head: its weights lack cls\.") as info:
+        load_model(str(tiny_model_dir), head="masked_lm")
+    assert "\n" not in str(info.value)
+    with pytest.raises(ModelError, match="unknown model head 'lm'; choose among encoder, classifier, masked_lm"):
+        load_model(str(tiny_model_dir), head="lm")
+    tokenizer = provenance_tokenizer({"path": str(tiny_model_dir)})
+    assert tokenizer is load_tokenizer(str(tiny_model_dir)) and tokenizer.convert_tokens_to_ids("cat") == 8  # [PAD] [UNK] [CLS] [SEP] [MASK] the a an cat
+    assert provenance_tokenizer({}) is None

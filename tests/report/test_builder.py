@@ -243,13 +243,14 @@ def test_one_caption_per_figure_and_table(built_run):
 
 def test_strongest_heads_folded_with_csv_and_p_values_scientific(built_run):
     md = (built_run / "report.md").read_text()
-    assert "<details><summary>The 2 heads with the largest mean score" in md
+    assert "<details><summary>The 2 heads with the largest effect in score units" in md
+    assert "(ranked by `mean_minus_tau`, the mean score minus tau" in md
     assert "All rows: [strongest_heads.csv](strongest_heads.csv)" in md
     table = md[md.index("## Strongest heads per role"):]
-    # local first (the figures' role order), largest mean first; p_corr = 7e-6 x 72
+    # local first (the figures' role order), largest mean - tau first (5.51 - 3); p_corr = 7e-6 x 72
     rows = [line for line in table.splitlines() if line.startswith("| m |")]
-    assert rows[:2] == ["| m | d1 | local | 5 | 1 | 20 | 5.510 | 2 | 4.500 | 5.04e-04 | yes |",
-                        "| m | d1 | local | 5 | 0 | 20 | 5.500 | 2 | 4.500 | 4.32e-04 | yes |"]
+    assert rows[:2] == ["| m | d1 | local | 5 | 1 | 20 | 5.510 | 3 | 2.510 | 4.500 | 5.04e-04 | yes |",
+                        "| m | d1 | local | 5 | 0 | 20 | 5.500 | 3 | 2.500 | 4.500 | 4.32e-04 | yes |"]
 
 
 def test_rebuild_report_without_torch_in_a_fresh_process(run):
@@ -302,7 +303,7 @@ def test_rebuild_with_top_k_rewrites_the_strongest_heads(run):
     strongest = pd.read_csv(run / "strongest_heads.csv")
     assert len(strongest) == len(ROLES)  # one head per role of one model on one data set
     assert strongest.set_index("role").loc["local", ["layer", "head"]].tolist() == [5, 1]
-    assert "The 1 heads with the largest mean score" in (run / "report.md").read_text()
+    assert "The 1 heads with the largest effect in score units" in (run / "report.md").read_text()
     assert json.loads((run / "manifest.json").read_text())["report_rebuilds"][-1]["top_k"] == 1
 
 

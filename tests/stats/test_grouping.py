@@ -62,22 +62,25 @@ def test_finish_clustering_tests_the_js_table():
     d = np.where((a // 3) == (b // 3), 0.1, 0.4) * (a != b)
     js = pd.DataFrame({"model": "m", "dataset": "d", "layer_a": (a // 3).ravel(), "head_a": (a % 3).ravel(),
                        "layer_b": (b // 3).ravel(), "head_b": (b % 3).ravel(), "js_mean": d.ravel()})
-    p = SimpleNamespace(analysis_options={"clustering": {"n_permutations": 199}}, seed=3,
-                        statistics=SimpleNamespace(alpha=0.05))
-    out = finish_clustering({"js_distance": js}, p)["clustering_tests"]
+    from headstats.analyses.clustering import ClusteringOptions
+
+    statistics, options = SimpleNamespace(alpha=0.05), ClusteringOptions(n_permutations=199)
+    out = finish_clustering({"js_distance": js}, statistics, options, 3)["clustering_tests"]
     ref = group_permutation_test(d, k // 3, n_permutations=199, seed=3)
     row = out.iloc[0]
     assert row["p_value"] == pytest.approx(ref.p_value) and row["within_mean"] == pytest.approx(0.1)
     assert row["between_mean"] == pytest.approx(0.4) and bool(row["reject"]) == (ref.p_value < 0.05)
     assert row["n_permutations"] == 199
-    empty = finish_clustering({}, p)["clustering_tests"]
+    empty = finish_clustering({}, statistics, options, 3)["clustering_tests"]
     assert empty.empty and list(empty.columns) == CLUSTERING_TEST_COLUMNS
 
 
-def test_finish_clustering_defaults_to_9999_permutations_without_options():
+def test_finish_clustering_defaults_to_9999_permutations():
     k = np.arange(4)
     a, b = np.meshgrid(k, k, indexing="ij")
     js = pd.DataFrame({"model": "m", "dataset": "d", "layer_a": (a // 2).ravel(), "head_a": (a % 2).ravel(),
                        "layer_b": (b // 2).ravel(), "head_b": (b % 2).ravel(), "js_mean": (a != b).ravel() * 0.2})
-    p = SimpleNamespace(analysis_options={}, seed=0, statistics=SimpleNamespace(alpha=0.05))
-    assert finish_clustering({"js_distance": js}, p)["clustering_tests"]["n_permutations"].tolist() == [9999]
+    from headstats.analyses.clustering import ClusteringOptions
+
+    out = finish_clustering({"js_distance": js}, SimpleNamespace(alpha=0.05), ClusteringOptions(), 0)
+    assert out["clustering_tests"]["n_permutations"].tolist() == [9999]

@@ -52,7 +52,7 @@ def test_finish_analyses_runs_the_hypotheses_then_the_finish_step():
 
     seen = []
 
-    def finish(tables, protocol):
+    def finish(tables, statistics, options, seed):
         seen.append(sorted(tables))
         return {"summary": pd.DataFrame({"n_rejected": [int(tables["mine_tests"]["reject"].sum())]})}
 

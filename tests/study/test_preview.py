@@ -12,7 +12,6 @@ import yaml
 
 from headstats.config.protocol import load_protocol
 from headstats.errors import OutputError
-from headstats.folders import FILES_KEY, WRITTEN_BY
 from headstats.model.finetune import SECONDS_OVERHEAD, SECONDS_PER_STEP, training_estimate
 from headstats.model.recipe import FinetuneRecipe
 from headstats.study.preview import run_plan, validate_run
@@ -76,6 +75,8 @@ def test_training_estimate_counts_steps_and_scales_time(glue, tiny_model_dir):
 
 
 def test_existing_run_folder_validates_with_a_note(tmp_path, tiny_model_dir):
+    from headstats.study.storage import write_manifest
+
     raw = {"name": "p", "models": [str(tiny_model_dir)],
            "datasets": [{"name": "d", "path": str(REPO / "data" / "demo" / "sentences.txt")}],
            "output": str(tmp_path / "runs" / "p")}
@@ -84,7 +85,7 @@ def test_existing_run_folder_validates_with_a_note(tmp_path, tiny_model_dir):
     out = tmp_path / "runs" / "p"
     out.mkdir(parents=True)
     (out / "tests.csv").write_text("x\n")
-    (out / "manifest.json").write_text(json.dumps({"written_by": WRITTEN_BY, FILES_KEY: ["tests.csv"]}))
+    write_manifest(out, {})  # as a run writes it: every file with its size and sha256
     found = validate_run(protocol)
     assert found.out == out.resolve()
     assert found.notes == [f"{out.resolve()} holds an earlier run: run needs --overwrite to replace it, or another --out"]

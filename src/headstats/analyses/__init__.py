@@ -18,8 +18,8 @@ concatenates each of its ``tables()`` over models and data sets, then, in this o
    that has a ``hypotheses()`` method (mappings ``name, measure, threshold, layers``) gets each hypothesis
    tested one-sided per head with the protocol's statistics, as the table ``<analysis>_tests``
    (:mod:`headstats.study.analysis_tests`);
-2. **finish** (:attr:`AnalysisSpec.finish`): ``finish(tables, protocol) -> {name: frame}`` gets the
-   analysis' tables (with ``<analysis>_tests`` if any) and returns the tables to add or replace, merged into
+2. **finish** (:attr:`AnalysisSpec.finish`): ``finish(tables, statistics, options, seed) -> {name: frame}``
+   gets the analysis' tables (with ``<analysis>_tests`` if any) and returns the tables to add or replace, merged into
    them: the place for intervals, tests and corrections (which live in the statistics layer above this one,
    hence the ``"module:function"`` reference);
 3. every table is written as ``<table>.csv``, and **report** (:attr:`AnalysisSpec.report`) adds the
@@ -43,8 +43,10 @@ from headstats.registry import Registry
 #: ``report(report, root, tables)``: add a section to a :class:`headstats.report.blocks.Report` from the analysis'
 #: tables (name -> frame concatenated over models and data sets); figures go under ``root / "figures"``.
 ReportSection = Callable[[Any, Path, Mapping[str, Any]], None]
-#: ``finish(tables, protocol) -> {name: frame}``: the tables to add to or replace in the analysis' tables.
-Finish = Callable[[Mapping[str, Any], Any], Mapping[str, Any]]
+#: ``finish(tables, statistics, options, seed) -> {name: frame}``: the tables to add to or replace in the
+#: analysis' tables, from its tables, the study's statistics options (alpha, correction, confidence, ...),
+#: the analysis' own options (an instance of its ``options`` model, or None) and the study's seed.
+Finish = Callable[[Mapping[str, Any], Any, Any, int], Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,8 @@ class AnalysisSpec:
     options : pydantic model class, optional
         The schema of the analysis' options (``analysis_options: {name: {...}}`` in a protocol), checked
         before any model loads; the collector reads them with :func:`analysis_options`.
-    finish : callable or str, optional
-        ``finish(tables, protocol) -> {name: frame}`` (see :data:`Finish`), or its ``"module:function"``
+    finish : callable or str, or a tuple of them, optional
+        ``finish(tables, statistics, options, seed) -> {name: frame}`` (see :data:`Finish`), or its ``"module:function"``
         reference: run by the study on the analysis' tables concatenated over models and data sets (with its
         declared hypotheses' ``<analysis>_tests``) before they are written; the tables it returns are added to
         them, replacing those of the same name. The place for intervals, tests and corrections, which live in
@@ -82,7 +84,7 @@ class AnalysisSpec:
     report: ReportSection | str | None = None
     selectable: bool = True
     options: Any = None
-    finish: Finish | str | None = None
+    finish: Finish | str | tuple | None = None
 
     def report_section(self) -> ReportSection | None:
         """The report section, imported if it was named by reference."""
@@ -92,10 +94,17 @@ class AnalysisSpec:
         """The ``finish`` function, imported if it was named by reference, or None."""
         return resolve(self.finish) if isinstance(self.finish, str) else self.finish
 
-    def finished(self, tables: Mapping[str, Any], protocol: Any) -> dict[str, Any]:
-        """``tables`` with what :attr:`finish` returns added (replacing tables of the same name)."""
-        finish = self.finisher()
-        return dict(tables) if finish is None else {**tables, **finish(tables, protocol)}
+    def finished(self, tables: Mapping[str, Any], statistics: Any, options: Any, seed: int) -> dict[str, Any]:
+        """``tables`` with what :attr:`finish` returns added (replacing tables of the same name; a table it
+        returns as None is dropped). A tuple of steps runs in order, each on the tables the previous left
+        (e.g. the probes trained in the analysis' own module, then their tests in the statistics layer)."""
+        steps = self.finish if isinstance(self.finish, tuple) else (self.finish,)
+        out = dict(tables)
+        for step in steps:
+            finish = resolve(step) if isinstance(step, str) else step
+            if finish is not None:
+                out.update(finish(out, statistics, options, seed))
+        return {name: table for name, table in out.items() if table is not None}
 
 
 def resolve(reference: str) -> Callable[..., Any]:
@@ -114,7 +123,7 @@ _discovered = False
 
 def register_analysis(name: str, collector: Callable[..., Any], *, description: str = "",
                       report: ReportSection | str | None = None, selectable: bool = True,
-                      options: Any = None, finish: Finish | str | None = None,
+                      options: Any = None, finish: Finish | str | tuple | None = None,
                       overwrite: bool = False) -> AnalysisSpec:
     """Register an analysis under ``name`` (see :class:`AnalysisSpec`); returns its spec."""
     if not name.replace("_", "").isalnum():
@@ -123,21 +132,20 @@ def register_analysis(name: str, collector: Callable[..., Any], *, description: 
                              overwrite=overwrite)
 
 
-def analysis_options(name: str, protocol: Any, schema: Any = None) -> Any:
-    """The validated options of analysis ``name`` in ``protocol``: its registered ``options`` model with the
-    protocol's ``analysis_options[name]`` (defaults when the protocol gives none or is None); None for an
-    analysis without options.
+def analysis_options(name: str, given: Any = None, schema: Any = None) -> Any:
+    """The validated options of analysis ``name``: its registered ``options`` model built from ``given`` (a
+    protocol's ``analysis_options[name]`` mapping, an instance of the model, or None for the defaults); None
+    for an analysis without options.
 
-    ``schema`` (the options model) skips the registry, whose first use imports every analysis module: the
-    statistics layer, which must not import torch, names the model it finishes (e.g.
-    :class:`~headstats.analyses.clark_options.ClusteringOptions`).
+    ``schema`` (the options model) skips the registry, whose first use imports every analysis module.
     """
     options = schema if schema is not None else get_analysis(name).options
     if options is None:
         return None
-    given = {} if protocol is None else (getattr(protocol, "analysis_options", None) or {}).get(name, {})
+    if isinstance(given, options):
+        return given
     try:
-        return options.model_validate(given)
+        return options.model_validate(dict(given or {}))
     except Exception as exc:  # pydantic.ValidationError: one line naming the key
         from pydantic import ValidationError
 
@@ -147,6 +155,17 @@ def analysis_options(name: str, protocol: Any, schema: Any = None) -> Any:
         where = ".".join(str(p) for p in err["loc"])
         raise ProtocolError(f"invalid analysis_options.{name}.{where}: {err['msg']}; see the analysis' options "
                             "in the README") from None
+
+
+def collector_options(context: Any, schema: Any) -> Any:
+    """A collector's own options (an instance of ``schema``): what the study put in the job
+    (``context.options["options"]``), else built from the context's options that are fields of ``schema``
+    (a collector built by hand, e.g. ``{"max_inputs": 5}``), else the defaults."""
+    options = context.options
+    given = options.get("options")
+    if given is None:
+        given = {k: v for k, v in options.items() if k in schema.model_fields}
+    return analysis_options("", given, schema)
 
 
 def _discover() -> None:

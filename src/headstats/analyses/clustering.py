@@ -36,12 +36,33 @@ import numpy as np
 import pandas as pd
 from headstats.lazy import torch
 
-from headstats.analyses import analysis_options, register_analysis
-from headstats.analyses.clark_options import ClusteringOptions
+from headstats.analyses import collector_options, register_analysis
 from headstats.analyses.surface import (SURFACE_COLUMNS, SURFACE_MEASURES, SurfacePatterns, dominant_behaviour,
                                        surface_of)
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
+from pydantic import Field
+
+from headstats.fields import Float, Int, StrictModel
+from headstats.engine.cache import AFTER_PASS
+
+
+class ClusteringOptions(StrictModel):
+    """Options of the ``clustering`` analysis (JS divergence between heads, MDS; METHODS 2.6): ``max_inputs``
+    changes its state; the others are read after the pass (:data:`~headstats.engine.cache.AFTER_PASS`)."""
+
+    #: Inputs used for the divergence matrix (the first ones of each data set); null for all. The cost is
+    #: (layers x heads)^2 / 2 x n^2 logarithms per input: about 2 s per input of 128 pieces for 72 heads on one
+    #: CPU core (Clark et al. used 1000 inputs).
+    max_inputs: Int | None = Field(100, ge=1)
+    #: Resamples of the permutation test of "heads of one layer sit together".
+    n_permutations: Int = Field(9999, ge=99, json_schema_extra=AFTER_PASS)
+    #: A head's dominant behaviour (the colours of the MDS figure) is ``broad`` when no pattern holds more than
+    #: half its mass and its entropy is at least this share of the uniform reference ln n
+    #: (:func:`headstats.analyses.surface.dominant_behaviour`). The test of broad attention is the surface
+    #: analysis' ``broad`` hypothesis.
+    broad_share: Float = Field(0.75, gt=0, le=1, json_schema_extra=AFTER_PASS)
+
 
 #: Weight of the attention row in the smoothed row, as in Clark et al.'s code.
 JS_SMOOTHING = 0.999
@@ -159,10 +180,9 @@ class HeadClustering(Collector):
     def __init__(self, context: Context) -> None:
         super().__init__(context)
         options = context.options
-        protocol = options.get("protocol")
-        mine: ClusteringOptions = analysis_options("clustering", protocol)
-        self.max_inputs = options.get("max_inputs", mine.max_inputs)
-        self.seed = int(options.get("seed", getattr(protocol, "seed", 0) or 0))
+        mine: ClusteringOptions = collector_options(context, ClusteringOptions)
+        self.max_inputs = mine.max_inputs
+        self.seed = int(options.get("seed", context.seed))  # the embedding's, in tables(): not the state's
         self.broad_share = float(mine.broad_share)
         self._punct = options.get("punct_ids")
         k = context.n_layers * context.n_heads

@@ -35,15 +35,42 @@ counts behind ``dependency_table`` (see :meth:`DependencyAccuracy.tables`).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 from headstats.lazy import torch
-from headstats.analyses import analysis_options, register_analysis
+from headstats.analyses import collector_options, register_analysis
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context
-from headstats.analyses.clark_options import DependencyOptions
+from pydantic import Field
+
+from headstats.fields import Int, StrictModel
+from headstats.engine.cache import AFTER_PASS
+
+
+class DependencyOptions(StrictModel):
+    """Options of the ``dependency`` analysis (METHODS 2.3): ``from_word``, ``labels`` and ``offsets`` change its
+    state; the others are read by its finish step (:data:`~headstats.engine.cache.AFTER_PASS`)."""
+
+    #: The row of a split word: the mean of its pieces' rows (the paper) or its first piece's (released code).
+    from_word: Literal["mean", "first"] = "mean"
+    #: ``base``: subtype names folded into their base (nsubjpass -> nsubj); ``canonical``: headstats' labels.
+    labels: Literal["base", "canonical"] = "base"
+    #: Offsets of the baseline (0, the word itself, is never a head).
+    offsets: list[int] = Field(default_factory=lambda: [-3, -2, -1, 1, 2], min_length=1)
+    #: Relations with fewer words are left out of ``dependency_table`` and its tests (kept in the heads table).
+    min_count: Int = Field(100, ge=1, json_schema_extra=AFTER_PASS)
+    #: ``split``: the best head and offset are chosen on the inputs of even position and tested on those of
+    #: odd position; ``same``: chosen and tested on all words (optimistic, the paper's way).
+    selection: Literal["split", "same"] = Field("split", json_schema_extra=AFTER_PASS)
+    #: Alternative of the paired test: ``greater`` (the head beats the offset) or ``two-sided``.
+    alternative: Literal["greater", "two-sided"] = Field("greater", json_schema_extra=AFTER_PASS)
+    #: The paired test of head against offset and the intervals: ``signflip_sentences`` (the sentence is the
+    #: unit: sign flips of per-sentence differences, intervals clustered on sentences) or ``mcnemar_words``
+    #: (McNemar's exact test and Wilson intervals on words taken as independent; METHODS 5.3).
+    test: Literal["signflip_sentences", "mcnemar_words"] = Field("signflip_sentences", json_schema_extra=AFTER_PASS)
+
 
 #: The two ways a head can point a word at its head (METHODS 2.3).
 DIRECTIONS = ("dependent_to_head", "head_to_dependent")
@@ -113,7 +140,7 @@ class DependencyAccuracy(Collector):
 
     def __init__(self, context: Context) -> None:
         super().__init__(context)
-        self.options: DependencyOptions = analysis_options("dependency", context.options.get("protocol"))
+        self.options: DependencyOptions = collector_options(context, DependencyOptions)
         self._state = {"relations": {}, "notes": {"same_unit": 0, "no_pieces": 0},
                        "offsets": list(self.options.offsets)}
 

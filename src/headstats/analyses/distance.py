@@ -35,8 +35,9 @@ import pandas as pd
 from headstats.lazy import torch
 from pydantic import Field
 
-from headstats.analyses import analysis_options, register_analysis
+from headstats.analyses import collector_options, register_analysis
 from headstats.engine.batch import BatchView
+from headstats.engine.cache import AFTER_PASS
 from headstats.engine.collector import Context, PerInputCollector
 from headstats.fields import StrictModel
 
@@ -47,7 +48,7 @@ DISTANCE_MEASURES = ("distance", "uniform", "locality")
 class DistanceOptions(StrictModel):
     """``analysis_options: {distance: {locality: 0.5}}``: the threshold of the ``local`` hypothesis."""
 
-    locality: float = Field(0.5, gt=0, lt=1)
+    locality: float = Field(0.5, gt=0, lt=1, json_schema_extra=AFTER_PASS)
 
 
 def distance_of(view: BatchView) -> torch.Tensor:
@@ -75,7 +76,7 @@ class AttentionDistance(PerInputCollector):
 
     def hypotheses(self) -> list[dict]:
         """``local``: mean locality above the threshold (see :func:`headstats.stats.hypotheses.test_measures`)."""
-        options = analysis_options("distance", self.context.options.get("protocol"))
+        options = collector_options(self.context, DistanceOptions)
         return [{"name": "local", "measure": "locality", "threshold": options.locality, "layers": None}]
 
     def tables(self) -> dict[str, pd.DataFrame]:

@@ -35,13 +35,23 @@ import numpy as np
 import pandas as pd
 from headstats.lazy import torch
 
-from headstats.analyses import analysis_options, register_analysis
-from headstats.analyses.clark_options import GradientOptions
+from headstats.analyses import collector_options, register_analysis
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
 from headstats.engine.forward import pad_batch
 from headstats.model.encoding import EncodedInput
 from headstats.model.task_heads import load_task_model, task_kind
+from pydantic import Field
+
+from headstats.fields import StrictModel
+
+
+class GradientOptions(StrictModel):
+    """Options of the ``gradients`` analysis (METHODS 2.1)."""
+
+    #: Share of each input's non-special pieces masked for the masked-LM loss (at least one).
+    mask_share: float = Field(0.15, gt=0, lt=1)
+
 
 #: The kinds of keys gradients are averaged over (Clark et al.'s Figure 3 has sep, punct and other).
 TARGETS = ("cls", "sep", "punct", "other")
@@ -133,11 +143,13 @@ def attention_gradients(model: Any, kind: str, input_ids: torch.Tensor, attentio
 class GradientImportance(Collector):
     """Mean |dL/dA| per head and target kind, over inputs (module docstring)."""
 
+    #: Its state depends on the seed (which pieces are masked), so the seed is part of its cache key.
+    seeded = True
+
     def __init__(self, context: Context) -> None:
         super().__init__(context)
-        protocol = context.options.get("protocol")
-        self.options: GradientOptions = analysis_options("gradients", protocol)
-        self.seed = int(getattr(protocol, "seed", 0) or 0)
+        self.options: GradientOptions = collector_options(context, GradientOptions)
+        self.seed = int(context.seed)
         shape = (context.n_layers, context.n_heads)
         self._state = {"moments": {t: Moments.zeros(shape) for t in TARGETS}, "loss": Moments.zeros(()),
                        "kind": None, "skipped": None}

@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 from headstats.lazy import torch
 
-from headstats.analyses import analysis_options, register_analysis
+from headstats.analyses import collector_options, register_analysis
 from headstats.analyses.importance_options import ImportanceOptions
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, ScoreState
@@ -122,14 +122,11 @@ def _finetuned_task(source: str | None) -> str | None:
         return None
 
 
-def _dataset_task(protocol: Any, dataset: str) -> str | None:
-    """The canonical GLUE task of a protocol's data set (None: not a GLUE data set)."""
+def _dataset_task(task: str | None) -> str | None:
+    """The canonical name of a data set's GLUE task (None: not a GLUE data set)."""
     from headstats.inputs.glue import get_task
 
-    for spec in getattr(protocol, "datasets", None) or []:
-        if spec.name == dataset and getattr(spec, "glue", None) is not None:
-            return get_task(spec.glue.task).name
-    return None
+    return None if task is None else get_task(task).name
 
 
 def single_head_gates(n_layers: int, n_heads: int) -> np.ndarray:
@@ -162,13 +159,16 @@ class ImportanceCollector(Collector):
     """Ablation effects and gradient importance of every head per input (module docstring)."""
 
     version: ClassVar[str] = "1"
+    #: The pruning halves and the masked-LM masks depend on the seed.
+    seeded: ClassVar[bool] = True
+    #: The job carries the data set's GLUE task (``options["glue_task"]``): a classifier of another task is skipped.
+    reads_task: ClassVar[bool] = True
 
     def __init__(self, context: Context) -> None:
         super().__init__(context)
-        protocol = context.options.get("protocol")
-        self.options: ImportanceOptions = analysis_options("importance", protocol, schema=ImportanceOptions)
-        self.seed = int(getattr(protocol, "seed", 0) or 0)
-        self._dataset_task = _dataset_task(protocol, context.dataset)
+        self.options: ImportanceOptions = collector_options(context, ImportanceOptions)
+        self.seed = int(context.seed)
+        self._dataset_task = _dataset_task(context.options.get("glue_task"))
         info = {"kind": None, "status": None, "reason": "", "ablation": self.options.ablation,
                 "shares": list(self.options.prune_shares), "n_predicted_labels": 0, "prune_by": self.options.prune_by}
         self._state = ImportanceState.empty(context.n_layers, context.n_heads, self.options.prune_shares, info)

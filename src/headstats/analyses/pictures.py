@@ -14,7 +14,7 @@ off a surface measure (:mod:`headstats.analyses.surface`), averaged over *every*
 
 The gallery takes, per pattern, the head with the largest mean, and shows it on the kept input where that
 head's value of the measure is largest. Only a few inputs' maps are ever held (options
-``analysis_options.pictures``, :class:`~headstats.analyses.clark_options.PicturesOptions`): the first
+``analysis_options.pictures``, :class:`PicturesOptions`): the first
 ``n_inputs`` inputs of at most ``max_pieces`` pieces (the shortest ones when none is that short), or those
 named in ``sentence_ids``; every other input only adds to the running means. A longer input is drawn on at
 most ``max_pieces`` of its pieces, the first of each sentence (:func:`shown_positions`; weights to pieces not
@@ -22,7 +22,9 @@ drawn are left out). At the end, the maps of the chosen heads on their inputs (a
 kept input) become
 long tables, so the report draws them (heat map, line view, the interactive view) from tables alone:
 
-- ``gallery``: ``model, dataset, pattern, measure, layer, head, mean, sentence_id, value``;
+- ``gallery``: ``model, dataset, pattern, measure, layer, head, mean, strength, weak, sentence_id, value``
+  (``weak``: even the best head's mean is below the pattern's stated ``strength``, :data:`GALLERY_STRENGTH`; the
+  report labels such an example weak rather than showing it as the pattern);
 - ``attention_maps``: ``model, dataset, sentence_id, layer, head, query, key, weight`` (positions drawn);
 - ``attention_tokens``: ``model, dataset, sentence_id, position, token, segment, special``.
 """
@@ -35,11 +37,26 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from headstats.analyses import analysis_options, register_analysis
-from headstats.analyses.clark_options import PicturesOptions
+from headstats.analyses import collector_options, register_analysis
 from headstats.analyses.surface import SURFACE_MEASURES, provenance_punctuation_ids, provenance_tokenizer, surface_of
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
+from pydantic import Field
+
+from headstats.fields import Int, StrictModel
+
+
+class PicturesOptions(StrictModel):
+    """Options of the ``pictures`` analysis (heat maps, line views, gallery of BertViz patterns; METHODS 3)."""
+
+    #: Inputs whose maps are kept (the first ones of each data set, or the ``sentence_ids`` given).
+    n_inputs: Int = Field(3, ge=1, le=50)
+    sentence_ids: list[str] | None = None
+    #: Heads always drawn, as [layer, head] (0-indexed), beside the gallery's choice.
+    heads: list[tuple[Int, Int]] = Field(default_factory=list)
+    #: Inputs longer than this many pieces are cut for the pictures (the measures use the whole input).
+    max_pieces: Int = Field(64, ge=4)
+
 
 #: pattern -> the surface measures whose sum reads it.
 PATTERNS: dict[str, tuple[str, ...]] = {
@@ -50,7 +67,14 @@ PATTERNS: dict[str, tuple[str, ...]] = {
     "delimiters": ("cls", "sep"),
     "broad": ("entropy_ratio",),
 }
-GALLERY_COLUMNS = ["model", "dataset", "pattern", "measure", "layer", "head", "mean", "sentence_id", "value"]
+#: pattern -> the mean a head must reach to be a gallery example of it, not a weak one: more than half its
+#: attention on the pattern's keys (as "attends mostly to" in Clark et al. and the dominant behaviour of
+#: :func:`headstats.analyses.surface.dominant_behaviour`); broad: entropy at least 0.75 of ln n (the clustering
+#: option ``broad_share``'s default).
+GALLERY_STRENGTH: dict[str, float] = {"next_word": 0.5, "previous_word": 0.5, "identical_words": 0.5,
+                                      "same_word_other_sentence": 0.5, "delimiters": 0.5, "broad": 0.75}
+GALLERY_COLUMNS = ["model", "dataset", "pattern", "measure", "layer", "head", "mean", "strength", "weak",
+                   "sentence_id", "value"]
 MAP_COLUMNS = ["model", "dataset", "sentence_id", "layer", "head", "query", "key", "weight"]
 TOKEN_COLUMNS = ["model", "dataset", "sentence_id", "position", "token", "segment", "special"]
 
@@ -106,10 +130,10 @@ class AttentionPictures(Collector):
     def __init__(self, context: Context) -> None:
         super().__init__(context)
         options = context.options
-        mine: PicturesOptions = analysis_options("pictures", options.get("protocol"))
+        mine: PicturesOptions = collector_options(context, PicturesOptions)
 
-        def option(name):  # a collector option (tests), else the protocol's analysis_options.pictures
-            return options.get(name, getattr(mine, name))
+        def option(name):
+            return getattr(mine, name)
 
         self.n_inputs = int(option("n_inputs"))
         self.max_pieces = int(option("max_pieces"))
@@ -178,8 +202,9 @@ class AttentionPictures(Collector):
             if not np.isfinite(per_input).any():
                 continue
             best = s.kept[int(np.nanargmax(per_input))]
-            rows.append((ctx.model, ctx.dataset, pattern, "+".join(measures), int(layer), int(head),
-                         float(values[layer, head]), best.sentence_id, float(np.nanmax(per_input))))
+            mean, strength = float(values[layer, head]), GALLERY_STRENGTH[pattern]
+            rows.append((ctx.model, ctx.dataset, pattern, "+".join(measures), int(layer), int(head), mean,
+                         strength, bool(mean < strength), best.sentence_id, float(np.nanmax(per_input))))
         return pd.DataFrame(rows, columns=GALLERY_COLUMNS)
 
     def _token_strings(self, ids: np.ndarray) -> list[str]:

@@ -28,16 +28,32 @@ Paper (BERT-base, WSJ): right-branching 26, distance + GloVe 58, attention only 
 from __future__ import annotations
 
 import functools
-from typing import Any, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from headstats.lazy import torch
+from pydantic import Field
 
-from headstats.analyses import analysis_options, register_analysis
-from headstats.analyses.clark_options import ProbingOptions
+from headstats.analyses import collector_options, register_analysis
 from headstats.engine.batch import BatchView
+from headstats.engine.cache import AFTER_PASS
 from headstats.engine.collector import Collector, Context
+from headstats.fields import Int, StrictModel
+from headstats.lazy import torch
+from headstats.model.loading import provenance_source
+
+
+class ProbingOptions(StrictModel):
+    """Options of the ``probing`` analysis (METHODS 2.5): ``from_word`` changes its state (the features); the
+    probes' training options are read after the pass (:data:`~headstats.engine.cache.AFTER_PASS`)."""
+
+    from_word: Literal["mean", "first"] = "mean"
+    #: A text file of ``word v1 v2 ...`` lines (GloVe's format); default: the model's own input embeddings.
+    vectors: str | None = Field(None, json_schema_extra=AFTER_PASS)
+    #: Adam's learning rate (the paper's 0.002) and the hidden units of the distance-plus-words baseline.
+    lr: float = Field(0.002, gt=0, json_schema_extra=AFTER_PASS)
+    hidden: Int = Field(200, ge=1, json_schema_extra=AFTER_PASS)
+
 
 PROBES = ("right_branching", "distance_and_words", "attention_only", "attention_and_words")
 MAX_DISTANCE = 10
@@ -53,8 +69,7 @@ class ProbeFeatures(Collector):
 
     def __init__(self, context: Context) -> None:
         super().__init__(context)
-        self.options: ProbingOptions = analysis_options("probing", context.options.get("protocol"))
-        self.seed = int(getattr(context.options.get("protocol"), "seed", 0) or 0)
+        self.options: ProbingOptions = collector_options(context, ProbingOptions)
         self._state = {"sentences": []}
 
     def update(self, view: BatchView) -> None:
@@ -92,44 +107,83 @@ class ProbeFeatures(Collector):
         return {"sentences": [s for state in states for s in state["sentences"]]}
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        """``probes``: ``model, dataset, probe, vectors, n_train, n_test, n_words, correct, uas, seed`` and the
-        discordant counts against both baselines (``only_vs_<baseline>``, ``<baseline>_only``) on the same
-        held-out words; the study's finish step adds Wilson intervals and McNemar's exact tests."""
+        """``probe_sentences``: one row per parsed input (``model, dataset, source, revision, index,
+        attention, gold, punct, pieces``), what the analysis' finish step trains the probes on
+        (:func:`train_probes`; it replaces this table by ``probes``). Nothing is trained here, so a shard
+        merge or a second call costs nothing."""
         ctx = self.context
-        sentences = sorted(self._state["sentences"], key=lambda s: s["index"])
-        train = [s for s in sentences if not held_out(s["index"])]
-        test = [s for s in sentences if held_out(s["index"])]
-        vectors, source = word_vectors(ctx, self.options, sentences)
-        right = {probe: run_probe(probe, train, test, vectors, seed=self.seed, lr=self.options.lr,
-                                  hidden=self.options.hidden) for probe in PROBES}
-        rows = []
-        for probe, ok in right.items():
-            n = len(ok)
-            row = {"model": ctx.model, "dataset": ctx.dataset, "probe": probe,
-                   "vectors": source if "words" in probe else "", "n_train": len(train), "n_test": len(test),
-                   "n_words": n, "correct": int(ok.sum()), "uas": ok.mean() if n else np.nan, "seed": self.seed}
-            for base in ("right_branching", "distance_and_words"):
-                row[f"only_vs_{base}"] = int((ok & ~right[base]).sum())
-                row[f"{base}_only"] = int((~ok & right[base]).sum())
-            rows.append(row)
-        return {"probes": pd.DataFrame(rows)}
+        prov = ctx.provenance.get(ctx.model, {})
+        rows = [{"model": ctx.model, "dataset": ctx.dataset, "source": provenance_source(prov, ctx.model),
+                 "revision": prov.get("revision"), **s}
+                for s in sorted(self._state["sentences"], key=lambda s: s["index"])]
+        return {"probe_sentences": pd.DataFrame(rows, columns=SENTENCE_COLUMNS)}
 
 
-def word_vectors(ctx: Context, options: ProbingOptions, sentences: Sequence[dict]) -> tuple[Any, str]:
-    """``(kind, table, dim, tokenizer)`` of the word vectors, and a label of their source."""
-    prov = ctx.provenance.get(ctx.model, {})
-    source = str(prov.get("path") or prov.get("hub_id") or ctx.model)
+#: Columns of the ``probe_sentences`` table that :meth:`ProbeFeatures.tables` hands to :func:`train_probes`.
+SENTENCE_COLUMNS = ["model", "dataset", "source", "revision", "index", "attention", "gold", "punct", "pieces"]
+
+
+def train_probes(tables: Mapping[str, pd.DataFrame], statistics: Any, options: ProbingOptions | None,
+                 seed: int) -> dict[str, pd.DataFrame | None]:
+    """The analysis' finish step (before the statistics layer's :func:`headstats.stats.accuracy.finish_probes`):
+    every probe trained once per (model, data set) on the inputs not held out and scored on the others.
+
+    Returns ``probes`` (``model, dataset, probe, vectors, n_train, n_test, n_words, correct, uas, seed`` and
+    the discordant counts against both baselines on the same held-out words, ``only_vs_<baseline>`` and
+    ``<baseline>_only``) and drops ``probe_sentences`` (it is not written).
+    """
+    options = options if options is not None else ProbingOptions()
+    frame = tables.get("probe_sentences")
+    rows = []
+    if frame is not None and not frame.empty:
+        for (model, dataset), part in frame.groupby(["model", "dataset"], sort=False):
+            sentences = [dict(zip(SENTENCE_COLUMNS[4:], r)) for r in
+                         part.sort_values("index")[SENTENCE_COLUMNS[4:]].itertuples(index=False)]
+            first = part.iloc[0]
+            prov = {"path": first["source"], "revision": first["revision"]}
+            rows += probe_rows(model, dataset, sentences, prov, options, seed)
+    return {"probes": pd.DataFrame(rows, columns=PROBE_COLUMNS), "probe_sentences": None}
+
+
+#: Columns of ``probes`` as :func:`train_probes` makes it.
+PROBE_COLUMNS = ["model", "dataset", "probe", "vectors", "n_train", "n_test", "n_words", "correct", "uas", "seed",
+                 "only_vs_right_branching", "right_branching_only", "only_vs_distance_and_words",
+                 "distance_and_words_only"]
+
+
+def probe_rows(model: str, dataset: str, sentences: Sequence[dict], provenance: Mapping[str, Any],
+               options: ProbingOptions, seed: int) -> list[dict]:
+    """The rows of ``probes`` for one (model, data set): each probe trained and scored on the same words."""
+    train = [s for s in sentences if not held_out(s["index"])]
+    test = [s for s in sentences if held_out(s["index"])]
+    vectors, source = word_vectors(provenance, options, model)
+    right = {probe: run_probe(probe, train, test, vectors, seed=seed, lr=options.lr, hidden=options.hidden)
+             for probe in PROBES}
+    rows = []
+    for probe, ok in right.items():
+        n = len(ok)
+        row = {"model": model, "dataset": dataset, "probe": probe, "vectors": source if "words" in probe else "",
+               "n_train": len(train), "n_test": len(test), "n_words": n, "correct": int(ok.sum()),
+               "uas": ok.mean() if n else np.nan, "seed": seed}
+        for base in ("right_branching", "distance_and_words"):
+            row[f"only_vs_{base}"] = int((ok & ~right[base]).sum())
+            row[f"{base}_only"] = int((~ok & right[base]).sum())
+        rows.append(row)
+    return rows
+
+
+def word_vectors(provenance: Mapping[str, Any], options: ProbingOptions, model: str = "") -> tuple[Any, str]:
+    """``(kind, table, dim, tokenizer)`` of the word vectors, and a label of their source (the model and its
+    tokenizer, found from its ``provenance``, loaded by the model layer: :func:`headstats.model.loading.load_model`)."""
+    from headstats.model.loading import load_model, load_tokenizer
+
+    source, revision = provenance_source(provenance, model), provenance.get("revision")
     if options.vectors:
-        from transformers import AutoTokenizer
-
         table = _read_vectors(options.vectors)
         dim = len(next(iter(table.values())))
-        return ("file", table, dim, AutoTokenizer.from_pretrained(source, revision=prov.get("revision"))), \
-            f"file:{options.vectors}"
-    from transformers import AutoModel
-
+        return ("file", table, dim, load_tokenizer(source, revision=revision)), f"file:{options.vectors}"
     with torch.inference_mode(False):
-        embeddings = AutoModel.from_pretrained(source, revision=prov.get("revision")).get_input_embeddings()
+        embeddings = load_model(source, revision=revision).model.get_input_embeddings()
         matrix = embeddings.weight.detach().float().numpy().copy()
     return ("embeddings", matrix, matrix.shape[1], None), "input_embeddings"
 
@@ -247,7 +301,8 @@ def _logits(probe: Any, sentence: dict, vectors: Any) -> torch.Tensor:
 
 
 register_analysis(
-    "probing", ProbeFeatures, options=ProbingOptions, finish="headstats.stats.accuracy:finish_probes",
+    "probing", ProbeFeatures, options=ProbingOptions,
+    finish=(train_probes, "headstats.stats.accuracy:finish_probes"),
     report="headstats.report.sections.probing_section:probing_section",
     description="attention-only and attention-and-words dependency probes over all heads, against right-branching "
                 "and distance-plus-words baselines (Clark et al. 2019, section 5)",

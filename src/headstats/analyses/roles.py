@@ -166,7 +166,7 @@ def register_role(
         Identifier-like name (letters, digits, ``_``); must not start with ``syntactic``.
     sieve : callable
         ``sieve(layout: SequenceLayout, options) -> ndarray of bool, shape (n, n)``: entry (i, j) is True
-        when key j is in the sieve of query i. ``options`` is the protocol's ``ScoringOptions``.
+        when key j is in the sieve of query i. ``options`` is the :class:`~headstats.analyses.sieves.ScoreSettings`.
     pairs_only : bool
         Score only pair inputs (NaN for single sentences).
     batched : callable, optional

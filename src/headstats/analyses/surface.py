@@ -30,41 +30,70 @@ Attention", BlackboxNLP 2019; their code ``clarkkev/attention-analysis`` (``Gene
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from headstats.lazy import torch
 
-from headstats.analyses import analysis_options, register_analysis
-from headstats.analyses.clark_options import SurfaceOptions
+from headstats.analyses import collector_options, register_analysis
 from headstats.analyses.entropy import entropy_of
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Context, PerInputCollector
 from headstats.measures import MeasureArray
+from headstats.model.loading import provenance_tokenizer  # the model layer loads every tokenizer
 from headstats.analyses.surface_measures import (  # the names, importable without torch (for the protocol)
     DEFAULT_HYPOTHESES,
     PUNCTUATION,
     SURFACE_COLUMNS,
     SURFACE_MEASURES,
 )
+from pydantic import Field, field_validator, model_validator
+
+from headstats.fields import Float, Int, StrictModel
+from headstats.engine.cache import AFTER_PASS
 
 __all__ = ["DEFAULT_HYPOTHESES", "PUNCTUATION", "SURFACE_COLUMNS", "SURFACE_MEASURES", "SurfacePatterns",
            "dominant_behaviour", "punctuation_ids", "surface_of", "surface_table"]
 
 
-@lru_cache(maxsize=8)
-def _tokenizer_of(source: str, revision: str | None) -> Any:
-    from transformers import AutoTokenizer
+class MeasureHypothesis(StrictModel):
+    """A declared hypothesis about a per-input measure: ``H0: mean(measure) <= threshold`` per head, one-sided."""
 
-    return AutoTokenizer.from_pretrained(source, revision=revision)
+    name: str
+    measure: str
+    threshold: Float
+    #: The layers it concerns (0-indexed); all layers when left out.
+    layers: list[Int] | None = None
 
 
-def provenance_tokenizer(provenance: Mapping[str, Any]) -> Any | None:
-    """The tokenizer of a loaded model, found from its provenance (local folder or hub id); None if unknown."""
-    source = provenance.get("path") or provenance.get("hub_id")
-    return _tokenizer_of(str(source), provenance.get("revision")) if source else None
+class SurfaceOptions(StrictModel):
+    """Options of the ``surface`` analysis (METHODS 2.1)."""
+
+    #: Tested with the protocol's ``statistics`` (test, correction, family, alpha); ``surface_tests.csv``.
+    #: Read only after the pass (not part of the cache key: changing them reuses the states).
+    hypotheses: list[MeasureHypothesis] = Field(
+        default_factory=lambda: [MeasureHypothesis(**h) for h in DEFAULT_HYPOTHESES], json_schema_extra=AFTER_PASS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, value):
+        if isinstance(value, dict) and "broad_share" in value:
+            raise ValueError("broad_share colours the clustering figure; move it to analysis_options: "
+                             "{clustering: {broad_share: ...}}")
+        return value
+
+    @field_validator("hypotheses")
+    @classmethod
+    def _known_measures(cls, value):
+        names = [h.name for h in value]
+        if len(set(names)) != len(names):
+            raise ValueError(f"hypothesis names must be unique; got {', '.join(names)}")
+        for h in value:
+            if h.measure not in SURFACE_MEASURES:
+                raise ValueError(f"hypothesis {h.name!r}: unknown measure {h.measure!r}; choose among "
+                                 f"{', '.join(SURFACE_MEASURES)}")
+        return value
 
 
 def punctuation_ids(tokenizer: Any, marks: Sequence[str] = PUNCTUATION) -> tuple[int, ...]:
@@ -146,9 +175,9 @@ class SurfacePatterns(PerInputCollector):
     """Per-input surface measures of every head (:func:`surface_of`), in data-set order.
 
     Options (``context.options``): ``punct_ids`` (the pieces counted as punctuation; default: "." and ","
-    of the model's tokenizer), ``protocol`` (its ``analysis_options.surface.hypotheses``, else the defaults,
-    are what :meth:`hypotheses` gives),
-    or ``hypotheses`` (a list of mappings with ``name, measure, threshold, layers``).
+    of the model's tokenizer), ``options`` (its :class:`SurfaceOptions`: their ``hypotheses``, else the defaults,
+    are what :meth:`hypotheses` gives), or ``hypotheses`` (a list of mappings with ``name, measure, threshold,
+    layers``).
     """
 
     def __init__(self, context: Context) -> None:
@@ -172,7 +201,7 @@ class SurfacePatterns(PerInputCollector):
         options = self.context.options
         if "hypotheses" in options:
             return [dict(h) for h in options["hypotheses"]]
-        return [h.model_dump() for h in analysis_options("surface", options.get("protocol")).hypotheses]
+        return [h.model_dump() for h in collector_options(self.context, SurfaceOptions).hypotheses]
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """``surface``: the columns of :data:`SURFACE_COLUMNS`, means over inputs (NaN left out)."""

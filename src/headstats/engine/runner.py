@@ -71,9 +71,12 @@ class Job:
         One model, or two (A, B) for a :class:`~headstats.engine.collector.PairCollector`.
     dataset : str
     options : mapping
-        Passed in the collector's :class:`~headstats.engine.collector.Context`.
+        Passed in the collector's :class:`~headstats.engine.collector.Context`: what the collector reads (its
+        analysis' own options, ...), nothing else, since all of it is part of the job's cache key.
     name : str
         A label for the caller (e.g. the analysis' registered name).
+    seed : int
+        Passed in the context; part of the cache key only for a :attr:`~Collector.seeded` collector.
     """
 
     factory: Callable[[Context], Collector]
@@ -84,6 +87,7 @@ class Job:
     collector: Collector | None = None
     #: Chunk number -> ``{"state", "counts"}``, kept by a runner with ``keep_chunks`` (shards).
     chunks: dict[int, Any] = field(default_factory=dict, repr=False)
+    seed: int = 0
 
     def __post_init__(self) -> None:
         self.models = tuple(self.models)
@@ -251,6 +255,22 @@ def collector_identity(factory: Any) -> dict:
     """The class and ``version`` of a collector factory, for cache keys (bump ``version`` when its maths changes)."""
     return {"collector": f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', repr(factory))}",
             "version": str(getattr(factory, "version", "1"))}
+
+
+def job_key(job: Job, models: Sequence[Mapping[str, Any]], encoding: Mapping[str, Any]) -> str:
+    """The part of a job's chunk keys that is the same for every chunk: what its collector reads and nothing else.
+
+    That is the collector's class and code ``version`` (:func:`collector_identity`), the names it is bound to
+    (they label its tables), its options (:attr:`Job.options`: its analysis' own options, fields read only
+    after the pass left out, see :data:`~headstats.engine.cache.AFTER_PASS`), the seed when its state depends
+    on it (:attr:`~headstats.engine.collector.Collector.seeded`), its models' identities
+    (:func:`model_identity`) and the encoding (``max_length``, ``too_long``). The records and the batching
+    enter each chunk's key (:meth:`Runner._pass`). Nothing of other jobs, other data sets or other models is
+    in it: adding a data set, a model or an analysis, or changing another analysis' options, reuses the state.
+    """
+    seed = job.seed if getattr(job.factory, "seeded", False) else None
+    return digest(collector_identity(job.factory), job.name, list(job.models), job.dataset, dict(job.options),
+                  {"seed": seed}, list(models), dict(encoding))
 
 
 #: Provenance keys that identify a model's numbers (others, such as its path, do not change a state).
@@ -434,9 +454,8 @@ class Runner:
         return counts
 
     def _job_keys(self, infos: Mapping[str, ModelInfo], jobs: Sequence[Job], effective: int) -> dict[int, str]:
-        return {id(job): digest(collector_identity(job.factory), job.name, list(job.models), job.dataset,
-                                dict(job.options), [model_identity(infos[m].provenance) for m in job.models],
-                                {"max_length": effective, "too_long": self.too_long})
+        return {id(job): job_key(job, [model_identity(infos[m].provenance) for m in job.models],
+                                 {"max_length": effective, "too_long": self.too_long})
                 for job in jobs}
 
     def _pass(self, infos: Mapping[str, ModelInfo], ensure_loaded: Callable[[], dict[str, LoadedModel]],
@@ -475,7 +494,7 @@ class Runner:
         where = f"{' + '.join(names)} / {dataset}"
         if self.cache is not None:
             self.log(f"{where}: {cached_inputs:,} of {sum(p[2] - p[1] for p in plan):,} inputs found in the cache"
-                     + ("; no forward pass" if to_run == 0 else ""))
+                     + ("; no forward pass" if to_run == 0 else _reused(jobs, [found for *_, found in plan])))
         bar = self.progress(where + (f" ({cached_inputs:,} cached)" if cached_inputs else ""), to_run) if to_run \
             else no_progress(where, 0)
         with bar as advance:
@@ -562,6 +581,18 @@ class Runner:
         return entries
 
 
+def _reused(jobs: Sequence[Job], found: Sequence[Mapping[int, Any]]) -> str:
+    """`` (role_scores, surface reused; clustering computed)`` when some jobs found every chunk's state in the
+    cache and others did not (an analysis added, or one analysis' options changed); else ``""``."""
+    whole = {id(j) for j in jobs if found and all(id(j) in f for f in found)}
+    if not whole or len(whole) == len(jobs):
+        return ""
+    label = lambda j: j.name or getattr(j.factory, "__name__", "?")  # noqa: E731
+    reused = dict.fromkeys(label(j) for j in jobs if id(j) in whole)
+    computed = dict.fromkeys(label(j) for j in jobs if id(j) not in whole)
+    return f" ({', '.join(reused)} reused; {', '.join(computed)} computed)"
+
+
 def attention_cells(n_layers: int, n_heads: int, budget: int, *, n_models: int = 1, copies: int = 4) -> int:
     """Attention cells per head, ``B x T^2``, that a batch may hold within ``budget`` bytes.
 
@@ -602,7 +633,7 @@ def build_collector(job: Job, loaded: Mapping[str, Any]) -> Collector:
         )
     model = loaded[job.models[0]]
     context = Context(job.models, job.dataset, model.n_layers, model.n_heads, dict(job.options),
-                      {m: dict(loaded[m].provenance) for m in job.models})
+                      {m: dict(loaded[m].provenance) for m in job.models}, seed=int(job.seed))
     collector = job.factory(context)
     if collector.pair != job.is_pair:
         kind = "pair" if collector.pair else "single-model"

@@ -700,6 +700,14 @@ def finetune_command(
     """
     recipe = build_recipe(model, task, epochs=epochs, learning_rate=lr, batch_size=batch_size,
                           max_length=max_length, train_rows=train_rows, seed=seed)
+    return finetune_recipe(recipe, out, data_root, cache_dir=cache_dir, overwrite=overwrite, progress=progress)
+
+
+def finetune_recipe(recipe: FinetuneRecipe, out: str | Path | None = None, data_root: str | Path | None = None, *,
+                    cache_dir: str | Path | None = None, overwrite: bool = False,
+                    progress: TrainingCallback | bool = True) -> tuple[Path, dict[str, Any]]:
+    """Train ``recipe`` into ``out``, or (without ``out``) reuse or build its checkpoint under
+    ``<cache_dir>/checkpoints`` as a protocol's run does; returns ``(folder, metrics)``."""
     if out is None:
         folder = cached_finetune(recipe, cache_dir=cache_dir, data_root=data_root, progress=progress)
     else:

@@ -22,11 +22,12 @@ import pickle
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from headstats.errors import ModelError
-from headstats.hub import cached_hub_file, check_hub_id, check_revision, hub_reachable
+from headstats.hub import cached_hub_file, check_hub_id, check_revision, hub_reachable, not_available_error
 
 DEFAULT_MODEL = "default"
 #: Architectures whose position ids start after the padding index (max length = positions - offset).
@@ -50,6 +51,9 @@ TRANSFORMERS_WEIGHT_FILES = (
 MAX_SPEC_LENGTH = 4096
 #: Model parameters that may be missing from a checkpoint: they are not used to compute attention
 #: (the pooler) or are new by design (a classification head about to be fine-tuned).
+#: What :func:`load_model` can load on top of the encoder (``head=``): the ``transformers`` auto class of each.
+HEADS = {"encoder": "AutoModel", "classifier": "AutoModelForSequenceClassification",
+         "masked_lm": "AutoModelForMaskedLM"}
 _MAY_BE_MISSING = ("pooler", "classifier", "pre_classifier")
 _TOKENIZER_FILES_TEXT = (
     "tokenizer.json, or vocab.txt (BERT), vocab.json + merges.txt (RoBERTa), spiece.model (ALBERT) or "
@@ -557,6 +561,17 @@ def _check_loading_info(info: Mapping[str, Any], spec: str) -> None:
         )
 
 
+def _check_trained_head(model: Any, info: Mapping[str, Any], spec: str, head: str) -> None:
+    """Refuse a head whose weights are not in the checkpoint (it would be random)."""
+    prefix = f"{getattr(model, 'base_model_prefix', '')}."
+    untrained = sorted(k for k in info.get("missing_keys", ()) if not k.startswith(prefix))
+    if untrained:
+        raise ModelError(
+            f"model {spec!r} has no trained {head} head: its weights lack {untrained[0]} (and "
+            f"{len(untrained) - 1} more), so the head would be random; give a checkpoint saved with its {head} head"
+        )
+
+
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     """sha256 hex digest of a file, read in chunks."""
     digest = hashlib.sha256()
@@ -598,6 +613,16 @@ class LoadedModel:
     def max_input_length(self) -> int:
         """The longest input, in pieces, that the model's position embeddings allow."""
         return _max_input_length(self.model.config, self.tokenizer)
+
+    def __repr__(self) -> str:
+        """Three lines (never the module tree): name, shape and type, weights and tokenizer, where it runs."""
+        p = self.provenance
+        weights = ", ".join(f"{k} {v[:12]}" for k, v in (p.get("weights_sha256") or {}).items()) or "hashes unknown"
+        return (f"LoadedModel {self.name!r}: {p.get('n_layers')} layers x {p.get('n_heads')} heads, "
+                f"{p.get('model_type')} ({p.get('architecture')})\n"
+                f"  weights {weights}; tokenizer {p.get('tokenizer_class')} {str(p.get('vocab_sha256'))[:12]}\n"
+                f"  {p.get('path') or p.get('hub_id')}" + (f"@{p['revision']}" if p.get("revision") else "")
+                + f" on {p.get('device')}, {p.get('dtype')}")
 
 
 _HASHES: dict[tuple[str, int, int], str] = {}
@@ -651,6 +676,7 @@ def load_model(
     for_classification: bool = False,
     model_kwargs: Mapping[str, Any] | None = None,
     dtype: str = "float32",
+    head: str = "encoder",
 ) -> LoadedModel:
     """Load a BERT-family encoder and its tokenizer with eager attention, refusing anything broken.
 
@@ -663,8 +689,13 @@ def load_model(
     device : str
         ``"cpu"`` or a torch device such as ``"cuda"``; checked before anything is loaded.
     for_classification : bool
-        Load ``AutoModelForSequenceClassification`` (needed for fine-tuning and classifier losses);
-        otherwise the bare encoder (``AutoModel``). Its new classification head may be missing from the weights.
+        The same as ``head="classifier"``.
+    head : {"encoder", "classifier", "masked_lm"}
+        What to load on top of the encoder (:data:`HEADS`): nothing (``AutoModel``, the attention analyses),
+        a sequence classifier (``AutoModelForSequenceClassification``: fine-tuning, a classifier's loss; a new
+        classification head may be missing from the weights) or the masked-LM head (``AutoModelForMaskedLM``:
+        a masked-LM loss; refused when the checkpoint lacks its weights, since an untrained head gives no
+        meaningful loss). Every analysis that needs a head loads it here.
     model_kwargs : mapping, optional
         More keyword arguments for ``from_pretrained`` (e.g. ``num_labels``, ``id2label``).
     dtype : {"float32", "bfloat16", "float16"}
@@ -678,26 +709,33 @@ def load_model(
         embeddings, the weights do not belong to the config, or a hub id is neither cached nor reachable.
     """
     import torch
-    from transformers import AutoModel, AutoModelForSequenceClassification
 
+    if for_classification:
+        head = "classifier"
+    if head not in HEADS:
+        raise ModelError(f"unknown model head {head!r}; choose among {', '.join(HEADS)}")
     device = resolve_device(device)
     check_device(device)
     check_dtype(dtype, device)
-    source = _inspect_source(spec, revision)
-    path, is_local = source.path, source.is_local
-    if not is_local and source.config is None and not hub_reachable():
-        raise ModelError(
-            f"model {spec!r} is not on disk (no local directory, not in the Hugging Face cache) and the hub "
-            "cannot be reached (offline?); give a local directory, or 'default' for the embedded all-MiniLM-L6-v2"
-        )
-    tokenizer = source.tokenizer
-    if tokenizer is None:  # a hub id: config first (a few bytes), then the tokenizer, both before the weights
-        config = source.config or _hub_config(path, spec, revision)
-        tokenizer = _load_tokenizer(path, spec, is_local=False, revision=revision)
-        _check_tokenizer(tokenizer, config, spec)
-    cls = AutoModelForSequenceClassification if for_classification else AutoModel
-    model, info = _load_weights(cls, source, spec, revision, dict(model_kwargs or {}))
+    from headstats.model.quiet import quiet_loading
+
+    with quiet_loading():  # no bar, log line or warning of transformers' own (shown with --verbose)
+        source = _inspect_source(spec, revision)
+        path, is_local = source.path, source.is_local
+        if not is_local and source.config is None and not hub_reachable():
+            raise not_available_error(spec)
+        tokenizer = source.tokenizer
+        if tokenizer is None:  # a hub id: config first (a few bytes), then the tokenizer, both before the weights
+            config = source.config or _hub_config(path, spec, revision)
+            tokenizer = _load_tokenizer(path, spec, is_local=False, revision=revision)
+            _check_tokenizer(tokenizer, config, spec)
+        import transformers
+
+        cls = getattr(transformers, HEADS[head])
+        model, info = _load_weights(cls, source, spec, revision, dict(model_kwargs or {}))
     check_model_config(model.config.to_dict(), spec)
+    if head == "masked_lm":
+        _check_trained_head(model, info, spec, head)
     _check_loading_info(info, spec)
     _check_vocabulary_fits(len(tokenizer), model.get_input_embeddings().num_embeddings, spec, "input embeddings")
     model.eval()
@@ -705,6 +743,32 @@ def load_model(
     provenance = _provenance(spec, path, is_local, revision, model.config, type(model).__name__, tokenizer,
                              device, dtype)
     return LoadedModel(name=spec, model=model, tokenizer=tokenizer, provenance=provenance)
+
+
+def load_tokenizer(spec: str, *, revision: str | None = None) -> Any:
+    """The tokenizer of a model (a local folder or a hub id), loaded once per process, refusing a broken one
+    in one line (as :func:`load_model` does)."""
+    return _tokenizer(str(spec), revision)
+
+
+@lru_cache(maxsize=8)
+def _tokenizer(spec: str, revision: str | None) -> Any:
+    source = _inspect_source(spec, revision)
+    if source.tokenizer is not None:
+        return source.tokenizer
+    return _load_tokenizer(source.path, spec, is_local=source.is_local, revision=revision)
+
+
+def provenance_tokenizer(provenance: Mapping[str, Any]) -> Any | None:
+    """The tokenizer of a loaded model, found from its provenance (its local folder or hub id, and revision);
+    None when the provenance names neither."""
+    source = provenance.get("path") or provenance.get("hub_id")
+    return load_tokenizer(str(source), revision=provenance.get("revision")) if source else None
+
+
+def provenance_source(provenance: Mapping[str, Any], default: str = DEFAULT_MODEL) -> str:
+    """What :func:`load_model` takes to load a model again from its provenance: its folder, else its hub id."""
+    return str(provenance.get("path") or provenance.get("hub_id") or default)
 
 
 def _provenance(spec: str, path: str, is_local: bool, revision: str | None, config: Any, architecture: str,

@@ -628,7 +628,7 @@ def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol
 
 
 def strongest_section(report: Report, analysis: Analysis, protocol) -> None:
-    """The top-k heads by mean score per role."""
+    """The top-k heads per role by their effect in score units (mean - tau), with the share of the ceiling."""
     report.heading("Strongest heads per role")
     strongest = analysis.tables["strongest_heads"]
     keys = ["model", "dataset", "role", "layer", "head"]
@@ -639,12 +639,16 @@ def strongest_section(report: Report, analysis: Analysis, protocol) -> None:
         cols.insert(cols.index("ci_low") + 1, cols.pop(cols.index("ci_low_adj")))
         strongest = strongest[cols]
     rank = {r: i for i, r in enumerate(order_roles(strongest["role"]))}
+    ranked_by = "mean_minus_tau" if "mean_minus_tau" in strongest else "mean"  # older run folders: by mean
     strongest = strongest.assign(_r=strongest["role"].map(rank)).sort_values(
-        ["model", "dataset", "_r", "mean"], ascending=[True, True, True, False], kind="stable").drop(columns="_r")
+        ["model", "dataset", "_r", ranked_by], ascending=[True, True, True, False], kind="stable").drop(columns="_r")
     st = protocol.statistics
-    report.table(strongest, f"The {protocol.report.top_k} heads with the largest mean score per model, data set "
-                 f"and role, with their effect size, corrected p-value and two one-sided lower bounds of the "
-                 f"{tested_parameter(st.test)}: `ci_low`, marginal at {st.confidence:.0%} (each head on its own), "
+    report.table(strongest, f"The {protocol.report.top_k} heads with the largest effect in score units per model, "
+                 f"data set and role (ranked by `{ranked_by}`, the mean score minus tau; `ceiling_share`: the mean "
+                 f"over the mean ceiling of the head's inputs, the share of what a perfect head would score; not "
+                 f"Cohen's d, which a head with almost constant scores inflates), with their corrected p-value and "
+                 f"two one-sided lower bounds of the {tested_parameter(st.test)}: `ci_low`, marginal at "
+                 f"{st.confidence:.0%} (each head on its own), "
                  f"and `ci_low_adj`, adjusted to the {CORRECTION_SHORT.get(st.correction, st.correction)} "
                  f"correction ({_adjusted_words(st.correction)}); read `ci_low_adj` beside the assignments.",
                  max_rows=400, csv="strongest_heads.csv", fold=True)
@@ -953,8 +957,9 @@ def load_run_tables(run_dir: str | Path) -> tuple[object, Analysis, dict, dict]:
     if missing:
         raise HeadstatsError(f"{str(run)!r} lacks {', '.join(missing)}: it is not a finished headstats run "
                              "folder; rerun `headstats run` to make one")
-    manifest = check_run_folder(run)
-    where = run / "protocol.resolved.yaml"
+    manifest = check_run_folder(run, required=[*(f for f in REQUIRED_FILES if f != "manifest.json"),
+                                               ("tests.csv", "tests.parquet")])
+    where = run / "protocol.resolved.yaml"  # checked above: inside the run, no link on the way
     try:
         raw = yaml.safe_load(where.read_text(encoding="utf-8"))
         if not isinstance(raw, dict):
@@ -1033,14 +1038,15 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
     """
     from headstats.assignment.role_assignment import strongest_heads
     from headstats.folders import STAGING_MARKER, _acquire_lock, _owner_record, output_file_list, replace_outputs
-    from headstats.report.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema
+    from headstats.report.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema, unchecked_tables_fail_in_one_line
 
     run = Path(run_dir).expanduser()
     if run.is_symlink():
         raise OutputError(f"{str(run)!r} is a symbolic link; give the run folder itself")
     run = run.resolve()
     log(f"reading the tables of {run}")
-    protocol, analysis, manifest, comparison = load_run_tables(run)
+    with unchecked_tables_fail_in_one_line(run):
+        protocol, analysis, manifest, comparison = load_run_tables(run)
     _check_rebuildable(run, manifest)
     if top_k is not None:
         if int(top_k) < 1:
@@ -1060,8 +1066,9 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
         log("drawing the figures and writing the report")
         analyses = {name: {t: analysis.tables.pop(t) for t in names if t in analysis.tables}
                     for name, names in (manifest.get("analysis_tables") or {}).items()}
-        build_report(stage, protocol, analysis, manifest, comparison=comparison or None, analyses=analyses,
-                     formats=formats, log=log, workers=workers)
+        with unchecked_tables_fail_in_one_line(run):
+            build_report(stage, protocol, analysis, manifest, comparison=comparison or None, analyses=analyses,
+                         formats=formats, log=log, workers=workers)
         if top_k is not None:
             analysis.tables["strongest_heads"].to_csv(stage / "strongest_heads.csv", index=False)
         new_tables = {p.name: table_schema(p) for p in stage.iterdir() if p.suffix in TABLE_SUFFIXES}

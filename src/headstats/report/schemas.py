@@ -18,14 +18,15 @@ stops the command with exit 2 and changes nothing.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
 
 from headstats.errors import HeadstatsError, OutputError
-from headstats.folders import DIGESTS_KEY, FILES_KEY, WRITTEN_BY, file_digest, member_path
+from headstats.folders import DIGESTS_KEY, FILES_KEY, WRITTEN_BY, file_digest, manifest_of, member_path
 
 #: Manifest key: table file -> ``{"columns": {name: kind}, "finite": [float columns without NaN or inf]}``.
 SCHEMAS_KEY = "table_schemas"
@@ -89,8 +90,9 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
 
 
-def check_table(run: Path, name: str, manifest: dict) -> None:
-    """Check one table file of a run folder (see the module docstring); nothing is changed.
+def check_table(run: Path, name: str, manifest: dict) -> bool:
+    """Check one table file of a run folder (see the module docstring); nothing is changed. Returns whether the
+    file is still the one the run wrote (its recorded size and sha256), False for an edited one that passed.
 
     Raises
     ------
@@ -106,7 +108,7 @@ def check_table(run: Path, name: str, manifest: dict) -> None:
     try:
         if isinstance(recorded, dict) and file_digest(path) == {"size": recorded.get("size"),
                                                                 "sha256": recorded.get("sha256")}:
-            return
+            return True
     except FileNotFoundError:
         raise DamagedRunError(f"{where} is missing; {fix}") from None
     except OSError as exc:
@@ -119,7 +121,7 @@ def check_table(run: Path, name: str, manifest: dict) -> None:
         raise DamagedRunError(f"{where} is not a readable {path.suffix[1:].upper()} table ({_first_line(exc)}); "
                               f"{fix}") from None
     if not isinstance(schema, dict):
-        return  # a run that recorded no schema (an older headstats): readable is all that can be checked
+        return False  # a run that recorded no schema (an older headstats): readable is all that can be checked
     wanted = schema.get("columns") or {}
     missing = [c for c in wanted if c not in columns]
     if missing:
@@ -142,12 +144,13 @@ def check_table(run: Path, name: str, manifest: dict) -> None:
                                   if bad.size > 1 else
                                   f"{where}: column {column!r} holds {values[bad[0]]} in row {bad[0] + 1} where the "
                                   f"run wrote finite numbers; {fix}")
+    return False
 
 
-def check_run_tables(run: Path, manifest: dict, names: Iterable[str]) -> None:
-    """:func:`check_table` for each of ``names`` (the tables a command is about to read)."""
-    for name in names:
-        check_table(run, name, manifest)
+def check_run_tables(run: Path, manifest: dict, names: Iterable[str]) -> list[str]:
+    """:func:`check_table` for each of ``names`` (the tables a command is about to read); returns those that are
+    no longer as the run wrote them (edited, but of the run's shape)."""
+    return [name for name in names if not check_table(run, name, manifest)]
 
 
 def read_run_manifest(run: Path) -> dict:
@@ -194,9 +197,19 @@ def run_tables(run: Path, manifest: dict) -> list[str]:
     return sorted(f for f in names if f.endswith(TABLE_SUFFIXES) and ((run / f).exists() or (run / f).is_symlink()))
 
 
-def check_run_folder(run: Path) -> dict:
+def check_run_folder(run: Path, *, required: Iterable[str | tuple[str, ...]] = ()) -> dict:
     """Check a run folder before a command reads it (:func:`read_run_manifest`, then :func:`check_table` for every
     table it reads) and return its manifest. Nothing is changed.
+
+    Parameters
+    ----------
+    run : Path
+        The run folder.
+    required : names, or tuples of names of which one will do
+        Files the command reads whatever the manifest lists (``roles.csv``, ``protocol.resolved.yaml``, ``tests.csv``
+        or ``tests.parquet``): each is checked like a listed one (inside the folder, no symbolic link on the way,
+        a table against its schema), and a manifest that lists its files must list it (a manifest that leaves
+        out a file every run writes is not that run's).
 
     Raises
     ------
@@ -205,11 +218,47 @@ def check_run_folder(run: Path) -> dict:
     """
     manifest = read_run_manifest(run)
     listed = manifest.get(FILES_KEY)
+    named_by = f"the run folder {str(run)!r}"
+    read: list[str] = []
+    for names in required:
+        names = (names,) if isinstance(names, str) else tuple(names)
+        for name in names:
+            member_path(run, name, named_by=named_by)
+        if isinstance(listed, list) and not set(names) & set(listed):
+            raise DamagedRunError(f"the manifest of {str(run)!r} does not list {' or '.join(names)}, which every "
+                                  "run writes: it is not this run's manifest; rerun `headstats run`")
+        read += [n for n in names if n.endswith(TABLE_SUFFIXES) and (not isinstance(listed, list) or n in listed)]
     if isinstance(listed, list):
         missing = [f for f in listed if isinstance(f, str) and f.endswith(TABLE_SUFFIXES) and "/" not in f
                    and not (run / f).exists() and not (run / f).is_symlink()]
         if missing:
             raise DamagedRunError(f"{str(run / missing[0])} is missing (the run wrote it); rerun `headstats run`, "
                                   "or restore the file from the run's copy")
-    check_run_tables(run, manifest, run_tables(run, manifest))
+    tables = sorted(set(run_tables(run, manifest)) | {n for n in read if (run / n).exists() or (run / n).is_symlink()})
+    edited = check_run_tables(run, manifest, tables)
+    if edited and isinstance(manifest.get(DIGESTS_KEY), dict):
+        import warnings
+
+        them, are = ("them", "they are") if len(edited) > 1 else ("it", "it is")
+        warnings.warn(f"{', '.join(edited[:3])}{' and more' if len(edited) > 3 else ''} of {run} changed since the "
+                      f"run wrote {them} (not the sha256 it recorded); read as {are} now", stacklevel=2)
     return manifest
+
+
+@contextmanager
+def unchecked_tables_fail_in_one_line(run: Path) -> Iterator[None]:
+    """Reading a run whose manifest records no schema of its tables (an older headstats, or a manifest stripped of
+    it) can only check that they parse; a column the report needs that is missing, or text where it computes,
+    then surfaces deep in the report as a ``KeyError``, ``ValueError`` or ``TypeError``. Inside this block such an
+    error becomes the one line of a damaged run folder (:class:`DamagedRunError`); with a recorded schema the
+    tables were checked, and any error is a defect of headstats and goes on as it is."""
+    try:
+        yield
+    except HeadstatsError:
+        raise
+    except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
+        if isinstance((manifest_of(run) or {}).get(SCHEMAS_KEY), dict):
+            raise
+        raise DamagedRunError(f"the tables of {str(run)!r} are not those of a headstats run ({_first_line(exc)}), "
+                              "and its manifest records no schema to check them against (an older headstats); "
+                              "rerun `headstats run`") from None

@@ -351,15 +351,13 @@ def _sentence_sums(cell: pd.DataFrame, best: pd.Series, best_offset: pd.Series, 
 HALVES_OF_COUNTS = ("choose", "test")
 
 
-def finish_dependency(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+def finish_dependency(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any,
+                      seed: int = 0) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``dependency`` analysis: intervals on every head's accuracy and
-    ``dependency_table`` (:func:`dependency_table`) with the protocol's correction, alpha and confidence.
+    ``dependency_table`` (:func:`dependency_table`) with the ``statistics``' correction, alpha and confidence
+    and the analysis' ``options`` (``DependencyOptions``: test, min_count, selection, alternative).
     Returns the tables to add or replace (``dependency_heads``, ``dependency_table``)."""
-    from headstats.analyses import analysis_options
-    from headstats.analyses.clark_options import DependencyOptions
-
-    options = analysis_options("dependency", protocol, DependencyOptions)
-    st = protocol.statistics
+    st = statistics
     out: dict[str, pd.DataFrame] = {}
     heads = tables["dependency_heads"].copy()
     if options.test == "signflip_sentences" and "c2" in heads:
@@ -377,12 +375,23 @@ def finish_dependency(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict
 
 
 def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
-    """Every head against each baseline of the ``coreference`` table: McNemar's exact one-sided test ("the
-    head selects antecedents more accurately"), corrected over the heads of one (model, dataset,
-    mention_type, baseline).
+    """Every head against each baseline of the ``coreference`` table, one-sided ("the head selects antecedents
+    more accurately"), corrected over the heads of one (model, dataset, mention_type, baseline).
+
+    Mentions of one input share its text, so the input is the unit: the sign-flip test over inputs of
+    ``d = head_only - baseline_only`` from its sums (:func:`signflip_normal_test`, ``test = signflip_inputs``).
+    A table without the sums (a state cached before they were kept) gets McNemar's exact test on mentions
+    (``mcnemar_exact``), which treats mentions as independent.
+
+    A baseline whose accuracy is exactly 0 or 1 on a (model, dataset, mention type) is degenerate (on GAP the
+    same-head-word baseline is 0 by construction: no name shares a pronoun's head word, so it never chooses):
+    beating 0 only means being right at all, and 1 cannot be beaten. Its rows are flagged
+    (``baseline_degenerate``, with the reason in ``note``), not tested (p NaN, outside the correction's family)
+    and never rejected.
 
     Returns ``model, dataset, mention_type, baseline, layer, head, n, accuracy, baseline_accuracy,
-    head_only, baseline_only, test, alternative, p_unc, p_corr, correction, family, alpha, reject``.
+    baseline_degenerate, head_only, baseline_only, test, alternative, p_unc, p_corr, correction, family, alpha,
+    reject, note``.
     """
     heads = table[table["predictor"] == "head"]
     baselines = [c.removeprefix("only_vs_") for c in table.columns if c.startswith("only_vs_")]
@@ -392,20 +401,35 @@ def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: f
         part = heads.merge(base.rename(columns={"accuracy": "baseline_accuracy"}),
                            on=["model", "dataset", "mention_type"])
         part = part.assign(baseline=name, head_only=part[f"only_vs_{name}"], baseline_only=part[f"{name}_only"])
+        if f"sum_d_vs_{name}" in part:
+            part = part.assign(sum_d=part[f"sum_d_vs_{name}"], sum_d2=part[f"sum_d2_vs_{name}"])
         frames.append(part)
     if not frames:
         return pd.DataFrame()
     out = pd.concat(frames, ignore_index=True)
-    out["test"], out["alternative"] = "mcnemar_exact", "greater"
-    out["p_unc"] = paired_exact_test(out["head_only"], out["baseline_only"]).astype(float)
+    out["alternative"] = "greater"
+    if "sum_d" in out and out["sum_d"].notna().all():  # the input (sentence, document chunk) as the unit
+        out["test"] = "signflip_inputs"
+        out["p_unc"] = signflip_normal_test(out["sum_d"].to_numpy(float), out["sum_d2"].to_numpy(float))
+    else:
+        out["test"] = "mcnemar_exact"
+        out["p_unc"] = paired_exact_test(out["head_only"], out["baseline_only"]).astype(float)
     out["p_unc"] = out["p_unc"].where(out["n"] > 0)
+    base_acc = out["baseline_accuracy"].astype(float)
+    out["baseline_degenerate"] = (out["n"] > 0) & ((base_acc == 0) | (base_acc == 1))
+    out["note"] = np.where(out["baseline_degenerate"] & (base_acc == 0),
+                           "baseline right on no query (0 by construction, e.g. no candidate shares the head word): "
+                           "beating it only means being right at all; not tested",
+                           np.where(out["baseline_degenerate"], "baseline right on every query: it cannot be beaten; "
+                                    "not tested", ""))
+    out["p_unc"] = out["p_unc"].where(~out["baseline_degenerate"])
     out["family"] = family_labels(out, ["model", "dataset", "mention_type", "baseline"])
     out["p_corr"], _ = correct_within_families(out["p_unc"], out["family"], correction=correction, alpha=alpha)
     out["correction"], out["alpha"] = correction, alpha
     out["reject"] = reject(out["p_corr"].to_numpy(), alpha)
     cols = ["model", "dataset", "mention_type", "baseline", "layer", "head", "n", "accuracy", "baseline_accuracy",
-            "head_only", "baseline_only", "test", "alternative", "p_unc", "p_corr", "correction", "family", "alpha",
-            "reject"]
+            "baseline_degenerate", "head_only", "baseline_only", "test", "alternative", "p_unc", "p_corr",
+            "correction", "family", "alpha", "reject", "note"]
     return out[cols].reset_index(drop=True)
 
 
@@ -420,11 +444,12 @@ def counted_only(table: pd.DataFrame, n: str) -> pd.DataFrame:
     return table[table.groupby(["model", "dataset"])[n].transform("sum") > 0].reset_index(drop=True)
 
 
-def finish_coreference(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+def finish_coreference(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any = None,
+                       seed: int = 0) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``coreference`` analysis: Wilson intervals and the head tests, on the
     data sets that have mentions with antecedents. Returns the tables to add or replace (``coreference``,
     ``coreference_tests``)."""
-    st = protocol.statistics
+    st = statistics
     out: dict[str, pd.DataFrame] = {}
     table = counted_only(tables["coreference"], "n").copy()
     table["ci_low"], table["ci_high"] = proportion_interval(table["correct"], table["n"], confidence=st.confidence)
@@ -433,13 +458,14 @@ def finish_coreference(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dic
     return out
 
 
-def finish_probes(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+def finish_probes(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any = None,
+                  seed: int = 0) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``probing`` analysis: Wilson intervals of each UAS, and McNemar's exact
     one-sided test of each probe against each baseline on the same held-out words (``p_vs_<baseline>``,
     uncorrected: a handful of planned comparisons; ``p_corr_vs_<baseline>`` Holm-corrected over the probes of
-    one model and data set with the protocol's correction), on the data sets with parsed held-out words.
+    one model and data set with the ``statistics``' correction), on the data sets with parsed held-out words.
     Returns the table to replace (``probes``)."""
-    st = protocol.statistics
+    st = statistics
     out: dict[str, pd.DataFrame] = {}
     probes = counted_only(tables["probes"], "n_words").copy()
     probes["ci_low"], probes["ci_high"] = proportion_interval(probes["correct"], probes["n_words"],

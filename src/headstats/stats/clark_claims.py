@@ -168,8 +168,9 @@ def layer_heads_cluster(tables: Mapping[str, pd.DataFrame], settings: ClaimSetti
     source=CLARK,
     hypothesis="H0: for every relation the chosen head is no more accurate than the best offset; H1: for some "
                "relation it is (accuracy_head > accuracy_offset on the test words)",
-    unit="words (per relation)", test="the dependency table's paired test of head against offset per relation "
-                                      "(dependency_table.csv), corrected over the relations; claim p = the smallest",
+    unit="sentences (per relation)", test="the dependency table's paired test of head against offset per relation "
+                                          "(dependency_table.csv: sign-flip over sentences by default), corrected over "
+                                          "the relations; claim p = the smallest",
     measure="accuracy of the head minus the offset's, for the relation with the smallest p",
     tables=("dependency_table",))
 def head_beats_offset(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:

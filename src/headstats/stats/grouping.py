@@ -122,23 +122,21 @@ CLUSTERING_TEST_COLUMNS = ["model", "dataset", "claim", "n_items", "n_groups", "
                            "statistic", "ratio", "p_value", "n_permutations", "seed", "alpha", "reject"]
 
 
-def finish_clustering(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+def finish_clustering(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any,
+                      seed: int) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``clustering`` analysis: ``clustering_tests``, per (model, data set),
     heads of one layer against heads of different layers.
 
     The JS divergence per query (``js_mean``) of same-layer pairs against different-layer pairs, one-sided
-    permutation test of the layer labels (:func:`group_permutation_test`), seeded by the protocol's seed,
-    ``analysis_options.clustering.n_permutations`` resamples; ``reject = p_value < alpha`` for each (model, data set)
-    separately (one test each, so no correction).
+    permutation test of the layer labels (:func:`group_permutation_test`), seeded by ``seed``, with the
+    ``n_permutations`` resamples of ``options`` (the analysis' ``ClusteringOptions``); ``reject = p_value < alpha``
+    (``statistics.alpha``) for each (model, data set) separately (one test each, so no correction).
     """
     js = tables.get("js_distance")
     if js is None or js.empty:
         return {"clustering_tests": pd.DataFrame(columns=CLUSTERING_TEST_COLUMNS)}
-    from headstats.analyses import analysis_options
-    from headstats.analyses.clark_options import ClusteringOptions
-
-    n_perm = analysis_options("clustering", protocol, ClusteringOptions).n_permutations
-    alpha = protocol.statistics.alpha
+    n_perm = options.n_permutations
+    alpha = statistics.alpha
     rows = []
     for (model, dataset), part in js.groupby(["model", "dataset"], sort=False):
         heads = int(part["head_a"].max()) + 1
@@ -147,7 +145,7 @@ def finish_clustering(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict
         b = part["layer_b"].to_numpy() * heads + part["head_b"].to_numpy()
         d = np.full((k, k), np.nan)
         d[a, b] = part["js_mean"].to_numpy()
-        res = group_permutation_test(d, np.arange(k) // heads, n_permutations=n_perm, seed=protocol.seed)
+        res = group_permutation_test(d, np.arange(k) // heads, n_permutations=n_perm, seed=seed)
         rows.append({"model": model, "dataset": dataset, "claim": "heads of one layer sit together",
                      **res.to_dict(), "alpha": alpha, "reject": bool(res.p_value < alpha)})
     return {"clustering_tests": pd.DataFrame(rows)[CLUSTERING_TEST_COLUMNS]}

@@ -32,6 +32,7 @@ head, cosine distance without one) and the run's ``roles`` table:
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -184,21 +185,31 @@ def removable_table(curve: pd.DataFrame, groups: Mapping[str, list[str]] | None,
     return pd.concat([table, pd.DataFrame(extra, columns=REMOVABLE_COLUMNS)], ignore_index=True) if extra else table
 
 
-def finish_importance(tables: Mapping[str, pd.DataFrame], protocol: Any) -> dict[str, pd.DataFrame]:
+def replicate_groups(models) -> dict[str, list[str]]:
+    """Replicate group -> its members, from the models' names ``<group>@seed<s>`` (the protocol's ``seeds:``)."""
+    groups: dict[str, list[str]] = {}
+    for model in dict.fromkeys(str(m) for m in models):
+        match = re.fullmatch(r"(.+)@seed\d+", model)
+        if match:
+            groups.setdefault(match.group(1), []).append(model)
+    return {g: members for g, members in groups.items() if len(members) >= 2}
+
+
+def finish_importance(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any,
+                      seed: int) -> dict[str, pd.DataFrame]:
     """The ``importance`` analysis' finish step: ``importance_seeds``, ``importance_pruning`` and
-    ``importance_removable`` (module docstring)."""
+    ``importance_removable`` (module docstring). ``options``: the analysis' ImportanceOptions (or a mapping)."""
     from headstats.analyses import analysis_options
     from headstats.analyses.importance_options import ImportanceOptions
 
-    options = analysis_options("importance", protocol, schema=ImportanceOptions)
-    st = getattr(protocol, "statistics", None)
-    alpha = getattr(st, "alpha", 0.05)
-    correction = getattr(st, "correction", "holm")
-    confidence = getattr(st, "confidence", 0.95)
-    groups = protocol.replicate_groups() if protocol is not None and hasattr(protocol, "replicate_groups") else {}
+    options = analysis_options("importance", options, schema=ImportanceOptions)
+    alpha = getattr(statistics, "alpha", 0.05)
+    correction = getattr(statistics, "correction", "holm")
+    confidence = getattr(statistics, "confidence", 0.95)
     out: dict[str, pd.DataFrame] = {}
     heads = tables.get("importance")
-    if heads is not None and len(heads) and groups:
+    groups = replicate_groups(heads["model"]) if heads is not None and len(heads) else {}
+    if groups:
         out["importance_seeds"] = seed_tests(heads, groups, correction=correction, alpha=alpha,
                                              confidence=confidence)
     inputs = tables.get("importance_pruning_inputs")

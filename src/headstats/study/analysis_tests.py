@@ -8,8 +8,8 @@ analysis concatenated over models and data sets, in this order:
    :class:`~headstats.measures.MeasureArray` has each hypothesis tested one-sided per head with the
    protocol's statistics (test, correction over the declared family, alpha, power:
    :func:`headstats.stats.hypotheses.test_measures`), added as the table ``<analysis>_tests``.
-2. **The analysis' finish step** (``register_analysis(..., finish=...)``): ``finish(tables, protocol)``
-   returns the tables to add or replace (e.g. the clustering's permutation test,
+2. **The analysis' finish step** (``register_analysis(..., finish=...)``): ``finish(tables, statistics,
+   options, seed)`` (the study's statistics options, the analysis' own options, the seed) returns the tables to add or replace (e.g. the clustering's permutation test,
    :func:`headstats.stats.grouping.finish_clustering`), merged into the analysis' tables.
 
 The result is what is written (``<table>.csv``) and what the analysis' report section receives.
@@ -52,4 +52,5 @@ def finish_analyses(jobs, tables: Mapping[str, Mapping[str, pd.DataFrame]], prot
     out = {name: dict(per) for name, per in tables.items()}
     for name, frame in hypothesis_tests(jobs, protocol).items():
         out.setdefault(name, {})[f"{name}_tests"] = frame
-    return {name: get_analysis(name).finished(per, protocol) for name, per in out.items()}
+    return {name: get_analysis(name).finished(per, protocol.statistics, protocol.options_of(name), protocol.seed)
+            for name, per in out.items()}

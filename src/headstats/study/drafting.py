@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from headstats.config.protocol import DEFAULT_RELATIONS, DEFAULT_ROLES, ScoringOptions
+from headstats.config.protocol import DEFAULT_RELATIONS, DEFAULT_ROLES, ScoreSettings
 
 #: Inputs read from each data file (its first ones).
 SAMPLE = 200
@@ -121,7 +121,7 @@ def parser_installed(name: str) -> bool:
 
 def survey(model: str, paths: Sequence[str | Path], *, formats: Sequence[str | None] | None = None,
            names: Sequence[str] | None = None, sample: int = SAMPLE,
-           scoring: ScoringOptions | None = None) -> Survey:
+           scoring: ScoreSettings | None = None) -> Survey:
     """Read the first ``sample`` inputs of each data file, score them with ``model``, and choose the roles
     that apply and a tau per role that their ceilings allow.
 
@@ -135,7 +135,7 @@ def survey(model: str, paths: Sequence[str | Path], *, formats: Sequence[str | N
         Each file's format (None: from its extension) and data-set name (default: the file's stem).
     sample : int
         Inputs read from the start of each file.
-    scoring : ScoringOptions, optional
+    scoring : ScoreSettings, optional
         The scoring options the protocol will have (default: the schema's).
 
     Returns
@@ -143,13 +143,12 @@ def survey(model: str, paths: Sequence[str | Path], *, formats: Sequence[str | N
     Survey
     """
     from headstats.analyses.roles import SYNTACTIC_PREFIX, get_role
-    from headstats.analyses.sieves import ScoreSettings
     from headstats.inputs.parsing import parse_records
     from headstats.inputs.readers import read_records
     from headstats.model.loading import load_model
     from headstats.study.scoring import score_records
 
-    scoring = scoring or ScoringOptions()
+    scoring = scoring or ScoreSettings()
     formats = list(formats or [None] * len(paths))
     names = list(names or [Path(p).stem for p in paths])
     facts, data = [], []
@@ -174,7 +173,7 @@ def survey(model: str, paths: Sequence[str | Path], *, formats: Sequence[str | N
         for i in raw:
             data[i] = parse_records(data[i], parser=scoring.parser)
     loaded = load_model(model)
-    settings = ScoreSettings.from_options(scoring.model_copy(update={"roles": roles}))
+    settings = scoring.model_copy(update={"roles": roles})
     lowest: dict[str, float] = {}
     for fact, records in zip(facts, data):
         run = score_records(loaded, records, dataset=fact.name, roles=roles, settings=settings,

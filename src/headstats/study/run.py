@@ -123,13 +123,13 @@ class StudyResult:
         return HTML(f'<iframe srcdoc="{page}" style="width:100%;height:{int(height)}px;border:1px solid #ccc">'
                     "</iframe>")
 
-    def _repr_html_(self) -> str:
-        """A short HTML summary for Jupyter: per (model, data set) the inputs scored and the heads holding each
-        role, the output folder and a link to the report (``show_report()`` shows it here)."""
+    def _summary_rows(self) -> list[list]:
+        """Per (model, data set): inputs scored, heads, heads with a role, and the heads per role."""
         from headstats.assignment.role_assignment import role_columns
-        from headstats.measures import HTML_ROWS, html_summary
 
         roles = self.roles
+        if roles.empty or not {"model", "dataset"} <= set(roles.columns):  # a shard: no statistics
+            return []
         columns = role_columns(roles)
         rows = []
         for (model, dataset), group in roles.groupby(["model", "dataset"], sort=False):
@@ -137,6 +137,28 @@ class StudyResult:
             counts = ", ".join(f"{c} {int(held[c].sum())}" for c in columns if held[c].notna().any())
             scored = self.manifest.get("inputs", {}).get(f"{model}/{dataset}", {}).get("n_scored")
             rows.append([model, dataset, scored, len(group), int(held.fillna(False).any(axis=1).sum()), counts])
+        return rows
+
+    def __repr__(self) -> str:
+        """At most 15 lines: per (model, data set) the heads holding each role, the tables, the output folder
+        and the report (never the tables themselves)."""
+        from headstats.measures import text_summary
+
+        report = self.report_path
+        facts = {"report": f"{report} (.show_report())" if report else None,
+                 "tables": ", ".join(["tests", "roles", *self.tables]),
+                 "wall time": f"{self.manifest['wall_time_s']} s" if self.manifest.get("wall_time_s") else None,
+                 "protocol sha256": str(self.manifest.get("protocol_sha256", ""))[:16]}
+        return text_summary(f"StudyResult in {self.out}", ["model", "dataset", "inputs", "heads", "with a role",
+                                                           "heads per role"], self._summary_rows(), facts,
+                            what="(model, data set) rows", width=150)
+
+    def _repr_html_(self) -> str:
+        """A short HTML summary for Jupyter: per (model, data set) the inputs scored and the heads holding each
+        role, the output folder and a link to the report (``show_report()`` shows it here)."""
+        from headstats.measures import HTML_ROWS, html_summary
+
+        rows = self._summary_rows()
         more = f"and {len(rows) - HTML_ROWS} more" if len(rows) > HTML_ROWS else ""
         report = self.report_path
         link = (f" <a href='{report.resolve().as_uri()}' target='_blank'>{report.name}</a>" if report else "")
@@ -212,8 +234,9 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
         info["parser"] = None if gold == len(records) else protocol.scoring.parser
     elif parse == "gold":
         info["parses"] = "gold"
-    else:
-        info["parses"] = "none"
+    else:  # no role needs parses: the data's own (a gold-parsed CoNLL-U file) are still said
+        gold = parse == "auto" and records and all(r.is_parsed for r in records)
+        info["parses"] = "gold" if gold else "none"
     from headstats.study.scoring import record_kinds
 
     has_pairs, has_parses = record_kinds(records)
@@ -494,7 +517,8 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: "StudyPasses", 
         f"{st.correction} correction"
         + (", with tau/alpha sensitivity and robustness" if st.sensitivity else ""))
     clock = time.perf_counter()
-    analysis = analyse(passes.arrays, protocol)
+    scales = {role: protocol.scoring.scale_of(role) for role in protocol.scoring.roles}
+    analysis = analyse(passes.arrays, st, protocol.seed, scales=scales, top_k=protocol.report.top_k)
     warnings = tau_warnings(analysis.tables.get("ceilings", pd.DataFrame(columns=["n_taking_part"])))
     for warning in warnings:
         log(f"warning: {warning}")
@@ -511,6 +535,7 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: "StudyPasses", 
         "protocol_sha256": protocol.fingerprint(),
         "seed": protocol.seed,
         "models": passes.provenance,
+        "provenance": run_provenance(passes.provenance, datasets),
         "datasets": datasets,
         "inputs": passes.counts,
         "tau": protocol.statistics.tau,
@@ -542,6 +567,24 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: "StudyPasses", 
     for analysis_tables in extra.values():
         tables.update(analysis_tables)
     return StudyResult(claim.out, passes.arrays, analysis.tests, analysis.roles, tables, manifest)
+
+
+def run_provenance(models: dict[str, dict], datasets: dict[str, dict]) -> dict[str, dict]:
+    """The manifest's ``provenance``: per model, its :class:`~headstats.provenance.Provenance` (weights, tokenizer,
+    the sha256 of each data set's files, package versions)."""
+    import hashlib
+
+    from headstats.provenance import Provenance
+    from headstats.study.storage import package_versions
+
+    data = {}
+    for name, info in datasets.items():
+        files = info.get("files_sha256") or {}
+        data[name] = (next(iter(files.values())) if len(files) == 1 else hashlib.sha256(
+            "".join(f"{k}\t{v}\n" for k, v in sorted(files.items())).encode()).hexdigest() if files else None)
+    versions = package_versions()
+    return {name: Provenance.of_model({**prov, "model": name}, data=data, versions=versions).as_dict()
+            for name, prov in models.items()}
 
 
 def run_claims(protocol: Protocol, analysis, comparison: dict[str, pd.DataFrame],
@@ -607,13 +650,12 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
     ``roles`` (from :func:`study_roles`) stands for ``data`` when the records are not at hand (merging shards).
     Returns the jobs and, per data set, the roles left out of it with the reason.
     """
-    from headstats.analyses import analysis_options, get_analysis
+    from headstats.analyses import get_analysis
     from headstats.analyses.role_scores import RoleScores
     from headstats.study.comparison import comparison_jobs
     from headstats.engine.runner import Job
-    from headstats.analyses.sieves import ScoreSettings
 
-    settings = ScoreSettings.from_options(protocol.scoring)
+    settings = protocol.scoring
     roles = roles if roles is not None else study_roles(protocol, data or {})
     jobs: list = []
     kept = {name: list(k) for name, (k, _) in roles.items()}
@@ -623,18 +665,35 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
              for m in protocol.models for name in names]
     jobs += comparison_jobs(protocol, names)
     pairs = [(c.base, f) for c in protocol.compare for f in c.finetuned]
+    specs = {d.name: d for d in protocol.datasets}
     for analysis in protocol.analyses:
-        spec = get_analysis(analysis)
-        # The protocol enters a job's cache key by its pass fingerprint only; the analysis' own options (which
-        # may change its state, e.g. clustering.max_inputs) are added so that changing them recomputes it.
-        mine = analysis_options(analysis, protocol)
-        options = {"protocol": protocol, "analysis_options": None if mine is None else mine.model_dump(mode="json")}
-        if getattr(spec.collector, "pair", False):
-            jobs += [Job(spec.collector, pair, d, dict(options), name=analysis) for pair in pairs for d in names]
+        collector = get_analysis(analysis).collector
+        # A job carries what its collector reads, and so its cache key names only that: the analysis' own
+        # options, the seed, the data set's file for a collector that reads it again; never the protocol.
+        mine = protocol.options_of(analysis)
+        options = {} if mine is None else {"options": mine}
+
+        def job(models: tuple[str, ...], dataset: str) -> Job:
+            extra = {"source": data_source(specs[dataset])} if getattr(collector, "reads_source", False) else {}
+            if getattr(collector, "reads_task", False):  # the data set's GLUE task (importance: a classifier's task)
+                extra["glue_task"] = specs[dataset].glue.task if specs[dataset].glue is not None else None
+            return Job(collector, models, dataset, {**options, **extra}, name=analysis, seed=protocol.seed)
+
+        if getattr(collector, "pair", False):
+            jobs += [job(pair, d) for pair in pairs for d in names]
         else:
-            jobs += [Job(spec.collector, (m.name,), d, dict(options), name=analysis)
-                     for m in protocol.models for d in names]
+            jobs += [job((m.name,), d) for m in protocol.models for d in names]
     return jobs, dropped
+
+
+def data_source(spec: DatasetSpec) -> dict:
+    """A data set's file as a collector that reads it again sees it (``options["source"]``): path, format,
+    limit and the file's sha256 (so that an edited file gives new cache keys); empty paths for GLUE tasks."""
+    from headstats.study.storage import file_hashes
+
+    path = None if spec.path is None else str(spec.path)
+    return {"path": path, "format": spec.format, "limit": spec.limit,
+            "sha256": file_hashes([path]).get(path) if path else None}
 
 
 def job_label(job) -> str:

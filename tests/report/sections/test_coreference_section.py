@@ -51,3 +51,15 @@ def test_coreference_section_without_queries(tmp_path):
     report = Report("t")
     coreference_section(report, tmp_path, tables)
     assert "m / d: no query (no coreference annotation in this data set)." in render_markdown(report, tmp_path)
+
+
+def test_a_degenerate_baseline_is_named_not_beaten(tmp_path):
+    tables = coreference_tables(passing=True)
+    tables["coreference"].loc[tables["coreference"]["predictor"] == "same_head_word", "accuracy"] = 0.0
+    tests = tables["coreference_tests"]
+    tables["coreference_tests"] = tests.assign(baseline_degenerate=tests["baseline"] == "same_head_word")
+    report = Report("t")
+    coreference_section(report, tmp_path, tables)
+    shown = [b for b in report.blocks if b.kind == "table"][0].content.iloc[0]
+    assert shown["heads_beating_same_head_word"] == "not tested: baseline 0 by construction"
+    assert shown["heads_beating_nearest_mention"] == "0-1"

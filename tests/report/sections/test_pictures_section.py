@@ -26,3 +26,17 @@ def test_pictures_section_inlines_the_interactive_view_in_html_only(tmp_path):
     assert '"weights":[[0.0,0.0,0.0],[1.0,0.0,0.0],[0.0,1.0,0.0]]' in html  # positions 5..7 drawn as 0..2
     md = render_markdown(report, tmp_path)
     assert "hs-attention-view" not in md and "interactive view of these heads is in report.html" in md
+
+
+def test_a_weak_gallery_example_is_labelled_weak(tmp_path):
+    gallery = pd.DataFrame([{"model": "m", "dataset": "d", "pattern": "same_word_other_sentence",
+                             "measure": "same_token_other", "layer": 0, "head": 1, "mean": 0.25, "strength": 0.5,
+                             "weak": True, "sentence_id": "7", "value": 0.6}])
+    maps = pd.DataFrame({"model": "m", "dataset": "d", "sentence_id": "7", "layer": 0, "head": 1, "query": [0, 1],
+                         "key": [1, 0], "weight": 1.0})
+    tokens = pd.DataFrame({"model": "m", "dataset": "d", "sentence_id": "7", "position": [0, 1], "token": ["a", "a"],
+                           "segment": [0, 1], "special": False})
+    report = Report("t")
+    pictures_section(report, tmp_path, {"gallery": gallery, "attention_maps": maps, "attention_tokens": tokens})
+    figure = [b for b in report.blocks if b.kind == "figure"][0]
+    assert figure.caption.startswith("Weak example: even the best head's mean 0.25 is below the stated strength 0.5")

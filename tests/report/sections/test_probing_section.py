@@ -26,7 +26,7 @@ def probes(attention_only_wins: int) -> pd.DataFrame:
 
 
 def statistics():
-    return SimpleNamespace(statistics=SimpleNamespace(correction="holm", alpha=0.05, confidence=0.95))
+    return SimpleNamespace(correction="holm", alpha=0.05, confidence=0.95)
 
 
 def test_probing_section_states_the_claim_with_its_test(tmp_path):

@@ -60,8 +60,10 @@ def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]
         tag = figure_tag(r.model, r.dataset, r.pattern)
         words = PATTERN_WORDS.get(r.pattern, r.pattern)
         fig = attention_plots.attention_heatmap(weights, toks, title=title)
+        weak = (f"Weak example: even the best head's mean {r.mean:.2f} is below the stated strength "
+                f"{r.strength:g} of this pattern. " if bool(getattr(r, "weak", False)) else "")
         report.figure(save_figure(fig, root, f"attention_heatmap_{tag}"),
-                      f"Head {r.layer}-{r.head} of {r.model} ({r.dataset}, input {r.sentence_id}), which {words} "
+                      f"{weak}Head {r.layer}-{r.head} of {r.model} ({r.dataset}, input {r.sentence_id}), which {words} "
                       f"({r.measure} = {r.value:.2f} on this input, {r.mean:.2f} on average): each row is a query's "
                       "attention over the keys.", alt=title)
         fig = attention_plots.line_view(weights, toks, segment=segment, title=title)
