@@ -92,3 +92,10 @@ def test_role_claims_from_tables():
     verdicts = dict(zip(claims["claim"], claims["verdict"]))
     assert verdicts == {"importance_role_local": "supported", "delimiter_heads_least_important": "supported"}
     assert claims["estimate"].iat[0] == pytest.approx(importance[held].mean() - importance[~held].mean())
+
+
+def test_replicate_groups_from_model_names():
+    from headstats.stats.head_importance import replicate_groups
+
+    names = ["default", "sst2-ft@seed0", "sst2-ft@seed1", "sst2-ft@seed0", "solo@seed3"]
+    assert replicate_groups(names) == {"sst2-ft": ["sst2-ft@seed0", "sst2-ft@seed1"]}
