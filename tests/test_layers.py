@@ -17,6 +17,9 @@ LAYERS = ["errors", "registry", "fields", "provenance", "measures", "folders", "
           "engine", "analyses", "stats", "config", "assignment", "plots", "report", "study", "cli", "api", "__init__"]
 #: ``from headstats import __version__`` is the only use of the package root allowed below the API.
 ROOT_NAMES = {"__version__"}
+#: Options modules of upper layers that the protocol (config) composes; each imports only base modules (tested).
+LEAF_OPTIONS = {"headstats.report.options"}
+BASE = LAYERS[:LAYERS.index("inputs")]
 
 
 def _layer(module: str) -> str | None:
@@ -59,6 +62,8 @@ def test_layers_never_reach_up(path):
             continue
         if other == "__init__" and set(names) <= ROOT_NAMES:
             continue
+        if _layer(me) == "config" and module in LEAF_OPTIONS:  # the protocol composes each layer's options
+            continue
         assert LAYERS.index(other) < mine, f"{me} imports {module}, a layer above its own"
 
 
@@ -86,3 +91,10 @@ def test_tests_mirror_the_tree():
         if not (tests / rel.parent / f"test_{path.name}").exists():
             missing.append(str(rel))
     assert not missing, f"no test module for {missing}"
+
+
+@pytest.mark.parametrize("module", sorted(LEAF_OPTIONS))
+def test_leaf_options_import_only_base_modules(module):
+    path = SRC.parent.joinpath(*module.split(".")).with_suffix(".py")
+    inner = {_layer(m) for m, _ in _imports(path)} - {None}
+    assert inner <= set(BASE), f"{module} imports {inner - set(BASE)}: the protocol could no longer compose it"

@@ -149,6 +149,16 @@ def test_tiny_model(tiny_model):
     assert len(tables["gallery"]) == len(PATTERNS)
     tokens = tables["attention_tokens"]
     assert tokens[tokens["sentence_id"] == "0"]["token"].tolist()[:3] == ["[CLS]", "the", "cat"]
-    rows = tables["attention_maps"].groupby(["sentence_id", "layer", "head", "query"])["weight"].sum()
-    np.testing.assert_allclose(rows.to_numpy(), 1.0, rtol=1e-5)  # short inputs: whole rows drawn
+    maps = tables["attention_maps"]
+    drawn = tables["gallery"][["sentence_id", "layer", "head"]].drop_duplicates()
+    whole = maps.merge(drawn, on=["sentence_id", "layer", "head"])
+    rows = whole.groupby(["sentence_id", "layer", "head", "query"])["weight"].sum()
+    np.testing.assert_allclose(rows.to_numpy(), 1.0, rtol=1e-5)  # short inputs: the gallery's rows drawn whole
+    # every head of every kept input, for the interactive view: the weights of at least VIEW_FLOOR
+    from headstats.analyses.pictures import VIEW_FLOOR
+
+    heads = maps.groupby("sentence_id")[["layer", "head"]].apply(lambda g: len(g.drop_duplicates()))
+    assert heads.to_dict() == {"0": 4, "1": 4}
+    others = maps.merge(drawn, on=["sentence_id", "layer", "head"], how="left", indicator=True)
+    assert (others.loc[others["_merge"] == "left_only", "weight"] >= VIEW_FLOOR).all()
     assert isinstance(tables["gallery"], pd.DataFrame)

@@ -42,3 +42,23 @@ def test_interactive_view_is_self_contained():
     data = json.loads(payload.replace("<\\/", "</"))
     assert data["views"][0]["tokens"] == TOKENS and data["views"][0]["weights"][2] == [0.0, 0.995, 0.005, 0.0]
     assert data["views"][0]["label"] == "a </script> b"
+
+
+def test_attention_explorer_holds_every_head_as_bytes_and_works_offline():
+    from headstats.plots.attention_plots import attention_explorer_html
+
+    weights = {(0, 0): ([0, 1, 2], [1, 1, 3], [0.5, 1.0, 0.004]), (1, 2): ([3], [0], [0.25])}
+    page = attention_explorer_html([{"label": "x", "tokens": TOKENS, "segment": [0, 0, 1, 1],
+                                     "special": [1, 0, 0, 1], "weights": weights, "captions": {"0-0": "c"}}],
+                                   n_layers=2, n_heads=3, presets=[{"label": "p", "input": 0, "layer": 1, "head": 2}],
+                                   element_id="e1")
+    assert "http" not in page.replace("http://www.w3.org/2000/svg", "") and "<script src" not in page
+    data = json.loads(re.search(r"<script type='application/json'>(.*?)</script>", page, re.S).group(1))
+    heads = data["inputs"][0]["heads"]
+    assert len(heads) == 2 and len(heads[0]) == 3
+    assert heads[0][0] == [0, 1, 128, 1, 1, 255]  # (query, key, round(255 w)); 0.004 is below the view's 0.01
+    assert heads[1][2] == [3, 0, 64] and heads[0][1] == []
+    assert data["presets"] == [{"label": "p", "input": 0, "layer": 1, "head": "2"}]
+    for control in ("hs-input", "hs-layer", "hs-head", "hs-words", "hs-svg", "hs-png"):
+        assert f"class='{control}'" in page
+    assert "`" not in page  # no template literals: the report's HTML holds no backtick

@@ -12,12 +12,11 @@ from headstats.assignment.role_assignment import colocation, heads_per_role_per_
 from headstats.plots import style
 from headstats.plots.roles_plots import (
     CELL_PAD,
-    MAX_GRID_WIDTH,
+    grid_layout,
     heads_per_layer_plot,
     mean_score_maps,
     role_grid,
     slot_rectangle,
-    slot_shape,
     upset_plot,
 )
 
@@ -49,12 +48,16 @@ def role_collections(fig: Figure) -> dict[str, int]:
 
 # ------------------------------------------------------------------------------------------------ role grid
 
-def test_slot_shape_and_slots_stay_inside_their_cell():
-    assert slot_shape(1) == (1, 1)
-    assert slot_shape(3) == (1, 3)
-    assert slot_shape(10) == (2, 5)
-    assert slot_shape(16) == (3, 6)
-    shape = slot_shape(10)
+def test_grid_layout_square_slots_as_large_as_the_width_allows():
+    # column (3.5 in), 6 x 12 heads, 10 roles: cells (3.5 - 0.55) / 12 = 0.2458 in wide; 1 slot per row would
+    # make the grid 6 x 10 x 0.2458 = 14.7 in tall (over 4 in); 2 per row: 6 x 5 x 0.2458 / 2 = 3.69 in
+    shape, cell_w, cell_h = grid_layout(6, 12, 10, 3.5)
+    assert shape == (5, 2)
+    assert cell_w == pytest.approx(2.95 / 12) and cell_h == pytest.approx(5 * cell_w / 2)
+    # text (7 in): cells capped at 0.5 in; 2 per row would be 7.5 in tall (over 0.75 x 7 = 5.25), 3 per row 4.0
+    shape, cell_w, cell_h = grid_layout(6, 12, 10, 7.0)
+    assert shape == (4, 3) and cell_w == 0.5 and cell_h == pytest.approx(4 * 0.5 / 3)
+    shape = (2, 5)
     for k in range(10):
         rect = slot_rectangle(4, 7, k, shape)
         assert 7 + CELL_PAD <= rect.get_x() and rect.get_x() + rect.get_width() <= 8 - CELL_PAD + 1e-12
@@ -74,7 +77,7 @@ def test_role_grid_one_slot_per_role_held(tests_table):
     assert counts == {"local": 3, "delimiter": 2, "syntactic": 2, "_tested, not held": 3 * 6 - 7}
     (ax,) = fig.axes
     colours = style.role_colours(ORDER)
-    shape = slot_shape(3)
+    shape = grid_layout(3, 2, 3, style.figure_width())[0]
     for collection in ax.collections:
         role = collection.get_label()
         if role.startswith("_"):
@@ -105,47 +108,78 @@ def test_role_grid_nothing_held(tests_table):
 ROLES10 = list(style.ROLE_ORDER)
 
 
-@pytest.mark.parametrize("n_layers,n_heads", [(6, 12), (12, 12), (24, 16)])
-def test_role_grid_legible_at_model_sizes(n_layers, n_heads, tmp_path):
+@pytest.mark.parametrize("n_layers,n_heads,width", [(6, 12, 3.5), (6, 12, 7.0), (12, 12, 3.5), (12, 12, 7.0),
+                                                    (24, 16, 7.0)])
+def test_role_grid_legible_at_model_sizes(n_layers, n_heads, width, tmp_path):
     rng = np.random.default_rng(n_layers)
     rows = [dict(model="m", dataset="d", layer=layer, head=head, **{r: bool(rng.random() < 0.3) for r in ROLES10})
             for layer in range(n_layers) for head in range(n_heads)]
     roles = pd.DataFrame(rows)
-    fig = role_grid(roles)
+    with style.using(style.Preset(width=width, formats=("png", "svg"))):
+        fig = role_grid(roles)
+        paths = style.save(fig, tmp_path, "grid")
     counts = role_collections(fig)
     assert sum(v for k, v in counts.items() if not k.startswith("_")) == int(roles[ROLES10].to_numpy().sum())
     assert sum(counts.values()) == n_layers * n_heads * 10
-    paths = style.save(fig, tmp_path, "grid")
     assert [p.suffix for p in paths] == [".png", ".svg"]
     assert (tmp_path / "grid.png").stat().st_size > 10_000
-    width, height = fig.get_size_inches()
-    assert width <= MAX_GRID_WIDTH + 1.5 and height <= 12
-    # every role slot is at least 7 x 4 pixels in the PNG (and it is 2 x 5 slots per cell)
+    fig_w, fig_h = fig.get_size_inches()
+    assert fig_w <= width + 1e-9 and fig_h <= 1.2 * max(0.75 * width, 4.0) + 1.5
+    # every role slot is square and at least 0.04 in (1 mm) a side in print
+    shape, _, _ = grid_layout(n_layers, n_heads, 10, width)
     ax = fig.axes[0]
     corner = ax.transData.transform([(0, 0), (1, 1)])
-    cell_w, cell_h = np.abs(corner[1] - corner[0]) * style.PNG_DPI / fig.dpi
-    assert cell_w * (1 - 2 * CELL_PAD) / 5 >= 7
-    assert cell_h * (1 - 2 * CELL_PAD) / 2 >= 4
+    cell_w, cell_h = np.abs(corner[1] - corner[0]) / fig.dpi
+    slot_w, slot_h = cell_w * (1 - 2 * CELL_PAD) / shape[1], cell_h * (1 - 2 * CELL_PAD) / shape[0]
+    assert min(slot_w, slot_h) >= 0.04
+    assert slot_w == pytest.approx(slot_h, rel=0.05) or slot_h > slot_w
 
 
 # ------------------------------------------------------------------------------------------ mean-score maps
 
 def test_mean_score_maps(tests_table):
-    fig = mean_score_maps(tests_table, tau=3.0)
+    fig = mean_score_maps(tests_table, tau=3.0, scale="family")
     maps = [ax for ax in fig.axes if ax.get_visible() and ax.get_title() in HELD]
     assert [ax.get_title() for ax in maps] == ORDER
-    assert fig.get_suptitle().endswith("(black outline: assigned; colours diverge at tau = 3)")
+    assert fig.texts[-1].get_text() == "black outline: assigned; white: tau = 3; one colour scale per role family"
     for ax in maps:
         role = ax.get_title()
         (image,) = ax.get_images()
         grid = image.get_array()
         assert grid.shape == (3, 2)
         assert grid[1, 0] == (5.0 if (1, 0) in HELD[role] else 2.0)
-        assert image.norm.vcenter == 3.0
+        # centred at tau: tau is white (0.5 of the map), one step above or below tau the same distance from it
+        assert image.norm(3.0) == 0.5
+        assert image.norm(3.0 + 1) - 0.5 == pytest.approx(0.5 - image.norm(3.0 - 1))
         (outlines,) = [c for c in ax.collections if c.get_label() == "assigned"]
         corners = [path.vertices.min(axis=0) for path in outlines.get_paths()]  # (head - 0.5, layer - 0.5)
         assert {(round(y + 0.5), round(x + 0.5)) for x, y in corners} == HELD[role]
         assert all(np.allclose(np.ptp(p.vertices, axis=0), 1) for p in outlines.get_paths())  # one cell each
+
+
+def test_mean_score_maps_one_scale_per_family_with_the_datas_range():
+    from headstats.plots.roles_plots import plain
+
+    rows = [dict(model="m", dataset="d", role=role, layer=layer, head=head, mean=base + layer + head / 10,
+                 reject=False)
+            for role, base in (("local", 0.5), ("delimiter", 1.0), ("delimiter_cls", 7.0), ("delimiter_sep", 2.0))
+            for layer in range(3) for head in range(2)]
+    tests = pd.DataFrame(rows)
+    for scale, expected in (("family", {"local": (0.5, 3.0), "delimiter": (1.0, 9.1)}),
+                            ("shared", {"local": (0.5, 9.1), "delimiter": (0.5, 9.1)}),
+                            ("role", {"local": (0.5, 3.0), "delimiter": (1.0, 3.1)})):
+        fig = mean_score_maps(tests, tau=3.0, scale=scale)
+        maps = {ax.get_title(): ax for ax in fig.axes if ax.get_images()}
+        norms = {role: ax.get_images()[0].norm for role, ax in maps.items()}
+        for role, (low, high) in expected.items():  # the bar spans the data (tau included), nothing synthetic
+            assert (norms[role].vmin, norms[role].vmax) == pytest.approx((low, high))
+        if scale == "family":
+            assert norms["delimiter"] is norms["delimiter_cls"] is norms["delimiter_sep"]
+            assert norms["local"] is not norms["delimiter"]
+    # ticks: the ends and tau, as plain decimals with the digits the span needs
+    assert [plain(v, 8.6) for v in (0.5, 3.0, 9.1)] == ["0.50", "3.00", "9.10"]
+    assert plain(7.93e-07, 3.0) == "0.00" and plain(10.2, 10.2) == "10.2" and plain(0.000108, 0.01) == "0.0001"
+    assert plain(-1e-9, 3.0) == "0.00"
 
 
 # ---------------------------------------------------------------------------------- heads per role per layer
@@ -251,6 +285,8 @@ def test_small_multiples_keep_their_text_inside_and_off_other_panels(draw, n_lay
         return
     panels = axes[0::2] if draw == "maps" else axes
     assert len(panels) == n_roles
-    ncols = min(n_roles, 5 if n_roles > 8 else 4)  # a grid: the panels of a column share their left edge
+    # at the default 7 in: maps of 1.6 in (4 a row); bars of 1.25 in, or 0.1 in a layer + 0.5 (5, at most, a row)
+    ncols = min(n_roles, 4) if draw == "maps" else min(n_roles, 2 if n_layers == 24 else 5)
+    # a grid: the panels of a column share their left edge
     assert len({round(ax.get_position().x0, 9) for ax in panels}) == ncols
     assert len({round(ax.get_position().width, 9) for ax in panels}) == 1

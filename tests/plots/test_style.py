@@ -13,7 +13,7 @@ from headstats.plots import style
 def test_builtin_roles_have_fixed_distinct_palette_colours():
     colours = style.role_colours(style.ROLE_ORDER)
     assert len(set(colours.values())) == len(style.ROLE_ORDER) == 10
-    palette = set(style.TOL_MUTED) | {style.DARK_GREY}
+    palette = set(style.TOL_MUTED) | {style.DARK_GREY, style.OKABE_ITO["orange"]}
     assert set(colours.values()) <= palette
     # the same role has the same colour whatever else is drawn
     assert style.role_colours(["syntactic:amod"])["syntactic:amod"] == colours["syntactic:amod"]
@@ -41,12 +41,18 @@ def test_save_writes_png_and_svg_with_text_as_text(tmp_path):
     fig = Figure(figsize=(2, 1.5), layout="constrained")
     fig.add_subplot().set_title("a title")
     paths = style.save(fig, tmp_path, "f")
-    assert [p.name for p in paths] == ["f.png", "f.svg"]
+    assert [p.name for p in paths] == ["f.png", "f.pdf", "f.svg"]
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    svg = paths[1].read_text()
+    svg = paths[2].read_text()
     assert "a title" in svg  # svg.fonttype none: text stays searchable and editable
+    assert b"/FontFile2" in paths[1].read_bytes()  # pdf.fonttype 42: TrueType, editable in a PDF editor
     width = int.from_bytes(paths[0].read_bytes()[16:20], "big")
-    assert abs(width - 2 * style.PNG_DPI) <= 2
+    assert abs(width - 2 * style.preset().dpi) <= 2
+    with style.using(style.Preset(dpi=150, formats=("png",))):
+        (png,) = style.save(fig, tmp_path, "g")
+    from headstats.report.blocks import png_dpi
+
+    assert png_dpi(png.read_bytes()) == pytest.approx(150, abs=0.1)  # the pHYs chunk says 150 dpi
 
 
 def test_styled_leaves_the_users_settings_alone():
@@ -77,11 +83,11 @@ def test_save_lays_out_once_and_every_format_keeps_that_layout(tmp_path, monkeyp
 
     fig = figure("constrained")
     style.save(fig, tmp_path, "f")
-    # matplotlib draws a figure with a layout engine twice per file (once to lay it out); the SVG is drawn once
-    assert len(draws) == 3 and fig.get_layout_engine() is None
+    # matplotlib draws a figure with a layout engine twice per file (once to lay it out); PDF and SVG once
+    assert len(draws) == 4 and fig.get_layout_engine() is None
     reference = figure("constrained")  # the layout constrained_layout gives at the PNG's resolution
     with style.context():
-        reference.savefig(io.BytesIO(), format="png", dpi=style.PNG_DPI)
+        reference.savefig(io.BytesIO(), format="png", dpi=style.preset().dpi)
     for ax, ref in zip(fig.axes, reference.axes):
         assert ax.get_position().bounds == ref.get_position().bounds
     assert fig.axes[0].get_position().x0 > 0.1  # the long label moved the panel right: laid out
@@ -89,11 +95,11 @@ def test_save_lays_out_once_and_every_format_keeps_that_layout(tmp_path, monkeyp
     draws.clear()
     loose = figure(None)  # no layout engine: a tight box, found once
     paths = style.save(loose, tmp_path, "g")
-    assert len(draws) == 3
+    assert len(draws) == 4
     png_width = int.from_bytes(paths[0].read_bytes()[16:20], "big")
-    svg = paths[1].read_text()
+    svg = paths[2].read_text()
     svg_width_pt = float(svg.split('width="')[1].split("pt")[0])
-    assert abs(png_width / style.PNG_DPI - svg_width_pt / 72) < 0.03  # the same box, in inches
+    assert abs(png_width / style.preset().dpi - svg_width_pt / 72) < 0.03  # the same box, in inches
 
 
 def test_text_size_is_the_text_box_matplotlib_draws():
@@ -146,6 +152,29 @@ def test_fit_keeps_every_text_inside_and_a_laid_out_figure_is_drawn_once_per_fil
     monkeypatch.setattr(Figure, "draw", lambda self, renderer: (draws.append(self), original(self, renderer))[1])
     before = ax.get_position().bounds
     paths = style.save(fig, tmp_path, "fit")
-    assert len(draws) == 2 and ax.get_position().bounds == before  # one draw per file, no tight box
+    assert len(draws) == 3 and ax.get_position().bounds == before  # one draw per file, no tight box
     width = int.from_bytes(paths[0].read_bytes()[16:20], "big")
-    assert width == 4 * style.PNG_DPI  # the whole canvas
+    assert width == 4 * style.preset().dpi  # the whole canvas
+
+
+def _lightness(colour: str) -> float:
+    """CIELAB L* of an sRGB colour (what a grey-scale print keeps)."""
+    rgb = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in mcolors.to_rgb(colour)]
+    y = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]
+    return 116 * (y ** (1 / 3) if y > 0.008856 else 7.787 * y + 16 / 116) - 16
+
+
+def test_roles_that_share_a_cell_neighbourhood_differ_in_grey():
+    """delimiter, delimiter_cls and syntactic:amod once had three wine and rose hues; in grey (L*) they differ
+    by at least 14 of 100 (they were 10 apart)."""
+    shades = sorted(_lightness(style.ROLE_COLOURS[r]) for r in ("delimiter", "delimiter_cls", "syntactic:amod"))
+    assert min(b - a for a, b in zip(shades, shades[1:])) >= 14
+    assert _lightness("#000000") == pytest.approx(0, abs=1e-9) and _lightness("#FFFFFF") == pytest.approx(100)
+
+
+def test_presets_set_the_width_and_restore_the_one_before():
+    assert style.figure_width() == 7.0
+    with style.using(style.Preset(width=3.5)):
+        assert style.figure_width() == 3.5
+        assert style.columns_for(1.6, 10) == 2
+    assert style.figure_width() == 7.0 and style.columns_for(1.6, 10) == 4 and style.columns_for(1.6, 3) == 3

@@ -132,10 +132,10 @@ def test_render_html_inlines_figures_one_caption_each(tmp_path):
     assert "<figcaption class='caption'>the line <a href='figures/line.svg'>SVG</a></figcaption>" in page
     assert page.count("the line") == 1 and page.count("<figcaption") == page.count("<img") == 1
     assert "<h2 id='figures'>Figures</h2>" in page and "<a href='#figures'>Figures</a>" in page
-    # shown at its printed size: 96 CSS px per inch of the figure (PNG_DPI pixels per inch in the PNG)
-    from headstats.plots.style import PNG_DPI
+    # shown at its printed size: 96 CSS px per inch of the figure (the PNG's pixels per inch, its pHYs chunk)
+    from headstats.plots.style import preset
 
-    assert f"width='{round(int.from_bytes(png[16:20], 'big') * 96 / PNG_DPI)}'" in page
+    assert f"width='{round(int.from_bytes(png[16:20], 'big') * 96 / preset().dpi)}'" in page
 
     write_report(report, tmp_path)
     assert (tmp_path / "report.html").read_text() == page
@@ -176,3 +176,15 @@ def test_tables_formatted_ahead_give_the_same_report():
     only_md = report()
     render_tables(only_md, html_too=False)
     assert "html" not in only_md.blocks[0].extra and render_html(only_md, root=None) == render_html(plain, root=None)
+
+
+def test_latex_table_booktabs_escaped_with_the_caption_s_code():
+    from headstats.report.blocks import latex_escape, latex_table
+
+    frame = pd.DataFrame({"role": ["syntactic:amod", "a_b"], "n_heads": [3, 4], "p_corr": [1e-5, 0.3]})
+    tex = latex_table(frame, "Heads with `min_count` 5% & more", "tab:x")
+    assert tex.splitlines()[:5] == ["\\begin{table}", "\\centering",
+                                    "\\caption{Heads with \\texttt{min\\_count} 5\\% \\& more}", "\\label{tab:x}",
+                                    "\\begin{tabular}{lrr}"]
+    assert "role & n\\_heads & p\\_corr \\\\" in tex and "a\\_b & 4 & 3.00e-01 \\\\" in tex
+    assert latex_escape("a_b & {x} ~ 5% #1 $") == "a\\_b \\& \\{x\\} \\textasciitilde{} 5\\% \\#1 \\$"

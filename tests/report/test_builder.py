@@ -309,13 +309,13 @@ def test_rebuild_with_top_k_rewrites_the_strongest_heads(run):
 
 def test_rebuild_refuses_to_overwrite_a_file_headstats_did_not_write(run):
     manifest = json.loads((run / "manifest.json").read_text())
-    manifest["output_files"].remove("figures/pvalue_histogram.svg")
+    manifest["output_files"].remove("figures/pvalue_ecdf.svg")
     (run / "manifest.json").write_text(json.dumps(manifest))
-    (run / "figures" / "pvalue_histogram.svg").write_text("the user's own drawing")
+    (run / "figures" / "pvalue_ecdf.svg").write_text("the user's own drawing")
     before = (run / "report.md").read_text()
-    with pytest.raises(HeadstatsError, match="pvalue_histogram.svg.*did not write"):
+    with pytest.raises(HeadstatsError, match="pvalue_ecdf.svg.*did not write"):
         rebuild_report(run)
-    assert (run / "figures" / "pvalue_histogram.svg").read_text() == "the user's own drawing"
+    assert (run / "figures" / "pvalue_ecdf.svg").read_text() == "the user's own drawing"
     assert (run / "report.md").read_text() == before
     assert [p.name for p in run.parent.iterdir() if p.name.startswith(".")] == []
 
@@ -422,7 +422,9 @@ def test_analysis_sections_use_the_registry_entrys_report(tmp_path):
         report = Report("t")
         files = analysis_sections(report, tmp_path, {"section_test": {"a": pd.DataFrame({"x": [1]})},
                                                      "distance": {"distance": distance}, "special_mass": {}})
-        assert seen == [["a"]] and files["a"] == "what" and "distance" in files
+        # each file its own description: a table headstats knows by name, else its analysis' named
+        assert seen == [["a"]] and files["a"] == "a table of the section_test analysis (what)"
+        assert files["distance"].startswith("per head, the mean distance attended over")
         assert [b.content for b in report.blocks if b.kind == "heading"] == ["Attention distance"]
     finally:
         ANALYSES.unregister("section_test")
@@ -440,3 +442,33 @@ def test_rebuilds_are_deterministic_and_workers_change_no_byte(run, tmp_path):
     assert files(run) == serial  # the same folder rebuilt: the same bytes (no dates, stable SVG ids)
     rebuild_report(run, workers=2)
     assert files(run) == serial  # figures drawn by worker processes: the same files, the same report
+
+
+def test_a_protocol_of_analyses_leads_with_them_and_says_a_skip_once(tmp_path):
+    """Claims first, then the protocol's own analyses, the roles after them; an analysis not run is said once
+    at the top, with where, why and the fix."""
+    protocol = Protocol.model_validate({"name": "clarkish", "models": ["m"], "datasets": [{"name": "d1",
+                                        "path": "x.txt"}], "scoring": {"roles": ROLES},
+                                        "analyses": ["distance", "gradients"]})
+    tests = planted_tests()
+    roles = role_table(tests)
+    tables = {"heads_per_layer": heads_per_role_per_layer(roles), "colocation": colocation(roles),
+              "strongest_heads": strongest_heads(tests, k=2)}
+    distance = pd.DataFrame({"model": "m", "dataset": "d1", "layer": 0, "head": [0, 1], "n": 3,
+                             "distance_mean": [1.0, 2.0], "distance_sd": 0.1, "uniform_mean": 2.0,
+                             "locality_mean": [0.5, 0.0]})
+    skipped = pd.DataFrame([{"model": "m", "dataset": d, "reason": "the checkpoint has no trained head"}
+                            for d in ("d1", "d2")])
+    manifest = {"protocol_sha256": "0" * 64, "seed": 0, "models": {}, "datasets": {},
+                "inputs": {"m/d1": {"model": "m", "dataset": "d1", "n_records": 20, "n_scored": 20, "skipped": {},
+                                    "notes": {}, "roles_not_applicable": {}}}}
+    build_report(tmp_path, protocol, Analysis(tests=tests, roles=roles, tables=tables), manifest,
+                 analyses={"distance": {"distance": distance}, "gradients": {"gradients_skipped": skipped}}, workers=1)
+    md = (tmp_path / "report.md").read_text()
+    heads = [line for line in md.splitlines() if line.startswith("## ")]
+    assert heads.index("## Roles of Pande et al. (2021): summary") > max(
+        k for k, h in enumerate(heads) if "istance" in h or "radient" in h)
+    assert md.count("the checkpoint has no trained head") == 1
+    assert "- **gradients** did not run (m on d1, m on d2): the checkpoint has no trained head. Fix:" in md
+    assert md.index("did not run") < md.index("## Claims, tested")  # at the top, before the claims
+    assert "- `distance.csv`: per head, the mean distance attended over" in md

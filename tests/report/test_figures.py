@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -47,7 +49,7 @@ def test_workers_write_the_same_bytes_as_serial_drawing(tests_table, tmp_path):
     parallel = draw_all(tmp_path / "parallel", tests_table, workers=2)
     assert serial == parallel == ["figures/maps.png", "figures/bars.png", "figures/pvalues.png"]
     files = sorted(p.name for p in (tmp_path / "serial" / "figures").iterdir())
-    assert files == ["bars.png", "bars.svg", "maps.png", "maps.svg", "pvalues.png", "pvalues.svg"]
+    assert files == [f"{n}.{x}" for n in ("bars", "maps", "pvalues") for x in ("pdf", "png", "svg")]
     for name in files:
         assert (tmp_path / "parallel" / "figures" / name).read_bytes() == \
             (tmp_path / "serial" / "figures" / name).read_bytes(), name
@@ -121,3 +123,104 @@ def test_number_of_workers(monkeypatch):
             figure_workers()
     with pytest.raises(HeadstatsError, match="workers = 0"):
         figure_workers(0)
+
+
+# ========================================================================================== figures for print
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "quickstart"
+
+
+def _svg_text_sizes(path: Path) -> tuple[float, list[float]]:
+    """The SVG's width in points and the font size of every text element (its own or its group's style)."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    width = float(root.get("width").removesuffix("pt"))
+    sizes = []
+    for node in root.iter():
+        if node.tag.endswith("}text") or node.tag.endswith("}tspan"):
+            found = re.search(r"font-size:\s*([\d.]+)px", node.get("style", "")) or \
+                re.search(r"font:\s*(?:\w+\s+)*([\d.]+)px", node.get("style", ""))
+            if found:
+                sizes.append(float(found.group(1)))
+    return width, sizes
+
+
+@pytest.fixture(scope="module")
+def quickstart_report(tmp_path_factory) -> tuple[Path, float]:
+    """The quickstart's report built from its golden tables with ``report.figures.width: column``."""
+    from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, strongest_heads
+    from headstats.assignment.tables import Analysis
+    from headstats.config.protocol import Protocol
+    from headstats.report.builder import _read_roles, build_report
+
+    tests = pd.read_csv(GOLDEN / "tests.csv")
+    roles = _read_roles(GOLDEN / "roles.csv")
+    protocol = Protocol.model_validate({
+        "name": "quickstart", "datasets": [{"name": "demo_single", "path": "s.txt"}, {"name": "demo_pairs",
+                                                                                       "path": "p.txt"}],
+        "report": {"top_k": 5, "figures": {"width": "column"}}})
+    tables = {"heads_per_layer": heads_per_role_per_layer(roles), "colocation": colocation(roles),
+              "strongest_heads": strongest_heads(tests, k=5)}
+    manifest = {"inputs": {f"default/{d}": {"model": "default", "dataset": d, "n_records": 10, "n_scored": 10,
+                                            "skipped": {}, "notes": {}, "roles_not_applicable": {}}
+                           for d in ("demo_single", "demo_pairs")}, "models": {}, "datasets": {},
+                "protocol_sha256": "0" * 64, "seed": 0}
+    root = tmp_path_factory.mktemp("print")
+    build_report(root, protocol, Analysis(tests=tests, roles=roles, tables=tables), manifest)
+    return root, 3.5
+
+
+def test_every_figure_is_written_for_print(quickstart_report):
+    """PNG at 300 dpi, PDF with TrueType (editable) text, SVG with text as text, for every figure; no text
+    smaller than 7 pt when the figure is printed at the column width it was drawn for."""
+    from matplotlib.image import imread  # noqa: F401 - matplotlib is there; PIL comes with it
+    from PIL import Image
+
+    root, inches = quickstart_report
+    pngs = sorted((root / "figures").glob("*.png"))
+    assert {p.stem.split("_default")[0] for p in pngs} >= {"roles_grid", "mean_scores", "heads_per_layer",
+                                                             "colocation", "pvalue_ecdf", "power_mde"}
+    for png in pngs:
+        with Image.open(png) as image:
+            dpi = image.info["dpi"]
+            assert round(dpi[0]) == 300 and round(dpi[1]) == 300, png.name
+            printed = image.size[0] / dpi[0]
+        assert printed <= inches + 0.01, f"{png.name} is {printed:.2f} in wide, wider than the column"
+        pdf = png.with_suffix(".pdf").read_bytes()
+        assert b"/FontFile2" in pdf and b"/Subtype /Type3" not in pdf, png.name  # TrueType: editable text
+        width_pt, sizes = _svg_text_sizes(png.with_suffix(".svg"))
+        assert sizes, f"{png.name}: the SVG holds no text elements (text drawn as paths?)"
+        scale = min(1.0, inches * 72 / width_pt)  # a figure wider than the column is shrunk to it in print
+        assert min(sizes) * scale >= 7.0 - 1e-6, f"{png.name}: text of {min(sizes) * scale:.1f} pt in print"
+
+
+def test_the_report_shows_figures_at_their_printed_size(quickstart_report):
+    import re
+
+    root, inches = quickstart_report
+    html = (root / "report.html").read_text()
+    widths = [int(w) for w in re.findall(r"<img alt='[^']*' width='(\d+)'", html)]
+    assert widths and max(widths) <= round(inches * 96)  # 96 CSS px per inch, whatever the PNG's dpi
+
+
+def test_html_renders_markdown_and_scrolls_wide_tables(quickstart_report):
+    """No literal backtick anywhere in the HTML report (Markdown is rendered in captions and summaries too),
+    and every table sits in a horizontal scroll box."""
+    root, _ = quickstart_report
+    html = (root / "report.html").read_text()
+    assert "`" not in html
+    assert html.count("<table") == html.count("<div class='scroll'><table")
+    assert "<code>" in html
+
+
+def test_main_tables_also_written_as_latex(quickstart_report):
+    root, _ = quickstart_report
+    tex = (root / "role_counts.tex").read_text()
+    assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex  # booktabs
+    assert "\\caption{Protocol quickstart: one-sided" in tex and "\\label{tab:role_counts}" in tex
+    assert "syntactic:nsubj" in tex and "delimiter\\_cls" in tex  # escaped for LaTeX
+    rows = [line for line in tex.splitlines() if line.startswith("default &")]
+    assert len(rows) == 2  # one per data set, as in the report's table
+    assert sorted((root).glob("heads_per_layer_*.tex"))

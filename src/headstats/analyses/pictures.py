@@ -19,8 +19,8 @@ head's value of the measure is largest. Only a few inputs' maps are ever held (o
 named in ``sentence_ids``; every other input only adds to the running means. A longer input is drawn on at
 most ``max_pieces`` of its pieces, the first of each sentence (:func:`shown_positions`; weights to pieces not
 drawn are left out). At the end, the maps of the chosen heads on their inputs (and of ``heads`` on the first
-kept input) become
-long tables, so the report draws them (heat map, line view, the interactive view) from tables alone:
+kept input), and the weights of at least :data:`VIEW_FLOOR` of every other head on every kept input (for the
+interactive view), become long tables, so the report draws them (heat map, line view, the interactive view) from tables alone:
 
 - ``gallery``: ``model, dataset, pattern, measure, layer, head, mean, strength, weak, sentence_id, value``
   (``weak``: even the best head's mean is below the pattern's stated ``strength``, :data:`GALLERY_STRENGTH`; the
@@ -73,6 +73,8 @@ PATTERNS: dict[str, tuple[str, ...]] = {
 #: option ``broad_share``'s default).
 GALLERY_STRENGTH: dict[str, float] = {"next_word": 0.5, "previous_word": 0.5, "identical_words": 0.5,
                                       "same_word_other_sentence": 0.5, "delimiters": 0.5, "broad": 0.75}
+#: Lightest weight kept for the interactive view's heads beyond the gallery's (the view draws no lighter line).
+VIEW_FLOOR = 0.01
 GALLERY_COLUMNS = ["model", "dataset", "pattern", "measure", "layer", "head", "mean", "strength", "weak",
                    "sentence_id", "value"]
 MAP_COLUMNS = ["model", "dataset", "sentence_id", "layer", "head", "query", "key", "weight"]
@@ -233,6 +235,20 @@ class AttentionPictures(Collector):
             maps.append(pd.DataFrame({"model": ctx.model, "dataset": ctx.dataset, "sentence_id": sid,
                                       "layer": layer, "head": head, "query": q.ravel(), "key": k.ravel(),
                                       "weight": item.maps[layer, head][np.ix_(shown, shown)].ravel().astype(np.float64)}))
+        # every other head of every kept input, for the interactive view (any layer and head, or all heads of a
+        # layer): its weights of at least VIEW_FLOOR only (the view draws no lighter line), so the table stays small
+        drawn = set(wanted)
+        for item in s.kept:
+            shown = shown_positions(item.segment, self.max_pieces)
+            block = item.maps[:, :, shown][:, :, :, shown]  # (L, H, n, n)
+            layer, head, qi, ki = np.nonzero(block >= VIEW_FLOOR)
+            keep = np.array([(item.sentence_id, int(a), int(b)) not in drawn for a, b in zip(layer, head)], bool)
+            if keep.any():
+                maps.append(pd.DataFrame({"model": ctx.model, "dataset": ctx.dataset, "sentence_id": item.sentence_id,
+                                          "layer": layer[keep], "head": head[keep], "query": shown[qi[keep]],
+                                          "key": shown[ki[keep]],
+                                          "weight": block[layer[keep], head[keep], qi[keep], ki[keep]].astype(np.float64)}))
+            wanted.append((item.sentence_id, -1, -1))
         for sid in dict.fromkeys(w[0] for w in wanted):
             item = by_id[sid]
             shown = shown_positions(item.segment, self.max_pieces)

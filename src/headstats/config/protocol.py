@@ -28,6 +28,7 @@ from headstats.errors import HeadstatsError, ProtocolError
 from headstats.analyses.sieves import DEFAULT_RELATIONS, DEFAULT_ROLES, SCALES, ScoreSettings  # noqa: F401
 from headstats.fields import Float, Int, Seed, StrictModel, non_empty_list, per_role
 from headstats.model.recipe import FinetuneRecipe
+from headstats.report.options import ReportOptions  # noqa: F401 - the report layer's options (leaf module)
 
 
 class ModelSpec(StrictModel):
@@ -219,9 +220,6 @@ class ExecutionOptions(StrictModel):
                                   "smaller batches; changes speed and memory, and scores only in their last float32 digits")
 
 
-class ReportOptions(StrictModel):
-    top_k: Int = Field(10, ge=1)
-    html: bool = True
 
 
 #: Top-level keys of earlier versions that are now the options of the analysis of the same name

@@ -146,3 +146,115 @@ def interactive_view_html(views: Sequence[dict], *, element_id: str = "hs-attent
             "</svg></div>"
             f"<script type='application/json'>{data}</script>"
             f"<script>{_VIEW_JS % {'id': safe_id}}</script></div>")
+
+
+# ------------------------------------------------------------------------------------ the explorer (bertviz)
+
+_EXPLORER_JS = r"""
+(function(){
+const root=document.getElementById('%(id)s');const D=JSON.parse(root.querySelector('script[type="application/json"]').textContent);
+const q=s=>root.querySelector(s);const NS='http://www.w3.org/2000/svg';const svg=q('svg');
+const C=['#0072B2','#D55E00','#009E73','#CC79A7','#E69F00','#56B4E9','#000000','#332288','#999933','#882255','#44AA99','#AA4499'];
+function opt(sel,v,t){const o=document.createElement('option');o.value=v;o.textContent=t;sel.appendChild(o);}
+D.inputs.forEach((v,k)=>opt(q('.hs-input'),k,v.label));
+for(let l=0;l<D.n_layers;l++)opt(q('.hs-layer'),l,'layer '+l);
+opt(q('.hs-head'),'all','all heads');for(let h=0;h<D.n_heads;h++)opt(q('.hs-head'),h,'head '+h);
+D.presets.forEach((p,k)=>opt(q('.hs-preset'),k,p.label));
+function el(t,a){const e=document.createElementNS(NS,t);for(const k in a)e.setAttribute(k,a[k]);return e;}
+function words(v){// word of each piece: a piece starting with ## continues the word before it
+ const of=[];const names=[];v.tokens.forEach((t,i)=>{if(i>0&&t.startsWith('##')&&!v.special[i]){of.push(names.length-1);names[names.length-1]+=t.slice(2);}else{of.push(names.length);names.push(t);}});
+ const size=names.map(()=>0);of.forEach(w=>size[w]++);return {of,names,size};}
+function matrix(v,l,h,wl){// sparse [q,k,w255,...] -> dense rows; word level: mean over query pieces, sum over key pieces
+ const e=(v.heads[l]||[])[h]||[];const n=v.tokens.length;const W=words(v);const m=wl?W.names.length:n;
+ const M=Array.from({length:m},()=>new Float32Array(m));
+ for(let i=0;i<e.length;i+=3){const a=wl?W.of[e[i]]:e[i],b=wl?W.of[e[i+1]]:e[i+1];M[a][b]+=e[i+2]/255/(wl?W.size[a]:1);}
+ return M;}
+function draw(){const v=D.inputs[+q('.hs-input').value];const l=+q('.hs-layer').value;const hv=q('.hs-head').value;
+ const wl=q('.hs-words').checked;const W=words(v);const labels=wl?W.names:v.tokens;
+ const seg=wl?W.names.map((_,k)=>v.segment[W.of.indexOf(k)]):v.segment;const n=labels.length;
+ const heads=hv==='all'?[...Array(D.n_heads).keys()]:[+hv];const h=16,top=24,xl=160,xr=360;
+ svg.innerHTML='';svg.setAttribute('height',top+n*h+10);svg.setAttribute('width',520);
+ const title=el('text',{x:4,y:14,'font-size':12,'font-family':'sans-serif'});
+ title.textContent=v.label+': layer '+l+', '+(hv==='all'?'all heads':'head '+hv)+(wl?' (words)':' (pieces)');svg.appendChild(title);
+ const lines=[];heads.forEach((hd,c)=>{const M=matrix(v,l,hd,wl);
+  for(let i=0;i<n;i++)for(let j=0;j<n;j++){const w=M[i][j];if(w<0.01)continue;
+   const x=el('line',{x1:xl,y1:top+i*h+h/2,x2:xr,y2:top+j*h+h/2,stroke:heads.length>1?C[hd%%C.length]:'#0072B2','stroke-width':2,'stroke-opacity':w});
+   x.dataset.q=i;x.dataset.k=j;x.dataset.w=w;svg.appendChild(x);lines.push(x);}});
+ function show(kind,idx){lines.forEach(x=>{x.setAttribute('stroke-opacity',idx===null||x.dataset[kind]==idx?x.dataset.w:0);});}
+ for(let i=0;i<n;i++){[[xl-6,'end','q'],[xr+6,'start','k']].forEach(([x,anchor,kind])=>{
+  const t=el('text',{x:x,y:top+i*h+h/2+4,'text-anchor':anchor,'font-size':12,'font-family':'sans-serif',fill:seg[i]?'#D55E00':'#333',style:'cursor:pointer'});
+  t.textContent=labels[i];t.addEventListener('mouseenter',()=>show(kind,i));t.addEventListener('mouseleave',()=>show(kind,null));svg.appendChild(t);});}
+ q('.hs-caption').textContent=(hv!=='all'&&v.captions&&v.captions[l+'-'+hv])||'';}
+function save(kind){const text=new XMLSerializer().serializeToString(svg);const name='attention_'+q('.hs-input').value+'_'+q('.hs-layer').value+'_'+q('.hs-head').value;
+ const go=(blob,ext)=>{const a=document.createElement('a');a.href=URL.createObjectURL(blob);a.download=name+'.'+ext;a.click();};
+ const blob=new Blob([text],{type:'image/svg+xml'});if(kind==='svg')return go(blob,'svg');
+ const img=new Image();img.onload=()=>{const c=document.createElement('canvas');c.width=svg.width.baseVal.value*2;c.height=svg.height.baseVal.value*2;
+  const g=c.getContext('2d');g.fillStyle='#fff';g.fillRect(0,0,c.width,c.height);g.scale(2,2);g.drawImage(img,0,0);c.toBlob(b=>go(b,'png'));};
+ img.src=URL.createObjectURL(blob);}
+q('.hs-preset').addEventListener('change',()=>{const p=D.presets[+q('.hs-preset').value];if(!p)return;
+ q('.hs-input').value=p.input;q('.hs-layer').value=p.layer;q('.hs-head').value=p.head;draw();});
+['.hs-input','.hs-layer','.hs-head','.hs-words'].forEach(s=>q(s).addEventListener('change',draw));
+q('.hs-svg').addEventListener('click',()=>save('svg'));q('.hs-png').addEventListener('click',()=>save('png'));
+const p=D.presets[0];if(p){q('.hs-input').value=p.input;q('.hs-layer').value=p.layer;q('.hs-head').value=p.head;}draw();})();
+"""
+
+
+def attention_explorer_html(inputs: Sequence[dict], *, n_layers: int, n_heads: int, presets: Sequence[dict] = (),
+                            element_id: str = "hs-attention-explorer") -> str:
+    """A self-contained HTML fragment (inline SVG and JavaScript, one file, no network) with bertviz's reach:
+    any input kept for pictures, any layer and head or all heads of a layer at once (one colour per head),
+    pieces or words (a word's row is the mean of its pieces' rows, its column the sum of its pieces' columns,
+    as in Clark et al.), and buttons that save the current view as SVG or PNG.
+
+    Parameters
+    ----------
+    inputs : sequence of dict
+        Each with ``label``, ``tokens`` (n strings), ``segment`` and ``special`` (n values), ``weights``: a
+        mapping ``(layer, head) -> (query, key, weight)`` arrays of positions 0..n-1 (weights under 0.01 may be
+        left out; the view draws none), and optional ``captions``: ``"layer-head" -> text``.
+    n_layers, n_heads : int
+        The model's shape (the menus).
+    presets : sequence of dict
+        Shortcuts in a menu, each ``label, input, layer, head`` (e.g. the gallery's heads); the first is shown.
+    element_id : str
+        The id of the fragment's root element (unique within the page).
+
+    Notes
+    -----
+    Weights are stored as whole numbers 0-255 (``round(255 w)``), three numbers per drawn weight; 3 inputs of
+    128 pieces on the default model (6 x 12 heads) take about 1-2 MB (see the report's docs).
+    """
+    payload = []
+    for v in inputs:
+        heads: list[list[list[int]]] = [[[] for _ in range(n_heads)] for _ in range(n_layers)]
+        for (layer, head), (qs, ks, ws) in v["weights"].items():
+            w = np.rint(np.asarray(ws, float) * 255).astype(int)
+            keep = w >= 3  # 0.01 of 255
+            flat = np.stack([np.asarray(qs, int)[keep], np.asarray(ks, int)[keep], w[keep]], axis=1).ravel()
+            heads[int(layer)][int(head)] = flat.tolist()
+        n = len(v["tokens"])
+        payload.append({"label": str(v["label"]), "tokens": [str(t) for t in v["tokens"]],
+                        "segment": [int(s) for s in (v.get("segment") if v.get("segment") is not None else [0] * n)],
+                        "special": [bool(s) for s in (v.get("special") if v.get("special") is not None else [0] * n)],
+                        "captions": {str(k): str(c) for k, c in (v.get("captions") or {}).items()}, "heads": heads})
+    data = json.dumps({"inputs": payload, "n_layers": int(n_layers), "n_heads": int(n_heads),
+                       "presets": [{"label": str(p["label"]), "input": int(p["input"]), "layer": int(p["layer"]),
+                                    "head": str(p["head"])} for p in presets]},
+                      separators=(",", ":")).replace("</", "<\\/")
+    safe_id = html.escape(element_id, quote=True)
+    return (f"<div class='hs-attention-view' id='{safe_id}'>"
+            "<p><label>input <select class='hs-input'></select></label> "
+            "<label>layer <select class='hs-layer'></select></label> "
+            "<label>head <select class='hs-head'></select></label> "
+            "<label><input type='checkbox' class='hs-words'> words</label> "
+            "<label>shortcut <select class='hs-preset'></select></label> "
+            "<button type='button' class='hs-svg'>save SVG</button> "
+            "<button type='button' class='hs-png'>save PNG</button></p>"
+            "<p class='hs-caption caption'></p>"
+            "<p class='caption'>Hover a piece on the left to see where it attends, on the right to see what "
+            "attends to it; line opacity is the weight (weights under 0.01 not drawn); with all heads, one colour "
+            "per head. Sentence B in orange.</p>"
+            "<div style='max-height:640px;overflow:auto'><svg xmlns='http://www.w3.org/2000/svg' width='520'>"
+            "</svg></div>"
+            f"<script type='application/json'>{data}</script>"
+            f"<script>{_EXPLORER_JS % {'id': safe_id}}</script></div>")

@@ -29,22 +29,12 @@ from headstats.assignment.role_assignment import role_columns  # noqa: E402
 from headstats.plots import style  # noqa: E402
 from headstats.plots.style import role_colours  # noqa: E402,F401  (re-exported: the figures' role colours)
 
-#: Inches of one role slot in a grid cell (the cell grows with the number of roles).
-SLOT_INCHES = 0.13
 #: Margin inside a cell and gap between slots, as fractions of the cell and of a slot.
 CELL_PAD = 0.08
 SLOT_GAP = 0.16
-#: Widest role grid, in inches (larger models get smaller cells).
-MAX_GRID_WIDTH = 12.0
 
 
 # ----------------------------------------------------------------------------------------------- role grid
-
-def slot_shape(n_roles: int) -> tuple[int, int]:
-    """Rows and columns of role slots in one cell of the role grid (10 roles: 2 x 5)."""
-    rows = max(1, round(math.sqrt(max(n_roles, 1) / 2.5)))
-    return rows, max(1, math.ceil(max(n_roles, 1) / rows))
-
 
 def slot_rectangle(layer: float, head: float, index: int, shape: tuple[int, int]) -> Rectangle:
     """The rectangle of role slot ``index`` in the cell of (layer, head), in data units (cell = 1 x 1).
@@ -86,12 +76,20 @@ class _SlotKeyHandler(HandlerBase):
         return outline
 
 
-def _grid_size(n_layers: int, n_heads: int, shape: tuple[int, int]) -> tuple[float, float, float]:
-    rows, cols = shape
-    cell_w = max(0.42, cols * SLOT_INCHES + 0.14)
-    cell_h = max(0.28, rows * SLOT_INCHES + 0.12)
-    scale = min(1.0, MAX_GRID_WIDTH / (n_heads * cell_w))
-    return n_heads * cell_w * scale, n_layers * cell_h * scale, scale
+def grid_layout(n_layers: int, n_heads: int, n_roles: int, width: float) -> tuple[tuple[int, int], float, float]:
+    """Slot shape (rows, columns) and cell width and height in inches of a role grid drawn ``width`` inches
+    wide: cells as wide as the width allows (at most 0.5 in), square slots as large as they can be while the
+    grid stays at most ``max(0.75 width, 4)`` inches tall (fewer slots per row give larger slots)."""
+    cell_w = min(0.5, max(0.1, (width - 0.55) / max(n_heads, 1)))
+    most = max(0.75 * width, 4.0)
+    inner = 1 - 2 * CELL_PAD
+    for cols in range(1, max(n_roles, 1) + 1):
+        rows = math.ceil(max(n_roles, 1) / cols)
+        side = cell_w * inner / cols
+        cell_h = max(rows * side / inner, 0.1)
+        if n_layers * cell_h <= most or cols == max(n_roles, 1):
+            return (rows, cols), cell_w, cell_h
+    raise AssertionError("unreachable")
 
 
 @style.styled
@@ -120,12 +118,17 @@ def role_grid(roles: pd.DataFrame, *, title: str = "", legend: bool = True) -> F
     """
     cols = style.order_roles(role_columns(roles))
     colours = style.role_colours(cols)
-    shape = slot_shape(len(cols))
     n_layers = int(roles["layer"].max()) + 1 if len(roles) else 1
     n_heads = int(roles["head"].max()) + 1 if len(roles) else 1
-    width, height, scale = _grid_size(n_layers, n_heads, shape)
-    legend_rows = shape[0] if legend and cols else 0
-    fig = Figure(figsize=(width + 0.9, height + 0.85 + 0.32 * legend_rows))
+    shape, cell_w, cell_h = grid_layout(n_layers, n_heads, len(cols), style.figure_width())
+    width, height = n_heads * cell_w, n_layers * cell_h
+    fig_w = min(style.figure_width(), max(width + 0.6, 2.6))
+    key_w = style.widest(cols, style.MIN_FONT) + 0.35 + 0.15
+    key_cols = max(1, min(len(cols) or 1, int((fig_w - 0.1) // key_w)))
+    legend_rows = math.ceil(len(cols) / key_cols) if legend and cols else 0
+    title = style.fitted_title(title or "roles held per head", 8, fig_w - 0.1)
+    fig = Figure(figsize=(fig_w, height + 0.75 + style.title_height(title, 8) + 0.2 * legend_rows
+                          + (0.25 if legend_rows else 0)))
     ax = fig.add_subplot()
     layers = roles["layer"].to_numpy(int)
     heads = roles["head"].to_numpy(int)
@@ -142,7 +145,7 @@ def role_grid(roles: pd.DataFrame, *, title: str = "", legend: bool = True) -> F
                                       zorder=0.5))
     ax.set_xlim(0, n_heads)
     ax.set_ylim(n_layers, 0)
-    fontsize = 8 if scale > 0.8 else 7
+    fontsize = style.MIN_FONT
     ax.set_xticks(np.arange(n_heads) + 0.5, [str(h) for h in range(n_heads)], fontsize=fontsize)
     ax.set_yticks(np.arange(n_layers) + 0.5, [str(layer) for layer in range(n_layers)], fontsize=fontsize)
     ax.set_xticks(np.arange(n_heads + 1), minor=True)
@@ -153,16 +156,16 @@ def role_grid(roles: pd.DataFrame, *, title: str = "", legend: bool = True) -> F
         ax.spines[side].set_visible(True)
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
-    ax.set_title(title or "roles held per head")
+    ax.set_title(title)
     key = None
     if legend and cols:
-        order = [r * shape[1] + c for c in range(shape[1]) for r in range(shape[0]) if r * shape[1] + c < len(cols)]
-        handles = [_SlotKey(k, shape, colours[cols[k]]) for k in order]
-        key = fig.legend(handles, [cols[k] for k in order], handler_map={_SlotKey: _SlotKeyHandler()},
+        handles = [_SlotKey(k, shape, colours[role]) for k, role in enumerate(cols)]
+        aspect = cell_w / cell_h
+        key = fig.legend(handles, cols, handler_map={_SlotKey: _SlotKeyHandler()},
                          loc="lower center", bbox_to_anchor=(0.5, style.PAD / fig.get_size_inches()[1]),
-                         borderaxespad=0.0, ncol=shape[1], handlelength=1.9 * shape[1] / max(shape[0], 1) ** 0.5,
-                         handleheight=1.4 * shape[0], columnspacing=1.2, title="slot of each role in a cell",
-                         title_fontsize=8)
+                         borderaxespad=0.0, ncol=key_cols, handlelength=1.6 * aspect, handleheight=1.6,
+                         columnspacing=0.8, handletextpad=0.4, title="slot of each role in a cell",
+                         fontsize=style.MIN_FONT, title_fontsize=style.MIN_FONT)
     return style.fit(fig, ax, below=key)
 
 
@@ -174,13 +177,34 @@ def _layer_head_grid(part: pd.DataFrame, value: str, n_layers: int, n_heads: int
     return grid
 
 
-def _norm(grid: np.ndarray, tau: float | None) -> Normalize:
-    finite = grid[np.isfinite(grid)]
+class CentredNorm(Normalize):
+    """Colours centred at ``tau`` (white) and symmetric about it, so that one colour means one distance from
+    tau in every panel that shares the norm; the colour bar shows only ``[vmin, vmax]``, the data's range."""
+
+    def __init__(self, tau: float, halfrange: float, vmin: float, vmax: float):
+        super().__init__(vmin=vmin, vmax=vmax)
+        self.tau, self.halfrange = float(tau), float(halfrange)
+
+    def __call__(self, value, clip=None):
+        value = np.ma.asarray(value, dtype=float)
+        out = np.ma.clip(0.5 + (value - self.tau) / (2 * self.halfrange), 0.0, 1.0)
+        return out if np.ndim(value) else float(out)
+
+    def inverse(self, value):
+        return self.tau + (np.asarray(value, dtype=float) - 0.5) * 2 * self.halfrange
+
+
+def _norm(values: np.ndarray, tau: float | None) -> Normalize:
+    """The colour scale of ``values`` (every grid sharing it): centred at tau when given, its bar spanning
+    the values' own range (tau included: the reader sees where tau sits)."""
+    finite = values[np.isfinite(values)]
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    if high <= low:
+        high = low + 1e-9
     if tau is None:
-        return Normalize(low, high if high > low else low + 1)
-    margin = max(1e-3, 0.02 * abs(tau))
-    return TwoSlopeNorm(vcenter=tau, vmin=min(low, tau - margin), vmax=max(high, tau + margin))
+        return Normalize(low, high)
+    half = max(high - tau, tau - low, 1e-9)
+    return CentredNorm(tau, half, min(low, tau), max(high, tau))
 
 
 def integer_ticks(low: float, high: float, *, nbins: int | str = 10) -> list[int]:
@@ -190,19 +214,43 @@ def integer_ticks(low: float, high: float, *, nbins: int | str = 10) -> list[int
     return [int(round(v)) for v in values if low - 1e-9 <= v <= high + 1e-9]
 
 
+def plain(value: float, span: float) -> str:
+    """``value`` as a plain decimal with the digits its scale's ``span`` needs (3 significant digits of the
+    span, never scientific notation): ``3.06``, ``10.2``, ``0.00`` for 7.9e-07 on a span of 3."""
+    span = abs(span) if np.isfinite(span) and span > 0 else max(abs(value), 1.0)
+    decimals = int(np.clip(2 - math.floor(math.log10(span)), 0, 6))
+    text = f"{value:.{decimals}f}"
+    return "0" + text[2:] if text.startswith("-0") and float(text) == 0 else text
+
+
 def _colour_bar_ticks(norm: Normalize, tau: float | None) -> list[float]:
-    return [norm.vmin, tau, norm.vmax] if tau is not None else [norm.vmin, norm.vmax]
+    """The bar's ends, and tau when it is inside and not crowding an end (12 % of the range)."""
+    ticks = [float(norm.vmin), float(norm.vmax)]
+    span = ticks[1] - ticks[0]
+    if tau is not None and all(abs(tau - t) > 0.12 * span for t in ticks):
+        ticks.insert(1, float(tau))
+    return ticks
+
+
+def scale_groups(roles: Sequence[str], scale: str) -> dict[str, str]:
+    """Which colour scale each role's map uses: its ``family`` (local, block, delimiter, syntactic), one
+    ``shared`` by all, or its own (``role``)."""
+    if scale not in ("family", "shared", "role"):
+        raise ValueError(f"scale {scale!r} is not one of family, shared, role")
+    return {r: (style.role_family(r) if scale == "family" else "all" if scale == "shared" else r) for r in roles}
 
 
 @style.styled
 def mean_score_maps(tests: pd.DataFrame, *, tau: float | None = None, title: str = "",
-                    ncols: int | None = None) -> Figure:
+                    ncols: int | None = None, scale: str | None = None) -> Figure:
     """Small multiples, one per role: layer x head heat map of the mean score, assigned heads outlined.
 
-    With ``tau`` the colours diverge at tau (red above, blue below), so that a reader sees at once which heads
-    score above the threshold and which of those were assigned (outlined in black). Each map has its own colour
-    bar (roles score on different scales). The panels are placed with margins computed from their few texts
-    (:func:`headstats.plots.style.panel_rects`), not by constrained layout: drawing costs a third as much.
+    With ``tau`` the colours are centred at tau (white), red above and blue below, symmetric about tau, so
+    that a reader sees at once which heads score above the threshold and which of those were assigned
+    (outlined in black). Roles of one family (``scale="family"``, the default of the preset) share one colour
+    scale, so one red is one value across them; each bar spans the data's real range (tau included) with
+    plain tick labels. The panels are placed with margins computed from their few texts
+    (:func:`headstats.plots.style.panel_rects`), at the preset's printed width.
 
     Parameters
     ----------
@@ -213,73 +261,85 @@ def mean_score_maps(tests: pd.DataFrame, *, tau: float | None = None, title: str
     title : str
         Figure title.
     ncols : int, optional
-        Panels per row (default 5 for more than 8 roles, else 4).
+        Panels per row (default: as many 1.6 in panels as the printed width holds).
+    scale : {"family", "shared", "role"}, optional
+        Colour scales (:func:`scale_groups`; default: the preset's ``scale``).
     """
     roles = style.order_roles(tests["role"])
-    ncols = max(1, min(ncols or (5 if len(roles) > 8 else 4), len(roles)))
+    width = style.figure_width()
+    ncols = max(1, min(ncols or style.columns_for(1.6, len(roles), most=5), len(roles)))
     nrows = max(1, math.ceil(len(roles) / ncols))
     n_layers, n_heads = int(tests["layer"].max()) + 1, int(tests["head"].max()) + 1
-    panel_w, panel_h = max(2.5, 0.13 * n_heads + 1.2), max(1.7, 0.13 * n_layers + 0.9)
-    size = (panel_w * ncols, panel_h * nrows + 0.5)
+    panel_w = width / ncols
+    panel_h = max(0.9, (panel_w - 0.45) * n_layers / n_heads * 1.25 + 0.35)
+    heading = style.fitted_title(title or "mean sieve bias score per head", 9, width - 0.1)
+    note = "black outline: assigned" + (f"; white: tau = {tau:g}" if tau is not None else "")
+    size = (width, panel_h * nrows + 0.25 + style.title_height(heading, 9) + style.text_size("lp", 7)[1])
     fig = Figure(figsize=size)
-    cmap = style.DIVERGING_CMAP if tau is not None else style.SEQUENTIAL_CMAP
+    cmap = style.DIVERGING_CMAP_CENTRED if tau is not None else style.SEQUENTIAL_CMAP
     grids = {role: _layer_head_grid(tests[tests["role"] == role], "mean", n_layers, n_heads) for role in roles}
-    norms = {role: _norm(grid, tau) for role, grid in grids.items()}
-    bar_labels = {role: [f"{t:.3g}" for t in _colour_bar_ticks(norms[role], tau)] for role in roles}
-    x_ticks = integer_ticks(-0.5, n_heads - 0.5)
-    y_ticks = integer_ticks(-0.5, n_layers - 0.5)
-    suffix = f" (black outline: assigned; colours diverge at tau = {tau:g})" if tau is not None else \
-        " (black outline: assigned)"
+    groups = scale_groups(roles, scale or style.preset().scale)
+    shared = {g: _norm(np.concatenate([grids[r].ravel() for r in roles if groups[r] == g]), tau)
+              for g in dict.fromkeys(groups.values())}
+    norms = {role: shared[groups[role]] for role in roles}
+    bar_labels = {}
+    for role in roles:
+        ticks = _colour_bar_ticks(norms[role], tau)
+        bar_labels[role] = [plain(v, norms[role].vmax - norms[role].vmin) for v in ticks]
+    x_ticks = integer_ticks(-0.5, n_heads - 0.5, nbins=4)
+    y_ticks = integer_ticks(-0.5, n_layers - 0.5, nbins=4)
 
     # margins (inches) from the texts around the panels
     labelled = [k + ncols >= len(roles) for k in range(len(roles))]  # no panel below: x tick labels and label
-    x_labels = style.tick_space("x") + style.text_size("0", 7)[1] + style.label_space(8)
+    x_labels = style.tick_space("x") + style.text_size("0", 7)[1] + style.label_space(7)
     bare = matplotlib.rcParams["xtick.major.size"] / 72
-    row_top = max(style.title_space(9), style.text_size("0", 6)[1] / 2)
-    bar_gap, bar_w = 0.05, max(0.06, 0.05 * panel_h)
-    bar_text = style.tick_space("y") + style.widest((t for ts in bar_labels.values() for t in ts), 6)
-    left = style.PAD + style.label_space(8) + style.tick_space("y") + style.widest(map(str, y_ticks), 7)
-    heading = style.fitted_title((title or "mean sieve bias score per head") + suffix, 10, size[0] - 0.01 * size[0]
-                                 - style.PAD)
-    top = style.PAD + style.title_height(heading, 10) + style.PAD + row_top
+    row_top = max(style.title_space(7), style.text_size("0", 7)[1] / 2)
+    bar_gap, bar_w = 0.04, 0.07
+    bar_text = style.tick_space("y") + style.widest((t for ts in bar_labels.values() for t in ts), 7)
+    left = style.PAD + style.label_space(7) + style.tick_space("y") + style.widest(map(str, y_ticks), 7)
+    top = style.PAD + style.title_height(heading, 9) + style.text_size("lp", 7)[1] + style.PAD + row_top
     row_gaps = [(x_labels if any(labelled[r * ncols:(r + 1) * ncols]) else bare) + style.PAD + row_top
                 for r in range(nrows - 1)]
+    inside = bar_gap + bar_w + bar_text  # the colour bar and its labels, inside each panel's cell (inches)
     cells = style.panel_rects(size, len(roles), ncols, left=left, right=style.PAD, top=top,
                               bottom=x_labels + style.PAD, col_gap=2 * style.PAD + bare, row_gaps=row_gaps)
-    inside = bar_gap + bar_w + bar_text  # the colour bar and its labels, inside each panel's cell (inches)
 
     for k, (role, (x0, y0, w, h)) in enumerate(zip(roles, cells)):
         map_w = w - inside / size[0]
         ax = fig.add_axes((x0, y0, map_w, h))
-        grid = grids[role]
-        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norms[role], aspect="auto",
+        image = ax.imshow(np.ma.masked_invalid(grids[role]), cmap=cmap, norm=norms[role], aspect="auto",
                           interpolation="nearest")
         part = tests[(tests["role"] == role) & tests["reject"].fillna(False).astype(bool)]
         outlines = [Rectangle((hd - 0.5, lay - 0.5), 1, 1) for lay, hd in
                     zip(part["layer"].to_numpy(int), part["head"].to_numpy(int))]
-        ax.add_collection(PatchCollection(outlines, facecolor="none", edgecolor=style.ASSIGNED_EDGE, linewidth=1.3,
+        ax.add_collection(PatchCollection(outlines, facecolor="none", edgecolor=style.ASSIGNED_EDGE, linewidth=1.0,
                                           label="assigned"), autolim=False)
-        ax.set_title(role, fontsize=9)
+        ax.set_title(style.fitted_title(role, 7, map_w * size[0]), fontsize=7, pad=2)
         ax.set_xticks(x_ticks, [str(t) for t in x_ticks])
         ax.set_yticks(y_ticks, [str(t) for t in y_ticks])
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=7, length=2)
         # the panels share their axes: label the outer ones only (less to read, and less text to draw)
         if k % ncols == 0:
-            ax.set_ylabel("layer", fontsize=8)
+            ax.set_ylabel("layer", fontsize=7)
         else:
             ax.tick_params(labelleft=False)
         if labelled[k]:
-            ax.set_xlabel("head", fontsize=8)
+            ax.set_xlabel("head", fontsize=7)
         else:
             ax.tick_params(labelbottom=False)
         cax = fig.add_axes((x0 + map_w + bar_gap / size[0], y0, bar_w / size[0], h))
         bar = fig.colorbar(image, cax=cax)
+        bar.ax.set_ylim(norms[role].vmin, norms[role].vmax)
         bar.set_ticks(_colour_bar_ticks(norms[role], tau), labels=bar_labels[role])
-        bar.ax.tick_params(labelsize=6)
+        bar.ax.tick_params(labelsize=7, length=2)
         bar.ax.minorticks_off()
         if tau is not None:
             bar.ax.axhline(tau, color="k", lw=0.8)
-    fig.suptitle(heading, fontsize=10, x=0.01, ha="left", y=1 - style.PAD / size[1], va="top")
+    fig.suptitle(heading, fontsize=9, x=0.01, ha="left", y=1 - style.PAD / size[1], va="top")
+    scales = {"family": "one colour scale per role family", "shared": "one colour scale for all roles",
+              "role": "one colour scale per role"}[scale or style.preset().scale]
+    fig.text(0.01, 1 - (style.PAD + style.title_height(heading, 9)) / size[1], f"{note}; {scales}", fontsize=7,
+             ha="left", va="top")
     return style.laid_out(fig)
 
 
@@ -306,11 +366,13 @@ def heads_per_layer_plot(per_layer: pd.DataFrame, *, title: str = "", ncols: int
     colours = style.role_colours(roles)
     layers = sorted(int(x) for x in per_layer["layer"].unique())
     label_bars = len(layers) <= 16 if label_bars is None else label_bars
-    ncols = max(1, min(ncols or (5 if len(roles) > 8 else 4), len(roles)))
+    width = style.figure_width()
+    ncols = max(1, min(ncols or style.columns_for(max(1.25, 0.1 * len(layers) + 0.5), len(roles), most=5),
+                       len(roles)))
     nrows = max(1, math.ceil(len(roles) / ncols))
     top = float(per_layer["n_heads"].max()) if len(per_layer) else 1.0
-    panel_w = max(2.2, 0.16 * len(layers) + 1.0)
-    size = (panel_w * ncols, 1.9 * nrows + 0.5)
+    heading = style.fitted_title(title or "heads per role per layer", 9, width - 0.1)
+    size = (width, 1.2 * nrows + 0.35 + style.title_height(heading, 9))
     fig = Figure(figsize=size)
     y_max = max(1.0, top) * 1.18
     y_ticks = integer_ticks(0, y_max, nbins=4)
@@ -320,12 +382,11 @@ def heads_per_layer_plot(per_layer: pd.DataFrame, *, title: str = "", ncols: int
 
     # margins (inches) from the texts around the panels (fonts of the style: ticks 8, labels 9, titles 9)
     labelled = [k + ncols >= len(roles) for k in range(len(roles))]  # no panel below: layer numbers and label
-    x_labels = style.tick_space("x") + style.text_size("0", 8)[1] + style.label_space(9)
+    x_labels = style.tick_space("x") + style.text_size("0", 7)[1] + style.label_space(8)
     bare = matplotlib.rcParams["xtick.major.size"] / 72
-    left = style.PAD + style.label_space(9) + style.tick_space("y") + style.widest(map(str, y_ticks), 8)
-    heading = style.fitted_title(title or "heads per role per layer", 10, size[0] - 0.01 * size[0] - style.PAD)
-    top_margin = style.PAD + style.title_height(heading, 10) + style.PAD + style.title_space(9)
-    row_gaps = [(x_labels if any(labelled[r * ncols:(r + 1) * ncols]) else bare) + style.PAD + style.title_space(9)
+    left = style.PAD + style.label_space(8) + style.tick_space("y") + style.widest(map(str, y_ticks), 7)
+    top_margin = style.PAD + style.title_height(heading, 9) + style.PAD + style.title_space(8)
+    row_gaps = [(x_labels if any(labelled[r * ncols:(r + 1) * ncols]) else bare) + style.PAD + style.title_space(8)
                 for r in range(nrows - 1)]
     rects = style.panel_rects(size, len(roles), ncols, left=left, right=style.PAD, top=top_margin,
                               bottom=x_labels + style.PAD, col_gap=2 * style.PAD + bare, row_gaps=row_gaps)
@@ -337,8 +398,8 @@ def heads_per_layer_plot(per_layer: pd.DataFrame, *, title: str = "", ncols: int
         bars = ax.bar(part["layer"].to_numpy(int), part["n_heads"].to_numpy(int), width=0.75,
                       color=colours[role], edgecolor=style.EDGE, linewidth=0.4, label=role)
         if label_bars:
-            ax.bar_label(bars, labels=[str(int(v)) if v else "" for v in part["n_heads"]], fontsize=6, padding=1)
-        ax.set_title(role, fontsize=9)
+            ax.bar_label(bars, labels=[str(int(v)) if v else "" for v in part["n_heads"]], fontsize=7, padding=1)
+        ax.set_title(role, fontsize=8)
         ax.grid(axis="y", alpha=0.3)
         if k % ncols == 0:
             ax.set_ylabel("heads")
@@ -353,7 +414,7 @@ def heads_per_layer_plot(per_layer: pd.DataFrame, *, title: str = "", ncols: int
         first_ax.set_xlim(first - margin, last + margin)
         first_ax.set_yticks(y_ticks, [str(t) for t in y_ticks])
         first_ax.set_xticks(x_ticks, [str(t) for t in x_ticks])
-    fig.suptitle(heading, fontsize=10, x=0.01, ha="left", y=1 - style.PAD / size[1], va="top")
+    fig.suptitle(heading, fontsize=9, x=0.01, ha="left", y=1 - style.PAD / size[1], va="top")
     return style.laid_out(fig)
 
 
@@ -396,11 +457,14 @@ def upset_plot(coloc: pd.DataFrame, *, roles: Sequence[str] | None = None, max_i
     colours = style.role_colours(roles)
     ranked = exact.assign(_k=exact["combination"].map(lambda c: len(members[c]))) \
         .sort_values(["n_heads", "_k", "combination"], ascending=[False, True, True])
+    width = style.figure_width()
+    fixed = style.widest(roles, 7) + 1.45  # role labels, the bars of heads per role, the margins
+    max_intersections = min(max_intersections, max(3, int((width - fixed) / 0.2)))
     shown = ranked.head(max_intersections)
     set_sizes = {r: int(exact.loc[exact["combination"].map(lambda c, r=r: r in members[c]), "n_heads"].sum())
                  for r in roles}
     n_int, n_roles = len(shown), len(roles)
-    fig_size = (2.2 + 0.34 * max(n_int, 3), 1.9 + 0.24 * max(n_roles, 1))
+    fig_size = (min(width, fixed + 0.3 * max(n_int, 3)), 1.7 + 0.17 * max(n_roles, 1))
     fig = Figure(figsize=fig_size)
     x = np.arange(n_int)
     heights = shown["n_heads"].to_numpy(int)
@@ -408,23 +472,23 @@ def upset_plot(coloc: pd.DataFrame, *, roles: Sequence[str] | None = None, max_i
     bar_top = max(1, heights.max() if n_int else 1) * 1.15
     sets_left = max(1, max(sizes, default=1)) * 1.35
     heading = style.fitted_title((title or "co-location: heads per exact combination of roles") + (
-        f" ({len(ranked) - n_int} smaller combinations not shown)" if len(ranked) > n_int else ""), 10,
+        f" ({len(ranked) - n_int} smaller combinations not shown)" if len(ranked) > n_int else ""), 9,
         fig_size[0] * 0.99 - style.PAD)
     # margins (inches) from the texts around the three axes: bars of intersections over the dots, role sizes left
     bar_ticks, set_ticks = integer_ticks(0, bar_top, nbins=4), integer_ticks(0, sets_left, nbins=3)
     tick_pad = matplotlib.rcParams["ytick.major.pad"] / 72
     none_label = any(not members[c] for c in shown["combination"])
-    gap = max(tick_pad + style.widest(roles, 8),
-              style.label_space(9) + style.tick_space("y") + style.widest(map(str, bar_ticks), 8)) + 2 * style.PAD
-    bottom = max(style.tick_space("x") + style.text_size("0", 8)[1] + matplotlib.rcParams["axes.labelpad"] / 72
-                 + style.text_size("heads\nper role", 9)[1],
+    gap = max(tick_pad + style.widest(roles, 7),
+              style.label_space(8) + style.tick_space("y") + style.widest(map(str, bar_ticks), 7)) + 2 * style.PAD
+    bottom = max(style.tick_space("x") + style.text_size("0", 7)[1] + matplotlib.rcParams["axes.labelpad"] / 72
+                 + style.text_size("heads\nper role", 8)[1],
                  matplotlib.rcParams["xtick.major.pad"] / 72 + style.text_size("no role", 7)[1] * none_label)
-    left = style.PAD + style.widest(map(str, set_ticks), 8) / 2
-    top = style.PAD + style.title_height(heading, 10) + style.PAD + style.text_size("0", 8)[1] / 2
+    left = style.PAD + style.widest(map(str, set_ticks), 7) / 2
+    top = style.PAD + style.title_height(heading, 9) + style.PAD + style.text_size("0", 7)[1] / 2
     wide = fig_size[0] - left - style.PAD - gap
     tall = fig_size[1] - top - bottom - style.PAD - style.PAD
-    w_sets = wide * 1.1 / (1.1 + 0.34 * max(n_int, 3))
-    h_bar = tall * 1.9 / (1.9 + 0.24 * max(n_roles, 1))
+    w_sets = min(0.9, wide * 1.1 / (1.1 + 0.3 * max(n_int, 3)))
+    h_bar = tall * 1.7 / (1.7 + 0.17 * max(n_roles, 1))
     x_dots, y_dots = left + w_sets + gap, bottom + style.PAD
     h_dots = tall - h_bar
 
@@ -452,8 +516,8 @@ def upset_plot(coloc: pd.DataFrame, *, roles: Sequence[str] | None = None, max_i
         if len(ys) > 1:
             ax_dots.plot([xi, xi], [ys[0], ys[-1]], color=style.EDGE, lw=1.6, zorder=1)
     grey_x, grey_y = np.meshgrid(x, np.arange(n_roles))
-    ax_dots.scatter(grey_x.ravel(), grey_y.ravel(), s=28, color=style.EMPTY, zorder=1, label="_not in")
-    ax_dots.scatter(filled_x, filled_y, s=28, color=style.EDGE, zorder=2, label="in")
+    ax_dots.scatter(grey_x.ravel(), grey_y.ravel(), s=16, color=style.EMPTY, zorder=1, label="_not in")
+    ax_dots.scatter(filled_x, filled_y, s=16, color=style.EDGE, zorder=2, label="in")
     ax_dots.set_ylim(n_roles - 0.5, -0.5)
     ax_sets.set_ylim(n_roles - 0.5, -0.5)
     ax_dots.set_xlim(-0.6, max(n_int, 1) - 0.4)
@@ -473,5 +537,5 @@ def upset_plot(coloc: pd.DataFrame, *, roles: Sequence[str] | None = None, max_i
     ax_sets.spines["left"].set_visible(False)
     ax_sets.set_xlabel("heads\nper role")
     ax_sets.set_xticks(set_ticks, [str(t) for t in set_ticks])
-    fig.suptitle(heading, fontsize=10, x=0.01, ha="left", y=1 - style.PAD / fig_size[1], va="top")
+    fig.suptitle(heading, fontsize=9, x=0.01, ha="left", y=1 - style.PAD / fig_size[1], va="top")
     return style.laid_out(fig)

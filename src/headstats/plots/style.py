@@ -17,6 +17,8 @@ Every plotting function of :mod:`headstats.plots` draws inside :func:`context` (
 from __future__ import annotations
 
 import functools
+from contextlib import contextmanager
+from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -63,7 +65,7 @@ ROLE_COLOURS = {
     "syntactic": "#117733",        # green
     "syntactic:nsubj": "#88CCEE",  # cyan
     "syntactic:dobj": "#44AA99",   # teal
-    "syntactic:amod": "#AA4499",   # purple
+    "syntactic:amod": "#E69F00",   # orange (Okabe-Ito): apart from rose and wine, in colour and in grey
     "syntactic:advmod": DARK_GREY,
 }
 #: Colours for roles that are not built in (registered by the user, other relations), in turn.
@@ -79,19 +81,96 @@ ASSIGNED_EDGE = "#000000"
 SEQUENTIAL_CMAP = "viridis"
 #: Diverging map whose ends are mid-tones, so that a black outline shows on every cell.
 DIVERGING_CMAP = "coolwarm"
+#: Diverging map with a white centre (ColorBrewer RdBu, safe for red-green colour blindness): the mean-score
+#: maps centre it at tau, so white is tau and the depth of colour the distance from it.
+DIVERGING_CMAP_CENTRED = "RdBu_r"
 
-#: Resolution of the PNG files shown in the report (the SVG beside each is resolution-free, for papers).
+#: Resolution at which figures are laid out (text measured); the files are written at the preset's ``dpi``.
 PNG_DPI = 120
-FORMATS = ("png", "svg")
+#: Formats written when no preset says otherwise (PNG for the report, PDF and SVG for papers).
+FORMATS = ("png", "pdf", "svg")
+#: The smallest font size any figure uses, in points: figures are drawn at their printed width, so this is
+#: also the smallest text in print (``headstats.report.options.MIN_FONT_PT``).
+MIN_FONT = 7
+
+
+@dataclass(frozen=True)
+class Preset:
+    """How figures are drawn for print: the printed ``width`` in inches (every figure is drawn that wide, or
+    narrower), the PNG's ``dpi``, the ``formats`` written, and the colour ``scale`` of the mean-score maps
+    (``family``, ``shared`` or ``role``). Made from ``report.figures`` (:class:`headstats.report.options.FigureOptions`)
+    by :func:`preset_of`."""
+
+    width: float = 7.0
+    dpi: int = 300
+    formats: tuple[str, ...] = FORMATS
+    scale: str = "family"
+
+
+_PRESET = [Preset()]
+
+
+def preset_of(options=None) -> Preset:
+    """The :class:`Preset` of a ``FigureOptions`` (anything with ``inches``, ``dpi``, ``formats``, ``scale``);
+    the default preset for None."""
+    if options is None:
+        return Preset()
+    if isinstance(options, Preset):
+        return options
+    return Preset(width=float(options.inches), dpi=int(options.dpi), formats=tuple(options.formats),
+                  scale=str(options.scale))
+
+
+def preset() -> Preset:
+    """The preset figures are drawn with now (see :func:`using`)."""
+    return _PRESET[-1]
+
+
+@contextmanager
+def using(new: Preset | None):
+    """Draw and save figures with ``new`` inside the block (None: keep the current preset)."""
+    _PRESET.append(new or preset())
+    try:
+        yield _PRESET[-1]
+    finally:
+        _PRESET.pop()
+
+
+def figure_width() -> float:
+    """The printed width figures are drawn at, in inches (the preset's)."""
+    return preset().width
+
+
+def columns_for(panel_inches: float, n: int, *, width: float | None = None, most: int = 6) -> int:
+    """Panels per row that each get at least ``panel_inches`` of a figure ``width`` wide (default: the
+    preset's), at least 1, at most ``most`` and ``n``."""
+    width = figure_width() if width is None else width
+    return max(1, min(n, most, int(width // panel_inches)))
+
+#: Fonts tried after DejaVu Sans for glyphs it lacks (CJK input text in attention pictures), where installed.
+FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Source Han Sans", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
+                  "Droid Sans Fallback", "Arial Unicode MS")
+
+
+def _font_family() -> list[str]:
+    """DejaVu Sans, then the :data:`FALLBACK_FONTS` installed here (matplotlib takes a missing glyph from the
+    next font of the list; a font that is not installed would only add a warning)."""
+    from matplotlib import font_manager
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    return ["DejaVu Sans", *(f for f in FALLBACK_FONTS if f in installed)]
+
 
 RC = {
-    "font.size": 9,
-    "axes.titlesize": 10,
-    "axes.labelsize": 9,
-    "xtick.labelsize": 8,
-    "ytick.labelsize": 8,
-    "legend.fontsize": 8,
-    "figure.titlesize": 11,
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "legend.fontsize": 7,
+    "legend.title_fontsize": 7,
+    "figure.titlesize": 9,
+    "font.family": _font_family(),
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.prop_cycle": matplotlib.cycler(color=SERIES),
@@ -152,8 +231,9 @@ def role_colours(roles: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] = FORMATS) -> list[Path]:
-    """Save ``fig`` as ``folder/name.<fmt>`` for each format (PNG at :data:`PNG_DPI`); return the paths.
+def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] | None = None) -> list[Path]:
+    """Save ``fig`` as ``folder/name.<fmt>`` for each format (default: the preset's; PNG at the preset's
+    ``dpi``, PDF with TrueType text, SVG with text as text); return the paths.
 
     The first file's drawing lays the figure out (its layout engine, e.g. ``layout="constrained"``) or finds
     its tight bounding box; the other files keep that layout and box, so every format shows the same figure
@@ -162,11 +242,12 @@ def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] = FORMA
     :func:`panel_rects`) is saved as it is: one draw per file.
     """
     paths = []
+    formats = preset().formats if formats is None else formats
     with context():
         bbox = None if fig.get_layout_engine() is not None or is_laid_out(fig) else "tight"
         for k, fmt in enumerate(formats):
             path = Path(folder) / f"{name}.{fmt}"
-            fig.savefig(path, format=fmt, dpi=PNG_DPI, metadata=_metadata(fmt), bbox_inches=bbox)
+            fig.savefig(path, format=fmt, dpi=preset().dpi, metadata=_metadata(fmt), bbox_inches=bbox)
             paths.append(path)
             if k == 0 and len(formats) > 1:
                 if bbox == "tight":

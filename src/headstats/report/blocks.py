@@ -55,6 +55,8 @@ class Report:
 
     title: str
     blocks: list[Block] = field(default_factory=list)
+    #: Words put before every LaTeX table's caption (the protocol's name and design, from the builder).
+    latex_caption: str = ""
     _anchors: set[str] = field(default_factory=set, repr=False)
 
     def heading(self, text: str, level: int = 2) -> str:
@@ -68,7 +70,7 @@ class Report:
         self.blocks.append(Block("text", text))
 
     def table(self, frame: pd.DataFrame, caption: str = "", max_rows: int = 40, *, csv: str | None = None,
-              fold: bool | None = None) -> None:
+              fold: bool | None = None, latex: str | None = None) -> None:
         """Add a table with one caption.
 
         Parameters
@@ -83,11 +85,19 @@ class Report:
             Relative path of the CSV file with all rows (linked under the table).
         fold : bool, optional
             Fold the table (``<details>``); default: when it has more than :data:`FOLD_ROWS` rows.
+        latex : str, optional
+            Also write every row as a LaTeX table (booktabs) to this file of the report's folder, with the
+            caption (prefixed by :attr:`latex_caption`) and the label ``tab:<file stem>``.
         """
         shown = frame.head(max_rows).copy()
         shown.columns.name = None  # a leftover pivot name would render as an extra header row
         fold = len(frame) > FOLD_ROWS if fold is None else fold
-        self.blocks.append(Block("table", shown, caption=caption, csv=csv, fold=fold, n_rows=len(frame)))
+        block = Block("table", shown, caption=caption, csv=csv, fold=fold, n_rows=len(frame))
+        if latex:
+            whole = frame.copy()
+            whole.columns.name = None
+            block.extra["latex"] = (latex, whole)
+        self.blocks.append(block)
 
     def figure(self, path: str, caption: str = "", *, alt: str = "") -> None:
         """Add a figure (``path`` relative to the report, PNG; an SVG beside it is linked)."""
@@ -273,6 +283,8 @@ nav.toc{background:#f7f7f7;border:1px solid #e3e3e3;padding:.3em 1em;font-size:0
 nav.toc ul{columns:3;margin:.2em 0;padding-left:1.1em}nav.toc ul ul{columns:1}nav.toc li{break-inside:avoid}
 .verdict-yes{color:#006d2c;font-weight:600}.verdict-no{color:#b2182b;font-weight:600}
 .verdict-cannot{color:#666;font-weight:600}
+.scroll{overflow-x:auto;max-width:100%}.scroll table{margin-top:0}
+.notice{background:#fff8e5;border-left:4px solid #e69f00;padding:.3em .8em;margin:.6em 0}
 """
 
 
@@ -297,12 +309,18 @@ def inline_markdown(text: str) -> str:
 _inline_markdown = inline_markdown  # the name before it was public
 
 
+def _inline(text: str) -> str:
+    """Markdown of one line (a caption, a summary) as HTML without the paragraph around it."""
+    return inline_markdown(text).removeprefix("<p>").removesuffix("</p>") if text else ""
+
+
 def _html_table(block: Block) -> str:
     frame = format_frame(block.content)
-    table = frame.to_html(index=False, border=0, escape=True)
+    # a wide table scrolls sideways in its own box instead of running past the page
+    table = "<div class='scroll'>" + frame.to_html(index=False, border=0, escape=True) + "</div>"
     note = html.escape(_rows_note(block, code=False))
     link = f" <a href='{html.escape(block.csv)}'>{html.escape(block.csv)}</a>" if block.csv else ""
-    caption = html.escape(block.caption)
+    caption = _inline(block.caption)
     if block.fold:
         summary = f"{caption} ({note})" if caption else note
         return f"<details><summary>{summary}</summary>\n{table}\n<p class='caption'>All rows:{link}</p></details>"
@@ -360,7 +378,7 @@ def render_html(report: Report, root: Path) -> str:
             data = base64.b64encode(png).decode()
             svg = _svg_of(str(block.content))
             link = f" <a href='{html.escape(svg)}'>SVG</a>" if (root / svg).exists() else ""
-            caption = inline_markdown(block.caption).removeprefix("<p>").removesuffix("</p>") if block.caption else ""
+            caption = _inline(block.caption)
             parts.append(f"<figure><img alt='{html.escape(block.alt)}'{_css_width(png)} "
                          f"src='data:image/png;base64,{data}'>"
                          f"<figcaption class='caption'>{caption}{link}</figcaption></figure>")
@@ -371,12 +389,24 @@ def render_html(report: Report, root: Path) -> str:
 def _css_width(png: bytes) -> str:
     """`` width='...'`` that shows a PNG at its printed size (96 CSS px per inch), so that text has the same
     size in every figure; empty when the bytes are not a PNG."""
-    from headstats.plots.style import PNG_DPI
-
     if png[:8] != b"\x89PNG\r\n\x1a\n" or len(png) < 24:
         return ""
     width = int.from_bytes(png[16:20], "big")
-    return f" width='{round(width * 96 / PNG_DPI)}'"
+    return f" width='{round(width * 96 / png_dpi(png))}'"
+
+
+def png_dpi(png: bytes, default: float = 96.0) -> float:
+    """The horizontal resolution a PNG records (its ``pHYs`` chunk, pixels per metre), in dots per inch;
+    ``default`` when it records none."""
+    k = 8
+    while k + 8 <= len(png):
+        size, kind = int.from_bytes(png[k:k + 4], "big"), png[k + 4:k + 8]
+        if kind == b"pHYs" and size >= 9 and png[k + 16] == 1:  # unit: metre
+            return int.from_bytes(png[k + 8:k + 12], "big") * 0.0254
+        if kind in (b"IDAT", b"IEND"):
+            break
+        k += 12 + size
+    return default
 
 
 def _verdicts(fragment: str) -> str:
@@ -428,7 +458,7 @@ def save_figure(fig, root: Path, name: str, *, formats: Sequence[str] | None = N
     """
     from headstats.plots import style
 
-    formats = list(dict.fromkeys(["png", *(formats if formats is not None else style.FORMATS)]))
+    formats = list(dict.fromkeys(["png", *(formats if formats is not None else style.preset().formats)]))
     folder = Path(root) / "figures"
     folder.mkdir(exist_ok=True)
     rel = f"figures/{name}.png"
@@ -452,9 +482,39 @@ def render_tables(report: Report, *, html_too: bool = True) -> None:
                 block.extra["html"] = _html_table(block)
 
 
+_LATEX_CODE = re.compile(r"`([^`]+)`")
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def latex_escape(text: str) -> str:
+    """``text`` with LaTeX's special characters escaped (``a_b & 5%`` -> ``a\\_b \\& 5\\%``)."""
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in str(text))
+
+
+def latex_table(frame: pd.DataFrame, caption: str, label: str) -> str:
+    """A table as LaTeX with booktabs rules (``\\toprule``, ``\\midrule``, ``\\bottomrule``; pandas'
+    ``Styler.to_latex``), cells formatted as in the report (:func:`format_column`), text escaped for LaTeX, the
+    Markdown `code` of the caption as ``\\texttt``."""
+    shown = format_frame(frame).reset_index(drop=True)
+    numeric = [pd.api.types.is_numeric_dtype(frame.iloc[:, i].dtype) and not pd.api.types.is_bool_dtype(
+        frame.iloc[:, i].dtype) for i in range(frame.shape[1])]
+    styler = shown.style.hide(axis="index").format(escape="latex").format_index(escape="latex", axis=1)
+    parts = _LATEX_CODE.split(caption)
+    text = "".join(latex_escape(p) if k % 2 == 0 else f"\\texttt{{{latex_escape(p)}}}" for k, p in enumerate(parts))
+    return styler.to_latex(hrules=True, caption=text, label=label, position_float="centering",
+                           column_format="".join("r" if n else "l" for n in numeric), environment="table")
+
+
 def write_report(report: Report, root: Path, *, html_too: bool = True) -> None:
-    """Write ``report.md`` and, if asked, ``report.html`` into ``root``."""
+    """Write ``report.md``, ``report.html`` if asked, and the LaTeX file of every table that asks for one, into
+    ``root``."""
     root = Path(root)
+    for block in report.blocks:
+        if block.kind == "table" and "latex" in block.extra:
+            name, whole = block.extra["latex"]
+            caption = f"{report.latex_caption}{block.caption}".strip()
+            (root / name).write_text(latex_table(whole, caption, f"tab:{Path(name).stem}"), encoding="utf-8")
     (root / "report.md").write_text(render_markdown(report, root), encoding="utf-8")
     if html_too:
         (root / "report.html").write_text(render_html(report, root), encoding="utf-8")

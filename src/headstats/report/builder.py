@@ -32,7 +32,7 @@ from headstats.errors import HeadstatsError, OutputError
 from headstats.plots import roles_plots
 from headstats.plots.style import order_roles, role_family
 from headstats.report.blocks import Report, figure_tag, render_tables, write_report
-from headstats.report.figures import FigureRenderer
+from headstats.report.figures import FigureRenderer, active_renderer
 
 TEST_NAMES = {
     "t": "one-sample t-test (ddof = 1)",
@@ -242,7 +242,7 @@ def claims_section(report: Report, claims: pd.DataFrame | None) -> None:
         return
     report.table(claims_by_dataset(claims), "The claims of the papers (and any registered claim) by data set: "
                  "verdict and p-value after correction over the run's claims, or why the data cannot tell.",
-                 fold=False)
+                 fold=False, latex="claims.tex")
     cols = ["claim", "model", "dataset", "unit", "test", "measure", "estimate", "ci_low", "ci_high", "p_unc", "p",
             "floor", "verdict", "reason", "detectable"]
     report.table(claims[[c for c in cols if c in claims.columns]], "Every claim's test: estimate with its interval, "
@@ -408,20 +408,21 @@ def _dataset_sentence(group: pd.DataFrame, summary: pd.DataFrame, n_inputs: int 
 def _summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "role": summary["role"], "heads": summary["n_heads"],
-        "share of heads": [f"{s:.0%}" for s in summary["share"]],
+        "share of heads (fraction)": summary["share"].astype(float),
         "median layer": ["" if np.isnan(m) else f"{m:g}" for m in summary["median_layer"]],
         "layer(s) with most": summary["layers_with_most"],
     })
 
 
 def summary_section(report: Report, root: Path, analysis: Analysis, protocol, manifest: dict, *,
-                    formats: Sequence[str] | None = None, figures: FigureRenderer | None = None) -> None:
+                    formats: Sequence[str] | None = None, figures: FigureRenderer | None = None,
+                    heading: str = "Summary") -> None:
     """What was found, per (model, dataset): heads per role, where in depth, the claims tested there (from
     ``claims.csv``, the registry's verdicts) and the role grid (drawn by ``figures``, default: here, now)."""
     figures = figures or FigureRenderer(root, formats=formats, workers=1)
     roles = analysis.roles
     st = protocol.statistics
-    report.heading("Summary")
+    report.heading(heading)
     n_roles = len(role_columns(roles))
     report.text(
         f"Every head was tested for {n_roles} roles: H0 {tested_parameter(st.test)} sieve bias score <= "
@@ -503,7 +504,8 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
     tau = protocol.statistics.tau_of("default") if hasattr(protocol.statistics, "tau_of") else protocol.statistics.tau
     report.heading("Heads assigned per role")
     report.table(role_counts(per_layer, protocol), "Heads assigned each role, of all heads of the model (blank: "
-                 "the role was not tested on that data set, e.g. block on single sentences).", fold=False)
+                 "the role was not tested on that data set, e.g. block on single sentences).", fold=False,
+                 latex="role_counts.tex")
     ceilings = analysis.tables.get("ceilings")
     if ceilings is not None and not ceilings.empty:
         shown = ceilings[["model", "dataset", "role", "scale", "tau", "mean_ceiling", "min_ceiling", "max_ceiling",
@@ -522,7 +524,10 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
         one_tau = sub_tests["tau"].nunique() <= 1 if "tau" in sub_tests else True
         shown_tau = (float(sub_tests["tau"].iloc[0]) if len(sub_tests) and "tau" in sub_tests else tau) if one_tau \
             else None  # taus differ by role: one colour scale cannot diverge at each
-        colours = (f"red above tau = {shown_tau:g}, blue below" if shown_tau is not None
+        scale = {"family": "one colour scale per role family", "shared": "one colour scale for every role",
+                 "role": "one colour scale per role"}[getattr(getattr(protocol.report, "figures", None), "scale", "family")]
+        colours = (f"white at tau = {shown_tau:g}, red above, blue below, {scale} (`report.figures.scale`), each "
+                   "bar spanning the scores' range" if shown_tau is not None
                    else f"tau differs by role ({_tau_text(protocol.statistics)}), so colours do not mark it")
         report.figure(figures.add(f"mean_scores_{tag}", roles_plots.mean_score_maps, sub_tests, tau=shown_tau,
                                   title=f"mean score per head: {model} on {dataset}"),
@@ -537,7 +542,8 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
                       "late layers.", alt=f"heads per layer of {model} on {dataset}")
         wide = pl.pivot(index="layer", columns="role", values="n_heads").reset_index()
         wide = wide[["layer", *order_roles(c for c in wide.columns if c != "layer")]]
-        report.table(wide, "The counts of the panels above, per layer.", csv="heads_per_layer.csv", fold=True)
+        report.table(wide, f"Heads assigned each role per layer ({model} on {dataset}): the counts of the panels "
+                     "above.", csv="heads_per_layer.csv", fold=True, latex=f"heads_per_layer_{tag}.tex")
         co = coloc[(coloc["model"] == model) & (coloc["dataset"] == dataset)]
         report.figure(figures.add(f"colocation_{tag}", roles_plots.upset_plot, co, roles=role_columns(part),
                                   title=f"co-location: {model} on {dataset}"),
@@ -563,8 +569,63 @@ def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, 
         section = spec.report_section()
         if section is not None:
             section(report, root, {**tables, "claims": claims} if claims is not None else tables)
-        files.update({table: spec.description for table in tables})
+        files.update({table: TABLE_FILES.get(table, f"a table of the {name} analysis ({spec.description})")
+                      for table in tables})
     return files
+
+
+#: What each table an analysis writes holds, for "Files and reproduction" (one line per file).
+TABLE_FILES = {
+    "surface": "per head, mean attention to the previous, current and next piece, to [CLS], [SEP] and punctuation, "
+               "and entropy (means over inputs)",
+    "surface_tests": "one row per head and declared hypothesis (`role`): the one-sided test of the surface measure",
+    "js_distance": "Jensen-Shannon divergence between every pair of heads (means over queries and inputs)",
+    "mds": "per head, its MDS coordinates from the JS divergences and its dominant behaviour",
+    "clustering_tests": "the permutation test that heads of one layer attend more alike than heads of different layers",
+    "gallery": "per BertViz pattern, the head that shows it best and the input drawn",
+    "attention_maps": "the attention weights drawn in the pictures (model, data set, input, layer, head, query, key)",
+    "attention_tokens": "the pieces of every input drawn, with their positions and segments",
+    "dependency_table": "Table 1 of Clark et al.: per relation the best head and the best offset, with the test",
+    "dependency_heads": "accuracy of every head, direction and relation (the rows Table 1 chooses from)",
+    "coreference": "antecedent selection: accuracy of every head per mention type, and of the baselines",
+    "coreference_tests": "every head against each baseline (McNemar), corrected",
+    "probes": "UAS of each probing classifier, with intervals and the tests against the baselines",
+    "gradients": "mean |dL/dA| per head and kind of token attended to",
+    "gradients_skipped": "the models and data sets gradient importance could not run on, with the reason",
+    "distance": "per head, the mean distance attended over (pieces), against the uniform reference",
+    "distance_tests": "one row per head: the one-sided test of the attended distance",
+    "entropy": "per head, the mean row entropy of attention and its ratio to ln n",
+    "similarity": "per head, the similarity of its attention before and after fine-tuning",
+    "special_mass": "per layer, the mass on [CLS], [SEP] and punctuation before and after fine-tuning",
+}
+
+#: How to make an analysis that was skipped run (by analysis name).
+SKIP_FIXES = {
+    "gradients": "give a model with a masked-LM or classification head (e.g. one from `headstats finetune`), or "
+                 "leave `gradients` out of `analyses`",
+}
+
+
+def skipped_analyses(analyses: dict[str, dict[str, pd.DataFrame]]) -> list[str]:
+    """One line per analysis and reason it was skipped for (``<analysis>_skipped`` tables: model, data set,
+    reason), naming where and the fix; said once, at the top of the report."""
+    lines = []
+    for name, tables in analyses.items():
+        for key, table in tables.items():
+            if not key.endswith("_skipped") or table is None or table.empty or "reason" not in table:
+                continue
+            for reason, part in table.groupby("reason", sort=False):
+                where = ", ".join(f"{m} on {d}" for m, d in part[["model", "dataset"]].drop_duplicates()
+                                  .itertuples(index=False))
+                fix = SKIP_FIXES.get(name, f"give it a model it can run on, or leave `{name}` out of `analyses`")
+                lines.append(f"- **{name}** did not run ({where}): {str(reason).rstrip('.')}. Fix: {fix}.")
+    return lines
+
+
+def analyses_lead(protocol, analyses: dict | None) -> bool:
+    """Whether the protocol's own analyses lead the report (it names analyses), the roles coming after them;
+    a protocol of roles alone leads with the roles."""
+    return bool(analyses) and bool(getattr(protocol, "analyses", None))
 
 
 def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
@@ -578,10 +639,12 @@ def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol
     tests = analysis.tests
     st = protocol.statistics
     report.heading("p-values, power and sensitivity")
-    report.figure(figures.add("pvalue_histogram", stats_plots.plot_pvalue_histogram, tests, alpha=st.alpha),
-                  f"Uncorrected p-values of all {len(tests)} hypotheses, stacked by role; the dashed line is alpha. "
-                  "A spike near 0 is heads with the role; a pile near 1 is heads far below tau.",
-                  alt="p-value histogram")
+    report.figure(figures.add("pvalue_ecdf", stats_plots.plot_pvalue_ecdf, tests, alpha=st.alpha),
+                  f"Every uncorrected p-value of the {len(tests)} hypotheses, as the share of each role's hypotheses "
+                  "with p at most x, on a log axis (dotted: uniform p-values, H0 at its boundary; dashed: alpha; "
+                  "solid: the largest p-value the correction rejected). A role whose line rises at the left has "
+                  "heads far above tau; a line that stays at 0 until p = 1 is heads far below it.",
+                  alt="p-value distribution")
     summary = analysis.tables.get("power_summary")
     d0 = st.effect_of_interest
     if summary is not None:
@@ -590,6 +653,12 @@ def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol
                      f"N and corrected level); median_mde is the median minimum detectable effect (standardised, "
                      f"{st.power_target:.0%} power), max_n_for_power the inputs a protocol would need for "
                      f"{st.power_target:.0%} power at d = {d0:g}.", max_rows=200, csv="power_summary.csv")
+    if "mde" in tests.columns and tests["mde"].notna().any():
+        report.figure(figures.add("power_mde", stats_plots.plot_mde, tests, effect_of_interest=d0),
+                      f"The smallest standardised effect each head's test could detect with {st.power_target:.0%} "
+                      f"power at its N and corrected level (filled: assigned); dashed: the effect of interest "
+                      f"d = {d0:g}. Heads above the line could not have shown an effect of that size.",
+                      alt="smallest detectable effect per head")
     weak = analysis.tables.get("underpowered")
     if weak is not None and len(weak):
         report.text(
@@ -703,15 +772,20 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
     workers : int, optional
         Processes that draw the figures (default: one per CPU, or ``$HEADSTATS_FIGURE_WORKERS``; 1: here).
     """
+    from headstats.plots import style
+
     root = Path(root)
-    with FigureRenderer(root, formats=formats, workers=workers) as figures:
+    preset = style.preset_of(getattr(protocol.report, "figures", None))
+    formats = list(formats) if formats is not None else list(preset.formats)
+    with style.using(preset), FigureRenderer(root, formats=formats, workers=workers, preset=preset) as figures, \
+            active_renderer(figures):
         report = _build_report(root, protocol, analysis, manifest, comparison=comparison, analyses=analyses,
                                formats=formats, log=log, figures=figures)
         render_tables(report, html_too=protocol.report.html)  # while the figures are drawn
         log("report: waiting for the figures")
         figures.wait()
-    log("report: writing report.md" + (" and report.html" if protocol.report.html else ""))
-    write_report(report, root, html_too=protocol.report.html)
+        log("report: writing report.md" + (" and report.html" if protocol.report.html else ""))
+        write_report(report, root, html_too=protocol.report.html)
     return report
 
 
@@ -719,19 +793,37 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
                   analyses: dict[str, dict[str, pd.DataFrame]] | None, formats: Sequence[str] | None,
                   log: Callable[[str], None], figures: FigureRenderer) -> Report:
     report = Report(title=f"headstats report: {protocol.name}")
+    st = protocol.statistics
+    report.latex_caption = (f"Protocol {protocol.name}: one-sided {TEST_NAMES.get(st.test, st.test)}, "
+                            f"{CORRECTION_SHORT.get(st.correction, st.correction)} correction, alpha = {st.alpha:g}. ")
     if protocol.description:
         report.text(protocol.description)
     report.contents(levels=(2, 3))
     n_sets = len(by_model_and_dataset(analysis.roles, protocol))
     claims = analysis.tables.get("claims")
+    skipped = skipped_analyses(analyses or {})
+    if skipped:
+        report.text("**Not run**, said once here:\n\n" + "\n".join(skipped))
     claims_section(report, claims)
     if has_seeds(comparison):
         seeds_answer_section(report, comparison, claims)
+    # the protocol's own analyses lead when it names any: their sections come right after the claims, and the
+    # roles of Pande et al. (always scored) follow; a protocol of roles alone leads with the roles
+    lead = analyses_lead(protocol, analyses)
+    analysis_files: dict[str, str] = {}
+    if lead:
+        log(f"report: the sections of {', '.join(analyses)}")
+        analysis_files = analysis_sections(report, root, analyses or {}, claims)
+        report.heading("Methods")
+        report.text(methods_paragraph(protocol, manifest, analysis.tests))
+        inputs_section(report, manifest, analysis)
     log(f"report: summary and role grids of {n_sets} (model, data set)")
-    summary_section(report, root, analysis, protocol, manifest, formats=formats, figures=figures)
-    report.heading("Methods")
-    report.text(methods_paragraph(protocol, manifest, analysis.tests))
-    inputs_section(report, manifest, analysis)
+    summary_section(report, root, analysis, protocol, manifest, formats=formats, figures=figures,
+                    heading="Roles of Pande et al. (2021): summary" if lead else "Summary")
+    if not lead:
+        report.heading("Methods")
+        report.text(methods_paragraph(protocol, manifest, analysis.tests))
+        inputs_section(report, manifest, analysis)
     log(f"report: mean-score maps, heads per layer and co-location ({3 * n_sets} figures)")
     role_sections(report, root, analysis, protocol, formats=formats, figures=figures)
     log("report: p-values, power and tau sensitivity")
@@ -740,7 +832,8 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
     if comparison:
         log("report: pretrained against fine-tuned")
         comparison_section(report, root, comparison, manifest, formats=formats, figures=figures)
-    analysis_files = analysis_sections(report, root, analyses or {}, claims)
+    if not lead:
+        analysis_files = analysis_sections(report, root, analyses or {}, claims)
     files_section(report, analysis_files, formats=formats)
     return report
 

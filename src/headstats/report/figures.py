@@ -27,7 +27,8 @@ import multiprocessing
 import os
 import pickle
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -79,11 +80,19 @@ def _context():
 
 
 def draw_and_save(draw: Callable, args: tuple, kwargs: dict, folder: Path, name: str,
-                  formats: Sequence[str]) -> None:
-    """Build a figure with ``draw(*args, **kwargs)`` and save it as ``folder/name.<fmt>`` for each format."""
+                  formats: Sequence[str], preset=None) -> None:
+    """Build a figure with ``draw(*args, **kwargs)`` and save it as ``folder/name.<fmt>`` for each format,
+    both with ``preset`` (:class:`headstats.plots.style.Preset`: printed width and dpi; None: the current one)."""
+    import warnings
+
     from headstats.plots import style
 
-    style.save(draw(*args, **kwargs), folder, name, formats=formats)
+    with style.using(preset), warnings.catch_warnings():
+        # a glyph no installed font has (CJK input text without a CJK font) is drawn as a box; the pictures'
+        # captions say so once, not one warning per glyph and figure
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
+        warnings.filterwarnings("ignore", message=r"Matplotlib currently does not support")
+        style.save(draw(*args, **kwargs), folder, name, formats=formats)
 
 
 def _draw_pickled(payload: bytes) -> None:
@@ -98,20 +107,24 @@ class FigureRenderer:
     root : Path
         The report's folder; figures go to ``root/figures``.
     formats : sequence of str, optional
-        Formats to write; PNG (which the report shows) is always among them. Default PNG and SVG.
+        Formats to write; PNG (which the report shows) is always among them. Default: the preset's.
     workers : int, optional
         Processes that draw (default: :func:`figure_workers`); 1 draws each figure when it is added.
+    preset : FigureOptions or Preset, optional
+        Printed width, PNG dpi and formats (``report.figures``; default :class:`headstats.plots.style.Preset`).
 
     Use it as a context manager (the workers stop on leaving it), :meth:`add` each figure, and
     :meth:`wait` before reading the files.
     """
 
-    def __init__(self, root: Path, *, formats: Sequence[str] | None = None, workers: int | None = None):
+    def __init__(self, root: Path, *, formats: Sequence[str] | None = None, workers: int | None = None,
+                 preset=None):
         from headstats.plots import style
 
         self.root = Path(root)
         self.folder = self.root / "figures"
-        self.formats = list(dict.fromkeys(["png", *(formats if formats is not None else style.FORMATS)]))
+        self.preset = style.preset_of(preset) if preset is not None else style.preset()
+        self.formats = list(dict.fromkeys(["png", *(formats if formats is not None else self.preset.formats)]))
         self.workers = figure_workers(workers)
         self._pool: ProcessPoolExecutor | None = None
         self._pool_failed = self.workers < 2
@@ -141,7 +154,7 @@ class FigureRenderer:
             If a figure of that name was already added or written (two figures must never share a file).
         """
         rel = self._claim(name)
-        job = (draw, args, kwargs, self.folder, name, self.formats)
+        job = (draw, args, kwargs, self.folder, name, self.formats, self.preset)
         future = None
         if not self._pool_failed:
             try:
@@ -161,7 +174,8 @@ class FigureRenderer:
         from headstats.plots import style
 
         rel = self._claim(name)
-        style.save(fig, self.folder, name, formats=self.formats)
+        with style.using(self.preset):
+            style.save(fig, self.folder, name, formats=self.formats)
         return rel
 
     def _submit(self, payload: bytes) -> Future | None:
@@ -211,3 +225,33 @@ class FigureRenderer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+#: The renderers of the reports being built (innermost last): sections draw through them.
+_ACTIVE: list[FigureRenderer] = []
+
+
+@contextmanager
+def active_renderer(renderer: FigureRenderer) -> Iterator[FigureRenderer]:
+    """Make ``renderer`` the one :func:`draw_figure` uses for its folder while the block runs."""
+    _ACTIVE.append(renderer)
+    try:
+        yield renderer
+    finally:
+        _ACTIVE.remove(renderer)
+
+
+def draw_figure(root: Path, name: str, draw: Callable, /, *args, **kwargs) -> str:
+    """Draw ``draw(*args, **kwargs)`` as ``figures/<name>`` of the report in ``root``: in the worker processes
+    of the report's :class:`FigureRenderer` while one is building that report (:func:`active_renderer`), else
+    here and now with the current preset. Returns the PNG's path relative to ``root``.
+
+    This is how an analysis' report section draws (``section(report, root, tables)``): it hands over the
+    plotting function and its small tables, not a drawn figure, so that its figures are drawn alongside the
+    others.
+    """
+    for renderer in reversed(_ACTIVE):
+        if renderer.root == Path(root):
+            return renderer.add(name, draw, *args, **kwargs)
+    with FigureRenderer(root, workers=1) as renderer:
+        return renderer.add(name, draw, *args, **kwargs)

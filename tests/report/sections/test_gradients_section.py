@@ -18,8 +18,15 @@ def test_gradients_section_states_skips_and_averages_each_layer(tmp_path):
     report = Report("t")
     gradients_section(report, tmp_path, {"gradients": pd.DataFrame(rows), "gradients_skipped": skipped})
     md = render_markdown(report, tmp_path)
-    assert "**Skipped** for bare on d: the checkpoint has no trained head." in md
-    assert (tmp_path / "figures" / "gradients__m__d.png").exists()
+    # said once at the top of the report (builder.skipped_analyses, with the fix); here, where and a pointer
+    assert "Not run for bare on d: the reason and the fix are at the top of the report." in md
+    from headstats.report.builder import skipped_analyses
+
+    assert skipped_analyses({"gradients": {"gradients_skipped": pd.concat([skipped, skipped.assign(dataset="e")])}}) \
+        == ["- **gradients** did not run (bare on d, bare on e): the checkpoint has no trained head. Fix: give a "
+            "model with a masked-LM or classification head (e.g. one from `headstats finetune`), or leave "
+            "`gradients` out of `analyses`."]
+    assert (tmp_path / "figures" / "gradients_m__d.png").exists()
     table = [b for b in report.blocks if b.kind == "table"][0].content
     # layer 0: sep heads 0.1 and 0.2 -> 0.15; layer 1: 0.2 and 0.3 -> 0.25
     assert table.set_index("layer")["sep"].tolist() == pytest.approx([0.15, 0.25])

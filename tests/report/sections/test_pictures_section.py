@@ -23,9 +23,12 @@ def test_pictures_section_inlines_the_interactive_view_in_html_only(tmp_path):
     assert "attends to the previous word" in figure.caption
     html = render_html(report, tmp_path)
     assert "hs-attention-view" in html and '"tokens":["a","b","c"]' in html
-    assert '"weights":[[0.0,0.0,0.0],[1.0,0.0,0.0],[0.0,1.0,0.0]]' in html  # positions 5..7 drawn as 0..2
+    # layer 0, head 1 of a 1 x 2 model: (query, key, 255 w) at positions 5..7 drawn as 0..2; head 0 not kept
+    assert '"heads":[[[],[1,0,255,2,1,255]]]' in html
+    assert '"presets":[{"label":"previous word: head 0-1","input":0,"layer":0,"head":"1"}]' in html
+    assert '"label":"d: input #7"' in html
     md = render_markdown(report, tmp_path)
-    assert "hs-attention-view" not in md and "interactive view of these heads is in report.html" in md
+    assert "hs-attention-view" not in md and "interactive view of m (every kept input" in md
 
 
 def test_a_weak_gallery_example_is_labelled_weak(tmp_path):

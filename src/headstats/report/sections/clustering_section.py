@@ -10,7 +10,8 @@ from typing import Any, Mapping
 import pandas as pd
 
 from headstats.plots import surface_plots
-from headstats.report.blocks import figure_tag, save_figure
+from headstats.report.blocks import figure_tag
+from headstats.report.figures import draw_figure
 from headstats.report.sections import claim_lines
 
 
@@ -47,19 +48,16 @@ def clustering_section(report: Any, root: Path, tables: Mapping[str, pd.DataFram
         where = f"{model} on {dataset}"
         pj = js[(js["model"] == model) & (js["dataset"] == dataset)]
         n_inputs = int(pj["n_inputs"].iloc[0]) if len(pj) else 0
-        fig = surface_plots.js_heatmap(pj, title=f"JS divergence between heads: {where}")
-        report.figure(save_figure(fig, root, f"js_distance_{tag}"),
+        report.figure(draw_figure(root, f"js_distance_{tag}", surface_plots.js_heatmap, pj, title=f"JS divergence between heads: {where}"),
                       f"JS divergence per query between every pair of heads ({n_inputs} inputs), heads in layer "
                       "order; dark blocks on the diagonal mean heads of one layer attend alike.",
                       alt=f"JS divergence, {where}")
         if part[["x", "y"]].isna().all().all():
             continue
-        fig = surface_plots.mds_plot(part, colour_by="layer", title=f"heads by layer: {where}")
-        report.figure(save_figure(fig, root, f"mds_layer_{tag}"),
+        report.figure(draw_figure(root, f"mds_layer_{tag}", surface_plots.mds_plot, part, colour_by="layer", title=f"heads by layer: {where}"),
                       "Heads placed by MDS of their JS divergence, coloured by layer (Clark et al. Figure 6): "
                       "heads of one layer close together support the clustering claim.", alt=f"MDS by layer, {where}")
-        fig = surface_plots.mds_plot(part, colour_by="behaviour", title=f"heads by behaviour: {where}")
-        report.figure(save_figure(fig, root, f"mds_behaviour_{tag}"),
+        report.figure(draw_figure(root, f"mds_behaviour_{tag}", surface_plots.mds_plot, part, colour_by="behaviour", title=f"heads by behaviour: {where}"),
                       "The same map coloured by each head's dominant behaviour (more than half its mass on the "
                       "previous, current or next piece, [CLS], [SEP] or punctuation; else broad if its entropy is "
                       "near uniform, else mixed): heads of one behaviour cluster together.",

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from headstats.report.blocks import figure_tag
 from headstats.report.sections import claim_lines, head_label
 
 
@@ -21,7 +22,8 @@ def coreference_section(report: Any, root: Path, tables: Mapping[str, pd.DataFra
         "For each mention with an antecedent in the same input, a head selects the candidate mention its head "
         "word attends to most (word-level attention); it is right when that candidate is coreferent. "
         "Baselines: the nearest candidate, and the nearest candidate with the same head word. Heads are "
-        "`layer-head`, 0-based (the paper's best, 5-4, is 4-3 here). Every head with Wilson intervals: "
+        "`layer-head`, 0-based (the paper's best head, 5-4 in its 1-based count, is a head of BERT-base; it names "
+        "no head of this model). Every head with Wilson intervals: "
         "`coreference.csv`; every head tested against each baseline (the sign-flip test over inputs, whose mentions "
         "share their text; column `test`; one-sided, "
         "corrected over the heads): `coreference_tests.csv`."
@@ -54,7 +56,8 @@ def coreference_section(report: Any, root: Path, tables: Mapping[str, pd.DataFra
         shown = pd.DataFrame(rows)
         report.table(shown, f"{model} on {dataset}: per mention type, the most accurate head (chosen on the same "
                      "queries: its accuracy is optimistic) against the baselines, and every head that beats each "
-                     "baseline in the corrected test.", csv="coreference.csv")
+                     "baseline in the corrected test (accuracies as fractions).", csv="coreference.csv",
+                     latex=f"coreference_{figure_tag(model, dataset)}.tex")
         overall = shown[shown["mention_type"] == "all"]
         if len(overall):
             r = overall.iloc[0]

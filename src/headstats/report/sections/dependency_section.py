@@ -9,7 +9,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from headstats.report.blocks import figure_tag, save_figure
+from headstats.report.blocks import figure_tag
+from headstats.report.figures import draw_figure
 from headstats.report.sections import claim_lines, head_label
 
 
@@ -37,7 +38,7 @@ def dependency_section(report: Any, root: Path, tables: Mapping[str, pd.DataFram
         "counted (they have no head word); `all` counts every other word, `all_nopunct` leaves out `punct`. "
         "Labels are UD relations with subtypes folded in (`nsubj:pass` is `nsubj`), except that the direct "
         "object is shown as `dobj` (UD `obj`) and `nmod:poss` as `poss`, the paper's names. Heads are "
-        "`layer-head`, both 0-based (the paper counts from 1: its head 8-11 is 7-10 here). Accuracies of every "
+        "`layer-head`, both 0-based (the paper counts from 1, and its heads, such as 8-11, are heads of BERT-base: they name no head of a model of another shape). Accuracies of every "
         "head, with Wilson intervals: `dependency_heads.csv`."
     )
     if table.empty:
@@ -71,15 +72,14 @@ def _dependency_block(report: Any, root: Path, model: str, dataset: str, part: p
                  f"its accuracy. The test columns: {how}; `head_only` and `offset_only` are the words only one "
                  f"of the two gets right, and p is {_test_words(first)} ({first['alternative']}: the head is more "
                  f"accurate), corrected with {first['correction']} over the relations of this model and data "
-                 "set.", max_rows=60, csv="dependency_table.csv")
-    fig = dependency_plots.dependency_table_plot(part, title=f"{model} / {dataset}")
-    report.figure(save_figure(fig, root, f"dependency_table__{figure_tag(model, dataset)}"),
+                 "set.", max_rows=60, csv="dependency_table.csv",
+                 latex=f"dependency_table_{figure_tag(model, dataset)}.tex")
+    report.figure(draw_figure(root, f"dependency_table_{figure_tag(model, dataset)}", dependency_plots.dependency_table_plot, part, title=f"{model} / {dataset}"),
                   "Each relation's best head (filled) and best offset (open) with their intervals; a * after the "
                   "relation means the chosen head beat the chosen offset on the test words after correction.",
                   alt="best head against best offset per relation")
     relations = [r for r in part.sort_values("n", ascending=False)["relation"] if not r.startswith("all")][:8]
-    fig = dependency_plots.best_per_layer_plot(heads, relations, title=f"{model} / {dataset}")
-    report.figure(save_figure(fig, root, f"dependency_layers__{figure_tag(model, dataset)}"),
+    report.figure(draw_figure(root, f"dependency_layers_{figure_tag(model, dataset)}", dependency_plots.best_per_layer_plot, heads, relations, title=f"{model} / {dataset}"),
                   "The best head of each layer for the eight most frequent relations: where in depth each "
                   "relation is attended to.", alt="best head per layer and relation")
     rel = part[~part["relation"].str.startswith("all")]

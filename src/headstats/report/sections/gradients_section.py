@@ -9,7 +9,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from headstats.report.blocks import figure_tag, save_figure
+from headstats.report.blocks import figure_tag
+from headstats.report.figures import draw_figure
 
 
 def gradients_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
@@ -25,14 +26,13 @@ def gradients_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame
     )
     skipped = tables.get("gradients_skipped")
     if skipped is not None and len(skipped):
-        for row in skipped.itertuples():
-            report.text(f"**Skipped** for {row.model} on {row.dataset}: {row.reason}.")
+        where = ", ".join(f"{m} on {d}" for m, d in skipped[["model", "dataset"]].itertuples(index=False))
+        report.text(f"Not run for {where}: the reason and the fix are at the top of the report.")
     grads = tables.get("gradients")
     if grads is None or grads.empty:
         return
     for (model, dataset), part in grads.groupby(["model", "dataset"], sort=False):
-        fig = gradient_plots.gradient_layers_plot(part, title=f"{model} / {dataset}")
-        report.figure(save_figure(fig, root, f"gradients__{figure_tag(model, dataset)}"),
+        report.figure(draw_figure(root, f"gradients_{figure_tag(model, dataset)}", gradient_plots.gradient_layers_plot, part, title=f"{model} / {dataset}"),
                       f"Mean |dL/dA| per layer by the kind of token attended to ({part['loss'].iat[0]}); a line "
                       "for [SEP] far below the others means attention to [SEP] barely changes the loss.",
                       alt="gradient importance per layer")

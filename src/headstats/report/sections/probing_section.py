@@ -12,6 +12,7 @@ import pandas as pd
 from headstats.report.sections import claim_lines
 
 #: UAS of Clark et al. (2019), BERT-base on WSJ (their Table 3), for the report.
+#: Clark et al. (2019) Table 3: UAS in percent of BERT-base on the WSJ (the paper's numbers, not this model's).
 PAPER_UAS = {"right_branching": 26, "distance_and_words": 58, "attention_only": 61, "attention_and_words": 77}
 
 
@@ -29,11 +30,14 @@ def probing_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame])
         "file was given (column `vectors`). p-values: McNemar's exact test, one-sided, on the same held-out "
         "words. All rows: `probes.csv`."
     )
-    shown = probes.assign(paper_uas=probes["probe"].map(PAPER_UAS))
-    cols = [c for c in ["model", "dataset", "probe", "vectors", "n_words", "uas", "ci_low", "ci_high", "paper_uas",
-                        "p_corr_vs_right_branching", "p_corr_vs_distance_and_words"] if c in shown.columns]
-    report.table(shown[cols], "UAS of each probe with its Wilson interval, the paper's UAS (BERT-base on WSJ, in "
-                 "percent), and the corrected p-value of each probe against each baseline.", csv="probes.csv")
+    shown = probes.assign(paper_bert_base_uas=probes["probe"].map(PAPER_UAS) / 100)
+    cols = [c for c in ["model", "dataset", "probe", "vectors", "n_words", "uas", "ci_low", "ci_high",
+                        "paper_bert_base_uas", "p_corr_vs_right_branching", "p_corr_vs_distance_and_words"]
+            if c in shown.columns]
+    report.table(shown[cols], "UAS of each probe with its Wilson interval (fractions of the held-out words), the "
+                 "paper's UAS as a fraction (`paper_bert_base_uas`: Clark et al.'s number for BERT-base on the WSJ, "
+                 "a different model and corpus, for orientation only), and the corrected p-value of each probe "
+                 "against each baseline.", csv="probes.csv", latex="probes.tex")
     for (model, dataset), part in probes.groupby(["model", "dataset"], sort=False):
         att = part.set_index("probe")
         if "attention_only" not in att.index or "p_corr_vs_right_branching" not in att.columns:

@@ -11,7 +11,8 @@ from typing import Any, Mapping
 import pandas as pd
 
 from headstats.plots import surface_plots
-from headstats.report.blocks import figure_tag, save_figure
+from headstats.report.blocks import figure_tag
+from headstats.report.figures import draw_figure
 from headstats.report.sections import claim_lines, head_list, tested_how
 from headstats.stats.hypotheses import passing_heads
 
@@ -78,25 +79,21 @@ def surface_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame])
         t = None if tests is None else tests[(tests["model"] == model) & (tests["dataset"] == dataset)]
         where = f"{model} on {dataset}"
         report.heading(f"Surface patterns: {where}", level=3)
-        fig = surface_plots.surface_by_layer(part, ["prev", "self", "next"], tests=t,
-                                             title=f"attention by relative position: {where}")
-        report.figure(save_figure(fig, root, f"surface_position_{tag}"),
+        report.figure(draw_figure(root, f"surface_position_{tag}", surface_plots.surface_by_layer, part, ["prev", "self", "next"], tests=t,
+                                             title=f"attention by relative position: {where}"),
                       "Attention to the previous, current and next piece: a point per head at its layer, filled when "
                       "the head passes its hypothesis; the line joins the layer means. Heads near 1 attend almost "
                       "only to that neighbour (Clark et al. Figure 1).", alt=f"relative position, {where}")
-        fig = surface_plots.surface_by_layer(part, ["cls", "sep", "punct"], tests=t,
-                                             title=f"attention to [CLS], [SEP] and punctuation: {where}")
-        report.figure(save_figure(fig, root, f"surface_kinds_{tag}"),
+        report.figure(draw_figure(root, f"surface_kinds_{tag}", surface_plots.surface_by_layer, part, ["cls", "sep", "punct"], tests=t,
+                                             title=f"attention to [CLS], [SEP] and punctuation: {where}"),
                       "Attention to [CLS], to every [SEP] and to \".\"/\",\" per head by layer (Clark et al. Figure 2): "
                       "look for the layers where [SEP] takes most of the mass.", alt=f"token kinds, {where}")
-        fig = surface_plots.surface_by_layer(part, ["sep_to_sep", "other_to_sep"],
-                                             title=f"[SEP] -> [SEP] against other -> [SEP]: {where}")
-        report.figure(save_figure(fig, root, f"surface_sep_{tag}"),
+        report.figure(draw_figure(root, f"surface_sep_{tag}", surface_plots.surface_by_layer, part, ["sep_to_sep", "other_to_sep"],
+                                             title=f"[SEP] -> [SEP] against other -> [SEP]: {where}"),
                       "Mass on [SEP] from [SEP] queries (left) and from every other query (right): when the left is "
                       "much higher, heads park [SEP]'s attention on itself (a no-op), as Clark et al. argue.",
                       alt=f"sep to sep, {where}")
-        fig = surface_plots.entropy_by_layer(part, tests=t, title=f"attention entropy: {where}")
-        report.figure(save_figure(fig, root, f"surface_entropy_{tag}"),
+        report.figure(draw_figure(root, f"surface_entropy_{tag}", surface_plots.entropy_by_layer, part, tests=t, title=f"attention entropy: {where}"),
                       "Mean row entropy (left; filled: passes the broad-attention hypothesis) and the [CLS] row's "
                       "entropy (right) per head by layer; dashed: uniform attention (mean ln n). Points near the "
                       "line attend broadly (Clark et al. Figure 4).", alt=f"entropy, {where}")
