@@ -20,6 +20,11 @@ by a few bytes per input at most: memory flat in the number of inputs).
 
 Timings on a shared machine vary with the load: the forward pass and the collectors are timed on the same
 batches, interleaved, so that load that comes and goes affects both; ``uptime``'s load is printed with them.
+Each ratio is given in wall time (``x forward``) and in the process's CPU time (``x fwd cpu``: every thread's,
+numpy's worker threads included), which a loaded machine disturbs less; the targets are read on the latter.
+The process's peak resident memory after half the batches and after all of them is printed on each data set's
+``forward pass`` row (flat in the number of inputs: the batches come longest first, so a collector whose state
+grew with the inputs would raise it in the second half).
 """
 
 from __future__ import annotations
@@ -27,24 +32,26 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
+import resource
 import time
 import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-WIKI = DATA / "wiki" / "wikitext-2-raw" / "wiki.test.raw"
-EWT = DATA / "ud" / "en_ewt" / "en_ewt-ud-dev.conllu"
+#: The shared data folder beside the checkout (``--data`` or $HEADSTATS_SHARED_DATA elsewhere).
+DATA = Path(os.environ.get("HEADSTATS_SHARED_DATA", REPO.parent / "shared" / "data"))
+WIKI = Path("wiki") / "wikitext-2-raw" / "wiki.test.raw"
+EWT = Path("ud") / "en_ewt" / "en_ewt-ud-dev.conllu"
 
 
-def protocol_for(n: int, analyses: list[str]):
+def protocol_for(n: int, analyses: list[str], data: Path = DATA):
     """``protocols/clark2019.yaml`` on the first ``n`` WikiText pairs and EWT dev sentences, with ``analyses``."""
     from headstats.config.protocol import load_protocol
 
     protocol = load_protocol(REPO / "protocols" / "clark2019.yaml")
     raw = protocol.model_dump(mode="json")
-    raw["datasets"] = [{"name": "wiki_pairs", "path": str(WIKI), "limit": n, "parse": "none"},
-                       {"name": "ewt_dev", "path": str(EWT), "limit": n}]
+    raw["datasets"] = [{"name": "wiki_pairs", "path": str(data / WIKI), "limit": n, "parse": "none"},
+                       {"name": "ewt_dev", "path": str(data / EWT), "limit": n}]
     raw["analyses"] = analyses
     raw["analysis_options"] = {k: v for k, v in (raw.get("analysis_options") or {}).items() if k in analyses}
     if "clustering" in analyses:
@@ -54,7 +61,7 @@ def protocol_for(n: int, analyses: list[str]):
     return validate_protocol(raw)
 
 
-def run(n: int, analyses: list[str], batch_size: int) -> list[dict]:
+def run(n: int, analyses: list[str], batch_size: int, data: Path = DATA) -> list[dict]:
     import numpy as np
     import torch
 
@@ -66,7 +73,7 @@ def run(n: int, analyses: list[str], batch_size: int) -> list[dict]:
     from headstats.study.run import load_data, study_jobs
 
     torch.set_num_threads(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    protocol = protocol_for(n, analyses)
+    protocol = protocol_for(n, analyses, data)
     loaded = load_model("default")
     max_cells = attention_cells(loaded.n_layers, loaded.n_heads, DEFAULT_MEMORY_BUDGET)
     rows = []
@@ -79,10 +86,12 @@ def run(n: int, analyses: list[str], batch_size: int) -> list[dict]:
         shared = [build_collector(job, {loaded.name: loaded}) for job in jobs]
         encoded = encode_records(list(data.records), loaded.tokenizer, max_length=protocol.scoring.max_length,
                                  too_long=protocol.scoring.too_long).inputs
-        forward = 0.0
+        forward = cpu_forward = 0.0
         alone = {job.name: 0.0 for job in jobs}
-        together = 0.0
+        cpu_alone = {job.name: 0.0 for job in jobs}
+        together = cpu_together = 0.0
         half: dict[str, int] = {}
+        peak_half = 0.0
         batches = list(length_sorted_batches(encoded, batch_size, max_cells=max_cells))
         with torch.inference_mode():
             forward_view(loaded, batches[0], dataset=spec.name)  # warm-up
@@ -91,20 +100,24 @@ def run(n: int, analyses: list[str], batch_size: int) -> list[dict]:
             for number, items in enumerate(batches):
                 if number == len(batches) // 2:
                     half = {job.name: len(pickle.dumps(job.collector.state())) for job in jobs}
+                    peak_half = peak_rss_mib()
                 with torch.inference_mode():
-                    start = time.perf_counter()
+                    start, cpu = time.perf_counter(), time.process_time()
                     view = forward_view(loaded, items, dataset=spec.name)
                     forward += time.perf_counter() - start
+                    cpu_forward += time.process_time() - cpu
                     for job in jobs:
                         fresh = BatchView(view.model, view.dataset, view.inputs, view.attention, view.input_ids)
-                        start = time.perf_counter()
+                        start, cpu = time.perf_counter(), time.process_time()
                         job.collector.update(fresh)
                         alone[job.name] += time.perf_counter() - start
+                        cpu_alone[job.name] += time.process_time() - cpu
                         del fresh
-                    start = time.perf_counter()
+                    start, cpu = time.perf_counter(), time.process_time()
                     for collector in shared:
                         collector.update(view)
                     together += time.perf_counter() - start
+                    cpu_together += time.process_time() - cpu
                     del view
             for job in jobs:
                 start = time.perf_counter()
@@ -112,15 +125,22 @@ def run(n: int, analyses: list[str], batch_size: int) -> list[dict]:
                 tables_s = time.perf_counter() - start
                 state = len(pickle.dumps(job.collector.state()))
                 rows.append({"dataset": spec.name, "analysis": job.name, "n": len(encoded),
-                             "ratio": alone[job.name] / forward, "ms_per_input": 1000 * alone[job.name] / len(encoded),
+                             "ratio": alone[job.name] / forward, "cpu_ratio": cpu_alone[job.name] / cpu_forward,
+                             "ms_per_input": 1000 * alone[job.name] / len(encoded),
                              "tables_s": tables_s, "state_kib": (half.get(job.name, 0) / 1024, state / 1024)})
         rows.append({"dataset": spec.name, "analysis": "ALL (one shared view)", "n": len(encoded),
-                     "ratio": together / forward, "ms_per_input": 1000 * together / len(encoded),
+                     "ratio": together / forward, "cpu_ratio": cpu_together / cpu_forward,
+                     "ms_per_input": 1000 * together / len(encoded),
                      "tables_s": np.nan, "state_kib": None})
         rows.append({"dataset": spec.name, "analysis": "forward pass", "n": len(encoded), "ratio": 1.0,
-                     "ms_per_input": 1000 * forward / len(encoded), "tables_s": np.nan,
-                     "state_kib": None})
+                     "cpu_ratio": 1.0, "ms_per_input": 1000 * forward / len(encoded), "tables_s": np.nan,
+                     "state_kib": None, "peak_mib": (peak_half, peak_rss_mib())})
     return rows
+
+
+def peak_rss_mib() -> float:
+    """The process's peak resident memory so far (MiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def main() -> None:
@@ -130,24 +150,27 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200, help="inputs per data set (default 200)")
     parser.add_argument("--analyses", nargs="*", default=None, help="default: every single-model analysis")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--data", type=Path, default=DATA, help=f"the shared data folder (default {DATA})")
     args = parser.parse_args()
     analyses = args.analyses or [a for a in list_analyses() if not getattr(get_analysis(a).collector, "pair", False)]
     load = os.getloadavg()
-    rows = run(args.n, analyses, args.batch_size)
+    rows = run(args.n, analyses, args.batch_size, args.data)
     print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; after: "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()))
-    print(f"{'data set':<11} {'analysis':<22} {'n':>5} {'x forward':>9} {'ms/input':>9} {'tables s':>9} "
-          f"{'state KiB half -> all':>22}")
+    print(f"{'data set':<11} {'analysis':<22} {'n':>5} {'x forward':>9} {'x fwd cpu':>9} {'ms/input':>9} "
+          f"{'tables s':>9} {'state KiB half -> all':>22}")
     for r in rows:
         target = ""
         if r["analysis"] == "ALL (one shared view)":
             target = "  (target <= 1)"
         elif r["analysis"] != "forward pass":
-            target = "" if r["ratio"] <= 0.25 else "  over 0.25"
+            target = "" if r["cpu_ratio"] <= 0.25 else "  over 0.25"
         tables = "" if r["tables_s"] != r["tables_s"] else f"{r['tables_s']:9.2f}"
         state = "" if r["state_kib"] is None else f"{r['state_kib'][0]:10.0f} -> {r['state_kib'][1]:8.0f}"
-        print(f"{r['dataset']:<11} {r['analysis']:<22} {r['n']:>5} {r['ratio']:9.3f} {r['ms_per_input']:9.2f} "
-              f"{tables:>9} {state:>22}{target}")
+        if "peak_mib" in r:
+            state = f"peak RSS MiB {r['peak_mib'][0]:6.0f} -> {r['peak_mib'][1]:6.0f}"
+        print(f"{r['dataset']:<11} {r['analysis']:<22} {r['n']:>5} {r['ratio']:9.3f} {r['cpu_ratio']:9.3f} "
+              f"{r['ms_per_input']:9.2f} {tables:>9} {state:>22}{target}")
 
 
 if __name__ == "__main__":

@@ -60,6 +60,25 @@ def test_head_predictions_by_hand():
     assert to_head[0, 0, 1, 1:5].tolist() == [2, 1, 1, 1]
 
 
+def test_head_predictions_equal_a_plain_loop_with_many_ties():
+    # word maps of values in {0, 1/2, 1} (ties everywhere), some units not candidates: both directions against
+    # numpy's argmax (the first maximum) over the allowed units, one unit at a time
+    g = torch.Generator().manual_seed(3)
+    attn = torch.randint(0, 3, (3, 2, 2, 7, 7), generator=g).to(torch.float32) / 2
+    candidates = torch.rand(3, 7, generator=g) > 0.3
+    to_head, to_dep = head_predictions(attn, candidates)
+    a, c = attn.numpy(), candidates.numpy()
+    for b in range(3):
+        for layer in range(2):
+            for head in range(2):
+                for d in range(7):
+                    allowed = c[b] & (np.arange(7) != d)
+                    row = np.where(allowed, a[b, layer, head, d], -np.inf)
+                    col = np.where(allowed, a[b, layer, head, :, d], -np.inf)
+                    assert to_head[b, layer, head, d] == np.argmax(row)
+                    assert to_dep[b, layer, head, d] == np.argmax(col)
+
+
 def test_offsets_clip_to_the_sentence():
     words = np.array([1, 2, 3, 4])
     assert offset_predictions(words, [-1, 1]).tolist() == [[1, 2], [1, 3], [2, 4], [3, 4]]

@@ -188,3 +188,16 @@ def test_latex_table_booktabs_escaped_with_the_caption_s_code():
                                     "\\begin{tabular}{lrr}"]
     assert "role & n\\_heads & p\\_corr \\\\" in tex and "a\\_b & 4 & 3.00e-01 \\\\" in tex
     assert latex_escape("a_b & {x} ~ 5% #1 $") == "a\\_b \\& \\{x\\} \\textasciitilde{} 5\\% \\#1 \\$"
+
+
+def test_a_link_with_a_script_scheme_is_shown_as_text_never_as_a_link():
+    # Text can come from a run folder made elsewhere: only run files, anchors and http(s) become links.
+    from headstats.report.blocks import inline_markdown
+
+    assert "href" not in inline_markdown("[x](javascript:alert(1))")
+    assert "href" not in inline_markdown("[x](JavaScript:alert)")
+    assert "href" not in inline_markdown("[x](data:text/html,hi)")
+    assert inline_markdown("[tests](tests.csv)") == "<p><a href='tests.csv'>tests</a></p>"
+    assert inline_markdown("[top](#claims)") == "<p><a href='#claims'>top</a></p>"
+    assert inline_markdown("[paper](https://arxiv.org/abs/1906.04341)") == (
+        "<p><a href='https://arxiv.org/abs/1906.04341'>paper</a></p>")

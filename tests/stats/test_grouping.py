@@ -69,8 +69,19 @@ def test_finish_clustering_tests_the_js_table():
     ref = group_permutation_test(d, k // 3, n_permutations=199, seed=3)
     row = out.iloc[0]
     assert row["p_value"] == pytest.approx(ref.p_value) and row["within_mean"] == pytest.approx(0.1)
-    assert row["between_mean"] == pytest.approx(0.4) and bool(row["reject"]) == (ref.p_value < 0.05)
+    assert row["between_mean"] == pytest.approx(0.4) and bool(row["reject"]) == (ref.p_value <= 0.05)
     assert row["n_permutations"] == 199
+    # 3 layers x 4 heads perfectly layered (1 of 5,775 partitions), 99 permutations: p = 1 / 100 = alpha
+    # exactly, rejected (p <= alpha, as statsmodels decides)
+    k12 = np.arange(12)
+    a12, b12 = np.meshgrid(k12, k12, indexing="ij")
+    js12 = pd.DataFrame({"model": "m", "dataset": "d", "layer_a": (a12 // 4).ravel(), "head_a": (a12 % 4).ravel(),
+                         "layer_b": (b12 // 4).ravel(), "head_b": (b12 % 4).ravel(),
+                         "js_mean": (np.where((a12 // 4) == (b12 // 4), 0.1, 0.4) * (a12 != b12)).ravel()})
+    edge = finish_clustering({"js_distance": js12}, SimpleNamespace(alpha=0.01), ClusteringOptions(n_permutations=99),
+                             3)["clustering_tests"].iloc[0]
+    assert edge["p_value"] == pytest.approx(0.01) and bool(edge["reject"])
+    assert "claim" not in out and out["hypothesis"].iloc[0].startswith("H1: same-layer pairs")
     empty = finish_clustering({}, statistics, options, 3)["clustering_tests"]
     assert empty.empty and list(empty.columns) == CLUSTERING_TEST_COLUMNS
 

@@ -134,9 +134,12 @@ def seeds_case(tmp_path: Path, tiny_model_dir: Path):
         assert set(seeds["verdict"]) == {"cannot tell"} and seeds["reason"].str.startswith("too few seeds").all()
         assert (tmp_path / "out" / "claims.csv").is_file()
         report = (tmp_path / "out" / "report.md").read_text()
-        # the report leads with the answer: the seed-level section comes before the per-model summary
+        # the report leads with the claims table, then the answer: the seed-level section comes before the
+        # per-model summary, and repeats the registry's verdicts of the seed claims
         answer = report.index("\n## The answer: what fine-tuning changed beyond seed noise\n")
+        assert report.index("\n## Claims, tested\n") < answer
         assert answer < report.index("\n## Summary\n") < report.index("\n## Pretrained vs fine-tuned\n")
+        assert '- Claim "delimiter heads are lost": **cannot tell** (too few seeds' in report[answer:]
         assert report.index("**ft on ", answer) < report.index("\n## Summary\n")
 
     return (seeds_protocol(tmp_path, tiny_model_dir, seeds), [tiny_model_dir, *seeds],

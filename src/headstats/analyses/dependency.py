@@ -106,19 +106,15 @@ def head_predictions(word_attn: torch.Tensor, candidates: torch.Tensor) -> tuple
     """
     U = word_attn.shape[-1]
     eye = torch.eye(U, dtype=torch.bool, device=word_attn.device)
-    blocked = eye[None] | ~candidates[:, None, :]  # (B, U query, U key)
-    neg = torch.tensor(float("-inf"), dtype=word_attn.dtype, device=word_attn.device)
-    rows = torch.where(blocked[:, None, None], neg, word_attn)
-    cols = torch.where(blocked[:, None, None], neg, word_attn.transpose(-1, -2))
-    return _first_argmax(rows), _first_argmax(cols)
+    # rows: key j of query d blocked when j == d or j is no candidate; columns: query i of key d likewise
+    rows = word_attn.masked_fill((eye[None] | ~candidates[:, None, :])[:, None, None], float("-inf"))
+    cols = word_attn.masked_fill((eye[None] | ~candidates[:, :, None])[:, None, None], float("-inf"))
+    return _first_argmax(rows, -1), _first_argmax(cols, -2)
 
 
-def _first_argmax(scores: torch.Tensor) -> torch.Tensor:
-    """argmax over the last axis, the lowest index among ties (explicitly, whatever the backend does)."""
-    best = scores.max(-1, keepdim=True).values
-    hit = scores == best
-    index = torch.arange(scores.shape[-1], device=scores.device).expand_as(scores)
-    return torch.where(hit, index, scores.shape[-1]).min(-1).values
+def _first_argmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """argmax over ``dim``, the lowest index among ties (``torch.argmax`` returns the first maximal value)."""
+    return torch.argmax(scores, dim=dim)
 
 
 def _per_sentence(sentence: np.ndarray, values: np.ndarray) -> np.ndarray:

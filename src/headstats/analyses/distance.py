@@ -52,14 +52,21 @@ class DistanceOptions(StrictModel):
 
 
 def distance_of(view: BatchView) -> torch.Tensor:
-    """Per input, layer and head: ``d``, ``u`` and ``1 - d / u`` of the module docstring, (B, L, H, 3) float64."""
-    attn = view.masked_attention.double()
+    """Per input, layer and head: ``d``, ``u`` and ``1 - d / u`` of the module docstring, (B, L, H, 3) float64.
+
+    The real positions of an input are the first n of the padded batch, so ``|r_i - r_j| = |i - j|`` for every
+    real query and key (padded ones hold 0 in the masked attention); each row's weighted distance is summed in
+    float32, the rows in float64, one layer at a time (no float64 copy of the attention).
+    """
+    attn = view.masked_attention
     real = view.real
-    rank = real.cumsum(-1) - 1  # (B, T): position among the real tokens
-    far = (rank[:, :, None] - rank[:, None, :]).abs().double()  # (B, T, T); padded rows and columns are 0 in attn
-    n = real.sum(-1).double()[:, None, None]  # (B, 1, 1)
-    distance = torch.einsum("blhij,bij->blh", attn, far) / n
-    uniform = ((n * n - 1) / (3 * n)).expand_as(distance)
+    T = view.width
+    positions = torch.arange(T, device=attn.device)
+    far = (positions[:, None] - positions[None, :]).abs().to(attn.dtype)  # (T, T)
+    n = real.sum(-1).double()[:, None]  # (B, 1)
+    distance = torch.stack([(attn[:, layer] * far).sum(-1).sum(-1, dtype=torch.float64)
+                            for layer in range(view.n_layers)], 1) / n[..., None]
+    uniform = ((n * n - 1) / (3 * n))[..., None].expand_as(distance)
     locality = torch.where(uniform > 0, 1 - distance / uniform.clamp(min=1e-12),
                            torch.full_like(distance, float("nan")))
     return torch.stack([distance, uniform, locality], dim=-1)

@@ -26,6 +26,7 @@ import pandas as pd
 from headstats.lazy import torch
 
 from headstats.analyses import register_analysis
+from headstats.analyses.kernels import row_entropies
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
 
@@ -40,23 +41,27 @@ SMOOTHING = 0.9999
 
 
 def entropy_of(view: BatchView) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per input: mean row entropy over real queries (B, L, H), and the [CLS] row's entropy (B, L, H).
+    """Per input: mean row entropy over real queries (B, L, H), and the [CLS] row's entropy (B, L, H), float64.
 
-    Inputs without a [CLS] position get NaN for the latter.
+    Inputs without a [CLS] position get NaN for the latter. Computed once per batch and shared by the collectors
+    that ask (``view.cached``): the rows' entropies in float64 over the real rows and keys only
+    (:func:`headstats.analyses.kernels.row_entropies`).
     """
-    attn = view.masked_attention.double()
-    real = view.real
-    n = real.sum(-1).to(attn.dtype)  # (B,)
-    keys = real[:, None, None, None, :].to(attn.dtype)
-    p = (SMOOTHING * attn + (1.0 - SMOOTHING) / n[:, None, None, None, None]) * keys
-    rows = -torch.special.xlogy(p, p).sum(-1)  # (B, L, H, T); 0 * ln 0 = 0 on padded keys
-    queries = real[:, None, None, :].to(attn.dtype)
-    mean = (rows * queries).sum(-1) / n[:, None, None]
-    has_cls = view.cls.any(-1)
-    first_cls = view.cls.to(torch.int64).argmax(-1)  # (B,)
+    return view.cached("entropy_of", lambda: _entropy_of(view))
+
+
+def _entropy_of(view: BatchView) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = view.lengths
+    rows = torch.from_numpy(row_entropies(view.attention, lengths, SMOOTHING))  # (B, L, H, T); 0 on padded rows
+    n = torch.from_numpy(lengths.astype(np.float64))
+    mean = rows.sum(-1) / n[:, None, None]
+    cls = view.cls.cpu()
+    has_cls = cls.any(-1)
+    first_cls = cls.to(torch.int64).argmax(-1)  # (B,)
     cls_rows = rows.gather(-1, first_cls[:, None, None, None].expand(-1, rows.shape[1], rows.shape[2], 1))[..., 0]
     cls_rows = torch.where(has_cls[:, None, None], cls_rows, torch.full_like(cls_rows, float("nan")))
-    return mean, cls_rows
+    device = view.attention.device
+    return mean.to(device), cls_rows.to(device)
 
 
 class AttentionEntropy(Collector):

@@ -29,7 +29,6 @@ run (none of them needs gradients).
 from __future__ import annotations
 
 import warnings
-from functools import lru_cache
 from typing import Any, Sequence
 
 import numpy as np
@@ -41,6 +40,7 @@ from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
 from headstats.engine.forward import pad_batch
 from headstats.model.encoding import EncodedInput
+from headstats.model.task_heads import load_task_model, task_kind
 from headstats.model.tokenizers import punctuation_ids
 from pydantic import Field
 
@@ -58,36 +58,25 @@ class GradientOptions(StrictModel):
 TARGETS = ("cls", "sep", "punct", "other")
 
 
+#: The loss each kind of head gives this analysis (the classifier's on its own prediction: no gold labels here).
+LOSS_NAMES = {"classifier": "the fine-tuned classifier's loss on its own prediction",
+              "mlm": "the masked-LM loss (15 % of the pieces masked, seeded)"}
+
+
 def loss_kind(architectures: Sequence[str] | None, missing_keys: Sequence[str] = ()) -> tuple[str | None, str]:
-    """Which loss a checkpoint offers: ``("classifier" | "mlm" | None, reason)``, from ``config.architectures``."""
-    names = list(architectures or [])
-    if any(a.endswith("ForSequenceClassification") for a in names):
-        return "classifier", "the fine-tuned classifier's loss on its own prediction"
-    if any(a.endswith(("ForMaskedLM", "ForPreTraining")) for a in names):
-        return "mlm", "the masked-LM loss (15 % of the pieces masked, seeded)"
-    shown = ", ".join(names) or "none recorded"
-    return None, (f"the model has neither a fine-tuned classifier head nor a masked-LM head (architectures: "
-                  f"{shown}), so there is no loss to take gradients of; give a model fine-tuned with `headstats "
-                  "finetune` or a checkpoint with its masked-LM head")
+    """Which loss a checkpoint offers: ``("classifier" | "mlm" | None, reason)``, from ``config.architectures``
+    (:func:`headstats.model.task_heads.task_kind`, shared with the ``importance`` analysis)."""
+    kind, reason = task_kind(architectures)
+    return kind, LOSS_NAMES.get(kind, reason)
 
 
-@lru_cache(maxsize=2)
 def _head_model(source: str, revision: str | None, device: str) -> tuple[Any, Any, str | None, str]:
-    """``(model, tokenizer, loss kind, reason)`` of a checkpoint, loaded once with its head (eager attention)."""
-    from transformers import AutoConfig, AutoModelForMaskedLM, AutoModelForSequenceClassification, AutoTokenizer
-
-    config = AutoConfig.from_pretrained(source, revision=revision)
-    kind, reason = loss_kind(getattr(config, "architectures", None))
-    if kind is None:
-        return None, None, None, reason
-    cls = AutoModelForSequenceClassification if kind == "classifier" else AutoModelForMaskedLM
-    model, info = cls.from_pretrained(source, revision=revision, attn_implementation="eager", output_loading_info=True)
-    untrained = [k for k in info.get("missing_keys", []) if not k.startswith(("bert.", "roberta.", "electra."))]
-    if untrained:
-        return None, None, None, (f"the checkpoint names a {kind} head but its weights lack {untrained[0]} (and "
-                                  f"{len(untrained) - 1} more): an untrained head gives no meaningful loss")
-    model.eval().to(device)
-    return model, AutoTokenizer.from_pretrained(source, revision=revision), kind, reason
+    """``(model, tokenizer, loss kind, reason)`` of a checkpoint with its head (eager attention), loaded once per
+    process by :func:`headstats.model.task_heads.load_task_model` (the ``importance`` analysis' loader)."""
+    task = load_task_model(source, revision, device)
+    if task.kind is None:
+        return None, None, None, task.reason
+    return task.model, task.tokenizer, task.kind, LOSS_NAMES[task.kind]
 
 
 def mask_positions(item: EncodedInput, *, seed: int, share: float = 0.15) -> np.ndarray:

@@ -167,18 +167,23 @@ class AttentionPictures(Collector):
         surface = surface_of(view, self.punct_ids).cpu().numpy()
         self._state.surface.add(surface)
         kept = self._state.kept
-        for b, item in enumerate(view.inputs):
-            if self.sentence_ids is not None and item.sentence_id not in self.sentence_ids:
-                continue
+        # the batch's inputs that would be kept, chosen before any map is copied (at most n_inputs copies)
+        candidates = [(self._key(item.sentence_id, int(item.index), item.length), b)
+                      for b, item in enumerate(view.inputs)
+                      if self.sentence_ids is None or item.sentence_id in self.sentence_ids]
+        chosen = sorted(candidates)[: self.n_inputs]
+        if len(kept) >= self.n_inputs:
+            worst = max(self._rank(k) for k in kept)
+            chosen = [(key, b) for key, b in chosen if key < worst]
+        for _, b in chosen:
+            item = view.inputs[b]
             n = item.length
-            if len(kept) >= self.n_inputs and self._key(item.sentence_id, int(item.index), n) >= self._rank(kept[-1]):
-                continue  # would not be kept: never copied
             kept.append(KeptInput(int(item.index), item.sentence_id,
                                   view.attention[b, :, :, :n, :n].detach().cpu().numpy().astype(np.float32),
                                   np.asarray(item.input_ids), np.asarray(item.segment), np.asarray(item.special),
                                   surface[b].astype(np.float32)))
-            kept.sort(key=self._rank)
-            del kept[self.n_inputs:]
+        kept.sort(key=self._rank)
+        del kept[self.n_inputs:]
 
     @classmethod
     def merge(cls, states: Sequence[PicturesState]) -> PicturesState:

@@ -21,11 +21,22 @@ from headstats.engine.collector import Context, Moments, PairCollector
 
 
 def cosine_of(view_a: BatchView, view_b: BatchView) -> torch.Tensor:
-    """(B, L, H): cosine similarity of the two views' maps over real queries and keys."""
+    """(B, L, H): cosine similarity of the two views' maps over real queries and keys.
+
+    Dot products and norms without a product map: one batched product per pair, each view's norms computed
+    once per batch (``view.cached``) and shared by every pair it is in.
+    """
     a, b = view_a.masked_attention, view_b.masked_attention
-    dot = (a * b).sum((-1, -2))
-    norm = torch.sqrt((a * a).sum((-1, -2)) * (b * b).sum((-1, -2)))
+    shape = a.shape[:3]
+    flat_a, flat_b = a.reshape(-1, 1, a.shape[-1] * a.shape[-2]), b.reshape(-1, b.shape[-1] * b.shape[-2], 1)
+    dot = torch.bmm(flat_a, flat_b).reshape(shape)
+    norm = _frobenius(view_a) * _frobenius(view_b)
     return dot / norm
+
+
+def _frobenius(view: BatchView) -> torch.Tensor:
+    """(B, L, H): the Frobenius norm of every head's masked map."""
+    return view.cached("frobenius", lambda: torch.linalg.vector_norm(view.masked_attention.flatten(-2), dim=-1))
 
 
 class AttentionSimilarity(PairCollector):

@@ -21,14 +21,18 @@ TARGETS = ("cls", "sep", "other")
 
 
 def special_mass_of(view: BatchView) -> torch.Tensor:
-    """(B, L, H, 3): mean over real queries of the mass on [CLS], on [SEP], and on the other real keys."""
+    """(B, L, H, 3): mean over real queries of the mass on [CLS], on [SEP], and on the other real keys.
+
+    One batched product of the attention with the three key masks; per-query masses summed in float64.
+    """
     attn = view.masked_attention
     real, cls, sep = view.real, view.cls, view.sep
-    q = real[:, None, None, :].to(attn.dtype)
-    n = real.sum(-1).to(attn.dtype)[:, None, None]
-    on_cls = torch.einsum("blhij,bj->blhi", attn, cls.to(attn.dtype))
-    on_sep = torch.einsum("blhij,bj->blhi", attn, sep.to(attn.dtype))
-    on_real = torch.einsum("blhij,bj->blhi", attn, real.to(attn.dtype))
+    B, L, H, T, _ = attn.shape
+    q = real[:, None, None, :].to(torch.float64)
+    n = real.sum(-1).to(torch.float64)[:, None, None]
+    keys = torch.stack([cls, sep, real], -1).to(attn.dtype)  # (B, T, 3)
+    on = torch.bmm(attn.reshape(B, L * H * T, T), keys).reshape(B, L, H, T, 3).to(torch.float64)
+    on_cls, on_sep, on_real = on.unbind(-1)
     m_cls = (on_cls * q).sum(-1) / n
     m_sep = (on_sep * q).sum(-1) / n
     m_other = ((on_real - on_cls - on_sep) * q).sum(-1) / n

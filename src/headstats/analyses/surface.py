@@ -129,34 +129,39 @@ def _surface_of(view: BatchView, punct_ids: Sequence[int]) -> torch.Tensor:
     attn = view.masked_attention
     real, cls, sep, special = view.real, view.cls, view.sep, view.special
     dtype = torch.float64
+    B, L, H, T, _ = attn.shape
     n = real.sum(-1).to(dtype)[:, None, None]
     ids = view.input_ids.to(attn.device)
     punct = torch.isin(ids, torch.tensor(list(punct_ids), dtype=ids.dtype, device=ids.device)) & real & ~special
 
-    def mass_on(keys: torch.Tensor) -> torch.Tensor:  # (B, L, H, T): per query, the mass on ``keys``
-        return torch.einsum("blhij,bj->blhi", attn, keys.to(attn.dtype)).to(dtype)
-
-    on_sep = mass_on(sep)
+    # per query, the mass on [CLS], on every [SEP] and on punctuation: one batched product over the attention
+    keys = torch.stack([cls, sep, punct], -1).to(attn.dtype)  # (B, T, 3)
+    on = torch.bmm(attn.reshape(B, L * H * T, T), keys).reshape(B, L, H, T, 3).to(dtype)
     prev = _diagonal_mass(attn, -1, n.to(attn.dtype)).to(dtype)
     self_ = _diagonal_mass(attn, 0, n.to(attn.dtype)).to(dtype)
     next_ = _diagonal_mass(attn, 1, n.to(attn.dtype)).to(dtype)
-    to_cls = mass_on(cls).sum(-1) / n
-    to_sep = on_sep.sum(-1) / n
-    to_punct = mass_on(punct).sum(-1) / n
-    sep_to_sep = _mean_over(on_sep, sep & real)
-    other_to_sep = _mean_over(on_sep, real & ~sep)
-    entropy, entropy_cls = view.cached("entropy_of", lambda: entropy_of(view))
+    to_cls, to_sep, to_punct = (on.sum(-2) / n[..., None]).unbind(-1)
+    # the mass on [SEP] averaged over the [SEP] queries and over the others: one product with both query masks
+    queries = torch.stack([sep & real, real & ~sep], -1).to(dtype)  # (B, T, 2)
+    count = queries.sum(1)  # (B, 2)
+    total = torch.bmm(on[..., 1].reshape(B, L * H, T), queries).reshape(B, L, H, 2)
+    per_query = torch.where(count[:, None, None] > 0, total / count.clamp(min=1)[:, None, None], float("nan"))
+    sep_to_sep, other_to_sep = per_query.unbind(-1)
+    entropy, entropy_cls = entropy_of(view)
     uniform = torch.log(n).expand_as(entropy).to(dtype)
     ratio = entropy.to(dtype) / uniform
-    # identical pieces: non-special, real, not the query itself
+    # identical pieces: non-special, real, not the query itself; few (query, key) pairs, so the mass on them is
+    # gathered from those cells alone rather than multiplied over the whole map
     plain = real & ~special
     eye = torch.eye(view.width, dtype=torch.bool, device=real.device)[None]
     same = (ids[:, :, None] == ids[:, None, :]) & plain[:, :, None] & plain[:, None, :] & ~eye
     other_side = same & (view.segment[:, :, None] != view.segment[:, None, :])
     cols = []
     for match in (same, other_side):
-        mass = torch.einsum("blhij,bij->blhi", attn, match.to(attn.dtype)).to(dtype)
-        cols.append(_mean_over(mass, match.any(-1)))
+        b, i, j = torch.nonzero(match, as_tuple=True)
+        mass = torch.zeros(B, T, L, H, dtype=dtype, device=attn.device)
+        mass.index_put_((b, i), attn[b, :, :, i, j].to(dtype), accumulate=True)
+        cols.append(_mean_over(mass.permute(0, 2, 3, 1), match.any(-1)))
     return torch.stack([prev, self_, next_, to_cls, to_sep, to_punct, sep_to_sep, other_to_sep,
                         entropy.to(dtype), entropy_cls.to(dtype), uniform, ratio, *cols], dim=-1)
 

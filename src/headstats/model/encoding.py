@@ -76,6 +76,8 @@ class EncodedInput:
     arcs: list[Arc] = field(default_factory=list)
     truncated: bool = False
     arc_length: int | None = None
+    #: The record's class label (GLUE, JSONL), for analyses that score a task head; None when it has none.
+    label: str | None = None
 
     @property
     def length(self) -> int:
@@ -270,6 +272,7 @@ def encode_record(
     return EncodedInput(
         index=index,
         sentence_id=record.sentence_id,
+        label=record.label,
         input_ids=input_ids,
         token_type_ids=token_type_ids,
         special=special,

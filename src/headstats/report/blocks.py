@@ -288,6 +288,17 @@ nav.toc ul{columns:3;margin:.2em 0;padding-left:1.1em}nav.toc ul ul{columns:1}na
 """
 
 
+#: Link targets the report may point to: a file of the run folder, an anchor, or a web page. Text can come from a
+#: run folder made elsewhere (issue 21): any other scheme (``javascript:``, ``data:``, ``file:``) is shown as text.
+_SAFE_TARGET = re.compile(r"(https?://|#|[\w./-]+$)", re.IGNORECASE)
+
+
+def _safe_link(match: re.Match) -> str:
+    """``[text](target)`` as a link when the target is a run file, an anchor or http(s); else the text alone."""
+    text, target = match.group(1), match.group(2)
+    return f"<a href='{target}'>{text}</a>" if _SAFE_TARGET.match(target) else text
+
+
 def inline_markdown(text: str) -> str:
     """Escape text and turn the Markdown subset the report uses into HTML: `code`, **bold**, *italic*,
     [links](target), bullet lists and paragraphs."""
@@ -295,7 +306,7 @@ def inline_markdown(text: str) -> str:
     escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
     escaped = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", escaped)
     escaped = re.sub(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])", r"<i>\1</i>", escaped)
-    escaped = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", r"<a href='\2'>\1</a>", escaped)
+    escaped = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", _safe_link, escaped)
     out = []
     for para in escaped.split("\n\n"):
         lines = para.splitlines()

@@ -182,7 +182,8 @@ class Claim:
 CLAIMS: Registry[Claim] = Registry("claim", hint="register one with headstats.stats.claims.register_claim")
 
 #: Modules whose import registers the built-in claims (imported by :func:`evaluate_claims`).
-BUILTIN_CLAIM_MODULES: tuple[str, ...] = ("headstats.stats.paper_claims", "headstats.stats.clark_claims")
+BUILTIN_CLAIM_MODULES: tuple[str, ...] = ("headstats.stats.paper_claims", "headstats.stats.clark_claims",
+                                          "headstats.stats.head_importance")
 
 
 def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, unit: str, test: str, measure: str,

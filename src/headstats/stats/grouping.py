@@ -119,7 +119,7 @@ def group_permutation_test(distance: np.ndarray, groups, *, n_permutations: int 
 
 
 #: Columns of ``clustering_tests.csv`` (:func:`finish_clustering`).
-CLUSTERING_TEST_COLUMNS = ["model", "dataset", "claim", "n_items", "n_groups", "within_mean", "between_mean",
+CLUSTERING_TEST_COLUMNS = ["model", "dataset", "hypothesis", "n_items", "n_groups", "within_mean", "between_mean",
                            "statistic", "ratio", "p_value", "n_permutations", "seed", "alpha", "reject"]
 
 
@@ -132,7 +132,8 @@ def finish_clustering(tables: Mapping[str, pd.DataFrame], statistics: Any, optio
     permutation test of the layer labels (:func:`group_permutation_test`), seeded by ``seed``, with the
     ``n_permutations`` resamples of ``options`` (the analysis' ``ClusteringOptions``); ``reject = p_value <= alpha``
     (``statistics.alpha``, :func:`~headstats.stats.corrections.reject`) for each (model, data set) separately
-    (one test each, so no correction).
+    (one test each). The claim it decides ("heads of one layer attend alike") is the registry's
+    ``layer_heads_cluster`` (:mod:`headstats.stats.clark_claims`), corrected with the run's other claims.
     """
     js = tables.get("js_distance")
     if js is None or js.empty:
@@ -148,6 +149,7 @@ def finish_clustering(tables: Mapping[str, pd.DataFrame], statistics: Any, optio
         d = np.full((k, k), np.nan)
         d[a, b] = part["js_mean"].to_numpy()
         res = group_permutation_test(d, np.arange(k) // heads, n_permutations=n_perm, seed=seed)
-        rows.append({"model": model, "dataset": dataset, "claim": "heads of one layer sit together",
+        rows.append({"model": model, "dataset": dataset,
+                     "hypothesis": "H1: same-layer pairs' mean JS divergence < different-layer pairs'",
                      **res.to_dict(), "alpha": alpha, "reject": bool(reject(res.p_value, alpha))})
     return {"clustering_tests": pd.DataFrame(rows)[CLUSTERING_TEST_COLUMNS]}

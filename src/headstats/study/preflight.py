@@ -99,6 +99,7 @@ def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: b
     check_dtype(protocol.dtype, protocol.device)
     check_executor(protocol)
     model_folders = check_models(protocol, cache_dir=cache_dir)
+    check_ablation(protocol)
     check_resampling(protocol)
     data_inputs = check_data(protocol)
     check_parser(protocol)
@@ -290,6 +291,30 @@ def check_models(protocol: Protocol, *, cache_dir: str | Path | None = None) -> 
         if folder is not None:
             folders.append(folder)
     return folders
+
+
+def check_ablation(protocol: Protocol) -> None:
+    """Refuse, under the ``importance`` analysis, a model whose heads cannot be ablated one by one (ALBERT shares
+    one attention module across its layers; :func:`headstats.model.task_heads.ablation_support`), with the reason."""
+    if "importance" not in protocol.analyses:
+        return
+    import json
+
+    from headstats.model.loading import resolve_model_path
+    from headstats.model.task_heads import ablation_support
+
+    for spec in protocol.models:
+        source = spec.finetune.base if spec.finetune is not None else spec.source
+        try:
+            path, is_local = (source, True) if Path(source).is_dir() else resolve_model_path(source)
+            model_type = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("model_type") \
+                if is_local else None
+        except (HeadstatsError, OSError, ValueError):
+            model_type = None
+        reason = ablation_support(model_type) if model_type is not None else None
+        if reason is not None:
+            raise ProtocolError(f"analysis 'importance' cannot ablate the heads of model {spec.name!r}: {reason}; "
+                                "leave 'importance' out of 'analyses' for it")
 
 
 def _layers_and_heads(source: str) -> tuple[int, int] | None:

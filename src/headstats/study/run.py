@@ -675,6 +675,8 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
 
         def job(models: tuple[str, ...], dataset: str) -> Job:
             extra = {"source": data_source(specs[dataset])} if getattr(collector, "reads_source", False) else {}
+            if getattr(collector, "reads_task", False):  # the data set's GLUE task (importance: a classifier's task)
+                extra["glue_task"] = specs[dataset].glue.task if specs[dataset].glue is not None else None
             return Job(collector, models, dataset, {**options, **extra}, name=analysis, seed=protocol.seed)
 
         if getattr(collector, "pair", False):

@@ -18,7 +18,7 @@ def test_clustering_claims_and_section(tmp_path):
                        "n_queries": 10, "n_inputs": 2})
     mds = pd.DataFrame({"model": "m", "dataset": "d", "layer": k // 3, "head": k % 3, "x": [0, 0.1, 0.2, 1, 1.1, 1.2],
                         "y": [0, 0.1, 0, 1, 1, 1.1], "stress": 0.0, "behaviour": ["prev", "broad", "mixed"] * 2})
-    tests = pd.DataFrame([{"model": "m", "dataset": "d", "claim": "heads of one layer sit together", "n_items": 6,
+    tests = pd.DataFrame([{"model": "m", "dataset": "d", "hypothesis": "H1: same-layer pairs closer", "n_items": 6,
                            "n_groups": 2, "within_mean": 0.1, "between_mean": 0.4, "statistic": 0.3, "ratio": 0.25,
                            "p_value": 0.1, "n_permutations": 9, "seed": 0, "alpha": 0.05, "reject": False}])
     assert "alpha = 0.05): within 0.100, between 0.400 nats (ratio 0.25), p = 0.1" in clustering_claims(tests)[0]
