@@ -464,8 +464,6 @@ class ImportanceCollector(Collector):
 
 register_analysis(
     "importance", ImportanceCollector, options=ImportanceOptions,
-    finish="headstats.stats.head_importance:finish_importance",
-    report="headstats.report.sections.importance_section:importance_section",
     description="head importance: the task's loss change when a head is mean- or zero-ablated, the gradient "
                 "importance of Michel et al. 2019, a pruning curve; needs a classifier or masked-LM head "
                 "(else the task-free cosine distance)",

@@ -16,5 +16,6 @@ FINISH_STEPS.register_lazy("dependency", "headstats.stats.accuracy:finish_depend
 FINISH_STEPS.register_lazy("coreference", "headstats.stats.accuracy:finish_coreference")
 FINISH_STEPS.register_lazy("probing", "headstats.stats.accuracy:finish_probes")
 FINISH_STEPS.register_lazy("clustering", "headstats.stats.grouping:finish_clustering")
+FINISH_STEPS.register_lazy("importance", "headstats.stats.head_importance:finish_importance")
 
 __all__ = ["FINISH_STEPS"]

@@ -42,7 +42,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
-from headstats.stats.corrections import correct_pvalues
+from headstats.stats.corrections import correct_pvalues, reject
 from headstats.stats.seeds import moderated_t_over_seeds, t_over_seeds
 
 __all__ = ["PRUNING_COLUMNS", "REMOVABLE_COLUMNS", "SEED_COLUMNS", "finish_importance", "pruning_curve",
@@ -100,7 +100,7 @@ def seed_tests(heads: pd.DataFrame, groups: Mapping[str, list[str]], *, correcti
                              "statistic": res["statistic"][j], "dof": res["dof"][j], "test": "moderated_t",
                              "alternative": "greater", "p_unc": p[j], "p_corr": p_corr[j],
                              "correction": correction, "alpha": alpha,
-                             "reject": bool(np.isfinite(p_corr[j]) and p_corr[j] <= alpha),
+                             "reject": bool(reject(p_corr[j], alpha)),
                              "members": "+".join(wide.index.astype(str))})
     return pd.DataFrame(rows, columns=SEED_COLUMNS)
 

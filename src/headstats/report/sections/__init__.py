@@ -23,7 +23,7 @@ from headstats.registry import Registry
 #: ``section(report, root, tables)`` of an analysis, by the analysis' name.
 SECTIONS: Registry = Registry("report section", hint="register one with SECTIONS.register(analysis, function)")
 for _analysis in ("surface", "clustering", "pictures", "distance", "dependency", "coreference", "probing",
-                  "gradients"):
+                  "gradients", "importance"):
     SECTIONS.register_lazy(_analysis, f"headstats.report.sections.{_analysis}_section:{_analysis}_section")
 
 
