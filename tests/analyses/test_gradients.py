@@ -116,4 +116,7 @@ def test_a_model_without_a_loss_is_skipped_with_the_reason(tmp_path, tiny_model_
     skipped = pd.read_csv(result.out / "gradients_skipped.csv")
     assert "neither a fine-tuned classifier head nor a masked-LM head" in skipped.reason[0]
     assert not (result.out / "gradients.csv").exists()
-    assert "**Skipped** for tiny on demo" in (result.out / "report.md").read_text()
+    report = (result.out / "report.md").read_text()
+    # said once, at the top, with where, why and the fix; the section points there
+    assert report.count("**gradients** did not run (tiny on demo): the model has neither") == 1
+    assert "Not run for tiny on demo" in report
