@@ -153,3 +153,14 @@ GUM = """# newdoc id = doc1
 
 """
 
+
+
+@pytest.fixture()
+def no_model_loading(monkeypatch):
+    """Fail the test if a model is loaded (checks that must run before any model is loaded)."""
+    import headstats.model.loading
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a model was loaded before the checks")
+
+    monkeypatch.setattr(headstats.model.loading, "load_model", forbidden)

@@ -127,7 +127,10 @@ def test_probes_are_trained_once_in_the_finish_step_not_in_tables(monkeypatch):
     monkeypatch.setattr(probing, "run_probe", counted)
     embeddings = np.random.default_rng(0).standard_normal((6, 3)).astype(np.float32)
     monkeypatch.setattr(probing, "word_vectors", lambda *a, **k: (("embeddings", embeddings, 3, None), "planted"))
-    out = get_analysis("probing").finished(collector.tables(), SimpleStatistics, probing.ProbingOptions(), 4)
+    from headstats.stats import FINISH_STEPS  # the statistics layer's step, which the study passes as `then`
+
+    out = get_analysis("probing").finished(collector.tables(), SimpleStatistics, probing.ProbingOptions(), 4,
+                                           then=FINISH_STEPS.get("probing"))
     assert "probe_sentences" not in out and trained == list(probing.PROBES)
     probes = out["probes"].set_index("probe")
     assert probes.loc["attention_only", "correct"] == 4 and (probes["seed"] == 4).all()

@@ -82,6 +82,7 @@ INIT_COMMENTS = {
     "sensitivity": "tau/alpha sensitivity and robustness tables",
     "top_k": "strongest heads per role listed in the report",
     "html": "write report.html beside report.md",
+    "figures": "for print: width column (3.5 in), text (7 in) or inches; dpi; formats; colour scale per role family",
 }
 
 
