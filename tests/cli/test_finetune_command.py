@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli_helpers import runner, assert_one_line_error, _glue_root
+from cli.cli_helpers import runner, assert_one_line_error, _glue_root
 from headstats.cli.main import app
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import DEMO, runner, assert_one_line_error
+from cli.cli_helpers import DEMO, runner, assert_one_line_error
 from headstats.cli.main import app
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli_helpers import runner
+from cli.cli_helpers import runner
 from headstats.cli.main import app
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli_helpers import runner
+from cli.cli_helpers import runner
 from headstats.cli.main import app
 
 

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from cli_helpers import (REPO, DEMO, runner, write_protocol, assert_one_line_error, _glue_root, _no_weights,
+from cli.cli_helpers import (REPO, DEMO, runner, write_protocol, assert_one_line_error, _glue_root, _no_weights,
                          assert_validate_equals_run)
 from headstats.cli.main import app
 
