@@ -111,6 +111,34 @@ def hf_cache(tmp_path, monkeypatch):
     return put
 
 
+#: Heads holding each role in a planted role table of 6 layers x 2 heads, by hand (layer, head).
+PLANTED_HELD = {
+    "local": {(0, 0), (5, 0), (5, 1)},
+    "delimiter": {(1, 1), (2, 1)},
+    "delimiter_cls": {(0, 0), (0, 1), (1, 0)},
+    "delimiter_sep": {(2, 0), (3, 0), (4, 1)},
+    "syntactic": {(0, 1), (3, 0)},
+    "syntactic:nsubj": {(3, 0), (3, 1), (5, 1)},
+}
+
+
+def planted_roles(held: dict = PLANTED_HELD, *, dataset: str = "d1", untested: tuple[str, ...] = ("block",)) -> pd.DataFrame:
+    """A role table (:func:`headstats.assignment.role_assignment.role_table` shape) of model ``m`` holding
+    ``held``; the roles in ``untested`` all NA."""
+    rows = []
+    for layer in range(6):
+        for head in range(2):
+            row = dict(model="m", dataset=dataset, layer=layer, head=head)
+            row.update({role: (layer, head) in heads for role, heads in held.items()})
+            rows.append(row)
+    roles = pd.DataFrame(rows)
+    for role in held:
+        roles[role] = roles[role].astype("boolean")
+    for role in untested:
+        roles[role] = pd.array([pd.NA] * len(roles), dtype="boolean")
+    return roles
+
+
 def planted_arrays(seed: int = 0) -> list[MeasureArray]:
     """Two data sets of one model and one of another, shuffled ids, roles not in lexical order, NaNs."""
     rng = np.random.default_rng(seed)

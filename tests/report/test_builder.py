@@ -1,7 +1,6 @@
-"""The report builder: summary numbers on planted role tables (hand-computed), the claims table from the
-registry's claims.csv (cells, family and correction), the report's layout (claims first, then the summary,
-contents, one caption per figure), and rebuilding a run's report from its
-tables without torch, in place and without touching files headstats did not write."""
+"""The report builder: the report's layout (claims first, then the summary, contents, one caption per figure;
+a protocol of analyses led by them), the sections of the analyses from their registry entries, and rebuilding
+a run's report from its tables without torch, in place and without touching files headstats did not write."""
 
 from __future__ import annotations
 
@@ -21,127 +20,12 @@ from headstats.assignment.tables import Analysis
 from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, role_table, strongest_heads
 from headstats.errors import HeadstatsError
 from headstats.config.protocol import Protocol, dump_protocol
-from headstats.report.builder import (
-    build_report,
-    claim_cell,
-    claims_by_dataset,
-    claims_family_text,
-    rebuild_report,
-    role_counts,
-    role_summary,
-)
+from headstats.report.builder import build_report, rebuild_report
 from headstats.stats.claims import ClaimSettings, evaluate_claims
 
+from conftest import PLANTED_HELD
+
 REPO = Path(__file__).resolve().parents[2]
-
-# 6 layers x 2 heads, planted by hand (layer, head)
-HELD = {
-    "local": {(0, 0), (5, 0), (5, 1)},
-    "delimiter": {(1, 1), (2, 1)},
-    "delimiter_cls": {(0, 0), (0, 1), (1, 0)},
-    "delimiter_sep": {(2, 0), (3, 0), (4, 1)},
-    "syntactic": {(0, 1), (3, 0)},
-    "syntactic:nsubj": {(3, 0), (3, 1), (5, 1)},
-}
-
-
-def planted_roles(held: dict = HELD, *, dataset: str = "d1", untested: tuple[str, ...] = ("block",)) -> pd.DataFrame:
-    rows = []
-    for layer in range(6):
-        for head in range(2):
-            row = dict(model="m", dataset=dataset, layer=layer, head=head)
-            row.update({role: (layer, head) in heads for role, heads in held.items()})
-            rows.append(row)
-    roles = pd.DataFrame(rows)
-    for role in held:
-        roles[role] = roles[role].astype("boolean")
-    for role in untested:
-        roles[role] = pd.array([pd.NA] * len(roles), dtype="boolean")
-    return roles
-
-
-def test_role_summary_hand_computed():
-    summary = role_summary(planted_roles()).set_index("role")
-    # roles in the figures' order; block (not tested) left out
-    assert list(summary.index) == ["local", "delimiter", "delimiter_cls", "delimiter_sep", "syntactic",
-                                   "syntactic:nsubj"]
-    assert summary["n_heads"].to_dict() == {"local": 3, "delimiter": 2, "delimiter_cls": 3, "delimiter_sep": 3,
-                                            "syntactic": 2, "syntactic:nsubj": 3}
-    assert (summary["n_tested"] == 12).all() and (summary["n_layers"] == 6).all()
-    assert summary.loc["local", "share"] == pytest.approx(0.25)
-    # layers [0, 5, 5] -> 5; [1, 2] -> 1.5; [0, 0, 1] -> 0; [2, 3, 4] -> 3; [0, 3] -> 1.5; [3, 3, 5] -> 3
-    assert summary["median_layer"].to_dict() == {"local": 5.0, "delimiter": 1.5, "delimiter_cls": 0.0,
-                                                 "delimiter_sep": 3.0, "syntactic": 1.5, "syntactic:nsubj": 3.0}
-    assert summary["layers_with_most"].to_dict() == {
-        "local": "5 (2)", "delimiter": "1, 2 (1 each)", "delimiter_cls": "0 (2)", "delimiter_sep": "2, 3, 4 (1 each)",
-        "syntactic": "0, 3 (1 each)", "syntactic:nsubj": "3 (2)"}
-
-
-def planted_claims() -> pd.DataFrame:
-    """claims.csv of two data sets, written by hand as evaluate_claims writes it."""
-    base = dict(source="Pande et al. 2021", model="m", hypothesis="H0 ...", unit="heads", test="Fisher's exact test",
-                measure="odds ratio", estimate=0.5, ci_low=0.1, ci_high=0.9, p_for=0.001, p_against=0.9, p_unc=0.002,
-                correction="holm", family="all 3 claims of the run whose test can reject", alpha=0.05, floor=1e-5,
-                detectable="", detail="1 of 4 heads")
-    rows = [
-        dict(base, claim="cls_early", sentence="[CLS] heads sit in the early layers", dataset="single", p=0.0047,
-             verdict="supported", reason=""),
-        dict(base, claim="cls_early", sentence="[CLS] heads sit in the early layers", dataset="pairs", p=0.31,
-             verdict="not shown", reason="not significant after correction"),
-        dict(base, claim="local_syntactic", sentence="42-88 % of heads are both local and syntactic (by task)",
-             dataset="single", p=np.nan, verdict="cannot tell", family="none (cannot reject)",
-             reason="role out of reach: local out of reach (mean ceiling 2.71 <= tau 3)"),
-        dict(base, claim="local_syntactic", sentence="42-88 % of heads are both local and syntactic (by task)",
-             dataset="pairs", p=1.1e-16, verdict="contradicted", reason="significant in the other direction"),
-    ]
-    return pd.DataFrame(rows)
-
-
-def test_claims_table_is_claim_by_data_set_with_the_corrected_p_or_the_reason():
-    table = claims_by_dataset(planted_claims())
-    assert list(table.columns) == ["claim", "source", "single", "pairs"]
-    cells = table.set_index("claim")
-    assert cells.loc["[CLS] heads sit in the early layers", "single"] == "supported (p = 0.0047)"
-    assert cells.loc["[CLS] heads sit in the early layers", "pairs"] == "not shown (p = 0.31)"
-    assert cells.loc["42-88 % of heads are both local and syntactic (by task)", "single"] == \
-        "cannot tell (role out of reach)"
-    assert cells.loc["42-88 % of heads are both local and syntactic (by task)", "pairs"] == \
-        "contradicted (p = 1.1e-16)"
-    # several models (or replicate groups): the columns name both
-    two = pd.concat([planted_claims(), planted_claims().assign(model="m2")])
-    assert list(claims_by_dataset(two).columns[2:]) == ["m / single", "m / pairs", "m2 / single", "m2 / pairs"]
-    assert claim_cell(planted_claims().iloc[2].to_dict() | {"reason": ""}) == "cannot tell"
-
-
-def test_claims_text_states_that_verdicts_are_tests_with_family_and_correction():
-    text = claims_family_text(planted_claims())
-    assert "Family: the 3 claims of this run whose test can reject, Holm's step-down correction" in text
-    assert "alpha = 0.05 (p <= alpha after correction)" in text
-    assert "This run: 1 supported, 1 contradicted, 1 not shown, 1 cannot tell." in text
-    assert "no `claims.csv`" in claims_family_text(pd.DataFrame())
-
-
-def test_role_counts_are_integers_with_blank_where_not_tested():
-    roles = pd.concat([planted_roles(dataset="single"),
-                       planted_roles(dataset="pairs", untested=()).assign(block=pd.array([True] + [False] * 11,
-                                                                                        dtype="boolean"))])
-    counts = role_counts(heads_per_role_per_layer(roles))
-    assert list(counts.columns[:4]) == ["model", "dataset", "local", "block"]
-    assert str(counts["block"].dtype) == "Int64" and str(counts["local"].dtype) == "Int64"
-    block = counts.set_index("dataset")["block"]
-    assert block["pairs"] == 1 and block["single"] is pd.NA
-    from headstats.report.blocks import markdown_table
-
-    lines = markdown_table(counts).splitlines()
-    assert lines[2] == "| m | single | 3 |  | 2 | 3 | 3 | 2 | 3 |"
-    assert ".000" not in markdown_table(counts)
-    # in the protocol's order of data sets (pairs first here), not the table's
-    from types import SimpleNamespace
-
-    protocol = SimpleNamespace(models=[SimpleNamespace(name="m")],
-                               datasets=[SimpleNamespace(name="pairs"), SimpleNamespace(name="single")])
-    assert list(role_counts(heads_per_role_per_layer(roles), protocol)["dataset"]) == ["pairs", "single"]
-
 
 # ============================================================================================ a run folder
 
@@ -153,7 +37,7 @@ def planted_tests() -> pd.DataFrame:
     for role in ROLES:
         for layer in range(6):
             for head in range(2):
-                held = (layer, head) in HELD[role]
+                held = (layer, head) in PLANTED_HELD[role]
                 p = 1e-6 * (1 + layer + head) if held else 0.9
                 rows.append(dict(model="m", dataset="d1", role=role, layer=layer, head=head, test="t", n=20,
                                  mean=5.0 + layer / 10 + head / 100 if held else 1.0 + layer / 10, sd=1.0,
@@ -387,24 +271,6 @@ def test_rebuild_a_comparison_run_without_torch(tmp_path, tiny_model_dir):
     assert "Pretrained vs fine-tuned" in html and html.count("<img") == len([f for f in figures if f.endswith(".png")])
 
 
-@pytest.mark.parametrize("test, parameter", [("t", "mean"), ("wilcoxon", "pseudo-median"), ("sign", "median"),
-                                             ("bootstrap", "mean")])
-def test_methods_paragraph_names_the_parameter_the_test_is_about(test, parameter):
-    # issue 8: it said "H0: mean score <= tau" for every test; Wilcoxon is about the pseudo-median, sign the median
-    from headstats.report.builder import methods_paragraph
-
-    protocol = Protocol.model_validate({"name": "p", "models": ["m"], "datasets": [{"name": "d1", "path": "x.txt"}],
-                                        "statistics": {"test": test, "correction": "fdr_bh"}})
-    manifest = {"protocol_sha256": "0" * 64, "models": {"m": {"architecture": "BertModel", "n_layers": 6,
-                                                              "n_heads": 2}},
-                "datasets": {"d1": {"n_read": 20, "pairs": 0, "parses": "none"}}}
-    text = methods_paragraph(protocol, manifest, pd.DataFrame({"n_resamples": [143999, 143999]}))
-    assert f"H0: {parameter} score <= tau = 3" in text and f"H1: {parameter} score > tau" in text
-    assert "p_corr <= alpha" in text and "`ci_low_adj`" in text and "false-coverage-rate" in text
-    assert "effect of interest d = 0.5" in text and "power at the observed effect" in text  # says it is NOT that
-    assert ("143999 resamples" in text) == (test == "bootstrap")
-
-
 def test_analysis_sections_use_the_registry_entrys_report(tmp_path):
     """An analysis' section is the ``report`` of its registry entry: a callable, or a reference imported here."""
     from headstats.analyses import ANALYSES, register_analysis
@@ -442,27 +308,6 @@ def test_rebuilds_are_deterministic_and_workers_change_no_byte(run, tmp_path):
     assert files(run) == serial  # the same folder rebuilt: the same bytes (no dates, stable SVG ids)
     rebuild_report(run, workers=2)
     assert files(run) == serial  # figures drawn by worker processes: the same files, the same report
-
-
-def test_the_methods_paragraph_names_every_registered_test_and_correction_by_its_registry_entry():
-    # The drift this catches: TEST_NAMES / CORRECTION_NAMES copied the registries' words and missed t_ddof0
-    # (the methods paragraph then said "a one-sided t_ddof0"). Every registered name is described from its entry.
-    from headstats.report.builder import methods_paragraph
-    from headstats.stats.corrections import CORRECTIONS
-    from headstats.stats.onesample import ONE_SAMPLE_TESTS
-
-    manifest = {"protocol_sha256": "0" * 64, "models": {"m": {"architecture": "BertModel", "n_layers": 6,
-                                                              "n_heads": 2}},
-                "datasets": {"d1": {"n_read": 20, "pairs": 0, "parses": "none"}}}
-    assert "t_ddof0" in ONE_SAMPLE_TESTS
-    for test, correction in zip(ONE_SAMPLE_TESTS.names(), [*CORRECTIONS.names()] * 3):
-        protocol = Protocol.model_validate({"name": "p", "models": ["m"], "datasets": [{"name": "d1", "path": "x.txt"}],
-                                            "statistics": {"test": test, "correction": correction}})
-        text = methods_paragraph(protocol, manifest)
-        assert f"one-sided {ONE_SAMPLE_TESTS.get(test).description}, and" in text
-        assert f"multiple comparisons with {CORRECTIONS.get(correction).description} over" in text
-    assert ONE_SAMPLE_TESTS.describe("t_ddof0").startswith("one-sample t-test with the sd of ddof = 0")
-    assert CORRECTIONS.describe("fdr_bh", "short") == "Benjamini-Hochberg" and CORRECTIONS.describe("x") == "x"
 
 
 def test_a_protocol_of_analyses_leads_with_them_and_says_a_skip_once(tmp_path):

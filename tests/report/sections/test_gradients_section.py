@@ -18,9 +18,9 @@ def test_gradients_section_states_skips_and_averages_each_layer(tmp_path):
     report = Report("t")
     gradients_section(report, tmp_path, {"gradients": pd.DataFrame(rows), "gradients_skipped": skipped})
     md = render_markdown(report, tmp_path)
-    # said once at the top of the report (builder.skipped_analyses, with the fix); here, where and a pointer
+    # said once at the top of the report (skipped_section.skipped_analyses, with the fix); here, where and a pointer
     assert "Not run for bare on d: the reason and the fix are at the top of the report." in md
-    from headstats.report.builder import skipped_analyses
+    from headstats.report.sections.skipped_section import skipped_analyses
 
     assert skipped_analyses({"gradients": {"gradients_skipped": pd.concat([skipped, skipped.assign(dataset="e")])}}) \
         == ["- **gradients** did not run (bare on d, bare on e): the checkpoint has no trained head. Fix: give a "

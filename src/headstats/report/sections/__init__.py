@@ -1,4 +1,12 @@
-"""Report sections of the analyses, one module per section (``<analysis>_section.py``).
+"""The report's sections, one module per section: where a report section goes.
+
+- The report's own sections, which :mod:`headstats.report.builder` assembles in their order: the claims
+  (``claims_section``), what was not run (``skipped_section``), the summary of the roles (``summary_section``),
+  the inputs (``inputs_section``), the roles in detail (``roles_section``), p-values, power and sensitivity
+  (``statistics_section``), the strongest heads (``strongest_section``), pretrained against fine-tuned
+  (``comparison_section``, with ``seeds_section``) and the files (``files_section``). The methods paragraph is
+  :mod:`headstats.report.methods`.
+- The section of each analysis (``<analysis>_section.py``), registered in :data:`SECTIONS`.
 
 The section of a built-in analysis is registered in :data:`SECTIONS`, lazily, as the reference of its function
 (``"headstats.report.sections.surface_section:surface_section"``), so it is imported only when the report is
@@ -11,14 +19,20 @@ models and data sets, after its ``finish`` step), and saves figures under ``root
 The report passes the run's claims (``claims.csv``) to every section as ``tables["claims"]``: a section states a
 claim's verdict only from there (:func:`claim_lines`), never from its own rule.
 
-This module holds the few words the sections share.
+This module holds the few words and helpers the sections share (and the methods paragraph uses).
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from headstats.registry import Registry
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from headstats.report.blocks import Report
 
 #: ``section(report, root, tables)`` of an analysis, by the analysis' name.
 SECTIONS: Registry = Registry("report section", hint="register one with SECTIONS.register(analysis, function)")
@@ -75,3 +89,50 @@ def tested_how(tests) -> str:
     return (f"one-sided {row['test']} test per head, {row['correction']} correction over {row['family']}, "
             f"alpha = {row['alpha']:g}")
 
+
+def by_model_and_dataset(frame: pd.DataFrame, protocol=None):
+    """``((model, dataset), rows)`` of a table, in the protocol's order of models and data sets when given
+    (else in table order)."""
+    groups = dict(list(frame.groupby(["model", "dataset"], sort=False)))
+    if protocol is None:
+        return list(groups.items())
+    models = [m.name for m in protocol.models]
+    datasets = [d.name for d in protocol.datasets]
+
+    def rank(key):
+        model, dataset = key
+        return (models.index(model) if model in models else len(models),
+                datasets.index(dataset) if dataset in datasets else len(datasets))
+
+    return sorted(groups.items(), key=lambda item: rank(item[0]))
+
+
+def tested_parameter(test: str) -> str:
+    """The location a test's H0 is about, in words: ``mean``, ``median`` or ``pseudo-median`` (registry)."""
+    from headstats.stats.onesample import ONE_SAMPLE_TESTS
+
+    return ONE_SAMPLE_TESTS.get(test).parameter if test in ONE_SAMPLE_TESTS else "location"
+
+
+def tau_words(st) -> str:
+    """tau as written in the protocol: ``3`` or ``3 (block: 1.5)``."""
+    return st.tau_text() if hasattr(st, "tau_text") else f"{st.tau:g}"
+
+
+def adjusted_bound_words(correction: str) -> str:
+    """What the adjusted lower bound ``ci_low_adj`` is under a correction (by the correction's kind in the
+    registry: family-wise, false discovery rate or none), in words."""
+    from headstats.stats.corrections import CORRECTIONS
+
+    kind = CORRECTIONS.get(correction).kind if correction in CORRECTIONS else "none"
+    return {"fwer": "Bonferroni-adjusted level 1 - (1 - confidence) / m, simultaneous over the family",
+            "fdr": "Benjamini-Yekutieli false-coverage-rate level 1 - R (1 - confidence) / m, for the R "
+                   "assigned heads only",
+            }.get(kind, "equal to the marginal bound, as there is no correction")
+
+
+def add_subsections_as_text(report: Report, markdown: str) -> None:
+    """Add each ``### title`` subsection of generated markdown as a paragraph led by its title in bold."""
+    for chunk in markdown.split("### ")[1:]:
+        title, _, body = chunk.partition("\n")
+        report.text(f"**{title.strip()}**\n\n{body.strip()}")

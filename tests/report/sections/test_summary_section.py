@@ -1,0 +1,36 @@
+"""The summary of the roles: where the heads of each role sit, on a planted role table (hand-computed), and
+the heads holding roles of two or more kinds."""
+
+from __future__ import annotations
+
+import pytest
+
+from headstats.report.sections.summary_section import multi_role_heads, role_summary
+
+from conftest import planted_roles
+
+
+def test_role_summary_hand_computed():
+    summary = role_summary(planted_roles()).set_index("role")
+    # roles in the figures' order; block (not tested) left out
+    assert list(summary.index) == ["local", "delimiter", "delimiter_cls", "delimiter_sep", "syntactic",
+                                   "syntactic:nsubj"]
+    assert summary["n_heads"].to_dict() == {"local": 3, "delimiter": 2, "delimiter_cls": 3, "delimiter_sep": 3,
+                                            "syntactic": 2, "syntactic:nsubj": 3}
+    assert (summary["n_tested"] == 12).all() and (summary["n_layers"] == 6).all()
+    assert summary.loc["local", "share"] == pytest.approx(0.25)
+    # layers [0, 5, 5] -> 5; [1, 2] -> 1.5; [0, 0, 1] -> 0; [2, 3, 4] -> 3; [0, 3] -> 1.5; [3, 3, 5] -> 3
+    assert summary["median_layer"].to_dict() == {"local": 5.0, "delimiter": 1.5, "delimiter_cls": 0.0,
+                                                 "delimiter_sep": 3.0, "syntactic": 1.5, "syntactic:nsubj": 3.0}
+    assert summary["layers_with_most"].to_dict() == {
+        "local": "5 (2)", "delimiter": "1, 2 (1 each)", "delimiter_cls": "0 (2)", "delimiter_sep": "2, 3, 4 (1 each)",
+        "syntactic": "0, 3 (1 each)", "syntactic:nsubj": "3 (2)"}
+
+
+def test_multi_role_heads_count_kinds_not_roles():
+    # head 0-0 holds local and delimiter_cls (two kinds); 3-0 holds delimiter_sep, syntactic and syntactic:nsubj
+    # (two kinds: delimiter and syntactic); 3-1 holds syntactic:nsubj alone; 0-1 delimiter_cls and syntactic
+    multi = dict(zip(zip(planted_roles()["layer"], planted_roles()["head"]), multi_role_heads(planted_roles())))
+    assert multi[(0, 0)] and multi[(3, 0)] and multi[(0, 1)] and multi[(5, 1)]
+    assert not multi[(3, 1)] and not multi[(1, 1)] and not multi[(4, 0)]
+    assert sum(multi.values()) == 4  # as the built report says: "4 hold roles of two or more kinds"
