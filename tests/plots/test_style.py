@@ -178,3 +178,35 @@ def test_presets_set_the_width_and_restore_the_one_before():
         assert style.figure_width() == 3.5
         assert style.columns_for(1.6, 10) == 2
     assert style.figure_width() == 7.0 and style.columns_for(1.6, 10) == 4 and style.columns_for(1.6, 3) == 3
+
+
+def test_drawable_replaces_only_what_no_font_can_draw():
+    assert style.drawable("café, naïve – ok") == "café, naïve – ok"  # DejaVu Sans draws these
+    assert style.drawable("a\u0378b") == f"a{style.PLACEHOLDER}b"  # an unassigned code point: no font has it
+    assert style.drawable("a\tb") == "a\tb"
+
+
+def test_place_labels_never_overlap_on_a_planted_crowd():
+    """Twelve points crowded in one spot and four far apart: the far ones are all labelled, no two label boxes
+    overlap, no label covers a point, and the crowd gets the labels that fit."""
+    import numpy as np
+
+    xs = [0.0, 10.0, 0.0, 10.0] + [5.0 + 0.02 * k for k in range(12)]
+    ys = [0.0, 0.0, 10.0, 10.0] + [5.0 + 0.01 * k for k in range(12)]
+    labels = [f"far{k}" for k in range(4)] + [f"5-{k}" for k in range(12)]
+    fig = Figure(figsize=(3, 3))
+    ax = fig.add_subplot()
+    ax.scatter(xs, ys)
+    ax.set_xlim(-2, 12)
+    ax.set_ylim(-2, 12)
+    placed = style.place_labels(ax, xs, ys, labels)
+    texts = [t.get_text() for t in placed]
+    assert {"far0", "far1", "far2", "far3"} <= set(texts)
+    assert 4 < len(texts) < len(labels)  # some of the crowd, not all of it
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in placed]
+    assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    points = ax.transData.transform(np.column_stack([xs, ys]))
+    assert not any(box.contains(x, y) for box in boxes for x, y in points)
+    assert all(t.get_fontsize() == style.MIN_FONT for t in placed)
+    assert [t for t in ax.texts] == placed  # the labels that did not fit are removed, not hidden

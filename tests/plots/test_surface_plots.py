@@ -58,3 +58,22 @@ def test_mds_and_js_heatmap():
     fig = js_heatmap(js)
     grid = fig.axes[0].images[0].get_array()
     assert grid.shape == (12, 12) and grid[0, 11] == 1.1
+
+
+def test_mds_labels_do_not_overlap_and_the_axis_says_how_many_are_shown():
+    # 3 layers x 4 heads: the heads of layer 1 planted in a row a marker apart, the others spread out
+    s = surface()
+    crowd = (s["layer"] == 1).to_numpy()
+    x = np.where(crowd, 5.0 + 0.3 * s["head"], np.arange(12.0) * 2)
+    y = np.where(crowd, 5.0, (np.arange(12) % 3) * 4.0)
+    mds = s[["model", "dataset", "layer", "head"]].assign(x=x, y=y, stress=0.1, behaviour="mixed")
+    fig = mds_plot(mds)
+    ax = fig.axes[0]
+    shown = [t.get_text() for t in ax.texts]
+    spread = [f"{r.layer}-{r.head}" for r in mds.itertuples() if r.layer != 1]
+    assert set(spread) <= set(shown) and len(shown) < 12  # the planted row cannot hold 4 labels
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert ax.get_xlabel() == f"MDS 1\n({len(shown)} of 12 heads labelled; the others would overlap)"
+    assert {t.get_fontsize() for t in ax.texts} == {7.0}

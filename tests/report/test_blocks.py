@@ -17,6 +17,7 @@ from headstats.report.blocks import (
     format_frame,
     markdown_table,
     render_html,
+    screen_copy,
     render_markdown,
     render_tables,
     save_figure,
@@ -122,7 +123,7 @@ def test_render_html_inlines_figures_one_caption_each(tmp_path):
     report.figure(rel, caption="the line")
     page = render_html(report, tmp_path)
     sources = re.findall(r"src=['\"]([^'\"]*)['\"]", page)
-    assert sources == ["data:image/png;base64," + base64.b64encode(png).decode()]
+    assert sources == ["data:image/png;base64," + base64.b64encode(screen_copy(png)).decode()]
     assert not re.search(r"(src|href)=['\"]?(https?:|//)", page)
     assert "<link" not in page and "<script" not in page
     assert "<title>A &lt;study&gt;</title>" in page
@@ -201,3 +202,33 @@ def test_a_link_with_a_script_scheme_is_shown_as_text_never_as_a_link():
     assert inline_markdown("[top](#claims)") == "<p><a href='#claims'>top</a></p>"
     assert inline_markdown("[paper](https://arxiv.org/abs/1906.04341)") == (
         "<p><a href='https://arxiv.org/abs/1906.04341'>paper</a></p>")
+
+
+def test_screen_copy_is_the_figure_at_screen_resolution_in_few_colours(tmp_path):
+    """The HTML shows a copy at SCREEN_DPI (two screen pixels per CSS pixel), 256 colours, the same printed size;
+    a PNG already that coarse is inlined as it is."""
+    import io
+
+    from PIL import Image
+
+    from headstats.plots import style
+    from headstats.report.blocks import SCREEN_DPI, _css_width, png_dpi
+
+    fig = Figure(figsize=(3, 2))
+    ax = fig.add_subplot()
+    ax.imshow(np.linspace(0, 1, 400).reshape(20, 20))
+    ax.set_title("a map")
+    with style.using(style.Preset(dpi=300, formats=("png",))):
+        (path,) = style.save(fig, tmp_path, "map")
+    png = path.read_bytes()
+    copy = screen_copy(png)
+    with Image.open(io.BytesIO(png)) as big, Image.open(io.BytesIO(copy)) as small:
+        assert small.mode == "P" and len(small.getcolors(256)) <= 256
+        assert abs(small.width - big.width * SCREEN_DPI / 300) <= 1 and abs(small.height - big.height * 192 / 300) <= 1
+    assert png_dpi(copy) == pytest.approx(SCREEN_DPI, abs=0.1) and _css_width(copy) == _css_width(png)
+    assert len(copy) < len(png) / 2
+    assert screen_copy(png) == copy  # deterministic: a rebuilt report changes no byte
+    with style.using(style.Preset(dpi=150, formats=("png",))):
+        (coarse,) = style.save(fig, tmp_path, "coarse")
+    assert screen_copy(coarse.read_bytes()) == coarse.read_bytes()
+    assert screen_copy(b"not a png") == b"not a png"

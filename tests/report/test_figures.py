@@ -175,25 +175,52 @@ def quickstart_report(tmp_path_factory) -> tuple[Path, float]:
 def test_every_figure_is_written_for_print(quickstart_report):
     """PNG at 300 dpi, PDF with TrueType (editable) text, SVG with text as text, for every figure; no text
     smaller than 7 pt when the figure is printed at the column width it was drawn for."""
-    from matplotlib.image import imread  # noqa: F401 - matplotlib is there; PIL comes with it
-    from PIL import Image
-
     root, inches = quickstart_report
     pngs = sorted((root / "figures").glob("*.png"))
     assert {p.stem.split("_default")[0] for p in pngs} >= {"roles_grid", "mean_scores", "heads_per_layer",
                                                              "colocation", "pvalue_ecdf", "power_mde"}
     for png in pngs:
-        with Image.open(png) as image:
-            dpi = image.info["dpi"]
-            assert round(dpi[0]) == 300 and round(dpi[1]) == 300, png.name
-            printed = image.size[0] / dpi[0]
-        assert printed <= inches + 0.01, f"{png.name} is {printed:.2f} in wide, wider than the column"
-        pdf = png.with_suffix(".pdf").read_bytes()
-        assert b"/FontFile2" in pdf and b"/Subtype /Type3" not in pdf, png.name  # TrueType: editable text
-        width_pt, sizes = _svg_text_sizes(png.with_suffix(".svg"))
-        assert sizes, f"{png.name}: the SVG holds no text elements (text drawn as paths?)"
-        scale = min(1.0, inches * 72 / width_pt)  # a figure wider than the column is shrunk to it in print
-        assert min(sizes) * scale >= 7.0 - 1e-6, f"{png.name}: text of {min(sizes) * scale:.1f} pt in print"
+        _assert_printable(png, inches)
+
+
+def _assert_printable(png: Path, inches: float) -> None:
+    """PNG at 300 dpi no wider than ``inches``, PDF with TrueType text, SVG with text as text, none under 7 pt."""
+    from PIL import Image
+
+    with Image.open(png) as image:
+        dpi = image.info["dpi"]
+        assert round(dpi[0]) == 300 and round(dpi[1]) == 300, png.name
+        printed = image.size[0] / dpi[0]
+    assert printed <= inches + 0.01, f"{png.name} is {printed:.2f} in wide, wider than the column"
+    pdf = png.with_suffix(".pdf").read_bytes()
+    assert b"/FontFile2" in pdf and b"/Subtype /Type3" not in pdf, png.name  # TrueType: editable text
+    width_pt, sizes = _svg_text_sizes(png.with_suffix(".svg"))
+    assert sizes, f"{png.name}: the SVG holds no text elements (text drawn as paths?)"
+    scale = min(1.0, inches * 72 / width_pt)  # a figure wider than the column is shrunk to it in print
+    assert min(sizes) * scale >= 7.0 - 1e-6, f"{png.name}: text of {min(sizes) * scale:.1f} pt in print"
+
+
+@pytest.mark.parametrize("width", ["column", "text"])
+def test_pictures_of_a_long_input_are_written_for_print(tmp_path, width):
+    """A heat map and a line view of a 128-piece input (the pictures' longest): every text at least 7 pt at the
+    printed width, as every other figure; the pieces that do not fit at 7 pt are thinned (every k-th labelled)."""
+    import numpy as np
+
+    from headstats.plots import attention_plots, style
+    from headstats.report.options import FigureOptions
+
+    n = 128
+    tokens = ["[CLS]", *(f"piece{i}" for i in range(1, n - 1)), "[SEP]"]
+    weights = np.random.default_rng(0).dirichlet(np.full(n, 0.2), size=n)
+    preset = style.preset_of(FigureOptions(width=width))
+    with FigureRenderer(tmp_path, workers=1, preset=preset) as renderer:
+        renderer.add("heatmap", attention_plots.attention_heatmap, weights, tokens, title="broad: head 0-7, input #0-1")
+        renderer.add("lines", attention_plots.line_view, weights, tokens, title="broad: head 0-7, input #0-1")
+    for name in ("heatmap", "lines"):
+        _assert_printable(tmp_path / "figures" / f"{name}.png", preset.width)
+    # fewer labels than pieces at 7 pt: thinned, and the axes say so (k = 3 at 7 in, more at 3.5 in)
+    assert "piece labelled)" in (tmp_path / "figures" / "heatmap.svg").read_text()
+    assert attention_plots.label_step(n, 5.0) == 3 and attention_plots.label_step(10, 5.0) == 1
 
 
 def test_the_report_shows_figures_at_their_printed_size(quickstart_report):

@@ -28,6 +28,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.font_manager import FontProperties  # noqa: E402
 
@@ -159,6 +160,43 @@ def _font_family() -> list[str]:
 
     installed = {f.name for f in font_manager.fontManager.ttflist}
     return ["DejaVu Sans", *(f for f in FALLBACK_FONTS if f in installed)]
+
+
+#: What a character no font of the family can draw is shown as (DejaVu Sans has it).
+PLACEHOLDER = "\u25a1"
+
+
+@functools.lru_cache(maxsize=None)
+def _charmap(path: str) -> frozenset[int]:
+    from matplotlib.ft2font import FT2Font
+
+    return frozenset(FT2Font(path).get_charmap())
+
+
+@functools.lru_cache(maxsize=8)
+def _drawable_codes(family: tuple[str, ...]) -> tuple[frozenset[int], ...]:
+    from matplotlib import font_manager
+
+    out = []
+    for name in family:
+        try:
+            path = font_manager.findfont(FontProperties(family=name), fallback_to_default=False)
+        except ValueError:  # not installed
+            continue
+        out.append(_charmap(path))
+    return tuple(out)
+
+
+def drawable(text: str) -> str:
+    """``text`` with every character that no font of the figures' family (DejaVu Sans, then the installed
+    :data:`FALLBACK_FONTS`) can draw replaced by :data:`PLACEHOLDER`, so that drawing it never warns about a
+    missing glyph: CJK input text is drawn with a CJK font where one is installed, as boxes otherwise.
+    Whitespace is kept."""
+    text = str(text)
+    if text.isascii():
+        return text
+    fonts = _drawable_codes(tuple(RC["font.family"]))
+    return "".join(c if c.isspace() or any(ord(c) in f for f in fonts) else PLACEHOLDER for c in text)
 
 
 RC = {
@@ -391,6 +429,49 @@ def fit(fig: Figure, ax=None, *, below=None) -> Figure:
     if w_px - left - right > 0.2 * w_px and h_px - bottom - top > 0.2 * h_px:  # else leave it as it is
         ax.set_position((left / w_px, bottom / h_px, 1 - (left + right) / w_px, 1 - (bottom + top) / h_px))
     return laid_out(fig)
+
+
+#: Where :func:`place_labels` tries a point's label, in order: (dx, dy) in points and the text's alignment.
+LABEL_SPOTS = ((3, 2, "left", "bottom"), (3, -2, "left", "top"), (-3, 2, "right", "bottom"), (-3, -2, "right", "top"),
+               (0, 4, "center", "bottom"), (0, -4, "center", "top"), (5, 0, "left", "center"),
+               (-5, 0, "right", "center"))
+
+
+def place_labels(ax, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str], *,
+                 fontsize: float = MIN_FONT, marker_points: float = 3.0, colour: str = DARK_GREY) -> list:
+    """Label points without overlap, greedily: each point, the least crowded first, gets its label at the
+    first of :data:`LABEL_SPOTS` where the label's box overlaps no label placed before, no point's marker
+    (a square ``marker_points`` around each point) and stays inside the axes; a point with no such spot is
+    left unlabelled. Call it once the axes are laid out (their size final). Returns the labels placed
+    (``matplotlib.text.Annotation``), in the order of the points.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.transforms import Bbox
+
+    fig = ax.figure
+    if not hasattr(fig.canvas, "get_renderer"):
+        FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    ax.apply_aspect()
+    xy = ax.transData.transform(np.column_stack([np.asarray(xs, float), np.asarray(ys, float)]))
+    r = marker_points * fig.dpi / 72
+    markers = [Bbox([[x - r, y - r], [x + r, y + r]]) for x, y in xy]
+    frame = ax.get_window_extent(renderer)
+    crowd = np.array([(np.hypot(*(xy - p).T) < 24 * fig.dpi / 72).sum() for p in xy])
+    placed: dict[int, object] = {}
+    boxes: list = []
+    for k in np.argsort(crowd, kind="stable"):
+        for dx, dy, ha, va in LABEL_SPOTS:
+            text = ax.annotate(str(labels[k]), xy=(xs[k], ys[k]), xytext=(dx, dy), textcoords="offset points",
+                               ha=ha, va=va, fontsize=fontsize, color=colour)
+            box = text.get_window_extent(renderer)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            if inside and not any(box.overlaps(b) for b in boxes) and not any(box.overlaps(m) for m in markers):
+                placed[int(k)] = text
+                boxes.append(box)
+                break
+            text.remove()
+    return [placed[k] for k in sorted(placed)]
 
 
 def panel_rects(size: tuple[float, float], n: int, ncols: int, *, left: float, right: float, top: float,

@@ -125,9 +125,12 @@ def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
 def mds_plot(mds: pd.DataFrame, *, colour_by: str = "layer", ax: Axes | None = None, title: str = "") -> Figure:
     """The heads in the 2-D MDS of their JS divergence (Clark et al. Figure 6), labelled ``layer-head``.
 
-    ``colour_by="layer"`` (a sequential colour per layer) or ``"behaviour"`` (the dominant behaviour).
+    ``colour_by="layer"`` (a sequential colour per layer) or ``"behaviour"`` (the dominant behaviour). Labels
+    are placed without overlap (:func:`headstats.plots.style.place_labels`); when some heads cannot be
+    labelled so, the x axis says how many were (every head is in ``mds.csv``).
     """
-    fig, ax = _axes(ax, (5.2, 4.4))
+    width = min(5.2, style.figure_width())
+    fig, ax = _axes(ax, (width, 0.85 * width))
     if colour_by == "layer":
         layers = sorted(mds["layer"].unique())
         cmap = matplotlib.colormaps[style.SEQUENTIAL_CMAP]
@@ -143,17 +146,20 @@ def mds_plot(mds: pd.DataFrame, *, colour_by: str = "layer", ax: Axes | None = N
     else:
         raise ValueError(f"colour_by must be 'layer' or 'behaviour', not {colour_by!r}")
     ax.scatter(mds["x"], mds["y"], c=c, s=26, edgecolors=style.EDGE, linewidths=0.3)
-    for r in mds.itertuples():
-        ax.annotate(f"{r.layer}-{r.head}", (r.x, r.y), fontsize=5, color=style.DARK_GREY,
-                    xytext=(2, 2), textcoords="offset points")
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_xlabel("MDS 1")
+    n = len(mds)
+    # the longest the note can be, so that the layout leaves room for it
+    ax.set_xlabel(f"MDS 1\n({n} of {n} heads labelled; the others would overlap)")
     ax.set_ylabel("MDS 2")
     ax.set_aspect("equal", adjustable="datalim")
     ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax.set_title(title or f"heads by JS divergence, coloured by {colour_by}")
     fig.tight_layout()
+    placed = style.place_labels(ax, mds["x"].to_numpy(float), mds["y"].to_numpy(float),
+                                [f"{r.layer}-{r.head}" for r in mds.itertuples()])
+    ax.set_xlabel("MDS 1" if len(placed) == n else
+                  f"MDS 1\n({len(placed)} of {n} heads labelled; the others would overlap)")
     return fig
 
 
@@ -166,7 +172,7 @@ def js_heatmap(js: pd.DataFrame, *, ax: Axes | None = None, title: str = "") -> 
     grid = np.full((k, k), np.nan)
     grid[js["layer_a"] * heads + js["head_a"], js["layer_b"] * heads + js["head_b"]] = js["js_mean"]
     fig, ax = _axes(ax, (4.8, 4.2))
-    image = ax.imshow(grid, cmap=style.SEQUENTIAL_CMAP)
+    image = ax.imshow(grid, cmap=style.SEQUENTIAL_CMAP, interpolation="none")  # PDF/SVG: the K x K values
     for edge in range(heads, k, heads):
         ax.axhline(edge - 0.5, color="white", lw=0.6)
         ax.axvline(edge - 0.5, color="white", lw=0.6)

@@ -11,7 +11,9 @@ tables and figures; this module only lays them out and formats numbers:
   p-values in scientific notation, other numbers to 3 decimals;
 - every figure and table has one caption, printed once.
 
-Figures are saved under ``figures/`` of the output folder as PNG (inlined in the HTML) with SVG beside it.
+Figures are saved under ``figures/`` of the output folder as PNG with PDF and SVG beside it, at the preset's
+resolution for print (300 dpi); the HTML inlines a screen copy of each PNG (:func:`screen_copy`, at most
+:data:`SCREEN_DPI`, 256 colours), so that a report of many large pictures stays small enough to open and send.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -365,7 +368,8 @@ def _html_contents(report: Report, levels: Sequence[int]) -> str:
 
 
 def render_html(report: Report, root: Path) -> str:
-    """Self-contained HTML: figures are inlined as base64 PNG, so the file can be sent alone and opens offline.
+    """Self-contained HTML: figures are inlined as base64 PNG (their :func:`screen_copy`), so the file can be sent
+    alone and opens offline.
 
     Links to the CSV and SVG files are relative: they work while the file sits in its run folder.
     """
@@ -386,7 +390,7 @@ def render_html(report: Report, root: Path) -> str:
             parts.append(str(block.content))
         elif block.kind == "figure":
             png = (root / str(block.content)).read_bytes()
-            data = base64.b64encode(png).decode()
+            data = base64.b64encode(screen_copy(png)).decode()
             svg = _svg_of(str(block.content))
             link = f" <a href='{html.escape(svg)}'>SVG</a>" if (root / svg).exists() else ""
             caption = _inline(block.caption)
@@ -395,6 +399,34 @@ def render_html(report: Report, root: Path) -> str:
                          f"<figcaption class='caption'>{caption}{link}</figcaption></figure>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+#: Resolution of the figures the HTML shows, in pixels per inch of the printed figure: two screen pixels per CSS
+#: pixel (1/96 in), sharp on a high-density screen; the files in ``figures/`` keep the preset's dpi for print.
+SCREEN_DPI = 192
+
+
+def screen_copy(png: bytes, dpi: float = SCREEN_DPI) -> bytes:
+    """A PNG for the screen: ``png`` resampled to ``dpi`` pixels per printed inch when it is finer (Lanczos), on
+    white, in 256 colours (a palette PNG; figures hold few colours, and a heat map's colour map has 256), with
+    its new resolution recorded. Shown at the same size (:func:`_css_width` reads the original); a PNG at
+    ``dpi`` or coarser, or bytes that are not a PNG, are returned as they are. The same bytes give the same copy.
+    """
+    own = png_dpi(png, default=0.0)
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or own <= dpi * 1.01:
+        return png
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as image:
+        scale = dpi / own
+        size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+        rgba = image.convert("RGBA")
+        flat = Image.alpha_composite(Image.new("RGBA", rgba.size, "white"), rgba).convert("RGB")
+        small = flat.resize(size, Image.Resampling.LANCZOS, reducing_gap=2.0)
+        few = small.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+        out = io.BytesIO()
+        few.save(out, format="PNG", dpi=(dpi, dpi))
+    return out.getvalue()
 
 
 def _css_width(png: bytes) -> str:
