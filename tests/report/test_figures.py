@@ -218,9 +218,10 @@ def test_pictures_of_a_long_input_are_written_for_print(tmp_path, width):
         renderer.add("lines", attention_plots.line_view, weights, tokens, title="broad: head 0-7, input #0-1")
     for name in ("heatmap", "lines"):
         _assert_printable(tmp_path / "figures" / f"{name}.png", preset.width)
-    # fewer labels than pieces at 7 pt: thinned, and the axes say so (k = 3 at 7 in, more at 3.5 in)
+    # fewer labels than pieces at 7 pt: thinned, and the axes say so
     assert "piece labelled)" in (tmp_path / "figures" / "heatmap.svg").read_text()
-    assert attention_plots.label_step(n, 5.0) == 3 and attention_plots.label_step(10, 5.0) == 1
+    # 5 in hold 42 labels of 7 pt x 1.2 (8.4 pt each): 128 pieces need every 4th; 10 pieces fit whole
+    assert attention_plots.label_step(n, 5.0) == 4 and attention_plots.label_step(10, 5.0) == 1
 
 
 def test_the_report_shows_figures_at_their_printed_size(quickstart_report):

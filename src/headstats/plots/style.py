@@ -273,23 +273,24 @@ def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] | None 
     """Save ``fig`` as ``folder/name.<fmt>`` for each format (default: the preset's; PNG at the preset's
     ``dpi``, PDF with TrueType text, SVG with text as text); return the paths.
 
-    The first file's drawing lays the figure out (its layout engine, e.g. ``layout="constrained"``) or finds
-    its tight bounding box; the other files keep that layout and box, so every format shows the same figure
-    and each of them costs one draw instead of two (matplotlib draws once more before saving a figure with a
-    layout engine or a tight box). A figure marked with :func:`laid_out` (its axes placed by
+    The first file's drawing lays the figure out (its layout engine, e.g. ``layout="constrained"``); the other
+    files keep that layout, so every format shows the same figure and each of them costs one draw instead of
+    two (matplotlib draws once more before saving a figure with a layout engine or ``bbox_inches="tight"``).
+    A figure without a layout engine is cropped to its tight bounding box, measured once here without that
+    draw. A figure marked with :func:`laid_out` (its axes placed by
     :func:`panel_rects`) is saved as it is: one draw per file.
     """
     paths = []
     formats = preset().formats if formats is None else formats
     with context():
         bbox = None if fig.get_layout_engine() is not None or is_laid_out(fig) else "tight"
+        if bbox == "tight":  # measured here, without the whole draw matplotlib makes before saving to find it
+            bbox = fig.get_tightbbox().padded(matplotlib.rcParams["savefig.pad_inches"])
         for k, fmt in enumerate(formats):
             path = Path(folder) / f"{name}.{fmt}"
             fig.savefig(path, format=fmt, dpi=preset().dpi, metadata=_metadata(fmt), bbox_inches=bbox)
             paths.append(path)
             if k == 0 and len(formats) > 1:
-                if bbox == "tight":
-                    bbox = fig.get_tightbbox().padded(matplotlib.rcParams["savefig.pad_inches"])
                 with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
                     fig.set_layout_engine(None)  # laid out: keep the positions (no engine, not a placeholder)
     return paths
