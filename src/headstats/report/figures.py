@@ -88,8 +88,8 @@ def draw_and_save(draw: Callable, args: tuple, kwargs: dict, folder: Path, name:
     from headstats.plots import style
 
     with style.using(preset), warnings.catch_warnings():
-        # a glyph no installed font has (CJK input text without a CJK font) is drawn as a box; the pictures'
-        # captions say so once, not one warning per glyph and figure
+        # the pictures draw a character no installed font has as a box (plots.style.drawable) and never warn;
+        # a plotting function that does not (a registered analysis' own) must not print one warning per glyph
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
         warnings.filterwarnings("ignore", message=r"Matplotlib currently does not support")
         style.save(draw(*args, **kwargs), folder, name, formats=formats)

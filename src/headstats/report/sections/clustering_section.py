@@ -56,7 +56,9 @@ def clustering_section(report: Any, root: Path, tables: Mapping[str, pd.DataFram
             continue
         report.figure(draw_figure(root, f"mds_layer_{tag}", surface_plots.mds_plot, part, colour_by="layer", title=f"heads by layer: {where}"),
                       "Heads placed by MDS of their JS divergence, coloured by layer (Clark et al. Figure 6): "
-                      "heads of one layer close together support the clustering claim.", alt=f"MDS by layer, {where}")
+                      "heads of one layer close together support the clustering claim. A head whose label would "
+                      "overlap another label or point is left unlabelled (the axis says how many are); every head "
+                      "is in `mds.csv`.", alt=f"MDS by layer, {where}")
         report.figure(draw_figure(root, f"mds_behaviour_{tag}", surface_plots.mds_plot, part, colour_by="behaviour", title=f"heads by behaviour: {where}"),
                       "The same map coloured by each head's dominant behaviour (more than half its mass on the "
                       "previous, current or next piece, [CLS], [SEP] or punctuation; else broad if its entropy is "
