@@ -80,7 +80,7 @@ def test_finetune_writes_checkpoint_metrics_and_manifest(tiny_model_dir, tiny_gl
 
     from headstats.model.loading import load_model
 
-    loaded = load_model(str(out), for_classification=True)
+    loaded = load_model(str(out), head="classifier")
     assert loaded.model.config.num_labels == 2 and loaded.model.config.id2label[1] == "1"
 
 

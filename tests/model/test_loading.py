@@ -719,7 +719,7 @@ def test_bfloat16_scores_agree_with_float32_within_the_stated_tolerance():
 
 def test_load_model_loads_the_head_asked_for_and_refuses_an_untrained_masked_lm_head(tmp_path, tiny_model_dir):
     """``head=`` is how every analysis gets a model with a head: the masked-LM head of a checkpoint saved with
-    it (its logits those of transformers' own class), the classifier (``for_classification``), and a
+    it (its logits those of transformers' own class), the classifier (``head="classifier"``), and a
     one-line refusal of a checkpoint without masked-LM weights (a random head gives no meaningful loss)."""
     import torch
     from transformers import BertConfig, BertForMaskedLM
@@ -740,8 +740,20 @@ def test_load_model_loads_the_head_asked_for_and_refuses_an_untrained_masked_lm_
     with pytest.raises(ModelError, match=r"has no trained masked_lm head: its weights lack cls\.") as info:
         load_model(str(tiny_model_dir), head="masked_lm")
     assert "\n" not in str(info.value)
-    with pytest.raises(ModelError, match="unknown model head 'lm'; choose among encoder, classifier, masked_lm"):
+    with pytest.raises(ModelError, match="unknown model head 'lm'; choose among encoder, classifier, masked_lm, task"):
         load_model(str(tiny_model_dir), head="lm")
+    # head="task": the head the checkpoint was saved with, else the bare encoder and why there is no task loss
+    task = load_model(str(folder), head="task")
+    assert task.head == "masked_lm" and type(task.model).__name__ == "BertForMaskedLM"
+    bare = load_model(str(tiny_model_dir), head="task")
+    assert bare.head == "encoder" and type(bare.model).__name__ == "BertModel"
+    assert bare.head_note.startswith("the model has neither a fine-tuned classifier head nor a masked-LM head")
+    untrained = build_tiny_bert(tmp_path / "untrained")  # a config naming a masked-LM head, without its weights
+    config = json.loads((untrained / "config.json").read_text())
+    (untrained / "config.json").write_text(json.dumps({**config, "architectures": ["BertForMaskedLM"]}))
+    fallback = load_model(str(untrained), head="task")
+    assert fallback.head == "encoder" and type(fallback.model).__name__ == "BertModel"
+    assert fallback.head_note.startswith("the checkpoint names a masked_lm head but its weights lack cls.")
     tokenizer = provenance_tokenizer({"path": str(tiny_model_dir)})
     assert tokenizer is load_tokenizer(str(tiny_model_dir)) and tokenizer.convert_tokens_to_ids("cat") == 8  # [PAD] [UNK] [CLS] [SEP] [MASK] the a an cat
     assert provenance_tokenizer({}) is None

@@ -189,7 +189,7 @@ def _load_for_classification(spec: str, gtask: GlueTask, seed: int) -> tuple[Any
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # "newly initialized: classifier.*" is expected here
     try:
-        loaded = load_model(spec, for_classification=True, model_kwargs={
+        loaded = load_model(spec, head="classifier", model_kwargs={
             "num_labels": gtask.num_labels,
             "id2label": dict(enumerate(gtask.labels)),
             "label2id": {label: i for i, label in enumerate(gtask.labels)},

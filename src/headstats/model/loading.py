@@ -28,6 +28,7 @@ from typing import Any
 
 from headstats.errors import ModelError
 from headstats.hub import cached_hub_file, check_hub_id, check_revision, hub_reachable, not_available_error
+from headstats.model.task_heads import task_head
 
 DEFAULT_MODEL = "default"
 #: Architectures whose position ids start after the padding index (max length = positions - offset).
@@ -49,11 +50,12 @@ TRANSFORMERS_WEIGHT_FILES = (
 )
 #: Longest model spec accepted (a path longer than PATH_MAX cannot exist).
 MAX_SPEC_LENGTH = 4096
-#: Model parameters that may be missing from a checkpoint: they are not used to compute attention
-#: (the pooler) or are new by design (a classification head about to be fine-tuned).
 #: What :func:`load_model` can load on top of the encoder (``head=``): the ``transformers`` auto class of each.
+#: ``head="task"`` loads the one the checkpoint was saved with (:func:`headstats.model.task_heads.task_head`).
 HEADS = {"encoder": "AutoModel", "classifier": "AutoModelForSequenceClassification",
          "masked_lm": "AutoModelForMaskedLM"}
+#: Model parameters that may be missing from a checkpoint: they are not used to compute attention
+#: (the pooler) or are new by design (a classification head about to be fine-tuned).
 _MAY_BE_MISSING = ("pooler", "classifier", "pre_classifier")
 _TOKENIZER_FILES_TEXT = (
     "tokenizer.json, or vocab.txt (BERT), vocab.json + merges.txt (RoBERTa), spiece.model (ALBERT) or "
@@ -563,10 +565,16 @@ def _check_loading_info(info: Mapping[str, Any], spec: str) -> None:
         )
 
 
+def _untrained_head(model: Any, info: Mapping[str, Any]) -> list[str]:
+    """The weights of the model's head (outside its encoder) that the checkpoint lacks: they would be random."""
+    prefix = f"{getattr(model, 'base_model_prefix', '')}."
+    return sorted(k for k in info.get("missing_keys", ())
+                  if not k.startswith(prefix) and "pooler" not in k and "position_ids" not in k)
+
+
 def _check_trained_head(model: Any, info: Mapping[str, Any], spec: str, head: str) -> None:
     """Refuse a head whose weights are not in the checkpoint (it would be random)."""
-    prefix = f"{getattr(model, 'base_model_prefix', '')}."
-    untrained = sorted(k for k in info.get("missing_keys", ()) if not k.startswith(prefix))
+    untrained = _untrained_head(model, info)
     if untrained:
         raise ModelError(
             f"model {spec!r} has no trained {head} head: its weights lack {untrained[0]} (and "
@@ -596,12 +604,24 @@ class LoadedModel:
     provenance : dict
         ``model``, ``path``, ``revision``, ``model_type``, ``n_layers``, ``n_heads``, ``weights_sha256``
         (file name -> sha256), ``tokenizer_class``, ``vocab_sha256``.
+    head, head_note : str
+        The head on top of the encoder (:data:`HEADS`) and, for ``head="task"``, its loss or why there is none.
     """
 
     name: str
     model: Any
     tokenizer: Any
     provenance: dict = field(default_factory=dict)
+    #: The head loaded on top of the encoder (a key of :data:`HEADS`).
+    head: str = "encoder"
+    #: With ``head="task"``: the loss the head gives, or why the checkpoint has none (then ``head`` is the encoder).
+    head_note: str = ""
+
+    @property
+    def label2id(self) -> dict[str, int]:
+        """Class label (as the data set writes it) -> class index of a classifier (empty otherwise)."""
+        mapping = getattr(self.model.config, "label2id", None) or {}
+        return {str(k): int(v) for k, v in mapping.items()}
 
     @property
     def n_layers(self) -> int:
@@ -675,12 +695,13 @@ def load_model(
     *,
     revision: str | None = None,
     device: str = "cpu",
-    for_classification: bool = False,
     model_kwargs: Mapping[str, Any] | None = None,
     dtype: str = "float32",
     head: str = "encoder",
 ) -> LoadedModel:
     """Load a BERT-family encoder and its tokenizer with eager attention, refusing anything broken.
+
+    The one loader of models: the engine's encoders, fine-tuning's classifier and the analyses' task heads.
 
     Parameters
     ----------
@@ -690,14 +711,13 @@ def load_model(
         Hub revision (branch, tag or commit); ignored for local directories.
     device : str
         ``"cpu"`` or a torch device such as ``"cuda"``; checked before anything is loaded.
-    for_classification : bool
-        The same as ``head="classifier"``.
-    head : {"encoder", "classifier", "masked_lm"}
+    head : {"encoder", "classifier", "masked_lm", "task"}
         What to load on top of the encoder (:data:`HEADS`): nothing (``AutoModel``, the attention analyses),
-        a sequence classifier (``AutoModelForSequenceClassification``: fine-tuning, a classifier's loss; a new
-        classification head may be missing from the weights) or the masked-LM head (``AutoModelForMaskedLM``:
-        a masked-LM loss; refused when the checkpoint lacks its weights, since an untrained head gives no
-        meaningful loss). Every analysis that needs a head loads it here.
+        a sequence classifier (``AutoModelForSequenceClassification``: fine-tuning; a new classification head
+        may be missing from the weights), the masked-LM head (``AutoModelForMaskedLM``; refused when the
+        checkpoint lacks its weights, since an untrained head gives no meaningful loss), or ``"task"``: the head
+        the checkpoint was saved with (:func:`headstats.model.task_heads.task_head`), trained, else the bare
+        encoder with the reason in :attr:`LoadedModel.head_note` (the gradients and importance analyses).
     model_kwargs : mapping, optional
         More keyword arguments for ``from_pretrained`` (e.g. ``num_labels``, ``id2label``).
     dtype : {"float32", "bfloat16", "float16"}
@@ -712,39 +732,62 @@ def load_model(
     """
     import torch
 
-    if for_classification:
-        head = "classifier"
-    if head not in HEADS:
-        raise ModelError(f"unknown model head {head!r}; choose among {', '.join(HEADS)}")
+    if head not in HEADS and head != "task":
+        raise ModelError(f"unknown model head {head!r}; choose among {', '.join(HEADS)}, task")
     device = resolve_device(device)
     check_device(device)
     check_dtype(dtype, device)
     from headstats.model.quiet import quiet_loading
 
-    with quiet_loading():  # no bar, log line or warning of transformers' own (shown with --verbose)
+    # the engine runs collectors in inference mode: a model an analysis loads there must still take gradients
+    with quiet_loading(), torch.inference_mode(False):  # no bar, log line or warning of transformers' own
         source = _inspect_source(spec, revision)
         path, is_local = source.path, source.is_local
         if not is_local and source.config is None and not hub_reachable():
             raise not_available_error(spec)
-        tokenizer = source.tokenizer
+        config, tokenizer = source.config, source.tokenizer
         if tokenizer is None:  # a hub id: config first (a few bytes), then the tokenizer, both before the weights
-            config = source.config or _hub_config(path, spec, revision)
+            config = config or _hub_config(path, spec, revision)
             tokenizer = _load_tokenizer(path, spec, is_local=False, revision=revision)
             _check_tokenizer(tokenizer, config, spec)
-        import transformers
-
-        cls = getattr(transformers, HEADS[head])
-        model, info = _load_weights(cls, source, spec, revision, dict(model_kwargs or {}))
-    check_model_config(model.config.to_dict(), spec)
-    if head == "masked_lm":
-        _check_trained_head(model, info, spec, head)
-    _check_loading_info(info, spec)
-    _check_vocabulary_fits(len(tokenizer), model.get_input_embeddings().num_embeddings, spec, "input embeddings")
-    model.eval()
-    model.to(device=torch.device(device), dtype=getattr(torch, dtype))
+        note, fall_back = "", head == "task"
+        if fall_back:
+            wanted, note = task_head(getattr(config, "architectures", None))
+            head = wanted or "encoder"
+        model, info = _load_head(head, source, spec, revision, model_kwargs)
+        if fall_back and head != "encoder" and (untrained := _untrained_head(model, info)):
+            note = (f"the checkpoint names a {head} head but its weights lack {untrained[0]}: an untrained head "
+                    "gives no meaningful loss")
+            head = "encoder"
+            model, info = _load_head(head, source, spec, revision, model_kwargs)
+        check_model_config(model.config.to_dict(), spec)
+        if head == "masked_lm":
+            _check_trained_head(model, info, spec, head)
+        _check_loading_info(info, spec)
+        _check_vocabulary_fits(len(tokenizer), model.get_input_embeddings().num_embeddings, spec,
+                               "input embeddings")
+        model.eval()
+        model.to(device=torch.device(device), dtype=getattr(torch, dtype))
     provenance = _provenance(spec, path, is_local, revision, model.config, type(model).__name__, tokenizer,
                              device, dtype)
-    return LoadedModel(name=spec, model=model, tokenizer=tokenizer, provenance=provenance)
+    return LoadedModel(name=spec, model=model, tokenizer=tokenizer, provenance=provenance, head=head,
+                       head_note=note)
+
+
+@lru_cache(maxsize=2)
+def load_task_model(spec: str, *, revision: str | None = None, device: str = "cpu",
+                    dtype: str = "float32") -> LoadedModel:
+    """:func:`load_model` with ``head="task"``, loaded once per process: the gradients and importance analyses
+    ask for it in every chunk of every data set."""
+    return load_model(spec, revision=revision, device=device, dtype=dtype, head="task")
+
+
+def _load_head(head: str, source: _Source, spec: str, revision: str | None,
+               model_kwargs: Mapping[str, Any] | None) -> tuple[Any, Mapping[str, Any]]:
+    """The weights with the ``transformers`` auto class of ``head``, and the loading info."""
+    import transformers
+
+    return _load_weights(getattr(transformers, HEADS[head]), source, spec, revision, dict(model_kwargs or {}))
 
 
 def load_tokenizer(spec: str, *, revision: str | None = None) -> Any:
