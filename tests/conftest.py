@@ -216,3 +216,14 @@ def refused_model(spec, *words_in_message, **kwargs) -> str:
         for word in words_in_message:
             assert word in message, (word, message)
     return messages[0]
+
+
+def run_collectors(models: dict, texts, jobs, *, batch_size: int = 16) -> list:
+    """Run ``jobs`` (engine Jobs on data set ``"d"``) over ``texts`` ((text_a, text_b or None) pairs) with the
+    loaded ``models`` (name -> LoadedModel) through the engine's Runner, as a study does; the filled collectors."""
+    from headstats.engine.runner import Runner
+    from headstats.inputs.records import Record
+
+    records = [Record(sentence_id=str(i), text_a=a, text_b=b) for i, (a, b) in enumerate(texts)]
+    Runner(batch_size=batch_size).run(lambda name: models[name], {"d": records}, jobs)
+    return [job.collector for job in jobs]
