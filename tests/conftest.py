@@ -192,3 +192,66 @@ def no_model_loading(monkeypatch):
         raise AssertionError("a model was loaded before the checks")
 
     monkeypatch.setattr(headstats.model.loading, "load_model", forbidden)
+
+
+# ------------------------------------------------------------------------------------------------------
+# broken or unsupported models (tests/model): one ModelError, found without loading weights where possible
+# ------------------------------------------------------------------------------------------------------
+@pytest.fixture
+def no_weight_loading(monkeypatch):
+    """Make any loading of model weights (transformers or torch) fail the test."""
+    import torch
+    import transformers
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("weights were loaded")
+
+    monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", classmethod(forbidden))
+    monkeypatch.setattr(torch, "load", forbidden)
+    import safetensors.torch
+
+    monkeypatch.setattr(safetensors.torch, "load_file", forbidden)
+
+
+def copy_model(tiny_model_dir: Path, tmp_path: Path, name: str = "model", keep=None) -> Path:
+    """A copy of a model folder (only the files named in ``keep``, when given), to break."""
+    import shutil
+
+    folder = tmp_path / name
+    folder.mkdir()
+    for p in Path(tiny_model_dir).iterdir():
+        if keep is None or p.name in keep:
+            shutil.copy(p, folder / p.name)
+    return folder
+
+
+TOKENIZER_AND_CONFIG = {"config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json"}
+
+
+def refused_model(spec, *words_in_message, **kwargs) -> str:
+    """check_model_source(spec) and load_model(spec) both raise one ModelError with the given words."""
+    from headstats.errors import ModelError
+    from headstats.model.loading import load_model
+    from headstats.model.sources import check_model_source
+
+    messages = []
+    for call in (check_model_source, load_model):
+        with pytest.raises(ModelError) as info:
+            call(str(spec), **kwargs)
+        messages.append(str(info.value))
+    for message in messages:
+        assert "\n" not in message
+        for word in words_in_message:
+            assert word in message, (word, message)
+    return messages[0]
+
+
+def run_collectors(models: dict, texts, jobs, *, batch_size: int = 16) -> list:
+    """Run ``jobs`` (engine Jobs on data set ``"d"``) over ``texts`` ((text_a, text_b or None) pairs) with the
+    loaded ``models`` (name -> LoadedModel) through the engine's Runner, as a study does; the filled collectors."""
+    from headstats.engine.runner import Runner
+    from headstats.inputs.records import Record
+
+    records = [Record(sentence_id=str(i), text_a=a, text_b=b) for i, (a, b) in enumerate(texts)]
+    Runner(batch_size=batch_size).run(lambda name: models[name], {"d": records}, jobs)
+    return [job.collector for job in jobs]

@@ -61,7 +61,7 @@ def test_report_and_finish_live_in_the_registries_of_their_own_layers():
     from headstats.stats import FINISH_STEPS
 
     spec = get_analysis("dependency")
-    assert spec.report_section() is None and spec.finisher() is None  # named by no string in the analyses
+    assert spec.report_section() is None and spec.finish is None  # named by no string in the analyses
     assert FINISH_STEPS.references()["dependency"] == "headstats.stats.accuracy:finish_dependency" or \
         "dependency" not in FINISH_STEPS.references()  # imported already by another test
     from headstats.report.sections.dependency_section import dependency_section

@@ -12,17 +12,15 @@ import numpy as np
 import pytest
 import torch
 
-from headstats.analyses.sieves import ScoreSettings, ceilings_of_batch, score_batch
+from headstats.analyses.sieves import ScoreSettings
 from headstats.model.encoding import Arc
 
-from test_sieves import A_SINGLE, SINGLE, make_input
+from test_sieves import A_SINGLE, SINGLE, make_input, score_batch
 
 
 def run(attn, item, roles, **settings):
-    s = ScoreSettings(**settings)
-    scores = score_batch(attn[None, None, None], [item], roles, s)[0, 0, 0]
-    ceilings = ceilings_of_batch(attn[None, None, None], [item], roles, s)[0]
-    return dict(zip(roles, scores)), dict(zip(roles, ceilings))
+    scores, ceilings = score_batch(attn[None, None, None], [item], roles, ScoreSettings(**settings))
+    return dict(zip(roles, scores[0, 0, 0])), dict(zip(roles, ceilings[0]))
 
 
 ROLES = ["local", "delimiter", "delimiter_cls", "delimiter_sep", "syntactic:nsubj"]

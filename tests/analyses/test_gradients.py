@@ -11,7 +11,7 @@ import pytest
 import torch
 import yaml
 
-from headstats.analyses.gradients import loss_kind, mask_positions, mean_abs_by_target, target_masks
+from headstats.analyses.gradients import mask_positions, mean_abs_by_target, target_masks
 from headstats.model.encoding import EncodedInput
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
@@ -44,13 +44,6 @@ def test_mask_positions_are_seeded_by_input_and_skip_specials():
     first = mask_positions(item, seed=0)
     assert len(first) == 3 and not special[first].any()          # round(0.15 * 20) = 3
     assert first.tolist() == mask_positions(item, seed=0).tolist()
-
-
-def test_loss_kind_from_architectures():
-    assert loss_kind(["BertForSequenceClassification"])[0] == "classifier"
-    assert loss_kind(["BertForMaskedLM"])[0] == "mlm"
-    kind, reason = loss_kind(["BertModel"])
-    assert kind is None and "neither" in reason and "headstats finetune" in reason
 
 
 def tiny_mlm(folder: Path) -> Path:

@@ -17,8 +17,8 @@ from conftest import build_tiny_bert
 from headstats.analyses.importance import (ImportanceCollector, pruning_gates, single_head_gates, split_halves)
 from headstats.engine.runner import Job, Runner
 from headstats.inputs.records import Record
-from headstats.model.loading import load_model
-from headstats.model.task_heads import HeadPatch, load_task_model
+from headstats.model.loading import load_model, load_task_model
+from headstats.model.task_heads import HeadPatch
 from headstats.stats.hypotheses import test_measures
 
 KEEP = (1, 0)

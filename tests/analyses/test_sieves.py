@@ -8,7 +8,8 @@ import torch
 
 from headstats.model.encoding import Arc, EncodedInput
 from headstats.analyses.roles import register_role, unregister_role
-from headstats.analyses.sieves import ScoreSettings, score_batch
+from headstats.analyses.sieves import ScoreSettings, score_and_ceilings
+from headstats.engine.batch import view_of
 
 
 def make_input(special, cls, sep, segment, *, is_pair=False, arcs=(), index=0):
@@ -39,8 +40,14 @@ A_SINGLE = torch.tensor(
 )
 
 
+def score_batch(attn, inputs, roles, settings=ScoreSettings()):
+    """Scores (B, L, H, R) and ceilings (B, R) of a batch's attention through the collectors' one path, float64."""
+    scores, ceilings = score_and_ceilings(view_of(attn, inputs), roles, settings)
+    return scores.detach().double().numpy(), ceilings.detach().double().numpy()
+
+
 def scores_of(attn, item, roles, **settings):
-    out = score_batch(attn[None, None, None], [item], roles, ScoreSettings(**settings))
+    out, _ = score_batch(attn[None, None, None], [item], roles, ScoreSettings(**settings))
     return dict(zip(roles, out[0, 0, 0]))
 
 
@@ -98,11 +105,11 @@ def test_uniform_attention_scores_one_for_every_role():
 
 def test_padding_does_not_change_scores():
     roles = ["local", "delimiter", "delimiter_cls", "delimiter_sep", "syntactic"]
-    alone = score_batch(A_SINGLE[None, None, None], [SINGLE], roles)
+    alone, _ = score_batch(A_SINGLE[None, None, None], [SINGLE], roles)
     padded = torch.zeros(1, 1, 1, 7, 7)
     padded[..., :4, :4] = A_SINGLE
     padded[..., 4:, :] = 1 / 7  # garbage rows of padded queries
-    assert np.allclose(score_batch(padded, [SINGLE], roles), alone)
+    assert np.allclose(score_batch(padded, [SINGLE], roles)[0], alone)
 
 
 def test_user_registered_role():
@@ -172,7 +179,7 @@ def test_pipeline_matches_straight_computation_from_hf_attentions(tiny_model):
     for item in enc.inputs:
         batch = pad_batch([item], tiny_model.tokenizer.pad_token_id)
         attn = forward_attentions(tiny_model, batch)
-        got = score_batch(attn, [item], roles)
+        got, _ = score_batch(attn, [item], roles)
         for layer in range(tiny_model.n_layers):
             for head in range(tiny_model.n_heads):
                 want = reference_scores(attn[0, layer, head].detach().numpy().astype(float), item, 2)

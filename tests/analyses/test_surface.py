@@ -5,6 +5,8 @@ writing surface.csv and surface_tests.csv."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ import torch
 import yaml
 
 from headstats.analyses.surface import (
+    DEFAULT_HYPOTHESES,
     SURFACE_COLUMNS,
     SURFACE_MEASURES,
     SurfacePatterns,
@@ -26,6 +29,7 @@ from headstats.engine.collector import Context
 from headstats.model.encoding import EncodedInput
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
+SRC = Path(__file__).resolve().parents[2] / "src"
 CLS, SEP, A, DOT, B = 2, 3, 10, 11, 12
 
 # [CLS] a . [SEP] a [SEP]: a pair, sentence B = "a [SEP]"
@@ -208,3 +212,16 @@ def test_enabled_from_a_protocol(tmp_path, tiny_model_dir):
 
     rebuild_report(result.out, html=False)
     assert "Surface patterns (Clark et al. 2019)" in (result.out / "report.md").read_text()
+
+
+def test_columns_and_hypotheses_name_known_measures():
+    assert SURFACE_COLUMNS[:4] == ("model", "dataset", "layer", "head")
+    assert set(SURFACE_COLUMNS[4:]) <= set(SURFACE_MEASURES)
+    assert {h["measure"] for h in DEFAULT_HYPOTHESES} <= set(SURFACE_MEASURES)
+
+
+def test_protocol_validation_imports_no_torch():
+    code = ("import sys\nfrom headstats.config.protocol import validate_protocol\n"
+            "validate_protocol({'datasets': [{'name': 'd', 'path': 'x.txt'}]})\n"
+            "sys.exit(1 if 'torch' in sys.modules else 0)\n")
+    assert subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(SRC)}).returncode == 0

@@ -7,9 +7,6 @@ import pandas as pd
 import pytest
 
 from headstats.assignment.changes import (
-    attention_comparison,
-    attention_similarity,
-    check_same_tokenizer,
     change_direction,
     comparison_markdown,
     heads_per_role_per_layer_by_stage,
@@ -17,7 +14,6 @@ from headstats.assignment.changes import (
     role_changes,
     role_transitions,
     run_comparison,
-    special_mass,
     special_mass_per_layer,
 )
 from headstats.errors import HeadstatsError
@@ -85,101 +81,14 @@ def test_roles_must_be_shared(planted_roles):
 # ------------------------------------------------------------------------------------- attention maps
 
 
-def encode(loaded, texts):
-    from headstats.model.encoding import encode_records
-    from headstats.inputs.records import Record
-
-    records = [Record(sentence_id=str(i), text_a=a, text_b=b) for i, (a, b) in enumerate(texts)]
-    return encode_records(records, loaded.tokenizer, max_length=32)
-
-
-TEXTS = [("the cat sat on the mat .", None), ("a dog ran", "the man saw it ."), ("big red car", None),
-         ("she likes the book .", "he read it yesterday .")]
-
-
-def test_identical_models_have_cosine_one(tiny_model):
-    enc = encode(tiny_model, TEXTS)
-    sim = attention_similarity(tiny_model, tiny_model, enc, batch_size=3, dataset="demo")
-    assert len(sim) == tiny_model.n_layers * tiny_model.n_heads
-    assert np.allclose(sim["cosine_mean"], 1.0, atol=1e-6)
-    assert (sim["n"] == len(TEXTS)).all() and (sim["dataset"] == "demo").all()
-
-
-def test_similarity_against_direct_computation(tiny_model, tmp_path):
-    """A second random model with the same tokenizer: cosine per head equals a one-input-at-a-time
-    computation straight from the Hugging Face attentions."""
-    import torch
-    from conftest import build_tiny_bert
-
-    from headstats.model.loading import load_model
-
-    other = load_model(str(build_tiny_bert(tmp_path / "other", seed=7)))
-    with torch.no_grad():  # random BERTs attend almost uniformly; sharpen the other model's attention
-        for layer in other.model.encoder.layer:
-            layer.attention.self.query.weight.mul_(60.0)
-    enc = encode(tiny_model, TEXTS)
-    sim = attention_similarity(tiny_model, other, enc, batch_size=4).sort_values(["layer", "head"])
-    per_input = []
-    for item in enc.inputs:
-        maps = []
-        for m in (tiny_model, other):
-            with torch.inference_mode():
-                out = m.model(input_ids=torch.from_numpy(item.input_ids[None]),
-                              token_type_ids=torch.from_numpy(item.token_type_ids[None]), output_attentions=True)
-            maps.append(torch.stack(out.attentions, 1)[0].numpy().reshape(m.n_layers, m.n_heads, -1))
-        a, b = maps
-        per_input.append((a * b).sum(-1) / np.sqrt((a * a).sum(-1) * (b * b).sum(-1)))
-    per_input = np.array(per_input)
-    assert np.allclose(sim["cosine_mean"].to_numpy(), per_input.mean(0).ravel(), atol=1e-5)
-    assert np.allclose(sim["cosine_sd"].to_numpy(), per_input.std(0, ddof=1).ravel(), atol=1e-5)
-    assert (sim["cosine_mean"] < 0.99).any()
-
-
-def test_special_mass_sums_to_one_and_batch_invariant(tiny_model):
-    enc = encode(tiny_model, TEXTS)
-    m1 = special_mass(tiny_model, enc, batch_size=1)
-    m4 = special_mass(tiny_model, enc, batch_size=4)
-    assert np.allclose(m1["mass_mean"], m4["mass_mean"], atol=1e-6)
-    total = m1.groupby(["layer", "head"])["mass_mean"].sum()
-    assert np.allclose(total, 1.0, atol=1e-5)
-    per_layer = special_mass_per_layer(m1)
-    assert set(per_layer["target"]) == {"cls", "sep", "other"}
-    assert len(per_layer) == tiny_model.n_layers * 3
-
-
-def test_special_mass_matches_hugging_face(tiny_model):
-    import torch
-
-    enc = encode(tiny_model, TEXTS[1:2])
-    item = enc.inputs[0]
-    with torch.inference_mode():
-        out = tiny_model.model(input_ids=torch.from_numpy(item.input_ids[None]),
-                               token_type_ids=torch.from_numpy(item.token_type_ids[None]), output_attentions=True)
-    attn = torch.stack(out.attentions, 1)[0].numpy()  # (L, H, N, N)
-    sep_pos = np.flatnonzero(item.sep)
-    expected = attn[..., sep_pos].sum(-1).mean(-1)  # mean over queries of mass on [SEP]
-    got = special_mass(tiny_model, enc).query("target == 'sep'").sort_values(["layer", "head"])
-    assert np.allclose(got["mass_mean"].to_numpy(), expected.ravel(), atol=1e-6)
-
-
-def test_tokenizer_mismatch_is_refused(tiny_model, tmp_path):
-    from conftest import build_tiny_bert
-
-    from headstats.model.loading import load_model
-
-    other_dir = build_tiny_bert(tmp_path / "other", seed=1)
-    vocab = (other_dir / "vocab.txt").read_text().splitlines()
-    vocab[vocab.index("book")] = "zebra"  # same size as the model's embeddings, one word different
-    (other_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    from transformers import BertTokenizerFast
-
-    BertTokenizerFast(vocab=str(other_dir / "vocab.txt"), do_lower_case=True).save_pretrained(other_dir)
-    other = load_model(str(other_dir))
-    with pytest.raises(HeadstatsError, match="different tokenizers"):
-        check_same_tokenizer(tiny_model, other)
-    with pytest.raises(HeadstatsError, match="different tokenizers"):
-        attention_comparison(tiny_model, other, encode(tiny_model, TEXTS[:1]))
-    assert check_same_tokenizer(tiny_model, tiny_model.tokenizer) == check_same_tokenizer(tiny_model, tiny_model)
+def test_special_mass_per_layer_is_the_mean_over_heads():
+    special = pd.DataFrame({"model": "m", "dataset": "d", "layer": [0, 0, 0, 0, 1, 1], "head": [0, 1, 0, 1, 0, 0],
+                            "target": ["cls", "cls", "sep", "sep", "cls", "sep"],
+                            "mass_mean": [0.2, 0.4, 0.1, 0.3, 0.9, 0.05]})
+    per_layer = special_mass_per_layer(special)
+    assert list(per_layer.columns) == ["model", "dataset", "layer", "target", "mass"]
+    assert per_layer[["layer", "target"]].values.tolist() == [[0, "cls"], [0, "sep"], [1, "cls"], [1, "sep"]]
+    np.testing.assert_allclose(per_layer["mass"], [0.3, 0.2, 0.9, 0.05])
 
 
 # --------------------------------------------------------------------------------- run_comparison

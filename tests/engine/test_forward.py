@@ -8,7 +8,7 @@ import torch
 
 from headstats.model.encoding import EncodedInput, encode_records
 from headstats.errors import HeadstatsError
-from headstats.engine.forward import forward_attentions, iter_attention_batches, length_sorted_batches, pad_batch
+from headstats.engine.forward import forward_attentions, length_sorted_batches, pad_batch
 from headstats.inputs.records import Record
 from headstats.model.loading import LoadedModel
 
@@ -102,17 +102,6 @@ def test_padding_does_not_change_attention(tiny_model, encoded):
             alone = forward_attentions(tiny_model, pad_batch([item], tiny_model.tokenizer.pad_token_id))
             n = item.length
             torch.testing.assert_close(padded[b, :, :, :n, :n], alone[0], rtol=1e-5, atol=1e-6)
-
-
-def test_iter_attention_batches(tiny_model, encoded):
-    seen = []
-    for batch, attn in iter_attention_batches(tiny_model, encoded, batch_size=4):
-        assert attn.shape[:3] == (len(batch.inputs), 2, 2)
-        assert attn.shape[-1] == max(batch.lengths)
-        seen.extend(item.sentence_id for item in batch.inputs)
-    lengths = {item.sentence_id: item.length for item in encoded}
-    assert sorted(seen) == sorted(lengths)
-    assert [lengths[s] for s in seen] == sorted(lengths.values(), reverse=True)
 
 
 def test_sdpa_model_is_refused(tiny_model, tiny_model_dir, encoded):

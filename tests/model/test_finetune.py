@@ -80,7 +80,7 @@ def test_finetune_writes_checkpoint_metrics_and_manifest(tiny_model_dir, tiny_gl
 
     from headstats.model.loading import load_model
 
-    loaded = load_model(str(out), for_classification=True)
+    loaded = load_model(str(out), head="classifier")
     assert loaded.model.config.num_labels == 2 and loaded.model.config.id2label[1] == "1"
 
 
@@ -196,7 +196,7 @@ def test_command_and_protocol_make_one_checkpoint_under_the_cache_root(tiny_mode
     import os
 
     from headstats.config.protocol import load_protocol
-    from headstats.model.loading import sha256_file
+    from headstats.model.identity import sha256_file
     from headstats.study.run import build_models
 
     root = Path(os.environ["HEADSTATS_CACHE_DIR"])
@@ -225,7 +225,7 @@ def test_the_finetune_command_with_no_options_is_the_protocols_recipe(tiny_model
 
     from headstats.cli.main import app
     from headstats.config.protocol import load_protocol
-    from headstats.model.loading import sha256_file
+    from headstats.model.identity import sha256_file
     from headstats.model.recipe import task_recipe
     from headstats.study.run import build_models
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from headstats.model.task_heads import HeadPatch, ablation_support, output_projections, task_kind
+from headstats.model.task_heads import HeadPatch, ablation_support, output_projections, task_head
 
 
-def test_task_kind_from_architectures():
-    assert task_kind(["BertForSequenceClassification"])[0] == "classifier"
-    assert task_kind(["RobertaForMaskedLM"])[0] == "mlm"
-    kind, reason = task_kind(["BertModel"])
+def test_task_head_from_architectures():
+    assert task_head(["BertForSequenceClassification"])[0] == "classifier"
+    assert task_head(["RobertaForMaskedLM"])[0] == "masked_lm"
+    assert task_head(["BertForPreTraining"])[0] == "masked_lm"
+    kind, reason = task_head(["BertModel"])
     assert kind is None and "headstats finetune" in reason
 
 

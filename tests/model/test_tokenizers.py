@@ -4,13 +4,16 @@ RoBERTa-like byte-level BPE (``Ġ.``), a SentencePiece-like one (``▁,``) and t
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
 import pytest
 
 from headstats.errors import HeadstatsError, IncompatibleResultsError
-from headstats.model.loading import tokenizer_fingerprint
-from headstats.model.tokenizers import PUNCTUATION, check_same_tokenizer, fingerprint_of, punctuation_ids
+from conftest import copy_model, refused_model
+from headstats.model.loading import load_model
+from headstats.model.tokenizers import (PUNCTUATION, check_same_tokenizer, fingerprint_of, punctuation_ids,
+                                        tokenizer_fingerprint)
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "headstats"
 #: Punctuation both glued to a word ("sat.") and after a space ("ran ,"), so both forms enter the vocabulary.
@@ -121,3 +124,71 @@ def test_the_tokenizer_check_is_written_once():
                 if ("fingerprint" in source or "vocab_sha256" in source) and "weights" not in source:
                     compares.append(f"{path.relative_to(SRC)}:{node.lineno}")
     assert not compares, f"use headstats.model.tokenizers.check_same_tokenizer at {compares}"
+
+
+def test_vocab_fingerprint_stable_and_vocab_sensitive(tiny_model, tiny_model_dir, tmp_path):
+    again = load_model(str(tiny_model_dir))
+    assert again.provenance["vocab_sha256"] == tiny_model.provenance["vocab_sha256"]
+    assert tokenizer_fingerprint(again.tokenizer) == tiny_model.provenance["vocab_sha256"]
+    # the same weights with a tokenizer of the same size in which one token is another word
+    # (a tokenizer with one more token would not fit the embeddings, see test_vocabulary_larger_than_embeddings)
+    other = tmp_path / "other_vocab"
+    shutil.copytree(tiny_model_dir, other)
+    (other / "tokenizer.json").unlink()  # read the vocabulary from vocab.txt
+    vocab = (other / "vocab.txt").read_text().splitlines()
+    vocab[vocab.index("book")] = "zebra"
+    (other / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    changed = load_model(str(other))
+    assert "zebra" in changed.tokenizer.get_vocab() and "book" not in changed.tokenizer.get_vocab()
+    assert len(changed.tokenizer) == len(tiny_model.tokenizer)
+    assert changed.provenance["vocab_sha256"] != tiny_model.provenance["vocab_sha256"]
+    assert changed.provenance["weights_sha256"] == tiny_model.provenance["weights_sha256"]
+
+
+def test_tokenizer_files_without_a_vocabulary(tiny_model_dir, tmp_path, no_weight_loading):
+    folder = copy_model(tiny_model_dir, tmp_path, keep={"config.json", "model.safetensors"})
+    (folder / "vocab.txt").write_text("")  # a file is there, but it holds no token
+    refused_model(folder, "holds only its 5 special tokens", "no vocabulary was read", "tokenizer.save_pretrained(folder)")
+
+
+@pytest.mark.parametrize("content", [b"{not json", b'{"model": {"type": "NoSuchModel"}}', b'{"a": 1}'])
+def test_unreadable_tokenizer_json(tiny_model_dir, tmp_path, no_weight_loading, content):
+    folder = copy_model(tiny_model_dir, tmp_path, keep={"config.json", "model.safetensors"})
+    (folder / "tokenizer.json").write_bytes(content)
+    refused_model(folder, "the tokenizer of model", "cannot be read", "tokenizer.save_pretrained(folder)")
+
+
+def test_vocabulary_larger_than_embeddings(tiny_model_dir, tmp_path, no_weight_loading):
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    folder = tmp_path / "small_embeddings"
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tokenizer.save_pretrained(folder)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=32)).save_pretrained(folder)
+    assert len(tokenizer) == 125
+    refused_model(folder, f"has {len(tokenizer)} tokens", "only 50 rows", "resize_token_embeddings")
+
+
+def test_tokenizer_with_an_added_token_but_the_old_embeddings(tiny_model_dir, tmp_path, no_weight_loading):
+    from transformers import AutoTokenizer
+
+    folder = copy_model(tiny_model_dir, tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tokenizer.add_tokens(["zebra"])
+    tokenizer.save_pretrained(folder)
+    refused_model(folder, "has 126 tokens", "only 125 rows")
+
+
+def test_segment_ids_the_model_has_no_embedding_for(tiny_model_dir, tmp_path, no_weight_loading):
+    # a BERT tokenizer (segment ids 0 and 1 in a pair) with a RoBERTa encoder (one segment type)
+    import torch
+    from transformers import RobertaConfig, RobertaModel
+
+    folder = copy_model(tiny_model_dir, tmp_path, keep={"vocab.txt", "tokenizer.json", "tokenizer_config.json"})
+    torch.manual_seed(0)
+    RobertaModel(RobertaConfig(vocab_size=125, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                               intermediate_size=32, type_vocab_size=1)).save_pretrained(folder)
+    refused_model(folder, "segment ids up to 1", "1 segment type(s)", "type_vocab_size")

@@ -69,13 +69,14 @@ def _published(text_a, text_b, nlp, tokenizer):
 def test_syntactic_scores_equal_the_notebook_input_by_input(text_a, text_b, nlp, tiny_model):
     import torch
 
-    from headstats.analyses.sieves import score_batch
+    from headstats.analyses.sieves import score_and_ceilings
+    from headstats.engine.batch import view_of
 
     tok = tiny_model.tokenizer
     item, _ = _published(text_a, text_b, nlp, tok)
     n = item.length
     attn = np.random.default_rng(len(text_a)).dirichlet(np.full(n, 0.3), size=(2, 3, n)).astype(np.float32)
-    ours = score_batch(torch.from_numpy(attn[None]), [item], RELATION_ROLES)[0]
+    ours = score_and_ceilings(view_of(torch.from_numpy(attn[None]), [item]), RELATION_ROLES)[0][0].double().numpy()
     padded = np.zeros((2, 3, 128, 128))
     padded[:, :, :n, :n] = attn
     arcs, sent_len = nb.data_for_pred(text_a, text_b, nlp, tok.tokenize)

@@ -98,10 +98,6 @@ class AnalysisSpec:
         """The report section, imported if it was named by reference."""
         return resolve(self.report) if isinstance(self.report, str) else self.report
 
-    def finisher(self) -> Finish | None:
-        """The ``finish`` function, imported if it was named by reference, or None."""
-        return resolve(self.finish) if isinstance(self.finish, str) else self.finish
-
     def finished(self, tables: Mapping[str, Any], statistics: Any, options: Any, seed: int, *,
                  then: Finish | None = None) -> dict[str, Any]:
         """``tables`` with what :attr:`finish` returns added (replacing tables of the same name; a table it

@@ -40,7 +40,7 @@ from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
 from headstats.engine.forward import pad_batch
 from headstats.model.encoding import EncodedInput
-from headstats.model.task_heads import load_task_model, task_kind
+from headstats.model.loading import load_task_model
 from headstats.model.tokenizers import punctuation_ids
 from pydantic import Field
 
@@ -58,25 +58,22 @@ class GradientOptions(StrictModel):
 TARGETS = ("cls", "sep", "punct", "other")
 
 
-#: The loss each kind of head gives this analysis (the classifier's on its own prediction: no gold labels here).
+#: The task each head of the model layer gives a loss for, as the analyses' tables name it
+#: (:func:`headstats.model.task_heads.task_head`).
+TASKS = {"classifier": "classifier", "masked_lm": "mlm"}
+#: The loss each task gives this analysis (the classifier's on its own prediction: no gold labels here).
 LOSS_NAMES = {"classifier": "the fine-tuned classifier's loss on its own prediction",
               "mlm": "the masked-LM loss (15 % of the pieces masked, seeded)"}
 
 
-def loss_kind(architectures: Sequence[str] | None, missing_keys: Sequence[str] = ()) -> tuple[str | None, str]:
-    """Which loss a checkpoint offers: ``("classifier" | "mlm" | None, reason)``, from ``config.architectures``
-    (:func:`headstats.model.task_heads.task_kind`, shared with the ``importance`` analysis)."""
-    kind, reason = task_kind(architectures)
-    return kind, LOSS_NAMES.get(kind, reason)
-
-
 def _head_model(source: str, revision: str | None, device: str) -> tuple[Any, Any, str | None, str]:
-    """``(model, tokenizer, loss kind, reason)`` of a checkpoint with its head (eager attention), loaded once per
-    process by :func:`headstats.model.task_heads.load_task_model` (the ``importance`` analysis' loader)."""
-    task = load_task_model(source, revision, device)
-    if task.kind is None:
-        return None, None, None, task.reason
-    return task.model, task.tokenizer, task.kind, LOSS_NAMES[task.kind]
+    """``(model, tokenizer, task, loss name or why there is none)`` of a checkpoint with its task head (eager
+    attention, float32), loaded once per process by :func:`headstats.model.loading.load_task_model`."""
+    loaded = load_task_model(source, revision=revision, device=device)
+    if loaded.head not in TASKS:
+        return None, None, None, loaded.head_note
+    task = TASKS[loaded.head]
+    return loaded.model, loaded.tokenizer, task, LOSS_NAMES[task]
 
 
 def mask_positions(item: EncodedInput, *, seed: int, share: float = 0.15) -> np.ndarray:

@@ -1,7 +1,7 @@
 r"""Head importance: what the model's task loses when a head is removed, and its gradient (Michel et al. 2019).
 
 For a model with a task head (a classifier fine-tuned with ``headstats finetune``, or a masked-LM head;
-:func:`headstats.model.task_heads.task_kind`) and every input x, layer l and head h:
+:func:`headstats.model.task_heads.task_head`) and every input x, layer l and head h:
 
 - **ablation effect** (mean ablation by default, ``analysis_options.importance.ablation``): head (l, h)'s output
   :math:`z_{lh}` is replaced by its mean :math:`\bar z_{lh}` over the real positions of the data set's inputs
@@ -37,7 +37,7 @@ so that no input is evaluated with an order estimated on itself. Per input and s
 correctness (``importance_pruning_inputs``).
 
 **The pass.** The engine's own forward pass carries attention only; this collector loads the checkpoint once
-more with its head (:func:`~headstats.model.task_heads.load_task_model`) and, per batch, runs one grad-enabled
+more with its head (:func:`~headstats.model.loading.load_task_model`) and, per batch, runs one grad-enabled
 forward and backward pass (base metrics, gradients and the sums of every head's output). The ablations need the
 mean over the data set, so they run when the chunk's state is taken (:meth:`ImportanceCollector.state`): all
 ``L x H`` single-head ablations of a batch as copies of it in a few forward passes of at most ``max_tokens``
@@ -172,7 +172,8 @@ class ImportanceCollector(Collector):
         info = {"kind": None, "status": None, "reason": "", "ablation": self.options.ablation,
                 "shares": list(self.options.prune_shares), "n_predicted_labels": 0, "prune_by": self.options.prune_by}
         self._state = ImportanceState.empty(context.n_layers, context.n_heads, self.options.prune_shares, info)
-        self._task: Any = None
+        self._task: Any = None  # the LoadedModel with its task head
+        self._kind: str | None = None  # its task: "classifier", "mlm" or None (task-free)
         self._pending: list[dict] = []
         self._sums: Any = None
         self._count = 0
@@ -184,7 +185,8 @@ class ImportanceCollector(Collector):
             return True
         if info["status"] == "skipped":
             return False
-        from headstats.model.task_heads import load_task_model
+        from headstats.analyses.gradients import TASKS
+        from headstats.model.loading import load_task_model
 
         prov = self.context.provenance.get(self.context.model, {})
         source = prov.get("path") or prov.get("hub_id") or self.context.model
@@ -193,13 +195,14 @@ class ImportanceCollector(Collector):
             info.update(status="skipped", reason=f"the classifier was fine-tuned on {trained}, the data set is "
                                                  f"{self._dataset_task}: its loss there means nothing")
             return False
-        task = load_task_model(str(source), prov.get("revision"), prov.get("device", "cpu"),
-                               prov.get("dtype", "float32"))
-        self._task = task
-        info.update(kind=task.kind, status="task" if task.kind else "task-free", reason=task.reason)
-        if task.kind is None:
-            info["reason"] = (f"no task head ({task.reason.split(' (')[0]}): the task-free effect, cosine distance "
-                              "of the mean-pooled last layer under ablation, is measured instead")
+        loaded = load_task_model(str(source), revision=prov.get("revision"), device=prov.get("device", "cpu"),
+                                 dtype=prov.get("dtype", "float32"))
+        self._task = loaded
+        self._kind = TASKS.get(loaded.head)
+        info.update(kind=self._kind, status="task" if self._kind else "task-free", reason=loaded.head_note)
+        if self._kind is None:
+            info["reason"] = (f"no task head ({loaded.head_note.split(' (')[0]}): the task-free effect, cosine "
+                              "distance of the mean-pooled last layer under ablation, is measured instead")
             warnings.warn(f"importance: {self.context.model!r} on {self.context.dataset!r}: {info['reason']}",
                           stacklevel=2)
         return True
@@ -214,11 +217,11 @@ class ImportanceCollector(Collector):
         ids = batch.input_ids.clone()
         prep = {"ids": ids, "mask": batch.attention_mask.clone(),
                 "types": batch.token_type_ids.clone() if _accepts_token_types(model) else None}
-        if task.kind == "classifier":
+        if self._kind == "classifier":
             label2id = task.label2id
             prep["target"] = torch.tensor([label2id.get(str(it.label), -1) if it.label is not None else -1
                                            for it in items], dtype=torch.long, device=device)
-        elif task.kind == "mlm":
+        elif self._kind == "mlm":
             from headstats.analyses.gradients import mask_positions
 
             labels = torch.full_like(ids, -100)
@@ -247,7 +250,7 @@ class ImportanceCollector(Collector):
         return out
 
     def _metrics(self, out: Any, target: Any, mask: Any) -> dict[str, Any]:
-        kind = self._task.kind
+        kind = self._kind
         if kind == "classifier":
             logp = torch.log_softmax(out.logits.float(), -1)
             picked = logp.gather(-1, target[:, None])[:, 0]
@@ -273,10 +276,10 @@ class ImportanceCollector(Collector):
             prep = self._prepare(view.inputs)
             B = prep["ids"].shape[0]
             device = prep["ids"].device
-            has_task = self._task.kind is not None
+            has_task = self._kind is not None
             gates = torch.ones((B, L, H), device=device, requires_grad=has_task)
             out = self._run(prep, gates, 1, record=prep["mask"].bool())
-            if self._task.kind == "classifier":
+            if self._kind == "classifier":
                 missing = prep["target"] < 0
                 self._state.info["n_predicted_labels"] += int(missing.sum())
                 prep["target"] = torch.where(missing, out.logits.detach().argmax(-1), prep["target"])
@@ -293,7 +296,7 @@ class ImportanceCollector(Collector):
     # ------------------------------------------------------------------ ablations and pruning, per chunk
     def _copies_per_pass(self, B: int, T: int) -> int:
         sequences = max(1, self.options.max_tokens // max(T, 1))
-        if self._task.kind == "mlm":
+        if self._kind == "mlm":
             vocab = int(self._task.model.config.vocab_size)
             sequences = min(sequences, max(1, MLM_LOGIT_BYTES // (4 * T * vocab)))
         return max(1, sequences // B)
@@ -340,7 +343,7 @@ class ImportanceCollector(Collector):
                 B = len(entry["items"])
                 res = self._evaluate(entry, np.repeat(single[:, None], B, axis=1), replacement)
                 values = np.full((B, L, H, len(MEASURES)), np.nan, np.float64)
-                if self._task.kind is not None:
+                if self._kind is not None:
                     base = {k: entry["base"][k].double().cpu().numpy() for k in METRICS}
                     for m, name in ((0, "loss"), (1, "p_correct"), (2, "correct")):
                         values[..., m] = (res[name] - base[name][:, None]).reshape(B, L, H)
@@ -357,7 +360,7 @@ class ImportanceCollector(Collector):
             half = split_halves(index, self.seed)
             shares = self.options.prune_shares
             pruned = np.full((index.size, len(shares), len(METRICS)), np.nan)
-            if self._task.kind is not None:
+            if self._kind is not None:
                 which = MEASURES.index("gradient" if self.options.prune_by == "gradient" else "delta_loss")
                 orders = []
                 for h in (0, 1):  # the order used on half h is estimated on the other half

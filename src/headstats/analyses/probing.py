@@ -40,7 +40,7 @@ from headstats.engine.cache import AFTER_PASS
 from headstats.engine.collector import Collector, Context
 from headstats.fields import Int, StrictModel
 from headstats.lazy import torch
-from headstats.model.loading import provenance_source
+from headstats.model.identity import provenance_source
 
 
 class ProbingOptions(StrictModel):

@@ -1,6 +1,6 @@
 """The sieve bias scores of every role, as a collector whose result is a MeasureArray (METHODS 1.2-1.3).
 
-The maths is :func:`headstats.analyses.sieves.score_view`; this module keeps each batch's scores (inputs x layers x
+The maths is :func:`headstats.analyses.sieves.score_and_ceilings`; this module keeps each batch's scores (inputs x layers x
 heads x roles, float32, the precision they are computed in) with the inputs' positions and ceilings, and returns
 them in data-set order as a :class:`~headstats.measures.MeasureArray` (the keeping is
 :class:`~headstats.engine.collector.PerInputCollector`'s). Attention is never kept.
@@ -20,7 +20,7 @@ __all__ = ["RoleScores", "ScoreState"]
 
 
 class RoleScores(PerInputCollector):
-    """Collects :func:`~headstats.analyses.sieves.score_view` of every batch, with each input's ceilings.
+    """Collects :func:`~headstats.analyses.sieves.score_and_ceilings` of every batch: scores and ceilings.
 
     Options (``context.options``): ``roles`` (sequence of role names) and ``settings``
     (:class:`~headstats.analyses.sieves.ScoreSettings`, default ones when absent).

@@ -5,10 +5,10 @@ query position i. Two kinds exist:
 
 ``sieve`` roles
     a boolean key mask per query (``local``, ``delimiter``, ``delimiter_cls``, ``delimiter_sep``,
-    ``block``), scored by :func:`headstats.analyses.sieves.sieve_bias`.
+    ``block``), scored by :func:`headstats.analyses.sieves.sieve_bias_of_keys`.
 ``arc`` roles
     dependency arcs (``syntactic`` and ``syntactic:<rel>``), scored per arc by
-    :func:`headstats.analyses.sieves.arc_bias`.
+    :func:`headstats.analyses.sieves.arc_scores`.
 
 Users add a sieve role by registering a function of one sequence's :class:`SequenceLayout`::
 

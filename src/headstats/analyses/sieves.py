@@ -42,14 +42,12 @@ from headstats.fields import Int, StrictModel, non_empty_list, per_role
 from headstats.lazy import torch
 
 from headstats.model.encoding import EncodedInput
-from headstats.engine.batch import BatchLayout, BatchView, row_means, view_of
+from headstats.engine.batch import BatchLayout, BatchView, row_means
 from headstats.analyses.roles import SequenceLayout, get_role, role_relation
 
 __all__ = ["ARC_DIRECTIONS", "BatchLayout", "DEFAULT_RELATIONS", "DEFAULT_ROLES", "LOCAL_EDGES", "SCALES",
-           "ScaleSpec", "ScoreSettings", "arc_bias", "arc_scores",
-           "ceilings_of_batch", "row_entropy", "row_means", "score_and_ceilings", "score_batch", "score_view",
-           "sieve_bias", "sieve_bias_of_columns", "sieve_bias_of_diagonals", "sieve_bias_of_keys",
-           "sieve_scores_of_keys"]
+           "ScaleSpec", "ScoreSettings", "arc_scores", "row_entropy", "row_means", "score_and_ceilings",
+           "sieve_bias_of_columns", "sieve_bias_of_diagonals", "sieve_bias_of_keys", "sieve_scores_of_keys"]
 
 ARC_DIRECTIONS = ("dependent_to_head", "head_to_dependent", "both")
 #: Units of a role's score: the sieve bias score (METHODS 1.2), the attention mass inside the sieve, or the
@@ -133,35 +131,26 @@ class ScoreSettings(StrictModel):
         return self
 
 
-def sieve_bias(
-    attn: torch.Tensor, sieves: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
-    *, means: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Per-input sieve bias scores for R sieves at once.
+def sieve_bias_of_keys(attn: torch.Tensor, keys: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
+                       means: torch.Tensor) -> torch.Tensor:
+    """Per-input sieve bias scores for R sieves at once (METHODS 1.2).
 
     Parameters
     ----------
     attn : Tensor (B, L, H, N, N)
-    sieves : bool Tensor (B, R, N, N)
-        ``sieves[b, r, i, j]``: key j is in the sieve of query i for role r (padded keys are ignored).
+    keys : Tensor (B, R, N, N), attn's dtype
+        ``keys[b, r, i, j]``: 1 when real key j is in the sieve of query i for role r, else 0.
     queries : bool Tensor (B, R, N)
         Queries that count for role r (padded queries are ignored).
     real : bool Tensor (B, N)
-    means : Tensor (B, L, H, N), optional
-        :func:`row_means` of ``attn`` when already computed.
+    means : Tensor (B, L, H, N)
+        :func:`row_means` of ``attn``.
 
     Returns
     -------
     Tensor (B, L, H, R)
         Mean over counted queries with a non-empty sieve of ``b_f(i)``; NaN when there is none.
     """
-    keys = (sieves & real[:, None, None, :]).to(attn.dtype)
-    return sieve_bias_of_keys(attn, keys, queries, real, row_means(attn, real) if means is None else means)
-
-
-def sieve_bias_of_keys(attn: torch.Tensor, keys: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
-                       means: torch.Tensor) -> torch.Tensor:
-    """:func:`sieve_bias` from the sieves as 0/1 weights of real keys, ``keys`` (B, R, N, N) in attn's dtype."""
     size = keys.sum(-1)
     inside = torch.einsum("blhij,brij->blhri", attn, keys) / size[:, None, None]
     bias = inside / means[:, :, :, None, :]
@@ -295,36 +284,6 @@ def sieve_bias_of_diagonals(attn: torch.Tensor, mask: torch.Tensor, queries: tor
     return total / counted.sum(-1)[:, None, None]
 
 
-def arc_bias(
-    attn: torch.Tensor,
-    query_weights: torch.Tensor,
-    key_weights: torch.Tensor,
-    membership: torch.Tensor,
-    real: torch.Tensor,
-    *,
-    means: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Per-input arc scores for R arc roles at once.
-
-    Parameters
-    ----------
-    attn : Tensor (B, L, H, N, N)
-    query_weights, key_weights : Tensor (B, K, N)
-        ``1 / |P|`` on the pieces of each arc's query end and key end (zero rows for padding arcs).
-    membership : bool Tensor (B, K, R)
-        Whether arc k counts for role r.
-    real : bool Tensor (B, N)
-    means : Tensor (B, L, H, N), optional
-        :func:`row_means` of ``attn`` when already computed.
-
-    Returns
-    -------
-    Tensor (B, L, H, R)
-        Mean of ``b(d -> g)`` over the arcs of each role; NaN for an input without such an arc.
-    """
-    return arc_scores(attn, query_weights, key_weights, membership, real, means=means)[0]
-
-
 def arc_scores(
     attn: torch.Tensor,
     query_weights: torch.Tensor,
@@ -336,8 +295,13 @@ def arc_scores(
     scales: Sequence[str] | None = None,
     lengths: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`arc_bias` with the scales of :func:`sieve_scores_of_keys`, and the ceilings ``mean_arcs n / |P_g|``
-    (1 for ``mass`` and ``ceiling``): scores (B, L, H, R) and ceilings (B, R).
+    """Per-input arc scores for R arc roles at once, with the scales of :func:`sieve_scores_of_keys`, and the
+    ceilings ``mean_arcs n / |P_g|`` (1 for ``mass`` and ``ceiling``): scores (B, L, H, R) and ceilings (B, R).
+
+    ``query_weights``, ``key_weights`` (B, K, N): ``1 / |P|`` on the pieces of each arc's query end and key end
+    (zero rows for padding arcs); ``membership`` (B, K, R) bool: whether arc k counts for role r; ``means``
+    (B, L, H, N), optional: :func:`row_means` of ``attn`` when already computed. A score is the mean of
+    ``b(d -> g)`` over the arcs of its role; NaN for an input without such an arc.
 
     ``lengths`` (B,), optional: the n of each input's arcs (the published code's, METHODS 1.6 (c)): the query
     end's rows are summed over their first n keys only and divided by n,
@@ -426,26 +390,6 @@ def _arc_tensors(
     return as_t(q), as_t(k), as_t(member)
 
 
-def score_view(view: BatchView, roles: Sequence[str], settings: ScoreSettings = ScoreSettings()) -> torch.Tensor:
-    """Scores of every role for every input, layer and head of one batch view.
-
-    The view's masks and row means are shared with every other collector of the batch.
-
-    Parameters
-    ----------
-    view : BatchView
-        One model's attention over one right-padded batch.
-    roles : sequence of str
-        Registered role names or ``syntactic:<rel>``.
-    settings : ScoreSettings
-
-    Returns
-    -------
-    Tensor (B, L, H, R), the attention's dtype (float32); NaN where the input does not take part in a role.
-    """
-    return score_and_ceilings(view, roles, settings)[0]
-
-
 def _general(name: str, settings: ScoreSettings) -> bool:
     """Whether a sieve role needs the general per-query path: another scale or a published variant."""
     return (settings.scale_of(name) != "bias" or (name == "block" and settings.block_entropy)
@@ -466,11 +410,23 @@ def _sieve_ceiling(mask: torch.Tensor, queries: torch.Tensor, real: torch.Tensor
 def score_and_ceilings(
     view: BatchView, roles: Sequence[str], settings: ScoreSettings = ScoreSettings()
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`score_view` and, from the same pass, each input's ceiling per role (METHODS 1.6).
+    """Scores of every role for every input, layer and head of one batch view and, from the same pass, each
+    input's ceiling per role (METHODS 1.6).
+
+    The view's masks and row means are shared with every other collector of the batch.
+
+    Parameters
+    ----------
+    view : BatchView
+        One model's attention over one right-padded batch.
+    roles : sequence of str
+        Registered role names or ``syntactic:<rel>``.
+    settings : ScoreSettings
 
     Returns
     -------
     scores : Tensor (B, L, H, R)
+        The attention's dtype (float32); NaN where the input does not take part in a role.
     ceilings : Tensor (B, R)
         The score a perfect head would get on each input (``mean_i n / |S_f(i)|`` on the ``bias`` scale,
         1 on ``mass`` and ``ceiling``); NaN where the input does not take part.
@@ -595,34 +551,3 @@ def _put(out: torch.Tensor, cols: list[int], values: torch.Tensor) -> None:
     else:
         for i, col in enumerate(cols):
             out[..., col] = values[..., i]
-
-
-def score_batch(
-    attn: torch.Tensor,
-    inputs: Sequence[EncodedInput],
-    roles: Sequence[str],
-    settings: ScoreSettings = ScoreSettings(),
-) -> np.ndarray:
-    """Scores of every role for every input, layer and head of a batch (see :func:`score_view`).
-
-    Parameters
-    ----------
-    attn : Tensor (B, L, H, N, N)
-        Attention of a right-padded batch (``N`` = the longest input of the batch).
-    inputs : sequence of EncodedInput
-        The batch's inputs, in the order of ``attn``.
-    roles : sequence of str
-    settings : ScoreSettings
-
-    Returns
-    -------
-    ndarray (B, L, H, R), float64; NaN where the input does not take part in a role.
-    """
-    return score_view(view_of(attn, inputs), roles, settings).detach().double().cpu().numpy()
-
-
-def ceilings_of_batch(
-    attn: torch.Tensor, inputs: Sequence[EncodedInput], roles: Sequence[str], settings: ScoreSettings = ScoreSettings()
-) -> np.ndarray:
-    """Each input's ceiling per role (see :func:`score_and_ceilings`): ndarray (B, R), float64."""
-    return score_and_ceilings(view_of(attn, inputs), roles, settings)[1].detach().double().cpu().numpy()

@@ -42,13 +42,7 @@ from headstats.engine.batch import BatchView
 from headstats.engine.collector import Context, PerInputCollector
 from headstats.measures import MeasureArray
 from headstats.model.loading import provenance_tokenizer  # the model layer loads every tokenizer
-from headstats.model.tokenizers import punctuation_ids
-from headstats.analyses.surface_measures import (  # the names, importable without torch (for the protocol)
-    DEFAULT_HYPOTHESES,
-    PUNCTUATION,
-    SURFACE_COLUMNS,
-    SURFACE_MEASURES,
-)
+from headstats.model.tokenizers import PUNCTUATION, punctuation_ids  # PUNCTUATION: the pieces ``punct`` counts
 from pydantic import Field, field_validator, model_validator
 
 from headstats.fields import Float, Int, StrictModel
@@ -56,6 +50,29 @@ from headstats.engine.cache import AFTER_PASS
 
 __all__ = ["DEFAULT_HYPOTHESES", "PUNCTUATION", "SURFACE_COLUMNS", "SURFACE_MEASURES", "SurfacePatterns",
            "dominant_behaviour", "punctuation_ids", "surface_of", "surface_table"]
+
+#: Per-input measures, in the order of the MeasureArray's last axis.
+SURFACE_MEASURES: tuple[str, ...] = (
+    "prev", "self", "next", "cls", "sep", "punct", "sep_to_sep", "other_to_sep", "entropy", "entropy_cls",
+    "entropy_uniform", "entropy_ratio", "same_token", "same_token_other",
+)
+#: Columns of ``surface.csv`` (the issue's, in its order).
+SURFACE_COLUMNS: tuple[str, ...] = (
+    "model", "dataset", "layer", "head", "prev", "self", "next", "cls", "sep", "punct", "sep_to_sep",
+    "other_to_sep", "entropy", "entropy_cls", "entropy_uniform",
+)
+
+#: Default hypotheses (``analysis_options.surface.hypotheses`` of a protocol): name, measure, threshold,
+#: layers (None = all).
+DEFAULT_HYPOTHESES: tuple[dict, ...] = (
+    {"name": "previous_token", "measure": "prev", "threshold": 0.5, "layers": None},
+    {"name": "next_token", "measure": "next", "threshold": 0.5, "layers": None},
+    {"name": "same_token", "measure": "self", "threshold": 0.5, "layers": None},
+    {"name": "to_cls", "measure": "cls", "threshold": 0.5, "layers": None},
+    {"name": "to_sep", "measure": "sep", "threshold": 0.5, "layers": None},
+    {"name": "to_punct", "measure": "punct", "threshold": 0.5, "layers": None},
+    {"name": "broad", "measure": "entropy_ratio", "threshold": 0.75, "layers": None},
+)
 
 
 class MeasureHypothesis(StrictModel):

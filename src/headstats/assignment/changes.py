@@ -9,12 +9,15 @@ the models themselves for the attention maps, and returns tidy tables:
 - ``role_changes``: per head, the roles held before and after, and which were gained or lost;
 - ``heads_per_layer``: heads per role per layer before and after (the paper's figure);
 - ``similarity``: per head, the cosine similarity of the two models' attention maps of the same input,
-  averaged over inputs (Kovaleva et al. 2019);
+  averaged over inputs (Kovaleva et al. 2019; the collector :mod:`headstats.analyses.similarity`, run in the
+  study's forward passes);
 - ``special_mass``: per model and head, the attention mass on [CLS], on [SEP] and on other tokens (the
-  paper: after fine-tuning, attention to [SEP] falls and spreads to other tokens);
+  paper: after fine-tuning, attention to [SEP] falls and spreads to other tokens; the collector
+  :mod:`headstats.analyses.special_mass`);
 - ``layer_summary``: which layers changed most.
 
-Models are compared only when their tokenizers are identical (:func:`check_same_tokenizer`): otherwise the
+Models are compared only when their tokenizers are identical (:func:`headstats.model.tokenizers.check_same_tokenizer`,
+asked by the engine's runner before two models share a batch): otherwise the
 "same input" is not the same sequence of positions, and no map or score can be paired.
 """
 
@@ -29,7 +32,6 @@ import pandas as pd
 from headstats.assignment.role_assignment import heads_per_role_per_layer as _heads_per_role_per_layer
 from headstats.assignment.role_assignment import role_columns
 from headstats.errors import HeadstatsError
-from headstats.model.tokenizers import check_same_tokenizer
 from headstats.stats.paired import paired_tests
 
 # ------------------------------------------------------------------------------------------- tokenizers
@@ -142,95 +144,6 @@ def heads_per_role_per_layer_by_stage(roles_before: pd.DataFrame,
 # -------------------------------------------------------------------------------------- attention maps
 
 
-def _inputs_of(encoded: Any) -> list[Any]:
-    return list(getattr(encoded, "inputs", encoded))
-
-
-def attention_comparison(
-    loaded_a: Any,
-    loaded_b: Any | None,
-    encoded: Any,
-    *,
-    batch_size: int = 16,
-    dataset: str = "",
-) -> dict[str, pd.DataFrame]:
-    r"""Per-head cosine similarity of two models' attention maps and their [CLS]/[SEP] mass, in one pass.
-
-    For input x, layer l, head h, with ``A`` and ``B`` the two models' attention maps cut to the n real
-    positions of x, the cosine similarity of the flattened maps (Kovaleva et al. 2019, "Revealing the dark
-    secrets of BERT", section 4.4)
-
-        cos(x) = sum_ij A[i,j] B[i,j] / (||A||_F ||B||_F)
-
-    is averaged over inputs (``cosine_mean``, ``cosine_sd`` with ddof=1, ``n``). The attention mass of each
-    model on [CLS], on every [SEP], and on the other tokens is the mean over real queries i of
-    ``sum_{j in T} A[i, j]``, averaged over inputs (METHODS 2.1). Special positions come from the encoding
-    (the tokenizer's special-token ids), not from strings.
-
-    This runs the engine's collectors (:mod:`headstats.analyses.similarity`,
-    :mod:`headstats.analyses.special_mass`) over already loaded models; a study gets the same tables from
-    the forward passes that compute its scores, with no pass of its own.
-
-    Parameters
-    ----------
-    loaded_a, loaded_b : LoadedModel
-        The models (``loaded_b`` may be None for the mass of one model only). Their tokenizers must match.
-    encoded : EncodingResult or list of EncodedInput
-        Inputs encoded with that tokenizer (:func:`headstats.model.encoding.encode_records`).
-    batch_size : int
-        The most inputs per forward pass; batches of long inputs are smaller, within the runner's default
-        memory budget (:func:`headstats.engine.runner.attention_cells`). Does not change any number.
-    dataset : str
-        The ``dataset`` column.
-
-    Returns
-    -------
-    dict
-        ``similarity``: ``model_a, model_b, dataset, layer, head, cosine_mean, cosine_sd, n`` (empty when
-        ``loaded_b`` is None); ``special_mass``: ``model, dataset, layer, head, target, mass_mean, mass_sd,
-        n`` with ``target`` in ``cls, sep, other``.
-    """
-    from headstats.analyses.similarity import AttentionSimilarity
-    from headstats.analyses.special_mass import SpecialMass
-    from headstats.engine.runner import DEFAULT_MEMORY_BUDGET, Job, attention_cells, build_collector, feed
-
-    models = {loaded_a.name: loaded_a}
-    if loaded_b is not None:
-        check_same_tokenizer(loaded_a, loaded_b)
-        if loaded_b.name in models and models[loaded_b.name] is not loaded_b:
-            raise HeadstatsError(f"both models are named {loaded_b.name!r}; give them different names to compare them")
-        models[loaded_b.name] = loaded_b
-    inputs = _inputs_of(encoded)
-    if not inputs:
-        raise HeadstatsError("no encoded inputs to compare attention on; give a non-empty data set")
-    jobs = [Job(SpecialMass, (name,), dataset, name="special_mass") for name in models]
-    if loaded_b is not None:
-        jobs.append(Job(AttentionSimilarity, (loaded_a.name, loaded_b.name), dataset, name="similarity"))
-    for job in jobs:
-        job.collector = build_collector(job, models)
-    max_cells = min(attention_cells(m.n_layers, m.n_heads, DEFAULT_MEMORY_BUDGET, n_models=len(models))
-                    for m in models.values())
-    feed(models, inputs, jobs, dataset=dataset, batch_size=batch_size, max_cells=max_cells)
-    tables = [job.collector.tables() for job in jobs]
-    similarity = pd.DataFrame(columns=["model_a", "model_b", "dataset", "layer", "head", "cosine_mean",
-                                       "cosine_sd", "n"])
-    if loaded_b is not None:
-        similarity = tables[-1]["similarity"]
-    special = pd.concat([t["special_mass"] for t in tables if "special_mass" in t], ignore_index=True)
-    return {"similarity": similarity, "special_mass": special}
-
-
-def attention_similarity(loaded_a: Any, loaded_b: Any, encoded: Any, *, batch_size: int = 16,
-                         dataset: str = "") -> pd.DataFrame:
-    """Per-head cosine similarity of two models' attention maps (see :func:`attention_comparison`)."""
-    return attention_comparison(loaded_a, loaded_b, encoded, batch_size=batch_size, dataset=dataset)["similarity"]
-
-
-def special_mass(loaded: Any, encoded: Any, *, batch_size: int = 16, dataset: str = "") -> pd.DataFrame:
-    """Per-head attention mass of one model on [CLS], [SEP] and other tokens (see :func:`attention_comparison`)."""
-    return attention_comparison(loaded, None, encoded, batch_size=batch_size, dataset=dataset)["special_mass"]
-
-
 def special_mass_per_layer(special: pd.DataFrame) -> pd.DataFrame:
     """Mean over the heads of a layer: ``model, dataset, layer, target, mass``."""
     return (special.groupby(["model", "dataset", "layer", "target"], sort=False)["mass_mean"].mean()
@@ -334,8 +247,8 @@ def run_comparison(
     alpha : float
         ``reject = p_corr <= alpha`` (the protocol's ``statistics.alpha``).
     attention : mapping, optional
-        Tables from :func:`attention_comparison` (``similarity``, ``special_mass``), concatenated over data
-        sets and models, to include and summarise.
+        Tables of the similarity and special-mass collectors (``similarity``, ``special_mass``), concatenated
+        over data sets and models, to include and summarise.
 
     Returns
     -------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 from headstats.lazy import torch
@@ -146,21 +146,3 @@ def forward_attentions(loaded: LoadedModel, batch: Batch) -> torch.Tensor:
             "attn_implementation='eager' (headstats.model.loading.load_model does this)"
         )
     return torch.stack(attentions, dim=1).float()
-
-
-def iter_attention_batches(
-    loaded: LoadedModel, inputs: Sequence[EncodedInput], *, batch_size: int = 32, max_cells: int | None = None
-) -> Iterator[tuple[Batch, torch.Tensor]]:
-    """Yield ``(batch, attentions)`` for length-sorted batches of the inputs, under ``torch.inference_mode``.
-
-    Batches are those of :func:`length_sorted_batches` (``batch_size`` inputs, ``max_cells`` cells per head).
-
-    ``attentions`` has shape (B, L, H, N, N); rows of padded positions and columns of padded keys are
-    meaningless and must be masked by the consumer (``batch.attention_mask``).
-    """
-    device = next(loaded.model.parameters()).device
-    pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
-    for items in length_sorted_batches(inputs, batch_size, max_cells=max_cells):
-        batch = pad_batch(items, pad_id, device)
-        with torch.inference_mode():
-            yield batch, forward_attentions(loaded, batch)

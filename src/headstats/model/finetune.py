@@ -64,7 +64,9 @@ from headstats.inputs.glue import (
     tsv_rows,
 )
 from headstats.inputs.records import Record
-from headstats.model.loading import resolve_model_path, sha256_file, tokenizer_fingerprint
+from headstats.model.identity import sha256_file
+from headstats.model.sources import resolve_model_path
+from headstats.model.tokenizers import tokenizer_fingerprint
 from headstats.model.recipe import FinetuneRecipe
 
 #: Bumped when the training loop changes in a way that changes weights; part of the cache key.
@@ -165,7 +167,7 @@ def _label_ids(records: Sequence[Record], gtask: GlueTask) -> np.ndarray:
 
 def _base_provenance(spec: str, tokenizer: Any, model: Any) -> dict[str, Any]:
     path, is_local = resolve_model_path(spec)
-    from headstats.model.loading import weight_hashes  # the same hashes load_model records
+    from headstats.model.identity import weight_hashes  # the same hashes load_model records
 
     return {
         "model": spec,
@@ -189,7 +191,7 @@ def _load_for_classification(spec: str, gtask: GlueTask, seed: int) -> tuple[Any
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # "newly initialized: classifier.*" is expected here
     try:
-        loaded = load_model(spec, for_classification=True, model_kwargs={
+        loaded = load_model(spec, head="classifier", model_kwargs={
             "num_labels": gtask.num_labels,
             "id2label": dict(enumerate(gtask.labels)),
             "label2id": {label: i for i, label in enumerate(gtask.labels)},
@@ -593,7 +595,7 @@ def finetune_cache_key(recipe: FinetuneRecipe, *, data_root: str | Path | None =
     gtask = get_task(recipe.task)
     recipe = recipe.model_copy(update={"task": gtask.name})
     path, is_local = resolve_model_path(recipe.base)
-    from headstats.model.loading import weight_hashes
+    from headstats.model.identity import weight_hashes
 
     weights = weight_hashes(path, is_local, None) if is_local else {"hub_id": recipe.base}
     root = glue_root(data_root)

@@ -1,14 +1,12 @@
-r"""Models with their task head, and heads switched off or gated inside them (Michel et al. 2019).
+r"""Task heads of a checkpoint, and attention heads switched off or gated inside a model (Michel et al. 2019).
 
-The engine scores attention with the bare encoder (:func:`headstats.model.loading.load_model`). Analyses that
-need the model's *task* (a loss to differentiate, a prediction to break) load the same checkpoint once more
-with its head, here:
-
-- :func:`task_kind`: which loss a checkpoint offers, from ``config.architectures``: the fine-tuned classifier
-  of ``headstats finetune`` (``*ForSequenceClassification``), a masked-LM head (``*ForMaskedLM``,
-  ``*ForPreTraining``), or none (a bare ``BertModel`` such as the default model), with the reason;
-- :func:`load_task_model`: the checkpoint with that head (or the bare encoder when it has none), eager
-  attention, eval mode, remembered for the process.
+The engine scores attention with the bare encoder. Analyses that need the model's *task* (a loss to
+differentiate, a prediction to break) load the same checkpoint once more with its task head, through the one
+loader, :func:`headstats.model.loading.load_model` with ``head="task"`` (remembered for the process by
+:func:`headstats.model.loading.load_task_model`); :func:`task_head` says which head that is, from
+``config.architectures``: the fine-tuned classifier of ``headstats finetune`` (``*ForSequenceClassification``),
+a masked-LM head (``*ForMaskedLM``, ``*ForPreTraining``), or none (a bare ``BertModel`` such as the default
+model), with the reason.
 
 Heads inside the model. Every layer's attention output is ``O = W_O [z_1; ...; z_H] + b``, where ``z_h``
 (``T x d_head``) is head h's output (its attention-weighted values). :class:`HeadPatch` hooks the input of
@@ -37,8 +35,6 @@ of another, and :func:`ablation_support` refuses it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Sequence
 
 from headstats.lazy import torch
@@ -53,17 +49,14 @@ ATTENTION_OUTPUT: dict[str, tuple[str, str]] = {
     "distilbert": ("transformer.layer", "attention.out_lin"),
 }
 
-#: The task a checkpoint's head gives: a sequence classifier, a masked-LM head, or none.
-TASK_KINDS = ("classifier", "mlm")
-
-
-def task_kind(architectures: Sequence[str] | None) -> tuple[str | None, str]:
-    """Which loss a checkpoint offers: ``("classifier" | "mlm" | None, reason)``, from ``config.architectures``."""
+def task_head(architectures: Sequence[str] | None) -> tuple[str | None, str]:
+    """Which task head a checkpoint was saved with, from ``config.architectures``: ``("classifier" | "masked_lm"
+    | None, note)``, the note saying which loss it gives or why there is none."""
     names = list(architectures or [])
     if any(a.endswith("ForSequenceClassification") for a in names):
         return "classifier", "the fine-tuned classifier's cross-entropy"
     if any(a.endswith(("ForMaskedLM", "ForPreTraining")) for a in names):
-        return "mlm", "the masked-LM loss (15 % of the pieces masked, seeded)"
+        return "masked_lm", "the masked-LM loss (15 % of the pieces masked, seeded)"
     shown = ", ".join(names) or "none recorded"
     return None, (f"the model has neither a fine-tuned classifier head nor a masked-LM head (architectures: "
                   f"{shown}), so there is no task loss; give a model fine-tuned with `headstats finetune` or a "
@@ -79,61 +72,6 @@ def ablation_support(model_type: str | None) -> str | None:
                 "one layer alone; use a BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA or DistilBERT model")
     return (f"headstats does not know where a {model_type!r} model's attention output projection sits (it knows "
             f"{', '.join(ATTENTION_OUTPUT)})")
-
-
-@dataclass
-class TaskModel:
-    """A checkpoint loaded with its task head.
-
-    Attributes
-    ----------
-    model : transformers model
-        ``*ForSequenceClassification``, ``*ForMaskedLM`` or the bare encoder (``kind`` None); eval mode, eager
-        attention.
-    tokenizer
-    kind : {"classifier", "mlm"} or None
-    reason : str
-        The loss (``kind`` set) or why there is none.
-    """
-
-    model: Any
-    tokenizer: Any
-    kind: str | None
-    reason: str
-
-    @property
-    def label2id(self) -> dict[str, int]:
-        """Class label (as the data set writes it) -> class index of a classifier (empty otherwise)."""
-        mapping = getattr(self.model.config, "label2id", None) or {}
-        return {str(k): int(v) for k, v in mapping.items()}
-
-
-@lru_cache(maxsize=2)
-def load_task_model(source: str, revision: str | None = None, device: str = "cpu",
-                    dtype: str = "float32") -> TaskModel:
-    """A checkpoint with its task head (:func:`task_kind`), or its bare encoder with the reason it has none.
-
-    A head named by the config whose weights are missing from the checkpoint (an untrained head) counts as no
-    head: its loss would mean nothing.
-    """
-    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForSequenceClassification, \
-        AutoTokenizer
-
-    config = AutoConfig.from_pretrained(source, revision=revision)
-    kind, reason = task_kind(getattr(config, "architectures", None))
-    cls = {"classifier": AutoModelForSequenceClassification, "mlm": AutoModelForMaskedLM}.get(kind, AutoModel)
-    with torch.inference_mode(False):
-        model, info = cls.from_pretrained(source, revision=revision, attn_implementation="eager",
-                                          output_loading_info=True)
-        base = getattr(model, "base_model_prefix", "")
-        untrained = [k for k in info.get("missing_keys", []) if kind and not k.startswith(f"{base}.")
-                     and "pooler" not in k and "position_ids" not in k]
-        if untrained:
-            kind, reason = None, (f"the checkpoint names a {kind} head but its weights lack {sorted(untrained)[0]}: "
-                                  "an untrained head gives no meaningful loss")
-            model = AutoModel.from_pretrained(source, revision=revision, attn_implementation="eager")
-        model.eval().to(device=torch.device(device), dtype=getattr(torch, dtype))
-    return TaskModel(model, AutoTokenizer.from_pretrained(source, revision=revision), kind, reason)
 
 
 def _attribute(root: Any, path: str) -> Any:
