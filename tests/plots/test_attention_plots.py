@@ -121,6 +121,21 @@ def test_explorer_weights_round_trip_within_half_a_step_and_the_page_stays_small
     assert len(page.encode()) < 1_200_000  # 0.91 MB here; the JSON of [query, key, round(255 w)] was 2.8 MB
 
 
+def test_explorer_weights_of_inputs_over_255_pieces_take_two_bytes_per_position():
+    from headstats.plots.attention_plots import attention_explorer_html
+
+    n = 300
+    weights = {(0, 1): ([299, 0, 299], [280, 299, 3], [0.6, 0.5, 0.4])}
+    page = attention_explorer_html([{"label": "long", "tokens": ["t"] * n, "weights": weights}], n_layers=1, n_heads=2)
+    stored = json.loads(re.search(r"<script type='application/json'>(.*?)</script>", page, re.S).group(1))["inputs"][0]
+    assert stored["width"] == 2
+    # 2 heads x (300 counts + keys) x 2 bytes + one byte per weight: 2 * 600 + 3 * 2 + 3
+    assert len(base64.b64decode(stored["data"])) == 1209
+    back = _unpack(stored, 1, 2)[0, 1]
+    assert back[299, 3] == 102 / 255 and back[299, 280] == 153 / 255 and back[0, 299] == 128 / 255
+    assert np.count_nonzero(back) == 3
+
+
 def test_cjk_pieces_draw_without_a_missing_glyph_warning(recwarn, tmp_path):
     """A WikiText piece with CJK characters: drawn by a fallback font where one is installed, else as a box,
     and never a ``Glyph ... missing from font(s) DejaVu Sans`` warning (drawing and saving every format)."""
