@@ -23,8 +23,9 @@ def test_pictures_section_inlines_the_interactive_view_in_html_only(tmp_path):
     assert "attends to the previous word" in figure.caption
     html = render_html(report, tmp_path)
     assert "hs-attention-view" in html and '"tokens":["a","b","c"]' in html
-    # layer 0, head 1 of a 1 x 2 model: (query, key, 255 w) at positions 5..7 drawn as 0..2; head 0 not kept
-    assert '"heads":[[[],[1,0,255,2,1,255]]]' in html
+    # a 1 x 2 model, positions 5..7 drawn as 0..2 (pack_explorer_weights): head 0-0 not kept, counts 0 0 0;
+    # head 0-1 counts 0 1 1, keys 0 1, weights 255 255 -> bytes 00 00 00 00 01 01 00 01 ff ff
+    assert '"width":1,"data":"AAAAAAEBAAH//w=="' in html
     assert '"presets":[{"label":"previous word: head 0-1","input":0,"layer":0,"head":"1"}]' in html
     assert '"label":"d: input #7"' in html
     md = render_markdown(report, tmp_path)
