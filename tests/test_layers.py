@@ -40,11 +40,9 @@ REFERENCE = re.compile(r"headstats(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?")
 #: Known exceptions, each with the issue that removes it. Issue 19 (i19a's part) moves the run-folder reading
 #: and the report's building out of study/run.py and splits run.py, which ends these.
 KNOWN_UPWARD = {
-    ("headstats.study.run", "headstats.report.builder"),  # issue 19: the study writes the report itself
+    ("headstats.study.finish", "headstats.report.builder"),  # issue 19: the study writes the report itself
 }
 KNOWN_CIRCLES: set[frozenset[str]] = {
-    # issue 19 (i19a's part): study/run.py is split into results, data, models, plan and passes
-    frozenset({"headstats.study.run", "headstats.study.merge", "headstats.study.executors"}),
     # issue 20: claims.py names the built-in claim modules (BUILTIN_CLAIM_MODULES) that import it to register;
     # their discovery belongs in a module above claims.py (as the study asks for them)
     frozenset({"headstats.stats.claims", "headstats.stats.clark_claims", "headstats.stats.head_importance",

@@ -154,14 +154,16 @@ def score(
             raise ProtocolError(validation_message(exc, what="score options")) from None
         check_names(proto)
         execution = _execution(None, cache_dir, no_cache)
-        from headstats.study.run import cache_root
+        from headstats.study.plan import cache_root
 
         cache = cache_root(proto, execution)
         out = preflight(proto, out=out, overwrite=overwrite, cache_dir=cache)
         command.out = out
         _quiet_libraries()
         from headstats.folders import claim_output
-        from headstats.study.run import build_models, dataset_manifest, read_data, run_passes
+        from headstats.study.data import dataset_manifest, read_data
+        from headstats.study.models import build_models
+        from headstats.study.passes import run_passes
         from headstats.study.scoring import write_scores
         from headstats.study.storage import write_manifest
 
@@ -207,7 +209,7 @@ def validate(
     """
     with _errors():
         from headstats.study.preview import validate_run
-        from headstats.study.run import cache_root
+        from headstats.study.plan import cache_root
 
         proto = _load(protocol, data_root)
         checked = validate_run(proto, out=out, overwrite=overwrite,
