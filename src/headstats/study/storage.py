@@ -63,7 +63,7 @@ def write_manifest(folder: Path, manifest: dict) -> None:
     ``--overwrite`` or ``headstats report`` check that the folder holds only what headstats wrote, unchanged
     (:func:`headstats.folders.is_headstats_output`, :func:`headstats.folders.unchanged_outputs`).
     """
-    from headstats.report.schemas import SCHEMAS_KEY, table_schemas
+    from headstats.study.schemas import SCHEMAS_KEY, table_schemas
 
     manifest = {"written_by": WRITTEN_BY, **manifest, "versions": package_versions(), "command": sys.argv,
                 **output_listing(folder), SCHEMAS_KEY: table_schemas(folder)}
