@@ -7,6 +7,7 @@ import pandas as pd
 from tiny_study import tiny_protocol
 
 from headstats.config.protocol import load_protocol
+from headstats.report.builder import build_report
 from headstats.study.run import run_study
 
 
@@ -18,7 +19,7 @@ def test_statistics_and_report_steps_say_what_they_do_and_the_result_shows_in_a_
 
     lines: list[str] = []
     protocol = load_protocol(tiny_protocol(tmp_path, tiny_model_dir, ["local", "delimiter"]))
-    result = run_study(protocol, tmp_path / "out", log=lines.append)
+    result = run_study(protocol, tmp_path / "out", log=lines.append, report=build_report)
     tests = pd.read_csv(tmp_path / "out" / "tests.csv")
     assert "testing every head and role: 8 (head, role) pairs, t test, tau 1, holm correction" in lines
     tested = next(line for line in lines if line.startswith("tested in "))

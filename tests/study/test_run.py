@@ -1,13 +1,18 @@
 """run_study end to end: an analysis written outside the package runs with its finish step and report section,
-with nothing else edited."""
+with nothing else edited; the report is the layer above, written only by the writer a caller gives."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
+import pytest
 import yaml
 from tiny_study import tiny_protocol
 
 from headstats.config.protocol import load_protocol
+from headstats.errors import HeadstatsError
+from headstats.report.builder import build_report
 from headstats.study.run import run_study
 
 
@@ -69,7 +74,7 @@ def test_an_analysis_registered_outside_the_package_runs_with_its_finish_and_sec
         text = yaml.safe_load(tiny_protocol(tmp_path, tiny_model_dir, ["local"]).read_text())
         path = tmp_path / "outside.yaml"
         path.write_text(yaml.safe_dump({**text, "analyses": ["first_mass_outside"]}))
-        result = run_study(load_protocol(path), tmp_path / "out")
+        result = run_study(load_protocol(path), tmp_path / "out", report=build_report)
         table = pd.read_csv(result.out / "first_mass.csv")
         assert len(table) == 4 and (table["n"] == 12).all() and table["mass_mean"].between(0, 1).all()
         top = pd.read_csv(result.out / "first_mass_top.csv").iloc[0]
@@ -80,3 +85,20 @@ def test_an_analysis_registered_outside_the_package_runs_with_its_finish_and_sec
         assert f"Head {int(best['layer'])}-{int(best['head'])} puts the most mass on the first position." in report
     finally:
         ANALYSES.unregister("first_mass_outside")
+
+
+def test_a_study_given_no_report_writer_writes_tables_and_manifest_and_headstats_report_builds_the_report(
+        tmp_path, tiny_model_dir):
+    from headstats.report.builder import rebuild_report
+
+    lines: list[str] = []
+    result = run_study(load_protocol(tiny_protocol(tmp_path, tiny_model_dir, ["local"])), tmp_path / "out",
+                       log=lines.append)
+    listed = json.loads((result.out / "manifest.json").read_text())["output_files"]
+    assert "tests.csv" in listed and "claims.csv" in listed
+    assert not [f for f in listed if f.startswith(("report.", "figures/"))] and result.report_path is None
+    assert "drawing the figures and writing the report" not in lines
+    with pytest.raises(HeadstatsError, match="holds no report; rebuild it with headstats report"):
+        result.show_report()
+    assert rebuild_report(result.out, html=False) == result.out / "report.md" == result.report_path
+    assert "## Claims, tested" in (result.out / "report.md").read_text()

@@ -98,11 +98,12 @@ def run(
         command.out = out or _default_out(proto)
         execution = _execution(shard, cache_dir, no_cache)
         _quiet_libraries()
+        from headstats.report.builder import build_report
         from headstats.study.run import run_study
 
         console = _console(quiet)
         result = run_study(proto, out, overwrite=overwrite, log=lambda m: console.log(m),
-                           progress=_progress_factory(console, quiet), execution=execution)
+                           progress=_progress_factory(console, quiet), execution=execution, report=build_report)
         if execution.shard is not None:
             command.written = True
             if not quiet:

@@ -1,5 +1,5 @@
-"""The end of a study: the statistics, comparisons and claims of its passes, and its output folder (tables,
-report, manifest) written and published."""
+"""The end of a study: the statistics, comparisons and claims of its passes, and its output folder (tables, the
+report a :data:`~headstats.study.results.ReportWriter` writes, manifest) written and published."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ import pandas as pd
 from headstats.config.protocol import Protocol, dump_protocol
 from headstats.folders import OutputClaim
 from headstats.study.passes import StudyPasses
-from headstats.study.results import Log, StudyResult
+from headstats.study.results import Log, ReportWriter, StudyResult
 from headstats.study.storage import write_manifest, write_table
 
 
 def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, datasets: dict, *,
-                 started: float, log: Log) -> StudyResult:
-    """Statistics, comparisons, tables, report and manifest of a study's passes, written to ``claim``."""
+                 started: float, log: Log, report: ReportWriter | None = None) -> StudyResult:
+    """Statistics, comparisons, tables and manifest of a study's passes, written to ``claim``, with the report
+    that ``report`` writes (:data:`~headstats.study.results.ReportWriter`) before the manifest lists the files."""
     from headstats.assignment.tables import analyse, ceiling_warnings
     from headstats.study.comparison import run_comparisons
     from headstats.study.memo import write_scores_memoised
-    from headstats.report.builder import build_report
 
     st = protocol.statistics
     tests = sum(a.n_layers * a.n_heads * len(a.measures) for a in passes.arrays)
@@ -69,8 +69,9 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, da
         for name, table in tables.items():
             write_table(table, stage, name, parquet=False)
     (stage / "protocol.resolved.yaml").write_text(dump_protocol(protocol))
-    log("drawing the figures and writing the report")
-    build_report(stage, protocol, analysis, manifest, comparison=comparison, analyses=extra, log=log)
+    if report is not None:
+        log("drawing the figures and writing the report")
+        report(stage, protocol, analysis, manifest, comparison=comparison, analyses=extra, log=log)
     manifest["wall_time_s"] = round(time.time() - started, 2)
     write_manifest(stage, manifest)
     claim.publish()

@@ -38,7 +38,7 @@ from headstats.study.finish import finish_study
 from headstats.study.models import model_functions
 from headstats.study.passes import StudyPasses, assemble_passes, make_runner, runner_summary
 from headstats.study.plan import job_label, study_jobs, study_roles
-from headstats.study.results import LoadedData, Log, StudyResult
+from headstats.study.results import LoadedData, Log, ReportWriter, StudyResult
 from headstats.study.storage import write_manifest
 
 STATES_FILE = "states.hsc"
@@ -297,8 +297,10 @@ def _max_length(parts: Sequence[ShardResult], model: str, dataset: str) -> int:
 
 
 def merge_shards(folders: Sequence[str | Path], out: str | Path, *, overwrite: bool = False,
-                 log: Log = lambda message: None) -> StudyResult:
-    """Join shard folders into the output folder one run of their protocol would have written.
+                 log: Log = lambda message: None, report: ReportWriter | None = None) -> StudyResult:
+    """Join shard folders into the output folder one run of their protocol would have written (with the report
+    that ``report`` writes, as :func:`headstats.study.run.run_study`; ``headstats merge`` passes
+    :func:`headstats.report.builder.build_report`).
 
     Raises
     ------
@@ -329,7 +331,7 @@ def merge_shards(folders: Sequence[str | Path], out: str | Path, *, overwrite: b
     log(f"merging {len(shards)} shards")
     with claim_output(out, overwrite=overwrite) as claim:
         passes = passes_from_shards(protocol, parts, data, execution)
-        result = finish_study(protocol, claim, passes, datasets, started=started, log=log)
+        result = finish_study(protocol, claim, passes, datasets, started=started, log=log, report=report)
     return result
 
 

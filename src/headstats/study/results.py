@@ -16,6 +16,13 @@ from headstats.measures import MeasureArray
 
 #: Called with each line of a study's log.
 Log = Callable[[str], None]
+#: Writes a study's report into its staged output folder, before the manifest lists the folder's files:
+#: ``report(folder, protocol, analysis, manifest, comparison=..., analyses=..., log=...)``, i.e. the report
+#: layer's :func:`headstats.report.builder.build_report`. The report layer sits above the study, which never
+#: imports it: whoever runs a study and wants its report passes one (``headstats run``, ``headstats merge``,
+#: ``hs.run``); without one, the run folder holds the tables and the manifest, and ``headstats report`` builds the
+#: report from them later.
+ReportWriter = Callable[..., object]
 
 
 @dataclass

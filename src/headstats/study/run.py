@@ -1,13 +1,18 @@
 """Run a whole protocol: read and parse the data, build and load the models, run the passes, and finish the
-study (statistics, comparisons, tables, report, manifest) in its output folder.
+study (statistics, comparisons, tables, manifest, and the report it is given) in its output folder.
 
 This is the layer just below the CLI; it takes plain callbacks for logging and progress so that it can be
 driven from Python too::
 
     from headstats.config.protocol import load_protocol
+    from headstats.report.builder import build_report
     from headstats.study.run import run_study
 
-    run_study(load_protocol("protocols/quickstart.yaml"), "runs/quickstart", overwrite=True)
+    run_study(load_protocol("protocols/quickstart.yaml"), "runs/quickstart", overwrite=True, report=build_report)
+
+The report is the layer above: :func:`run_study` writes the tables and the manifest, and the ``report`` it is
+given (``headstats run`` and ``hs.run`` give :func:`headstats.report.builder.build_report`) writes the report
+into the same folder before it is published.
 
 Its steps live in their own modules: :mod:`~headstats.study.data`, :mod:`~headstats.study.models`,
 :mod:`~headstats.study.plan`, :mod:`~headstats.study.passes`, :mod:`~headstats.study.finish`, and the results
@@ -27,7 +32,7 @@ from headstats.study.finish import finish_study
 from headstats.study.models import build_models
 from headstats.study.passes import run_passes
 from headstats.study.plan import Execution, cache_root
-from headstats.study.results import Log, StudyResult
+from headstats.study.results import Log, ReportWriter, StudyResult
 
 
 def run_study(
@@ -38,6 +43,7 @@ def run_study(
     log: Log = lambda message: None,
     progress: ProgressFactory = no_progress,
     execution: Execution = Execution(),
+    report: ReportWriter | None = None,
 ) -> StudyResult:
     """Run a protocol end to end and write its output folder.
 
@@ -55,6 +61,10 @@ def run_study(
     execution : Execution
         Cache and shard (see :class:`Execution`). With a shard, the output is a shard folder
         (:mod:`headstats.study.merge`) and the result holds no statistics.
+    report : ReportWriter, optional
+        Writes the report into the output folder before it is published: the report layer's
+        :func:`headstats.report.builder.build_report`, which ``headstats run`` and ``hs.run`` pass. Without it the
+        folder holds the tables and the manifest (``headstats report OUT`` builds the report from them).
     """
     from headstats.study.preflight import preflight
 
@@ -63,13 +73,15 @@ def run_study(
                     cache_dir=cache_root(protocol, execution))
     # preflight checked that the output holds none of the run's inputs; the claim locks it and stages
     with claim_output(out, overwrite=overwrite) as claim:
-        result = _run_claimed(protocol, claim, started=started, log=log, progress=progress, execution=execution)
+        result = _run_claimed(protocol, claim, started=started, log=log, progress=progress, execution=execution,
+                              report=report)
     log(f"done in {result.manifest['wall_time_s']:.1f} s: {out}")
     return result
 
 
 def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log: Log,
-                 progress: ProgressFactory, execution: Execution = Execution()) -> StudyResult:
+                 progress: ProgressFactory, execution: Execution = Execution(),
+                 report: ReportWriter | None = None) -> StudyResult:
     """The work of :func:`run_study` once its output folder is checked, locked and staged."""
     from headstats.study.comparison import check_comparable
 
@@ -91,4 +103,4 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
     else:
         passes = run_passes(protocol, sources, finetuned, data, log=log, progress=progress,
                             cache=cache)
-    return finish_study(protocol, claim, passes, datasets, started=started, log=log)
+    return finish_study(protocol, claim, passes, datasets, started=started, log=log, report=report)
