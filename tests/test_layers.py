@@ -39,12 +39,7 @@ REFERENCE = re.compile(r"headstats(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?")
 
 #: Known exceptions, each with the issue that removes it.
 KNOWN_UPWARD: set[tuple[str, str]] = set()
-KNOWN_CIRCLES: set[frozenset[str]] = {
-    # issue 20: claims.py names the built-in claim modules (BUILTIN_CLAIM_MODULES) that import it to register;
-    # their discovery belongs in a module above claims.py (as the study asks for them)
-    frozenset({"headstats.stats.claims", "headstats.stats.clark_claims", "headstats.stats.head_importance",
-               "headstats.stats.paper_claims"}),
-}
+KNOWN_CIRCLES: set[frozenset[str]] = set()
 
 
 def _package_of(path: Path) -> str:

@@ -30,7 +30,8 @@ from headstats.report.builder import (
     role_counts,
     role_summary,
 )
-from headstats.stats.claims import ClaimSettings, evaluate_claims
+from headstats.stats.claim_catalog import evaluate_all_claims
+from headstats.stats.claims import ClaimSettings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -173,7 +174,7 @@ def write_run(folder: Path) -> Path:
     roles = role_table(tests)
     tables = {"heads_per_layer": heads_per_role_per_layer(roles), "colocation": colocation(roles),
               "strongest_heads": strongest_heads(tests, k=2),
-              "claims": evaluate_claims({"roles": roles, "tests": tests}, ClaimSettings())}
+              "claims": evaluate_all_claims({"roles": roles, "tests": tests}, ClaimSettings())}
     tests.to_parquet(folder / "tests.parquet", index=False)
     tests.to_csv(folder / "tests.csv", index=False)
     roles.to_csv(folder / "roles.csv", index=False)

@@ -102,13 +102,14 @@ def run_provenance(models: dict[str, dict], datasets: dict[str, dict]) -> dict[s
 def run_claims(protocol: Protocol, analysis, comparison: dict[str, pd.DataFrame],
                extra: dict[str, dict[str, pd.DataFrame]]) -> pd.DataFrame:
     """Every registered claim tested on the run's tables, corrected over the run's claims (``claims.csv``;
-    :func:`headstats.stats.claims.evaluate_claims`)."""
-    from headstats.stats.claims import ClaimSettings, evaluate_claims
+    :func:`headstats.stats.claim_catalog.evaluate_all_claims`)."""
+    from headstats.stats.claim_catalog import evaluate_all_claims
+    from headstats.stats.claims import ClaimSettings
 
     tables = {"roles": analysis.roles, "tests": analysis.tests, **analysis.tables,
               **{f"compare_{name}": table for name, table in comparison.items()}}
     for analysis_tables in extra.values():
         tables.update(analysis_tables)
     st = protocol.statistics
-    return evaluate_claims(tables, ClaimSettings(alpha=st.alpha, correction=st.correction,
-                                                 confidence=st.confidence))
+    return evaluate_all_claims(tables, ClaimSettings(alpha=st.alpha, correction=st.correction,
+                                                     confidence=st.confidence))
