@@ -102,3 +102,19 @@ def test_a_study_given_no_report_writer_writes_tables_and_manifest_and_headstats
         result.show_report()
     assert rebuild_report(result.out, html=False) == result.out / "report.md" == result.report_path
     assert "## Claims, tested" in (result.out / "report.md").read_text()
+
+
+def test_run_scores_writes_the_scores_of_run_study_through_the_same_passes(tmp_path, tiny_model_dir):
+    """``headstats score`` (run_scores) is the study's passes and its writer, with no statistics: the same
+    scores.parquet as run_study of the same protocol, the same counts, and nothing else but the manifest."""
+    from headstats.study.run import run_scores
+
+    protocol = load_protocol(tiny_protocol(tmp_path, tiny_model_dir, ["local", "delimiter"]))
+    study = run_study(protocol, tmp_path / "study")
+    scored = run_scores(protocol, tmp_path / "scores", model="tiny")
+    pd.testing.assert_frame_equal(pd.read_parquet(scored.out / "scores.parquet"),
+                                  pd.read_parquet(study.out / "scores.parquet"))
+    assert sorted(p.name for p in scored.out.iterdir()) == ["manifest.json", "scores.parquet"]
+    manifest = json.loads((scored.out / "manifest.json").read_text())
+    assert manifest["inputs"]["tiny/single"]["n_scored"] == study.manifest["inputs"]["tiny/single"]["n_scored"] == 12
+    assert scored.scores[0].values.size == len(study.scores_frame()) == 12 * 2 * 2 * 2

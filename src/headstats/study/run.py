@@ -104,3 +104,59 @@ def _run_claimed(protocol: Protocol, claim: OutputClaim, *, started: float, log:
         passes = run_passes(protocol, sources, finetuned, data, log=log, progress=progress,
                             cache=cache)
     return finish_study(protocol, claim, passes, datasets, started=started, log=log, report=report)
+
+
+def run_scores(
+    protocol: Protocol,
+    out: str | Path,
+    *,
+    model: str,
+    overwrite: bool = False,
+    log: Log = lambda message: None,
+    progress: ProgressFactory = no_progress,
+    execution: Execution = Execution(),
+) -> StudyResult:
+    """Score a protocol of one model and one data set and write ``scores.parquet`` and ``manifest.json``
+    (``headstats score``): the checks and passes of :func:`run_study` (the same reading, parsing, engine and state
+    cache), the study's writer for the scores, and no statistics.
+
+    Parameters
+    ----------
+    protocol : Protocol
+        One model and one data set; its other options are what the passes read.
+    out : path
+        The output folder (checked and written as :func:`run_study` writes one).
+    model : str
+        The model as the user named it (``default``, a folder, a hub id): the ``model`` of the table and manifest.
+
+    Returns
+    -------
+    StudyResult
+        The scores (one :class:`~headstats.measures.MeasureArray`) and the manifest; no tests or roles.
+    """
+    from dataclasses import replace
+
+    import pandas as pd
+
+    from headstats.study.preflight import preflight
+    from headstats.study.scoring import write_scores
+    from headstats.study.storage import write_manifest
+
+    started = time.time()
+    cache = cache_root(protocol, execution)
+    out = preflight(protocol, out=out, overwrite=overwrite, cache_dir=cache)
+    name, data_name = protocol.models[0].name, protocol.datasets[0].name
+    with claim_output(out, overwrite=overwrite) as claim:
+        sources, finetuned = build_models(protocol, log)
+        loaded = read_data(protocol, finetuned, log, cache=cache)
+        passes = run_passes(protocol, sources, finetuned, loaded, log=log, progress=progress, cache=cache)
+        array = replace(passes.arrays[0], model=model)  # the model as given
+        counts = passes.counts[f"{name}/{data_name}"] | {"model": model}  # no input scored: refused there
+        write_scores([array], claim.staging / "scores.parquet")
+        manifest = {"models": {model: passes.provenance[name]}, "scoring": protocol.scoring.model_dump(),
+                    "seed": protocol.seed, "device": protocol.device, "datasets": dataset_manifest(loaded),
+                    "inputs": {f"{model}/{data_name}": counts}, "execution": passes.execution,
+                    "wall_time_s": round(time.time() - started, 2)}
+        write_manifest(claim.staging, manifest)
+        claim.publish()
+    return StudyResult(claim.out, [array], pd.DataFrame(), pd.DataFrame(), {}, manifest)
