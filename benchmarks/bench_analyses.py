@@ -70,7 +70,8 @@ def run(n: int, analyses: list[str], batch_size: int, data: Path = DATA) -> list
     from headstats.engine.runner import DEFAULT_MEMORY_BUDGET, attention_cells, build_collector
     from headstats.model.encoding import encode_records
     from headstats.model.loading import load_model
-    from headstats.study.run import load_data, study_jobs
+    from headstats.study.data import load_data
+    from headstats.study.plan import study_jobs
 
     torch.set_num_threads(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     protocol = protocol_for(n, analyses, data)

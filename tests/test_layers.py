@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "headstats"
 #: Lowest first. Base modules (errors, registry, fields, provenance, measures, folders, hub, lazy) may be used by every
 #: layer.
 LAYERS = ["errors", "registry", "fields", "provenance", "measures", "folders", "hub", "lazy", "inputs", "model",
-          "engine", "analyses", "stats", "config", "assignment", "plots", "report", "study", "cli", "api", "__init__"]
+          "engine", "analyses", "stats", "config", "assignment", "study", "plots", "report", "cli", "api", "__init__"]
 #: ``from headstats import __version__`` is the only use of the package root allowed below the API.
 ROOT_NAMES = {"__version__"}
 #: Options modules of upper layers that the protocol (config) composes; each imports only base modules (tested).
@@ -37,19 +37,9 @@ def _layer(module: str) -> str | None:
 #: A module's reference to another written as a string: ``"headstats.a.b"`` or ``"headstats.a.b:attribute"``.
 REFERENCE = re.compile(r"headstats(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?")
 
-#: Known exceptions, each with the issue that removes it. Issue 19 (i19a's part) moves the run-folder reading
-#: and the report's building out of study/run.py and splits run.py, which ends these.
-KNOWN_UPWARD = {
-    ("headstats.study.run", "headstats.report.builder"),  # issue 19: the study writes the report itself
-}
-KNOWN_CIRCLES: set[frozenset[str]] = {
-    # issue 19 (i19a's part): study/run.py is split into results, data, models, plan and passes
-    frozenset({"headstats.study.run", "headstats.study.merge", "headstats.study.executors"}),
-    # issue 20: claims.py names the built-in claim modules (BUILTIN_CLAIM_MODULES) that import it to register;
-    # their discovery belongs in a module above claims.py (as the study asks for them)
-    frozenset({"headstats.stats.claims", "headstats.stats.clark_claims", "headstats.stats.head_importance",
-               "headstats.stats.paper_claims"}),
-}
+#: Known exceptions, each with the issue that removes it.
+KNOWN_UPWARD: set[tuple[str, str]] = set()
+KNOWN_CIRCLES: set[frozenset[str]] = set()
 
 
 def _package_of(path: Path) -> str:

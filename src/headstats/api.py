@@ -161,12 +161,13 @@ def _attach(frame, records: list):
 def run(protocol: str | Path | Any, out: str | Path | None = None, *, overwrite: bool = False):
     """Run a YAML protocol (a path or a loaded Protocol) end to end, as ``headstats run`` does.
 
-    Returns the :class:`headstats.study.run.StudyResult` (tables, arrays, manifest, output folder). In Jupyter it
+    Returns the :class:`headstats.study.results.StudyResult` (tables, arrays, manifest, output folder). In Jupyter it
     shows as a table of the heads holding each role, and ``result.show_report()`` shows the run's report.
     """
     from headstats.config.protocol import Protocol, load_protocol
+    from headstats.report.builder import build_report
     from headstats.study.run import run_study
 
     if not isinstance(protocol, Protocol):
         protocol = load_protocol(protocol)
-    return run_study(protocol, out, overwrite=overwrite)
+    return run_study(protocol, out, overwrite=overwrite, report=build_report)

@@ -55,6 +55,7 @@ def test_selection_and_baselines_by_hand():
 
 def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
     from headstats.config.protocol import load_protocol
+    from headstats.report.builder import build_report
     from headstats.study.run import run_study
 
     data = tmp_path / "g.conllu"
@@ -65,7 +66,7 @@ def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
                 "analyses": ["coreference"]}
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(protocol))
-    result = run_study(load_protocol(path), tmp_path / "out")
+    result = run_study(load_protocol(path), tmp_path / "out", report=build_report)
     table = pd.read_csv(result.out / "coreference.csv")
     base = table[(table.predictor != "head") & (table.mention_type == "all")].set_index("predictor")
     # two queries (She, the dog): nearest gets neither (the old dog; She); same head word gets "the dog"

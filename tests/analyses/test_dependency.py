@@ -163,6 +163,7 @@ def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
     from headstats.inputs.readers import read_records
     from headstats.model.encoding import encode_records
     from headstats.model.loading import load_model
+    from headstats.report.builder import build_report
     from headstats.study.run import run_study
 
     protocol = {
@@ -173,7 +174,7 @@ def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
     }
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(protocol))
-    result = run_study(load_protocol(path), tmp_path / "out")
+    result = run_study(load_protocol(path), tmp_path / "out", report=build_report)
     heads = pd.read_csv(result.out / "dependency_heads.csv")
     table = pd.read_csv(result.out / "dependency_table.csv")
     assert list(table.columns[:8]) == ["relation", "n", "layer", "head", "direction", "accuracy", "offset",

@@ -84,6 +84,7 @@ def test_collector_table_shards_and_hypothesis():
 
 def test_enabled_from_a_protocol(tmp_path, tiny_model_dir):
     from headstats.config.protocol import load_protocol
+    from headstats.report.builder import build_report
     from headstats.study.run import run_study
 
     protocol = {
@@ -94,7 +95,7 @@ def test_enabled_from_a_protocol(tmp_path, tiny_model_dir):
     }
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(protocol))
-    result = run_study(load_protocol(path), tmp_path / "out")
+    result = run_study(load_protocol(path), tmp_path / "out", report=build_report)
     table = pd.read_csv(result.out / "distance.csv")
     assert len(table) == 4 and (table["n"] == 12).all()
     # a random tiny BERT attends almost uniformly (see test_entropy): every head about as far as uniform

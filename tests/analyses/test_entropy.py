@@ -87,6 +87,7 @@ def test_collector_table_and_merge():
 
 def test_enabled_from_a_protocol(tmp_path, tiny_model_dir):
     from headstats.config.protocol import load_protocol
+    from headstats.report.builder import build_report
     from headstats.study.run import run_study
 
     protocol = {
@@ -98,7 +99,7 @@ def test_enabled_from_a_protocol(tmp_path, tiny_model_dir):
     }
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(protocol))
-    result = run_study(load_protocol(path), tmp_path / "out")
+    result = run_study(load_protocol(path), tmp_path / "out", report=build_report)
     table = pd.read_csv(result.out / "entropy.csv")
     assert len(table) == 4 and (table["n"] == 12).all() and (table["model"] == "tiny").all()
     # a random tiny BERT attends almost uniformly: every head near the uniform reference, never above it

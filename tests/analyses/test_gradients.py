@@ -61,6 +61,7 @@ def tiny_mlm(folder: Path) -> Path:
 
 def run(tmp_path, model_dir, name="g"):
     from headstats.config.protocol import load_protocol
+    from headstats.report.builder import build_report
     from headstats.study.run import run_study
 
     protocol = {"name": name, "models": [{"name": "tiny", "path": str(model_dir)}],
@@ -69,7 +70,7 @@ def run(tmp_path, model_dir, name="g"):
                 "analyses": ["gradients"], "seed": 5}
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(protocol))
-    return run_study(load_protocol(path), tmp_path / name)
+    return run_study(load_protocol(path), tmp_path / name, report=build_report)
 
 
 def test_masked_lm_gradients_match_autograd(tmp_path):

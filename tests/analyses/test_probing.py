@@ -76,6 +76,7 @@ def test_attention_only_probe_finds_the_informative_head():
 def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
     from headstats.config.protocol import load_protocol
     from headstats.inputs.readers import read_records
+    from headstats.report.builder import build_report
     from headstats.study.run import run_study
 
     protocol = {"name": "probes", "models": [{"name": "tiny", "path": str(tiny_model_dir)}],
@@ -84,7 +85,7 @@ def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
                 "analyses": ["probing"], "seed": 3}
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(protocol))
-    result = run_study(load_protocol(path), tmp_path / "out")
+    result = run_study(load_protocol(path), tmp_path / "out", report=build_report)
     probes = pd.read_csv(result.out / "probes.csv").set_index("probe")
     assert list(probes.index) == ["right_branching", "distance_and_words", "attention_only", "attention_and_words"]
     assert probes["n_words"].nunique() == 1 and ((probes.uas >= 0) & (probes.uas <= 1)).all()

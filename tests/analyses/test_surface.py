@@ -183,6 +183,7 @@ def test_tiny_model_against_hugging_face_attentions(tiny_model):
 
 def test_enabled_from_a_protocol(tmp_path, tiny_model_dir):
     from headstats.config.protocol import load_protocol
+    from headstats.report.builder import build_report
     from headstats.study.run import run_study
 
     protocol = {
@@ -196,7 +197,7 @@ def test_enabled_from_a_protocol(tmp_path, tiny_model_dir):
     }
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(protocol))
-    result = run_study(load_protocol(path), tmp_path / "out")
+    result = run_study(load_protocol(path), tmp_path / "out", report=build_report)
     table = pd.read_csv(result.out / "surface.csv")
     assert list(table.columns) == list(SURFACE_COLUMNS) and len(table) == 4
     tests = pd.read_csv(result.out / "surface_tests.csv")

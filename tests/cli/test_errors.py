@@ -19,7 +19,7 @@ def _score_args(tiny_model_dir, out: Path) -> list[str]:
 
 def _fail_while_writing(monkeypatch, action) -> None:
     """Make the first table write of a command do ``action`` (inside the staging folder)."""
-    import headstats.study.run  # noqa: F401 - imported first, so that it binds the real write_table, not the patch
+    import headstats.study.finish  # noqa: F401 - imported first, so that it binds the real write_table, not the patch
     import headstats.study.scoring
     import headstats.study.storage
 

@@ -197,7 +197,7 @@ def test_command_and_protocol_make_one_checkpoint_under_the_cache_root(tiny_mode
 
     from headstats.config.protocol import load_protocol
     from headstats.model.identity import sha256_file
-    from headstats.study.run import build_models
+    from headstats.study.models import build_models
 
     root = Path(os.environ["HEADSTATS_CACHE_DIR"])
     small = {"train_rows": 24, "max_length": 16, "batch_size": 8}  # both sides: the same small overrides
@@ -227,7 +227,7 @@ def test_the_finetune_command_with_no_options_is_the_protocols_recipe(tiny_model
     from headstats.config.protocol import load_protocol
     from headstats.model.identity import sha256_file
     from headstats.model.recipe import task_recipe
-    from headstats.study.run import build_models
+    from headstats.study.models import build_models
 
     root = Path(os.environ["HEADSTATS_CACHE_DIR"])
     result = CliRunner().invoke(app, ["finetune", "--model", str(tiny_model_dir), "--task", "sst2",

@@ -21,7 +21,8 @@ from headstats.assignment.role_assignment import colocation, heads_per_role_per_
 from headstats.errors import HeadstatsError
 from headstats.config.protocol import Protocol, dump_protocol
 from headstats.report.builder import build_report, rebuild_report
-from headstats.stats.claims import ClaimSettings, evaluate_claims
+from headstats.stats.claim_catalog import evaluate_all_claims
+from headstats.stats.claims import ClaimSettings
 
 from conftest import PLANTED_HELD
 
@@ -57,7 +58,7 @@ def write_run(folder: Path) -> Path:
     roles = role_table(tests)
     tables = {"heads_per_layer": heads_per_role_per_layer(roles), "colocation": colocation(roles),
               "strongest_heads": strongest_heads(tests, k=2),
-              "claims": evaluate_claims({"roles": roles, "tests": tests}, ClaimSettings())}
+              "claims": evaluate_all_claims({"roles": roles, "tests": tests}, ClaimSettings())}
     tests.to_parquet(folder / "tests.parquet", index=False)
     tests.to_csv(folder / "tests.csv", index=False)
     roles.to_csv(folder / "roles.csv", index=False)

@@ -153,10 +153,11 @@ def quickstart_report(tmp_path_factory) -> tuple[Path, float]:
     from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, strongest_heads
     from headstats.assignment.tables import Analysis
     from headstats.config.protocol import Protocol
-    from headstats.report.builder import _read_roles, build_report
+    from headstats.report.builder import build_report
+    from headstats.study.run_folder import read_roles
 
     tests = pd.read_csv(GOLDEN / "tests.csv")
-    roles = _read_roles(GOLDEN / "roles.csv")
+    roles = read_roles(GOLDEN / "roles.csv")
     protocol = Protocol.model_validate({
         "name": "quickstart", "datasets": [{"name": "demo_single", "path": "s.txt"}, {"name": "demo_pairs",
                                                                                        "path": "p.txt"}],

@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from headstats.errors import UnknownNameError
 from headstats.stats.claims import (
     CANNOT_TELL,
     CLAIM_COLUMNS,
@@ -22,7 +21,6 @@ from headstats.stats.claims import (
     claim_p,
     evaluate_claims,
     evidence_from_table,
-    list_claims,
     register_claim,
     verdict_of,
 )
@@ -79,19 +77,6 @@ def test_a_claim_without_an_opposite_keeps_its_one_sided_p():
 def test_p_zero_is_never_a_verdict():
     verdict, reason = verdict_of(Evidence("m", "d", p_for=0.0, p_against=1.0), 0.0, 0.05)
     assert verdict == CANNOT_TELL and "p = 0" in reason
-
-
-def test_unknown_claims_list_the_known_ones():
-    with pytest.raises(UnknownNameError, match="local_syntactic"):
-        evaluate_claims({}, claims=["local_syntactc"])
-
-
-def test_the_builtin_claims_are_listed_with_their_hypotheses():
-    listed = list_claims().set_index("claim")
-    for key in ("delimiter_largest", "cls_early", "sep_middle_late", "few_multi_role_late", "local_syntactic",
-                "later_layers_change_most", "sep_attention_falls", "delimiter_heads_lost", "syntactic_heads_gained"):
-        assert key in listed.index
-        assert listed.loc[key, "hypothesis"].startswith("H0:")
 
 
 def test_claims_whose_tables_are_missing_are_left_out():

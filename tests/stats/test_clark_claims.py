@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from headstats.stats.claims import CANNOT_TELL, NOT_SHOWN, SUPPORTED, ClaimSettings, evaluate_claims
+from headstats.stats.claim_catalog import evaluate_all_claims
+from headstats.stats.claims import CANNOT_TELL, NOT_SHOWN, SUPPORTED, ClaimSettings
 from headstats.stats.clark_claims import (
     broad_first_layer,
     coreference_head_beats_baselines,
@@ -39,9 +40,9 @@ def test_previous_token_heads_is_the_smallest_corrected_p():
     assert ev.p_for == pytest.approx(1e-6 * (1 + 1 * 4 + 2))
     assert ev.estimate == pytest.approx(0.3) and ev.ci_low == pytest.approx(0.2)
     assert "2 of 24 heads pass" in ev.detail
-    out = evaluate_claims({"surface_tests": tests}, ClaimSettings(), claims=["previous_token_heads"])
+    out = evaluate_all_claims({"surface_tests": tests}, ClaimSettings(), claims=["previous_token_heads"])
     assert out["verdict"].tolist() == [SUPPORTED]
-    nothing = evaluate_claims({"surface_tests": surface_tests({})}, ClaimSettings(), claims=["previous_token_heads"])
+    nothing = evaluate_all_claims({"surface_tests": surface_tests({})}, ClaimSettings(), claims=["previous_token_heads"])
     assert nothing["verdict"].tolist() == [NOT_SHOWN]
 
 
@@ -80,7 +81,7 @@ def test_a_baseline_zero_by_construction_is_never_beaten():
     only = coreference_head_beats_baselines({"coreference_tests": coref_tests({"same_head_word": 0.0})},
                                             ClaimSettings())[0]
     assert only.reason.startswith("every baseline is 0 or 1 by construction")
-    out = evaluate_claims({"coreference_tests": coref_tests({"same_head_word": 0.0})}, ClaimSettings(),
+    out = evaluate_all_claims({"coreference_tests": coref_tests({"same_head_word": 0.0})}, ClaimSettings(),
                           claims=["coreference_head_beats_baselines"])
     assert out["verdict"].tolist() == [CANNOT_TELL]
 
@@ -89,5 +90,5 @@ def test_clustering_claim_reads_the_permutation_test_with_its_floor():
     table = pd.DataFrame([{"model": "m", "dataset": "d", "claim": "heads of one layer sit together", "n_items": 24,
                            "n_groups": 6, "within_mean": 0.1, "between_mean": 0.3, "statistic": 0.2, "ratio": 0.33,
                            "p_value": 1 / 10000, "n_permutations": 9999, "seed": 0, "alpha": 0.05, "reject": True}])
-    out = evaluate_claims({"clustering_tests": table}, ClaimSettings(), claims=["layer_heads_cluster"])
+    out = evaluate_all_claims({"clustering_tests": table}, ClaimSettings(), claims=["layer_heads_cluster"])
     assert out["verdict"].tolist() == [SUPPORTED] and out["floor"].iloc[0] == pytest.approx(1e-4)

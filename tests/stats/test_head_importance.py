@@ -11,7 +11,8 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from headstats.stats.claims import ClaimSettings, evaluate_claims
+from headstats.stats.claim_catalog import evaluate_all_claims
+from headstats.stats.claims import ClaimSettings
 from headstats.stats.head_importance import (_difference_test, pruning_curve, removable_share, removable_table,
                                         seed_tests)
 from headstats.stats.seeds import moderated_t_over_seeds
@@ -88,7 +89,7 @@ def test_role_claims_from_tables():
     base = {"model": "m", "dataset": "d", "layer": layer, "head": head}
     tables = {"importance": pd.DataFrame({**base, "importance": importance, "importance_measure": "delta_loss"}),
               "roles": pd.DataFrame({**base, "local": held, "delimiter": ~held})}
-    claims = evaluate_claims(tables, claims=["importance_role_local", "delimiter_heads_least_important"])
+    claims = evaluate_all_claims(tables, claims=["importance_role_local", "delimiter_heads_least_important"])
     verdicts = dict(zip(claims["claim"], claims["verdict"]))
     assert verdicts == {"importance_role_local": "supported", "delimiter_heads_least_important": "supported"}
     assert claims["estimate"].iat[0] == pytest.approx(importance[held].mean() - importance[~held].mean())

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from headstats.stats.claims import CANNOT_TELL, CONTRADICTED, NOT_SHOWN, SUPPORTED, ClaimSettings, evaluate_claims
+from headstats.stats.claim_catalog import evaluate_all_claims
+from headstats.stats.claims import CANNOT_TELL, CONTRADICTED, NOT_SHOWN, SUPPORTED, ClaimSettings
 from headstats.stats.paper_claims import cls_early, few_multi_role_late, local_syntactic
 
 ROLES = ["local", "delimiter", "delimiter_cls", "delimiter_sep", "syntactic"]
@@ -36,7 +37,7 @@ def ceilings(out_of_reach: tuple[str, ...] = ()) -> pd.DataFrame:
 
 
 def run(roles, ceil=None, claims=None, alpha=0.05):
-    return evaluate_claims({"roles": roles, "ceilings": ceil if ceil is not None else ceilings()},
+    return evaluate_all_claims({"roles": roles, "ceilings": ceil if ceil is not None else ceilings()},
                            ClaimSettings(alpha=alpha, correction="holm"), claims=claims).set_index("claim")
 
 

@@ -154,6 +154,7 @@ def test_each_model_is_loaded_once_and_each_batch_runs_once_through_it(case, tmp
 
     from headstats.engine import forward as extraction
     from headstats.model import loading as models
+    from headstats.report.builder import build_report
     from headstats.study.run import run_study
 
     path, model_dirs, expected_forwards, check = case(tmp_path, tiny_model_dir)
@@ -171,7 +172,7 @@ def test_each_model_is_loaded_once_and_each_batch_runs_once_through_it(case, tmp
     monkeypatch.setattr(models, "load_model", load)
     monkeypatch.setattr(extraction, "forward_attentions", forward)
     protocol = load_protocol(path)
-    result = run_study(protocol, tmp_path / "out")
+    result = run_study(protocol, tmp_path / "out", report=build_report)
     assert loads == {str(p): 1 for p in model_dirs}
     assert forwards == expected_forwards
     check(result, protocol)

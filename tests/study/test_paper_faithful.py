@@ -147,7 +147,8 @@ def test_the_arc_score_cuts_rows_at_the_published_n(tiny_model):
 def test_a_run_of_the_protocol_reproduces_the_notebooks(tmp_path, tiny_model, tiny_model_dir, nlp):
     from headstats.config.protocol import ModelSpec
     from headstats.model.encoding import encode_record
-    from headstats.study.run import load_data, run_study
+    from headstats.study.data import load_data
+    from headstats.study.run import run_study
 
     protocol = load_protocol(PROTOCOL)
     protocol.models = [ModelSpec(name="tiny", path=str(tiny_model_dir))]

@@ -10,7 +10,8 @@ import torch
 from headstats.model.encoding import encode_record
 from headstats.engine.forward import pad_batch
 from headstats.inputs.records import Record
-from headstats.study.scoring import SCORE_COLUMNS, applicable_roles, score_records, scores_frame
+from headstats.measures import MeasureArray
+from headstats.study.scoring import SCORE_COLUMNS, applicable_roles, long_frame, score_records
 from headstats.analyses.roles import register_role, unregister_role
 
 ROLES = ["local", "delimiter", "delimiter_cls", "delimiter_sep", "block", "syntactic", "syntactic:nsubj",
@@ -129,9 +130,9 @@ def test_a_score_by_hand(tiny_model, runs):
     np.testing.assert_allclose(got_nsubj, expected_nsubj, rtol=1e-5)
 
 
-def test_scores_frame_order():
+def test_long_frame_order():
     values = np.arange(2 * 2 * 3 * 2, dtype=float).reshape(2, 2, 3, 2)
-    frame = scores_frame(values, ["a", "b"], ["local", "block"], model="m", dataset="d")
+    frame = long_frame([MeasureArray("m", "d", np.array(["a", "b"]), ("local", "block"), values)])
     assert list(frame.columns) == SCORE_COLUMNS
     assert len(frame) == 24
     assert frame.iloc[0].tolist() == ["m", "d", "a", 0, 0, "local", 0.0]

@@ -96,8 +96,8 @@ _NO_CACHE_HELP = "neither read nor write the state cache (every forward pass run
 
 
 def _execution(shard: Optional[str], cache_dir: Optional[Path], no_cache: bool):
-    """The run's :class:`headstats.study.run.Execution` from the CLI options."""
-    from headstats.study.run import Execution, parse_shard
+    """The run's :class:`headstats.study.plan.Execution` from the CLI options."""
+    from headstats.study.plan import Execution, parse_shard
 
     return Execution(cache=not no_cache, cache_dir=str(cache_dir) if cache_dir is not None else None,
                      shard=parse_shard(shard) if shard is not None else None)

@@ -58,10 +58,11 @@ def merge(
     """Join shard folders into the run one machine would have made (same tables, byte for byte)."""
     with _errors(out) as command:
         _quiet_libraries()
+        from headstats.report.builder import build_report
         from headstats.study.merge import merge_shards
 
         console = _console(quiet)
-        result = merge_shards(shards, out, overwrite=overwrite, log=lambda m: console.log(m))
+        result = merge_shards(shards, out, overwrite=overwrite, log=lambda m: console.log(m), report=build_report)
         command.written = True
         if not quiet:
             typer.echo(f"report: {result.out / 'report.html'}")

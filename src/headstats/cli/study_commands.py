@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -98,11 +97,12 @@ def run(
         command.out = out or _default_out(proto)
         execution = _execution(shard, cache_dir, no_cache)
         _quiet_libraries()
+        from headstats.report.builder import build_report
         from headstats.study.run import run_study
 
         console = _console(quiet)
         result = run_study(proto, out, overwrite=overwrite, log=lambda m: console.log(m),
-                           progress=_progress_factory(console, quiet), execution=execution)
+                           progress=_progress_factory(console, quiet), execution=execution, report=build_report)
         if execution.shard is not None:
             command.written = True
             if not quiet:
@@ -134,15 +134,11 @@ def score(
     """Score one data file: writes scores.parquet and manifest.json (other options: the protocol's defaults).
     The passes are those of 'run', through the same state cache."""
     with _errors(out) as command:
-        import time
-
         from pydantic import ValidationError
 
         from headstats.errors import ProtocolError
-        from headstats.study.preflight import preflight
         from headstats.config.protocol import Protocol, check_names, validation_message
 
-        started = time.time()
         given = _protocol_values({"roles": _split_roles(roles), "max_length": max_length,
                                   "batch_size": batch_size, "device": device, "seed": seed})
         try:
@@ -153,40 +149,16 @@ def score(
         except ValidationError as exc:
             raise ProtocolError(validation_message(exc, what="score options")) from None
         check_names(proto)
-        execution = _execution(None, cache_dir, no_cache)
-        from headstats.study.run import cache_root
-
-        cache = cache_root(proto, execution)
-        out = preflight(proto, out=out, overwrite=overwrite, cache_dir=cache)
         command.out = out
         _quiet_libraries()
-        from headstats.folders import claim_output
-        from headstats.study.run import build_models, dataset_manifest, read_data, run_passes
-        from headstats.study.scoring import write_scores
-        from headstats.study.storage import write_manifest
+        from headstats.study.run import run_scores
 
-        data_name = proto.datasets[0].name
         console = _console(quiet)
-        log = lambda m: console.log(m)  # noqa: E731
-        with claim_output(out, overwrite=overwrite) as claim:
-            # the passes of `headstats run`: the same reading, parsing, engine and state cache
-            sources, finetuned = build_models(proto, log)
-            loaded = read_data(proto, finetuned, log, cache=cache)
-            passes = run_passes(proto, sources, finetuned, loaded, log=log, progress=_progress_factory(console, quiet),
-                                cache=cache)
-            array = replace(passes.arrays[0], model=model)  # the model as given, as before
-            counts = passes.counts[f"{proto.models[0].name}/{data_name}"] | {"model": model}  # no input scored: refused there
-            n_rows = write_scores([array], claim.staging / "scores.parquet")
-            datasets = dataset_manifest(loaded)
-            write_manifest(claim.staging, {
-                "models": {model: passes.provenance[proto.models[0].name]}, "scoring": proto.scoring.model_dump(),
-                "seed": proto.seed, "device": proto.device, "datasets": datasets,
-                "inputs": {f"{model}/{data_name}": counts}, "execution": passes.execution,
-                "wall_time_s": round(time.time() - started, 2)})
-            claim.publish()
+        result = run_scores(proto, out, model=model, overwrite=overwrite, log=lambda m: console.log(m),
+                            progress=_progress_factory(console, quiet), execution=_execution(None, cache_dir, no_cache))
         command.written = True
         if not quiet:
-            typer.echo(f"scores: {out / 'scores.parquet'} ({n_rows} rows)")
+            typer.echo(f"scores: {result.out / 'scores.parquet'} ({result.scores[0].values.size} rows)")
 
 
 @command()
@@ -207,7 +179,7 @@ def validate(
     """
     with _errors():
         from headstats.study.preview import validate_run
-        from headstats.study.run import cache_root
+        from headstats.study.plan import cache_root
 
         proto = _load(protocol, data_root)
         checked = validate_run(proto, out=out, overwrite=overwrite,

@@ -168,89 +168,8 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
 
 # ============================================================================================ rebuild
 
-#: Tables a run folder must hold for its report to be rebuilt.
-REQUIRED_FILES = ("roles.csv", "heads_per_layer.csv", "colocation.csv", "manifest.json", "protocol.resolved.yaml")
 #: Files of the report itself (replaced by a rebuild; figures/ too).
 REPORT_FILES = ("report.md", "report.html")
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, keep_default_na=True)
-
-
-def _read_roles(path: Path) -> pd.DataFrame:
-    roles = _read_csv(path)
-    for col in role_columns(roles):
-        roles[col] = roles[col].map(lambda v: pd.NA if pd.isna(v) else str(v).strip().lower() in ("true", "1"))
-        roles[col] = roles[col].astype("boolean")
-    if "roles" in roles.columns:
-        roles["roles"] = roles["roles"].fillna("").astype(str)
-    return roles
-
-
-def _read_table(run: Path, name: str, present: set[str] | None = None) -> pd.DataFrame:
-    parquet, csv = run / f"{name}.parquet", run / f"{name}.csv"
-    if (f"{name}.parquet" in present) if present is not None else parquet.is_file():
-        return pd.read_parquet(parquet)
-    return _read_csv(csv)
-
-
-def load_run_tables(run_dir: str | Path) -> tuple[object, Analysis, dict, dict]:
-    """Read a finished run folder: (protocol, analysis, manifest, comparison tables). No model, no torch.
-
-    The folder is checked first (:func:`headstats.report.schemas.check_run_folder`: its manifest's paths, its
-    tables against the schema the run wrote), and only the tables its manifest lists are read.
-
-    Raises
-    ------
-    HeadstatsError
-        When the folder is not a finished headstats run folder (a file is missing, unreadable or damaged), in
-        one line naming the file.
-    """
-    import yaml
-    from pydantic import ValidationError
-
-    from headstats.config.protocol import Protocol, upgrade_resolved, validation_message
-    from headstats.report.schemas import check_run_folder, run_tables
-
-    run = Path(run_dir)
-    if not run.is_dir():
-        raise HeadstatsError(f"run folder {str(run)!r} does not exist; give the folder a `headstats run` wrote")
-    missing = [f for f in REQUIRED_FILES if not (run / f).is_file()]
-    if not (run / "tests.parquet").is_file() and not (run / "tests.csv").is_file():
-        missing.insert(0, "tests.csv")
-    if missing:
-        raise HeadstatsError(f"{str(run)!r} lacks {', '.join(missing)}: it is not a finished headstats run "
-                             "folder; rerun `headstats run` to make one")
-    manifest = check_run_folder(run, required=[*(f for f in REQUIRED_FILES if f != "manifest.json"),
-                                               ("tests.csv", "tests.parquet")])
-    where = run / "protocol.resolved.yaml"  # checked above: inside the run, no link on the way
-    try:
-        raw = yaml.safe_load(where.read_text(encoding="utf-8"))
-        if not isinstance(raw, dict):
-            raise ValueError(f"it holds a {type(raw).__name__}, not a mapping")
-        protocol = Protocol.model_validate(upgrade_resolved(raw))  # runs written before options moved too
-    except ValidationError as exc:
-        raise HeadstatsError(f"{str(where)} is damaged: {validation_message(exc, what='protocol')}; rerun "
-                             "`headstats run`") from None
-    except Exception as exc:  # noqa: BLE001 - any unreadable file means the same to the user
-        text = " ".join(str(exc).split())[:200]
-        raise HeadstatsError(f"{str(where)} cannot be read ({type(exc).__name__}: {text}); rerun "
-                             "`headstats run`") from None
-    present = set(run_tables(run, manifest))
-    tests = _read_table(run, "tests", present)
-    roles = _read_roles(run / "roles.csv")
-    tables: dict[str, pd.DataFrame] = {}
-    comparison: dict[str, pd.DataFrame] = {}
-    for file in sorted(present):
-        name = file.removesuffix(".csv")
-        if not file.endswith(".csv") or name in ("tests", "roles"):
-            continue
-        if name.startswith("compare_"):
-            comparison[name.removeprefix("compare_")] = _read_table(run, name, present)
-        else:
-            tables[name] = _read_csv(run / file)
-    return protocol, Analysis(tests=tests, roles=roles, tables=tables), manifest, comparison
 
 
 def _check_rebuildable(run: Path, manifest: dict) -> None:
@@ -303,7 +222,8 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
     """
     from headstats.assignment.role_assignment import strongest_heads
     from headstats.folders import STAGING_MARKER, _acquire_lock, _owner_record, output_file_list, replace_outputs
-    from headstats.report.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema, unchecked_tables_fail_in_one_line
+    from headstats.study.run_folder import load_run_tables
+    from headstats.study.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema, unchecked_tables_fail_in_one_line
 
     run = Path(run_dir).expanduser()
     if run.is_symlink():

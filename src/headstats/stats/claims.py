@@ -8,8 +8,9 @@ p-value in the claimed direction (``p_for``) and, where the claim has an opposit
 (``p_against``), the smallest p-value the design can attain (``floor``), what it could detect, and a reason
 when the data cannot decide.
 
-:func:`evaluate_claims` runs the registered claims on a run's tables, corrects their p-values together
-(the family is every claim of the run whose test can reject) and gives each a verdict:
+:func:`evaluate_claims` runs the registered claims on a run's tables (:mod:`headstats.stats.claim_catalog`
+imports the built-in ones), corrects their p-values together (the family is every claim of the run whose test
+can reject) and gives each a verdict:
 
 - ``cannot tell``: the evidence names a reason (the role cannot reach tau: mean ceiling <= tau; the role was not
   tested; too few heads), or the design's smallest attainable p-value is above alpha (a sign-flip test over 3
@@ -177,13 +178,9 @@ class Claim:
     tables: tuple[str, ...] = ()
 
 
-#: Every claim the report may state. Built-in claims register when their module is imported
-#: (:data:`BUILTIN_CLAIM_MODULES`); a user registers one with :func:`register_claim`.
+#: Every claim the report may state. Built-in claims register when their module is imported (the catalog,
+#: :mod:`headstats.stats.claim_catalog`, imports them all); a user registers one with :func:`register_claim`.
 CLAIMS: Registry[Claim] = Registry("claim", hint="register one with headstats.stats.claims.register_claim")
-
-#: Modules whose import registers the built-in claims (imported by :func:`evaluate_claims`).
-BUILTIN_CLAIM_MODULES: tuple[str, ...] = ("headstats.stats.paper_claims", "headstats.stats.clark_claims",
-                                          "headstats.stats.head_importance")
 
 
 def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, unit: str, test: str, measure: str,
@@ -201,21 +198,6 @@ def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, uni
                                    tuple(tables)), overwrite=overwrite)
         return evaluate
     return wrap
-
-
-def list_claims() -> pd.DataFrame:
-    """The registered claims: ``claim, sentence, source, hypothesis, unit, test, measure, tables``."""
-    _import_builtins()
-    return pd.DataFrame([{"claim": c.key, "sentence": c.sentence, "source": c.source, "hypothesis": c.hypothesis,
-                          "unit": c.unit, "test": c.test, "measure": c.measure, "tables": ", ".join(c.tables)}
-                         for _, c in CLAIMS.items()])
-
-
-def _import_builtins() -> None:
-    import importlib
-
-    for module in BUILTIN_CLAIM_MODULES:
-        importlib.import_module(module)
 
 
 def claim_p(p_for: float, p_against: float) -> float:
@@ -261,7 +243,8 @@ def _in_family(ev: Evidence, alpha: float) -> bool:
 
 def evaluate_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings | None = None, *,
                     claims: Iterable[str] | None = None) -> pd.DataFrame:
-    """Test every registered claim (or ``claims``) on a run's tables and give each its verdict.
+    """Test every registered claim (or ``claims``) on a run's tables and give each its verdict (the whole
+    catalog, built-in claims included: :func:`headstats.stats.claim_catalog.evaluate_all_claims`).
 
     Parameters
     ----------
@@ -281,7 +264,6 @@ def evaluate_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings 
         whose test can reject; NaN outside it). ``floor`` is the smallest attainable ``p_unc``.
     """
     settings = settings or ClaimSettings()
-    _import_builtins()
     keys = CLAIMS.names() if claims is None else list(claims)
     rows: list[tuple[Claim, Evidence]] = []
     for key in keys:

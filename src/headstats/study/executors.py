@@ -1,4 +1,4 @@
-"""Executors: where a study's passes run. ``local`` (the default) is :func:`headstats.study.run.run_passes` in
+"""Executors: where a study's passes run. ``local`` (the default) is :func:`headstats.study.passes.run_passes` in
 this process; ``ray`` (:func:`run_on_ray`, the optional extra ``headstats[ray]``) runs ``execution.workers``
 shards (:mod:`headstats.study.merge`) as Ray tasks, each worker loading each model once, and merges their
 chunk states in chunk order, so the tables are byte-identical to a local run.
@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from headstats.config.protocol import Protocol
-from headstats.study.run import Log, LoadedData, StudyPasses
+from headstats.study.passes import StudyPasses
+from headstats.study.results import LoadedData, Log
 
 
 def _shard_task(protocol: Protocol, sources: dict, finetuned: dict, data: dict, shard: tuple[int, int],

@@ -33,9 +33,12 @@ import pandas as pd
 from headstats.config.protocol import Protocol, dump_protocol, validate_protocol
 from headstats.errors import IncompatibleResultsError, OutputError
 from headstats.folders import OutputClaim, claim_output, manifest_of, member_path
-from headstats.study.run import (Log, LoadedData, ProgressFactory, StudyPasses, StudyResult, _no_progress,
-                                 assemble_passes, finish_study, job_label, make_runner, model_functions,
-                                 runner_summary, study_jobs, study_roles)
+from headstats.engine.runner import ProgressFactory, no_progress
+from headstats.study.finish import finish_study
+from headstats.study.models import model_functions
+from headstats.study.passes import StudyPasses, assemble_passes, make_runner, runner_summary
+from headstats.study.plan import job_label, study_jobs, study_roles
+from headstats.study.results import LoadedData, Log, ReportWriter, StudyResult
 from headstats.study.storage import write_manifest
 
 STATES_FILE = "states.hsc"
@@ -54,7 +57,7 @@ class ShardResult:
     ----------
     shard : (i, n)
     entries : dict
-        Job label (:func:`headstats.study.run.job_label`) -> chunk number -> ``{"state", "counts"}``.
+        Job label (:func:`headstats.study.plan.job_label`) -> chunk number -> ``{"state", "counts"}``.
     provenance : dict
         Model name -> provenance.
     max_length : dict
@@ -79,7 +82,7 @@ class ShardResult:
 
 def run_shard(protocol: Protocol, sources: dict[str, str], finetuned: dict[str, dict], data: dict[str, LoadedData],
               shard: tuple[int, int], *, cache: Path | None, log: Log = lambda m: None,
-              progress: ProgressFactory = _no_progress) -> ShardResult:
+              progress: ProgressFactory = no_progress) -> ShardResult:
     """Run shard ``(i, n)`` of every data set's chunks and return its chunk states."""
     load, describe, provenance = model_functions(protocol, sources, finetuned, log)
     roles = study_roles(protocol, data)
@@ -294,8 +297,10 @@ def _max_length(parts: Sequence[ShardResult], model: str, dataset: str) -> int:
 
 
 def merge_shards(folders: Sequence[str | Path], out: str | Path, *, overwrite: bool = False,
-                 log: Log = lambda message: None) -> StudyResult:
-    """Join shard folders into the output folder one run of their protocol would have written.
+                 log: Log = lambda message: None, report: ReportWriter | None = None) -> StudyResult:
+    """Join shard folders into the output folder one run of their protocol would have written (with the report
+    that ``report`` writes, as :func:`headstats.study.run.run_study`; ``headstats merge`` passes
+    :func:`headstats.report.builder.build_report`).
 
     Raises
     ------
@@ -326,7 +331,7 @@ def merge_shards(folders: Sequence[str | Path], out: str | Path, *, overwrite: b
     log(f"merging {len(shards)} shards")
     with claim_output(out, overwrite=overwrite) as claim:
         passes = passes_from_shards(protocol, parts, data, execution)
-        result = finish_study(protocol, claim, passes, datasets, started=started, log=log)
+        result = finish_study(protocol, claim, passes, datasets, started=started, log=log, report=report)
     return result
 
 

@@ -21,8 +21,7 @@ from headstats.model.loading import LoadedModel
 from headstats.analyses.roles import get_role
 from headstats.analyses.sieves import ScoreSettings
 
-__all__ = ["SCORE_COLUMNS", "ScoreRun", "applicable_roles", "long_frame", "score_records", "scores_frame",
-           "write_scores"]
+__all__ = ["SCORE_COLUMNS", "ScoreRun", "applicable_roles", "long_frame", "score_records", "write_scores"]
 
 
 class ScoreRun:
@@ -55,13 +54,6 @@ class ScoreRun:
     def scores(self) -> pd.DataFrame:
         """The long table ``model, dataset, sentence_id, layer, head, role, score`` (built when first asked for)."""
         return long_frame([self.array])
-
-
-def scores_frame(
-    values: np.ndarray, sentence_ids: Sequence[str], roles: Sequence[str], *, model: str, dataset: str
-) -> pd.DataFrame:
-    """Turn a (S, L, H, R) array into the long scores table (row order: sentence, layer, head, role)."""
-    return long_frame([MeasureArray(model, dataset, np.asarray(sentence_ids), tuple(roles), values)])
 
 
 def long_frame(arrays: Iterable[MeasureArray]) -> pd.DataFrame:

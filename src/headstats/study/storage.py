@@ -1,7 +1,7 @@
 """Writing a run's tables and its manifest.
 
 Output folders themselves (safety checks, lock, staging, atomic publish) are :mod:`headstats.folders`;
-``check_output_folder``, ``claim_output`` and ``staged_output`` are re-exported here.
+``check_output_folder`` is re-exported here (the preflight's check of an output folder).
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from headstats.folders import WRITTEN_BY, check_output_folder, claim_output, output_listing, staged_output
+from headstats.folders import WRITTEN_BY, check_output_folder, output_listing
 from headstats.model.loading import sha256_file_memo
 
-__all__ = ["check_output_folder", "claim_output", "staged_output", "write_table", "write_manifest",
-           "package_versions", "file_hashes"]
+__all__ = ["check_output_folder", "write_table", "write_manifest", "package_versions", "file_hashes"]
 
 VERSIONED_PACKAGES = (
     "headstats", "torch", "transformers", "tokenizers", "numpy", "scipy", "statsmodels", "pandas",
@@ -63,7 +62,7 @@ def write_manifest(folder: Path, manifest: dict) -> None:
     ``--overwrite`` or ``headstats report`` check that the folder holds only what headstats wrote, unchanged
     (:func:`headstats.folders.is_headstats_output`, :func:`headstats.folders.unchanged_outputs`).
     """
-    from headstats.report.schemas import SCHEMAS_KEY, table_schemas
+    from headstats.study.schemas import SCHEMAS_KEY, table_schemas
 
     manifest = {"written_by": WRITTEN_BY, **manifest, "versions": package_versions(), "command": sys.argv,
                 **output_listing(folder), SCHEMAS_KEY: table_schemas(folder)}

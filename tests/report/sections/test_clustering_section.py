@@ -22,9 +22,9 @@ def test_clustering_claims_and_section(tmp_path):
                            "n_groups": 2, "within_mean": 0.1, "between_mean": 0.4, "statistic": 0.3, "ratio": 0.25,
                            "p_value": 0.1, "n_permutations": 9, "seed": 0, "alpha": 0.05, "reject": False}])
     assert "alpha = 0.05): within 0.100, between 0.400 nats (ratio 0.25), p = 0.1" in clustering_claims(tests)[0]
-    from headstats.stats.claims import evaluate_claims
+    from headstats.stats.claim_catalog import evaluate_all_claims
 
-    claims = evaluate_claims({"clustering_tests": tests}, claims=["layer_heads_cluster"])
+    claims = evaluate_all_claims({"clustering_tests": tests}, claims=["layer_heads_cluster"])
     report = Report("t")
     clustering_section(report, tmp_path, {"js_distance": js, "mds": mds, "clustering_tests": tests,
                                           "claims": claims})

@@ -8,7 +8,7 @@ import pandas as pd
 from headstats.report.blocks import Report, render_markdown
 from headstats.report.sections.dependency_section import dependency_section
 from headstats.stats.accuracy import dependency_table
-from headstats.stats.claims import evaluate_claims
+from headstats.stats.claim_catalog import evaluate_all_claims
 
 
 def test_dependency_section_states_the_claim(tmp_path):
@@ -27,7 +27,7 @@ def test_dependency_section_states_the_claim(tmp_path):
     heads = pd.DataFrame({"model": "m", "dataset": "d", "relation": ["det", "det"], "layer": 0, "head": [0, 1],
                           "direction": "dependent_to_head", "n": 200, "accuracy": [0.9, 0.1]})
     report = Report("r")
-    claims = evaluate_claims({"dependency_table": table}, claims=["head_beats_offset"])
+    claims = evaluate_all_claims({"dependency_table": table}, claims=["head_beats_offset"])
     dependency_section(report, tmp_path, {"dependency_table": table, "dependency_heads": heads, "claims": claims})
     text = render_markdown(report, tmp_path)
     # det: 45 against 5 discordant words -> rejected; amod: 7 against 5 -> not

@@ -11,7 +11,7 @@ from scipy.stats import binomtest
 from headstats.report.blocks import Report, render_markdown
 from headstats.report.sections.probing_section import PAPER_UAS, probing_section
 from headstats.stats.accuracy import finish_probes
-from headstats.stats.claims import evaluate_claims
+from headstats.stats.claim_catalog import evaluate_all_claims
 
 
 def probes(attention_only_wins: int) -> pd.DataFrame:
@@ -32,7 +32,7 @@ def statistics():
 def test_probing_section_states_the_claim_with_its_test(tmp_path):
     table = finish_probes({"probes": probes(45)}, statistics())["probes"]
     report = Report("t")
-    claims = evaluate_claims({"probes": table}, claims=["probes_beat_baselines"])
+    claims = evaluate_all_claims({"probes": table}, claims=["probes_beat_baselines"])
     probing_section(report, tmp_path, {"probes": table, "claims": claims})
     block = [b for b in report.blocks if b.kind == "table"][0]
     shown = block.content

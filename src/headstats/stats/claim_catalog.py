@@ -1,0 +1,36 @@
+"""The catalog of claims: the registry of :mod:`headstats.stats.claims` with every built-in claim module
+imported, the one place that names them. Importing a claim module registers its claims; this module sits above
+``claims.py`` and the modules that register into it, so that ``claims.py`` names none of them and no import
+closes a circle.
+
+A run asks the catalog (:func:`evaluate_all_claims`, the study's ``claims.csv``); a user's own claims,
+registered with :func:`headstats.stats.claims.register_claim` before the run, are in the same registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import pandas as pd
+
+# importing a module registers its claims, in this order (the order of claims.csv)
+from headstats.stats import clark_claims, head_importance, paper_claims
+from headstats.stats.claims import CLAIMS, ClaimSettings, evaluate_claims
+
+#: The modules whose import registers the built-in claims: the roles of Pande et al. 2021 and the fine-tuning
+#: claims, Clark et al. 2019, head importance (Michel et al. 2019).
+BUILTIN_CLAIM_MODULES = (paper_claims, clark_claims, head_importance)
+
+
+def evaluate_all_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings | None = None, *,
+                        claims: Iterable[str] | None = None) -> pd.DataFrame:
+    """:func:`headstats.stats.claims.evaluate_claims` over the whole catalog: every built-in claim and every claim
+    registered by the user (or only ``claims``), whose tables are present, corrected together."""
+    return evaluate_claims(tables, settings, claims=claims)
+
+
+def list_claims() -> pd.DataFrame:
+    """The claims of the catalog: ``claim, sentence, source, hypothesis, unit, test, measure, tables``."""
+    return pd.DataFrame([{"claim": c.key, "sentence": c.sentence, "source": c.source, "hypothesis": c.hypothesis,
+                          "unit": c.unit, "test": c.test, "measure": c.measure, "tables": ", ".join(c.tables)}
+                         for _, c in CLAIMS.items()])

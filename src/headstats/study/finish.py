@@ -1,0 +1,115 @@
+"""The end of a study: the statistics, comparisons and claims of its passes, and its output folder (tables, the
+report a :data:`~headstats.study.results.ReportWriter` writes, manifest) written and published."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+
+from headstats.config.protocol import Protocol, dump_protocol
+from headstats.folders import OutputClaim
+from headstats.study.passes import StudyPasses
+from headstats.study.results import Log, ReportWriter, StudyResult
+from headstats.study.storage import write_manifest, write_table
+
+
+def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, datasets: dict, *,
+                 started: float, log: Log, report: ReportWriter | None = None) -> StudyResult:
+    """Statistics, comparisons, tables and manifest of a study's passes, written to ``claim``, with the report
+    that ``report`` writes (:data:`~headstats.study.results.ReportWriter`) before the manifest lists the files."""
+    from headstats.assignment.tables import analyse, ceiling_warnings
+    from headstats.study.comparison import run_comparisons
+    from headstats.study.memo import write_scores_memoised
+
+    st = protocol.statistics
+    tests = sum(a.n_layers * a.n_heads * len(a.measures) for a in passes.arrays)
+    log(f"testing every head and role: {tests:,} (head, role) pairs, {st.test} test, tau {st.tau_text()}, "
+        f"{st.correction} correction"
+        + (", with tau/alpha sensitivity and robustness" if st.sensitivity else ""))
+    clock = time.perf_counter()
+    scales = {role: protocol.scoring.scale_of(role) for role in protocol.scoring.roles}
+    analysis = analyse(passes.arrays, st, protocol.seed, scales=scales, top_k=protocol.report.top_k)
+    warnings = ceiling_warnings(analysis.tables.get("ceilings", pd.DataFrame(columns=["n_taking_part"])))
+    for warning in warnings:
+        log(f"warning: {warning}")
+    log(f"tested in {time.perf_counter() - clock:.1f} s: {int(analysis.tests['reject'].eq(True).sum()):,} "
+        "(head, role) pairs assigned")
+    if protocol.compare:
+        log("comparing fine-tuned with base models, head by head")
+    comparison = run_comparisons(protocol, passes.arrays, analysis.roles, passes.comparison_attention(),
+                                 provenance=passes.provenance)
+    extra = {name: tables for name, tables in passes.tables.items() if name in protocol.analyses}
+    analysis.tables["claims"] = run_claims(protocol, analysis, comparison, extra)
+    manifest = {
+        "headstats_run": protocol.name,
+        "protocol_sha256": protocol.fingerprint(),
+        "seed": protocol.seed,
+        "models": passes.provenance,
+        "provenance": run_provenance(passes.provenance, datasets),
+        "datasets": datasets,
+        "inputs": passes.counts,
+        "tau": protocol.statistics.tau,
+        "warnings": warnings,
+        #: which tables each analysis wrote, so that ``headstats report`` rebuilds its section
+        "analysis_tables": {name: list(tables) for name, tables in extra.items()},
+        "execution": passes.execution,
+        "wall_time_s": None,
+    }
+    stage = claim.staging
+    log(f"writing {claim.out}")
+    write_scores_memoised(passes.arrays, stage / "scores.parquet", cache=passes.execution.get("cache_dir"))
+    write_table(analysis.tests, stage, "tests")
+    write_table(analysis.roles, stage, "roles", parquet=False)
+    for name, table in analysis.tables.items():
+        write_table(table, stage, name, parquet=False)
+    for name, table in comparison.items():
+        write_table(table, stage, f"compare_{name}", parquet=name == "paired_tests")
+    for tables in extra.values():
+        for name, table in tables.items():
+            write_table(table, stage, name, parquet=False)
+    (stage / "protocol.resolved.yaml").write_text(dump_protocol(protocol))
+    if report is not None:
+        log("drawing the figures and writing the report")
+        report(stage, protocol, analysis, manifest, comparison=comparison, analyses=extra, log=log)
+    manifest["wall_time_s"] = round(time.time() - started, 2)
+    write_manifest(stage, manifest)
+    claim.publish()
+    tables = {**analysis.tables, **{f"compare_{k}": v for k, v in comparison.items()}}
+    for analysis_tables in extra.values():
+        tables.update(analysis_tables)
+    return StudyResult(claim.out, passes.arrays, analysis.tests, analysis.roles, tables, manifest)
+
+
+def run_provenance(models: dict[str, dict], datasets: dict[str, dict]) -> dict[str, dict]:
+    """The manifest's ``provenance``: per model, its :class:`~headstats.provenance.Provenance` (weights, tokenizer,
+    the sha256 of each data set's files, package versions)."""
+    import hashlib
+
+    from headstats.provenance import Provenance
+    from headstats.study.storage import package_versions
+
+    data = {}
+    for name, info in datasets.items():
+        files = info.get("files_sha256") or {}
+        data[name] = (next(iter(files.values())) if len(files) == 1 else hashlib.sha256(
+            "".join(f"{k}\t{v}\n" for k, v in sorted(files.items())).encode()).hexdigest() if files else None)
+    versions = package_versions()
+    return {name: Provenance.of_model({**prov, "model": name}, data=data, versions=versions).as_dict()
+            for name, prov in models.items()}
+
+
+def run_claims(protocol: Protocol, analysis, comparison: dict[str, pd.DataFrame],
+               extra: dict[str, dict[str, pd.DataFrame]]) -> pd.DataFrame:
+    """Every registered claim tested on the run's tables, corrected over the run's claims (``claims.csv``;
+    :func:`headstats.stats.claim_catalog.evaluate_all_claims`)."""
+    from headstats.stats.claim_catalog import evaluate_all_claims
+    from headstats.stats.claims import ClaimSettings
+
+    tables = {"roles": analysis.roles, "tests": analysis.tests, **analysis.tables,
+              **{f"compare_{name}": table for name, table in comparison.items()}}
+    for analysis_tables in extra.values():
+        tables.update(analysis_tables)
+    st = protocol.statistics
+    return evaluate_all_claims(tables, ClaimSettings(alpha=st.alpha, correction=st.correction,
+                                                     confidence=st.confidence))

@@ -1,0 +1,133 @@
+"""A study's passes: the engine's runner with the protocol's options, one pass over every model and data set
+feeding every collector, and what it collected (:class:`StudyPasses`), also from merged shards."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from headstats.config.protocol import Protocol
+from headstats.engine.runner import ProgressFactory, no_progress
+from headstats.errors import DataError
+from headstats.measures import MeasureArray
+from headstats.study.models import model_functions
+from headstats.study.plan import study_jobs
+from headstats.study.results import LoadedData, Log
+
+
+@dataclass
+class StudyPasses:
+    """What the engine's one pass over every model and data set collected.
+
+    Attributes
+    ----------
+    arrays : list of MeasureArray
+        Role scores per (model, data set), models in protocol order, then data sets.
+    counts : dict
+        ``"<model>/<dataset>"`` -> inputs read, scored, skipped (with reasons), roles not applicable,
+        participation.
+    provenance : dict
+        Model name -> provenance (with the fine-tuning recipe where headstats fine-tuned it).
+    tables : dict
+        Analysis name -> table name -> frame concatenated over its jobs (``special_mass``, ``similarity``,
+        and each analysis of ``protocol.analyses``).
+    execution : dict
+        How the passes ran (recorded in the manifest; never part of a table).
+    """
+
+    arrays: list[MeasureArray]
+    counts: dict
+    provenance: dict
+    tables: dict[str, dict[str, pd.DataFrame]]
+    #: How the passes ran: executor, cache folder, chunks run and found in the cache, forward passes, loads.
+    execution: dict = field(default_factory=dict)
+
+    def comparison_attention(self) -> dict[str, pd.DataFrame]:
+        """The ``similarity`` and ``special_mass`` tables the comparison step takes."""
+        return {**self.tables.get("similarity", {}), **self.tables.get("special_mass", {})}
+
+
+def make_runner(protocol: Protocol, *, cache: Path | None, log: Log, progress: ProgressFactory,
+                shard: tuple[int, int] | None = None, keep_chunks: bool = False):
+    """The engine's :class:`~headstats.engine.runner.Runner` with the protocol's scoring and execution options."""
+    from headstats.engine.cache import StateCache
+    from headstats.engine.runner import Runner
+
+    sc, ex = protocol.scoring, protocol.execution
+    return Runner(batch_size=sc.batch_size, max_length=sc.max_length, too_long=sc.too_long, progress=progress,
+                  log=log, chunk_size=ex.chunk_size, cache=StateCache(cache) if cache is not None else None,
+                  shard=shard, keep_chunks=keep_chunks, memory_budget=ex.memory_budget_mb << 20)
+
+
+def run_passes(
+    protocol: Protocol,
+    sources: dict[str, str],
+    finetuned: dict[str, dict],
+    data: dict[str, LoadedData],
+    *,
+    log: Log = lambda message: None,
+    progress: ProgressFactory = no_progress,
+    cache: Path | None = None,
+) -> StudyPasses:
+    """Load every model once and pass every input through every model once, feeding every collector.
+
+    See :mod:`headstats.engine.runner` for the pass order (models joined by a comparison are resident
+    together; the others one at a time). With a ``cache`` folder, chunks whose states are there run no
+    forward pass, and a model none of whose chunks is missing is never loaded.
+    """
+    load, describe, provenance = model_functions(protocol, sources, finetuned, log, cache=cache)
+    jobs, dropped = study_jobs(protocol, data)
+    runner = make_runner(protocol, cache=cache, log=log, progress=progress)
+    passed = runner.run(load, {name: d.records for name, d in data.items()}, jobs, digests=record_digests(data),
+                        models=[m.name for m in protocol.models], describe=describe)
+    execution = {"executor": "local", "device": protocol.device, "dtype": protocol.dtype,
+                 "cache_dir": str(cache) if cache is not None else None, "chunk_size": protocol.execution.chunk_size,
+                 **runner_summary(runner)}
+    return assemble_passes(protocol, jobs, passed, data, dropped, provenance, execution)
+
+
+def record_digests(data: dict[str, LoadedData]) -> dict[str, list[bytes]]:
+    """Data set -> its records' digests, for the data sets that have them (see :attr:`LoadedData.digests`)."""
+    return {name: d.digests for name, d in data.items() if d.digests is not None}
+
+
+def runner_summary(runner) -> dict:
+    """Chunks run and found in the cache, inputs found there, forward passes and model loads of a runner."""
+    counts = list(getattr(runner, "pass_counts", {}).values())
+    return {"chunks_run": sum(c.chunks_run for c in counts), "chunks_cached": sum(c.chunks_cached for c in counts),
+            "inputs_cached": sum(c.n_cached for c in counts), "forward_passes": runner.forward_passes,
+            "model_loads": runner.loads}
+
+
+def assemble_passes(protocol: Protocol, jobs: list, passed: dict, data: dict[str, LoadedData],
+                    dropped: dict[str, dict[str, str]], provenance: dict, execution: dict) -> StudyPasses:
+    """:class:`StudyPasses` from jobs whose collectors hold their (merged) states."""
+    arrays, counts = [], {}
+    for job in jobs:
+        if job.name != "role_scores":
+            continue
+        model, name = job.models[0], job.dataset
+        count = data[name].counted(passed[(model, name)])
+        if count["n_scored"] == 0:
+            raise DataError(
+                f"no input of data set {name!r} could be scored ({count['skipped']}); "
+                "raise scoring.max_length or set scoring.too_long: truncate"
+            )
+        counts[f"{model}/{name}"] = count | {"model": model, "dataset": name,
+                                             "roles_not_applicable": dropped[name],
+                                             "participation": job.collector.participation()}
+        arrays.append(job.collector.result())
+    tables: dict[str, dict[str, list[pd.DataFrame]]] = {}
+    for job in jobs:
+        if job.name != "role_scores":
+            for table, frame in job.collector.tables().items():
+                tables.setdefault(job.name, {}).setdefault(table, []).append(frame)
+    joined = {name: {t: pd.concat(frames, ignore_index=True) for t, frames in per.items()}
+              for name, per in tables.items()}
+    from headstats.study.analysis_tests import finish_analyses
+
+    joined = finish_analyses(jobs, joined, protocol)
+    order = {m.name: provenance[m.name] for m in protocol.models if m.name in provenance}
+    return StudyPasses(arrays, counts, order, joined, execution)

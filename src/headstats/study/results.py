@@ -1,0 +1,161 @@
+"""What a study's steps hand each other and what a study gives back: a data set read (:class:`LoadedData`),
+everything a study computed (:class:`StudyResult`), and the log callback every step takes (:data:`Log`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from headstats.config.protocol import DatasetSpec
+from headstats.errors import HeadstatsError
+from headstats.inputs.records import Record
+from headstats.measures import MeasureArray
+
+#: Called with each line of a study's log.
+Log = Callable[[str], None]
+#: Writes a study's report into its staged output folder, before the manifest lists the folder's files:
+#: ``report(folder, protocol, analysis, manifest, comparison=..., analyses=..., log=...)``, i.e. the report
+#: layer's :func:`headstats.report.builder.build_report`. The report layer sits above the study, which never
+#: imports it: whoever runs a study and wants its report passes one (``headstats run``, ``headstats merge``,
+#: ``hs.run``); without one, the run folder holds the tables and the manifest, and ``headstats report`` builds the
+#: report from them later.
+ReportWriter = Callable[..., object]
+
+
+@dataclass
+class LoadedData:
+    """A data set's records and where they came from."""
+
+    spec: DatasetSpec
+    #: The records (a list; from the cache, a sequence that reads them at the first look).
+    records: Sequence[Record]
+    files: list[str] = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+    #: ``(sentence_id, reason)`` of records left out before parsing (empty, or too long to ever fit).
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: Whether some record is a pair, and whether some record is parsed (which roles apply).
+    has_pairs: bool = False
+    has_parses: bool = False
+    #: The :func:`~headstats.engine.cache.record_digest` of each record, when the run caches (chunk keys).
+    digests: list[bytes] | None = None
+
+    def counted(self, counts: dict) -> dict:
+        """``counts`` of a scoring of :attr:`records` with the records left out before parsing added in."""
+        from collections import Counter
+
+        from headstats.inputs.filters import skipped_counts
+
+        merged = Counter(counts.get("skipped", {})) + Counter(skipped_counts(self.skipped))
+        return counts | {"n_records": counts.get("n_records", 0) + len(self.skipped), "skipped": dict(merged)}
+
+
+@dataclass
+class StudyResult:
+    """Everything a study computed (also written to the output folder).
+
+    ``scores`` holds one :class:`~headstats.measures.MeasureArray` per (model, data set);
+    :meth:`scores_frame` makes the long table of ``scores.parquet``.
+    """
+
+    out: Path
+    scores: list[MeasureArray]
+    tests: pd.DataFrame
+    roles: pd.DataFrame
+    tables: dict[str, pd.DataFrame]
+    manifest: dict
+
+    def scores_frame(self) -> pd.DataFrame:
+        """The long scores table ``model, dataset, sentence_id, layer, head, role, score``."""
+        from headstats.study.scoring import long_frame
+
+        return long_frame(self.scores)
+
+    @property
+    def report_path(self) -> Path | None:
+        """The report's file (``report.html``, else ``report.md``), or None when the run wrote neither."""
+        for name in ("report.html", "report.md"):
+            if (self.out / name).is_file():
+                return self.out / name
+        return None
+
+    def show_report(self, *, height: int = 800):
+        """Show the run's report: in Jupyter, ``report.html`` embedded in the notebook (it is self-contained,
+        so it shows offline); elsewhere, opened in the web browser.
+
+        Returns
+        -------
+        IPython.display.HTML or Path
+            The displayable report when IPython is there (the last expression of a cell shows it), else the
+            report's path.
+        """
+        import html
+
+        path = self.report_path
+        if path is None:
+            raise HeadstatsError(f"{self.out} holds no report; rebuild it with headstats report {self.out}")
+        try:
+            from IPython.display import HTML
+        except ImportError:
+            import webbrowser
+
+            webbrowser.open(path.resolve().as_uri())
+            return path
+        if path.suffix != ".html":
+            from IPython.display import Markdown
+
+            return Markdown(path.read_text(encoding="utf-8"))
+        page = html.escape(path.read_text(encoding="utf-8"), quote=True)
+        return HTML(f'<iframe srcdoc="{page}" style="width:100%;height:{int(height)}px;border:1px solid #ccc">'
+                    "</iframe>")
+
+    def _summary_rows(self) -> list[list]:
+        """Per (model, data set): inputs scored, heads, heads with a role, and the heads per role."""
+        from headstats.assignment.role_assignment import role_columns
+
+        roles = self.roles
+        if roles.empty or not {"model", "dataset"} <= set(roles.columns):  # a shard: no statistics
+            return []
+        columns = role_columns(roles)
+        rows = []
+        for (model, dataset), group in roles.groupby(["model", "dataset"], sort=False):
+            held = group[columns].astype("boolean")
+            counts = ", ".join(f"{c} {int(held[c].sum())}" for c in columns if held[c].notna().any())
+            scored = self.manifest.get("inputs", {}).get(f"{model}/{dataset}", {}).get("n_scored")
+            rows.append([model, dataset, scored, len(group), int(held.fillna(False).any(axis=1).sum()), counts])
+        return rows
+
+    def __repr__(self) -> str:
+        """At most 15 lines: per (model, data set) the heads holding each role, the tables, the output folder
+        and the report (never the tables themselves)."""
+        from headstats.measures import text_summary
+
+        report = self.report_path
+        facts = {"report": f"{report} (.show_report())" if report else None,
+                 "tables": ", ".join(["tests", "roles", *self.tables]),
+                 "wall time": f"{self.manifest['wall_time_s']} s" if self.manifest.get("wall_time_s") else None,
+                 "protocol sha256": str(self.manifest.get("protocol_sha256", ""))[:16]}
+        return text_summary(f"StudyResult in {self.out}", ["model", "dataset", "inputs", "heads", "with a role",
+                                                           "heads per role"], self._summary_rows(), facts,
+                            what="(model, data set) rows", width=150)
+
+    def _repr_html_(self) -> str:
+        """A short HTML summary for Jupyter: per (model, data set) the inputs scored and the heads holding each
+        role, the output folder and a link to the report (``show_report()`` shows it here)."""
+        from headstats.measures import HTML_ROWS, html_summary
+
+        rows = self._summary_rows()
+        more = f"and {len(rows) - HTML_ROWS} more" if len(rows) > HTML_ROWS else ""
+        report = self.report_path
+        link = (f" <a href='{report.resolve().as_uri()}' target='_blank'>{report.name}</a>" if report else "")
+        import html
+
+        title = (f"<b>StudyResult</b> <code>{html.escape(str(self.manifest.get('headstats_run', '')))}</code> in "
+                 f"<code>{html.escape(str(self.out))}</code>:{link} (<code>.show_report()</code> shows it here)")
+        facts = {"tables": ", ".join(["tests", "roles", *self.tables]),
+                 "wall time": f"{self.manifest['wall_time_s']} s" if self.manifest.get("wall_time_s") else None,
+                 "protocol sha256": str(self.manifest.get("protocol_sha256", ""))[:16]}
+        return html_summary(title, ["model", "dataset", "inputs scored", "heads", "heads with a role",
+                                    "heads per role"], rows[:HTML_ROWS], facts, more)
