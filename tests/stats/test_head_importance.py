@@ -53,9 +53,12 @@ def test_pruning_and_removable_over_seeds():
     seeds = curve[(curve["unit"] == "seeds") & (curve["share"] == 0.5)].iloc[0]
     accs = np.array([0.75, 1.0, 1.0])
     assert seeds["accuracy"] == pytest.approx(accs.mean())
-    assert seeds["accuracy_ci_high"] - seeds["accuracy"] == pytest.approx(sps.t.ppf(0.975, 2) * sps.sem(accs))
+    assert seeds["accuracy"] - seeds["accuracy_ci_low"] == pytest.approx(sps.t.ppf(0.975, 2) * sps.sem(accs))
+    assert seeds["accuracy_ci_high"] == 1.0   # mean + t sem = 1.28: an accuracy's interval is cut at 1
     table = removable_table(curve, {"g": ["m0", "m1", "m2"]}, tolerance=0.01).set_index("model")
     assert table.loc["g", "removable_share"] == pytest.approx(1 / 3)   # seeds' shares 0, 0.5, 0.5
+    # the t interval, 1/3 -+ t(0.975, 2) sem = (-0.38, 1.05), is cut to the shares tried, [0, 0.5]
+    assert (table.loc["g", "ci_low"], table.loc["g", "ci_high"]) == (0.0, 0.5)
     assert table.loc["g", "unit"] == "seeds"
 
 

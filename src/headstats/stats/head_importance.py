@@ -136,6 +136,7 @@ def pruning_curve(inputs: pd.DataFrame, groups: Mapping[str, list[str]] | None =
             if len(sub) < 2:
                 continue
             acc, loss, drop = (_t_interval(sub[c].to_numpy(), confidence) for c in ("accuracy", "loss", "drop"))
+            acc = (acc[0], *np.clip(acc[1:3], 0.0, 1.0), acc[3])  # an accuracy lies in [0, 1]: cut the t interval
             seeds.append({"model": group, "dataset": dataset, "unit": "seeds", "share": share,
                           "n_removed": int(sub["n_removed"].iat[0]), "n": acc[3], "accuracy": acc[0],
                           "accuracy_ci_low": acc[1], "accuracy_ci_high": acc[2], "loss": loss[0],
@@ -159,7 +160,8 @@ def removable_share(shares: np.ndarray, drops: np.ndarray, tolerance: float) -> 
 def removable_table(curve: pd.DataFrame, groups: Mapping[str, list[str]] | None, *, tolerance: float,
                     confidence: float = 0.95) -> pd.DataFrame:
     """Per model and data set the removable share (and with the drop's upper bound); per replicate group the
-    members' shares' mean with its t interval over seeds. Columns :data:`REMOVABLE_COLUMNS`."""
+    members' shares' mean with its t interval over seeds, cut to the shares tried (with two or three seeds the t
+    interval is wide enough to leave them). Columns :data:`REMOVABLE_COLUMNS`."""
     rows = []
     per_model = curve[curve["unit"] == "inputs"]
     for (model, dataset), part in per_model.groupby(["model", "dataset"], sort=False):
@@ -177,6 +179,9 @@ def removable_table(curve: pd.DataFrame, groups: Mapping[str, list[str]] | None,
             if len(sub) < 2:
                 continue
             mean, low, high, k = _t_interval(sub["removable_share"].to_numpy(), confidence)
+            # a share lies between the smallest and the largest share tried: the t interval is cut there
+            tried = per_model.loc[per_model["model"].isin(members) & (per_model["dataset"] == dataset), "share"]
+            low, high = float(np.clip(low, tried.min(), tried.max())), float(np.clip(high, tried.min(), tried.max()))
             extra.append({"model": group, "dataset": dataset, "unit": "seeds", "n": k, "tolerance": tolerance,
                           "removable_share": mean, "ci_low": low, "ci_high": high,
                           "removable_share_confident": float(sub["removable_share_confident"].mean()),

@@ -31,6 +31,15 @@ def test_importance_summary_lists_the_heads_that_matter():
     assert row["heads_that_matter"] == "2 of 4" and row["top_heads"] == "0-1, 1-1, 0-0"
 
 
+def test_a_task_free_model_is_not_said_to_have_no_heads_that_matter():
+    data = tables()
+    free = data["importance"].assign(model="base", importance_measure="cosine_distance", base_accuracy=np.nan)
+    tests = pd.concat([data["importance_tests"], data["importance_tests"].assign(model="base", reject=False)])
+    summary = importance_summary(pd.concat([data["importance"], free]), tests).set_index("model")
+    assert summary.loc["m", "heads_that_matter"] == "2 of 4"
+    assert summary.loc["base", "heads_that_matter"] == "not tested (no task loss)"
+
+
 def test_importance_section_writes_the_note_and_the_removable_share(tmp_path):
     report = Report("t")
     importance_section(report, tmp_path, tables())

@@ -14,7 +14,8 @@ from headstats.report.sections import head_list
 
 def importance_summary(heads: pd.DataFrame, tests: pd.DataFrame | None) -> pd.DataFrame:
     """Per model and data set: the ablation, the measure, the unablated accuracy, the heads whose ablation
-    significantly raises the loss, and the three most important heads."""
+    significantly raises the loss ("not tested" for a model measured task-free: the test is of the task loss),
+    and the three most important heads."""
     rows = []
     held = None
     if tests is not None and len(tests):
@@ -26,7 +27,9 @@ def importance_summary(heads: pd.DataFrame, tests: pd.DataFrame | None) -> pd.Da
                "base_accuracy": part["base_accuracy"].iat[0], "top_heads": head_list(top)}
         if held is not None:
             mine = held[(held["model"] == model) & (held["dataset"] == dataset)]
-            row["heads_that_matter"] = f"{len(mine)} of {len(part)}"
+            # the test is of the task loss: a model measured task-free (cosine distance) has none to test
+            row["heads_that_matter"] = (f"{len(mine)} of {len(part)}" if row["measure"] == "delta_loss"
+                                        else "not tested (no task loss)")
         rows.append(row)
     return pd.DataFrame(rows)
 
