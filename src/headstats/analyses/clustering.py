@@ -108,7 +108,7 @@ def _js_rows(attention: np.ndarray, n: int, rows: range) -> tuple[np.ndarray, np
     step = max(1, min(len(rows), JS_BLOCK // (K * n)))
     doubled = np.empty((2 * K, step, n), np.float32)  # p twice over: p[a + d] is doubled[a + d] for a + d >= K
     s, log = np.empty((K, step, n), np.float32), np.empty((K, step, n), np.float32)
-    row_s = np.empty((len(offsets), K, step), np.float32)
+    row_s = np.zeros((len(offsets), K, step), np.float32)  # rows m: of an offset stay 0
     row_e, row_w = np.empty((K, step), np.float32), np.empty((K, step), np.float32)
     ones = np.ones(n, np.float32)
     s_sum, e_sum, w_sum = np.zeros((len(offsets), K)), np.zeros(K), np.zeros(K)
@@ -129,8 +129,6 @@ def _js_rows(attention: np.ndarray, n: int, rows: range) -> tuple[np.ndarray, np
         e_sum += row_e[:, :r].sum(-1, dtype=np.float64)
         np.vecdot(p, ones, out=row_w[:, :r])
         w_sum += row_w[:, :r].sum(-1, dtype=np.float64)
-    for i, (d, m) in enumerate(offsets):
-        s_sum[i, m:] = 0.0
     return s_sum, e_sum, w_sum
 
 
