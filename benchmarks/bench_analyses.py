@@ -16,7 +16,9 @@ budget). Per batch, the forward pass is run once and timed; then
 Each collector's ``tables()`` is timed once at the end (not per input: MDS, probes' inputs) and its state's
 pickled size is printed after half the batches and after all of them (states that keep no attention grow
 by a few bytes per input at most: memory flat in the number of inputs).
-``clustering`` runs on every input here (``max_inputs`` lifted), so its cost is per input it actually sees.
+``clustering`` runs on every input of both data sets here (``max_inputs`` and ``datasets`` lifted), so its cost
+is per input it actually sees; alone, it also pays for the surface measures of its inputs (the MDS colours),
+which a run shares with ``surface``.
 
 Timings on a shared machine vary with the load: the forward pass and the collectors are timed on the same
 batches, interleaved, so that load that comes and goes affects both; ``uptime``'s load is printed with them.
@@ -54,8 +56,8 @@ def protocol_for(n: int, analyses: list[str], data: Path = DATA):
                        {"name": "ewt_dev", "path": str(data / EWT), "limit": n}]
     raw["analyses"] = analyses
     raw["analysis_options"] = {k: v for k, v in (raw.get("analysis_options") or {}).items() if k in analyses}
-    if "clustering" in analyses:
-        raw["analysis_options"].setdefault("clustering", {})["max_inputs"] = None
+    if "clustering" in analyses:  # every input of both data sets (clark2019 clusters 1,000 WikiText pairs only)
+        raw["analysis_options"].setdefault("clustering", {}).update(max_inputs=None, datasets=None)
     from headstats.config.protocol import validate_protocol
 
     return validate_protocol(raw)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from headstats.analyses.clustering import JS_COLUMNS, MDS_COLUMNS, HeadClustering, js_sums, mds_embedding
+from headstats.analyses.clustering import (JS_COLUMNS, MDS_COLUMNS, HeadClustering, js_sums, mds_embedding,
+                                          pair_offsets)
 from headstats.engine.batch import view_of
 from headstats.engine.collector import Context
 from headstats.model.encoding import EncodedInput
@@ -37,6 +38,13 @@ def js_by_hand(p, q):
     m = [(a + b) / 2 for a, b in zip(p, q)]
     kl = lambda a, b: sum(x * math.log(x / y) for x, y in zip(a, b))  # noqa: E731
     return 0.5 * kl(p, m) + 0.5 * kl(q, m)
+
+
+@pytest.mark.parametrize("k", range(1, 10))
+def test_pair_offsets_visit_every_pair_of_heads_once(k):
+    pairs = [frozenset((a, (a + d) % k)) for d, m in pair_offsets(k) for a in range(m)]
+    assert len(pairs) == k * (k - 1) // 2
+    assert set(pairs) == {frozenset((a, b)) for a in range(k) for b in range(a + 1, k)}
 
 
 def test_js_sums_by_hand_and_against_scipy():

@@ -58,7 +58,8 @@ def test_thread_map_keeps_the_order():
 
 
 def test_js_sums_the_same_on_one_thread_and_on_two(monkeypatch):
-    monkeypatch.setattr("headstats.analyses.clustering.JS_BLOCK", 1000)  # blocks of 5 rows: 19 blocks
+    monkeypatch.setattr("headstats.analyses.clustering.JS_BLOCK", 1000)  # blocks of 4 rows (6 heads x 40 keys)
+    monkeypatch.setattr("headstats.analyses.clustering.JS_ROWS_PER_JOB", 9)  # 5 + 4 + 3 jobs of up to 9 rows
     g = torch.Generator().manual_seed(2)
     attn = torch.softmax(torch.randn(3, 6, 40, 40, generator=g) * 2, -1)
     threads = torch.get_num_threads()
@@ -71,4 +72,4 @@ def test_js_sums_the_same_on_one_thread_and_on_two(monkeypatch):
         torch.set_num_threads(threads)
     assert torch.equal(one, two)
     monkeypatch.undo()
-    torch.testing.assert_close(js_sums(attn, [40, 33, 21]), one, rtol=1e-6, atol=0)  # one block: same to float32
+    torch.testing.assert_close(js_sums(attn, [40, 33, 21]), one, rtol=1e-6, atol=0)  # one job, one block: same to float32

@@ -73,6 +73,18 @@ def test_bad_protocols(tmp_path, content, needles):
     assert not (tmp_path / "o").exists()
 
 
+def test_validate_refuses_an_analysis_data_set_the_protocol_lacks(tmp_path, tiny_model_dir):
+    # clustering's own ``datasets`` option names data sets of the protocol: a typo is one line naming the choices
+    protocol = write_protocol(tmp_path, str(tiny_model_dir), analyses=["clustering"],
+                              analysis_options={"clustering": {"datasets": ["single", "wikitext"]}})
+    assert_one_line_error(runner.invoke(app, ["validate", str(protocol)]),
+                          "analysis_options.clustering.datasets names 'wikitext', which is not in 'datasets'",
+                          "use one of single, pairs, gold")
+    protocol = write_protocol(tmp_path, str(tiny_model_dir), analyses=["clustering"],
+                              analysis_options={"clustering": {"datasets": ["pairs"]}})
+    assert runner.invoke(app, ["validate", str(protocol)]).exit_code == 0
+
+
 def test_missing_protocol_and_missing_data(tmp_path, tiny_model_dir):
     assert_one_line_error(runner.invoke(app, ["validate", str(tmp_path / "nope.yaml")]), "does not exist")
     protocol = write_protocol(tmp_path, str(tiny_model_dir), datasets=[{"name": "x", "path": str(tmp_path / "missing.txt")}])

@@ -339,6 +339,7 @@ def test_clark_analysis_options_defaults_and_checks():
     assert names["previous_token"] == ("prev", 0.5) and names["broad"] == ("entropy_ratio", 0.75)
     clustering, pictures = p.options_of("clustering"), p.options_of("pictures")
     assert (clustering.max_inputs, clustering.n_permutations, clustering.broad_share) == (100, 9999, 0.75)
+    assert clustering.datasets is None  # every data set
     assert (pictures.n_inputs, pictures.max_pieces, pictures.heads, pictures.sentence_ids) == (3, 64, [], None)
 
     def given(**options):
@@ -355,6 +356,12 @@ def test_clark_analysis_options_defaults_and_checks():
         given(clustering={"max_inputz": 3})
     with pytest.raises(ProtocolError, match="analysis_options.pictures.n_inputs"):
         given(pictures={"n_inputs": 0})
+    assert given(clustering={"datasets": ["d"]}).options_of("clustering").datasets == ["d"]
+    with pytest.raises(ProtocolError, match="analysis_options.clustering.datasets names 'e', which is not in "
+                                            "'datasets'; use one of d$"):
+        given(clustering={"datasets": ["d", "e"]})
+    with pytest.raises(ProtocolError, match="analysis_options.clustering.datasets"):
+        given(clustering={"datasets": []})  # clustering on no data set: leave it out of 'analyses'
     with pytest.raises(ProtocolError, match=r"move it to analysis_options: \{clustering: \{broad_share"):
         given(surface={"broad_share": 0.6})
 
@@ -396,6 +403,8 @@ def test_clark2019_protocol_loads():
     assert (protocol.scoring.max_length, protocol.scoring.too_long) == (128, "truncate")
     wiki = next(d for d in protocol.datasets if d.name == "wiki_pairs")
     assert wiki.path.endswith("wiki.test.raw") and wiki.parse == "none" and wiki.limit == 1000
+    clustering = protocol.options_of("clustering")  # the paper's 1,000 WikiText segments, WikiText only
+    assert (clustering.datasets, clustering.max_inputs) == (["wiki_pairs"], 1000)
     from headstats.analyses import analysis_options
 
     assert {h.name for h in protocol.options_of("surface").hypotheses} >= {

@@ -37,6 +37,7 @@ import pandas as pd
 from headstats.lazy import torch
 
 from headstats.analyses import collector_options, register_analysis
+from headstats.analyses.kernels import thread_map
 from headstats.analyses.surface import (SURFACE_COLUMNS, SURFACE_MEASURES, SurfacePatterns, dominant_behaviour,
                                        surface_of)
 from headstats.engine.batch import BatchView
@@ -49,12 +50,18 @@ from headstats.engine.cache import AFTER_PASS
 
 class ClusteringOptions(StrictModel):
     """Options of the ``clustering`` analysis (JS divergence between heads, MDS; METHODS 2.6): ``max_inputs``
-    changes its state; the others are read after the pass (:data:`~headstats.engine.cache.AFTER_PASS`)."""
+    changes its state; ``datasets`` chooses its jobs; the others are read after the pass
+    (:data:`~headstats.engine.cache.AFTER_PASS`)."""
 
     #: Inputs used for the divergence matrix (the first ones of each data set); null for all. The cost is
-    #: (layers x heads)^2 / 2 x n^2 logarithms per input: about 0.1 s of CPU per input of 128 pieces for 72
-    #: heads, about the forward pass's (Clark et al. used 1000 inputs).
+    #: (layers x heads)^2 / 2 x n^2 logarithms per input: about 0.05 s of CPU per input of 128 pieces for 72
+    #: heads, about 0.4 x the forward pass's (Clark et al. used 1000 inputs).
     max_inputs: Int | None = Field(100, ge=1)
+    #: The data sets (their names in the protocol's ``datasets``) whose inputs are clustered; null for every data
+    #: set. Clark et al. cluster their 1,000 WikiText segments only. Read when the study plans its jobs (an
+    #: analysis' ``datasets`` option: :func:`headstats.study.run.study_jobs`), not by the collector, so it is not
+    #: part of the states' cache keys.
+    datasets: list[str] | None = Field(None, min_length=1, json_schema_extra=AFTER_PASS)
     #: Resamples of the permutation test of "heads of one layer sit together".
     n_permutations: Int = Field(9999, ge=99, json_schema_extra=AFTER_PASS)
     #: A head's dominant behaviour (the colours of the MDS figure) is ``broad`` when no pattern holds more than
@@ -71,34 +78,58 @@ JS_COLUMNS = ["model", "dataset", "layer_a", "head_a", "layer_b", "head_b", "js_
 MDS_COLUMNS = ["model", "dataset", "layer", "head", "x", "y", "stress", "behaviour"]
 
 
-#: Float32 values of one pair block of :func:`js_sums` (512 KiB): the sums, their logarithms and the block of rows
-#: they come from stay in the core's L2 cache.
-JS_BLOCK = 1 << 17
+#: Float32 values of one head-by-rows block of :func:`js_sums` (256 KiB): the block of rows of every head, its
+#: offset copy, the pair sums and their logarithms (about 1 MiB in all) stay in the core's L2 cache.
+JS_BLOCK = 1 << 16
 
+#: Rows of one input given to one thread at a time by :func:`js_sums` (blocks of :data:`JS_BLOCK` inside it).
+JS_ROWS_PER_JOB = 32
 
 #: Pairs whose float32 JS sum is below this share of ``|sum s log s|`` are summed again in float64 (see
 #: :func:`js_sums`).
 JS_FLOAT64_BELOW = 5e-3
 
 
-def _js_block(p: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(S, E, W)`` of one block of rows: ``S[a, b] = sum s log s`` (a < b, float32 per row, float64 over rows),
-    each head's ``E = sum p log p`` and ``W = sum p`` over the real keys (float64). ``p`` is (K, r, T) float32."""
-    K = p.shape[0]
-    s_ab = np.zeros((K, K))
-    if K > 1:
-        pair_s = np.empty((K - 1, *p.shape[1:]), np.float32)
-        pair_log = np.empty_like(pair_s)
-        for a in range(K - 1):
-            s, log = pair_s[: K - a - 1], pair_log[: K - a - 1]
-            np.add(p[a + 1:], p[a], out=s)
-            np.log(s, out=log)
-            s_ab[a, a + 1:] = np.einsum("krt,krt->kr", s, log).sum(-1, dtype=np.float64)
-    p64 = p.astype(np.float64)
-    p64 *= keys  # padded keys (1/2) out
-    with np.errstate(divide="ignore", invalid="ignore"):
-        entropy = np.where(keys, p64 * np.log(p64), 0.0).sum((-1, -2))
-    return s_ab, entropy, p64.sum((-1, -2))
+def pair_offsets(k: int) -> list[tuple[int, int]]:
+    """The cyclic offsets that visit every unordered pair of ``k`` heads once: ``(d, m)`` pairs head ``a`` with
+    head ``a + d`` for ``a < m`` (``d = 1 .. k // 2``; ``m = k``, or ``k / 2`` for the offset ``k / 2``, whose
+    pairs would otherwise come twice). ``sum(m) = k (k - 1) / 2``, and every offset is one array operation over
+    ``m`` heads (rather than ``k - 1`` operations of shrinking size)."""
+    return [(d, d if 2 * d == k else k) for d in range(1, k // 2 + 1)]
+
+
+def _js_rows(attention: np.ndarray, n: int, rows: range) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(S, E, W)`` of some rows of one input, in bits: per offset ``d`` and head ``a`` of :func:`pair_offsets`,
+    ``S[d, a] = sum s log2 s`` with ``s = p_a + p_(a+d)``; each head's ``E = sum p log2 p`` and ``W = sum p``.
+    ``attention`` is the input's (K, n, n) map; rows are smoothed here, a block of :data:`JS_BLOCK` values at a
+    time; each row is summed in float32 and rows in float64."""
+    K = attention.shape[0]
+    offsets = pair_offsets(K)
+    step = max(1, min(len(rows), JS_BLOCK // (K * n)))
+    doubled = np.empty((2 * K, step, n), np.float32)  # p twice over: p[a + d] is doubled[a + d] for a + d >= K
+    s, log = np.empty((K, step, n), np.float32), np.empty((K, step, n), np.float32)
+    row_s = np.zeros((len(offsets), K, step), np.float32)  # rows m: of an offset stay 0
+    row_e, row_w = np.empty((K, step), np.float32), np.empty((K, step), np.float32)
+    ones = np.ones(n, np.float32)
+    s_sum, e_sum, w_sum = np.zeros((len(offsets), K)), np.zeros(K), np.zeros(K)
+    smooth = (1.0 - JS_SMOOTHING) / n
+    for r0 in range(rows.start, rows.stop, step):
+        r = min(step, rows.stop - r0)
+        p, twice = doubled[:K, :r], doubled[:, :r]
+        np.multiply(attention[:, r0:r0 + r, :n], JS_SMOOTHING, out=p)
+        p += smooth
+        twice[K:] = p
+        for i, (d, m) in enumerate(offsets):
+            np.add(p[:m], twice[d:d + m], out=s[:m, :r])
+            np.log2(s[:m, :r], out=log[:m, :r])
+            np.vecdot(s[:m, :r], log[:m, :r], out=row_s[i, :m, :r])
+        s_sum += row_s[..., :r].sum(-1, dtype=np.float64)
+        np.log2(p, out=log[:, :r])
+        np.vecdot(p, log[:, :r], out=row_e[:, :r])
+        e_sum += row_e[:, :r].sum(-1, dtype=np.float64)
+        np.vecdot(p, ones, out=row_w[:, :r])
+        w_sum += row_w[:, :r].sum(-1, dtype=np.float64)
+    return s_sum, e_sum, w_sum
 
 
 def js_sums(attention: torch.Tensor, lengths: Sequence[int] | torch.Tensor | None = None) -> torch.Tensor:
@@ -111,19 +142,23 @@ def js_sums(attention: torch.Tensor, lengths: Sequence[int] | torch.Tensor | Non
                  = 1/2 sum_j p log p + 1/2 sum_j q log q - 1/2 sum_j s log s + (log 2) / 2 sum_j s,
 
     so summed over the real rows of every input it is ``(E_a + E_b) / 2 - S_ab / 2 + (log 2)(W_a + W_b) / 2``,
-    with each head's ``E_a = sum p log p`` and mass ``W_a = sum p`` computed once per row (float64), and only
-    ``S_ab = sum s log s`` computed for every pair: in float32 (numpy's vectorised ``log`` and a fused
-    ``einsum`` of ``s`` and ``log s`` per row), over the real rows of all inputs gathered together, in blocks of
-    :data:`JS_BLOCK` values that stay in cache, each row summed in float32 and the rows in float64. Blocks of
-    rows are shared among ``torch.get_num_threads()`` threads (numpy releases the GIL) and their sums are added
-    in block order, so the result does not depend on the number of threads. Padded keys are set to 1/2 in both
-    rows, so that ``s = 1`` and ``s log s = 0`` there exactly.
+    with each head's ``E_a = sum p log p`` and mass ``W_a = sum p`` computed once per row, and only
+    ``S_ab = sum s log s`` computed for every pair. Only the n x n real rows and keys of each input are read.
+    ``S``, ``E`` and ``W`` are computed in float32 and base 2 (``S = ln 2 x sum s log2 s``: numpy's vectorised ``log2`` is the
+    fastest of its logarithms), pair by cyclic offset (:func:`pair_offsets`: for each offset d one ``add``, one
+    ``log2`` and one row-wise ``vecdot`` over the heads a and a + d), in blocks of rows of :data:`JS_BLOCK` values
+    that stay in cache; each row is summed in float32 and the rows in float64. Blocks of
+    :data:`JS_ROWS_PER_JOB` rows are shared among ``torch.get_num_threads()`` threads (numpy releases the GIL) and
+    their sums are added in block order, so the result does not depend on the number of threads.
 
     Exactness: float32 sums of ``s log s`` were measured within 1.5e-8 of float64 ones relative to ``|S_ab|``
-    (at most 8e-9 on WikiText pairs with the default model); a pair whose divergence is below
+    (at most 3e-8 on WikiText pairs with the default model; every divergence of 16 WikiText pairs within 1.2e-7
+    of the float64 pair-by-pair sums, relative); a pair whose divergence is below
     :data:`JS_FLOAT64_BELOW` x ``|S_ab|`` (near-identical heads, where the difference of large sums would lose
-    digits) is summed again in float64, so every pair is within about 2e-6 of the float64 sums, relative.
-    Cost: K (K - 1) / 2 x n^2 logarithms per input of n pieces (about 1.5 ns each on one core).
+    digits) has its ``S``, ``E`` and ``W`` summed again in float64 (:func:`_js_float64`), so every pair is within about 2e-6 of the float64 sums, relative.
+    Cost: K (K - 1) / 2 x n^2 logarithms per input of n pieces (0.6 to 0.8 ns each with the add and the
+    product, on one core of an AVX-512 machine): 49 ms of CPU per WikiText pair of 128 pieces with 72 heads,
+    0.43 x the forward pass (82 ms and 0.81 x before version 3; both measured at load 26 on 2 cores).
 
     Parameters
     ----------
@@ -141,33 +176,23 @@ def js_sums(attention: torch.Tensor, lengths: Sequence[int] | torch.Tensor | Non
         attention = attention[None]
     B, K, T, _ = attention.shape
     device = attention.device
-    lengths = torch.as_tensor(T if lengths is None else lengths, device=device).expand(B).to(torch.int64)
-    positions = torch.arange(T, device=device)
-    real_rows = positions[None, :] < lengths[:, None]  # (B, T)
-    n_of_row = lengths[:, None].expand(B, T)[real_rows]  # (R,): each real row's input length
-    real_keys = positions[None, :] < n_of_row[:, None]  # (R, T)
-    rows = attention.to(torch.float32).transpose(0, 1)[:, real_rows]  # (K, R, T): the real rows only
-    smooth = (1.0 - JS_SMOOTHING) / n_of_row.to(torch.float32)
-    p = torch.where(real_keys, JS_SMOOTHING * rows + smooth[:, None], 0.5).cpu().numpy()
-    del rows
-    keys = real_keys.cpu().numpy()
-    R = p.shape[1]
-    step = max(1, JS_BLOCK // max(1, (K - 1) * T))  # rows per block
-    starts = range(0, R, step)
-    jobs = [(p[:, r0:r0 + step], keys[r0:r0 + step]) for r0 in starts]
-    workers = min(len(jobs), max(1, torch.get_num_threads()))
-    if workers > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(workers) as pool:
-            parts = list(pool.map(lambda job: _js_block(*job), jobs))
-    else:
-        parts = [_js_block(*job) for job in jobs]
-    s_ab, entropy, mass = (np.zeros((K, K)), np.zeros(K), np.zeros(K))
-    for part_s, part_e, part_w in parts:  # in block order: the same sums whatever the threads
-        s_ab += part_s
+    maps = attention.detach().to("cpu", torch.float32).numpy()
+    ns = [T] * B if lengths is None else [int(n) for n in np.broadcast_to(np.asarray(lengths), (B,))]
+    jobs = [(b, n, range(r0, min(n, r0 + JS_ROWS_PER_JOB))) for b, n in enumerate(ns)
+            for r0 in range(0, n, JS_ROWS_PER_JOB)]
+    offsets = pair_offsets(K)
+    s_off, entropy, mass = np.zeros((len(offsets), K)), np.zeros(K), np.zeros(K)
+    for part_s, part_e, part_w in thread_map(lambda job: _js_rows(maps[job[0], :, :job[1], :job[1]], job[1], job[2]),
+                                             jobs):  # in block order: the same sums whatever the threads
+        s_off += part_s
         entropy += part_e
         mass += part_w
+    s_ab = np.zeros((K, K))
+    for i, (d, m) in enumerate(offsets):
+        a = np.arange(m)
+        s_ab[a, (a + d) % K] = s_off[i, :m]
+    s_ab = (s_ab + s_ab.T) * math.log(2.0)  # each pair once, in either order; bits to nats
+    entropy *= math.log(2.0)
     half_log2 = 0.5 * math.log(2.0)
 
     def divergence(sums: np.ndarray) -> np.ndarray:
@@ -177,16 +202,28 @@ def js_sums(attention: torch.Tensor, lengths: Sequence[int] | torch.Tensor | Non
     # near-identical heads: JS is a small difference of large sums, which float32 cannot resolve to 1e-6
     close = np.argwhere(np.triu(js < JS_FLOAT64_BELOW * np.abs(s_ab), k=1))
     if len(close):
-        for a in np.unique(close[:, 0]):
-            b = close[close[:, 0] == a, 1]
-            total = np.zeros(len(b))
-            for r0 in starts:  # blockwise: a float64 copy of a block of rows at a time
-                pair_s = p[b, r0:r0 + step].astype(np.float64) + p[a, r0:r0 + step].astype(np.float64)
-                total += (pair_s * np.log(pair_s)).sum((-1, -2))
-            s_ab[a, b] = total
-        js = np.triu(divergence(s_ab), k=1)
+        js[close[:, 0], close[:, 1]] = _js_float64(maps, ns, close)
     js = np.maximum(js + js.T, 0.0)
     return torch.from_numpy(js).to(device)
+
+
+def _js_float64(maps: np.ndarray, ns: Sequence[int], pairs: np.ndarray) -> np.ndarray:
+    """The JS sums of some pairs of heads (rows of ``pairs``), every term in float64: ``E``, ``W`` and ``S`` of
+    :func:`js_sums`, an input at a time (a float64 copy of the heads named in ``pairs`` only)."""
+    heads = np.unique(pairs)
+    where = np.searchsorted(heads, pairs)  # the pairs' positions among ``heads``
+    entropy, mass, s_ab = np.zeros(len(heads)), np.zeros(len(heads)), np.zeros(len(pairs))
+    for i, n in enumerate(ns):
+        p = maps[i, heads, :n, :n].astype(np.float64) * JS_SMOOTHING + (1.0 - JS_SMOOTHING) / n
+        log = np.log(p)
+        entropy += np.einsum("kij,kij->k", p, log)
+        mass += p.sum((-1, -2))
+        for a in np.unique(where[:, 0]):
+            chosen = where[:, 0] == a
+            pair_s = p[where[chosen, 1]] + p[a]
+            s_ab[chosen] += np.einsum("kij,kij->k", pair_s, np.log(pair_s))
+    a, b = where[:, 0], where[:, 1]
+    return 0.5 * (entropy[a] + entropy[b]) - 0.5 * s_ab + 0.5 * math.log(2.0) * (mass[a] + mass[b])
 
 
 @dataclass
@@ -203,7 +240,8 @@ class HeadClustering(Collector):
     """Streams :func:`js_sums` over the first ``max_inputs`` inputs (option, else ``analysis_options.clustering``)."""
 
     #: 2: :func:`js_sums` over whole batches in float32 blocks (equal to version 1's float64 sums to rtol 1e-5).
-    version = "2"
+    #: 3: real keys only, pairs by cyclic offset, base-2 logarithms (equal to version 2 to rtol 1e-6).
+    version = "3"
 
     def __init__(self, context: Context) -> None:
         super().__init__(context)

@@ -406,7 +406,13 @@ def check_names(protocol: Protocol) -> None:
                     raise ProtocolError(f"analysis_options names {name!r}, which is not in 'analyses'; add it there "
                                         "or remove its options")
                 check_analyses([name])
-                analysis_options(name, protocol.analysis_options[name])
+                options = analysis_options(name, protocol.analysis_options[name])
+                # an analysis' own ``datasets`` option (the data sets it runs on) names data sets of the protocol
+                data_names = [d.name for d in protocol.datasets]
+                unknown = [d for d in getattr(options, "datasets", None) or [] if d not in data_names]
+                if unknown:
+                    raise ProtocolError(f"analysis_options.{name}.datasets names {unknown[0]!r}, which is not in "
+                                        f"'datasets'; use one of {', '.join(data_names)}")
     except HeadstatsError as exc:
         if type(exc) is not HeadstatsError:  # already of a kind (UnknownNameError ...)
             raise

@@ -96,10 +96,12 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
                 extra["glue_task"] = specs[dataset].glue.task if specs[dataset].glue is not None else None
             return Job(collector, models, dataset, {**options, **extra}, name=analysis, seed=protocol.seed)
 
+        # an analysis' own ``datasets`` option (e.g. clustering's) runs it on those data sets only
+        on = [d for d in names if getattr(mine, "datasets", None) is None or d in mine.datasets]
         if getattr(collector, "pair", False):
-            jobs += [job(pair, d) for pair in pairs for d in names]
+            jobs += [job(pair, d) for pair in pairs for d in on]
         else:
-            jobs += [job((m.name,), d) for m in protocol.models for d in names]
+            jobs += [job((m.name,), d) for m in protocol.models for d in on]
     return jobs, dropped
 
 
