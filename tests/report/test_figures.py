@@ -244,6 +244,8 @@ def test_surface_and_clustering_figures_are_the_presets_width(tmp_path, width):
     a, b = np.meshgrid(k, k, indexing="ij")
     js = pd.DataFrame({"layer_a": (a // 12).ravel(), "head_a": (a % 12).ravel(), "layer_b": (b // 12).ravel(),
                        "head_b": (b % 12).ravel(), "js_mean": np.abs(a - b).ravel() / 100.0})
+    mds = surface[["model", "dataset", "layer", "head"]].assign(x=rng.normal(size=144), y=rng.normal(size=144),
+                                                                stress=0.1, behaviour="mixed")
     where = "default on a_rather_long_dataset_name"
     preset = style.preset_of(FigureOptions(width=width))
     with FigureRenderer(tmp_path, workers=1, preset=preset) as renderer:
@@ -256,7 +258,17 @@ def test_surface_and_clustering_figures_are_the_presets_width(tmp_path, width):
         renderer.add("surface_entropy", surface_plots.entropy_by_layer, surface, tests=tests,
                      title=f"attention entropy: {where}")
         renderer.add("js_distance", surface_plots.js_heatmap, js, title=f"JS divergence between heads: {where}")
+        renderer.add("mds_layer", surface_plots.mds_plot, mds, colour_by="layer", title=f"heads by layer: {where}")
     from PIL import Image
+
+    _assert_printable(tmp_path / "figures" / "mds_layer.png", preset.width)  # at most 5.2 in: no wider
+    with style.using(preset):
+        fig = surface_plots.mds_plot(mds, colour_by="layer", title=f"heads by layer: {where}")
+    renderer_agg = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    for text in (ax.title, ax.xaxis.label):  # the title and the labelled-heads note are not cut at the edges
+        box = text.get_window_extent(renderer_agg)
+        assert box.x0 >= 0 and box.x1 <= fig.bbox.x1, text.get_text()
 
     for name in ("surface_position", "surface_kinds", "surface_sep", "surface_entropy", "js_distance"):
         png = tmp_path / "figures" / f"{name}.png"

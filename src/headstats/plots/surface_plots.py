@@ -181,16 +181,17 @@ def mds_plot(mds: pd.DataFrame, *, colour_by: str = "layer", ax: Axes | None = N
     ax.set_yticks([])
     n = len(mds)
     # the longest the note can be, so that the layout leaves room for it
-    ax.set_xlabel(f"MDS 1\n({n} of {n} heads labelled; the others would overlap)")
+    ax.set_xlabel(f"MDS 1\n({n} of {n} heads labelled; others overlap)")
     ax.set_ylabel("MDS 2")
     ax.set_aspect("equal", adjustable="datalim")
     ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    ax.set_title(title or f"heads by JS divergence, coloured by {colour_by}")
+    ax.set_title(style.fitted_title(title or f"heads by JS divergence, coloured by {colour_by}",
+                                    matplotlib.rcParams["axes.titlesize"], 0.6 * width))
     fig.tight_layout()
     placed = style.place_labels(ax, mds["x"].to_numpy(float), mds["y"].to_numpy(float),
                                 [f"{r.layer}-{r.head}" for r in mds.itertuples()])
     ax.set_xlabel("MDS 1" if len(placed) == n else
-                  f"MDS 1\n({len(placed)} of {n} heads labelled; the others would overlap)")
+                  f"MDS 1\n({len(placed)} of {n} heads labelled; others overlap)")
     return fig
 
 
