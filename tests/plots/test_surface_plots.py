@@ -75,5 +75,5 @@ def test_mds_labels_do_not_overlap_and_the_axis_says_how_many_are_shown():
     renderer = fig.canvas.get_renderer()
     boxes = [t.get_window_extent(renderer) for t in ax.texts]
     assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
-    assert ax.get_xlabel() == f"MDS 1\n({len(shown)} of 12 heads labelled; the others would overlap)"
+    assert ax.get_xlabel() == f"MDS 1\n({len(shown)} of 12 heads labelled; others overlap)"
     assert {t.get_fontsize() for t in ax.texts} == {7.0}

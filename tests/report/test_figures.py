@@ -225,6 +225,63 @@ def test_pictures_of_a_long_input_are_written_for_print(tmp_path, width):
     assert attention_plots.label_step(n, 5.0) == 4 and attention_plots.label_step(10, 5.0) == 1
 
 
+@pytest.mark.parametrize("width", ["column", "text"])
+def test_surface_and_clustering_figures_are_the_presets_width(tmp_path, width):
+    """Clark et al.'s figures of a BERT-base-shaped model (12 layers x 12 heads) at column (3.5 in) and text
+    (7 in) width: each PNG exactly the preset's width (it was 8.2 in for three panels at column width), every
+    text at least 7 pt; at column width the three panels of a surface figure take two rows."""
+    import numpy as np
+
+    from headstats.analyses.surface import SURFACE_COLUMNS
+    from headstats.plots import style, surface_plots
+    from headstats.report.options import FigureOptions
+
+    rng = np.random.default_rng(0)
+    surface = pd.DataFrame([{"model": "m", "dataset": "d", "layer": layer, "head": head,
+                             **{c: float(rng.uniform(0, 1)) for c in SURFACE_COLUMNS[4:]}}
+                            for layer in range(12) for head in range(12)])[list(SURFACE_COLUMNS)]
+    tests = surface[["model", "dataset", "layer", "head"]].assign(measure="prev", reject=surface["head"] < 3)
+    k = np.arange(144)
+    a, b = np.meshgrid(k, k, indexing="ij")
+    js = pd.DataFrame({"layer_a": (a // 12).ravel(), "head_a": (a % 12).ravel(), "layer_b": (b // 12).ravel(),
+                       "head_b": (b % 12).ravel(), "js_mean": np.abs(a - b).ravel() / 100.0})
+    mds = surface[["model", "dataset", "layer", "head"]].assign(x=rng.normal(size=144), y=rng.normal(size=144),
+                                                                stress=0.1, behaviour="mixed")
+    where = "default on a_rather_long_dataset_name"
+    preset = style.preset_of(FigureOptions(width=width))
+    with FigureRenderer(tmp_path, workers=1, preset=preset) as renderer:
+        renderer.add("surface_position", surface_plots.surface_by_layer, surface, ["prev", "self", "next"],
+                     tests=tests, title=f"attention by relative position: {where}")
+        renderer.add("surface_kinds", surface_plots.surface_by_layer, surface, ["cls", "sep", "punct"], tests=tests,
+                     title=f"attention to [CLS], [SEP] and punctuation: {where}")
+        renderer.add("surface_sep", surface_plots.surface_by_layer, surface, ["sep_to_sep", "other_to_sep"],
+                     title=f"[SEP] -> [SEP] against other -> [SEP]: {where}")
+        renderer.add("surface_entropy", surface_plots.entropy_by_layer, surface, tests=tests,
+                     title=f"attention entropy: {where}")
+        renderer.add("js_distance", surface_plots.js_heatmap, js, title=f"JS divergence between heads: {where}")
+        renderer.add("mds_layer", surface_plots.mds_plot, mds, colour_by="layer", title=f"heads by layer: {where}")
+    from PIL import Image
+
+    _assert_printable(tmp_path / "figures" / "mds_layer.png", preset.width)  # at most 5.2 in: no wider
+    with style.using(preset):
+        fig = surface_plots.mds_plot(mds, colour_by="layer", title=f"heads by layer: {where}")
+    renderer_agg = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    for text in (ax.title, ax.xaxis.label):  # the title and the labelled-heads note are not cut at the edges
+        box = text.get_window_extent(renderer_agg)
+        assert box.x0 >= 0 and box.x1 <= fig.bbox.x1, text.get_text()
+
+    for name in ("surface_position", "surface_kinds", "surface_sep", "surface_entropy", "js_distance"):
+        png = tmp_path / "figures" / f"{name}.png"
+        _assert_printable(png, preset.width)
+        with Image.open(png) as image:
+            assert image.size[0] / image.info["dpi"][0] == pytest.approx(preset.width, abs=0.02), name
+    with style.using(preset):
+        fig = surface_plots.surface_by_layer(surface, ["prev", "self", "next"])
+    rows = {round(ax.get_position().y0, 3) for ax in fig.axes}
+    assert len(fig.axes) == 3 and len(rows) == (2 if width == "column" else 1)
+
+
 def test_the_report_shows_figures_at_their_printed_size(quickstart_report):
     import re
 

@@ -57,7 +57,8 @@ def points_by_layer(ax: Axes, frame: pd.DataFrame, column: str, *, passed: np.nd
     ax.plot(means.index, means.to_numpy(), color=style.DARK_GREY, lw=1, zorder=0)
     if reference is not None:
         ax.axhline(reference, color=style.DARK_GREY, ls="--", lw=0.8)
-    ax.set_xticks(sorted(frame["layer"].unique()))
+    layers = sorted(frame["layer"].unique())
+    ax.set_xticks(layers[::layer_step(len(layers), ax)])
     ax.set_xlabel("layer")
     ax.set_title(title or TITLES.get(column, column))
 
@@ -75,6 +76,37 @@ def _passed(surface: pd.DataFrame, tests: pd.DataFrame | None, measure: str) -> 
                                             surface["head"])])
 
 
+#: Narrowest panel of a surface figure, in inches: 12 layers' tick labels and the points of 12 heads per layer.
+PANEL_INCHES = 1.6
+
+
+def layer_step(n_layers: int, ax: Axes) -> int:
+    """Label every k-th layer, the smallest k for which the labels (two digits of 7 pt and a gap, 0.2 in each)
+    fit the axes' width: BERT-base's 12 layers on a panel of a column-wide figure."""
+    fig_w = ax.figure.get_size_inches()[0]
+    panel_w = ax.get_position().width * fig_w
+    per_label = style.text_size("00", style.MIN_FONT)[0] + 0.08
+    return max(1, int(np.ceil(n_layers * per_label / max(panel_w, 0.1))))
+
+
+def _panels(n: int, title: str, *, height: float = 2.1) -> tuple[Figure, list[Axes]]:
+    """A figure of the preset's printed width with ``n`` panels sharing the y axis, as many per row as get
+    :data:`PANEL_INCHES` each (one column of three at 3.5 in, one row of three at 7 in), rows balanced;
+    constrained layout, so the saved figure is exactly the preset's width; the title fitted to that width."""
+    width = style.figure_width()
+    most = style.columns_for(PANEL_INCHES, n, width=width)
+    rows = -(-n // most)
+    ncols = -(-n // rows)
+    fig = Figure(figsize=(width, height * rows + (0.3 if title else 0.0)), layout="constrained")
+    grid = fig.subplots(rows, ncols, squeeze=False, sharey=True)
+    axes = list(grid.ravel())
+    for ax in axes[n:]:
+        ax.remove()
+    if title:
+        fig.suptitle(style.fitted_title(title, matplotlib.rcParams["figure.titlesize"], width - 0.1))
+    return fig, axes[:n]
+
+
 @style.styled
 def surface_by_layer(surface: pd.DataFrame, columns: Sequence[str], *, tests: pd.DataFrame | None = None,
                      references: Mapping[str, float] | None = None, title: str = "",
@@ -82,35 +114,34 @@ def surface_by_layer(surface: pd.DataFrame, columns: Sequence[str], *, tests: pd
     """Panels of :func:`points_by_layer`, one per column, sharing the y axis (Clark et al. Figures 1, 2 and 4).
 
     Filled points: heads that pass a declared hypothesis on that measure (``tests``: ``surface_tests.csv``);
-    hollow: the others (all filled when the measure was not tested).
+    hollow: the others (all filled when the measure was not tested). The figure is the preset's printed width
+    (:func:`headstats.plots.style.figure_width`); panels that do not fit side by side are stacked.
     """
     references = dict(references or {})
-    fig = Figure(figsize=(2.6 * len(columns) + 0.4, 2.6))
-    axes = fig.subplots(1, len(columns), squeeze=False, sharey=True)[0]
+    fig, axes = _panels(len(columns), title)
     for i, (ax, column) in enumerate(zip(axes, columns)):
         points_by_layer(ax, surface, column, passed=_passed(surface, tests, column),
                         colour=style.SERIES[i % len(style.SERIES)], reference=references.get(column))
-    axes[0].set_ylabel(ylabel)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+        if ax.get_subplotspec().is_first_col():
+            ax.set_ylabel(ylabel)
     return fig
 
 
 @style.styled
 def entropy_by_layer(surface: pd.DataFrame, *, tests: pd.DataFrame | None = None, title: str = "") -> Figure:
     """Mean row entropy and the [CLS] row's entropy per head by layer, against the uniform reference (dashed;
-    Clark et al. Figure 4). Filled: heads that pass the ``entropy_ratio`` hypothesis (broad attention)."""
+    Clark et al. Figure 4). Filled: heads that pass the ``entropy_ratio`` hypothesis (broad attention). The
+    figure is the preset's printed width; at column width the two panels sit side by side."""
     uniform = float(surface["entropy_uniform"].mean())
-    fig = Figure(figsize=(5.8, 2.6))
+    width = style.figure_width()
+    fig = Figure(figsize=(width, 2.3 + (0.3 if title else 0.0)), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
     passed = _passed(surface, tests, "entropy_ratio")
-    points_by_layer(axes[0], surface, "entropy", passed=passed, reference=uniform)
-    points_by_layer(axes[1], surface, "entropy_cls", colour=style.SERIES[1], reference=uniform)
+    points_by_layer(axes[0], surface, "entropy", passed=passed, reference=uniform, title="all rows")
+    points_by_layer(axes[1], surface, "entropy_cls", colour=style.SERIES[1], reference=uniform, title="[CLS] row")
     axes[0].set_ylabel("entropy (nats)")
     if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+        fig.suptitle(style.fitted_title(title, matplotlib.rcParams["figure.titlesize"], width - 0.1))
     return fig
 
 
@@ -150,16 +181,17 @@ def mds_plot(mds: pd.DataFrame, *, colour_by: str = "layer", ax: Axes | None = N
     ax.set_yticks([])
     n = len(mds)
     # the longest the note can be, so that the layout leaves room for it
-    ax.set_xlabel(f"MDS 1\n({n} of {n} heads labelled; the others would overlap)")
+    ax.set_xlabel(f"MDS 1\n({n} of {n} heads labelled; others overlap)")
     ax.set_ylabel("MDS 2")
     ax.set_aspect("equal", adjustable="datalim")
     ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    ax.set_title(title or f"heads by JS divergence, coloured by {colour_by}")
+    ax.set_title(style.fitted_title(title or f"heads by JS divergence, coloured by {colour_by}",
+                                    matplotlib.rcParams["axes.titlesize"], 0.6 * width))
     fig.tight_layout()
     placed = style.place_labels(ax, mds["x"].to_numpy(float), mds["y"].to_numpy(float),
                                 [f"{r.layer}-{r.head}" for r in mds.itertuples()])
     ax.set_xlabel("MDS 1" if len(placed) == n else
-                  f"MDS 1\n({len(placed)} of {n} heads labelled; the others would overlap)")
+                  f"MDS 1\n({len(placed)} of {n} heads labelled; others overlap)")
     return fig
 
 
@@ -171,7 +203,13 @@ def js_heatmap(js: pd.DataFrame, *, ax: Axes | None = None, title: str = "") -> 
     k = heads * layers
     grid = np.full((k, k), np.nan)
     grid[js["layer_a"] * heads + js["head_a"], js["layer_b"] * heads + js["head_b"]] = js["js_mean"]
-    fig, ax = _axes(ax, (4.8, 4.2))
+    own = ax is None
+    width = style.figure_width()
+    if own:  # the preset's printed width; the map square, at most 5 in tall (the colour bar beside it)
+        fig = Figure(figsize=(width, min(0.85 * width, 5.0)), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
     image = ax.imshow(grid, cmap=style.SEQUENTIAL_CMAP, interpolation="none")  # PDF/SVG: the K x K values
     for edge in range(heads, k, heads):
         ax.axhline(edge - 0.5, color="white", lw=0.6)
@@ -181,7 +219,8 @@ def js_heatmap(js: pd.DataFrame, *, ax: Axes | None = None, title: str = "") -> 
     ax.set_yticks(ticks, [str(i) for i in range(layers)])
     ax.set_xlabel("layer (heads in order)")
     ax.set_ylabel("layer (heads in order)")
-    fig.colorbar(image, ax=ax, label="JS divergence per query (nats)")
-    ax.set_title(title or "JS divergence between heads")
-    fig.tight_layout()
+    # the colour bar an inset of the map's axes: it stays beside the (square) map at any figure width
+    fig.colorbar(image, cax=ax.inset_axes((1.04, 0.05, 0.04, 0.9)), label="JS divergence per query (nats)")
+    ax.set_title(style.fitted_title(title or "JS divergence between heads", matplotlib.rcParams["axes.titlesize"],
+                                    width - 0.9))
     return fig
