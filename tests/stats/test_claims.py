@@ -79,6 +79,25 @@ def test_p_zero_is_never_a_verdict():
     assert verdict == CANNOT_TELL and "p = 0" in reason
 
 
+def test_a_p_that_underflows_on_varying_data_is_a_verdict_and_degenerate_data_is_not():
+    """A one-sided t test of 2,000 attention means near 0.9 against 0.5 (sd 0.05): scipy's p underflows to 0.
+    The data vary (the interval has width), so the claim is supported with p = UNDERFLOW_P, not 'cannot tell';
+    the same p with a zero-width interval (sd 0) stays degenerate."""
+    from scipy import stats
+
+    from headstats.stats.claims import UNDERFLOW_P, evidence_p
+
+    x = 0.9 + 0.05 * np.random.default_rng(0).standard_normal(2000)
+    test = stats.ttest_1samp(x, 0.5, alternative="greater")
+    assert test.pvalue == 0.0  # below the float range
+    low = test.confidence_interval(0.95).low
+    varying = Evidence("m", "d", estimate=x.mean() - 0.5, ci_low=low - 0.5, ci_high=math.inf, p_for=test.pvalue)
+    assert evidence_p(varying) == UNDERFLOW_P == np.finfo(float).tiny
+    assert verdict_of(varying, 72 * UNDERFLOW_P, 0.05) == (SUPPORTED, "")
+    flat = Evidence("m", "d", estimate=0.4, ci_low=0.4, ci_high=0.4, p_for=0.0)
+    assert evidence_p(flat) == 0.0 and verdict_of(flat, 0.0, 0.05)[0] == CANNOT_TELL
+
+
 def test_claims_whose_tables_are_missing_are_left_out():
     assert evaluate_claims({}, ClaimSettings()).empty
 

@@ -53,7 +53,7 @@ from headstats.stats.corrections import correct_pvalues, reject
 
 __all__ = [
     "CANNOT_TELL", "CLAIMS", "CLAIM_COLUMNS", "CONTRADICTED", "NOT_SHOWN", "SUPPORTED", "VERDICTS", "Claim",
-    "ClaimSettings", "Evidence", "claim_p", "evaluate_claims", "list_claims", "register_claim", "verdict_of",
+    "ClaimSettings", "Evidence", "claim_p", "evaluate_claims", "evidence_p", "list_claims", "register_claim", "verdict_of",
 ]
 
 SUPPORTED, CONTRADICTED, NOT_SHOWN, CANNOT_TELL = "supported", "contradicted", "not shown", "cannot tell"
@@ -209,6 +209,26 @@ def claim_p(p_for: float, p_against: float) -> float:
     return float(min(1.0, 2.0 * min(p_for, p_against)))
 
 
+#: The p-value reported for a test whose p underflowed to 0 in float64: the smallest positive normal double.
+UNDERFLOW_P = float(np.finfo(float).tiny)
+
+
+def _underflowed(ev: Evidence) -> bool:
+    """Whether a claim's p of exactly 0 is an underflow, not degenerate data: the data vary (its interval has
+    positive width around a finite estimate), so the true p is below the float range, e.g. a t test over
+    thousands of inputs with a large effect. Zero-width or missing intervals stay degenerate."""
+    width = np.nan_to_num(ev.ci_high, posinf=np.inf) - ev.ci_low
+    return bool(np.isfinite(ev.estimate) and np.isfinite(ev.ci_low) and width > 0
+                and (ev.ci_low < ev.estimate or ev.ci_high > ev.estimate))
+
+
+def evidence_p(ev: Evidence) -> float:
+    """The claim's p-value (:func:`claim_p`), with an underflow to 0 (:func:`_underflowed`) reported as
+    :data:`UNDERFLOW_P`, so that it counts in the family and reads as "below 2.2e-308"."""
+    p = claim_p(ev.p_for, ev.p_against)
+    return UNDERFLOW_P if p == 0 and _underflowed(ev) else p
+
+
 def _claim_floor(ev: Evidence) -> float:
     """The smallest claim p-value the design can attain (doubled when the claim is tested both ways)."""
     if not np.isfinite(ev.floor):
@@ -220,7 +240,7 @@ def verdict_of(ev: Evidence, p_corr: float, alpha: float) -> tuple[str, str]:
     """The verdict and its reason, from one claim's evidence and its corrected p-value (METHODS 5.1)."""
     if ev.reason:
         return CANNOT_TELL, ev.reason
-    p = claim_p(ev.p_for, ev.p_against)
+    p = evidence_p(ev)
     if not np.isfinite(p) or p <= 0:
         return CANNOT_TELL, ("the test gave no valid p-value" if not np.isfinite(p) else
                              "the test gave p = 0, which no valid test of finite data gives (degenerate data)")
@@ -236,7 +256,7 @@ def verdict_of(ev: Evidence, p_corr: float, alpha: float) -> tuple[str, str]:
 
 def _in_family(ev: Evidence, alpha: float) -> bool:
     """A claim counts in the family when its test can reject: a reason-free, valid p and a floor <= alpha."""
-    p = claim_p(ev.p_for, ev.p_against)
+    p = evidence_p(ev)
     floor = _claim_floor(ev)
     return not ev.reason and np.isfinite(p) and p > 0 and not (np.isfinite(floor) and floor > alpha)
 
@@ -273,7 +293,7 @@ def evaluate_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings 
         rows.extend((claim, ev) for ev in claim.evaluate(tables, settings))
     if not rows:
         return pd.DataFrame(columns=CLAIM_COLUMNS)
-    p_unc = np.array([claim_p(ev.p_for, ev.p_against) for _, ev in rows], dtype=float)
+    p_unc = np.array([evidence_p(ev) for _, ev in rows], dtype=float)
     member = np.array([_in_family(ev, settings.alpha) for _, ev in rows])
     p_corr = np.full(len(rows), np.nan)
     if member.any():
