@@ -217,8 +217,7 @@ def _underflowed(ev: Evidence) -> bool:
     """Whether a claim's p of exactly 0 is an underflow, not degenerate data: the data vary (its interval has
     positive width around a finite estimate), so the true p is below the float range, e.g. a t test over
     thousands of inputs with a large effect. Zero-width or missing intervals stay degenerate."""
-    width = np.nan_to_num(ev.ci_high, posinf=np.inf) - ev.ci_low
-    return bool(np.isfinite(ev.estimate) and np.isfinite(ev.ci_low) and width > 0
+    return bool(np.isfinite(ev.estimate) and np.isfinite(ev.ci_low) and ev.ci_high - ev.ci_low > 0
                 and (ev.ci_low < ev.estimate or ev.ci_high > ev.estimate))
 
 
