@@ -113,3 +113,42 @@ def test_loading_a_model_prints_nothing(tiny_model_dir, capfd):
     hs.load_model("default")
     out, err = capfd.readouterr()
     assert (out, err) == ("", "")
+
+
+def test_score_prepares_records_as_headstats_score_does(tmp_path, tiny_model, tiny_model_dir):
+    """hs.score leaves out what ``headstats score`` leaves out (a record longer than max_length can hold),
+    counts it the same way, and scores the rest to the same numbers; an empty record (which no reader makes,
+    but a caller can) is left out and counted too."""
+    import json
+
+    import pandas as pd
+    import yaml
+
+    from headstats.config.protocol import load_protocol
+    from headstats.study.run import run_scores
+
+    lines = (DEMO / "sentences.txt").read_text().splitlines()[:6]
+    rows = [{"id": f"s{i}", "text_a": t} for i, t in enumerate(lines)]
+    rows.insert(4, {"id": "long", "text_a": " ".join(["word"] * 80)})
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    protocol = {"name": "p", "models": [{"name": "tiny", "path": str(tiny_model_dir)}],
+                "datasets": [{"name": "d", "path": str(data)}],
+                "scoring": {"roles": ["local", "delimiter_cls"], "max_length": 64, "too_long": "skip"}}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(protocol))
+    scored = run_scores(load_protocol(tmp_path / "p.yaml"), tmp_path / "out", model="tiny")
+    counts = json.loads((scored.out / "manifest.json").read_text())["inputs"]["tiny/d"]
+
+    array = hs.score(tiny_model, data, dataset="d", roles=["local", "delimiter_cls"], max_length=64)
+    assert array.provenance["counts"]["skipped"] == counts["skipped"] == {"too_long": 1}
+    assert array.provenance["counts"]["n_records"] == counts["n_records"] == 7
+    assert list(array.sentence_ids) == list(scored.scores[0].sentence_ids) == [f"s{i}" for i in range(6)]
+    np.testing.assert_array_equal(array.values, scored.scores[0].values)
+    from headstats.inputs.records import Record
+
+    records = hs.read_records(data) + [Record("blank", " \u200b ")]
+    array = hs.score(tiny_model, records, dataset="d", roles=["local", "delimiter_cls"], max_length=64)
+    assert array.provenance["counts"]["skipped"] == {"too_long": 1, "empty": 1}
+    np.testing.assert_array_equal(array.values, scored.scores[0].values)
+    with pytest.raises(hs.DataError, match="no input of data set 'd' could be scored"):
+        hs.score(tiny_model, records[4:5] + records[-1:], dataset="d", roles=["local"], max_length=64)

@@ -41,7 +41,10 @@ def score(
     roles : sequence of str, optional
         Registered roles (default: the protocol default, the ten roles of the paper).
     parse : bool, optional
-        Parse raw text with spaCy first; default: when a syntactic role is asked for and a record lacks a parse.
+        The preparation of ``headstats run`` (:func:`headstats.study.data.prepare_records`): by default, records
+        are parsed with spaCy when a syntactic role is asked for, gold parses kept; ``True`` re-parses every
+        record, ``False`` parses none. Records with no visible text, or longer than ``max_length`` can hold
+        under ``too_long: skip``, are left out first and counted in ``provenance["counts"]["skipped"]``.
     **options
         Any ``scoring`` option of the protocol (``window``, ``max_length``, ``too_long``, ``batch_size``,
         ``count_special_queries``, ``arc_direction``, ``relations``).
@@ -53,25 +56,27 @@ def score(
         the long table of ``scores.parquet``; ``.provenance`` holds the model's and the counts. In Jupyter it
         shows as a short table (shape, each role's inputs, mean and highest head, provenance).
     """
-    from headstats.model.loading import LoadedModel, load_model
-    from headstats.study.scoring import score_records
-    from headstats.analyses.roles import get_role
     from headstats.analyses.sieves import ScoreSettings
+    from headstats.errors import DataError
+    from headstats.inputs.filters import skipped_counts
+    from headstats.model.loading import LoadedModel, load_model
+    from headstats.study.data import prepare_records
+    from headstats.study.results import with_skipped
+    from headstats.study.scoring import score_records
 
     loaded = model if isinstance(model, LoadedModel) else load_model(str(model))
     if isinstance(records, (str, Path)):
         records = read_records(records)
     scoring = ScoreSettings(**({"roles": list(roles)} if roles is not None else {}), **options)
-    records = list(records)
-    wants_arcs = any(get_role(r).kind == "arc" for r in scoring.roles)
-    if parse or (parse is None and wants_arcs and any(not r.is_parsed for r in records)):
-        from headstats.inputs.parsing import parse_records
-
-        records = parse_records(records, parser=scoring.parser)
+    mode = {None: "auto", True: "spacy", False: "none"}[parse]
+    records, skipped, _ = prepare_records(list(records), scoring, parse=mode)
+    if not records:
+        raise DataError(f"no input of data set {dataset!r} could be scored ({skipped_counts(skipped)}); "
+                        "raise max_length or set too_long='truncate'")
     run = score_records(loaded, records, dataset=dataset, roles=scoring.roles,
                         settings=scoring, max_length=scoring.max_length,
                         too_long=scoring.too_long, batch_size=scoring.batch_size)
-    run.array.provenance.update(counts=run.counts)
+    run.array.provenance.update(counts=with_skipped(run.counts, skipped))
     return run.array
 
 

@@ -35,7 +35,7 @@ class Provenance:
     weights_sha256 : dict
         Weight file name -> sha256.
     tokenizer_class, tokenizer_fingerprint : str, optional
-        The tokenizer's class and :func:`headstats.model.loading.tokenizer_fingerprint` (vocabulary and special
+        The tokenizer's class and :func:`headstats.model.tokenizers.tokenizer_fingerprint` (vocabulary and special
         tokens: equal fingerprints split every text alike).
     data_sha256 : dict
         Data set -> sha256 of what was scored (its file, or the sentence ids of an array).
@@ -55,7 +55,7 @@ class Provenance:
     @classmethod
     def of_model(cls, provenance: Mapping[str, Any], *, data: Mapping[str, str] | None = None,
                  versions: Mapping[str, Any] | None = None) -> "Provenance":
-        """From a loaded model's provenance dict (:attr:`headstats.model.loading.LoadedModel.provenance`)."""
+        """From a loaded model's provenance dict (``provenance`` of :class:`headstats.model.loading.LoadedModel`)."""
         return cls(model=str(provenance.get("model") or provenance.get("hub_id") or provenance.get("path") or ""),
                    source=provenance.get("path") or provenance.get("hub_id"), revision=provenance.get("revision"),
                    weights_sha256=dict(provenance.get("weights_sha256") or {}),

@@ -190,7 +190,7 @@ def tokenizers(tiny_model_dir, tmp_path_factory):
     from tokenizers import ByteLevelBPETokenizer
     from transformers import AutoTokenizer, BertTokenizerFast, RobertaTokenizerFast
 
-    from headstats.model.loading import default_model_path
+    from headstats.model.sources import default_model_path
 
     vocab = tmp_path_factory.mktemp("tiny_vocab")
     shutil.copy(tiny_model_dir / "vocab.txt", vocab / "vocab.txt")

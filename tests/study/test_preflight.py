@@ -284,7 +284,7 @@ def test_output_check_gets_every_input(study, monkeypatch):
                                       {"name": "ft", "finetune": {"task": "sst2", "base": "default"}}],
                        cache_dir=str(study["root"] / "cache"))
     check(study, raw, out=study["root"] / "o", overwrite=True)
-    from headstats.model.loading import default_model_path
+    from headstats.model.sources import default_model_path
 
     assert seen["overwrite"] is True
     assert seen["inputs"] == {

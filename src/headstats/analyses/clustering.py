@@ -59,7 +59,7 @@ class ClusteringOptions(StrictModel):
     max_inputs: Int | None = Field(100, ge=1)
     #: The data sets (their names in the protocol's ``datasets``) whose inputs are clustered; null for every data
     #: set. Clark et al. cluster their 1,000 WikiText segments only. Read when the study plans its jobs (an
-    #: analysis' ``datasets`` option: :func:`headstats.study.run.study_jobs`), not by the collector, so it is not
+    #: analysis' ``datasets`` option: :func:`headstats.study.plan.study_jobs`), not by the collector, so it is not
     #: part of the states' cache keys.
     datasets: list[str] | None = Field(None, min_length=1, json_schema_extra=AFTER_PASS)
     #: Resamples of the permutation test of "heads of one layer sit together".

@@ -39,13 +39,8 @@ from headstats.model.sources import DEFAULT_MODEL, ModelSource, hub_config, insp
 from headstats.model.task_heads import task_head
 from headstats.model.tokenizers import check_tokenizer, check_vocabulary_fits, read_tokenizer
 
-# The checks before loading live in their own modules; the study layer imports these from here.
-from headstats.model.identity import sha256_file_memo  # noqa: F401
-from headstats.model.sources import check_model_source, default_model_path, resolve_model_path  # noqa: F401
-
-__all__ = ["HEADS", "LoadedModel", "check_device", "check_dtype", "check_model_source", "default_model_path",
-           "describe_model", "load_model", "load_task_model", "load_tokenizer", "provenance_tokenizer",
-           "resolve_model_path", "sha256_file_memo"]
+__all__ = ["HEADS", "LoadedModel", "describe_model", "load_model", "load_task_model", "load_tokenizer",
+           "provenance_tokenizer"]
 
 #: What :func:`load_model` can load on top of the encoder (``head=``): the ``transformers`` auto class of each.
 #: ``head="task"`` loads the one the checkpoint was saved with (:func:`headstats.model.task_heads.task_head`).

@@ -192,7 +192,7 @@ def similarity_map(
     Parameters
     ----------
     similarity : DataFrame
-        :func:`headstats.assignment.changes.attention_similarity` output (``layer, head, cosine_mean``).
+        the ``similarity`` table of :class:`headstats.analyses.similarity.AttentionSimilarity` (``layer, head, cosine_mean``).
     """
     part = _select(similarity, dataset=dataset, model_b=model_b)
     if part.empty:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from headstats.analyses.sieves import ScoreSettings
 from headstats.config.protocol import DatasetSpec, Protocol
 from headstats.errors import DataError, HeadstatsError
 from headstats.inputs.records import Record
@@ -14,10 +15,54 @@ from headstats.study.results import LoadedData, Log
 from headstats.study.storage import file_hashes
 
 
-def needs_parses(protocol: Protocol) -> bool:
+def needs_parses(scoring: ScoreSettings) -> bool:
+    """Whether a role of ``scoring`` reads dependency arcs (a syntactic role)."""
     from headstats.analyses.roles import get_role
 
-    return any(get_role(r).kind == "arc" for r in protocol.scoring.roles)
+    return any(get_role(r).kind == "arc" for r in scoring.roles)
+
+
+def prepare_records(records: list[Record], scoring: ScoreSettings, *,
+                    parse: str = "auto") -> tuple[list[Record], list[tuple[str, str]], dict]:
+    """What every scoring does to records before the forward pass: leave out those that can never be scored,
+    then parse the rest where the roles need it.
+
+    Parameters
+    ----------
+    records : list of Record
+    scoring : ScoreSettings
+        ``max_length`` and ``too_long`` (what is left out or cut), ``roles`` (whether parses are needed),
+        ``parser`` and ``alignment`` (how raw text is parsed).
+    parse : {"auto", "spacy", "gold", "none"}
+        A data set's ``parse``: ``auto`` parses when a role reads arcs and keeps gold parses where present
+        (all records are re-parsed under ``alignment: first_occurrence``, as the published notebooks did);
+        ``spacy`` re-parses every record; ``gold`` and ``none`` parse nothing.
+
+    Returns
+    -------
+    (records, skipped, info)
+        The records to score; ``(sentence_id, reason)`` of those left out (``empty``, ``too_long``); and the
+        manifest's ``parses`` (``gold``, ``spacy``, ``gold+spacy`` or ``none``) and ``parser``.
+    """
+    from headstats.inputs.filters import split_unusable
+    from headstats.inputs.parsing import parse_records
+
+    records, skipped = split_unusable(records, max_length=scoring.max_length, too_long=scoring.too_long)
+    info: dict = {}
+    if records and (parse == "spacy" or (parse == "auto" and needs_parses(scoring))):
+        if parse == "spacy":
+            records = [Record(r.sentence_id, r.text_a, r.text_b, r.label, meta=r.meta) for r in records]
+        clean = scoring.alignment == "first_occurrence"
+        gold = 0 if clean else sum(r.is_parsed for r in records)
+        records = parse_records(records, parser=scoring.parser, clean=clean)
+        info["parses"] = "gold" if gold == len(records) else ("spacy" if gold == 0 else "gold+spacy")
+        info["parser"] = None if gold == len(records) else scoring.parser
+    elif parse == "gold":
+        info["parses"] = "gold"
+    else:  # no role needs parses: the data's own (a gold-parsed CoNLL-U file) are still said
+        gold = parse == "auto" and records and all(r.is_parsed for r in records)
+        info["parses"] = "gold" if gold else "none"
+    return records, skipped, info
 
 
 def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | None = None) -> LoadedData:
@@ -28,8 +73,6 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
     is at least one piece), are left out before parsing and counted (:attr:`LoadedData.skipped`); with
     ``too_long: truncate`` a long record is parsed on the prefix that can be scored.
     """
-    from headstats.inputs.filters import split_unusable
-    from headstats.inputs.parsing import parse_records
     from headstats.inputs.readers import read_records
 
     info: dict = {"name": spec.name}
@@ -55,8 +98,7 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
                     excluded_finetune_rows=len(excluded))
     info["n_read"] = len(records)
     info["pairs"] = sum(r.is_pair for r in records)
-    records, skipped = split_unusable(records, max_length=protocol.scoring.max_length,
-                                      too_long=protocol.scoring.too_long)
+    records, skipped, how = prepare_records(records, protocol.scoring, parse=spec.parse)
     if not records:
         from headstats.inputs.filters import skipped_counts
 
@@ -64,20 +106,7 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
             f"no input of data set {spec.name!r} could be scored ({skipped_counts(skipped)}); "
             "raise scoring.max_length or set scoring.too_long: truncate"
         )
-    parse = spec.parse
-    if parse == "spacy" or (parse == "auto" and needs_parses(protocol)):
-        if parse == "spacy":
-            records = [Record(r.sentence_id, r.text_a, r.text_b, r.label, meta=r.meta) for r in records]
-        clean = protocol.scoring.alignment == "first_occurrence"
-        gold = 0 if clean else sum(r.is_parsed for r in records)
-        records = parse_records(records, parser=protocol.scoring.parser, clean=clean)
-        info["parses"] = "gold" if gold == len(records) else ("spacy" if gold == 0 else "gold+spacy")
-        info["parser"] = None if gold == len(records) else protocol.scoring.parser
-    elif parse == "gold":
-        info["parses"] = "gold"
-    else:  # no role needs parses: the data's own (a gold-parsed CoNLL-U file) are still said
-        gold = parse == "auto" and records and all(r.is_parsed for r in records)
-        info["parses"] = "gold" if gold else "none"
+    info.update(how)
     from headstats.study.scoring import record_kinds
 
     has_pairs, has_parses = record_kinds(records)
@@ -154,7 +183,7 @@ def memoised_load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: se
     sc = protocol.scoring
     parser = Path(sc.parser).expanduser()
     key = [file_hashes(files), spec.model_dump(mode="json"), sc.max_length, sc.too_long, sc.parser, sc.alignment,
-           needs_parses(protocol), sorted(exclude_ids), protocol.seed, package_versions(),
+           needs_parses(protocol.scoring), sorted(exclude_ids), protocol.seed, package_versions(),
            folder_identity(parser) if parser.is_dir() else None]
     store = StateCache(cache)
     found, summary = recall(store, "data set", key)

@@ -113,7 +113,7 @@ def _description_key(path: str, device: str, dtype: str) -> list:
 
 def _memoisable_model(source: str, device: str) -> str | None:
     """The local folder of a model whose description may be memoised (None: a hub id or ``device: auto``)."""
-    from headstats.model.loading import resolve_model_path
+    from headstats.model.sources import resolve_model_path
 
     path, is_local = resolve_model_path(source)
     return path if is_local and device != "auto" else None
@@ -125,7 +125,7 @@ def memoised_description(source: str, *, revision: str | None, device: str, dtyp
     local model folder (every file's name, size, times and inode unchanged, see :func:`folder_identity`) for
     the same device and dtype with the same installed packages.
 
-    Describing a folder runs every check of :func:`headstats.model.loading.check_model_source`, so a stored
+    Describing a folder runs every check of :func:`headstats.model.sources.check_model_source`, so a stored
     description also says that the folder passed them (:func:`described_before`). Hub ids, ``device: auto``
     (whose meaning depends on the machine) and runs without a cache are described afresh.
     """

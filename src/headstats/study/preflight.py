@@ -19,10 +19,10 @@ naming the problem and the fix:
    ``runs/<name>``), model and data-set names are used in file names: no control characters (NUL), at
    most :data:`NAME_MAX` characters, no path separator in ``name``, and no two (model, data set) pairs
    whose figure files would have the same name (:func:`file_tag`);
-3. device and precision (:class:`~headstats.errors.ModelError`): :func:`headstats.model.loading.check_device`
+3. device and precision (:class:`~headstats.errors.ModelError`): :func:`headstats.model.devices.check_device`
    (a device that is not on this machine is refused), ``dtype`` (float16 only on a GPU); Ray installed for
    ``execution.executor: ray``; the state cache folder writable and not inside the output folder;
-4. models (:class:`~headstats.errors.ModelError`): :func:`headstats.model.loading.check_model_source` for each
+4. models (:class:`~headstats.errors.ModelError`): :func:`headstats.model.sources.check_model_source` for each
    model, or for the base of a fine-tuned one, whose GLUE task and training data must exist;
 5. data (:class:`~headstats.errors.DataError`): each data file exists, is a file, can be read and has a
    known format; each GLUE data set names a known task and split whose file exists under its data root
@@ -93,7 +93,7 @@ def preflight(protocol: Protocol, *, out: str | Path | None = None, overwrite: b
     """
     check_values(protocol)
     check_file_names(protocol)
-    from headstats.model.loading import check_device, check_dtype  # the model layer's checks, ModelError
+    from headstats.model.devices import check_device, check_dtype  # the model layer's checks, ModelError
 
     check_device(protocol.device)
     check_dtype(protocol.dtype, protocol.device)
@@ -254,7 +254,7 @@ def _model_folder(source: str, revision: str | None, what: str, *, checked_befor
     """Check one model source; its local folder, or None for a hub id. ``checked_before(source)``: whether
     this exact folder passed every check in an earlier run (its checks are then skipped)."""
     from headstats.hub import check_hub_model_available
-    from headstats.model.loading import check_model_source, resolve_model_path
+    from headstats.model.sources import check_model_source, resolve_model_path
 
     if "\0" in source:
         raise ModelError(f"{what} {printable(source)!r} holds a NUL character; fix the path or hub id")
@@ -300,7 +300,7 @@ def check_ablation(protocol: Protocol) -> None:
         return
     import json
 
-    from headstats.model.loading import resolve_model_path
+    from headstats.model.sources import resolve_model_path
     from headstats.model.task_heads import ablation_support
 
     for spec in protocol.models:
@@ -322,7 +322,7 @@ def _layers_and_heads(source: str) -> tuple[int, int] | None:
     the model is on the hub or its config does not say."""
     import json
 
-    from headstats.model.loading import resolve_model_path
+    from headstats.model.sources import resolve_model_path
 
     try:
         path, is_local = resolve_model_path(source)

@@ -44,12 +44,18 @@ class LoadedData:
 
     def counted(self, counts: dict) -> dict:
         """``counts`` of a scoring of :attr:`records` with the records left out before parsing added in."""
-        from collections import Counter
+        return with_skipped(counts, self.skipped)
 
-        from headstats.inputs.filters import skipped_counts
 
-        merged = Counter(counts.get("skipped", {})) + Counter(skipped_counts(self.skipped))
-        return counts | {"n_records": counts.get("n_records", 0) + len(self.skipped), "skipped": dict(merged)}
+def with_skipped(counts: dict, skipped: list[tuple[str, str]]) -> dict:
+    """A scoring's ``counts`` with the records left out before it (``(sentence_id, reason)``) added in:
+    ``n_records`` grows by their number and ``skipped`` by their reasons."""
+    from collections import Counter
+
+    from headstats.inputs.filters import skipped_counts
+
+    merged = Counter(counts.get("skipped", {})) + Counter(skipped_counts(skipped))
+    return counts | {"n_records": counts.get("n_records", 0) + len(skipped), "skipped": dict(merged)}
 
 
 @dataclass

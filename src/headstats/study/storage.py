@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from headstats.folders import WRITTEN_BY, check_output_folder, output_listing
-from headstats.model.loading import sha256_file_memo
+from headstats.model.identity import sha256_file_memo
 
 __all__ = ["check_output_folder", "write_table", "write_manifest", "package_versions", "file_hashes"]
 
