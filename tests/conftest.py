@@ -46,6 +46,31 @@ def build_tiny_bert(folder: Path, *, layers: int = 2, heads: int = 2, hidden: in
     return folder
 
 
+def pytest_collection_finish(session):
+    """Settings of each test process, once, before any fixture runs.
+
+    A report's figures are drawn in the test's own process (``HEADSTATS_FIGURE_WORKERS=1``, unless set):
+    pytest-xdist already runs one test process per core, and forked figure workers would contend for the same
+    cores (``tests/report/test_figures.py`` tests the workers, asking for them by number).
+
+    The heap of the big libraries is moved out of the garbage collector's sight.
+    statsmodels' Holm runs ``gc.collect()`` on every call; with torch, transformers and matplotlib imported
+    (most test processes import them), each call would scan their millions of objects again: seconds per test
+    that corrects many families. Frozen objects are never collected, which is what module-level objects are.
+    """
+    import gc
+    import os
+
+    os.environ.setdefault("HEADSTATS_FIGURE_WORKERS", "1")
+    import matplotlib.pyplot  # noqa: F401
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+    from transformers import BertModel  # noqa: F401 - transformers' lazy modules, loaded by the tiny model
+
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.fixture(autouse=True)
 def _state_cache_per_test(tmp_path_factory, monkeypatch):
     """Each test gets its own, empty state cache: no test writes to ~/.cache or sees another test's chunks."""

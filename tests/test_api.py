@@ -100,8 +100,9 @@ def test_every_public_result_prints_in_at_most_15_lines(tiny_model, tiny_model_d
     protocol = tmp_path / "p.yaml"
     protocol.write_text(yaml.safe_dump({
         "name": "p", "models": [str(tiny_model_dir)], "scoring": {"roles": ["local", "delimiter_cls"]},
-        "datasets": [{"name": f"d{i}", "path": str(DEMO / "sentences.txt"), "limit": 8} for i in range(20)],
-        "statistics": {"tau": 1.0, "sensitivity": False}, "report": {"html": False}}))
+        "datasets": [{"name": f"d{i}", "path": str(DEMO / "sentences.txt"), "limit": 8} for i in range(12)],
+        "statistics": {"tau": 1.0, "sensitivity": False},
+        "report": {"html": False, "figures": {"formats": ["png"], "dpi": 72}}}))
     result = hs.run(protocol, tmp_path / "out")
     _assert_short(result, "StudyResult in", "d0", "more (model, data set) rows", "report.md")
 

@@ -29,6 +29,7 @@ def write_protocol(folder: Path, model: str, **overrides) -> Path:
         ],
         "scoring": {"batch_size": 5},
         "statistics": {"tau": 1.0, "sensitivity": False},
+        "report": {"figures": {"formats": ["png"], "dpi": 72}},  # tables are tested here; figures in tests/report
     }
     protocol.update(overrides)
     path = folder / "protocol.yaml"

@@ -367,8 +367,8 @@ def test_run_with_a_scale_and_a_tau_per_role(tmp_path, tiny_model_dir):
 
 def test_report_command_says_what_it_draws_and_can_skip_svg(tmp_path, tiny_model_dir):
     out = tmp_path / "out"
-    assert runner.invoke(app, ["run", str(write_protocol(tmp_path, str(tiny_model_dir))), "--out", str(out),
-                               "--quiet"]).exit_code == 0
+    protocol = write_protocol(tmp_path, str(tiny_model_dir), report={"figures": {"formats": ["png", "svg"], "dpi": 72}})
+    assert runner.invoke(app, ["run", str(protocol), "--out", str(out), "--quiet"]).exit_code == 0
     assert list((out / "figures").glob("*.svg"))
     result = runner.invoke(app, ["report", str(out), "--no-svg"])
     assert result.exit_code == 0, result.output

@@ -53,7 +53,8 @@ def write_run(folder: Path) -> Path:
 
     folder.mkdir(parents=True)
     protocol = Protocol.model_validate({"name": "planted", "models": ["m"], "datasets": [{"name": "d1",
-                                        "path": "x.txt"}], "scoring": {"roles": ROLES}, "report": {"top_k": 2}})
+                                        "path": "x.txt"}], "scoring": {"roles": ROLES},
+                                        "report": {"top_k": 2, "figures": {"dpi": 72}}})  # print checks: test_figures
     tests = planted_tests()
     roles = role_table(tests)
     tables = {"heads_per_layer": heads_per_role_per_layer(roles), "colocation": colocation(roles),
@@ -254,7 +255,8 @@ def test_rebuild_a_comparison_run_without_torch(tmp_path, tiny_model_dir):
                 "datasets": [{"name": "pairs", "path": str(REPO / "data" / "demo" / "pairs.txt"), "limit": 12}],
                 "scoring": {"roles": ["local", "delimiter_sep"]},
                 "statistics": {"tau": 1.0, "sensitivity": False},
-                "compare": [{"base": "base", "finetuned": ["other"]}]}
+                "compare": [{"base": "base", "finetuned": ["other"]}],
+                "report": {"figures": {"formats": ["png"], "dpi": 72}}}
     (tmp_path / "cmp.yaml").write_text(yaml.safe_dump(protocol))
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["run", str(tmp_path / "cmp.yaml"), "--out", str(out), "--quiet"])

@@ -25,6 +25,7 @@ def compare_protocol(folder: Path, base: Path, other: Path) -> Path:
         "datasets": [{"name": "pairs", "path": str(DEMO / "pairs.txt"), "limit": 15}],
         "statistics": {"tau": 1.0, "sensitivity": False},
         "compare": [{"base": "base", "finetuned": ["other"], "test": "wilcoxon"}],
+        "report": {"figures": {"formats": ["png"], "dpi": 72}},  # tables are tested here; figures in tests/report
     }
     path = folder / "cmp.yaml"
     path.write_text(yaml.safe_dump(protocol))
@@ -95,6 +96,7 @@ def seeds_protocol(folder: Path, base: Path, seeds: list[Path]) -> Path:
         "statistics": {"tau": 1.0, "sensitivity": False},
         "scoring": {"batch_size": 4},
         "compare": [{"base": "base", "finetuned": ["ft"], "test": "t", "min_change": 0.05}],
+        "report": {"figures": {"formats": ["png"], "dpi": 72}},  # tables are tested here; figures in tests/report
     }
     path = folder / "seeds.yaml"
     path.write_text(yaml.safe_dump(protocol))

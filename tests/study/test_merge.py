@@ -40,6 +40,7 @@ def write_protocol(folder: Path, models, **overrides) -> Path:
         "compare": [{"base": "base", "finetuned": ["tuned"]}],
         "analyses": ["entropy"],
         "execution": {"chunk_size": 4},
+        "report": {"html": False, "figures": {"formats": ["png"], "dpi": 72}},  # the merge tests read tables
     }
     for key, value in overrides.items():
         protocol[key] = {**protocol[key], **value} if isinstance(value, dict) else value

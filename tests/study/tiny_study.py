@@ -18,6 +18,7 @@ def tiny_protocol(folder: Path, model: Path, roles: list[str]) -> Path:
         "datasets": [{"name": "single", "path": str(DEMO / "sentences.txt"), "limit": 12}],
         "scoring": {"roles": roles},
         "statistics": {"test": "t", "tau": 1.0, "alpha": 0.05, "correction": "holm", "sensitivity": False},
+        "report": {"figures": {"formats": ["png"], "dpi": 72}},  # tables are tested here; figures in tests/report
     }
     path = folder / "p.yaml"
     path.write_text(yaml.safe_dump(text))
