@@ -455,8 +455,11 @@ def test_data_root_that_is_not_a_folder(sandbox):
 # ----------------------------------------------------------------------------------- signals and kill -9
 
 PAUSING_CLI = r"""
-import sys, time
+import signal, sys, time
 phase, args = sys.argv[1], sys.argv[2:]
+# as in a terminal's foreground job: a suite started in the background (`pytest &`) hands its children SIGINT
+# ignored, which Python then keeps ignored (so does headstats: Ctrl-C in a terminal does not stop a background job)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import rich.console
 
 
@@ -534,8 +537,14 @@ def test_sigterm_in_each_phase_cleans_up_with_one_line(sandbox, phase):
 
 def test_ctrl_c_prints_one_line(sandbox):
     proc = start_paused(sandbox, "scoring")
+    status = Path(f"/proc/{proc.pid}/status")
+    masks = [line for line in status.read_text().splitlines() if line.startswith("Sig")] if status.exists() else []
     proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=120)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"SIGINT did not stop the run; the child's signal masks: {masks}")
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and stderr.strip().splitlines()[-1].startswith("error: interrupted"), stderr
     assert leftovers(sandbox) == []
