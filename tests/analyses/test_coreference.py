@@ -63,6 +63,7 @@ def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
     protocol = {"name": "coref", "models": [{"name": "tiny", "path": str(tiny_model_dir)}],
                 "datasets": [{"name": "gum", "path": str(data), "format": "gum_coref"}],
                 "scoring": {"roles": ["local"]}, "statistics": {"tau": 1.0, "sensitivity": False},
+                "report": {"figures": {"formats": ["png"], "dpi": 72}},
                 "analyses": ["coreference"]}
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(protocol))

@@ -91,6 +91,7 @@ def test_enabled_from_a_protocol(tmp_path, tiny_model_dir):
         "name": "distance-demo", "models": [{"name": "tiny", "path": str(tiny_model_dir)}],
         "datasets": [{"name": "demo", "path": str(DEMO / "sentences.txt"), "limit": 12}],
         "scoring": {"roles": ["local"]}, "statistics": {"tau": 1.0, "sensitivity": False},
+        "report": {"figures": {"formats": ["png"], "dpi": 72}},
         "analyses": ["distance"], "analysis_options": {"distance": {"locality": 0.4}},
     }
     path = tmp_path / "p.yaml"

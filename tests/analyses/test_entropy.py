@@ -95,6 +95,7 @@ def test_enabled_from_a_protocol(tmp_path, tiny_model_dir):
         "datasets": [{"name": "demo", "path": str(DEMO / "sentences.txt"), "limit": 12}],
         "scoring": {"roles": ["local", "delimiter"]},
         "statistics": {"tau": 1.0, "sensitivity": False},
+        "report": {"figures": {"formats": ["png"], "dpi": 72}},
         "analyses": ["entropy"],
     }
     path = tmp_path / "p.yaml"

@@ -67,6 +67,7 @@ def run(tmp_path, model_dir, name="g"):
     protocol = {"name": name, "models": [{"name": "tiny", "path": str(model_dir)}],
                 "datasets": [{"name": "demo", "path": str(DEMO / "sentences.txt"), "limit": 6}],
                 "scoring": {"roles": ["local"]}, "statistics": {"tau": 1.0, "sensitivity": False},
+                "report": {"figures": {"formats": ["png"], "dpi": 72}},
                 "analyses": ["gradients"], "seed": 5}
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(protocol))

@@ -82,6 +82,7 @@ def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
     protocol = {"name": "probes", "models": [{"name": "tiny", "path": str(tiny_model_dir)}],
                 "datasets": [{"name": "mini", "path": str(DEMO / "mini.conllu")}],
                 "scoring": {"roles": ["local"]}, "statistics": {"tau": 1.0, "sensitivity": False},
+                "report": {"figures": {"formats": ["png"], "dpi": 72}},
                 "analyses": ["probing"], "seed": 3}
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(protocol))

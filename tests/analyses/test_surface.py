@@ -191,6 +191,7 @@ def test_enabled_from_a_protocol(tmp_path, tiny_model_dir):
         "datasets": [{"name": "pairs", "path": str(DEMO / "pairs.txt"), "limit": 10, "parse": "none"}],
         "scoring": {"roles": ["local"]}, "statistics": {"tau": 1.0, "sensitivity": False},
         "analyses": ["surface"],
+        "report": {"figures": {"formats": ["png"], "dpi": 72}},  # tables are tested here; figures in tests/report
         "analysis_options": {"surface": {"hypotheses": [
             {"name": "broad", "measure": "entropy_ratio", "threshold": 0.5},
             {"name": "prev_l0", "measure": "prev", "threshold": 0.5, "layers": [0]}]}},

@@ -24,6 +24,7 @@ def test_a_quiet_run_drawing_cjk_pieces_prints_nothing(tmp_path):
         "name": "cjk", "models": ["default"], "datasets": [{"name": "cjk", "path": str(data)}],
         "scoring": {"roles": ["local", "delimiter"]}, "statistics": {"sensitivity": False},
         "analyses": ["pictures"], "analysis_options": {"pictures": {"n_inputs": 3}},
+        "report": {"figures": {"formats": ["png"], "dpi": 72}},  # the glyphs are drawn in any format
     }, allow_unicode=True), encoding="utf-8")
     out = tmp_path / "out"
     result = runner.invoke(app, ["run", str(protocol), "--out", str(out), "--quiet"])
