@@ -20,8 +20,18 @@ GOLDEN = ROOT / "tests" / "golden" / "quickstart"
 CONDITIONS = {"as_written": None, "batch_size_8": 8}
 
 
-@pytest.fixture(scope="module", params=list(CONDITIONS))
-def quickstart_run(request, tmp_path_factory):
+@pytest.mark.slow
+@pytest.mark.parametrize("condition", list(CONDITIONS))
+def test_quickstart_tables_are_unchanged_and_its_claims_lead_the_report(condition, tmp_path):
+    """One run per condition (each on its own test process), every golden table checked on it."""
+    run = _quickstart_run(condition, tmp_path)
+    _scores_parquet_unchanged(run)
+    _tests_csv_unchanged(run)
+    _roles_csv_unchanged(run)
+    _claims_are_tests_and_lead_the_report(run)
+
+
+def _quickstart_run(condition: str, tmp_path: Path):
     import os
 
     here = os.getcwd()
@@ -29,45 +39,43 @@ def quickstart_run(request, tmp_path_factory):
     try:
         protocol = hs.load_protocol(ROOT / "protocols" / "quickstart.yaml")
         update = {"execution": protocol.execution.model_copy(update={"cache": False})}  # recomputed, not cached
-        if CONDITIONS[request.param] is not None:
-            update["scoring"] = protocol.scoring.model_copy(update={"batch_size": CONDITIONS[request.param]})
-        return hs.run(protocol.model_copy(update=update), tmp_path_factory.mktemp(request.param) / "run")
+        # the tables are golden; the figures' print checks are in tests/report: PNG at 72 dpi here
+        figures = protocol.report.figures.model_copy(update={"formats": ["png"], "dpi": 72})
+        update["report"] = protocol.report.model_copy(update={"figures": figures})
+        if CONDITIONS[condition] is not None:
+            update["scoring"] = protocol.scoring.model_copy(update={"batch_size": CONDITIONS[condition]})
+        return hs.run(protocol.model_copy(update=update), tmp_path / "run")
     finally:
         os.chdir(here)
 
 
-@pytest.mark.slow
-def test_scores_parquet_unchanged(quickstart_run):
-    compare_scores(pd.read_parquet(quickstart_run.out / "scores.parquet"), pd.read_parquet(GOLDEN / "scores.parquet"))
+def _scores_parquet_unchanged(run) -> None:
+    compare_scores(pd.read_parquet(run.out / "scores.parquet"), pd.read_parquet(GOLDEN / "scores.parquet"))
 
 
-@pytest.mark.slow
-def test_tests_csv_unchanged(quickstart_run):
+def _tests_csv_unchanged(run) -> None:
     golden = pd.read_csv(GOLDEN / "tests.csv")
-    compare_tests(pd.read_csv(quickstart_run.out / "tests.csv"), golden)
+    compare_tests(pd.read_csv(run.out / "tests.csv"), golden)
     # no head of the quickstart sits within its tolerance of alpha, so every decision is compared exactly
     assert not borderline(golden).any()
 
 
-@pytest.mark.slow
-def test_roles_csv_unchanged(quickstart_run):
+def _roles_csv_unchanged(run) -> None:
     golden_tests = pd.read_csv(GOLDEN / "tests.csv")
-    let_through = compare_roles(pd.read_csv(quickstart_run.out / "roles.csv"), pd.read_csv(GOLDEN / "roles.csv"),
-                                golden_tests)
+    let_through = compare_roles(pd.read_csv(run.out / "roles.csv"), pd.read_csv(GOLDEN / "roles.csv"), golden_tests)
     assert let_through == []
 
 
-@pytest.mark.slow
-def test_quickstart_claims_are_tests_and_lead_the_report(quickstart_run):
+def _claims_are_tests_and_lead_the_report(run) -> None:
     # issue 20, done means: claims.csv; local out of reach on demo_single -> local_syntactic cannot tell; every
     # supported/contradicted verdict carries a corrected p in (0, 1]; the report's first section is the claims table
-    claims = pd.read_csv(quickstart_run.out / "claims.csv", keep_default_na=False, na_values=[""])
+    claims = pd.read_csv(run.out / "claims.csv", keep_default_na=False, na_values=[""])
     row = claims[(claims["claim"] == "local_syntactic") & (claims["dataset"] == "demo_single")].iloc[0]
     assert row["verdict"] == "cannot tell" and row["reason"].startswith("role out of reach: local out of reach")
     decided = claims[claims["verdict"].isin(["supported", "contradicted"])]
     assert len(decided) and ((decided["p"] > 0) & (decided["p"] <= 1)).all()
     assert (decided["p"] <= decided["alpha"]).all()
-    md = (quickstart_run.out / "report.md").read_text()
+    md = (run.out / "report.md").read_text()
     assert [line for line in md.splitlines() if line.startswith("## ")][0] == "## Claims, tested"
 
 
