@@ -50,7 +50,8 @@ def main() -> None:
     from headstats.inputs.readers import read_text
     from headstats.inputs.records import Record
     from headstats.model.encoding import encode_records
-    from headstats.model.loading import default_model_path, load_model
+    from headstats.model.loading import load_model
+    from headstats.model.sources import default_model_path
 
     hf_logging.set_verbosity_error()
     torch.manual_seed(0)
@@ -69,6 +70,7 @@ def main() -> None:
     L, H = loaded.n_layers, loaded.n_heads
     context = Context(("bench",), "demo", L, H, {"options": {"ablation": "mean", "prune_shares": [0.0]}}, {"bench": dict(loaded.provenance)})
     collector = ImportanceCollector(context)
+    collector._load()  # the task model is loaded once, before the clock (it was counted in the gradient pass)
     task = None
     single = single_head_gates(L, H)
     forward = gradient = ablation = 0.0
