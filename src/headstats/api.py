@@ -57,8 +57,6 @@ def score(
         shows as a short table (shape, each role's inputs, mean and highest head, provenance).
     """
     from headstats.analyses.sieves import ScoreSettings
-    from headstats.errors import DataError
-    from headstats.inputs.filters import skipped_counts
     from headstats.model.loading import LoadedModel, load_model
     from headstats.study.data import prepare_records
     from headstats.study.results import with_skipped
@@ -69,10 +67,7 @@ def score(
         records = read_records(records)
     scoring = ScoreSettings(**({"roles": list(roles)} if roles is not None else {}), **options)
     mode = {None: "auto", True: "spacy", False: "none"}[parse]
-    records, skipped, _ = prepare_records(list(records), scoring, parse=mode)
-    if not records:
-        raise DataError(f"no input of data set {dataset!r} could be scored ({skipped_counts(skipped)}); "
-                        "raise max_length or set too_long='truncate'")
+    records, skipped, _ = prepare_records(list(records), scoring, name=dataset, parse=mode)
     run = score_records(loaded, records, dataset=dataset, roles=scoring.roles,
                         settings=scoring, max_length=scoring.max_length,
                         too_long=scoring.too_long, batch_size=scoring.batch_size)

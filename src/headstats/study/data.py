@@ -22,7 +22,7 @@ def needs_parses(scoring: ScoreSettings) -> bool:
     return any(get_role(r).kind == "arc" for r in scoring.roles)
 
 
-def prepare_records(records: list[Record], scoring: ScoreSettings, *,
+def prepare_records(records: list[Record], scoring: ScoreSettings, *, name: str,
                     parse: str = "auto") -> tuple[list[Record], list[tuple[str, str]], dict]:
     """What every scoring does to records before the forward pass: leave out those that can never be scored,
     then parse the rest where the roles need it.
@@ -33,6 +33,8 @@ def prepare_records(records: list[Record], scoring: ScoreSettings, *,
     scoring : ScoreSettings
         ``max_length`` and ``too_long`` (what is left out or cut), ``roles`` (whether parses are needed),
         ``parser`` and ``alignment`` (how raw text is parsed).
+    name : str
+        The data set's name, for the error.
     parse : {"auto", "spacy", "gold", "none"}
         A data set's ``parse``: ``auto`` parses when a role reads arcs and keeps gold parses where present
         (all records are re-parsed under ``alignment: first_occurrence``, as the published notebooks did);
@@ -43,13 +45,21 @@ def prepare_records(records: list[Record], scoring: ScoreSettings, *,
     (records, skipped, info)
         The records to score; ``(sentence_id, reason)`` of those left out (``empty``, ``too_long``); and the
         manifest's ``parses`` (``gold``, ``spacy``, ``gold+spacy`` or ``none``) and ``parser``.
+
+    Raises
+    ------
+    DataError
+        If no record is left to score, with the reasons and the fix.
     """
-    from headstats.inputs.filters import split_unusable
+    from headstats.inputs.filters import skipped_counts, split_unusable
     from headstats.inputs.parsing import parse_records
 
     records, skipped = split_unusable(records, max_length=scoring.max_length, too_long=scoring.too_long)
+    if not records:
+        raise DataError(f"no input of data set {name!r} could be scored ({skipped_counts(skipped)}); "
+                        "raise scoring.max_length or set scoring.too_long: truncate")
     info: dict = {}
-    if records and (parse == "spacy" or (parse == "auto" and needs_parses(scoring))):
+    if parse == "spacy" or (parse == "auto" and needs_parses(scoring)):
         if parse == "spacy":
             records = [Record(r.sentence_id, r.text_a, r.text_b, r.label, meta=r.meta) for r in records]
         clean = scoring.alignment == "first_occurrence"
@@ -60,7 +70,7 @@ def prepare_records(records: list[Record], scoring: ScoreSettings, *,
     elif parse == "gold":
         info["parses"] = "gold"
     else:  # no role needs parses: the data's own (a gold-parsed CoNLL-U file) are still said
-        gold = parse == "auto" and records and all(r.is_parsed for r in records)
+        gold = parse == "auto" and all(r.is_parsed for r in records)
         info["parses"] = "gold" if gold else "none"
     return records, skipped, info
 
@@ -98,14 +108,7 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
                     excluded_finetune_rows=len(excluded))
     info["n_read"] = len(records)
     info["pairs"] = sum(r.is_pair for r in records)
-    records, skipped, how = prepare_records(records, protocol.scoring, parse=spec.parse)
-    if not records:
-        from headstats.inputs.filters import skipped_counts
-
-        raise DataError(
-            f"no input of data set {spec.name!r} could be scored ({skipped_counts(skipped)}); "
-            "raise scoring.max_length or set scoring.too_long: truncate"
-        )
+    records, skipped, how = prepare_records(records, protocol.scoring, name=spec.name, parse=spec.parse)
     info.update(how)
     from headstats.study.scoring import record_kinds
 
