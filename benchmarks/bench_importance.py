@@ -43,7 +43,7 @@ def main() -> None:
     from transformers import AutoModelForSequenceClassification
     from transformers.utils import logging as hf_logging
 
-    from headstats.analyses.importance import ImportanceCollector, single_head_gates
+    from headstats.analyses.importance.collect import ImportanceCollector, single_head_gates
     from headstats.engine.batch import forward_view
     from headstats.engine.collector import Context
     from headstats.engine.forward import length_sorted_batches

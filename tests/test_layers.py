@@ -2,8 +2,14 @@
 layers"): every reference from a module to another of headstats names its own layer or one below it, and no
 references close a circle. A reference is any import (at the top or inside a function, absolute or relative), an
 ``importlib.import_module("headstats...")`` and a ``"headstats.module:attribute"`` string (a registry's lazy
-entry, :meth:`headstats.registry.Registry.register_lazy`). Statistics never import torch, matplotlib or rich,
-and plots never compute statistics.
+entry, :meth:`headstats.registry.Registry.register_lazy`, or a part of an analysis' spec). Statistics never import
+torch, matplotlib or rich, and plots never compute statistics.
+
+Each analysis is a package ``analyses/<name>/`` whose files have fixed roles, and a file's role is its layer: the
+options and the collector sit with the registry, above the engine; ``finish.py`` and ``claims.py`` above the
+statistics toolkit; ``figures.py`` above the plots toolkit; ``section.py`` above the report toolkit; the spec
+(``__init__.py``) above them all, naming only its own package. The horizontal folders (the toolkits, the study
+and the report) name no analysis: they reach one only through the registry.
 """
 
 from __future__ import annotations
@@ -17,9 +23,14 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "headstats"
 
 #: Lowest first. Base modules (errors, registry, fields, provenance, measures, folders, hub, lazy) may be used by every
-#: layer.
+#: layer. The ``analysis.*`` layers are the files of an analysis package by their role (:data:`ROLES`).
 LAYERS = ["errors", "registry", "fields", "provenance", "measures", "folders", "hub", "lazy", "inputs", "model",
-          "engine", "analyses", "stats", "config", "assignment", "study", "plots", "report", "cli", "api", "__init__"]
+          "engine", "analyses", "stats", "analysis.statistics", "config", "assignment", "study", "plots",
+          "analysis.figures", "report", "analysis.section", "analysis.spec", "cli", "api", "__init__"]
+#: The file roles of an analysis package ``analyses/<name>/`` and the layer of each.
+ROLES = {"__init__": "analysis.spec", "options": "analyses", "collect": "analyses", "finish": "analysis.statistics",
+         "claims": "analysis.statistics", "figures": "analysis.figures", "section": "analysis.section"}
+ANALYSES_DIR = SRC / "analyses"
 #: ``from headstats import __version__`` is the only use of the package root allowed below the API.
 ROOT_NAMES = {"__version__"}
 #: Options modules of upper layers that the protocol (config) composes; each imports only base modules (tested).
@@ -27,10 +38,20 @@ LEAF_OPTIONS = {"headstats.report.options"}
 BASE = LAYERS[:LAYERS.index("inputs")]
 
 
+def _analysis_package(module: str) -> str | None:
+    """The analysis package a module belongs to (``headstats.analyses.<name>...``), else None."""
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[:2] == ["headstats", "analyses"] and (ANALYSES_DIR / parts[2]).is_dir():
+        return parts[2]
+    return None
+
+
 def _layer(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] != "headstats":
         return None
+    if _analysis_package(module) is not None:
+        return ROLES.get(parts[3] if len(parts) > 3 else "__init__", "unknown role")
     return "__init__" if len(parts) == 1 else parts[1]
 
 
@@ -85,7 +106,10 @@ def test_every_module_is_in_a_known_layer():
 def test_layers_never_reach_up(path):
     me = _name(path)
     mine = LAYERS.index(_layer(me))
+    known = {_name(p) for p in MODULES}
     for module, names in _imports(path):
+        if names and all(f"{module}.{n}" in known for n in names):  # ``from package import module``
+            module = f"{module}.{names[0]}"
         other = _layer(module)
         if other is None or other == _layer(me):
             continue
@@ -98,17 +122,86 @@ def test_layers_never_reach_up(path):
         assert LAYERS.index(other) < mine, f"{me} refers to {module}, a layer above its own"
 
 
-@pytest.mark.parametrize("path", sorted((SRC / "stats").rglob("*.py")), ids=_name)
+PACKAGES = sorted(p.parent for p in ANALYSES_DIR.glob("*/__init__.py"))
+STATISTICS = sorted((SRC / "stats").rglob("*.py")) + [f for pkg in PACKAGES for f in sorted(pkg.glob("*.py"))
+                                                      if f.stem in ("finish", "claims", "options")]
+FIGURES = sorted((SRC / "plots").rglob("*.py")) + [f for pkg in PACKAGES for f in sorted(pkg.glob("figures.py"))]
+
+
+@pytest.mark.parametrize("path", STATISTICS, ids=_name)
 def test_statistics_import_no_torch_matplotlib_or_rich(path):
+    """The statistics toolkit, and an analysis' finish step, claims and options (which the protocol composes)."""
     banned = {"torch", "matplotlib", "rich", "transformers"}
     imports = _imports(path)
     assert not {m.split(".")[0] for m, _ in imports} & banned
     assert not [names for m, names in imports if m == "headstats.lazy" and set(names) & banned]  # not lazily either
 
 
-@pytest.mark.parametrize("path", sorted((SRC / "plots").rglob("*.py")), ids=_name)
+@pytest.mark.parametrize("path", FIGURES, ids=_name)
 def test_plots_compute_no_statistics(path):
+    """The plots toolkit and every analysis' figures draw; they compute no statistics."""
     assert not [m for m, _ in _imports(path) if m.startswith(("headstats.stats", "scipy", "statsmodels"))]
+
+
+def test_every_file_of_an_analysis_package_has_a_known_role():
+    assert PACKAGES
+    odd = [str(f.relative_to(SRC)) for pkg in PACKAGES for f in pkg.iterdir()
+           if f.suffix == ".py" and f.stem not in ROLES or f.is_dir() and f.name != "__pycache__"]
+    assert not odd, f"an analysis package holds only {sorted(ROLES)}: {odd}"
+
+
+def _registry():
+    from headstats.analyses import ANALYSES, list_analyses
+
+    list_analyses()  # imports every analysis package
+    return dict(ANALYSES.items())
+
+
+#: The folders that name no analysis: the toolkits (statistics, plots, engine), the study and the report.
+HORIZONTAL = ("stats", "plots", "engine", "study", "report")
+#: Known exception, removed by issue 31 item 4 (the roles of Pande et al. and the pretrained-vs-fine-tuned
+#: comparison become analyses like the others): the study runs these collectors itself and names them.
+STUDY_BUILTINS = {"role_scores", "similarity", "special_mass"}
+
+
+def _strings(path: Path) -> set[str]:
+    """The string constants of a module that are not docstrings."""
+    tree = ast.parse(path.read_text())
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return {node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs}
+
+
+@pytest.mark.parametrize("path", [p for folder in HORIZONTAL for p in sorted((SRC / folder).rglob("*.py"))], ids=_name)
+def test_no_horizontal_folder_names_an_analysis(path):
+    """No module of the toolkits, the study or the report refers to an analysis package, or names a registered
+    analysis or a table one declares in a string: it reaches analyses only through the registry."""
+    specs = {name: spec for name, spec in _registry().items() if name not in STUDY_BUILTINS}
+    names = set(specs) | {table for spec in specs.values() for table in spec.tables}
+    referred = [m for m, _ in _imports(path) if _analysis_package(m) not in (None, *STUDY_BUILTINS)]
+    assert not referred, f"{_name(path)} refers to {referred}"
+    named = sorted(_strings(path) & names)
+    assert not named, f"{_name(path)} names the analyses or their tables {named}"
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.name)
+def test_a_spec_refers_only_to_its_own_package(package):
+    own = f"headstats.analyses.{package.name}"
+    outside = [m for m, _ in _imports(package / "__init__.py")
+               if m.startswith("headstats.") and m != "headstats.analyses" and not (m == own or m.startswith(own + "."))]
+    assert not outside, f"the spec of {package.name} refers to {outside}"
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.name)
+def test_an_analysis_uses_another_only_through_a_declared_dependency(package):
+    specs = {spec.name: spec for spec in _registry().values()}
+    mine = [spec for spec in specs.values() if isinstance(spec.collector, str)
+            and spec.collector.startswith(f"headstats.analyses.{package.name}.")]
+    declared = {r for spec in mine for r in spec.requires}
+    used = {_analysis_package(m) for f in package.glob("*.py") for m, _ in _imports(f)} - {None, package.name}
+    assert used <= declared, f"{package.name} uses {sorted(used - declared)} without declaring it (requires=...)"
 
 
 def test_tests_mirror_the_tree():
@@ -220,6 +313,10 @@ def _imports_as(path: Path, pretend: Path) -> list[tuple[str, list[str]]]:
 
 def test_known_exceptions_are_still_needed():
     """An exception listed above that the code no longer has is removed from the list (keeps the list honest)."""
+    horizontal = [p for folder in HORIZONTAL for p in sorted((SRC / folder).rglob("*.py"))]
+    for name in STUDY_BUILTINS:
+        assert any(name in _strings(p) or any(_analysis_package(m) == name for m, _ in _imports(p))
+                   for p in horizontal), f"drop {name} from STUDY_BUILTINS"
     graph = _graph()
     for me, other in KNOWN_UPWARD:
         assert other in graph.get(me, set()) or any(

@@ -14,7 +14,7 @@ def test_builtins_are_discovered():
     assert "role_scores" not in list_analyses()
     assert set(list_analyses(selectable=False)) >= {"role_scores", "special_mass", "similarity", "entropy"}
     spec = get_analysis("entropy")
-    assert spec.report is not None and issubclass(spec.collector, Collector) and "entropy" in spec.description
+    assert spec.section is not None and issubclass(spec.collector_class(), Collector) and "entropy" in spec.description
 
 
 def test_unknown_name_suggests_the_nearest():
@@ -44,7 +44,7 @@ def test_register_from_python():
 
     register_analysis("nothing_test", Nothing, description="does nothing")
     try:
-        assert "nothing_test" in list_analyses() and get_analysis("nothing_test").collector is Nothing
+        assert "nothing_test" in list_analyses() and get_analysis("nothing_test").collector_class() is Nothing
         with pytest.raises(ValueError, match="already registered"):
             register_analysis("nothing_test", Nothing)
         with pytest.raises(ValueError, match="letters"):
@@ -53,24 +53,19 @@ def test_register_from_python():
         ANALYSES.unregister("nothing_test")
 
 
-def test_report_and_finish_live_in_the_registries_of_their_own_layers():
-    """Sections that draw figures and finish steps that test live in layers above the analyses, which never
-    name them: each is a lazy entry of its own layer's registry, imported when the report or the study asks."""
+def test_a_spec_names_its_parts_in_its_own_package_and_imports_them_at_first_use():
+    """The spec is the one list: its collector, finish, claims and section are references into its own package,
+    imported when the study or the report asks, and each table it writes is declared with a description."""
     from headstats.analyses import resolve
-    from headstats.report.sections import SECTIONS
-    from headstats.stats import FINISH_STEPS
+    from headstats.analyses.dependency.finish import finish_dependency
+    from headstats.analyses.dependency.section import dependency_section
 
     spec = get_analysis("dependency")
-    assert spec.report_section() is None and spec.finish is None  # named by no string in the analyses
-    assert FINISH_STEPS.references()["dependency"] == "headstats.stats.accuracy:finish_dependency" or \
-        "dependency" not in FINISH_STEPS.references()  # imported already by another test
-    from headstats.report.sections.dependency_section import dependency_section
-    from headstats.stats.accuracy import finish_dependency
-
-    assert SECTIONS.get("dependency") is dependency_section and FINISH_STEPS.get("dependency") is finish_dependency
-    assert "dependency" not in FINISH_STEPS.references() and "entropy" not in FINISH_STEPS
-    tables = {"a": 1}
-    assert spec.finished(tables, None, None, 0, then=lambda t, st, o, seed: {"b": 2}) == {"a": 1, "b": 2}
+    assert spec.finish == "headstats.analyses.dependency.finish:finish_dependency"
+    assert spec.section_function() is dependency_section and resolve(spec.finish) is finish_dependency
+    assert spec.claims == "headstats.analyses.dependency.claims" and spec.options.__name__ == "DependencyOptions"
+    assert spec.describe("dependency_table").startswith("Table 1 of Clark et al.")
+    assert spec.describe("mine") == f"a table of the dependency analysis ({spec.description})"
     with pytest.raises(ValueError, match="module:function"):
         resolve("headstats.stats.accuracy")
 

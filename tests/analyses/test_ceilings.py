@@ -15,7 +15,7 @@ import torch
 from headstats.analyses.sieves import ScoreSettings
 from headstats.model.encoding import Arc
 
-from test_sieves import A_SINGLE, SINGLE, make_input, score_batch
+from analyses.test_sieves import A_SINGLE, SINGLE, make_input, score_batch
 
 
 def run(attn, item, roles, **settings):

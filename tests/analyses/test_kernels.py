@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from headstats.analyses.clustering import js_sums
+from headstats.analyses.clustering.collect import js_sums
 from headstats.analyses.kernels import ENTROPY_BLOCK, row_entropies, thread_map
 
 
@@ -58,8 +58,8 @@ def test_thread_map_keeps_the_order():
 
 
 def test_js_sums_the_same_on_one_thread_and_on_two(monkeypatch):
-    monkeypatch.setattr("headstats.analyses.clustering.JS_BLOCK", 1000)  # blocks of 4 rows (6 heads x 40 keys)
-    monkeypatch.setattr("headstats.analyses.clustering.JS_ROWS_PER_JOB", 9)  # 5 + 4 + 3 jobs of up to 9 rows
+    monkeypatch.setattr("headstats.analyses.clustering.collect.JS_BLOCK", 1000)  # blocks of 4 rows (6 heads x 40 keys)
+    monkeypatch.setattr("headstats.analyses.clustering.collect.JS_ROWS_PER_JOB", 9)  # 5 + 4 + 3 jobs of up to 9 rows
     g = torch.Generator().manual_seed(2)
     attn = torch.softmax(torch.randn(3, 6, 40, 40, generator=g) * 2, -1)
     threads = torch.get_num_threads()

@@ -9,8 +9,8 @@ import pytest
 
 from conftest import build_tiny_bert
 from headstats.analyses.role_scores import RoleScores
-from headstats.analyses.similarity import AttentionSimilarity
-from headstats.analyses.special_mass import SpecialMass
+from headstats.analyses.similarity.collect import AttentionSimilarity
+from headstats.analyses.special_mass.collect import SpecialMass
 from headstats.errors import IncompatibleResultsError
 from headstats.inputs.records import Record
 from headstats.engine.runner import Job, Runner, build_collector, feed, plan_groups

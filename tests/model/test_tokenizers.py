@@ -71,8 +71,8 @@ def test_punctuation_of_wordpiece(tiny_model):
 def test_every_analysis_finds_punctuation_here():
     # The drift this catches: gradients matched only the bare "." while surface matched "Ġ." and "▁." too, so on
     # RoBERTa "punct" meant two sets. No module but this one reads a vocabulary to find punctuation.
-    import headstats.analyses.gradients as gradients
-    import headstats.analyses.surface as surface
+    import headstats.analyses.gradients.collect as gradients
+    import headstats.analyses.surface.collect as surface
     import headstats.model.tokenizers as tokenizers
 
     assert surface.punctuation_ids is gradients.punctuation_ids is tokenizers.punctuation_ids

@@ -275,7 +275,7 @@ def test_rebuild_a_comparison_run_without_torch(tmp_path, tiny_model_dir):
 
 
 def test_analysis_sections_use_the_registry_entrys_report(tmp_path):
-    """An analysis' section is the ``report`` of its registry entry: a callable, or a reference imported here."""
+    """An analysis' section is the ``section`` of its registry entry: a callable, or a reference imported here."""
     from headstats.analyses import ANALYSES, register_analysis
     from headstats.engine.collector import Collector
     from headstats.report.blocks import Report
@@ -283,7 +283,7 @@ def test_analysis_sections_use_the_registry_entrys_report(tmp_path):
 
     seen = []
     register_analysis("section_test", Collector, description="what",
-                      report=lambda report, root, tables: seen.append(sorted(tables)))
+                      section=lambda report, root, tables: seen.append(sorted(tables)))
     try:
         distance = pd.DataFrame({"model": "m", "dataset": "d", "layer": 0, "head": [0, 1], "n": 3,
                                  "distance_mean": [1.0, 2.0], "distance_sd": 0.1, "uniform_mean": 2.0,
@@ -291,7 +291,7 @@ def test_analysis_sections_use_the_registry_entrys_report(tmp_path):
         report = Report("t")
         files = analysis_sections(report, tmp_path, {"section_test": {"a": pd.DataFrame({"x": [1]})},
                                                      "distance": {"distance": distance}, "special_mass": {}})
-        # each file its own description: a table headstats knows by name, else its analysis' named
+        # each file its own description: the one its analysis' spec declares, else its analysis' named
         assert seen == [["a"]] and files["a"] == "a table of the section_test analysis (what)"
         assert files["distance"].startswith("per head, the mean distance attended over")
         assert [b.content for b in report.blocks if b.kind == "heading"] == ["Attention distance"]

@@ -207,7 +207,8 @@ def test_pictures_of_a_long_input_are_written_for_print(tmp_path, width):
     printed width, as every other figure; the pieces that do not fit at 7 pt are thinned (every k-th labelled)."""
     import numpy as np
 
-    from headstats.plots import attention_plots, style
+    from headstats.analyses.pictures import figures as attention_plots
+    from headstats.plots import style
     from headstats.report.options import FigureOptions
 
     n = 128
@@ -232,8 +233,10 @@ def test_surface_and_clustering_figures_are_the_presets_width(tmp_path, width):
     text at least 7 pt; at column width the three panels of a surface figure take two rows."""
     import numpy as np
 
-    from headstats.analyses.surface import SURFACE_COLUMNS
-    from headstats.plots import style, surface_plots
+    from headstats.analyses.surface.collect import SURFACE_COLUMNS
+    from headstats.analyses.clustering import figures as clustering_figures
+    from headstats.analyses.surface import figures as surface_plots
+    from headstats.plots import style
     from headstats.report.options import FigureOptions
 
     rng = np.random.default_rng(0)
@@ -258,13 +261,13 @@ def test_surface_and_clustering_figures_are_the_presets_width(tmp_path, width):
                      title=f"[SEP] -> [SEP] against other -> [SEP]: {where}")
         renderer.add("surface_entropy", surface_plots.entropy_by_layer, surface, tests=tests,
                      title=f"attention entropy: {where}")
-        renderer.add("js_distance", surface_plots.js_heatmap, js, title=f"JS divergence between heads: {where}")
-        renderer.add("mds_layer", surface_plots.mds_plot, mds, colour_by="layer", title=f"heads by layer: {where}")
+        renderer.add("js_distance", clustering_figures.js_heatmap, js, title=f"JS divergence between heads: {where}")
+        renderer.add("mds_layer", clustering_figures.mds_plot, mds, colour_by="layer", title=f"heads by layer: {where}")
     from PIL import Image
 
     _assert_printable(tmp_path / "figures" / "mds_layer.png", preset.width)  # at most 5.2 in: no wider
     with style.using(preset):
-        fig = surface_plots.mds_plot(mds, colour_by="layer", title=f"heads by layer: {where}")
+        fig = clustering_figures.mds_plot(mds, colour_by="layer", title=f"heads by layer: {where}")
     renderer_agg = fig.canvas.get_renderer()
     ax = fig.axes[0]
     for text in (ax.title, ax.xaxis.label):  # the title and the labelled-heads note are not cut at the edges

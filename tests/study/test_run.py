@@ -56,7 +56,7 @@ def section(report, root, tables):
     report.text(f"Head {int(top['layer'])}-{int(top['head'])} puts the most mass on the first position.")
 
 
-register_analysis("first_mass_outside", FirstMass, finish=finish, report=section, description="mass on position 0")
+register_analysis("first_mass_outside", FirstMass, finish=finish, section=section, description="mass on position 0")
 '''
 
 

@@ -1,54 +1,65 @@
-"""Analyses: collectors registered by name, with what the study does after the pass and their report section.
+"""Analyses: each a package ``headstats/analyses/<name>/`` with fixed file roles, registered by name.
 
-Adding an analysis is one module of this package (or of your own code), its test, and its report section::
+The registry (this module) is the one list of analyses: the study runs, finishes and writes each analysis, and the
+report draws its section, only through its :class:`AnalysisSpec`; no other folder names an analysis
+(``tests/test_layers.py``). A package's files, always the same roles:
 
-    from headstats.analyses import register_analysis
+========================  ============================================================================================
+``__init__.py``           the spec: ``register_analysis(name, collector=..., options=..., finish=..., claims=...,
+                          section=..., tables={...})``, each part named by the ``"module:attribute"`` reference of
+                          a file of its own package (imported at first use), the options class imported
+``options.py``            its options (pydantic, no torch): the protocol's ``analysis_options: {name: {...}}``
+``collect.py``            the collector (``update(view)``, ``merge(states)``, ``tables()``), torch allowed
+``finish.py``             tables in, tables out after the pass: intervals, tests, corrections (no torch, no
+                          matplotlib)
+``claims.py``             its registered claims (:func:`headstats.stats.claims.register_claim`; no torch, no
+                          matplotlib)
+``figures.py``            its figures (matplotlib, :mod:`headstats.plots.style`; no statistics)
+``section.py``            its report section, ``section(report, root, tables)``, from its tables
+========================  ============================================================================================
 
-    register_analysis("distance", AttentionDistance, description="...")
+An analysis uses another's code only when its spec declares it (``requires=("surface",)``). Adding one::
 
-and, in the layers above, its finish step and its report section, each by the reference of its function
-(imported at first use)::
+    # headstats/analyses/distance/__init__.py
+    from headstats.analyses import TableSpec, register_analysis
+    from headstats.analyses.distance.options import DistanceOptions
 
-    # headstats/stats/__init__.py                                                      (optional)
-    FINISH_STEPS.register_lazy("distance", "headstats.stats.mine:finish_distance")
-    # headstats/report/sections/__init__.py                                            (optional)
-    SECTIONS.register_lazy("distance", "headstats.report.sections.distance_section:distance_section")
+    register_analysis(
+        "distance", "headstats.analyses.distance.collect:AttentionDistance", options=DistanceOptions,
+        section="headstats.analyses.distance.section:distance_section",
+        tables={"distance": TableSpec("per head, the mean distance attended over", columns=(...))},
+        description="...")
 
-A layer never names one above it, by import or by reference (``tests/test_layers.py`` reads both). Every
-module of this package is imported the first time the registry is asked for a name, so nothing else
-names it: no registry, runner, protocol or report edit. A protocol enables it with ``analyses: [distance]``;
-the study runs its collector over every model and data set in the same forward passes as the role scores,
-concatenates each of its ``tables()`` over models and data sets, then, in this order:
+Every package of this folder is imported the first time the registry is asked for a name. A protocol enables
+it with ``analyses: [distance]``; the study runs its collector over every model and data set in the same forward
+passes as the role scores, concatenates each of its ``tables()`` over models and data sets, then:
 
 1. **declared hypotheses** (generic, for per-input measures): a collector whose ``result()`` is a
    :class:`~headstats.measures.MeasureArray` (a :class:`~headstats.engine.collector.PerInputCollector`) and
    that has a ``hypotheses()`` method (mappings ``name, measure, threshold, layers``) gets each hypothesis
    tested one-sided per head with the protocol's statistics, as the table ``<analysis>_tests``
    (:mod:`headstats.study.analysis_tests`);
-2. **finish** (:attr:`AnalysisSpec.finish`, then :data:`headstats.stats.FINISH_STEPS`): ``finish(tables,
-   statistics, options, seed) -> {name: frame}`` gets the analysis' tables (with ``<analysis>_tests`` if any)
-   and returns the tables to add or replace, merged into them: the analysis' own steps (e.g. training probes)
-   first, then the statistics layer's, the place for intervals, tests and corrections (registered there, as
-   this layer may not name the one above it);
-3. every table is written as ``<table>.csv``, and **report** (:data:`headstats.report.sections.SECTIONS`, or
-   :attr:`AnalysisSpec.report`) adds the analysis' section to the report from the same tables.
+2. **finish** (:attr:`AnalysisSpec.finish`): ``finish(tables, statistics, options, seed) -> {name: frame}`` gets
+   the analysis' tables (with ``<analysis>_tests`` if any) and returns the tables to add or replace;
+3. every table is written as ``<table>.csv``; its **claims** are tested with every registered claim
+   (``claims.csv``), and its **section** is added to the report from the same tables.
 
-Analyses defined outside the package are registered the same way, from Python, before the study runs; their
-``finish`` and ``report`` may be given to :func:`register_analysis` as callables (or references).
+Analyses defined outside the package are registered the same way, from Python, before the study runs; each
+part may be given as a callable instead of a reference (:func:`headstats.testing.check_analysis` checks one).
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from headstats.errors import ProtocolError
 from headstats.registry import Registry
 
-#: ``report(report, root, tables)``: add a section to a :class:`headstats.report.blocks.Report` from the analysis'
+#: ``section(report, root, tables)``: add a section to a :class:`headstats.report.blocks.Report` from the analysis'
 #: tables (name -> frame concatenated over models and data sets); figures go under ``root / "figures"``.
 ReportSection = Callable[[Any, Path, Mapping[str, Any]], None]
 #: ``finish(tables, statistics, options, seed) -> {name: frame}``: the tables to add to or replace in the
@@ -58,59 +69,105 @@ Finish = Callable[[Mapping[str, Any], Any, Any, int], Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
+class TableSpec:
+    """A table an analysis writes (``<name>.csv`` in the run folder).
+
+    Attributes
+    ----------
+    description : str
+        What it holds, one line: the run folder's "Files and reproduction" section lists it.
+    columns : tuple of str
+        Its schema: the columns it has, in this order (empty: not declared); :func:`headstats.testing.check_analysis`
+        checks that the written table has them.
+    """
+
+    description: str
+    columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AnalysisSpec:
-    """A registered analysis.
+    """A registered analysis: its package's parts (see the module docstring).
 
     Attributes
     ----------
     name : str
         The name a protocol uses (``analyses: [name]``).
-    collector : callable
-        ``collector(context) -> Collector``; a :class:`~headstats.engine.collector.PairCollector` for
-        analyses of two models.
+    collector : callable or str
+        ``collector(context) -> Collector`` (a :class:`~headstats.engine.collector.PairCollector` for analyses of
+        two models), or the ``"module:attribute"`` reference of its class in ``collect.py``.
     description : str
-    report : callable or str, optional
-        Its report section (see :data:`ReportSection`), or the ``"module:function"`` reference of one: a
-        section that draws figures lives in the report layer (:mod:`headstats.report.sections`), which this
-        layer may not import, so it is named and imported only when the report is built.
+    section : callable or str, optional
+        Its report section (see :data:`ReportSection`), or the reference of one in ``section.py``.
     selectable : bool
         Whether a protocol may name it in ``analyses:`` (built-ins that the study runs by itself are not).
     options : pydantic model class, optional
-        The schema of the analysis' options (``analysis_options: {name: {...}}`` in a protocol), checked
-        before any model loads; the collector reads them with :func:`analysis_options`.
+        The schema of the analysis' options (``analysis_options: {name: {...}}`` in a protocol), from
+        ``options.py``, checked before any model loads; the collector reads them with :func:`collector_options`.
     finish : callable or str, or a tuple of them, optional
-        ``finish(tables, statistics, options, seed) -> {name: frame}`` (see :data:`Finish`), or its ``"module:function"``
-        reference: run by the study on the analysis' tables concatenated over models and data sets (with its
-        declared hypotheses' ``<analysis>_tests``) before they are written; the tables it returns are added to
-        them, replacing those of the same name. The place for intervals, tests and corrections, which live in
-        the statistics layer above this one.
+        ``finish(tables, statistics, options, seed) -> {name: frame}`` (see :data:`Finish`), or its reference:
+        run by the study on the analysis' tables concatenated over models and data sets (with its declared
+        hypotheses' ``<analysis>_tests``) before they are written; the tables it returns are added to them,
+        replacing those of the same name. A tuple runs in order (e.g. probing: train the probes, then test them).
+    claims : str, optional
+        The module (``"headstats.analyses.<name>.claims"``) whose import registers the analysis' claims.
+    tables : mapping of str to TableSpec
+        The tables it writes, with their descriptions and schemas.
+    requires : tuple of str
+        The analyses whose code this one uses (a declared dependency; ``tests/test_layers.py`` checks that a
+        package imports no other undeclared).
+    needs : tuple of str
+        What it needs of the models, checked before any model loads: ``"ablation"`` (heads ablated one by one;
+        a model that shares one attention module across its layers is refused).
+    fix : str
+        How to make it run where it was skipped (its ``<name>_skipped`` table), for the report's **Not run** lines.
     """
 
     name: str
-    collector: Callable[..., Any]
+    collector: Callable[..., Any] | str
     description: str = ""
-    report: ReportSection | str | None = None
+    section: ReportSection | str | None = None
     selectable: bool = True
     options: Any = None
     finish: Finish | str | tuple | None = None
+    claims: str | None = None
+    tables: Mapping[str, TableSpec] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+    fix: str = ""
 
-    def report_section(self) -> ReportSection | None:
+    def collector_class(self) -> Callable[..., Any]:
+        """The collector, imported if it was named by reference."""
+        return _load(self.collector)
+
+    def section_function(self) -> ReportSection | None:
         """The report section, imported if it was named by reference."""
-        return resolve(self.report) if isinstance(self.report, str) else self.report
+        return _load(self.section)
 
-    def finished(self, tables: Mapping[str, Any], statistics: Any, options: Any, seed: int, *,
-                 then: Finish | None = None) -> dict[str, Any]:
+    def load_claims(self) -> None:
+        """Import the module that registers the analysis' claims (no-op without one)."""
+        if self.claims:
+            importlib.import_module(self.claims)
+
+    def describe(self, table: str) -> str:
+        """What the table ``table`` holds, in one line (its declared description, else a generic one)."""
+        spec = self.tables.get(table)
+        return spec.description if spec is not None else f"a table of the {self.name} analysis ({self.description})"
+
+    def finished(self, tables: Mapping[str, Any], statistics: Any, options: Any, seed: int) -> dict[str, Any]:
         """``tables`` with what :attr:`finish` returns added (replacing tables of the same name; a table it
-        returns as None is dropped). A tuple of steps runs in order, each on the tables the previous left
-        (e.g. the probes trained in the analysis' own module), and ``then`` last: the statistics layer's step,
-        :data:`headstats.stats.FINISH_STEPS`, which the study passes (this layer may not import it)."""
+        returns as None is dropped). A tuple of steps runs in order, each on the tables the previous left."""
         steps = self.finish if isinstance(self.finish, tuple) else (self.finish,)
         out = dict(tables)
-        for step in (*steps, then):
-            finish = resolve(step) if isinstance(step, str) else step
+        for step in steps:
+            finish = _load(step)
             if finish is not None:
                 out.update(finish(out, statistics, options, seed))
         return {name: table for name, table in out.items() if table is not None}
+
+
+def _load(part: Any) -> Any:
+    return resolve(part) if isinstance(part, str) else part
 
 
 def resolve(reference: str) -> Callable[..., Any]:
@@ -122,20 +179,31 @@ def resolve(reference: str) -> Callable[..., Any]:
 
 
 ANALYSES: Registry[AnalysisSpec] = Registry(
-    "analysis", hint="add one with headstats.analyses.register_analysis or a module in headstats/analyses/"
+    "analysis", hint="add one with headstats.analyses.register_analysis or a package in headstats/analyses/"
 )
 _discovered = False
 
 
-def register_analysis(name: str, collector: Callable[..., Any], *, description: str = "",
-                      report: ReportSection | str | None = None, selectable: bool = True,
-                      options: Any = None, finish: Finish | str | tuple | None = None,
-                      overwrite: bool = False) -> AnalysisSpec:
-    """Register an analysis under ``name`` (see :class:`AnalysisSpec`); returns its spec."""
+def register_analysis(name: str, collector: Callable[..., Any] | str, *, description: str = "",
+                      section: ReportSection | str | None = None, selectable: bool = True, options: Any = None,
+                      finish: Finish | str | tuple | None = None, claims: str | None = None,
+                      tables: Mapping[str, TableSpec | str] | None = None, requires: tuple[str, ...] = (),
+                      needs: tuple[str, ...] = (), fix: str = "", overwrite: bool = False) -> AnalysisSpec:
+    """Register an analysis under ``name`` (see :class:`AnalysisSpec`; a table may be given by its description
+    alone); returns its spec."""
     if not name.replace("_", "").isalnum():
         raise ValueError(f"analysis name {name!r} must be letters, digits and '_'")
-    return ANALYSES.register(name, AnalysisSpec(name, collector, description, report, selectable, options, finish),
-                             overwrite=overwrite)
+    declared = {t: s if isinstance(s, TableSpec) else TableSpec(str(s)) for t, s in (tables or {}).items()}
+    spec = AnalysisSpec(name, collector, description, section, selectable, options, finish, claims, declared,
+                        tuple(requires), tuple(needs), fix)
+    return ANALYSES.register(name, spec, overwrite=overwrite)
+
+
+def load_all_claims() -> None:
+    """Import every registered analysis' claims module, in the registry's order (their claims are registered)."""
+    _discover()
+    for _, spec in ANALYSES.items():
+        spec.load_claims()
 
 
 def analysis_options(name: str, given: Any = None, schema: Any = None) -> Any:

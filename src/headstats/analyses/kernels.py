@@ -1,6 +1,6 @@
 r"""Numeric kernels the Clark et al. analyses share: row entropies in float64 over the real rows, and a thread map.
 
-Logarithms are the costly part of the entropies and of the JS divergence (:mod:`headstats.analyses.clustering`):
+Logarithms are the costly part of the entropies and of the JS divergence (:mod:`headstats.analyses.clustering.collect`):
 numpy's vectorised ``log`` is several times faster than torch's on CPU, in float32 and in float64, and a fused
 ``einsum`` of ``p`` and ``log p`` per row reads each block once. The work is cut into blocks of rows that stay
 in cache and shared among ``torch.get_num_threads()`` threads (numpy releases the GIL), and the blocks' results

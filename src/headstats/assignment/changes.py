@@ -9,11 +9,11 @@ the models themselves for the attention maps, and returns tidy tables:
 - ``role_changes``: per head, the roles held before and after, and which were gained or lost;
 - ``heads_per_layer``: heads per role per layer before and after (the paper's figure);
 - ``similarity``: per head, the cosine similarity of the two models' attention maps of the same input,
-  averaged over inputs (Kovaleva et al. 2019; the collector :mod:`headstats.analyses.similarity`, run in the
+  averaged over inputs (Kovaleva et al. 2019; the collector :mod:`headstats.analyses.similarity.collect`, run in the
   study's forward passes);
 - ``special_mass``: per model and head, the attention mass on [CLS], on [SEP] and on other tokens (the
   paper: after fine-tuning, attention to [SEP] falls and spreads to other tokens; the collector
-  :mod:`headstats.analyses.special_mass`);
+  :mod:`headstats.analyses.special_mass.collect`);
 - ``layer_summary``: which layers changed most.
 
 Models are compared only when their tokenizers are identical (:func:`headstats.model.tokenizers.check_same_tokenizer`,

@@ -192,7 +192,7 @@ def similarity_map(
     Parameters
     ----------
     similarity : DataFrame
-        the ``similarity`` table of :class:`headstats.analyses.similarity.AttentionSimilarity` (``layer, head, cosine_mean``).
+        the ``similarity`` table of :class:`headstats.analyses.similarity.collect.AttentionSimilarity` (``layer, head, cosine_mean``).
     """
     part = _select(similarity, dataset=dataset, model_b=model_b)
     if part.empty:

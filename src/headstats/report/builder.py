@@ -35,7 +35,7 @@ from headstats.report.methods import methods_section
 from headstats.report.sections import by_model_and_dataset
 from headstats.report.sections.claims_section import claims_section
 from headstats.report.sections.comparison_section import comparison_section
-from headstats.report.sections.files_section import TABLE_FILES, files_section
+from headstats.report.sections.files_section import files_section
 from headstats.report.sections.inputs_section import inputs_section
 from headstats.report.sections.roles_section import role_sections
 from headstats.report.sections.seeds_section import has_seeds, seeds_answer_section
@@ -51,20 +51,18 @@ from headstats.stats.onesample import ONE_SAMPLE_TESTS  # display names come fro
 
 def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, pd.DataFrame]],
                       claims: pd.DataFrame | None = None) -> dict[str, str]:
-    """The section of each analysis of the protocol (the ``report`` of its registry entry, see
-    :mod:`headstats.report.sections`), given its tables and the run's ``claims`` (as ``tables["claims"]``: a
-    section states verdicts only from there); returns table -> what."""
+    """The section of each analysis of the protocol (the ``section`` of its registry entry, see
+    :mod:`headstats.analyses`), given its tables and the run's ``claims`` (as ``tables["claims"]``: a section
+    states verdicts only from there); returns table -> what (each table's declared description)."""
     from headstats.analyses import get_analysis
-    from headstats.report.sections import SECTIONS
 
     files = {}
     for name, tables in analyses.items():
         spec = get_analysis(name)
-        section = spec.report_section() or (SECTIONS.get(name) if name in SECTIONS else None)
+        section = spec.section_function()
         if section is not None:
             section(report, root, {**tables, "claims": claims} if claims is not None else tables)
-        files.update({table: TABLE_FILES.get(table, f"a table of the {name} analysis ({spec.description})")
-                      for table in tables})
+        files.update({table: spec.describe(table) for table in tables})
     return files
 
 

@@ -1,5 +1,5 @@
-r"""Accuracies as proportions: confidence intervals, a paired exact test of two predictors, and the tests of
-the dependency analysis (Clark et al. 2019, Table 1; METHODS 2.3).
+r"""Accuracies as proportions: confidence intervals, a paired exact test of two predictors, and the clustered
+tests of predictors judged on words of the same sentences (METHODS 2.3).
 
 Two predictors (a head, a fixed offset) judged on the same words are compared by McNemar's exact test: only
 the discordant words count, b (only the head is right) and c (only the offset is right); under H0 (equal
@@ -19,14 +19,13 @@ accuracies. McNemar's test on words stays available under the name ``mcnemar_wor
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
-from headstats.stats.corrections import correct_within_families, family_labels, reject
+from headstats.stats.corrections import reject
+
 
 #: Interval methods of :func:`proportion_interval` (statsmodels' names; ``beta`` is Clopper-Pearson).
 INTERVALS = ("wilson", "beta")
@@ -218,221 +217,6 @@ def simulate_clustered_level(*, n_sentences: int = 100, words: int = 12, accurac
     return pd.DataFrame(rows)
 
 
-def _best(frame: pd.DataFrame, value: str) -> pd.Series:
-    """The row of highest ``value``; ties: the first row (layer, head, direction order)."""
-    return frame.loc[frame[value].to_numpy().argmax()] if len(frame) else pd.Series(dtype=object)
-
-
-def dependency_table(counts: pd.DataFrame, *, min_count: int = 100, selection: str = "split",
-                     alternative: str = "greater", correction: str = "holm", alpha: float = 0.05,
-                     confidence: float = 0.95, test: str = "signflip_sentences") -> pd.DataFrame:
-    r"""Table 1 of Clark et al. (2019) with a paired exact test of each best head against the best offset.
-
-    Per (model, dataset, relation) with at least ``min_count`` words: the head and direction of highest
-    accuracy on all words and the offset of highest accuracy on all words (the paper's layout: ``relation,
-    n, layer, head, direction, accuracy, offset, offset_accuracy``), with Wilson intervals. Then the test:
-    with ``selection="split"`` a head, direction and offset are chosen on the *choose* half (inputs of even
-    position) and the test uses only the *test* half (odd position), so the head is not tested on the data
-    that picked it; with ``"same"`` both use all words (what the paper's numbers do; the selection then
-    inflates the test). The p-values of one (model, dataset) are corrected together over its relations.
-
-    The test (``test``): ``signflip_sentences`` (default) takes the sentence as the unit: per sentence the
-    words the head gets right minus those the offset gets right, tested by sign flips
-    (:func:`signflip_normal_test`); ``mcnemar_words`` is McNemar's exact test on the discordant words, which
-    treats the words of one sentence as independent (anti-conservative when they cluster, METHODS 5.3). The
-    intervals of ``accuracy`` and ``offset_accuracy`` are clustered on sentences
-    (:func:`cluster_ratio_interval`) with ``signflip_sentences``, Wilson's with ``mcnemar_words``.
-
-    Parameters
-    ----------
-    counts : DataFrame
-        ``dependency_counts`` of :class:`headstats.analyses.dependency.DependencyAccuracy`.
-    """
-    if test not in PAIRED_TESTS:
-        raise ValueError(f"test must be one of {', '.join(PAIRED_TESTS)}, not {test!r}")
-    if test == "signflip_sentences" and "d2_test" not in counts:
-        raise ValueError("the sentence-level test needs the per-sentence sums of dependency_counts (d2_choose, "
-                         "d2_test), which this table lacks (counted by an older headstats): re-run the analysis "
-                         "or choose test: mcnemar_words")
-    columns = ["relation", "n", "layer", "head", "direction", "accuracy", "offset", "offset_accuracy"]
-    rows = []
-    for (model, dataset, relation), cell in counts.groupby(["model", "dataset", "relation"], sort=False):
-        row = _relation_row(cell, selection=selection)
-        if row["n"] < min_count:
-            continue
-        rows.append({"model": model, "dataset": dataset, "relation": relation, **row})
-    if not rows:
-        return pd.DataFrame(columns=columns + ["model", "dataset", "p_unc", "p_corr", "reject"])
-    table = pd.DataFrame(rows)
-    for what, k in (("accuracy", "correct"), ("offset_accuracy", "offset_correct")):
-        if test == "signflip_sentences":
-            part = "head" if what == "accuracy" else "offset"
-            table[f"{what}_ci_low"], table[f"{what}_ci_high"] = cluster_ratio_interval(
-                table[k], table["n"], table[f"{part}_c2"], table[f"{part}_cn"], table["nn"], table["n_sentences"],
-                confidence=confidence)
-        else:
-            table[f"{what}_ci_low"], table[f"{what}_ci_high"] = proportion_interval(table[k], table["n"],
-                                                                                    confidence=confidence)
-    table["test"] = test
-    table["alternative"] = alternative
-    if test == "signflip_sentences":
-        table["p_unc"] = signflip_normal_test(table["head_only"] - table["offset_only"], table["d2_tested"],
-                                              alternative=alternative)
-    else:
-        table["p_unc"] = paired_exact_test(table["head_only"], table["offset_only"], alternative=alternative)
-    table["p_unc"] = table["p_unc"].where(table["n_tested"] > 0)
-    table["family"] = family_labels(table, ["model", "dataset"])
-    table["p_corr"], _ = correct_within_families(table["p_unc"], table["family"], correction=correction, alpha=alpha)
-    table["correction"] = correction
-    table["alpha"] = alpha
-    table["confidence"] = confidence
-    table["reject"] = reject(table["p_corr"].to_numpy(), alpha)
-    first = [*columns, "model", "dataset"]
-    return table[first + [c for c in table.columns if c not in first]].reset_index(drop=True)
-
-
-def _relation_row(cell: pd.DataFrame, *, selection: str) -> dict[str, Any]:
-    """The paper's numbers and the test counts of one relation (rows: layer, head, direction, offset)."""
-    cell = cell.reset_index(drop=True)
-    n = int(cell["n_choose"].iat[0] + cell["n_test"].iat[0])
-    cell = cell.assign(correct=cell["head_correct_choose"] + cell["head_correct_test"],
-                       offset_correct=cell["offset_correct_choose"] + cell["offset_correct_test"])
-    best = _best(cell, "correct")
-    best_offset = _best(cell, "offset_correct")
-    if selection == "split":
-        chooser, tested = "choose", ["test"]
-    else:
-        chooser, tested = None, ["choose", "test"]
-    pick = best if chooser is None else _best(cell, f"head_correct_{chooser}")
-    pick_offset = best_offset if chooser is None else _best(cell, f"offset_correct_{chooser}")
-    one = cell[(cell["layer"] == pick["layer"]) & (cell["head"] == pick["head"])
-               & (cell["direction"] == pick["direction"]) & (cell["offset"] == pick_offset["offset"])].iloc[0]
-    n_tested = int(sum(one[f"n_{h}"] for h in tested))
-    head_ok = int(sum(one[f"head_correct_{h}"] for h in tested))
-    offset_ok = int(sum(one[f"offset_correct_{h}"] for h in tested))
-    ratio = (lambda k: k / n_tested) if n_tested else (lambda k: np.nan)
-    return {
-        "n": n, "layer": int(best["layer"]), "head": int(best["head"]), "direction": best["direction"],
-        "accuracy": best["correct"] / n if n else np.nan, "offset": int(best_offset["offset"]),
-        "offset_accuracy": best_offset["offset_correct"] / n if n else np.nan,
-        "correct": int(best["correct"]), "offset_correct": int(best_offset["offset_correct"]),
-        "selection": selection, "tested_layer": int(pick["layer"]), "tested_head": int(pick["head"]),
-        "tested_direction": pick["direction"], "tested_offset": int(pick_offset["offset"]),
-        "n_tested": n_tested, "tested_accuracy": ratio(head_ok), "tested_offset_accuracy": ratio(offset_ok),
-        "head_only": int(sum(one[f"head_only_{h}"] for h in tested)),
-        "offset_only": int(sum(one[f"offset_only_{h}"] for h in tested)),
-        **_sentence_sums(cell, best, best_offset, one, tested),
-    }
-
-
-def _sentence_sums(cell: pd.DataFrame, best: pd.Series, best_offset: pd.Series, one: pd.Series,
-                   tested: list[str]) -> dict[str, float]:
-    """The per-sentence sums behind the clustered interval of the best head's and the best offset's accuracy
-    (all words) and behind the sentence-level test (the tested halves); empty without them (older tables)."""
-    if "d2_test" not in cell:
-        return {}
-    halves = list(HALVES_OF_COUNTS)
-    head_row = cell[(cell["layer"] == best["layer"]) & (cell["head"] == best["head"])
-                    & (cell["direction"] == best["direction"])].iloc[0]
-    offset_row = cell[cell["offset"] == best_offset["offset"]].iloc[0]
-    return {
-        "n_sentences": float(sum(head_row[f"n_sentences_{h}"] for h in halves)),
-        "nn": float(sum(head_row[f"nn_{h}"] for h in halves)),
-        "head_c2": float(sum(head_row[f"head_c2_{h}"] for h in halves)),
-        "head_cn": float(sum(head_row[f"head_cn_{h}"] for h in halves)),
-        "offset_c2": float(sum(offset_row[f"offset_c2_{h}"] for h in halves)),
-        "offset_cn": float(sum(offset_row[f"offset_cn_{h}"] for h in halves)),
-        "d2_tested": float(sum(one[f"d2_{h}"] for h in tested)),
-        "n_sentences_tested": float(sum(one[f"n_sentences_{h}"] for h in tested)),
-    }
-
-
-#: The halves of ``dependency_counts`` (inputs of even and odd position).
-HALVES_OF_COUNTS = ("choose", "test")
-
-
-def finish_dependency(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any,
-                      seed: int = 0) -> dict[str, pd.DataFrame]:
-    """The study's ``finish`` step of the ``dependency`` analysis: intervals on every head's accuracy and
-    ``dependency_table`` (:func:`dependency_table`) with the ``statistics``' correction, alpha and confidence
-    and the analysis' ``options`` (``DependencyOptions``: test, min_count, selection, alternative).
-    Returns the tables to add or replace (``dependency_heads``, ``dependency_table``)."""
-    st = statistics
-    out: dict[str, pd.DataFrame] = {}
-    heads = tables["dependency_heads"].copy()
-    if options.test == "signflip_sentences" and "c2" in heads:
-        heads["ci_low"], heads["ci_high"] = cluster_ratio_interval(heads["correct"], heads["n"], heads["c2"],
-                                                                   heads["cn"], heads["nn"], heads["n_sentences"],
-                                                                   confidence=st.confidence)
-    else:
-        heads["ci_low"], heads["ci_high"] = proportion_interval(heads["correct"], heads["n"], confidence=st.confidence)
-    out["dependency_heads"] = heads
-    out["dependency_table"] = dependency_table(
-        tables["dependency_counts"], min_count=options.min_count, selection=options.selection,
-        alternative=options.alternative, correction=st.correction, alpha=st.alpha, confidence=st.confidence,
-        test=options.test)
-    return out
-
-
-def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
-    """Every head against each baseline of the ``coreference`` table, one-sided ("the head selects antecedents
-    more accurately"), corrected over the heads of one (model, dataset, mention_type, baseline).
-
-    Mentions of one input share its text, so the input is the unit: the sign-flip test over inputs of
-    ``d = head_only - baseline_only`` from its sums (:func:`signflip_normal_test`, ``test = signflip_inputs``).
-    A table without the sums (a state cached before they were kept) gets McNemar's exact test on mentions
-    (``mcnemar_exact``), which treats mentions as independent.
-
-    A baseline whose accuracy is exactly 0 or 1 on a (model, dataset, mention type) is degenerate (on GAP the
-    same-head-word baseline is 0 by construction: no name shares a pronoun's head word, so it never chooses):
-    beating 0 only means being right at all, and 1 cannot be beaten. Its rows are flagged
-    (``baseline_degenerate``, with the reason in ``note``), not tested (p NaN, outside the correction's family)
-    and never rejected.
-
-    Returns ``model, dataset, mention_type, baseline, layer, head, n, accuracy, baseline_accuracy,
-    baseline_degenerate, head_only, baseline_only, test, alternative, p_unc, p_corr, correction, family, alpha,
-    reject, note``.
-    """
-    heads = table[table["predictor"] == "head"]
-    baselines = [c.removeprefix("only_vs_") for c in table.columns if c.startswith("only_vs_")]
-    frames = []
-    for name in baselines:
-        base = table[table["predictor"] == name][["model", "dataset", "mention_type", "accuracy"]]
-        part = heads.merge(base.rename(columns={"accuracy": "baseline_accuracy"}),
-                           on=["model", "dataset", "mention_type"])
-        part = part.assign(baseline=name, head_only=part[f"only_vs_{name}"], baseline_only=part[f"{name}_only"])
-        if f"sum_d_vs_{name}" in part:
-            part = part.assign(sum_d=part[f"sum_d_vs_{name}"], sum_d2=part[f"sum_d2_vs_{name}"])
-        frames.append(part)
-    if not frames:
-        return pd.DataFrame()
-    out = pd.concat(frames, ignore_index=True)
-    out["alternative"] = "greater"
-    if "sum_d" in out and out["sum_d"].notna().all():  # the input (sentence, document chunk) as the unit
-        out["test"] = "signflip_inputs"
-        out["p_unc"] = signflip_normal_test(out["sum_d"].to_numpy(float), out["sum_d2"].to_numpy(float))
-    else:
-        out["test"] = "mcnemar_exact"
-        out["p_unc"] = paired_exact_test(out["head_only"], out["baseline_only"]).astype(float)
-    out["p_unc"] = out["p_unc"].where(out["n"] > 0)
-    base_acc = out["baseline_accuracy"].astype(float)
-    out["baseline_degenerate"] = (out["n"] > 0) & ((base_acc == 0) | (base_acc == 1))
-    out["note"] = np.where(out["baseline_degenerate"] & (base_acc == 0),
-                           "baseline right on no query (0 by construction, e.g. no candidate shares the head word): "
-                           "beating it only means being right at all; not tested",
-                           np.where(out["baseline_degenerate"], "baseline right on every query: it cannot be beaten; "
-                                    "not tested", ""))
-    out["p_unc"] = out["p_unc"].where(~out["baseline_degenerate"])
-    out["family"] = family_labels(out, ["model", "dataset", "mention_type", "baseline"])
-    out["p_corr"], _ = correct_within_families(out["p_unc"], out["family"], correction=correction, alpha=alpha)
-    out["correction"], out["alpha"] = correction, alpha
-    out["reject"] = reject(out["p_corr"].to_numpy(), alpha)
-    cols = ["model", "dataset", "mention_type", "baseline", "layer", "head", "n", "accuracy", "baseline_accuracy",
-            "baseline_degenerate", "head_only", "baseline_only", "test", "alternative", "p_unc", "p_corr",
-            "correction", "family", "alpha", "reject", "note"]
-    return out[cols].reset_index(drop=True)
-
-
 def counted_only(table: pd.DataFrame, n: str) -> pd.DataFrame:
     """The rows of the (model, data set) pairs where the analysis counted anything (``n`` summed > 0).
 
@@ -442,40 +226,3 @@ def counted_only(table: pd.DataFrame, n: str) -> pd.DataFrame:
     if table.empty:
         return table
     return table[table.groupby(["model", "dataset"])[n].transform("sum") > 0].reset_index(drop=True)
-
-
-def finish_coreference(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any = None,
-                       seed: int = 0) -> dict[str, pd.DataFrame]:
-    """The study's ``finish`` step of the ``coreference`` analysis: Wilson intervals and the head tests, on the
-    data sets that have mentions with antecedents. Returns the tables to add or replace (``coreference``,
-    ``coreference_tests``)."""
-    st = statistics
-    out: dict[str, pd.DataFrame] = {}
-    table = counted_only(tables["coreference"], "n").copy()
-    table["ci_low"], table["ci_high"] = proportion_interval(table["correct"], table["n"], confidence=st.confidence)
-    out["coreference"] = table
-    out["coreference_tests"] = coreference_tests(table, correction=st.correction, alpha=st.alpha)
-    return out
-
-
-def finish_probes(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any = None,
-                  seed: int = 0) -> dict[str, pd.DataFrame]:
-    """The study's ``finish`` step of the ``probing`` analysis: Wilson intervals of each UAS, and McNemar's exact
-    one-sided test of each probe against each baseline on the same held-out words (``p_vs_<baseline>``,
-    uncorrected: a handful of planned comparisons; ``p_corr_vs_<baseline>`` Holm-corrected over the probes of
-    one model and data set with the ``statistics``' correction), on the data sets with parsed held-out words.
-    Returns the table to replace (``probes``)."""
-    st = statistics
-    out: dict[str, pd.DataFrame] = {}
-    probes = counted_only(tables["probes"], "n_words").copy()
-    probes["ci_low"], probes["ci_high"] = proportion_interval(probes["correct"], probes["n_words"],
-                                                              confidence=st.confidence)
-    for base in ("right_branching", "distance_and_words"):
-        p = paired_exact_test(probes[f"only_vs_{base}"], probes[f"{base}_only"]).astype(float)
-        p[(probes["probe"] == base).to_numpy()] = np.nan
-        probes[f"p_vs_{base}"] = p
-        labels = family_labels(probes, ["model", "dataset"])
-        probes[f"p_corr_vs_{base}"], _ = correct_within_families(p, labels, correction=st.correction, alpha=st.alpha)
-    probes["correction"], probes["alpha"] = st.correction, st.alpha
-    out["probes"] = probes
-    return out

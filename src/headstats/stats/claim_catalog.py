@@ -1,7 +1,7 @@
-"""The catalog of claims: the registry of :mod:`headstats.stats.claims` with every built-in claim module
-imported, the one place that names them. Importing a claim module registers its claims; this module sits above
-``claims.py`` and the modules that register into it, so that ``claims.py`` names none of them and no import
-closes a circle.
+"""The catalog of claims: the registry of :mod:`headstats.stats.claims` with every claim module imported: Pande et
+al.'s (:mod:`headstats.stats.paper_claims`) and each registered analysis' ``claims.py`` (the registry of analyses
+imports them: :func:`headstats.analyses.load_all_claims`). Importing a claim module registers its claims; this
+module sits above ``claims.py``, so that ``claims.py`` names none of them and no import closes a circle.
 
 A run asks the catalog (:func:`evaluate_all_claims`, the study's ``claims.csv``); a user's own claims,
 registered with :func:`headstats.stats.claims.register_claim` before the run, are in the same registry.
@@ -13,13 +13,13 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-# importing a module registers its claims, in this order (the order of claims.csv)
-from headstats.stats import clark_claims, head_importance, paper_claims
+from headstats.analyses import load_all_claims
+# importing a module registers its claims, in this order (the order of claims.csv): Pande et al.'s roles and
+# fine-tuning claims first, then each analysis' in the registry's order
+from headstats.stats import paper_claims  # noqa: F401
 from headstats.stats.claims import CLAIMS, ClaimSettings, evaluate_claims
 
-#: The modules whose import registers the built-in claims: the roles of Pande et al. 2021 and the fine-tuning
-#: claims, Clark et al. 2019, head importance (Michel et al. 2019).
-BUILTIN_CLAIM_MODULES = (paper_claims, clark_claims, head_importance)
+load_all_claims()
 
 
 def evaluate_all_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings | None = None, *,

@@ -9,8 +9,7 @@ analysis concatenated over models and data sets, in this order:
    protocol's statistics (test, correction over the declared family, alpha, power:
    :func:`headstats.stats.hypotheses.test_measures`), added as the table ``<analysis>_tests``.
 2. **The analysis' finish step** (``register_analysis(..., finish=...)``): ``finish(tables, statistics,
-   options, seed)`` (the study's statistics options, the analysis' own options, the seed) returns the tables to add or replace (e.g. the clustering's permutation test,
-   :func:`headstats.stats.grouping.finish_clustering`), merged into the analysis' tables.
+   options, seed)`` (the study's statistics options, the analysis' own options, the seed) returns the tables to add or replace, merged into the analysis' tables.
 
 The result is what is written (``<table>.csv``) and what the analysis' report section receives.
 """
@@ -52,8 +51,5 @@ def finish_analyses(jobs, tables: Mapping[str, Mapping[str, pd.DataFrame]], prot
     out = {name: dict(per) for name, per in tables.items()}
     for name, frame in hypothesis_tests(jobs, protocol).items():
         out.setdefault(name, {})[f"{name}_tests"] = frame
-    from headstats.stats import FINISH_STEPS
-
-    return {name: get_analysis(name).finished(per, protocol.statistics, protocol.options_of(name), protocol.seed,
-                                              then=FINISH_STEPS.get(name) if name in FINISH_STEPS else None)
+    return {name: get_analysis(name).finished(per, protocol.statistics, protocol.options_of(name), protocol.seed)
             for name, per in out.items()}

@@ -53,8 +53,8 @@ def comparison_jobs(protocol, datasets: Sequence[str]) -> list:
     """
     if not protocol.compare:
         return []
-    from headstats.analyses.similarity import AttentionSimilarity
-    from headstats.analyses.special_mass import SpecialMass
+    from headstats.analyses.similarity.collect import AttentionSimilarity
+    from headstats.analyses.special_mass.collect import SpecialMass
     from headstats.engine.runner import Job
 
     mass: dict[tuple[str, str], None] = {}

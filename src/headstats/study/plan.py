@@ -84,7 +84,7 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
     pairs = [(c.base, f) for c in protocol.compare for f in c.finetuned]
     specs = {d.name: d for d in protocol.datasets}
     for analysis in protocol.analyses:
-        collector = get_analysis(analysis).collector
+        collector = get_analysis(analysis).collector_class()
         # A job carries what its collector reads, and so its cache key names only that: the analysis' own
         # options, the seed, the data set's file for a collector that reads it again; never the protocol.
         mine = protocol.options_of(analysis)

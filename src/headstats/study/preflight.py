@@ -294,9 +294,13 @@ def check_models(protocol: Protocol, *, cache_dir: str | Path | None = None) -> 
 
 
 def check_ablation(protocol: Protocol) -> None:
-    """Refuse, under the ``importance`` analysis, a model whose heads cannot be ablated one by one (ALBERT shares
-    one attention module across its layers; :func:`headstats.model.task_heads.ablation_support`), with the reason."""
-    if "importance" not in protocol.analyses:
+    """Refuse, under an analysis that ablates heads (its spec's ``needs`` holds ``"ablation"``), a model whose heads
+    cannot be ablated one by one (ALBERT shares one attention module across its layers;
+    :func:`headstats.model.task_heads.ablation_support`), with the reason."""
+    from headstats.analyses import get_analysis
+
+    ablating = [name for name in protocol.analyses if "ablation" in get_analysis(name).needs]
+    if not ablating:
         return
     import json
 
@@ -313,8 +317,8 @@ def check_ablation(protocol: Protocol) -> None:
             model_type = None
         reason = ablation_support(model_type) if model_type is not None else None
         if reason is not None:
-            raise ProtocolError(f"analysis 'importance' cannot ablate the heads of model {spec.name!r}: {reason}; "
-                                "leave 'importance' out of 'analyses' for it")
+            raise ProtocolError(f"analysis {ablating[0]!r} cannot ablate the heads of model {spec.name!r}: {reason}; "
+                                f"leave {ablating[0]!r} out of 'analyses' for it")
 
 
 def _layers_and_heads(source: str) -> tuple[int, int] | None:

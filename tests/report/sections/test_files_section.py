@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from headstats.analyses import get_analysis
 from headstats.report.blocks import Report
-from headstats.report.sections.files_section import TABLE_FILES, files_section
+from headstats.report.sections.files_section import files_section
 
 
 def test_each_file_has_its_own_line_and_the_formats_are_named():
     report = Report("t")
-    files_section(report, {"distance": TABLE_FILES["distance"], "mine": "a table of the mine analysis (what)"},
+    files_section(report, {"distance": get_analysis("distance").describe("distance"), "mine": "a table of the mine analysis (what)"},
                   formats=["png", "pdf", "svg"])
     heading, text = report.blocks
     assert heading.content == "Files and reproduction"

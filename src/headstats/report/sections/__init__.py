@@ -6,15 +6,12 @@
   (``statistics_section``), the strongest heads (``strongest_section``), pretrained against fine-tuned
   (``comparison_section``, with ``seeds_section``) and the files (``files_section``). The methods paragraph is
   :mod:`headstats.report.methods`.
-- The section of each analysis (``<analysis>_section.py``), registered in :data:`SECTIONS`.
 
-The section of a built-in analysis is registered in :data:`SECTIONS`, lazily, as the reference of its function
-(``"headstats.report.sections.surface_section:surface_section"``), so it is imported only when the report is
-built; the analyses layer sits below the figures (``headstats.plots``) and this layer, and never names them. An
-analysis registered from outside the package may instead give its section to ``register_analysis(...,
-report=...)``. A section is ``section(report, root, tables)``: it adds
-blocks to a :class:`headstats.report.blocks.Report` from the analysis' tables (name -> frame concatenated over
-models and data sets, after its ``finish`` step), and saves figures under ``root / "figures"``.
+The section of each analysis lives in its own package (``headstats/analyses/<name>/section.py``), named by its
+spec (``register_analysis(..., section=...)``); the builder finds it only through the registry, and no module here
+names an analysis. A section is ``section(report, root, tables)``: it adds blocks to a
+:class:`headstats.report.blocks.Report` from the analysis' tables (name -> frame concatenated over models and data
+sets, after its ``finish`` step), and saves figures under ``root / "figures"``, using the helpers below.
 
 The report passes the run's claims (``claims.csv``) to every section as ``tables["claims"]``: a section states a
 claim's verdict only from there (:func:`claim_lines`), never from its own rule.
@@ -27,19 +24,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from headstats.registry import Registry
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from headstats.report.blocks import Report
-
-#: ``section(report, root, tables)`` of an analysis, by the analysis' name.
-SECTIONS: Registry = Registry("report section", hint="register one with SECTIONS.register(analysis, function)")
-for _analysis in ("surface", "clustering", "pictures", "distance", "dependency", "coreference", "probing",
-                  "gradients", "importance"):
-    SECTIONS.register_lazy(_analysis, f"headstats.report.sections.{_analysis}_section:{_analysis}_section")
-
 
 def claim_lines(tables, keys, *, model: str | None = None, dataset: str | None = None) -> list[str]:
     """The registry's verdicts of the claims ``keys`` (:mod:`headstats.stats.claims`; ``tables["claims"]``, i.e.

@@ -8,16 +8,11 @@ import pandas as pd
 from headstats.report.blocks import Report
 
 
-#: How to make an analysis that was skipped run (by analysis name).
-SKIP_FIXES = {
-    "gradients": "give a model with a masked-LM or classification head (e.g. one from `headstats finetune`), or "
-                 "leave `gradients` out of `analyses`",
-}
-
-
 def skipped_analyses(analyses: dict[str, dict[str, pd.DataFrame]]) -> list[str]:
     """One line per analysis and reason it was skipped for (``<analysis>_skipped`` tables: model, data set,
-    reason), naming where and the fix; said once, at the top of the report."""
+    reason), naming where and the fix (the analysis' spec's ``fix``); said once, at the top of the report."""
+    from headstats.analyses import ANALYSES
+
     lines = []
     for name, tables in analyses.items():
         for key, table in tables.items():
@@ -26,7 +21,8 @@ def skipped_analyses(analyses: dict[str, dict[str, pd.DataFrame]]) -> list[str]:
             for reason, part in table.groupby("reason", sort=False):
                 where = ", ".join(f"{m} on {d}" for m, d in part[["model", "dataset"]].drop_duplicates()
                                   .itertuples(index=False))
-                fix = SKIP_FIXES.get(name, f"give it a model it can run on, or leave `{name}` out of `analyses`")
+                fix = (ANALYSES.get(name).fix if name in ANALYSES else "") or \
+                    f"give it a model it can run on, or leave `{name}` out of `analyses`"
                 lines.append(f"- **{name}** did not run ({where}): {str(reason).rstrip('.')}. Fix: {fix}.")
     return lines
 

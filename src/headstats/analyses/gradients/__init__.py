@@ -1,0 +1,24 @@
+"""Gradient importance of attention (Clark et al. 2019, Figure 3): mean |dL/dA| per head and kind of token
+attended to.
+
+The package's files: see :mod:`headstats.analyses`."""
+
+from __future__ import annotations
+
+from headstats.analyses import TableSpec, register_analysis
+from headstats.analyses.gradients.options import GradientOptions
+
+register_analysis(
+    "gradients", "headstats.analyses.gradients.collect:GradientImportance",
+    options=GradientOptions,
+    section="headstats.analyses.gradients.section:gradients_section",
+    fix="give a model with a masked-LM or classification head (e.g. one from `headstats finetune`), or leave "
+        "`gradients` out of `analyses`",
+    tables={
+        "gradients": TableSpec("mean |dL/dA| per head and kind of token attended to"),
+        "gradients_skipped": TableSpec(
+            "the models and data sets gradient importance could not run on, with the reason"),
+    },
+    description="gradient importance of attention to [CLS], [SEP], punctuation and other tokens (Clark et al. 2019, "
+                "Figure 3); needs a classifier or masked-LM head",
+)

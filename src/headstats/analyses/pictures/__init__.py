@@ -1,0 +1,26 @@
+"""Attention pictures: heat maps, line views and an offline interactive view of the heads that best show each
+BertViz pattern.
+
+The package's files: see :mod:`headstats.analyses`."""
+
+from __future__ import annotations
+
+from headstats.analyses import TableSpec, register_analysis
+from headstats.analyses.pictures.options import PicturesOptions
+
+register_analysis(
+    "pictures", "headstats.analyses.pictures.collect:AttentionPictures",
+    options=PicturesOptions,
+    section="headstats.analyses.pictures.section:pictures_section",
+    requires=("surface",),
+    tables={
+        "gallery": TableSpec("per BertViz pattern, the head that shows it best and the input drawn"),
+        "attention_maps": TableSpec(
+            "the attention weights drawn in the pictures (model, data set, input, layer, head, query, "
+            "key)"),
+        "attention_tokens": TableSpec("the pieces of every input drawn, with their positions and segments"),
+    },
+    description="heat maps, line views and an offline interactive view of the heads that best show each BertViz "
+                "pattern (next/previous word, identical words, same word in the other sentence, delimiters, broad "
+                "attention)",
+)

@@ -1,0 +1,113 @@
+"""Report section of the ``pictures`` analysis: per BertViz pattern, the head that shows it best as a heat map
+and a line view, then the offline interactive view of those heads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from headstats.analyses.pictures import figures
+from headstats.report.blocks import figure_tag
+from headstats.report.figures import draw_figure
+
+
+def _picture(maps: pd.DataFrame, tokens: pd.DataFrame, model: str, dataset: str, sentence_id: str, layer: int,
+             head: int) -> tuple[np.ndarray, list[str], np.ndarray]:
+    tok = tokens[(tokens["model"] == model) & (tokens["dataset"] == dataset)
+                 & (tokens["sentence_id"].astype(str) == str(sentence_id))].sort_values("position")
+    m = maps[(maps["model"] == model) & (maps["dataset"] == dataset) & (maps["sentence_id"].astype(str) == str(sentence_id))
+             & (maps["layer"] == layer) & (maps["head"] == head)]
+    n = len(tok)
+    index = pd.Index(tok["position"].to_numpy(int))
+    weights = np.zeros((n, n))
+    weights[index.get_indexer(m["query"].to_numpy(int)), index.get_indexer(m["key"].to_numpy(int))] = \
+        m["weight"].to_numpy(float)
+    return weights, tok["token"].astype(str).tolist(), tok["segment"].to_numpy(int)
+
+
+def short_id(value: object, most: int = 18) -> str:
+    """An input id as titles show it: whole up to ``most`` characters, else its start and end around an
+    ellipsis (``wiki.test.raw:1234…-5678``), so that a title is never cut at the figure's edge."""
+    text = str(value)
+    return text if len(text) <= most else f"{text[: most - 7]}…{text[-6:]}"
+
+
+def explorer_inputs(gallery: pd.DataFrame, maps: pd.DataFrame, tokens: pd.DataFrame) -> tuple[list[dict], list[dict]]:
+    """The interactive view's inputs (every kept input of one model: its pieces and every head's weights, as
+    positions 0..n-1 of the pieces drawn) and its shortcuts (the gallery's heads)."""
+    inputs, index = [], {}
+    for (dataset, sid), tok in tokens.groupby(["dataset", "sentence_id"], sort=False):
+        tok = tok.sort_values("position")
+        where = pd.Index(tok["position"].to_numpy(int))
+        part = maps[(maps["dataset"] == dataset) & (maps["sentence_id"].astype(str) == str(sid))]
+        weights = {(int(layer), int(head)): (where.get_indexer(g["query"].to_numpy(int)),
+                                             where.get_indexer(g["key"].to_numpy(int)), g["weight"].to_numpy(float))
+                   for (layer, head), g in part.groupby(["layer", "head"], sort=False)}
+        captions = {f"{int(r.layer)}-{int(r.head)}": f"Head {int(r.layer)}-{int(r.head)}: "
+                    f"{PATTERN_WORDS.get(r.pattern, r.pattern)} (gallery)."
+                    for r in gallery[(gallery["dataset"] == dataset) & (gallery["sentence_id"].astype(str) == str(sid))]
+                    .itertuples()}
+        index[(dataset, str(sid))] = len(inputs)
+        inputs.append({"label": f"{dataset}: input #{short_id(sid)}", "tokens": tok["token"].astype(str).tolist(),
+                       "segment": tok["segment"].to_numpy(int), "special": tok["special"].to_numpy(bool),
+                       "weights": weights, "captions": captions})
+    presets = [{"label": f"{r.pattern.replace('_', ' ')}: head {r.layer}-{r.head}", "input":
+                index[(r.dataset, str(r.sentence_id))], "layer": int(r.layer), "head": int(r.head)}
+               for r in gallery.itertuples() if (r.dataset, str(r.sentence_id)) in index]
+    return inputs, presets
+
+
+PATTERN_WORDS = {
+    "next_word": "attends to the next word", "previous_word": "attends to the previous word",
+    "identical_words": "attends to identical words elsewhere in the input",
+    "same_word_other_sentence": "attends to the same word in the other sentence",
+    "delimiters": "attends to the delimiters [CLS] and [SEP]", "broad": "attends broadly",
+}
+
+
+def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+    """The gallery of BertViz patterns: per pattern, a heat map and a line view; then the interactive view."""
+    gallery, maps, tokens = tables["gallery"], tables["attention_maps"], tables["attention_tokens"]
+    report.heading("Pictures of attention (BertViz patterns)")
+    report.text(
+        "For each of the six patterns BertViz shows, the head whose mean over all inputs of the matching "
+        "measure is largest (`gallery.csv`: next word `next`, previous word `prev`, identical words `same_token`, "
+        "the same word in the other sentence `same_token_other`, delimiters `cls + sep`, broad attention "
+        "`entropy_ratio`), drawn on the kept input where that head shows it most. Long inputs are drawn on the "
+        "first pieces of each sentence (protocol key `analysis_options.pictures.max_pieces`; weights to pieces "
+        "not drawn are left out); the maps drawn are in `attention_maps.csv` and `attention_tokens.csv`."
+    )
+    if gallery.empty:
+        report.text("No input was kept, so there is nothing to draw.")
+        return
+    report.table(gallery, "The head chosen for each pattern, its mean over inputs and the input shown.",
+                 csv="gallery.csv", fold=False)
+    for r in gallery.itertuples():
+        weights, toks, segment = _picture(maps, tokens, r.model, r.dataset, r.sentence_id, int(r.layer), int(r.head))
+        title = f"{r.pattern.replace('_', ' ')}: head {r.layer}-{r.head}, input #{short_id(r.sentence_id)}"
+        tag = figure_tag(r.model, r.dataset, r.pattern)
+        words = PATTERN_WORDS.get(r.pattern, r.pattern)
+        weak = (f"Weak example: even the best head's mean {r.mean:.2f} is below the stated strength "
+                f"{r.strength:g} of this pattern. " if bool(getattr(r, "weak", False)) else "")
+        report.figure(draw_figure(root, f"attention_heatmap_{tag}", figures.attention_heatmap, weights, toks,
+                                  title=title),
+                      f"{weak}Head {r.layer}-{r.head} of {r.model} ({r.dataset}, input #{short_id(r.sentence_id)}), which {words} "
+                      f"({r.measure} = {r.value:.2f} on this input, {r.mean:.2f} on average): each row is a query's "
+                      "attention over the keys.", alt=title)
+        report.figure(draw_figure(root, f"attention_lines_{tag}", figures.line_view, weights, toks, segment=segment, title=title),
+                      f"The same map as lines from each query (left) to the keys it attends to (right), opacity = "
+                      f"weight: head {r.layer}-{r.head} {words}.", alt=f"line view, {title}")
+    report.heading("Interactive view", level=3)
+    for model, part in maps.groupby("model", sort=False):
+        inputs, presets = explorer_inputs(gallery[gallery["model"] == model], part,
+                                          tokens[tokens["model"] == model])
+        n_layers, n_heads = int(part["layer"].max()) + 1, int(part["head"].max()) + 1
+        report.html(figures.attention_explorer_html(inputs, n_layers=n_layers, n_heads=n_heads,
+                                                            presets=presets,
+                                                            element_id=f"hs-attention-{len(report.blocks)}"),
+                    note=f"The interactive view of {model} (every kept input, any layer and head or all heads of a "
+                         "layer, pieces or words, saved as SVG or PNG) is in report.html; it works offline.")

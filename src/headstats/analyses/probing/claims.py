@@ -1,0 +1,45 @@
+r"""The claim of Clark et al. (2019, "What Does BERT Look At?") on the probing analysis, registered as a test
+(METHODS 2 and 5.1):
+
+- ``probes_beat_baselines`` (``probes``): an attention probe beats both baselines (right-branching, distance and
+  words); per probe the largest corrected p over the two baselines, then the smallest over the attention probes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from headstats.stats.claims import ClaimSettings, Evidence, register_claim
+
+CLARK = "Clark et al. 2019"
+
+
+@register_claim(
+    "probes_beat_baselines", sentence="attention probes find syntax better than the baselines", source=CLARK,
+    hypothesis="H0: no attention probe is more accurate (UAS) than both baselines; H1: some probe is",
+    unit="words (held out)", test="per probe and baseline the paired exact test (probes.csv) corrected over the "
+                                  "probes; per probe the larger p of the two baselines, claim p = the smallest",
+    measure="best attention probe's UAS minus the better baseline's", tables=("probes",))
+def probes_beat_baselines(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
+    out = []
+    probes = tables["probes"]
+    bases = [c.removeprefix("p_corr_vs_") for c in probes.columns if c.startswith("p_corr_vs_")]
+    for (model, dataset), part in probes.groupby(["model", "dataset"], sort=False):
+        attention = part[part["probe"].astype(str).str.startswith("attention")]
+        if attention.empty or not bases:
+            out.append(Evidence(str(model), str(dataset), reason="no attention probe was trained"))
+            continue
+        p = attention[[f"p_corr_vs_{b}" for b in bases]].astype(float).max(axis=1)
+        if not np.isfinite(p).any():
+            out.append(Evidence(str(model), str(dataset), reason="no held-out word took part"))
+            continue
+        best = attention.loc[p.idxmin()]
+        base_uas = part[part["probe"].astype(str).isin(bases)]["uas"].astype(float).max()
+        out.append(Evidence(
+            str(model), str(dataset), estimate=float(best["uas"]) - base_uas, p_for=float(p.min()),
+            detail=f"probe {best['probe']}: UAS {float(best['uas']):.3f} against the better baseline's "
+                   f"{base_uas:.3f} on {int(best['n_words'])} held-out words"))
+    return out

@@ -1,0 +1,287 @@
+r"""Probing classifiers over all heads (Clark et al. 2019, section 5; METHODS 2.5).
+
+Features. For every parsed input the collector keeps, over the words of the input (word-level units of text,
+METHODS 2.2), the word-level attention of every head between every pair of words, ``A_k[d, c]``, as float16
+(K = layers x heads; m words give K m^2 numbers: the per-word-pair features the probes need, never the
+piece-level maps), the gold head of each word, and the piece ids of each word (for word vectors).
+
+Probes, each trained with torch (Adam, lr 0.002, one sentence per step, one epoch, seeded) on the inputs
+whose position in the file is not 4 mod 5, and evaluated on the others (held out, 20 %):
+
+- ``attention_only``: :math:`p(c \mid d) \propto \exp(\sum_k w_k A_k[d, c] + u_k A_k[c, d])`;
+- ``attention_and_words``: the weights become :math:`W_k (v_c \oplus v_d)` and :math:`U_k (v_c \oplus v_d)`,
+  with fixed word vectors v;
+- ``distance_and_words`` (baseline): one hidden layer (ReLU, 200 units) over :math:`v_c \oplus v_d` and a
+  one-hot of the clipped offset ``c - d`` (-10..10);
+- ``right_branching`` (baseline, no training): every word's head is the next word (the last word's, the one
+  before).
+
+Word vectors default to the model's own input embeddings (a word's vector is the mean of its pieces'
+embeddings; GloVe, the paper's choice, cannot be had offline); ``analysis_options.probing.vectors`` names a
+text file of ``word v1 v2 ...`` lines instead (lower-cased look-up; unknown words get zeros). The score is the
+unlabeled attachment score (UAS) on the held-out words, punctuation left out (as the paper); root words have
+no head word and are neither trained on nor scored. Candidates are the other words of the input.
+
+Paper (BERT-base, WSJ): right-branching 26, distance + GloVe 58, attention only 61, attention and GloVe 77.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from headstats.analyses import collector_options
+from headstats.analyses.probing.options import ProbingOptions
+from headstats.engine.batch import BatchView
+from headstats.engine.collector import Collector, Context
+from headstats.lazy import torch
+from headstats.model.identity import provenance_source
+
+PROBES = ("right_branching", "distance_and_words", "attention_only", "attention_and_words")
+MAX_DISTANCE = 10
+
+
+def held_out(index: int) -> bool:
+    """Inputs of position 4 mod 5 are held out for evaluation."""
+    return index % 5 == 4
+
+
+class ProbeFeatures(Collector):
+    """Per parsed input: word-level attention between words (K, m, m) float16, gold heads, piece ids."""
+
+    def __init__(self, context: Context) -> None:
+        super().__init__(context)
+        self.options: ProbingOptions = collector_options(context, ProbingOptions)
+        self._state = {"sentences": []}
+
+    def update(self, view: BatchView) -> None:
+        if not any(item.arcs for item in view.inputs):
+            return
+        units = view.word_units
+        attn = view.word_attention(self.options.from_word)
+        textual = units.textual.cpu().numpy()
+        ids = view.input_ids.cpu().numpy()
+        membership = units.membership.cpu().numpy() > 0
+        for row, item in enumerate(view.inputs):
+            if not item.arcs:
+                continue
+            words = np.flatnonzero(textual[row])
+            rank = {int(u): k for k, u in enumerate(words)}
+            unit = units.unit_of_piece[row]
+            gold = np.full(len(words), -1, np.int64)
+            punct = np.zeros(len(words), bool)
+            for arc in item.arcs:
+                if not arc.dependent or not arc.head:
+                    continue
+                d, h = int(unit[arc.dependent[0]]), int(unit[arc.head[0]])
+                if d == h or d not in rank or h not in rank or gold[rank[d]] >= 0:
+                    continue
+                gold[rank[d]] = rank[h]
+                punct[rank[d]] = arc.relation == "punct"
+            sub = attn[row][:, :, words][:, :, :, words]  # (L, H, m, m)
+            feats = sub.reshape(-1, len(words), len(words)).cpu().numpy().astype(np.float16)
+            pieces = [tuple(int(ids[row, p]) for p in np.flatnonzero(membership[row, u])) for u in words]
+            self._state["sentences"].append({"index": item.index, "attention": feats, "gold": gold,
+                                             "punct": punct, "pieces": pieces})
+
+    @classmethod
+    def merge(cls, states: Sequence[dict]) -> dict:
+        return {"sentences": [s for state in states for s in state["sentences"]]}
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``probe_sentences``: one row per parsed input (``model, dataset, source, revision, index,
+        attention, gold, punct, pieces``), what the analysis' finish step trains the probes on
+        (:func:`train_probes`; it replaces this table by ``probes``). Nothing is trained here, so a shard
+        merge or a second call costs nothing."""
+        ctx = self.context
+        prov = ctx.provenance.get(ctx.model, {})
+        rows = [{"model": ctx.model, "dataset": ctx.dataset, "source": provenance_source(prov, ctx.model),
+                 "revision": prov.get("revision"), **s}
+                for s in sorted(self._state["sentences"], key=lambda s: s["index"])]
+        return {"probe_sentences": pd.DataFrame(rows, columns=SENTENCE_COLUMNS)}
+
+
+#: Columns of the ``probe_sentences`` table that :meth:`ProbeFeatures.tables` hands to :func:`train_probes`.
+SENTENCE_COLUMNS = ["model", "dataset", "source", "revision", "index", "attention", "gold", "punct", "pieces"]
+
+
+def train_probes(tables: Mapping[str, pd.DataFrame], statistics: Any, options: ProbingOptions | None,
+                 seed: int) -> dict[str, pd.DataFrame | None]:
+    """The analysis' finish step (before the statistics layer's :func:`headstats.analyses.probing.finish.finish_probes`):
+    every probe trained once per (model, data set) on the inputs not held out and scored on the others.
+
+    Returns ``probes`` (``model, dataset, probe, vectors, n_train, n_test, n_words, correct, uas, seed`` and
+    the discordant counts against both baselines on the same held-out words, ``only_vs_<baseline>`` and
+    ``<baseline>_only``) and drops ``probe_sentences`` (it is not written).
+    """
+    options = options if options is not None else ProbingOptions()
+    frame = tables.get("probe_sentences")
+    rows = []
+    if frame is not None and not frame.empty:
+        for (model, dataset), part in frame.groupby(["model", "dataset"], sort=False):
+            sentences = [dict(zip(SENTENCE_COLUMNS[4:], r)) for r in
+                         part.sort_values("index")[SENTENCE_COLUMNS[4:]].itertuples(index=False)]
+            first = part.iloc[0]
+            prov = {"path": first["source"], "revision": first["revision"]}
+            rows += probe_rows(model, dataset, sentences, prov, options, seed)
+    return {"probes": pd.DataFrame(rows, columns=PROBE_COLUMNS), "probe_sentences": None}
+
+
+#: Columns of ``probes`` as :func:`train_probes` makes it.
+PROBE_COLUMNS = ["model", "dataset", "probe", "vectors", "n_train", "n_test", "n_words", "correct", "uas", "seed",
+                 "only_vs_right_branching", "right_branching_only", "only_vs_distance_and_words",
+                 "distance_and_words_only"]
+
+
+def probe_rows(model: str, dataset: str, sentences: Sequence[dict], provenance: Mapping[str, Any],
+               options: ProbingOptions, seed: int) -> list[dict]:
+    """The rows of ``probes`` for one (model, data set): each probe trained and scored on the same words."""
+    train = [s for s in sentences if not held_out(s["index"])]
+    test = [s for s in sentences if held_out(s["index"])]
+    vectors, source = word_vectors(provenance, options, model)
+    right = {probe: run_probe(probe, train, test, vectors, seed=seed, lr=options.lr, hidden=options.hidden)
+             for probe in PROBES}
+    rows = []
+    for probe, ok in right.items():
+        n = len(ok)
+        row = {"model": model, "dataset": dataset, "probe": probe, "vectors": source if "words" in probe else "",
+               "n_train": len(train), "n_test": len(test), "n_words": n, "correct": int(ok.sum()),
+               "uas": ok.mean() if n else np.nan, "seed": seed}
+        for base in ("right_branching", "distance_and_words"):
+            row[f"only_vs_{base}"] = int((ok & ~right[base]).sum())
+            row[f"{base}_only"] = int((~ok & right[base]).sum())
+        rows.append(row)
+    return rows
+
+
+def word_vectors(provenance: Mapping[str, Any], options: ProbingOptions, model: str = "") -> tuple[Any, str]:
+    """``(kind, table, dim, tokenizer)`` of the word vectors, and a label of their source (the model and its
+    tokenizer, found from its ``provenance``, loaded by the model layer: :func:`headstats.model.loading.load_model`)."""
+    from headstats.model.loading import load_model, load_tokenizer
+
+    source, revision = provenance_source(provenance, model), provenance.get("revision")
+    if options.vectors:
+        table = _read_vectors(options.vectors)
+        dim = len(next(iter(table.values())))
+        return ("file", table, dim, load_tokenizer(source, revision=revision)), f"file:{options.vectors}"
+    with torch.inference_mode(False):
+        embeddings = load_model(source, revision=revision).model.get_input_embeddings()
+        matrix = embeddings.weight.detach().float().numpy().copy()
+    return ("embeddings", matrix, matrix.shape[1], None), "input_embeddings"
+
+
+def _read_vectors(path: str) -> dict[str, np.ndarray]:
+    table = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            parts = line.rstrip().split(" ")
+            if len(parts) > 2:
+                table[parts[0].lower()] = np.asarray(parts[1:], dtype=np.float32)
+    if not table:
+        from headstats.errors import DataError
+
+        raise DataError(f"word-vector file {path!r} holds no 'word v1 v2 ...' line; give a GloVe-style text file")
+    return table
+
+
+def sentence_vectors(sentence: dict, vectors: Any) -> torch.Tensor:
+    """(m, D) word vectors of one sentence: the mean of its pieces' input embeddings, or the file's vector of
+    the word (its pieces decoded by the model's tokenizer; zeros when unknown)."""
+    kind, table, dim, tokenizer = vectors
+    if kind == "embeddings":
+        rows = [table[list(p)].mean(0) if p else np.zeros(dim, np.float32) for p in sentence["pieces"]]
+    else:
+        words = [tokenizer.decode(list(p)).replace(" ", "").lower() for p in sentence["pieces"]]
+        rows = [table.get(w, np.zeros(dim, np.float32)) for w in words]
+    return torch.from_numpy(np.stack(rows).astype(np.float32))
+
+
+def _scored(sentence: dict) -> np.ndarray:
+    return (sentence["gold"] >= 0) & ~sentence["punct"]
+
+
+def right_branching(m: int) -> np.ndarray:
+    """Heads of right-branching: i + 1, the last word i - 1."""
+    pred = np.arange(1, m + 1)
+    pred[-1] = max(m - 2, 0)
+    return pred
+
+
+@functools.cache
+def _probe_class() -> type:
+    """The probe module class (defined at first use: its base class is torch's, imported lazily)."""
+
+    class Probe(torch.nn.Module):
+        def __init__(self, kind: str, K: int, D: int, hidden: int) -> None:
+            super().__init__()
+            self.kind = kind
+            if kind == "attention_only":
+                self.w = torch.nn.Parameter(torch.zeros(K))
+                self.u = torch.nn.Parameter(torch.zeros(K))
+            elif kind == "attention_and_words":
+                self.W = torch.nn.Linear(2 * D, K, bias=True)
+                self.U = torch.nn.Linear(2 * D, K, bias=True)
+            else:
+                self.mlp = torch.nn.Sequential(torch.nn.Linear(2 * D + 2 * MAX_DISTANCE + 1, hidden), torch.nn.ReLU(),
+                                               torch.nn.Linear(hidden, 1))
+
+        def forward(self, attention: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
+            """Logits (m dependents, m candidates); ``attention`` is (K, m, m) with ``[k, d, c] = A_k[d, c]``."""
+            m = attention.shape[-1]
+            if self.kind == "attention_only":
+                return torch.einsum("k,kdc->dc", self.w, attention) + torch.einsum("k,kcd->dc", self.u, attention)
+            pair = torch.cat([vectors[None, :, :].expand(m, m, -1), vectors[:, None, :].expand(m, m, -1)], -1)  # [d, c]: v_c ++ v_d
+            if self.kind == "attention_and_words":
+                return (torch.einsum("dck,kdc->dc", self.W(pair), attention)
+                        + torch.einsum("dck,kcd->dc", self.U(pair), attention))
+            offset = (torch.arange(m)[None, :] - torch.arange(m)[:, None]).clamp(-MAX_DISTANCE, MAX_DISTANCE) + MAX_DISTANCE
+            distance = torch.nn.functional.one_hot(offset, 2 * MAX_DISTANCE + 1).float()
+            return self.mlp(torch.cat([pair, distance], -1))[..., 0]
+
+    return Probe
+
+
+def run_probe(kind: str, train: Sequence[dict], test: Sequence[dict], vectors: Any, *, seed: int = 0,
+              lr: float = 0.002, hidden: int = 200) -> np.ndarray:
+    """Train one probe (one epoch, one sentence per step, Adam) and return, for every scored word of
+    ``test`` in order, whether its head is predicted (the same words, in the same order, for every probe)."""
+    if kind == "right_branching":
+        return np.concatenate([np.zeros(0, bool)] + [(right_branching(len(s["gold"])) == s["gold"])[_scored(s)]
+                                                     for s in test])
+    if not train:
+        return np.zeros(sum(int(_scored(s).sum()) for s in test), bool)
+    torch.manual_seed(seed)
+    K, D = train[0]["attention"].shape[0], (vectors[2] if vectors is not None else 0)
+    probe = _probe_class()(kind, K, D, hidden)
+    optimiser = torch.optim.Adam(probe.parameters(), lr=lr)
+    order = np.random.default_rng(seed).permutation(len(train))
+    with torch.inference_mode(False), torch.enable_grad():
+        for k in order:
+            s = train[int(k)]
+            keep = _scored(s)
+            if not keep.any() or len(s["gold"]) < 2:
+                continue
+            logits = _logits(probe, s, vectors)
+            loss = torch.nn.functional.cross_entropy(logits[torch.from_numpy(keep)], torch.from_numpy(s["gold"][keep]))
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+    out = [np.zeros(0, bool)]
+    with torch.no_grad():
+        for s in test:
+            keep = _scored(s)
+            if keep.any():
+                pred = _logits(probe, s, vectors).argmax(-1).numpy()
+                out.append(pred[keep] == s["gold"][keep])
+    return np.concatenate(out)
+
+
+def _logits(probe: Any, sentence: dict, vectors: Any) -> torch.Tensor:
+    attention = torch.from_numpy(sentence["attention"].astype(np.float32))
+    logits = probe(attention, sentence_vectors(sentence, vectors) if probe.kind != "attention_only" else None)
+    return logits.masked_fill(torch.eye(logits.shape[0], dtype=torch.bool), float("-inf"))
+
+
