@@ -4,10 +4,10 @@ sieve grid needs, exactly.
 Per input (:func:`input_payload`):
 
 - ``tokens``, ``segment``, ``special``, ``cls``, ``sep``, ``word`` (the word of each piece), ``is_pair``;
-- ``data``: every head's map for drawing, the bytes of
+- ``data``: every head's map for drawing, the bytes (zlib, base64: :func:`packed`) of
   :func:`headstats.plots.attention_plots.pack_explorer_weights` in base64 (a weight as ``round(255 w)``, those
   under 0.0098 left out: the views draw no lighter line), ``width`` bytes per position;
-- ``sieve_data``: float32 (little-endian, base64), per layer, head and kind of ``sieve_kinds`` a row of n
+- ``sieve_data``: float32 (little-endian; zlib, base64), per layer, head and kind of ``sieve_kinds`` a row of n
   values, with :math:`m_i = \frac1n \sum_{j<n} A_{ij}` the row mean of query i (METHODS 1.2):
 
   - ``loc``: :math:`\sum_{|i-j| \le w} A_{ij} / m_i` for every query i (the local window, w = ``window``);
@@ -21,14 +21,16 @@ Per input (:func:`input_payload`):
   ``delimiter_sep``, or the pieces the reader selects) is ``sum_{j in K} col[j] / (|K| |Q|)``; ``block`` the
   mean over Q of ``blk[i] / |B(i)|``.
 
-Size: the drawing bytes grow with the weights of at least 0.0098 (about ``L H n k`` for k such weights per
-row: at 128 pieces about 2 bytes x 16 per row), the sieve sums with ``4 L H n (2 + pair)`` bytes, both times 4/3
-for base64. :data:`SIZE_NOTE` gives measured figures.
+Size: the drawing bytes grow with the weights of at least 0.0098 (2 bytes each, ``n <= 255``; 3 beyond, plus a
+count per row: ``L H n (1 + 2k)`` for k such weights per row), the sieve sums with ``4 L H n (2 + pair)`` bytes;
+zlib takes the drawing bytes to about half and the sums to about 0.9, base64 adds a third. :data:`SIZE_NOTE`
+gives measured figures.
 """
 
 from __future__ import annotations
 
 import base64
+import zlib
 from typing import Sequence
 
 import numpy as np
@@ -36,12 +38,12 @@ import numpy as np
 from headstats.plots.attention_plots import EXPLORER_MIN_STEP, pack_explorer_weights
 from headstats.study.viewing import ViewInput
 
-__all__ = ["SIZE_NOTE", "input_payload", "sieve_sums", "viewer_data"]
+__all__ = ["SIZE_NOTE", "input_payload", "packed", "sieve_sums", "viewer_data"]
 
 #: Measured (tests/report/test_viewer.py prints it): see docs/guide.md, "Look at any sentence".
-SIZE_NOTE = ("3 inputs of 128 pieces on the default model (6 x 12 heads): about 1.3 MB of page; each input adds "
-             "about 0.3 MB of drawing bytes and 0.15 MB of sieve sums (0.2 MB for a pair), both growing with n "
-             "(the drawing bytes with the weights of at least 0.01 per row, the sieve sums linearly).")
+SIZE_NOTE = ("3 inputs of 128 pieces on the default model (6 x 12 heads): about 1.0 MB of page; each input of 128 "
+             "pieces adds about 0.23 MB of drawing bytes and 0.09 MB of sieve sums (0.13 MB for a pair); the drawing "
+             "bytes grow with the weights of at least 0.01 per row (at most n, so at most as n^2), the sieve sums as n.")
 
 
 def sieve_sums(maps: np.ndarray, segment: np.ndarray, special: np.ndarray, *, window: int,
@@ -85,9 +87,14 @@ def input_payload(item: ViewInput, *, label: str, window: int, count_special_que
         "tokens": [str(t) for t in item.tokens], "segment": [int(s) for s in item.segment],
         "special": [bool(s) for s in item.special], "cls": [bool(s) for s in item.cls],
         "sep": [bool(s) for s in item.sep], "word": [int(w) for w in item.word], "is_pair": bool(item.is_pair),
-        "width": width, "data": base64.b64encode(data).decode("ascii"),
-        "sieve_kinds": kinds, "sieve_data": base64.b64encode(sums.astype("<f4").tobytes()).decode("ascii"),
+        "width": width, "data": packed(data), "sieve_kinds": kinds, "sieve_data": packed(sums.astype("<f4").tobytes()),
     }
+
+
+def packed(data: bytes) -> str:
+    """Bytes as the page holds them: zlib-compressed (the browser's ``DecompressionStream("deflate")`` unpacks
+    them), then base64."""
+    return base64.b64encode(zlib.compress(data, 9)).decode("ascii")
 
 
 def short_label(index: int, item: ViewInput, most: int = 60) -> str:

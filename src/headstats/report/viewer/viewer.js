@@ -14,14 +14,18 @@ const S={input:0,mode:'model',layer:0,heads:[0],words:false,sieve:'local',keys:[
 
 // ------------------------------------------------------------------ data
 function b64(s){const b=atob(s);const u=new Uint8Array(b.length);for(let i=0;i<b.length;i++)u[i]=b.charCodeAt(i);return u;}
+// the page's bytes are zlib-compressed (payload.packed): unpacked once, before the first drawing
+async function inflate(s){const ds=new DecompressionStream('deflate');
+ return new Uint8Array(await new Response(new Blob([b64(s)]).stream().pipeThrough(ds)).arrayBuffer());}
+async function unpack(v){v.bytes=await inflate(v.data);v.sieveBytes=await inflate(v.sieve_data);}
 function decode(v){
- if(v.heads)return v;const u=b64(v.data);const n=v.tokens.length;const wd=v.width;let p=0;
+ if(v.heads)return v;const u=v.bytes;const n=v.tokens.length;const wd=v.width;let p=0;
  const rd=()=>{const x=wd===1?u[p]:u[p]|(u[p+1]<<8);p+=wd;return x;};v.heads=[];
  for(let l=0;l<L;l++){const row=[];for(let h=0;h<H;h++){
   const cnt=[];let m=0;for(let i=0;i<n;i++){const c=rd();cnt.push(c);m+=c;}
   const ks=[];for(let r=0;r<m;r++)ks.push(rd());const e=[];let t=0;
   for(let i=0;i<n;i++)for(let c=0;c<cnt[i];c++,t++)e.push(i,ks[t],u[p+t]);p+=m;row.push(e);}v.heads.push(row);}
- const sv=b64(v.sieve_data);v.sv=new Float32Array(sv.buffer,0,sv.length/4);
+ const sv=v.sieveBytes;v.sv=new Float32Array(sv.buffer,sv.byteOffset,sv.length/4);
  v.nw=Math.max(...v.word)+1;v.wsize=new Array(v.nw).fill(0);v.word.forEach(w=>v.wsize[w]++);
  v.wnames=new Array(v.nw).fill('');v.tokens.forEach((t,i)=>{const w=v.word[i];
   v.wnames[w]+=(v.wnames[w]&&!v.special[i])?t.replace(/^##/,''):t.replace(/^[\u0120\u2581]/,'');});
@@ -231,5 +235,8 @@ $('.hs-row0').addEventListener('change',e=>{S.row0=Math.max(0,+e.target.value||0
 $('.hs-rows').addEventListener('change',e=>{S.rows=Math.max(0,+e.target.value||0);render();});
 $('.hs-svg').addEventListener('click',()=>download('svg'));$('.hs-png').addEventListener('click',()=>download('png'));
 window.addEventListener('hashchange',()=>{load();render();});
-if(D.start)Object.assign(S,D.start);load();render();
+if(D.start)Object.assign(S,D.start);
+if(typeof DecompressionStream==='undefined'){$('.hs-info').textContent='This browser cannot unpack the page\'s data '+
+ '(it needs DecompressionStream: Chrome 80, Firefox 113, Safari 16.4 or later).';}
+else Promise.all(D.inputs.map(unpack)).then(()=>{load();render();});
 })();
