@@ -11,8 +11,8 @@ from headstats.cli.app import command
 from headstats.cli.errors import _errors
 
 
-@command()
-def view(
+@command("view")
+def view_command(
     text: Optional[str] = typer.Argument(None, help="the sentence to look at (or --data FILE)"),
     pair: Optional[str] = typer.Option(None, "--pair", help="sentence B of a pair with TEXT"),
     model: str = typer.Option("default", "--model", help="'default', a directory or a hub id"),

@@ -91,7 +91,7 @@ function lines(parent,M,x1,x2,y,rows,stroke,width,floor,tag){const steps=8;const
 
 // ------------------------------------------------------------------ model view: every layer x head
 function drawModel(){const v=cur();const lab=labels(v);const n=lab.length;const tw=64,th=Math.max(40,Math.min(90,n*3)),gx=10,gy=22,left=56,top=40;
- const W=left+H*(tw+gx),Ht=top+L*(th+gy);reset(W,Ht);
+ const W=Math.max(560,left+H*(tw+gx)),Ht=top+L*(th+gy);reset(W,Ht);
  text(svg,4,16,title('model view: every layer x head (click one for its head view)'),{'font-weight':'bold'});
  for(let h=0;h<H;h++)text(svg,left+h*(tw+gx)+tw/2,top-6,'head '+h,{'text-anchor':'middle','font-size':10,fill:colour(h)});
  for(let l=0;l<L;l++){text(svg,4,top+l*(th+gy)+th/2+4,'layer '+l,{'font-size':10});
@@ -159,7 +159,7 @@ function drawSieve(){const v=cur();const n=v.tokens.length;if(!sieves(v).include
  const min=finite.length?Math.min(...finite):0;const shade=s=>max>min?(s-min)/(max-min):1;
  const ceiling=values[0][0].ceiling;const tau=S.scale==='bias'&&S.sieve!=='keys'?tauOf(S.sieve):undefined;
  text(svg,4,top-30,'n = '+n+' pieces; ceiling (a head with all its attention in the sieve) = '+fmt(ceiling)+
-  (tau!==undefined?'; outlined: score >= tau = '+tau:'')+(S.sieve==='keys'&&!S.keys.length?'; click pieces above to choose the keys':''),{'font-size':11});
+  (tau!==undefined?'; outlined: score >= tau = '+tau:'')+(S.sieve==='keys'?(S.keys.length?'':'; click pieces above to choose the keys'):'; click pieces above to score the attention to them instead'),{'font-size':11});
  for(let h=0;h<H;h++)text(svg,left+h*cw+cw/2,top-8,'h'+h,{'text-anchor':'middle','font-size':10});
  const g=el('g',{class:'hs-grid'},svg);
  for(let l=0;l<L;l++){text(svg,4,top+l*ch+ch/2+4,'layer '+l,{'font-size':10});
@@ -172,7 +172,7 @@ function drawSieve(){const v=cur();const n=v.tokens.length;if(!sieves(v).include
 
 // ------------------------------------------------------------------ the side panel: roles, scores against tau, claims, where most
 function info(){const box=$('.hs-info');box.innerHTML='';const v=cur();const l=S.layer,h=S.heads[0];
- if(S.mode==='model'||S.mode==='sieve'||h===undefined){box.textContent=ST?'Click a head for its roles, scores against tau and claims.':'';return;}
+ if(S.mode==='model'||S.mode==='sieve'||h===undefined){box.textContent='';return;}
  const add=(tag,s,cls)=>{const e=document.createElement(tag);e.textContent=s;if(cls)e.className=cls;box.appendChild(e);return e;};
  add('h4','Head '+l+'-'+h);const r=rolesOf(l,h);
  if(ST)add('p','Roles held in the run ('+ST.where+'): '+(r.length?r.join(', '):'none'));

@@ -1,0 +1,37 @@
+"""The viewer's HTML: text from the data stays text; the page in a notebook."""
+
+from __future__ import annotations
+
+import re
+
+import headstats as hs
+from headstats.inputs.records import Record
+from headstats.report.viewer.page import AttentionView, safe_json, viewer_page
+from headstats.report.viewer.payload import viewer_data
+from headstats.study.viewing import view_inputs
+from report.viewer.helpers import chromium, dump_dom, page_data
+
+
+def test_text_from_the_data_cannot_break_out_of_the_page(tiny_model, tmp_path):
+    evil = "</script><script>alert(1)</script><!-- & -->"
+    inputs = view_inputs(tiny_model, [Record("x", f"Look: {evil}")])
+    inputs[0].tokens[1] = evil  # a piece holding the worst text, as a tokenizer could write it
+    html = viewer_page(viewer_data(inputs, model="tiny"), title=f"view of {evil}")
+    assert html.count("</script>") == 2 and html.count("<script") == 2  # the data's and the viewer's own
+    assert "<!--" not in html
+    assert page_data(html)["inputs"][0]["tokens"][1] == evil
+    assert safe_json({"a": "<&>"}) == '{"a":"\\u003c\\u0026\\u003e"}'
+    if chromium() is not None:
+        page = tmp_path / "evil.html"
+        page.write_text(html, encoding="utf-8")
+        dom = dump_dom(page, "#mode=head&layer=0&heads=0,1")
+        assert dom.count("<script") == 2  # the browser made no element of the text: it stays text
+        assert "&lt;/script&gt;&lt;script&gt;alert(1)" in dom  # drawn as text in the head view
+
+
+def test_hs_view_shows_in_a_notebook_as_an_iframe_of_the_page(tiny_model):
+    view = hs.view(tiny_model, "The cat sat on the mat.")
+    assert isinstance(view, AttentionView) and "1 input(s) of 9 pieces" in repr(view)
+    shown = view._repr_html_()
+    assert shown.startswith("<iframe srcdoc='") and "<script" not in shown  # the page, as an escaped attribute
+    assert "&lt;script" in shown and "sandbox='allow-scripts allow-downloads'" in shown
