@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import headstats as hs
 from headstats.inputs.records import Record
 from headstats.report.viewer.page import AttentionView, safe_json, viewer_page

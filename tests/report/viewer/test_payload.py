@@ -28,6 +28,21 @@ def test_sieve_sums_of_a_planted_map():
     np.testing.assert_allclose(without[0, 0, 1], [0.6, 0.9, 4.5], rtol=1e-6)  # the special query 0 left out
 
 
+def test_the_block_sieve_of_a_pair_equals_hs_score(tiny_model):
+    record = Record("p", "The dog barked at the mailman.", "A cat slept on the warm mat.")
+    inputs = view_inputs(tiny_model, [record])
+    data = viewer_data(inputs, model="tiny", window=1)
+    scores = hs.score(tiny_model, [record], roles=["block", "local", "delimiter"], window=1)
+    for r, role in enumerate(["block", "local", "delimiter"]):
+        np.testing.assert_allclose(js_grid(data["inputs"][0], data, role), scores.values[0, :, :, r], atol=1e-5,
+                                   rtol=0, err_msg=role)
+    data = viewer_data(inputs, model="tiny", window=1, count_special_queries=False)
+    scores = hs.score(tiny_model, [record], roles=["local", "delimiter_sep"], window=1, count_special_queries=False)
+    for r, role in enumerate(["local", "delimiter_sep"]):
+        np.testing.assert_allclose(js_grid(data["inputs"][0], data, role), scores.values[0, :, :, r], atol=1e-5,
+                                   rtol=0, err_msg=role)
+
+
 def test_three_inputs_of_128_pieces_make_a_page_of_about_1_mb(capsys):
     words = (Path(__file__).resolve().parents[3] / "data" / "demo" / "sentences.txt").read_text().split()
     texts = [" ".join(words[k * 120:(k + 1) * 120]) for k in range(3)]

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-import pytest
 
 import headstats as hs
 from headstats.report.viewer.stats import claim_roles
@@ -20,42 +17,25 @@ def test_a_claim_names_the_roles_in_its_key_and_sentence():
     assert claim_roles("few_multi_role_late", "few heads hold several roles", roles) == []
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tiny_model_dir, tmp_path_factory) -> Path:
-    """A finished run of the tiny model on 12 demo sentences (local and the delimiters, tau 1)."""
-    import yaml
-
-    folder = tmp_path_factory.mktemp("tiny_run")
-    protocol = {"name": "tiny", "models": [{"name": "tiny", "path": str(tiny_model_dir)}],
-                "datasets": [{"name": "single", "path": str(Path(__file__).resolve().parents[3] / "data" / "demo"
-                                                            / "sentences.txt"), "limit": 12}],
-                "scoring": {"roles": ["local", "delimiter", "delimiter_cls", "delimiter_sep"], "window": 1},
-                "statistics": {"test": "t", "tau": 1.0, "sensitivity": False},
-                "report": {"html": False, "figures": {"formats": ["png"], "dpi": 72}}}
-    (folder / "p.yaml").write_text(yaml.safe_dump(protocol))
-    hs.run(folder / "p.yaml", folder / "run")
-    return folder / "run"
-
-
-def test_beside_a_run_the_page_shows_roles_tau_claims_and_where_each_head_scores_highest(tiny_run, tiny_model,
+def test_beside_a_run_the_page_shows_roles_tau_claims_and_where_each_head_scores_highest(viewer_run, tiny_model,
                                                                                            tmp_path):
     import pandas as pd
 
-    view = hs.view(tiny_model, SENTENCE, run=tiny_run)
+    view = hs.view(tiny_model, SENTENCE, run=viewer_run)
     stats, data = view.data["stats"], view.data
     assert stats["where"] == "tiny on single" and stats["tau"] == {r: 1.0 for r in SIEVE_ROLES}
     assert data["window"] == 1  # the run's scoring, so that the grid is the run's score
-    roles = pd.read_csv(tiny_run / "roles.csv").fillna({"roles": ""})
+    roles = pd.read_csv(viewer_run / "roles.csv").fillna({"roles": ""})
     assert stats["roles"] == {f"{r.layer}-{r.head}": [x for x in r.roles.split("+") if x] for r in roles.itertuples()}
     # the ranking is the stored per-input scores, highest first (no model)
-    scores = pd.read_parquet(tiny_run / "scores.parquet").astype({"sentence_id": str, "role": str})
+    scores = pd.read_parquet(viewer_run / "scores.parquet").astype({"sentence_id": str, "role": str})
     for role in SIEVE_ROLES:
         mine = scores[(scores["role"] == role) & (scores["layer"] == 1) & (scores["head"] == 0)]
         top = mine.sort_values("score", ascending=False, kind="stable").head(5)
         assert [e[0] for e in stats["rank"][role]["1-0"]] == top["sentence_id"].tolist()
         np.testing.assert_allclose([e[1] for e in stats["rank"][role]["1-0"]], top["score"], atol=5e-5)
         assert all(e[2] for e in stats["rank"][role]["1-0"])  # the sentence's text, read from the run's data set
-    claims = pd.read_csv(tiny_run / "claims.csv")
+    claims = pd.read_csv(viewer_run / "claims.csv")
     assert {c["claim"] for c in stats["claims"]} <= set(claims["claim"])
     assert next(c for c in stats["claims"] if c["claim"] == "cls_early")["roles"] == ["delimiter_cls"]
     if chromium() is not None:  # the head view's panel in a browser

@@ -68,8 +68,12 @@ def sieve_sums(maps: np.ndarray, segment: np.ndarray, special: np.ndarray, *, wi
     return kinds, np.stack(rows, axis=2).astype(np.float32)
 
 
-def input_payload(item: ViewInput, *, label: str, window: int, count_special_queries: bool = True) -> dict:
-    """One input's entry of the page's data (module docstring)."""
+def input_payload(item: ViewInput, *, label: str, window: int, count_special_queries: bool = True,
+                  sums: bool = True, stored: dict | None = None) -> dict:
+    """One input's entry of the page's data (module docstring). ``sums=False`` for maps that lack weights (a
+    report's kept inputs: weights under 0.01 left out), whose sieves the page then computes from the drawn weights
+    and calls approximate; ``stored``: role -> the run's per-input scores of the L x H heads (layer-major), which the
+    page's grid shows for that role."""
     L, H, n, _ = item.maps.shape
     layer, head, q, k = np.nonzero(np.rint(np.clip(item.maps, 0, 1) * 255) >= EXPLORER_MIN_STEP)
     weights = {}
@@ -80,14 +84,18 @@ def input_payload(item: ViewInput, *, label: str, window: int, count_special_que
             weights[(int(layer[first]), int(head[first]))] = (q[part], k[part], item.maps[layer[part], head[part],
                                                                                             q[part], k[part]])
     data, width = pack_explorer_weights(weights, n, n_layers=L, n_heads=H)
-    kinds, sums = sieve_sums(item.maps, item.segment, item.special, window=window,
-                             count_special_queries=count_special_queries, is_pair=item.is_pair)
+    kinds, values = sieve_sums(item.maps, item.segment, item.special, window=window,
+                               count_special_queries=count_special_queries, is_pair=item.is_pair) if sums \
+        else ([], np.zeros(0, np.float32))
     return {
         "label": label, "sentence_id": item.sentence_id, "text": item.text, "truncated": item.truncated,
         "tokens": [str(t) for t in item.tokens], "segment": [int(s) for s in item.segment],
         "special": [bool(s) for s in item.special], "cls": [bool(s) for s in item.cls],
         "sep": [bool(s) for s in item.sep], "word": [int(w) for w in item.word], "is_pair": bool(item.is_pair),
-        "width": width, "data": packed(data), "sieve_kinds": kinds, "sieve_data": packed(sums.astype("<f4").tobytes()),
+        "width": width, "data": packed(data), "sieve_kinds": kinds,
+        "sieve_data": packed(values.astype("<f4").tobytes()),
+        "stored": {role: [None if not np.isfinite(x) else float(x) for x in np.asarray(v, float).ravel()]
+                   for role, v in (stored or {}).items()},
     }
 
 
@@ -105,16 +113,20 @@ def short_label(index: int, item: ViewInput, most: int = 60) -> str:
 
 
 def viewer_data(inputs: Sequence[ViewInput], *, model: str, measure: str = "weights", window: int = 2,
-                count_special_queries: bool = True, stats: dict | None = None, start: dict | None = None) -> dict:
-    """The whole page's data: the inputs (:func:`input_payload`), the model's shape, the scoring settings the
-    sieve grid uses, the run's statistics (:mod:`headstats.report.viewer.stats`) and the view to open."""
+                count_special_queries: bool = True, stats: dict | None = None, start: dict | None = None,
+                sums: bool = True, stored: Sequence[dict] | None = None, labels: Sequence[str] | None = None) -> dict:
+    """The whole page's data: the inputs (:func:`input_payload`, with ``sums``, each its ``stored`` scores and
+    ``labels``), the model's shape, the scoring settings the sieve grid uses, the run's statistics
+    (:mod:`headstats.report.viewer.stats`) and the view to open (``start``: e.g. ``{"mode": "head", "layer": 0,
+    "heads": [2]}``)."""
     if not inputs:
         raise ValueError("the viewer needs at least one input")
     L, H = inputs[0].maps.shape[:2]
     return {
         "model": str(model), "measure": str(measure), "n_layers": int(L), "n_heads": int(H), "window": int(window),
         "count_special_queries": bool(count_special_queries),
-        "inputs": [input_payload(item, label=short_label(k, item), window=window,
-                                 count_special_queries=count_special_queries) for k, item in enumerate(inputs)],
+        "inputs": [input_payload(item, label=labels[k] if labels else short_label(k, item), window=window,
+                                 count_special_queries=count_special_queries, sums=sums,
+                                 stored=stored[k] if stored else None) for k, item in enumerate(inputs)],
         "stats": stats, "start": start or {},
     }

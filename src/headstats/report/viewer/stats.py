@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from headstats.errors import HeadstatsError
 
@@ -57,17 +58,40 @@ def _texts(protocol, dataset: str) -> dict[str, str]:
     return {}
 
 
+def _run_files(run: Path):
+    """(protocol, roles, tests, claims) of a run folder, read as its report is built (before its manifest)."""
+    import yaml
+
+    from headstats.config.protocol import Protocol, upgrade_resolved
+    from headstats.study.run_folder import read_roles
+
+    if not run.is_dir():
+        raise HeadstatsError(f"run folder {str(run)!r} does not exist; give the folder a `headstats run` wrote")
+    tests = run / "tests.parquet" if (run / "tests.parquet").is_file() else run / "tests.csv"
+    missing = [p.name for p in (run / "roles.csv", tests, run / "protocol.resolved.yaml") if not p.is_file()]
+    if missing:
+        raise HeadstatsError(f"{str(run)!r} lacks {', '.join(missing)}: it is not a finished headstats run folder; "
+                             "rerun `headstats run` to make one")
+    try:
+        protocol = Protocol.model_validate(upgrade_resolved(yaml.safe_load(
+            (run / "protocol.resolved.yaml").read_text(encoding="utf-8"))))
+        frame = pd.read_parquet(tests) if tests.suffix == ".parquet" else pd.read_csv(tests)
+        claims = pd.read_csv(run / "claims.csv") if (run / "claims.csv").is_file() else None
+        roles = read_roles(run / "roles.csv")
+    except Exception as exc:  # noqa: BLE001 - any unreadable table means the same to the user
+        raise HeadstatsError(f"{str(run)!r} cannot be read ({type(exc).__name__}: {' '.join(str(exc).split())[:160]}); "
+                             "rerun `headstats run`") from None
+    return protocol, roles, frame, claims
+
+
 def run_stats(run_dir: str | Path, *, model: str | None = None, dataset: str | None = None) -> tuple[dict, object]:
     """The statistics of one (model, data set) of a finished run (module docstring), and the run's protocol.
 
-    ``model`` and ``dataset`` default to the first of ``roles.csv``; a model the run did not score is refused
-    in one line (:class:`~headstats.errors.HeadstatsError`).
+    ``model`` and ``dataset`` default to the first of ``roles.csv``; a model or data set the run did not score is
+    refused in one line (:class:`~headstats.errors.HeadstatsError`).
     """
-    from headstats.study.run_folder import load_run_tables
-
     run = Path(run_dir)
-    protocol, analysis, _manifest, _ = load_run_tables(run)
-    roles, tests = analysis.roles, analysis.tests
+    protocol, roles, tests, claims = _run_files(run)
     models = list(dict.fromkeys(roles["model"].astype(str)))
     if model is None or model not in models:
         if model is not None and len(models) > 1:
@@ -84,7 +108,6 @@ def run_stats(run_dir: str | Path, *, model: str | None = None, dataset: str | N
     held = {f"{int(r.layer)}-{int(r.head)}": [x for x in str(r.roles).split("+") if x] for r in mine.itertuples()}
     t = tests[(tests["model"].astype(str) == model) & (tests["dataset"].astype(str) == dataset)]
     tau = {str(role): float(v) for role, v in t.groupby("role", sort=False)["tau"].first().items() if np.isfinite(v)}
-    claims = analysis.tables.get("claims")
     out_claims = []
     if claims is not None and not claims.empty:
         c = claims[(claims["model"].astype(str) == model) & (claims["dataset"].astype(str) == dataset)]
@@ -117,3 +140,27 @@ def _ranking(path: Path, model: str, dataset: str, texts: dict[str, str]) -> dic
             [sid, round(float(s), 4), texts.get(sid, "")] for sid, s in zip(g["sentence_id"], g["score"])]
     return rank
 
+
+
+def stored_scores(run_dir: str | Path, model: str, dataset: str, sentence_ids: list[str], n_layers: int,
+                  n_heads: int) -> list[dict]:
+    """Per input of ``sentence_ids``: role -> its stored per-input scores ``(n_layers, n_heads)`` from
+    ``scores.parquet`` (NaN where it does not take part; empty when the run has no scores)."""
+    path = Path(run_dir) / "scores.parquet"
+    if not path.is_file() or not sentence_ids:
+        return [{} for _ in sentence_ids]
+    import pyarrow.parquet as pq
+
+    frame = pq.read_table(path, columns=["sentence_id", "layer", "head", "role", "score"],
+                          filters=[("model", "==", model), ("dataset", "==", dataset),
+                                   ("sentence_id", "in", list(sentence_ids))]).to_pandas()
+    frame = frame.astype({"sentence_id": str, "role": str})
+    out = []
+    for sid in sentence_ids:
+        mine = {}
+        for role, g in frame[frame["sentence_id"] == sid].groupby("role", sort=False):
+            grid = np.full((n_layers, n_heads), np.nan)
+            grid[g["layer"].to_numpy(int), g["head"].to_numpy(int)] = g["score"].to_numpy(float)
+            mine[role] = grid
+        out.append(mine)
+    return out

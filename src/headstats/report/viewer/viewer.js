@@ -54,6 +54,8 @@ function sieveKeys(v,name){const n=v.tokens.length;const all=[...Array(n).keys()
 // the per-input score of one head: mean over counted queries with a non-empty sieve of
 //   b(i) = mean_{j in S(i)} A[i,j] / mean_{j<n} A[i,j];  'share': the attention mass inside the sieve, b(i)|S(i)|/n
 function sieveScore(v,l,h,name,scale){const n=v.tokens.length;const Q=counted(v);const keys=sieveKeys(v,name);
+ if(v.stored&&v.stored[name]&&scale==='bias'){const x=v.stored[name][l*H+h];return {value:x===null?NaN:x,ceiling:NaN,stored:true};}
+ if(!v.sieve_kinds.length)return approxScore(v,l,h,name,scale,Q,keys);
  let total=0,m=0,ceiling=0;
  if(keys){if(!keys.length||!Q.length)return {value:NaN,ceiling:NaN};const c=row(v,l,h,'col');let s=0;for(const j of keys)s+=c[j];
   const b=s/keys.length/Q.length;return {value:scale==='share'?b*keys.length/n:b,ceiling:scale==='share'?1:n/keys.length};}
@@ -64,7 +66,17 @@ function sieveScore(v,l,h,name,scale){const n=v.tokens.length;const Q=counted(v)
   for(const i of Q){const s=size[v.segment[i]];if(!s)continue;const b=r[i]/s;total+=scale==='share'?b*s/n:b;ceiling+=n/s;m++;}}
  else return {value:NaN,ceiling:NaN};
  return {value:m?total/m:NaN,ceiling:scale==='share'?1:(m?ceiling/m:NaN)};}
-function sieves(v){const out=['local','delimiter','delimiter_cls','delimiter_sep'];if(v.is_pair)out.push('block');out.push('keys');return out;}
+// a report's inputs hold only their drawn weights (those under 0.01 left out): their sieves are computed from
+// them, the same formula, and said to be approximate; a role's grid there is the run's stored score (v.stored)
+function approxScore(v,l,h,name,scale,Q,keys){const M=mat(v,l,h,false);const n=v.tokens.length;let total=0,m=0;
+ for(const i of Q){let S=keys;
+  if(!S&&name==='local'){S=[];for(let j=Math.max(0,i-D.window);j<=Math.min(n-1,i+D.window);j++)S.push(j);}
+  else if(!S&&name==='block'&&v.is_pair){S=[];for(let j=0;j<n;j++)if(!v.special[j]&&v.segment[j]===v.segment[i])S.push(j);}
+  if(!S)return {value:NaN,ceiling:NaN};if(!S.length)continue;let rs=0,s=0;for(let j=0;j<n;j++)rs+=M[i][j];if(!rs)continue;
+  for(const j of S)s+=M[i][j];total+=scale==='share'?s/rs:(s/S.length)/(rs/n);m++;}
+ return {value:m?total/m:NaN,ceiling:NaN,approx:true};}
+function sieves(v){const out=['local','delimiter','delimiter_cls','delimiter_sep'];if(v.is_pair)out.push('block');
+ Object.keys(v.stored||{}).forEach(r=>{if(!out.includes(r))out.push(r);});out.push('keys');return out;}
 const SIEVE_WORDS={local:'local (|i-j| <= '+D.window+')',delimiter:'delimiter ([CLS] and [SEP])',delimiter_cls:'delimiter_cls ([CLS])',
  delimiter_sep:'delimiter_sep ([SEP])',block:'block (own sentence)',keys:'the pieces you select'};
 
@@ -145,7 +157,7 @@ function drawSieve(){const v=cur();const n=v.tokens.length;if(!sieves(v).include
  const cw=52,ch=26,left=60;const W=Math.max(640,left+H*cw+20);const lab=labels(v);
  let rowsOfPick=1,px=4;lab.forEach(t=>{const w=7.5*t.length+12;if(px+w>W-4){rowsOfPick++;px=4;}px+=w+4;});
  const top=40+rowsOfPick*22+50,Ht=top+L*ch+40;reset(W,Ht);
- text(svg,4,14,v.label+': sieve '+SIEVE_WORDS[S.sieve]+', '+(S.scale==='share'?'share of attention in the sieve':'sieve bias score')+' per head',{'font-weight':'bold'});
+ text(svg,4,14,v.label+': sieve '+(SIEVE_WORDS[S.sieve]||S.sieve)+', '+(S.scale==='share'?'share of attention in the sieve':'sieve bias score')+' per head',{'font-weight':'bold'});
  // the pieces, to pick keys from (click toggles; a word's pieces together in word mode)
  let x=4,yy=40;const pick=el('g',{class:'hs-pick'},svg);const keys=sieveKeys(v,S.sieve)||[];
  lab.forEach((t,k)=>{const pieces=S.words?[...Array(n).keys()].filter(i=>v.word[i]===k):[k];const on=pieces.some(i=>keys.includes(i));
@@ -157,8 +169,9 @@ function drawSieve(){const v=cur();const n=v.tokens.length;if(!sieves(v).include
  const values=[];for(let l=0;l<L;l++){const r=[];for(let h=0;h<H;h++)r.push(sieveScore(v,l,h,S.sieve,S.scale));values.push(r);}
  const finite=values.flat().map(s=>s.value).filter(Number.isFinite);const max=finite.length?Math.max(...finite):1;
  const min=finite.length?Math.min(...finite):0;const shade=s=>max>min?(s-min)/(max-min):1;
- const ceiling=values[0][0].ceiling;const tau=S.scale==='bias'&&S.sieve!=='keys'?tauOf(S.sieve):undefined;
- text(svg,4,top-30,'n = '+n+' pieces; ceiling (a head with all its attention in the sieve) = '+fmt(ceiling)+
+ const ceiling=values[0][0].ceiling;const how=values[0][0].stored?'the run\'s stored per-input scores (scores.parquet); ':
+  values[0][0].approx?'approximate: from the drawn weights (those under 0.01 left out); ':'';const tau=S.scale==='bias'&&S.sieve!=='keys'?tauOf(S.sieve):undefined;
+ text(svg,4,top-30,how+'n = '+n+' pieces; ceiling (a head with all its attention in the sieve) = '+fmt(ceiling)+
   (tau!==undefined?'; outlined: score >= tau = '+tau:'')+(S.sieve==='keys'?(S.keys.length?'':'; click pieces above to choose the keys'):'; click pieces above to score the attention to them instead'),{'font-size':11});
  for(let h=0;h<H;h++)text(svg,left+h*cw+cw/2,top-8,'h'+h,{'text-anchor':'middle','font-size':10});
  const g=el('g',{class:'hs-grid'},svg);
@@ -203,7 +216,7 @@ function keyStrip(){const box=$('.hs-key');box.innerHTML='';if(S.mode!=='head'&&
   b.addEventListener('click',()=>{S.heads=f();render();});if(S.mode==='head')box.appendChild(b);});}
 function controls(){$('.hs-input').value=S.input;$('.hs-layer').value=S.layer;$('.hs-words').checked=S.words;
  root.querySelectorAll('.hs-mode').forEach(b=>b.classList.toggle('hs-on',b.dataset.mode===S.mode));
- const sv=$('.hs-sieve');sv.innerHTML='';sieves(cur()).forEach(x=>opt(sv,x,SIEVE_WORDS[x]));sv.value=S.sieve;$('.hs-scale').value=S.scale;
+ const sv=$('.hs-sieve');sv.innerHTML='';sieves(cur()).forEach(x=>opt(sv,x,SIEVE_WORDS[x]||x));sv.value=S.sieve;$('.hs-scale').value=S.scale;
  root.querySelectorAll('.hs-for-sieve').forEach(e=>e.style.display=S.mode==='sieve'?'':'none');
  root.querySelectorAll('.hs-for-head').forEach(e=>e.style.display=(S.mode==='head'||S.mode==='matrix')?'':'none');
  $('.hs-row0').value=S.row0;$('.hs-rows').value=S.rows;}
