@@ -33,3 +33,24 @@ def test_hs_view_shows_in_a_notebook_as_an_iframe_of_the_page(tiny_model):
     shown = view._repr_html_()
     assert shown.startswith("<iframe srcdoc='") and "<script" not in shown  # the page, as an escaped attribute
     assert "&lt;script" in shown and "sandbox='allow-scripts allow-downloads'" in shown
+
+
+def test_a_long_input_shows_a_window_of_rows_and_the_view_lives_in_the_address(tiny_model, tmp_path):
+    import re
+
+    view = hs.view(tiny_model, " ".join(["word"] * 150))
+    n = len(view.data["inputs"][0]["tokens"])
+    # cut at the model's maximum (256 pieces: 2 bytes per position in the drawing data), and said so
+    assert n == tiny_model.max_input_length == 256 and view.data["inputs"][0]["truncated"]
+    assert view.data["inputs"][0]["label"].endswith("(truncated)") and view.data["inputs"][0]["width"] == 2
+    if chromium() is None:
+        return
+    page = view.save(tmp_path / "long.html")
+    dom = dump_dom(page, "#mode=head&layer=1&heads=0,1&row0=10&rows=20")
+    queries = re.findall(r'<text [^>]*text-anchor="end"[^>]*opacity="([\d.]+)"', dom)
+    assert len(queries) == n and queries.count("1") == 20  # every piece listed, rows 10..29 drawn
+    state = re.search(r'data-state="([^"]+)"', dom).group(1).replace("&amp;", "&")
+    assert "mode=head" in state and "heads=0%2C1" in state and "row0=10" in state and "rows=20" in state
+    dom = dump_dom(page, "#mode=matrix&layer=0&heads=1&row0=100&rows=5")
+    rows = re.findall(r'<text [^>]*text-anchor="end"', dom)
+    assert len(rows) == 5  # the matrix draws the window's rows only

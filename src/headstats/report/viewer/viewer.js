@@ -222,6 +222,7 @@ function controls(){$('.hs-input').value=S.input;$('.hs-layer').value=S.layer;$(
  $('.hs-row0').value=S.row0;$('.hs-rows').value=S.rows;}
 const FIELDS={input:'i',mode:'s',layer:'i',heads:'l',words:'b',sieve:'s',keys:'l',scale:'s',row0:'i',rows:'i',role:'s'};
 function save(){const p=new URLSearchParams();p.set('hs',root.id);for(const k in FIELDS){const v=S[k];p.set(k,FIELDS[k]==='l'?v.join(','):FIELDS[k]==='b'?(v?1:0):v);}
+ root.dataset.state=p.toString();
  try{history.replaceState(null,'','#'+p.toString());}catch(e){/* a page without a URL of its own (an iframe's srcdoc) */}}
 function load(){let p;try{p=new URLSearchParams((location.hash||'').slice(1));}catch(e){return;}
  if(p.get('hs')&&p.get('hs')!==root.id)return;
