@@ -6,6 +6,7 @@
 - scores: :func:`score` (a :class:`MeasureArray` per model and data set)
 - statistics and roles: :func:`test_roles`, :func:`role_table`, :func:`compare`
 - a whole protocol: :func:`run`
+- look at any sentence: :func:`view` (model view, head view, heat map, sieve grid; one offline page)
 - registries: ``list_roles``/``register_role``, ``list_tests``/``register_test``,
   ``list_corrections``/``register_correction``, ``list_paired_tests``/``register_paired_test``,
   ``list_analyses``/``register_analysis``, ``list_formats``/``register_format``
@@ -28,6 +29,7 @@ _LAZY = {
     "test_roles": "headstats.api:test_roles",
     "role_table": "headstats.api:role_table",
     "compare": "headstats.api:compare",
+    "view": "headstats.api:view",
     "run": "headstats.api:run",
     "MeasureArray": "headstats.measures:MeasureArray",
     "load_protocol": "headstats.config.protocol:load_protocol",

@@ -82,6 +82,37 @@ def read_records(path: str | Path, *, format: str | None = None, limit: int | No
     return read(path, format=format, limit=limit)
 
 
+def view(model: Any = "default", text: str | None = None, *, pair: str | None = None, data: str | Path | None = None,
+         limit: int = 3, measure: str = "weights", run: str | Path | None = None, dataset: str | None = None,
+         window: int | None = None, max_length: int | None = None):
+    """Look at any sentence: a model view of every head, a head view, a heat map and a sieve grid, in one offline
+    HTML page (shown inline in Jupyter; ``.save("v.html")`` writes it). The same as ``headstats view``.
+
+    Parameters
+    ----------
+    model : LoadedModel or str
+        A model from :func:`load_model`, or what it takes.
+    text, pair : str, optional
+        The input (``pair``: its sentence B); or ``data`` (a data file) and ``limit`` (its first inputs).
+    measure : str
+        What is drawn: ``weights`` (the attention weights).
+    run : path, optional
+        A finished run folder: each head's roles, tau, claims and the run's inputs where it scores highest.
+    dataset, window, max_length
+        The run's data set shown; w of the ``local`` sieve (default the run's, else 2); truncation length
+        (default the model's maximum).
+
+    Returns
+    -------
+    AttentionView
+        ``.html``, ``.save(path)``; its sieve grid for a role equals :func:`score`'s per-input score.
+    """
+    from headstats.report.viewer.build import build_view
+
+    return build_view(model, text, pair=pair, data=data, limit=limit, measure=measure, run=run, dataset=dataset,
+                      window=window, max_length=max_length)
+
+
 def compare(before, after, *, test: str = "wilcoxon", alternative: str = "two-sided", correction: str = "holm",
             family: Sequence[str] = ("dataset",), confidence: float = 0.95, alpha: float = 0.05):
     """Head-by-head paired tests of the change from ``before`` to ``after`` scores of the same inputs.

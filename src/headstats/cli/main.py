@@ -15,7 +15,7 @@ from headstats.cli.app import app
 from headstats.cli.errors import _errors  # noqa: F401 - part of this module's interface
 from headstats.cli.progress import _training_progress  # noqa: F401
 from headstats.cli.study_commands import SCORE_PROTOCOL_OPTIONS, schema_field  # noqa: F401
-from headstats.cli import finetune_command, init_command, lists, large_runs  # noqa: F401,E402 - registers them
+from headstats.cli import finetune_command, init_command, lists, large_runs, view_command  # noqa: F401,E402 - registers them
 from headstats.cli.init_command import render_init_protocol  # noqa: F401
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import re
+import zlib
+
 import numpy as np
 import pandas as pd
 
@@ -22,14 +27,17 @@ def test_pictures_section_inlines_the_interactive_view_in_html_only(tmp_path):
     figure = [b for b in report.blocks if b.kind == "figure"][0]
     assert "attends to the previous word" in figure.caption
     html = render_html(report, tmp_path)
-    assert "hs-attention-view" in html and '"tokens":["a","b","c"]' in html
+    assert "class='hs-viewer'" in html and '"tokens":["a","b","c"]' in html
     # a 1 x 2 model, positions 5..7 drawn as 0..2 (pack_explorer_weights): head 0-0 not kept, counts 0 0 0;
-    # head 0-1 counts 0 1 1, keys 0 1, weights 255 255 -> bytes 00 00 00 00 01 01 00 01 ff ff
-    assert '"width":1,"data":"AAAAAAEBAAH//w=="' in html
-    assert '"presets":[{"label":"previous word: head 0-1","input":0,"layer":0,"head":"1"}]' in html
-    assert '"label":"d: input #7"' in html
+    # head 0-1 counts 0 1 1, keys 0 1, weights 255 255 -> bytes 00 00 00 00 01 01 00 01 ff ff (zlib, base64)
+    data = json.loads(re.search(r"class='hs-data'>(.*?)</script>", html).group(1))
+    item = data["inputs"][0]
+    assert zlib.decompress(base64.b64decode(item["data"])) == bytes.fromhex("00000000010100 01ffff".replace(" ", ""))
+    assert item["label"] == "d: input #7" and item["sieve_kinds"] == []  # a report's maps lack weights: no sums
+    assert data["start"] == {"mode": "head", "layer": 0, "heads": [1], "input": 0}  # opens on the gallery's head
+    assert data["stats"] is None  # no run's tables in this folder
     md = render_markdown(report, tmp_path)
-    assert "hs-attention-view" not in md and "interactive view of m (every kept input" in md
+    assert "hs-viewer" not in md and "interactive view of m on d (every kept input" in md
 
 
 def test_a_weak_gallery_example_is_labelled_weak(tmp_path):

@@ -36,31 +36,6 @@ def short_id(value: object, most: int = 18) -> str:
     return text if len(text) <= most else f"{text[: most - 7]}…{text[-6:]}"
 
 
-def explorer_inputs(gallery: pd.DataFrame, maps: pd.DataFrame, tokens: pd.DataFrame) -> tuple[list[dict], list[dict]]:
-    """The interactive view's inputs (every kept input of one model: its pieces and every head's weights, as
-    positions 0..n-1 of the pieces drawn) and its shortcuts (the gallery's heads)."""
-    inputs, index = [], {}
-    for (dataset, sid), tok in tokens.groupby(["dataset", "sentence_id"], sort=False):
-        tok = tok.sort_values("position")
-        where = pd.Index(tok["position"].to_numpy(int))
-        part = maps[(maps["dataset"] == dataset) & (maps["sentence_id"].astype(str) == str(sid))]
-        weights = {(int(layer), int(head)): (where.get_indexer(g["query"].to_numpy(int)),
-                                             where.get_indexer(g["key"].to_numpy(int)), g["weight"].to_numpy(float))
-                   for (layer, head), g in part.groupby(["layer", "head"], sort=False)}
-        captions = {f"{int(r.layer)}-{int(r.head)}": f"Head {int(r.layer)}-{int(r.head)}: "
-                    f"{PATTERN_WORDS.get(r.pattern, r.pattern)} (gallery)."
-                    for r in gallery[(gallery["dataset"] == dataset) & (gallery["sentence_id"].astype(str) == str(sid))]
-                    .itertuples()}
-        index[(dataset, str(sid))] = len(inputs)
-        inputs.append({"label": f"{dataset}: input #{short_id(sid)}", "tokens": tok["token"].astype(str).tolist(),
-                       "segment": tok["segment"].to_numpy(int), "special": tok["special"].to_numpy(bool),
-                       "weights": weights, "captions": captions})
-    presets = [{"label": f"{r.pattern.replace('_', ' ')}: head {r.layer}-{r.head}", "input":
-                index[(r.dataset, str(r.sentence_id))], "layer": int(r.layer), "head": int(r.head)}
-               for r in gallery.itertuples() if (r.dataset, str(r.sentence_id)) in index]
-    return inputs, presets
-
-
 PATTERN_WORDS = {
     "next_word": "attends to the next word", "previous_word": "attends to the previous word",
     "identical_words": "attends to identical words elsewhere in the input",
@@ -102,12 +77,10 @@ def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]
                       f"The same map as lines from each query (left) to the keys it attends to (right), opacity = "
                       f"weight: head {r.layer}-{r.head} {words}.", alt=f"line view, {title}")
     report.heading("Interactive view", level=3)
-    for model, part in maps.groupby("model", sort=False):
-        inputs, presets = explorer_inputs(gallery[gallery["model"] == model], part,
-                                          tokens[tokens["model"] == model])
-        n_layers, n_heads = int(part["layer"].max()) + 1, int(part["head"].max()) + 1
-        report.html(figures.attention_explorer_html(inputs, n_layers=n_layers, n_heads=n_heads,
-                                                            presets=presets,
-                                                            element_id=f"hs-attention-{len(report.blocks)}"),
-                    note=f"The interactive view of {model} (every kept input, any layer and head or all heads of a "
-                         "layer, pieces or words, saved as SVG or PNG) is in report.html; it works offline.")
+    from headstats.report.viewer.in_report import report_viewers
+
+    for model, dataset, fragment in report_viewers(root, gallery, maps, tokens):
+        report.html(fragment, note=f"The interactive view of {model} on {dataset} (every kept input: a model view of "
+                                   "every head, a head view with a colour key, a heat map and a sieve grid, with each "
+                                   "head's roles, scores against tau and claims; pieces or words; saved as SVG or "
+                                   "PNG) is in report.html; it works offline.")
