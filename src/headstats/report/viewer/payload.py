@@ -5,7 +5,7 @@ Per input (:func:`input_payload`):
 
 - ``tokens``, ``segment``, ``special``, ``cls``, ``sep``, ``word`` (the word of each piece), ``is_pair``;
 - ``data``: every head's map for drawing, the bytes (zlib, base64: :func:`packed`) of
-  :func:`headstats.plots.attention_plots.pack_explorer_weights` in base64 (a weight as ``round(255 w)``, those
+  :func:`pack_explorer_weights` in base64 (a weight as ``round(255 w)``, those
   under 0.0098 left out: the views draw no lighter line), ``width`` bytes per position;
 - ``sieve_data``: float32 (little-endian; zlib, base64), per layer, head and kind of ``sieve_kinds`` a row of n
   values, with :math:`m_i = \frac1n \sum_{j<n} A_{ij}` the row mean of query i (METHODS 1.2):
@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import base64
 import zlib
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from headstats.plots.attention_plots import EXPLORER_MIN_STEP, pack_explorer_weights
 from headstats.study.viewing import ViewInput
 
-__all__ = ["SIZE_NOTE", "input_payload", "packed", "sieve_sums", "viewer_data"]
+__all__ = ["SIZE_NOTE", "input_payload", "pack_explorer_weights", "packed", "sieve_sums", "viewer_data"]
 
 #: Measured (tests/report/test_viewer.py prints it): see docs/guide.md, "Look at any sentence".
 SIZE_NOTE = ("3 inputs of 128 pieces on the default model (6 x 12 heads): about 1.0 MB of page; each input of 128 "
@@ -130,3 +129,45 @@ def viewer_data(inputs: Sequence[ViewInput], *, model: str, measure: str = "weig
                                  stored=stored[k] if stored else None) for k, item in enumerate(inputs)],
         "stats": stats, "start": start or {},
     }
+
+
+#: The smallest weight the explorer stores, in steps of 1/255: weights with round(255 w) < 3 (w < 0.0098) are left
+#: out, since the view draws no line under 0.01.
+EXPLORER_MIN_STEP = 3
+
+
+def pack_explorer_weights(weights: Mapping[tuple[int, int], tuple], n: int, *, n_layers: int,
+                          n_heads: int) -> tuple[bytes, int]:
+    """Every head's attention on one input of ``n`` pieces as compact bytes for the interactive view.
+
+    Parameters
+    ----------
+    weights : mapping
+        ``(layer, head) -> (query, key, weight)`` arrays of positions 0..n-1; a head left out has no weight.
+    n : int
+        The input's number of pieces.
+    n_layers, n_heads : int
+        The model's shape: heads are stored in the order layer 0 head 0, layer 0 head 1, ...
+
+    Returns
+    -------
+    data : bytes
+        Per head: ``n`` counts (the stored weights of each query row), then the keys of those weights row by
+        row in key order, then their weights as bytes ``round(255 w)`` (step 1/255, so within 1/510 of the
+        weight); weights with ``round(255 w) < 3`` are left out.
+    width : int
+        Bytes per count and key: 1 when ``n <= 255``, else 2 (little-endian).
+    """
+    width = 1 if n <= 255 else 2
+    dtype = np.dtype("u1") if width == 1 else np.dtype("<u2")
+    parts = []
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            qs, ks, ws = weights.get((layer, head), ((), (), ()))
+            w = np.rint(np.clip(np.asarray(ws, float), 0, 1) * 255).astype(int)
+            keep = w >= EXPLORER_MIN_STEP
+            q, k, w = np.asarray(qs, int)[keep], np.asarray(ks, int)[keep], w[keep]
+            order = np.lexsort((k, q))
+            parts += [np.bincount(q, minlength=n).astype(dtype).tobytes(), k[order].astype(dtype).tobytes(),
+                      w[order].astype(np.uint8).tobytes()]
+    return b"".join(parts), width
