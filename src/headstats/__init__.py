@@ -9,6 +9,7 @@
 - look at any sentence: :func:`view` (model view, head view, heat map, sieve grid; one offline page)
 - registries: ``list_roles``/``register_role``, ``list_tests``/``register_test``,
   ``list_corrections``/``register_correction``, ``list_paired_tests``/``register_paired_test``,
+  ``list_seed_tests``/``register_seed_test``,
   ``list_analyses``/``register_analysis``, ``list_formats``/``register_format``
 - errors: :class:`HeadstatsError` and its kinds (``ProtocolError``, ``DataError``, ``ModelError``,
   ``UnknownNameError``, ``IncompatibleResultsError``, ``OutputError``)
@@ -41,6 +42,8 @@ _LAZY = {
     "register_correction": "headstats.stats.corrections:register_correction",
     "list_paired_tests": "headstats.stats.paired:list_paired_tests",
     "register_paired_test": "headstats.stats.paired:register_paired_test",
+    "list_seed_tests": "headstats.stats.seeds:list_seed_tests",
+    "register_seed_test": "headstats.stats.seeds:register_seed_test",
     "list_analyses": "headstats.analyses:list_analyses",
     "register_analysis": "headstats.analyses:register_analysis",
     "list_formats": "headstats.inputs.readers:list_formats",

@@ -28,7 +28,6 @@ import pandas as pd
 
 from headstats.assignment.role_assignment import role_columns
 from headstats.stats.claims import Evidence, evidence_fields
-from headstats.errors import HeadstatsError
 from headstats.stats.corrections import correct_within_families, family_labels, reject
 from headstats.stats.exact import signflip_claim
 from headstats.stats.paired import pair_scores
@@ -134,9 +133,11 @@ def seed_change_tests(
         As in the comparison (``compare:``); the family's ``model`` is the group.
     min_change, min_change_scale
         The margin (:func:`headstats.stats.seeds.margin_for`); None: no margin tests (NaN columns).
-    seed_test : {"moderated_t", "t"}
-        The per-cell test (and margin tests): the moderated t (:func:`headstats.stats.seeds.moderated_t_over_seeds`,
-        the prior fitted over all cells of the group: ``df_prior``, ``s2_prior``) or the plain t over seeds.
+    seed_test : str
+        A registered test over seeds (:data:`headstats.stats.seeds.SEED_TESTS`): ``moderated_t``, ``t`` or one
+        added with :func:`headstats.stats.seeds.register_seed_test`: the per-cell test (and margin tests). The
+        moderated t (:func:`headstats.stats.seeds.moderated_t_over_seeds`) fits its prior over all cells of the
+        group (``df_prior``, ``s2_prior``).
 
     Returns
     -------
@@ -158,9 +159,7 @@ def seed_change_tests(
     n_inputs = changes.groupby(CELL, observed=True)["n"].min().reindex(wide.index).to_numpy()
     base_mean = changes.groupby(CELL, observed=True)["base_mean"].mean().reindex(wide.index).to_numpy()
     k = values.shape[0]
-    if seed_test not in SEED_TESTS:
-        raise HeadstatsError(f"compare: seed_test must be one of {', '.join(SEED_TESTS)}, not {seed_test!r}")
-    t = SEED_TESTS[seed_test](values, alternative=alternative, confidence=confidence)
+    t = SEED_TESTS.get(seed_test).fn(values, alternative=alternative, confidence=confidence)
     plain = t if seed_test == "t" else t_over_seeds(values, alternative=alternative)
     out = cells.copy()
     out.insert(0, "group", group)

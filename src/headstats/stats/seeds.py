@@ -46,7 +46,8 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -54,10 +55,11 @@ from scipy import special as sps_special
 from scipy import stats as sps
 
 from headstats.errors import HeadstatsError
+from headstats.registry import Registry
 from headstats.stats.corrections import correct_pvalues, reject
 
 __all__ = [
-    "MAX_EXACT_SEEDS", "SEED_TESTS", "corrected_level", "fit_variance_prior", "margin_for", "margin_tests", "moderated_t_over_seeds", "seeds_needed",
+    "MAX_EXACT_SEEDS", "SEED_TESTS", "SeedTestSpec", "list_seed_tests", "register_seed_test", "corrected_level", "fit_variance_prior", "margin_for", "margin_tests", "moderated_t_over_seeds", "seeds_needed",
     "signflip_floor", "signflip_over_seeds", "signflip_test", "simulate_seed_type1", "slope_over_seeds",
     "simulate_moderated_level", "t_over_seeds", "trigamma_inverse",
 ]
@@ -360,8 +362,51 @@ def seeds_needed(*, alpha: float, m: int, correction: str, alternative: str = "t
     return 10_000
 
 
-#: The per-cell tests over seeds, by name (``compare: seed_test``).
-SEED_TESTS = {"moderated_t": moderated_t_over_seeds, "t": t_over_seeds}
+@dataclass(frozen=True)
+class SeedTestSpec:
+    """A registered per-cell test over seeds (a comparison's ``seed_test``).
+
+    Attributes
+    ----------
+    name : str
+        The name protocols (``compare: seed_test``) and the ``seed_test`` column use.
+    fn : callable
+        ``fn(values, *, mu=0.0, alternative="two-sided", confidence=0.95) -> dict`` for per-seed values of
+        shape (k, m): arrays of shape (m,) ``n_seeds, mean, sd, ci_low, ci_high, statistic, dof, p`` (and,
+        for an empirical-Bayes test, the prior's ``df_prior``, ``s2_prior``), as :func:`t_over_seeds`.
+    description : str
+        One line for ``headstats list-tests``.
+    """
+
+    name: str
+    fn: Callable[..., dict]
+    description: str = ""
+
+
+#: The per-cell tests over seeds, by name (``compare: seed_test``; :func:`register_seed_test` adds one).
+SEED_TESTS: Registry[SeedTestSpec] = Registry(
+    "test over seeds", hint="add one with headstats.stats.seeds.register_seed_test")
+
+
+def register_seed_test(name: str, fn: Callable[..., dict], *, description: str = "",
+                       overwrite: bool = False) -> SeedTestSpec:
+    """Add a per-cell test over seeds under ``name`` (see :class:`SeedTestSpec`); a protocol's
+    ``compare: seed_test`` may then name it."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise HeadstatsError(f"a test over seeds needs a name that is a valid identifier, got {name!r}")
+    if not callable(fn):
+        raise TypeError(f"test over seeds {name!r}: fn must be callable, got {type(fn).__name__}")
+    return SEED_TESTS.register(name, SeedTestSpec(name, fn, description), overwrite=overwrite)
+
+
+def list_seed_tests() -> list[str]:
+    """Names a comparison may give as ``seed_test``."""
+    return SEED_TESTS.names()
+
+
+register_seed_test("moderated_t", moderated_t_over_seeds,
+                   description="limma's empirical-Bayes moderated t over seeds (Smyth 2004)")
+register_seed_test("t", t_over_seeds, description="one-sample t over seeds")
 
 
 def margin_for(base_mean, *, min_change: float, scale: str) -> np.ndarray:
@@ -392,9 +437,7 @@ def margin_tests(values, delta, *, test: str = "t") -> dict[str, np.ndarray]:
     """
     v = _columns(values)
     delta = np.broadcast_to(np.asarray(delta, dtype=float), v.shape[1:])
-    if test not in SEED_TESTS:
-        raise HeadstatsError(f"the test over seeds must be one of {', '.join(SEED_TESTS)}, not {test!r}")
-    run = SEED_TESTS[test]
+    run = SEED_TESTS.get(test).fn
     up = run(v, mu=delta, alternative="greater")["p"]
     down = run(v, mu=-delta, alternative="less")["p"]
     low = run(v, mu=-delta, alternative="greater")["p"]
