@@ -16,7 +16,7 @@ from headstats.model.finetune import (
     classification_metrics,
     finetune,
     finetune_cache_key,
-    finetune_command,
+    finetune_recipe,
     finetune_train_ids,
     is_complete,
 )
@@ -134,15 +134,14 @@ def test_cache_reuses_complete_and_rebuilds_incomplete(tiny_model_dir, tiny_glue
     assert rebuilt == first and is_complete(rebuilt)
 
 
-def test_command_and_errors(tiny_model_dir, tiny_glue, tmp_path):
-    folder, metrics = finetune_command(str(tiny_model_dir), "SST-2", tmp_path / "cmd", epochs=0.5, lr=1e-3,
-                                       batch_size=8, max_length=16, train_rows=16, seed=1, data_root=tiny_glue,
-                                       progress=False)
+def test_finetune_recipe_writes_the_folder_once_and_refuses_a_task_it_cannot_train(tiny_model_dir, tiny_glue,
+                                                                                   tmp_path):
+    r = recipe(base=str(tiny_model_dir), task="SST-2", epochs=0.5, learning_rate=1e-3, batch_size=8,
+               max_length=16, train_rows=16, seed=1)
+    folder, metrics = finetune_recipe(r, tmp_path / "cmd", tiny_glue, progress=False)
     assert metrics["steps"] == 1 and is_complete(folder)
     with pytest.raises(HeadstatsError, match="exists"):
-        finetune_command(str(tiny_model_dir), "sst2", tmp_path / "cmd", data_root=tiny_glue, progress=False)
-    with pytest.raises(HeadstatsError, match="invalid fine-tuning option"):
-        finetune_command(str(tiny_model_dir), "sst2", tmp_path / "x", batch_size=0, data_root=tiny_glue)
+        finetune_recipe(r, tmp_path / "cmd", tiny_glue, progress=False)
     with pytest.raises(HeadstatsError, match="regression"):
         finetune(recipe(base=str(tiny_model_dir), task="stsb"), out_dir=tmp_path / "s", data_root=tiny_glue)
 
@@ -201,8 +200,8 @@ def test_command_and_protocol_make_one_checkpoint_under_the_cache_root(tiny_mode
 
     root = Path(os.environ["HEADSTATS_CACHE_DIR"])
     small = {"train_rows": 24, "max_length": 16, "batch_size": 8}  # both sides: the same small overrides
-    folder, _ = finetune_command(str(tiny_model_dir), "sst2", None, batch_size=8, max_length=16, train_rows=24,
-                                 data_root=tiny_glue, progress=False)
+    folder, _ = finetune_recipe(FinetuneRecipe(base=str(tiny_model_dir), task="sst2", **small), None, tiny_glue,
+                                progress=False)
     assert folder.parent == root / "checkpoints" and is_complete(folder)
     weights = sha256_file(folder / "model.safetensors")
     (tmp_path / "p.yaml").write_text(json.dumps({

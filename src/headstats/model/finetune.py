@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from pydantic import ValidationError
 
 from headstats.errors import HeadstatsError
 from headstats.folders import (
@@ -674,37 +673,6 @@ def analysis_exclusions(folder: str | Path | None, task: str, split: str) -> set
     return set(trained["ids"]) if trained["split"] == split else set()
 
 
-# ---------------------------------------------------------------------------------------------- CLI
-
-
-def finetune_command(
-    model: str = "default",
-    task: str = "sst2",
-    out: str | Path | None = None,
-    epochs: float | None = None,
-    lr: float | None = None,
-    batch_size: int | None = None,
-    max_length: int | None = None,
-    train_rows: int | None | str = "recipe",
-    seed: int | None = None,
-    data_root: str | Path | None = None,
-    *,
-    cache_dir: str | Path | None = None,
-    overwrite: bool = False,
-    progress: TrainingCallback | bool = True,
-) -> tuple[Path, dict[str, Any]]:
-    """What ``headstats finetune`` does: build the recipe, train, and return ``(folder, metrics)``.
-
-    Options left at None (``train_rows`` at ``"recipe"``; None there means every row) take the task's values of
-    headstats' one recipe (:func:`headstats.model.recipe.task_recipe`), as a protocol's ``finetune:`` entry
-    does, so both make the same checkpoint. With ``out`` the checkpoint is written there; without it, it goes
-    to (or is reused from) ``<cache root>/checkpoints``, where a protocol's run looks for it.
-    """
-    recipe = build_recipe(model, task, epochs=epochs, learning_rate=lr, batch_size=batch_size,
-                          max_length=max_length, train_rows=train_rows, seed=seed)
-    return finetune_recipe(recipe, out, data_root, cache_dir=cache_dir, overwrite=overwrite, progress=progress)
-
-
 def finetune_recipe(recipe: FinetuneRecipe, out: str | Path | None = None, data_root: str | Path | None = None, *,
                     cache_dir: str | Path | None = None, overwrite: bool = False,
                     progress: TrainingCallback | bool = True) -> tuple[Path, dict[str, Any]]:
@@ -715,16 +683,3 @@ def finetune_recipe(recipe: FinetuneRecipe, out: str | Path | None = None, data_
     else:
         folder = finetune(recipe, out_dir=out, data_root=data_root, progress=progress, overwrite=overwrite)
     return folder, json.loads((folder / METRICS_NAME).read_text(encoding="utf-8"))
-
-
-def build_recipe(model: str, task: str, *, train_rows: int | None | str = "recipe", **given: Any) -> FinetuneRecipe:
-    """The :class:`FinetuneRecipe` of ``headstats finetune``'s options: those given (not None) over the task's
-    recipe; ``train_rows`` ``"recipe"`` takes the recipe's, None every row. A bad value is one line."""
-    values = {k: v for k, v in given.items() if v is not None}
-    if train_rows != "recipe":
-        values["train_rows"] = train_rows
-    try:
-        return FinetuneRecipe(base=model, task=task, **values)
-    except ValidationError as exc:  # one line for the CLI
-        first = exc.errors()[0]
-        raise HeadstatsError(f"invalid fine-tuning option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
