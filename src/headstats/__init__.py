@@ -20,7 +20,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
 
 #: Public name -> "module:attribute", imported on first use.
 _LAZY = {
@@ -57,6 +56,11 @@ __all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed metadata, the one source of every version headstats records
+        from headstats.provenance import headstats_version
+
+        value = globals()["__version__"] = headstats_version()
+        return value
     try:
         module, attribute = _LAZY[name].split(":")
     except KeyError:
