@@ -14,7 +14,7 @@ from headstats.plots.stats_plots import (  # noqa: E402
 )
 from headstats.stats.onesample import test_roles  # noqa: E402
 from headstats.stats.sensitivity import tau_sensitivity  # noqa: E402
-from headstats.stats.simulation import planted_scores  # noqa: E402
+from simulations.planted import planted_scores  # noqa: E402
 
 
 @pytest.fixture(scope="module")
