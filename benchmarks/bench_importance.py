@@ -46,6 +46,7 @@ def main() -> None:
     from headstats.analyses.importance.collect import ImportanceCollector, single_head_gates
     from headstats.engine.batch import forward_view
     from headstats.engine.collector import Context
+    from headstats.engine.runner import TaskModels
     from headstats.engine.forward import length_sorted_batches
     from headstats.inputs.readers import read_text
     from headstats.inputs.records import Record
@@ -68,7 +69,10 @@ def main() -> None:
     inputs = encode_records(records, loaded.tokenizer, max_length=128).inputs
     batches = length_sorted_batches(inputs, args.batch_size)
     L, H = loaded.n_layers, loaded.n_heads
-    context = Context(("bench",), "demo", L, H, {"options": {"ablation": "mean", "prune_shares": [0.0]}}, {"bench": dict(loaded.provenance)})
+    tasks = TaskModels()  # what the runner hands a collector that needs its task model
+    context = Context(("bench",), "demo", L, H, {"options": {"ablation": "mean", "prune_shares": [0.0]}},
+                      {"bench": dict(loaded.provenance)},
+                      task_models=lambda dtype: tasks.get(loaded.provenance, "bench", dtype))
     collector = ImportanceCollector(context)
     collector._load()  # the task model is loaded once, before the clock (it was counted in the gradient pass)
     task = None
@@ -78,7 +82,8 @@ def main() -> None:
         with torch.inference_mode():
             view = forward_view(loaded, items, dataset="demo")
         start = time.perf_counter()
-        collector.update(view)
+        with torch.inference_mode(False), torch.enable_grad():  # as the runner calls it (needs_gradients)
+            collector.update(view)
         gradient += time.perf_counter() - start
         task = collector._task
         prep = collector._pending[-1]["prep"]

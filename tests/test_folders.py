@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,17 @@ from headstats.folders import (
     check_output_folder,
     claim_output,
     is_headstats_output,
-    staged_output,
 )
 from headstats.study.storage import write_manifest
+
+
+@contextmanager
+def staged_output(out, *, overwrite=False, inputs=()):
+    """The staging folder of :func:`claim_output`, published when the block ends without error (as
+    ``run_study`` and ``merge_shards`` use it)."""
+    with claim_output(out, overwrite=overwrite, inputs=inputs) as claim:
+        yield claim.staging
+        claim.publish()
 
 
 @pytest.fixture

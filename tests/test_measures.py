@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from headstats.errors import IncompatibleResultsError
-from headstats.measures import MeasureArray, check_same_inputs, concat_frames
+from headstats.measures import MeasureArray, check_same_inputs
 
 
 def planted():
@@ -44,11 +44,6 @@ def test_pairing_refuses_other_inputs():
     with pytest.raises(IncompatibleResultsError):
         check_same_inputs(a, b)
     check_same_inputs(a, MeasureArray("n", "d", a.sentence_ids, a.measures, a.values + 1))
-
-
-def test_concat_frames():
-    assert len(concat_frames([planted(), planted()])) == 48
-    assert list(concat_frames([]).columns)[-1] == "score"
 
 
 def test_html_summary_shows_shape_each_measure_and_provenance():

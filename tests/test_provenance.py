@@ -55,3 +55,17 @@ def test_attach_keeps_each_record_once_in_order():
     frame = attach(pd.DataFrame({"x": [1]}), [Provenance("a"), Provenance("b"), Provenance("a")])
     assert [d["model"] for d in frame.attrs[ATTRS_KEY]] == ["a", "b"]
     assert of_frame(pd.DataFrame()) == []
+
+
+def test_package_versions_are_the_installed_metadata_and_headstats_version_reads_them():
+    import platform
+    from importlib import metadata
+
+    import headstats
+    from headstats.provenance import VERSIONED_PACKAGES, headstats_version, package_versions
+
+    versions = package_versions()
+    assert versions["python"] == platform.python_version()
+    assert versions["numpy"] == metadata.version("numpy") and versions["torch"] == metadata.version("torch")
+    assert set(versions) == {"python", *VERSIONED_PACKAGES}
+    assert headstats.__version__ == headstats_version() == metadata.version("headstats")

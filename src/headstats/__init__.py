@@ -9,6 +9,7 @@
 - look at any sentence: :func:`view` (model view, head view, heat map, sieve grid; one offline page)
 - registries: ``list_roles``/``register_role``, ``list_tests``/``register_test``,
   ``list_corrections``/``register_correction``, ``list_paired_tests``/``register_paired_test``,
+  ``list_seed_tests``/``register_seed_test``,
   ``list_analyses``/``register_analysis``, ``list_formats``/``register_format``
 - errors: :class:`HeadstatsError` and its kinds (``ProtocolError``, ``DataError``, ``ModelError``,
   ``UnknownNameError``, ``IncompatibleResultsError``, ``OutputError``)
@@ -19,7 +20,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
 
 #: Public name -> "module:attribute", imported on first use.
 _LAZY = {
@@ -41,6 +41,8 @@ _LAZY = {
     "register_correction": "headstats.stats.corrections:register_correction",
     "list_paired_tests": "headstats.stats.paired:list_paired_tests",
     "register_paired_test": "headstats.stats.paired:register_paired_test",
+    "list_seed_tests": "headstats.stats.seeds:list_seed_tests",
+    "register_seed_test": "headstats.stats.seeds:register_seed_test",
     "list_analyses": "headstats.analyses:list_analyses",
     "register_analysis": "headstats.analyses:register_analysis",
     "list_formats": "headstats.inputs.readers:list_formats",
@@ -54,6 +56,11 @@ __all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed metadata, the one source of every version headstats records
+        from headstats.provenance import headstats_version
+
+        value = globals()["__version__"] = headstats_version()
+        return value
     try:
         module, attribute = _LAZY[name].split(":")
     except KeyError:

@@ -184,7 +184,7 @@ def _provenance(scores) -> list:
 
 def _attach(frame, records: list):
     from headstats.provenance import attach, versioned
-    from headstats.study.storage import package_versions
+    from headstats.provenance import package_versions
 
     return attach(frame, versioned(records, package_versions()))
 

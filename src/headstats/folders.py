@@ -651,15 +651,3 @@ def replace_outputs(folder: str | Path, stage: str | Path, manifest: dict, *,
     manifest[FILES_KEY] = sorted(kept | set(new_files) | {"manifest.json"})
     manifest[DIGESTS_KEY] = {**{k: v for k, v in recorded.items() if k in kept}, **digests}
     return removed, left
-
-
-@contextmanager
-def staged_output(out: str | Path, *, overwrite: bool = False,
-                  inputs: Iterable[str | Path] = ()) -> Iterator[Path]:
-    """Yield a staging folder that becomes ``out`` only if the block finishes without error.
-
-    A shorthand for :func:`claim_output` for code that writes everything in one block.
-    """
-    with claim_output(out, overwrite=overwrite, inputs=inputs) as claim:
-        yield claim.staging
-        claim.publish()

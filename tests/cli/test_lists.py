@@ -21,11 +21,12 @@ def _registry_rows():
     from headstats.stats.corrections import CORRECTIONS
     from headstats.stats.onesample import ONE_SAMPLE_TESTS
     from headstats.stats.paired import PAIRED_TESTS
+    from headstats.stats.seeds import SEED_TESTS
 
     list_analyses()  # discovers the analysis modules
     return {
         "list-roles": ROLES.items(),
-        "list-tests": [*ONE_SAMPLE_TESTS.items(), *PAIRED_TESTS.items()],
+        "list-tests": [*ONE_SAMPLE_TESTS.items(), *PAIRED_TESTS.items(), *SEED_TESTS.items()],
         "list-corrections": CORRECTIONS.items(),
         "list-formats": INPUT_FORMATS.items(),
         "list-analyses": [(n, a) for n, a in ANALYSES.items() if a.selectable],

@@ -441,7 +441,7 @@ def test_seeds_expand_into_one_model_per_seed_and_the_comparison_names_them_all(
 def test_bad_seeds_are_one_line_protocol_errors(model, message):
     from headstats.config.protocol import validate_protocol
 
-    with pytest.raises(ProtocolError, match=message):
+    with pytest.raises(HeadstatsError, match=message):
         validate_protocol(_seeds_raw(**model))
 
 
@@ -456,3 +456,33 @@ def test_seeds_need_a_recipe_and_min_change_must_be_positive():
     raw["compare"][0]["min_change"] = 0
     with pytest.raises(ProtocolError, match="min_change"):
         validate_protocol(raw)
+
+
+@pytest.mark.parametrize("key, name, message", [
+    ("test", "wilcox", r"compare\[0\]\.test: unknown paired test 'wilcox'; did you mean 'wilcoxon'\?; "
+                       r"choose one of wilcoxon, t"),
+    ("seed_test", "moderated", r"compare\[0\]\.seed_test: unknown test over seeds 'moderated'; did you mean "
+                               r"'moderated_t'\?; choose one of moderated_t, t"),
+])
+def test_a_comparison_names_its_tests_from_their_registries(tmp_path, key, name, message):
+    text = MINIMAL + f"models: [a, b]\ncompare:\n  - base: a\n    finetuned: [b]\n    {key}: {name}\n"
+    with pytest.raises(HeadstatsError, match=message):
+        load_protocol(write(tmp_path, text))
+
+
+def test_a_paired_test_and_a_test_over_seeds_registered_in_python_are_valid_in_yaml(tmp_path):
+    from headstats.stats.paired import PAIRED_TESTS, paired_t, register_paired_test
+    from headstats.stats.seeds import SEED_TESTS, register_seed_test, t_over_seeds
+
+    register_paired_test("my_paired", paired_t, parameter="mean", effect_size="cohen_dz")
+    register_seed_test("my_seeds", t_over_seeds)
+    try:
+        text = (MINIMAL + "models: [a, b]\ncompare:\n  - base: a\n    finetuned: [b]\n    test: my_paired\n"
+                "    seed_test: my_seeds\n")
+        protocol = load_protocol(write(tmp_path, text))
+        assert (protocol.compare[0].test, protocol.compare[0].seed_test) == ("my_paired", "my_seeds")
+    finally:
+        PAIRED_TESTS.unregister("my_paired")
+        SEED_TESTS.unregister("my_seeds")
+    with pytest.raises(HeadstatsError, match="unknown paired test .my_paired."):
+        load_protocol(write(tmp_path, text))

@@ -11,6 +11,7 @@ from conftest import build_tiny_bert
 from headstats.analyses.role_scores import RoleScores
 from headstats.analyses.similarity.collect import AttentionSimilarity
 from headstats.analyses.special_mass.collect import SpecialMass
+from headstats.engine.collector import Collector
 from headstats.errors import IncompatibleResultsError
 from headstats.inputs.records import Record
 from headstats.engine.runner import Job, Runner, build_collector, feed, plan_groups
@@ -281,3 +282,79 @@ def test_a_job_key_holds_the_seed_only_for_a_collector_whose_state_depends_on_it
     assert key(Seeded, 0) != key(Seeded, 7)
     assert key(RoleScores, 0) != key(RoleScores, 0, window=1)  # its own options are in it
     assert key(RoleScores, 0) != job_key(Job(RoleScores, ("m",), "other", {"roles": ["local"]}), identity, encoding)
+
+
+class TaskProbe(Collector):
+    """A collector that needs its model with a task head and gradients: it records, per batch, the mode it was
+    called in and which task model it was handed, and differentiates through that model."""
+
+    needs_task_model = True
+    needs_gradients = True
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._state = []
+
+    def update(self, view):
+        import torch
+
+        task = self.context.task_model("float32")
+        ids = torch.as_tensor([list(item.input_ids) for item in view.inputs[:1]])
+        out = task.model(input_ids=ids)
+        (grad,) = torch.autograd.grad(out.last_hidden_state.sum(), task.model.get_input_embeddings().weight)
+        self._state.append((torch.is_grad_enabled(), torch.is_inference_mode_enabled(), id(task),
+                            bool(torch.isfinite(grad).all())))
+
+    @classmethod
+    def merge(cls, states):
+        return [s for state in states for s in state]
+
+    def tables(self):
+        return {}
+
+
+class InferenceProbe(TaskProbe):
+    needs_task_model = False
+    needs_gradients = False
+
+    def update(self, view):
+        import torch
+
+        self._state.append((torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+
+
+def test_the_runner_loads_a_task_model_once_per_group_and_runs_grad_enabled_batches(two_models, monkeypatch):
+    """A collector declares that it needs its model with a task head and gradients; the runner loads that model
+    once per group (not per chunk or data set), frees it with the group, and calls the collector's update with
+    gradients on, the others' in inference mode."""
+    from headstats.model import loading
+
+    task_loads: Counter = Counter()
+    real = loading.load_model
+
+    def load_model(spec, **kwargs):
+        task_loads[(spec, kwargs.get("head"))] += 1
+        return real(spec, **kwargs)
+
+    monkeypatch.setattr(loading, "load_model", load_model)
+    data = {"d": RECORDS, "e": RECORDS[:7]}
+    jobs = [Job(TaskProbe, (m,), ds, name="probe") for m in ("base", "other") for ds in data]
+    jobs += [Job(InferenceProbe, ("base",), "d", name="plain")]
+    runner = Runner(batch_size=5, chunk_size=4)
+    runner.run(lambda name: two_models[name], data, jobs)
+    sources = {str(two_models[m].provenance["path"]) for m in ("base", "other")}
+    assert task_loads == {(s, "task"): 1 for s in sources}  # 2 data sets, 3 and 2 chunks: one load per group
+    assert runner.loads == 2 + 2  # the two models, and each once more with its task head
+    assert runner._task_models.loads == 1 and not runner._task_models._loaded  # freed with the last group
+    for job in jobs[:4]:
+        state = job.collector.state()
+        assert state and all(grad and not inference and finite for grad, inference, _, finite in state)
+        assert len({task for _, _, task, _ in state}) == 1
+    assert jobs[-1].collector.state() and all(not g and i for g, i in jobs[-1].collector.state())
+
+
+def test_a_collector_built_outside_the_runner_cannot_reach_a_task_model():
+    from headstats.engine.collector import Context
+
+    with pytest.raises(RuntimeError, match="needs_task_model"):
+        Context(("m",), "d", 2, 2).task_model()

@@ -28,7 +28,7 @@ def test_cli_defaults_and_the_shipped_protocols_build_the_same_recipe():
     from pathlib import Path
 
     from headstats.config.protocol import load_protocol
-    from headstats.model.finetune import build_recipe
+    from headstats.model.recipe import FinetuneRecipe
 
     root = Path(__file__).resolve().parents[2] / "protocols"
     for name in ("glue_finetune_compare.yaml", "glue_finetune_seeds.yaml"):
@@ -36,7 +36,7 @@ def test_cli_defaults_and_the_shipped_protocols_build_the_same_recipe():
         recipes = [m.finetune for m in protocol.models if m.finetune is not None]
         assert recipes
         for recipe in recipes:
-            assert build_recipe(recipe.base, recipe.task, seed=recipe.seed) == recipe
+            assert FinetuneRecipe(base=recipe.base, task=recipe.task, seed=recipe.seed) == recipe
 
 
 @pytest.mark.parametrize("field, value", [

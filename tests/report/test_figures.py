@@ -39,7 +39,7 @@ def draw_all(root, tests, workers):
     with FigureRenderer(root, workers=workers) as figures:
         paths = [figures.add("maps", roles_plots.mean_score_maps, tests, tau=3.0, title="maps"),
                  figures.add("bars", roles_plots.heads_per_layer_plot, per_layer(tests)),
-                 figures.add("pvalues", stats_plots.plot_pvalue_histogram, tests, alpha=0.05)]
+                 figures.add("pvalues", stats_plots.plot_pvalue_ecdf, tests)]
         figures.wait()
     return paths
 

@@ -99,7 +99,7 @@ def test_a_registered_correction_is_used_by_every_table(sidak):
     from headstats.stats.corrections import next_discovery_alpha
     from headstats.stats.onesample import test_roles
     from headstats.stats.sensitivity import robustness, tau_sensitivity
-    from headstats.stats.simulation import planted_scores, simulate_error_rates
+    from simulations.planted import planted_scores, simulate_error_rates
 
     scores = planted_scores(seed=4, effect=0.7)
     out = test_roles(scores, correction="sidak_user")

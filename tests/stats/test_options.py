@@ -14,7 +14,7 @@ from headstats.stats.hypotheses import test_measures
 from headstats.stats.onesample import test_roles
 from headstats.stats.options import FAMILY_KEYS, TestOptions, check_seed
 from headstats.stats.sensitivity import robustness, tau_sensitivity
-from headstats.stats.simulation import planted_scores
+from simulations.planted import planted_scores
 
 FIELDS = set(TestOptions.model_fields)
 

@@ -10,7 +10,7 @@ import pytest
 
 from headstats.stats.onesample import next_discovery_alpha, test_roles
 from headstats.stats.power import POWER_SUMMARY_COLUMNS, add_power, power_summary, underpowered
-from headstats.stats.simulation import plant, planted_scores
+from simulations.planted import plant, planted_scores
 
 
 def test_power_columns_are_design_power_at_the_effect_of_interest():

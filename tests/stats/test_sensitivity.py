@@ -9,7 +9,7 @@ import pytest
 from headstats.errors import HeadstatsError
 from headstats.stats.onesample import test_roles
 from headstats.stats.sensitivity import SENSITIVITY_COLUMNS, robustness, tau_sensitivity
-from headstats.stats.simulation import planted_scores
+from simulations.planted import planted_scores
 
 
 @pytest.fixture(scope="module")

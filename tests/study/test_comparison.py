@@ -178,3 +178,52 @@ def test_each_model_is_loaded_once_and_each_batch_runs_once_through_it(case, tmp
     assert loads == {str(p): 1 for p in model_dirs}
     assert forwards == expected_forwards
     check(result, protocol)
+
+
+def test_a_paired_test_and_a_test_over_seeds_registered_from_outside_run_from_a_protocol(tmp_path, tiny_model_dir):
+    """``compare: test`` and ``seed_test`` name registry entries: a sign test and a sign-flip test over seeds
+    registered here are what the run's tables hold (checked against scipy)."""
+    import numpy as np
+    from scipy import stats as sps
+
+    from headstats.stats.paired import PAIRED_TESTS, paired_t, register_paired_test
+    from headstats.stats.seeds import SEED_TESTS, register_seed_test, signflip_over_seeds, t_over_seeds
+    from headstats.study.run import run_study
+
+    def sign_test(d, *, alternative, confidence):
+        out = paired_t(d, alternative=alternative, confidence=confidence)
+        nz = d[d != 0]
+        out["p_unc"] = float(sps.binomtest(int((nz > 0).sum()), nz.size, alternative=alternative).pvalue)
+        return out
+
+    def signflip(values, *, mu=0.0, alternative="two-sided", confidence=0.95):
+        return {**t_over_seeds(values, mu=mu, alternative=alternative, confidence=confidence),
+                "p": signflip_over_seeds(values, mu=mu, alternative=alternative)}
+
+    register_paired_test("sign", sign_test, parameter="mean", effect_size="cohen_dz")
+    register_seed_test("signflip", signflip)
+    try:
+        seeds = [build_tiny_bert(tmp_path / f"s{i}", seed=10 + i) for i in range(3)]
+        path = seeds_protocol(tmp_path, tiny_model_dir, seeds)
+        raw = yaml.safe_load(path.read_text())
+        raw["compare"][0].update(test="sign", seed_test="signflip")
+        path.write_text(yaml.safe_dump(raw))
+        result = run_study(load_protocol(path), tmp_path / "out")
+    finally:
+        PAIRED_TESTS.unregister("sign")
+        SEED_TESTS.unregister("signflip")
+    scores = result.scores_frame()
+    one = scores[(scores.role == "local") & (scores.layer == 1) & (scores["head"] == 0)]
+    before = one[one.model == "base"].set_index("sentence_id").score
+    paired = result.tables["compare_paired_tests"]
+    row = paired[(paired.model_after == "ft-s0") & (paired.role == "local") & (paired.layer == 1)
+                 & (paired["head"] == 0)].iloc[0]
+    d = (one[one.model == "ft-s0"].set_index("sentence_id").score - before).to_numpy()
+    assert row["test"] == "sign"
+    assert row["p_unc"] == pytest.approx(sps.binomtest(int((d > 0).sum()), int((d != 0).sum())).pvalue)
+    changes = result.tables["compare_seed_changes"]
+    cell = changes[(changes.role == "local") & (changes.layer == 1) & (changes["head"] == 0)].iloc[0]
+    per_seed = np.array([(one[one.model == f"ft-s{i}"].set_index("sentence_id").score - before).mean()
+                         for i in range(3)])
+    exact = sps.permutation_test((per_seed,), np.mean, permutation_type="samples", n_resamples=np.inf).pvalue
+    assert cell["seed_test"] == "signflip" and cell["p_unc"] == pytest.approx(exact)  # 2/8 or 1 with 3 seeds

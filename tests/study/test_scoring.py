@@ -187,7 +187,7 @@ def test_write_scores_streams_the_long_table(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from headstats.measures import MeasureArray, concat_frames
+    from headstats.measures import MeasureArray
     from headstats.study.scoring import write_scores
 
     rng = np.random.default_rng(0)
@@ -203,7 +203,7 @@ def test_write_scores_streams_the_long_table(tmp_path):
         assert pa.types.is_dictionary(schema.field(key).type)
     assert schema.field("layer").type == pa.int16() and schema.field("score").type == pa.float64()
     back = pd.read_parquet(path)
-    expected = concat_frames([a, b])
+    expected = pd.concat([a.to_frame(), b.to_frame()], ignore_index=True)
     for column in SCORE_COLUMNS[:-1]:
         assert back[column].astype(str).tolist() == expected[column].astype(str).tolist(), column
     np.testing.assert_array_equal(back["score"].to_numpy(), expected["score"].to_numpy(float))

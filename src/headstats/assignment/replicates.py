@@ -14,23 +14,23 @@ similarity and [CLS]/[SEP] mass):
   between each seed and the base (Kovaleva et al. 2019);
 - ``seed_layer_change``, ``seed_special_mass``, ``seed_transitions``: the per-seed series behind the paper's
   three claims (Pande et al. 2021, section 6), and ``seed_claims``: the evidence of each claim over seeds (the
-  exact sign-flip test), whose verdict the registry of claims gives (:mod:`headstats.stats.claims`).
+  exact sign-flip test, :mod:`headstats.assignment.seed_evidence`), whose verdict the registry of claims gives
+  (:mod:`headstats.stats.claims`).
+
+What the report says of them is the report's (:mod:`headstats.report.sections.seeds_section`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from headstats.assignment.role_assignment import role_columns
-from headstats.stats.claims import Evidence, evidence_fields
-from headstats.errors import HeadstatsError
+from headstats.assignment.seed_evidence import seed_claims
 from headstats.stats.corrections import correct_within_families, family_labels, reject
-from headstats.stats.exact import signflip_claim
 from headstats.stats.paired import pair_scores
 from headstats.stats.seeds import (
     SEED_TESTS,
@@ -134,9 +134,11 @@ def seed_change_tests(
         As in the comparison (``compare:``); the family's ``model`` is the group.
     min_change, min_change_scale
         The margin (:func:`headstats.stats.seeds.margin_for`); None: no margin tests (NaN columns).
-    seed_test : {"moderated_t", "t"}
-        The per-cell test (and margin tests): the moderated t (:func:`headstats.stats.seeds.moderated_t_over_seeds`,
-        the prior fitted over all cells of the group: ``df_prior``, ``s2_prior``) or the plain t over seeds.
+    seed_test : str
+        A registered test over seeds (:data:`headstats.stats.seeds.SEED_TESTS`): ``moderated_t``, ``t`` or one
+        added with :func:`headstats.stats.seeds.register_seed_test`: the per-cell test (and margin tests). The
+        moderated t (:func:`headstats.stats.seeds.moderated_t_over_seeds`) fits its prior over all cells of the
+        group (``df_prior``, ``s2_prior``).
 
     Returns
     -------
@@ -158,9 +160,7 @@ def seed_change_tests(
     n_inputs = changes.groupby(CELL, observed=True)["n"].min().reindex(wide.index).to_numpy()
     base_mean = changes.groupby(CELL, observed=True)["base_mean"].mean().reindex(wide.index).to_numpy()
     k = values.shape[0]
-    if seed_test not in SEED_TESTS:
-        raise HeadstatsError(f"compare: seed_test must be one of {', '.join(SEED_TESTS)}, not {seed_test!r}")
-    t = SEED_TESTS[seed_test](values, alternative=alternative, confidence=confidence)
+    t = SEED_TESTS.get(seed_test).fn(values, alternative=alternative, confidence=confidence)
     plain = t if seed_test == "t" else t_over_seeds(values, alternative=alternative)
     out = cells.copy()
     out.insert(0, "group", group)
@@ -476,47 +476,6 @@ def _signflip_claim(values, alternative: str | None, p_t: float, *, p: float | N
     return {"p": p, "signflip_floor": floor, "p_t": p_t}
 
 
-def _seed_evidence(c: dict, *, alpha: float, confidence: float) -> Evidence:
-    """One claim over seeds as :class:`Evidence`: the exact sign-flip test of its per-seed values (both tests of
-    ``sep_attention_falls``: the [SEP] fall and the rise on other tokens, p the larger of the two), with the
-    t interval of the mean and, when the seeds are too few for any p-value to reach alpha, the reason."""
-    level = alpha / 2
-    values, alternative = c["values"], c["alternative"]
-    if isinstance(alternative, tuple):  # both must hold: intersection-union, p = max; against: either reversed
-        tests = [signflip_claim(v, alternative=a, confidence=confidence, level=level)
-                 for v, a in zip(values, alternative)]
-        st = tests[0]
-        p_for = max(t.p_for for t in tests)
-        p_against = min(1.0, 2 * min(t.p_against for t in tests))
-    else:
-        st = signflip_claim(values, alternative=alternative, confidence=confidence, level=level)
-        p_for, p_against = st.p_for, st.p_against
-    reason = ""
-    if st.k and min(1.0, 2 * st.floor) > alpha:
-        reason = (f"too few seeds: with {st.k} seeds the exact sign-flip test's smallest p-value is 1/2^{st.k} = "
-                  f"{st.floor:.3g} one-sided ({min(1.0, 2 * st.floor):.3g} both ways) > alpha = {alpha:g}; "
-                  f"{st.seeds_needed} seeds are needed")
-    elif not st.k:
-        reason = "no seed has a value"
-    per_seed = np.concatenate([np.atleast_1d(np.asarray(v, float)) for v in
-                               (values if isinstance(alternative, tuple) else [values])])
-    return Evidence(
-        c["group"], c["dataset"], estimate=st.mean, ci_low=st.ci_low, ci_high=st.ci_high, p_for=float(p_for),
-        p_against=float(p_against), floor=st.floor,
-        detectable=f"{st.k} seeds: smallest one-sided sign-flip p 1/2^{st.k} = {st.floor:.3g}; "
-                   f"{st.seeds_needed} seeds needed for p <= alpha both ways",
-        reason=reason, measure=f"{c['measure']}: mean over seeds", detail=(
-            f"{c['detail']}; per-seed values {', '.join(f'{v:+.3g}' for v in per_seed)}"))
-
-
-def seed_claims(claims: list[dict], *, alpha: float, confidence: float = 0.95) -> pd.DataFrame:
-    """The evidence of each claim over seeds (``claim`` and the :class:`Evidence` fields; ``model`` is the
-    replicate group), for the registry of claims (:mod:`headstats.stats.paper_claims` registers the keys):
-    the exact sign-flip test over seeds, never a p-value of 0 (its floor is ``1/2^k`` one-sided)."""
-    rows = [{"claim": c["key"], **asdict(_seed_evidence(c, alpha=alpha, confidence=confidence))} for c in claims]
-    return pd.DataFrame(rows, columns=["claim", *evidence_fields()])
-
-
 # -------------------------------------------------------------------------------------------- the whole
 
 
@@ -569,111 +528,3 @@ def replicate_comparison(
         claims += c
     tables["seed_claims"] = seed_claims(claims, alpha=alpha, confidence=spec.confidence)
     return tables
-
-
-# ----------------------------------------------------------------------------------------------- summary
-
-
-def _head_list(frame: pd.DataFrame, k: int = 12) -> str:
-    """``L-H role (+0.12 [0.05, 0.19])`` for the first k rows (sorted by the caller)."""
-    items = [f"{int(r.layer)}-{int(r.head)} {r.role} ({r.mean_change:+.3g} [{r.ci_low:+.3g}, {r.ci_high:+.3g}])"
-             for r in frame.head(k).itertuples()]
-    more = f", and {len(frame) - k} more" if len(frame) > k else ""
-    return ", ".join(items) + more if items else "none"
-
-
-def _per_layer_counts(frame: pd.DataFrame, n_layers: int) -> str:
-    heads = frame[["layer", "head"]].drop_duplicates()
-    counts = heads.groupby("layer").size().reindex(range(n_layers), fill_value=0)
-    return ", ".join(f"{layer}: {int(n)}" for layer, n in counts.items())
-
-
-def _test_words(part: pd.DataFrame) -> str:
-    """``moderated t (prior df 4.2)`` or ``t-test``: the per-cell test of a seed_changes block, in words."""
-    if "seed_test" in part and part["seed_test"].iloc[0] == "moderated_t":
-        return f"empirical-Bayes moderated t, prior df {float(part['df_prior'].iloc[0]):.3g},"
-    return "t-test"
-
-
-def seeds_markdown(tables: Mapping[str, pd.DataFrame], *, top_k: int = 12, claims: pd.DataFrame | None = None) -> str:
-    """The answer per replicate group and data set, first: which heads changed beyond seed noise (and beyond
-    the margin), which are shown unchanged, and whether each of the paper's claims holds, with its test.
-
-    Takes the tables of :func:`replicate_comparison` (concatenated over groups) and the run's claims
-    (:func:`headstats.stats.claims.evaluate_claims`, whose verdicts over seeds it repeats); returns Markdown with
-    one ``### <group> on <dataset>`` block each.
-    """
-    from headstats.stats.seeds import describe_floor
-
-    changes = tables["seed_changes"]
-    lines: list[str] = []
-    for (group, ds), part in changes.groupby(["group", "dataset"], sort=False):
-        k = int(part["n_seeds"].max())
-        alpha = float(part["alpha"].iloc[0])
-        corr = part["correction"].iloc[0]
-        n_cells = int(np.isfinite(part["p_unc"]).sum())
-        n_layers = int(part["layer"].max()) + 1
-        n_heads_all = part[["layer", "head"]].drop_duplicates().shape[0]
-        lines += [f"### {group} on {ds}", ""]
-        metrics = tables.get("seed_metrics")
-        if metrics is not None and len(metrics):
-            m = metrics[(metrics["group"] == group) & (metrics["metric"] == "accuracy")]
-            seeds_only = m[~m["model"].astype(str).str.startswith("(")]
-            if len(seeds_only):
-                v = seeds_only["value"].to_numpy(float)
-                lines.append(f"- Dev accuracy over {len(v)} seeds: mean {v.mean():.3f}, sd "
-                             f"{(v.std(ddof=1) if len(v) > 1 else float('nan')):.3f}, range {v.min():.3f} to "
-                             f"{v.max():.3f} ({', '.join(f'{x:.3f}' for x in v)}).")
-        moved = part[part["reject"]].sort_values("p_corr")
-        lines.append(
-            f"- **Beyond seed noise**: {len(moved)} of {n_cells} head x role changes, in "
-            f"{moved[['layer', 'head']].drop_duplicates().shape[0]} of {n_heads_all} heads ({_test_words(part)} "
-            f"over {k} seeds of each seed's mean paired change, {corr} over the family, alpha {alpha:g}); heads per layer: "
-            f"{_per_layer_counts(moved, n_layers)}.")
-        has_margin = part["min_change"].notna().any()
-        if has_margin:
-            exceeds = part[part["exceeds"]].sort_values("p_exceeds_corr")
-            unchanged = part[part["unchanged"]]
-            tested_heads = part[np.isfinite(part["p_equivalent"])].groupby(["layer", "head"])["unchanged"].all()
-            left_alone = tested_heads[tested_heads].index.tolist()
-            lines.append(
-                f"- **Beyond seed noise and the margin** (|change| > min_change, one-sided tests over seeds, "
-                f"{corr}): {len(exceeds)} changes in {exceeds[['layer', 'head']].drop_duplicates().shape[0]} heads: "
-                f"{_head_list(exceeds, top_k)}.")
-            lines.append(
-                f"- **Shown unchanged** (TOST over seeds: the change stays within the margin, {corr}): "
-                f"{len(unchanged)} of {n_cells} head x role changes; heads left alone in every role: "
-                f"{len(left_alone)} of {n_heads_all}"
-                + (f" ({', '.join(f'{int(a)}-{int(b)}' for a, b in left_alone[:top_k])}"
-                   f"{', ...' if len(left_alone) > top_k else ''})" if left_alone else "") + ".")
-        else:
-            lines.append(f"- Beyond seed noise, largest first: {_head_list(moved, top_k)}. No margin was given "
-                         "(compare: min_change), so no head can be shown unchanged.")
-        ratio = part["noise_ratio"].replace([np.inf, -np.inf], np.nan).median()
-        lines.append(f"- Seed-to-seed against seed-to-base: the median over head x role of (mean |change between "
-                     f"two seeds|) / (mean |change from the base|) is {ratio:.2f}.")
-        dist = tables.get("seed_distance")
-        if dist is not None and len(dist):
-            d = dist[(dist["group"] == group) & (dist["dataset"] == ds)]
-            if len(d):
-                lines.append(f"  Attention maps: median 1 - cosine between seeds {d['dist_seed_seed'].median():.3f}, "
-                             f"between a seed and the base {d['dist_seed_base'].median():.3f}.")
-        fam_m = int(part["family"].value_counts().max())
-        lines.append("- What the seeds can show: " + describe_floor(k, alpha=alpha, m=fam_m, correction=corr,
-                                                                     alternative=part["alternative"].iloc[0]) + ".")
-        if "seeds_needed_t" in part:
-            need_m = part["seeds_needed_moderated"].iloc[0]
-            lines.append(f"- Seeds needed at {corr}'s level over {fam_m} tests: {int(part['seeds_needed'].iloc[0])} "
-                         f"for the exact sign-flip test to reach it at all; {int(part['seeds_needed_t'].iloc[0])} for "
-                         "80 % power of the t-test against a mean change of one run-to-run sd"
-                         + (f", {int(need_m)} for the moderated t" if np.isfinite(need_m) else "") + ".")
-        if claims is not None and len(claims):
-            c = claims[(claims["model"].astype(str) == str(group)) & (claims["dataset"].astype(str) == str(ds))
-                       & (claims["unit"] == "seeds")]
-            for r in c.itertuples():
-                why = f" ({r.reason})" if r.reason else ""
-                lines.append(f"- Claim \"{r.sentence}\": **{r.verdict}**{why}; {r.measure} {r.estimate:+.3g} "
-                             f"[{r.ci_low:+.3g}, {r.ci_high:+.3g}], p = {r.p:.3g} after {r.correction} over the "
-                             f"run's claims ({r.test}). {r.detail}.")
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"

@@ -52,14 +52,18 @@ def list_roles_command() -> None:
 
 @command("list-tests")
 def list_tests_command() -> None:
-    """List the one-sample tests (statistics.test) and the paired tests (compare[].test)."""
+    """List the one-sample tests (statistics.test), the paired tests (compare[].test) and the tests over seeds
+    (compare[].seed_test)."""
     from headstats.stats.onesample import ONE_SAMPLE_TESTS
     from headstats.stats.paired import PAIRED_TESTS
+    from headstats.stats.seeds import SEED_TESTS
 
     rows = [{"name": name, "used in": "statistics.test", "parameter": t.parameter, "effect size": t.effect_size,
              "description": t.description} for name, t in ONE_SAMPLE_TESTS.items()]
     rows += [{"name": name, "used in": "compare[].test", "parameter": t.parameter, "effect size": t.effect_size,
               "description": t.description} for name, t in PAIRED_TESTS.items()]
+    rows += [{"name": name, "used in": "compare[].seed_test", "parameter": "mean over seeds", "effect size": "",
+              "description": t.description} for name, t in SEED_TESTS.items()]
     show_registry("tests", rows)
 
 

@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from headstats.errors import HeadstatsError, ProtocolError
+from headstats.errors import HeadstatsError, ProtocolError, UnknownNameError
 # The scoring section is the analyses' own schema (ScoreSettings); the protocol only composes it.
 from headstats.analyses.sieves import DEFAULT_RELATIONS, DEFAULT_ROLES, SCALES, ScoreSettings  # noqa: F401
 from headstats.fields import Float, Int, Seed, StrictModel, non_empty_list
@@ -108,7 +108,9 @@ class CompareSpec(StrictModel):
     base: str
     finetuned: list[str]
     datasets: list[str] | None = None
-    test: Literal["wilcoxon", "t"] = "wilcoxon"
+    #: A registered paired test (:data:`headstats.stats.paired.PAIRED_TESTS`; ``headstats list-tests``): the built-in
+    #: ``wilcoxon`` and ``t``, or one added with ``hs.register_paired_test``.
+    test: str = "wilcoxon"
     alternative: Literal["two-sided", "greater", "less"] = "two-sided"
     correction: str = "holm"
     family: list[Literal["model", "dataset", "role", "layer"]] = Field(
@@ -120,9 +122,10 @@ class CompareSpec(StrictModel):
     #: seeds, heads are tested to exceed it and to stay within it (TOST). None: no margin tests.
     min_change: Float | None = Field(None, gt=0)
     min_change_scale: Literal["score", "share"] = "score"
-    #: With seeds, the per-cell test over seeds: ``moderated_t`` (limma's empirical-Bayes t, which borrows the
-    #: seed-to-seed variance of all cells; Smyth 2004) or ``t`` (the plain one-sample t over seeds).
-    seed_test: Literal["moderated_t", "t"] = "moderated_t"
+    #: With seeds, the per-cell test over seeds, a registered one (:data:`headstats.stats.seeds.SEED_TESTS`):
+    #: ``moderated_t`` (limma's empirical-Bayes t, which borrows the seed-to-seed variance of all cells; Smyth
+    #: 2004), ``t`` (the plain one-sample t over seeds), or one added with ``hs.register_seed_test``.
+    seed_test: str = "moderated_t"
 
 
 def replicate_name(name: str, seed: int) -> str:
@@ -369,8 +372,8 @@ def validation_message(exc: ValidationError, *, what: str = "protocol") -> str:
 
 
 def check_names(protocol: Protocol) -> None:
-    """Check role, relation, test, correction and analysis names against their registries (before any model
-    is loaded).
+    """Check role, relation, test (one-sample, paired, over seeds), correction, input format and analysis names
+    against their registries (before any model is loaded): a name registered from Python is valid here.
 
     ``syntactic:<relation>`` roles and ``scoring.relations`` must name a known dependency relation;
     relations are rewritten to their canonical names (``obj`` -> ``dobj``).
@@ -380,6 +383,8 @@ def check_names(protocol: Protocol) -> None:
     from headstats.analyses.roles import SYNTACTIC_PREFIX, check_role
     from headstats.stats.corrections import check_correction
     from headstats.stats.onesample import check_test
+    from headstats.stats.paired import PAIRED_TESTS
+    from headstats.stats.seeds import SEED_TESTS
 
     try:
         for role in protocol.scoring.roles:
@@ -389,8 +394,11 @@ def check_names(protocol: Protocol) -> None:
         protocol.scoring.relations = [normalize_relation_name(r) for r in protocol.scoring.relations]
         check_test(protocol.statistics.test)
         check_correction(protocol.statistics.correction)
-        for comp in protocol.compare:
+        for i, comp in enumerate(protocol.compare):
             check_correction(comp.correction)
+            for key, registry in (("test", PAIRED_TESTS), ("seed_test", SEED_TESTS)):
+                if getattr(comp, key) not in registry:
+                    raise UnknownNameError(f"compare[{i}].{key}: {registry.unknown_message(getattr(comp, key))}")
         for ds in protocol.datasets:
             if ds.format is not None:
                 INPUT_FORMATS.get(ds.format)

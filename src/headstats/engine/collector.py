@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,6 +55,11 @@ class Context:
         The study's seed. Part of the cache key only for a collector whose state depends on it
         (:attr:`Collector.seeded`); others may use it after the pass (e.g. to seed an embedding in
         ``tables()``).
+    task_models : callable, optional
+        Set by the runner for a collector that :attr:`~Collector.needs_task_model`: ``task_models(dtype)`` is the
+        model again with its task head (:func:`headstats.model.loading.load_model` with ``head="task"``), loaded
+        by the runner at the first call of its group and freed with the group (read it through
+        :meth:`task_model`).
     """
 
     models: tuple[str, ...]
@@ -64,6 +69,15 @@ class Context:
     options: Mapping[str, Any] = field(default_factory=dict)
     provenance: Mapping[str, dict] = field(default_factory=dict)
     seed: int = 0
+    task_models: Callable[[str], Any] | None = field(default=None, compare=False, repr=False)
+
+    def task_model(self, dtype: str = "float32") -> Any:
+        """The :class:`~headstats.model.loading.LoadedModel` of :attr:`model` with its task head, in ``dtype``:
+        the runner's, loaded once per group of models (:attr:`Collector.needs_task_model`)."""
+        if self.task_models is None:
+            raise RuntimeError("this collector needs its model with a task head: declare needs_task_model = True "
+                               "and let headstats.engine.runner.Runner build and run it")
+        return self.task_models(dtype)
 
     @property
     def model(self) -> str:
@@ -101,6 +115,13 @@ class Collector(ABC):
     #: True for collectors that read their data set's file again (annotations the records do not carry, e.g.
     #: coreference queries): the study names the file in ``options["source"]`` (path, format, limit, sha256).
     reads_source: ClassVar[bool] = False
+    #: True for collectors that need their model again with its task head (a classifier's or masked-LM head, for
+    #: a loss): the runner loads it once per group of models, frees it with the group, and hands it over as
+    #: :meth:`Context.task_model`; a collector never loads a model itself.
+    needs_task_model: ClassVar[bool] = False
+    #: True for collectors whose :meth:`update` differentiates (a grad-enabled pass): the runner calls it with
+    #: gradients enabled, outside the inference mode of the attention pass.
+    needs_gradients: ClassVar[bool] = False
 
     def __init__(self, context: Context) -> None:
         self.context = context

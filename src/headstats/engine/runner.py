@@ -19,6 +19,12 @@ do not grow with the data set either; batches (and so every number) are those of
 it fits in one chunk. Every batch is also bounded by a memory budget (:func:`attention_cells`): it is sized
 from its own longest input, so that its attention maps never take more than the budget whatever the longest
 input of the data (long inputs go in smaller batches; batches of short inputs hold ``batch_size`` inputs).
+
+Passes that need more than attention are the runner's too. A collector declares what it needs
+(:attr:`~headstats.engine.collector.Collector.needs_task_model`, :attr:`~headstats.engine.collector.Collector.
+needs_gradients`): the runner loads the model again with its task head once per group (:class:`TaskModels`,
+freed with the group), hands it over through the collector's context, and calls the collector's ``update`` on
+each batch with gradients enabled, so that no collector loads a model or leaves the runner's inference mode.
 """
 
 from __future__ import annotations
@@ -194,7 +200,11 @@ def feed(
                 view = forward_view(loaded[m], items, dataset=dataset)
                 passes += 1
                 for collector in singles[m]:
-                    collector.update(view)
+                    if collector.needs_gradients:
+                        with torch.inference_mode(False), torch.enable_grad():  # the grad-enabled batch
+                            collector.update(view)
+                    else:
+                        collector.update(view)
                 if m in kept:
                     views[m] = view
                 del view
@@ -365,6 +375,7 @@ class Runner:
         self.shard = shard
         self.keep_chunks = keep_chunks
         self.memory_budget = memory_budget
+        self._task_models = TaskModels()
         #: Forward passes run (one per model and batch) and models loaded, by the last :meth:`run`.
         self.forward_passes = 0
         self.loads = 0
@@ -424,6 +435,7 @@ class Runner:
             if len(group) > 1:
                 self.log(f"running {', '.join(group)} together over the same batches (compared input by input)")
             loaded: dict[str, LoadedModel] = {}
+            self._task_models = TaskModels()
 
             def ensure_loaded(group=group, loaded=loaded) -> dict[str, LoadedModel]:
                 if not loaded:
@@ -450,6 +462,8 @@ class Runner:
                             self.pass_counts[(m, dataset)] = result
             finally:
                 loaded.clear()
+                self.loads += self._task_models.loads
+                self._task_models.clear()
                 if number + 1 < len(groups):
                     gc.collect()  # free this group's models before the next group's are loaded
         return counts
@@ -520,7 +534,7 @@ class Runner:
                         job.chunks[k] = entries[id(job)]
                 del entries
         for job in jobs:
-            job.collector = build_collector(job, infos)
+            job.collector = build_collector(job, infos)  # the merged states: no pass left to run
             if states[id(job)]:
                 cls = type(job.collector)
                 job.collector.load_state(cls.merge([self._state(s) for s in states[id(job)]]))
@@ -574,7 +588,7 @@ class Runner:
         if len(chunk) > len(encoding.inputs):
             advance(len(chunk) - len(encoding.inputs))  # skipped inputs are done too
         for job in jobs:
-            job.collector = build_collector(job, infos)
+            job.collector = build_collector(job, infos, task_models=self._task_models)
         self.forward_passes += feed(loaded, encoding.inputs, jobs, dataset=dataset, advance=advance, **batching)
         entries = {id(job): {"state": job.collector.state(), "counts": chunk_counts} for job in jobs}
         for job in jobs:
@@ -610,8 +624,41 @@ def attention_cells(n_layers: int, n_heads: int, budget: int, *, n_models: int =
     return int(max(1, budget // max(copies * 4 * n_layers * n_heads * max(1, n_models), 1)))
 
 
-def build_collector(job: Job, loaded: Mapping[str, Any]) -> Collector:
-    """The collector of ``job``, bound to the shapes of its models (LoadedModel or ModelInfo; a pair's must match)."""
+class TaskModels:
+    """The models of a group loaded again with their task heads, for the collectors that
+    :attr:`~headstats.engine.collector.Collector.needs_task_model`: each (model, dtype) loaded at its first use
+    (never for a group whose chunks are all in the cache, or whose collector has no use for it), once, and freed
+    with the group (:meth:`clear`). It is the only place a second model is loaded: no cache of models lives
+    in the model layer.
+    """
+
+    def __init__(self) -> None:
+        self._loaded: dict[tuple[str, str], LoadedModel] = {}
+        #: Models loaded so far (counted into :attr:`Runner.loads`).
+        self.loads = 0
+
+    def get(self, provenance: Mapping[str, Any], name: str, dtype: str = "float32") -> LoadedModel:
+        """Model ``name`` (its folder or hub id and revision from ``provenance``) with its task head, on the
+        provenance's device, in ``dtype``."""
+        from headstats.model import loading
+
+        key = (name, dtype)
+        if key not in self._loaded:
+            source = provenance.get("path") or provenance.get("hub_id") or name
+            with torch.inference_mode(False):  # the runner's attention pass is in inference mode; these weights
+                self._loaded[key] = loading.load_model(  # take part in grad-enabled passes
+                    str(source), revision=provenance.get("revision"), device=provenance.get("device", "cpu"),
+                    dtype=dtype, head="task")
+            self.loads += 1
+        return self._loaded[key]
+
+    def clear(self) -> None:
+        self._loaded.clear()
+
+
+def build_collector(job: Job, loaded: Mapping[str, Any], *, task_models: TaskModels | None = None) -> Collector:
+    """The collector of ``job``, bound to the shapes of its models (LoadedModel or ModelInfo; a pair's must match),
+    and, for a collector that needs its model with a task head, to the runner's ``task_models``."""
     shapes = {(loaded[m].n_layers, loaded[m].n_heads) for m in job.models}
     if len(shapes) > 1:
         a, b = job.models
@@ -620,8 +667,13 @@ def build_collector(job: Job, loaded: Mapping[str, Any]) -> Collector:
             f"{loaded[b].n_layers}x{loaded[b].n_heads}); compare a model with its fine-tuned versions"
         )
     model = loaded[job.models[0]]
-    context = Context(job.models, job.dataset, model.n_layers, model.n_heads, dict(job.options),
-                      {m: dict(loaded[m].provenance) for m in job.models}, seed=int(job.seed))
+    provenance = {m: dict(loaded[m].provenance) for m in job.models}
+    name = job.models[0]
+    task = None
+    if task_models is not None and getattr(job.factory, "needs_task_model", False):
+        task = lambda dtype: task_models.get(provenance[name], name, dtype)  # noqa: E731
+    context = Context(job.models, job.dataset, model.n_layers, model.n_heads, dict(job.options), provenance,
+                      seed=int(job.seed), task_models=task)
     collector = job.factory(context)
     if collector.pair != job.is_pair:
         kind = "pair" if collector.pair else "single-model"

@@ -151,11 +151,6 @@ _ID_COLUMNS = ("index", "id", "idx")
 _SPLIT_ALIASES = {"validation": "dev", "val": "dev", "valid": "dev"}
 
 
-def list_tasks() -> list[str]:
-    """Task names :func:`load_glue` accepts."""
-    return list(GLUE_TASKS)
-
-
 def get_task(task: str) -> GlueTask:
     """Look a task up by name, folder name or alias, case- and punctuation-insensitively.
 

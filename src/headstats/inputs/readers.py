@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal, get_args
+from typing import Callable
 
 from headstats.errors import DataError, HeadstatsError
 from headstats.inputs.files import check_data_file, iter_lines
@@ -29,11 +29,8 @@ from headstats.inputs.coref import read_gap, read_gum_coref
 from headstats.inputs.records import Record
 from headstats.registry import Registry
 
-__all__ = ["FORMATS", "INPUT_FORMATS", "Format", "InputFormat", "infer_format", "list_formats", "register_format", "read_records", "read_text", "read_jsonl", "read_conllu"]
+__all__ = ["INPUT_FORMATS", "InputFormat", "infer_format", "list_formats", "register_format", "read_records", "read_text", "read_jsonl", "read_conllu"]
 
-Format = Literal["text", "jsonl", "glue", "conllu"]
-#: The built-in input formats (:func:`list_formats` adds the registered ones).
-FORMATS: tuple[str, ...] = get_args(Format)
 #: ``reader(path, *, limit) -> list[Record]``.
 Reader = Callable[..., list[Record]]
 
@@ -99,7 +96,7 @@ def infer_format(path: str | os.PathLike[str]) -> str:
     Returns
     -------
     str
-        One of :data:`FORMATS`.
+        A registered format (:data:`INPUT_FORMATS`).
 
     Raises
     ------
@@ -126,8 +123,9 @@ def read_records(
     ----------
     path : str or path-like
         The data file.
-    format : {"text", "jsonl", "glue", "conllu"}, optional
-        The file's format; inferred from the extension when None (see :func:`infer_format`).
+    format : str, optional
+        A registered format (:func:`list_formats`: text, jsonl, glue, conllu and the others); inferred from
+        the extension when None (see :func:`infer_format`).
     limit : int, optional
         Read at most this many records (the first ones in file order); all when None.
 

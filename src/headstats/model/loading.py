@@ -39,7 +39,7 @@ from headstats.model.sources import DEFAULT_MODEL, ModelSource, hub_config, insp
 from headstats.model.task_heads import task_head
 from headstats.model.tokenizers import check_tokenizer, check_vocabulary_fits, read_tokenizer
 
-__all__ = ["HEADS", "LoadedModel", "describe_model", "load_model", "load_task_model", "load_tokenizer",
+__all__ = ["HEADS", "LoadedModel", "describe_model", "load_model", "load_tokenizer",
            "provenance_tokenizer"]
 
 #: What :func:`load_model` can load on top of the encoder (``head=``): the ``transformers`` auto class of each.
@@ -189,14 +189,6 @@ def load_model(
                              device, dtype)
     return LoadedModel(name=spec, model=model, tokenizer=tokenizer, provenance=provenance, head=head,
                        head_note=note)
-
-
-@lru_cache(maxsize=2)
-def load_task_model(spec: str, *, revision: str | None = None, device: str = "cpu",
-                    dtype: str = "float32") -> LoadedModel:
-    """:func:`load_model` with ``head="task"``, loaded once per process: the gradients and importance analyses
-    ask for it in every chunk of every data set."""
-    return load_model(spec, revision=revision, device=device, dtype=dtype, head="task")
 
 
 def load_tokenizer(spec: str, *, revision: str | None = None) -> Any:

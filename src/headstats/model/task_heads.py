@@ -1,9 +1,9 @@
 r"""Task heads of a checkpoint, and attention heads switched off or gated inside a model (Michel et al. 2019).
 
 The engine scores attention with the bare encoder. Analyses that need the model's *task* (a loss to
-differentiate, a prediction to break) load the same checkpoint once more with its task head, through the one
-loader, :func:`headstats.model.loading.load_model` with ``head="task"`` (remembered for the process by
-:func:`headstats.model.loading.load_task_model`); :func:`task_head` says which head that is, from
+differentiate, a prediction to break) declare it, and the engine's runner loads the same checkpoint once more
+per group of models with its task head, through the one loader, :func:`headstats.model.loading.load_model` with
+``head="task"`` (:class:`headstats.engine.runner.TaskModels`); :func:`task_head` says which head that is, from
 ``config.architectures``: the fine-tuned classifier of ``headstats finetune`` (``*ForSequenceClassification``),
 a masked-LM head (``*ForMaskedLM``, ``*ForPreTraining``), or none (a bare ``BertModel`` such as the default
 model), with the reason.

@@ -29,6 +29,7 @@ import pandas as pd
 from headstats.assignment.tables import Analysis
 from headstats.assignment.role_assignment import role_columns
 from headstats.errors import HeadstatsError, OutputError
+from headstats.provenance import package_versions
 from headstats.report.blocks import Report, render_tables, write_report
 from headstats.report.figures import FigureRenderer, active_renderer
 from headstats.report.methods import methods_section
@@ -264,7 +265,7 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
                           "headstats'", stacklevel=2)
         manifest[SCHEMAS_KEY] = {**(manifest.get(SCHEMAS_KEY) or {}), **new_tables}
         manifest.setdefault("report_rebuilds", []).append({
-            "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "headstats": _headstats_version(),
+            "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "headstats": package_versions()["headstats"],
             "top_k": protocol.report.top_k, "html": protocol.report.html, "files": n_new,
             "removed": stale,
         })
@@ -277,12 +278,3 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
     out = run / ("report.html" if protocol.report.html else "report.md")
     log(f"rebuilt {out}")
     return out
-
-
-def _headstats_version() -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version("headstats")
-    except metadata.PackageNotFoundError:
-        return None

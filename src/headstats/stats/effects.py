@@ -4,10 +4,10 @@ Effect sizes: :func:`cohen_d` (the t-type tests, the paired ``d_z`` with tau = 0
 (signed-rank tests) and :func:`cohen_g` (the sign test), vectorised over heads; every test of
 :mod:`headstats.stats.onesample`, :mod:`headstats.stats.paired` and :mod:`headstats.stats.power` calls these.
 
-pingouin renamed its output columns between versions (``p-val`` -> ``p_val``, ``W-val`` -> ``W_val``,
-``CI95%`` -> ``CI95``, ``cohen-d`` -> ``cohen_d``) and asserts on arguments instead of raising. Everything
-pingouin is reached through the functions here, which take and return plain numbers and arrays, and which
-normalise pingouin's tables to stable names. Nothing else in headstats imports pingouin.
+pingouin asserts on arguments instead of raising, and renamed its output columns between versions. Everything
+pingouin is reached through the functions here (power, the sample size for a power, the Bayes factor), which
+take and return plain numbers and arrays and read none of pingouin's tables. Nothing else in headstats imports
+pingouin.
 
 pingouin is imported on first use, not with this module: importing pingouin imports seaborn and
 matplotlib, which the statistics layer must not pull in merely by being imported.
@@ -21,18 +21,7 @@ from functools import cache
 from types import ModuleType
 
 import numpy as np
-import pandas as pd
 from scipy import stats as sps
-
-#: pingouin column names across versions -> one stable snake_case name.
-_PG_COLUMNS: dict[str, str] = {
-    "T": "t", "dof": "dof", "alternative": "alternative",
-    "p-val": "p_val", "p_val": "p_val", "p-unc": "p_val",
-    "CI95%": "ci", "CI95": "ci",
-    "cohen-d": "cohen_d", "cohen_d": "cohen_d",
-    "BF10": "bf10", "power": "power",
-    "W-val": "w_val", "W_val": "w_val", "RBC": "rbc", "CLES": "cles",
-}
 
 #: pingouin's brentq bound for the sample size; beyond it n_for_power is NaN.
 N_MAX = 10_000_000
@@ -82,37 +71,6 @@ def _pg() -> ModuleType:
     import pingouin
 
     return pingouin
-
-
-def pingouin_version() -> str:
-    """The installed pingouin version (for manifests)."""
-    return str(_pg().__version__)
-
-
-def normalise_columns(table: pd.DataFrame) -> pd.DataFrame:
-    """Rename a pingouin result table's columns to the stable names of :data:`_PG_COLUMNS`."""
-    return table.rename(columns={c: _PG_COLUMNS.get(c, c) for c in table.columns})
-
-
-def pingouin_ttest_greater(x: np.ndarray, tau: float) -> dict[str, float]:
-    """``pingouin.ttest(x, tau, alternative="greater")`` as a dict with stable keys
-    (``t, dof, p_val, cohen_d, bf10, power``; ``ci_low`` from its confidence interval)."""
-    row = normalise_columns(_pg().ttest(np.asarray(x, float), float(tau), alternative="greater")).iloc[0]
-    out = {k: row[k] for k in ("t", "dof", "p_val", "cohen_d", "power") if k in row}
-    out["bf10"] = float(row["bf10"]) if "bf10" in row else float("nan")
-    ci = row.get("ci")
-    out["ci_low"] = float(np.asarray(ci)[0]) if ci is not None else float("nan")
-    return out
-
-
-def pingouin_wilcoxon_greater(x: np.ndarray, tau: float, *, correction: bool = False) -> dict[str, float]:
-    """``pingouin.wilcoxon(x - tau, alternative="greater")`` with stable keys (``w_val, p_val, rbc``).
-
-    pingouin applies a continuity correction by default; ``correction=False`` matches scipy's default.
-    """
-    d = np.asarray(x, float) - float(tau)
-    row = normalise_columns(_pg().wilcoxon(d, alternative="greater", correction=correction)).iloc[0]
-    return {k: float(row[k]) for k in ("w_val", "p_val", "rbc")}
 
 
 def power_ttest_greater(d: np.ndarray, n: np.ndarray, *, alpha: float) -> np.ndarray:

@@ -174,7 +174,7 @@ def memoised_load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: se
 
     from headstats.engine.cache import StateCache, record_digest
     from headstats.study.memo import RecordsFromCache, folder_identity, pickled_slices, recall, remember, unpickled_slices
-    from headstats.study.storage import package_versions
+    from headstats.provenance import package_versions
 
     def read() -> LoadedData:
         data = load_data(spec, protocol, exclude_ids=exclude_ids)

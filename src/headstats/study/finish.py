@@ -87,7 +87,7 @@ def run_provenance(models: dict[str, dict], datasets: dict[str, dict]) -> dict[s
     import hashlib
 
     from headstats.provenance import Provenance
-    from headstats.study.storage import package_versions
+    from headstats.provenance import package_versions
 
     data = {}
     for name, info in datasets.items():

@@ -106,7 +106,7 @@ def _entry_key(what: str, key: Iterable[Any]) -> str:
 
 
 def _description_key(path: str, device: str, dtype: str) -> list:
-    from headstats.study.storage import package_versions
+    from headstats.provenance import package_versions
 
     return [str(Path(path).resolve()), folder_identity(path), device, dtype, package_versions()]
 
@@ -224,7 +224,7 @@ def write_scores_memoised(arrays, path: str | Path, *, cache: str | Path | None)
     same packages): the long table is the slowest table of a re-run to write, and a statistics-only re-run
     writes the very same one."""
     from headstats.study.scoring import write_scores
-    from headstats.study.storage import package_versions
+    from headstats.provenance import package_versions
 
     path = Path(path)
 

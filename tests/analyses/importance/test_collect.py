@@ -16,7 +16,7 @@ from conftest import build_tiny_bert
 from headstats.analyses.importance.collect import ImportanceCollector, pruning_gates, single_head_gates, split_halves
 from headstats.engine.runner import Job, Runner
 from headstats.inputs.records import Record
-from headstats.model.loading import load_model, load_task_model
+from headstats.model.loading import load_model
 from headstats.model.task_heads import HeadPatch
 from headstats.stats.hypotheses import test_measures
 
@@ -121,7 +121,7 @@ def test_gradient_equals_central_difference(planted):
     folder, records, _ = planted
     collector = collect(folder, records[:4])
     grad = collector.result().values[..., list(collector.result().measures).index("gradient")]
-    task = load_task_model(str(folder))
+    task = load_model(str(folder), head="task")
     model = task.model.double()
     try:
         enc = task.tokenizer([r.text_a for r in records[:4]], padding=True, return_tensors="pt")
@@ -171,7 +171,7 @@ def test_batched_ablation_equals_one_head_at_a_time(planted):
     some = records[:5]
     collector = collect(folder, some, ablation="zero")
     values = collector.result().values
-    task = load_task_model(str(folder))
+    task = load_model(str(folder), head="task")
     target = torch.tensor([int(r.label) for r in some])
     order = np.argsort([int(r.sentence_id) for r in some])
     for l in range(2):

@@ -17,3 +17,33 @@ def test_finetuned_models_table_has_one_row_per_fine_tuned_model():
     assert table.to_dict("records") == [dict(model="ft", base="default", task="sst2", epochs=2, learning_rate=2e-5,
                                              train_rows=800, seed=3, accuracy=0.81, n_eval=200)]
     assert finetuned_models_table({"models": {"default": {}}}).empty
+
+
+def test_comparison_summaries_count_changes_by_the_tested_estimate_and_name_roles_and_sep_mass():
+    import pandas as pd
+
+    from headstats.assignment.changes import layer_change_summary
+    from headstats.report.sections.comparison_section import comparison_summaries
+
+    # three significant changes: two up, one down by their Hodges-Lehmann estimate (issue 8: not the median)
+    paired = pd.DataFrame({
+        "model_before": "b", "model_after": "a", "dataset": "d", "layer": [0, 0, 1], "head": [0, 1, 0],
+        "role": "local", "test": "wilcoxon", "alternative": "two-sided", "correction": "holm", "family": "f",
+        "alpha": 0.05, "median_diff": [-0.02, -0.05, 0.3], "estimate": [0.55, 0.52, -0.4],
+        "ci_low": [0.33, 0.40, -0.6], "ci_high": [0.74, 0.70, -0.2], "p_unc": [1e-4, 1e-4, 1e-3],
+        "reject": [True, True, True],
+    })
+    transitions = pd.DataFrame({"model_after": "a", "dataset": "d", "layer": [0, 1], "role": "delimiter",
+                                "before": [3, 1], "after": [1, 0], "gained": [0, 0], "lost": [2, 1]})
+    mass = pd.DataFrame({"model": ["b", "b", "a", "a"], "dataset": "d", "layer": [0, 1, 0, 1], "target": "sep",
+                         "mass": [0.4, 0.6, 0.1, 0.3]})
+    [(title, text)] = comparison_summaries({"paired_tests": paired, "layer_summary": layer_change_summary(paired),
+                                            "transitions": transitions, "special_mass_per_layer": mass})
+    assert title == "a vs b on d"
+    lines = text.splitlines()
+    assert lines[0] == ("- 3 of 3 head x role tests show a significant change (wilcoxon, two-sided, holm over f, "
+                        "alpha 0.05): 2 up, 1 down (Hodges-Lehmann pseudo-median and its interval); 3 of 3 heads "
+                        "changed in at least one role.")
+    assert "- Significant changes by role: local 3 (2 up)." in lines
+    assert "- Role assignment before -> after (gained / lost): delimiter 4 -> 1 (+0 / -3)." in lines
+    assert lines[-1] == "- Mean attention mass on [SEP]: 0.500 before, 0.200 after (mean over layers)."

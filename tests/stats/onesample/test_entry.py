@@ -11,7 +11,7 @@ from statsmodels.stats.multitest import multipletests
 
 from headstats.errors import HeadstatsError
 from headstats.stats.onesample import TEST_COLUMNS, list_tests, test_roles
-from headstats.stats.simulation import plant, planted_scores
+from simulations.planted import plant, planted_scores
 
 from onesample_cases import RNG, X, long_table
 
@@ -99,7 +99,7 @@ def test_statistics_layer_imports_no_torch_matplotlib_or_rich():
 
     code = (
         "import sys, headstats.stats.onesample, headstats.stats.power, headstats.stats.sensitivity, "
-        "headstats.stats.simulation, headstats.stats.effects, headstats.stats.corrections, headstats.stats.ranks, "
+        "headstats.stats.seeds, headstats.stats.effects, headstats.stats.corrections, headstats.stats.ranks, "
         "headstats.stats.matrix, headstats.stats.paired\n"
         "print(sorted(m for m in ('torch', 'matplotlib', 'rich', 'pingouin') if m in sys.modules))"
     )

@@ -13,7 +13,7 @@ from statsmodels.stats.multitest import multipletests
 
 from headstats.stats import onesample as os_
 from headstats.stats.onesample import list_tests, test_roles
-from headstats.stats.simulation import planted_scores
+from simulations.planted import planted_scores
 
 from onesample_cases import X, long_table
 

@@ -21,9 +21,10 @@ A model with neither (the default model, a bare ``BertModel``) has no loss to di
 warns once, writes the reason to ``gradients_skipped`` and its report section, and computes nothing.
 
 The pass. The engine's forward pass runs under ``torch.inference_mode``; gradients need one of their own. The
-collector loads the checkpoint once with its head and, for every batch of the engine, runs one grad-enabled
-forward and backward pass over the batch's inputs: one gradient pass for the need, whatever other analyses
-run (none of them needs gradients).
+collector declares that it needs the model with its task head and gradients
+(:attr:`~headstats.engine.collector.Collector.needs_task_model`, ``needs_gradients``): the runner loads the
+checkpoint once per group with its head, and calls ``update`` on every batch with gradients enabled, where it
+runs one forward and backward pass over the batch's inputs.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from headstats.engine.collector import Collector, Context, Moments
 from headstats.engine.forward import pad_batch
 from headstats.lazy import torch
 from headstats.model.encoding import EncodedInput
-from headstats.model.loading import load_task_model
 from headstats.model.tokenizers import punctuation_ids
 
 
@@ -57,10 +57,9 @@ LOSS_NAMES = {"classifier": "the fine-tuned classifier's loss on its own predict
               "mlm": "the masked-LM loss (15 % of the pieces masked, seeded)"}
 
 
-def _head_model(source: str, revision: str | None, device: str) -> tuple[Any, Any, str | None, str]:
-    """``(model, tokenizer, task, loss name or why there is none)`` of a checkpoint with its task head (eager
-    attention, float32), loaded once per process by :func:`headstats.model.loading.load_task_model`."""
-    loaded = load_task_model(source, revision=revision, device=device)
+def _head_model(loaded: Any) -> tuple[Any, Any, str | None, str]:
+    """``(model, tokenizer, task, loss name or why there is none)`` of a checkpoint loaded with its task head
+    (eager attention, float32; the runner's :meth:`~headstats.engine.collector.Context.task_model`)."""
     if loaded.head not in TASKS:
         return None, None, None, loaded.head_note
     task = TASKS[loaded.head]
@@ -132,6 +131,9 @@ class GradientImportance(Collector):
 
     #: Its state depends on the seed (which pieces are masked), so the seed is part of its cache key.
     seeded = True
+    #: The runner hands it the model with its task head (the loss) and runs its batches with gradients.
+    needs_task_model = True
+    needs_gradients = True
 
     def __init__(self, context: Context) -> None:
         super().__init__(context)
@@ -145,11 +147,7 @@ class GradientImportance(Collector):
     def _load(self) -> bool:
         if self._model is not None or self._state["skipped"] is not None:
             return self._model is not None
-        prov = self.context.provenance.get(self.context.model, {})
-        source = prov.get("path") or prov.get("hub_id") or self.context.model
-        device = prov.get("device", "cpu")
-        with torch.inference_mode(False):  # the engine calls update() in inference mode: weights must be normal
-            model, tokenizer, kind, reason = _head_model(str(source), prov.get("revision"), device)
+        model, tokenizer, kind, reason = _head_model(self.context.task_model("float32"))
         if model is None:
             self._state["skipped"] = reason
             warnings.warn(f"gradients: skipped for model {self.context.model!r}: {reason}", stacklevel=2)
@@ -167,10 +165,9 @@ class GradientImportance(Collector):
         batch = pad_batch(list(view.inputs), pad, device)
         masked = [mask_positions(item, seed=self.seed, share=self.options.mask_share) for item in view.inputs]
         use_types = self._model.config.type_vocab_size > 1 if hasattr(self._model.config, "type_vocab_size") else False
-        with torch.inference_mode(False), torch.enable_grad():
-            grad, loss = attention_gradients(
-                self._model, self._state["kind"], batch.input_ids.clone(), batch.attention_mask.clone(),
-                batch.token_type_ids.clone() if use_types else None, masked, self._tokenizer.mask_token_id)
+        grad, loss = attention_gradients(  # the runner's grad-enabled batch (needs_gradients)
+            self._model, self._state["kind"], batch.input_ids.clone(), batch.attention_mask.clone(),
+            batch.token_type_ids.clone() if use_types else None, masked, self._tokenizer.mask_token_id)
         real = batch.attention_mask.bool()
         layout = view.layout
         masks = target_masks(batch.input_ids, real, layout.cls.to(device), layout.sep.to(device), self._punct)

@@ -36,9 +36,9 @@ ordered by their mean importance (``prune_by``) on one half and removed, least i
 so that no input is evaluated with an order estimated on itself. Per input and share: loss, p_y and
 correctness (``importance_pruning_inputs``).
 
-**The pass.** The engine's own forward pass carries attention only; this collector loads the checkpoint once
-more with its head (:func:`~headstats.model.loading.load_task_model`) and, per batch, runs one grad-enabled
-forward and backward pass (base metrics, gradients and the sums of every head's output). The ablations need the
+**The pass.** The engine's own forward pass carries attention only; the collector declares that it needs the
+checkpoint with its head and gradients (``needs_task_model``, ``needs_gradients``): the runner loads it once per
+group of models and, per batch, calls ``update`` with gradients enabled, which runs one forward and backward pass (base metrics, gradients and the sums of every head's output). The ablations need the
 mean over the data set, so they run when the chunk's state is taken (:meth:`ImportanceCollector.state`): all
 ``L x H`` single-head ablations of a batch as copies of it in a few forward passes of at most ``max_tokens``
 pieces (a batch of head masks per pass), then the pruning passes. The mean is the chunk's (``execution.
@@ -164,6 +164,9 @@ class ImportanceCollector(Collector):
     seeded: ClassVar[bool] = True
     #: The job carries the data set's GLUE task (``options["glue_task"]``): a classifier of another task is skipped.
     reads_task: ClassVar[bool] = True
+    #: The runner hands it the model with its task head, and runs its batches with gradients enabled.
+    needs_task_model: ClassVar[bool] = True
+    needs_gradients: ClassVar[bool] = True
 
     def __init__(self, context: Context) -> None:
         super().__init__(context)
@@ -187,17 +190,14 @@ class ImportanceCollector(Collector):
         if info["status"] == "skipped":
             return False
         from headstats.analyses.gradients.collect import TASKS
-        from headstats.model.loading import load_task_model
 
         prov = self.context.provenance.get(self.context.model, {})
-        source = prov.get("path") or prov.get("hub_id") or self.context.model
         trained = _finetuned_task(prov.get("path"))
         if trained is not None and self._dataset_task is not None and trained != self._dataset_task:
             info.update(status="skipped", reason=f"the classifier was fine-tuned on {trained}, the data set is "
                                                  f"{self._dataset_task}: its loss there means nothing")
             return False
-        loaded = load_task_model(str(source), revision=prov.get("revision"), device=prov.get("device", "cpu"),
-                                 dtype=prov.get("dtype", "float32"))
+        loaded = self.context.task_model(prov.get("dtype", "float32"))
         self._task = loaded
         self._kind = TASKS.get(loaded.head)
         info.update(kind=self._kind, status="task" if self._kind else "task-free", reason=loaded.head_note)
@@ -273,22 +273,22 @@ class ImportanceCollector(Collector):
         if not self._load():
             return
         L, H = self.context.n_layers, self.context.n_heads
-        with torch.inference_mode(False), torch.enable_grad():
-            prep = self._prepare(view.inputs)
-            B = prep["ids"].shape[0]
-            device = prep["ids"].device
-            has_task = self._kind is not None
-            gates = torch.ones((B, L, H), device=device, requires_grad=has_task)
-            out = self._run(prep, gates, 1, record=prep["mask"].bool())
-            if self._kind == "classifier":
-                missing = prep["target"] < 0
-                self._state.info["n_predicted_labels"] += int(missing.sum())
-                prep["target"] = torch.where(missing, out.logits.detach().argmax(-1), prep["target"])
-            metrics = self._metrics(out, prep.get("target"), prep["mask"])
-            if has_task:
-                grad = torch.autograd.grad(metrics["loss"].sum(), gates)[0].abs().detach()
-            else:
-                grad = torch.full((B, L, H), float("nan"), device=device)
+        # the runner's grad-enabled batch (needs_gradients)
+        prep = self._prepare(view.inputs)
+        B = prep["ids"].shape[0]
+        device = prep["ids"].device
+        has_task = self._kind is not None
+        gates = torch.ones((B, L, H), device=device, requires_grad=has_task)
+        out = self._run(prep, gates, 1, record=prep["mask"].bool())
+        if self._kind == "classifier":
+            missing = prep["target"] < 0
+            self._state.info["n_predicted_labels"] += int(missing.sum())
+            prep["target"] = torch.where(missing, out.logits.detach().argmax(-1), prep["target"])
+        metrics = self._metrics(out, prep.get("target"), prep["mask"])
+        if has_task:
+            grad = torch.autograd.grad(metrics["loss"].sum(), gates)[0].abs().detach()
+        else:
+            grad = torch.full((B, L, H), float("nan"), device=device)
         base = {k: v.detach() for k, v in metrics.items()}
         self._pending.append({"items": list(view.inputs), "prep": {k: (v.detach() if v is not None else None)
                                                                    for k, v in prep.items()},

@@ -118,10 +118,3 @@ def adjusted_bound_words(correction: str) -> str:
             "fdr": "Benjamini-Yekutieli false-coverage-rate level 1 - R (1 - confidence) / m, for the R "
                    "assigned heads only",
             }.get(kind, "equal to the marginal bound, as there is no correction")
-
-
-def add_subsections_as_text(report: Report, markdown: str) -> None:
-    """Add each ``### title`` subsection of generated markdown as a paragraph led by its title in bold."""
-    for chunk in markdown.split("### ")[1:]:
-        title, _, body = chunk.partition("\n")
-        report.text(f"**{title.strip()}**\n\n{body.strip()}")

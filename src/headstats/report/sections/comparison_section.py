@@ -5,14 +5,16 @@ transitions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+
+from headstats.assignment.changes import change_direction
 
 from headstats.report.blocks import Report, figure_tag
 from headstats.report.figures import FigureRenderer
-from headstats.report.sections import add_subsections_as_text
 from headstats.report.sections.seeds_section import has_seeds, seeds_section
 
 
@@ -31,11 +33,72 @@ def finetuned_models_table(manifest: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _fmt_layers(frame: pd.DataFrame, col: str, k: int = 3) -> str:
+    top = frame.sort_values([col, "layer"], ascending=[False, True]).head(k)
+    return ", ".join(f"{int(r.layer)} ({getattr(r, col):.2f})" for r in top.itertuples())
+
+
+def comparison_summaries(tables: Mapping[str, pd.DataFrame]) -> list[tuple[str, str]]:
+    """A short generated summary of a comparison: which heads changed, how many significantly, and where.
+
+    Takes the dict of :func:`headstats.assignment.changes.run_comparison`; returns one ``(title, paragraph)``
+    per (fine-tuned model, base, data set), the paragraph a Markdown list.
+    """
+    paired = tables["paired_tests"]
+    summary = tables["layer_summary"]
+    summaries: list[tuple[str, str]] = []
+    for (mb, ma, ds), part in paired.groupby(["model_before", "model_after", "dataset"], sort=False):
+        lines: list[str] = []
+        tested = int(np.isfinite(part["p_unc"]).sum())
+        sig = part[part["reject"]]
+        test = part["test"].iloc[0]
+        direction = change_direction(sig)
+        corr = part["correction"].iloc[0]
+        fam = ", ".join(sorted(part["family"].unique()))
+        lines.append(
+            f"- {len(sig)} of {tested} head x role tests show a significant change ({test}, "
+            f"{part['alternative'].iloc[0]}, {corr} over {fam}, alpha {part['alpha'].iloc[0]:g}): "
+            f"{int((direction == 'up').sum())} up, {int((direction == 'down').sum())} down "
+            f"({'mean difference' if test == 't' else 'Hodges-Lehmann pseudo-median'} and its interval); "
+            f"{sig[['layer', 'head']].drop_duplicates().shape[0]} of "
+            f"{part[['layer', 'head']].drop_duplicates().shape[0]} heads changed in at least one role."
+        )
+        s = summary[(summary["model_after"] == ma) & (summary["dataset"] == ds)]
+        if len(s):
+            lines.append(f"- Layers with the largest share of significant changes: {_fmt_layers(s, 'share_significant')}.")
+            lines.append(f"- Layers with the largest mean |estimated change|: {_fmt_layers(s, 'mean_abs_estimate')}.")
+            if s["cosine_mean"].notna().any():
+                low = s.sort_values("cosine_mean").head(3)
+                lines.append("- Least similar attention maps (mean cosine per layer): "
+                             + ", ".join(f"{int(r.layer)} ({r.cosine_mean:.2f})" for r in low.itertuples()) + ".")
+        by_role = (sig.assign(up=(direction == "up").to_numpy()).groupby("role")["up"].agg(["size", "sum"]))
+        if len(by_role):
+            lines.append("- Significant changes by role: " + "; ".join(
+                f"{role} {int(r['size'])} ({int(r['sum'])} up)" for role, r in by_role.iterrows()) + ".")
+        if "transitions" in tables:
+            t = tables["transitions"]
+            t = t[(t["model_after"] == ma) & (t["dataset"] == ds)]
+            if len(t):
+                agg = t.groupby("role", sort=False)[["before", "after", "gained", "lost"]].sum()
+                lines.append("- Role assignment before -> after (gained / lost): " + "; ".join(
+                    f"{role} {r.before} -> {r.after} (+{r.gained} / -{r.lost})" for role, r in agg.iterrows()) + ".")
+        if "special_mass_per_layer" in tables:
+            m = tables["special_mass_per_layer"]
+            m = m[(m["dataset"] == ds) & (m["target"] == "sep")]
+            before, after = m[m["model"] == mb], m[m["model"] == ma]
+            if len(before) and len(after):
+                lines.append(
+                    f"- Mean attention mass on [SEP]: {before['mass'].mean():.3f} before, {after['mass'].mean():.3f} "
+                    "after (mean over layers)."
+                )
+        summaries.append((f"{ma} vs {mb} on {ds}", "\n".join(lines).strip()))
+    return summaries
+
+
 def comparison_section(report: Report, root: Path, tables: dict, manifest: dict, *,
                        formats: Sequence[str] | None = None, figures: FigureRenderer | None = None) -> None:
     """Pretrained vs fine-tuned: generated summary, change maps, transitions, per-layer figures (drawn by
     ``figures``, default: here, now)."""
-    from headstats.assignment.changes import comparison_markdown
     from headstats.plots import compare_plots
 
     figures = figures or FigureRenderer(root, formats=formats, workers=1)
@@ -54,7 +117,8 @@ def comparison_section(report: Report, root: Path, tables: dict, manifest: dict,
                     "models differ on almost every input, so with a few hundred paired inputs nearly every head "
                     "changes 'significantly' here; whether a change goes beyond what any fine-tuning run "
                     "changes is answered above, with seeds as replicates.")
-    add_subsections_as_text(report, comparison_markdown(tables))
+    for title, paragraph in comparison_summaries(tables):
+        report.text(f"**{title}**\n\n{paragraph}")
     paired = tables["paired_tests"]
     # figures for one seed of each replicate group (the others' numbers are in the tables)
     later_seeds: set[str] = set()

@@ -94,8 +94,10 @@ def test_roles(
 
     Examples
     --------
-    >>> from headstats.stats.simulation import planted_scores
-    >>> t = test_roles(planted_scores(seed=1), tau=3.0)
+    >>> import numpy as np, pandas as pd
+    >>> scores = pd.DataFrame({"model": "m", "dataset": "d", "sentence_id": [f"s{i}" for i in range(8)],
+    ...                        "layer": 0, "head": 0, "role": "local", "score": np.linspace(2.0, 6.0, 8)})
+    >>> t = test_roles(scores, tau=3.0)
     >>> list(t.columns[:5])
     ['model', 'dataset', 'role', 'layer', 'head']
     """

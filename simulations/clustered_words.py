@@ -2,11 +2,11 @@
 
 Reproduces the table of docs/statistics.md, section "Words and mentions cluster in sentences":
 
-    PYTHONPATH=src python docs/simulations/clustered_words.py     # about 2 CPU-minutes
+    PYTHONPATH=src python -m simulations.clustered_words     # about 2 CPU-minutes
 
 Two predictors equally accurate on average (H0), each with its own sentence effect on the logit of being
 right (sd 0, 0.5, 1, 1.5); 100 sentences of 12 words, 1000 simulations, one-sided at alpha 0.05. See
-headstats.stats.accuracy.simulate_clustered_level.
+simulations.clustered.simulate_clustered_level.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 
 import pandas as pd
 
-from headstats.stats.accuracy import simulate_clustered_level
+from simulations.clustered import simulate_clustered_level
 
 
 def main(n_sim: int = 1000) -> pd.DataFrame:

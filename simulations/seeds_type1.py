@@ -2,17 +2,17 @@
 
 Reproduces the table of docs/statistics.md, section "Seeds as replicates":
 
-    PYTHONPATH=src python docs/simulations/seeds_type1.py            # ~2-4 minutes on one core (MixedLM is slow)
+    PYTHONPATH=src python -m simulations.seeds_type1   # ~2-4 minutes on one core (MixedLM is slow)
 
 Under H0 each simulated head has per-input changes d_si = u_s + e_si (run effect u_s ~ N(0, sd_seed^2),
-input noise e_si ~ N(0, 1)), true mean change 0; see headstats.stats.seeds.simulate_seed_type1.
+input noise e_si ~ N(0, 1)), true mean change 0; see simulations.seed_tests.simulate_seed_type1.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from headstats.stats.seeds import simulate_seed_type1
+from simulations.seed_tests import simulate_seed_type1
 
 
 def main() -> pd.DataFrame:

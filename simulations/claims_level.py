@@ -2,7 +2,7 @@
 
 Reproduces the table of docs/statistics.md, section "Claims: every verdict a test":
 
-    PYTHONPATH=src python docs/simulations/claims_level.py     # about 1 CPU-minute
+    PYTHONPATH=src python -m simulations.claims_level     # about 1 CPU-minute
 
 A run's claims are corrected together (Holm over the m claims whose test can reject); with m = 10 the
 smallest claim p-value is compared with alpha / m = 0.005, so that is the level at which each test must hold.

@@ -1,4 +1,4 @@
-"""Tests of headstats.stats.simulation: planted tables, and the error rates that the corrections control."""
+"""Tests of simulations.planted: planted tables, and the error rates that the corrections control."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from headstats.errors import HeadstatsError
 from headstats.stats.onesample import SCORE_COLUMNS
-from headstats.stats.simulation import SIMULATION_COLUMNS, draw, plant, planted_scores, simulate_error_rates
+from simulations.planted import SIMULATION_COLUMNS, draw, plant, planted_scores, simulate_error_rates
 
 
 def test_plant_shape_truth_and_missing():

@@ -2,13 +2,13 @@
 
 Reproduces the tables of docs/statistics.md, section "Seeds as replicates" (the moderated t):
 
-    PYTHONPATH=src python docs/simulations/moderated_t.py     # about 4 CPU-minutes (0.2 CPU-s per simulation)
+    PYTHONPATH=src python -m simulations.moderated_t     # about 4 CPU-minutes (0.2 CPU-s per simulation)
 
 720 head x role cells (a 6 x 12 model, 10 roles), k = 3, 5, 10 seeds; the cells' true seed-to-seed
 variances follow limma's prior (scaled inverse chi-square, d0 = 4); run effects normal or skewed (a centred
 exponential, skewness 2). Level: all cells null; the rate of p <= 0.05 / 720 among null cells against that
 level, and the family-wise error of Holm. Power: 72 cells moved by 2 (and 4) run-to-run sds, the share Holm
-finds. See headstats.stats.seeds.simulate_moderated_level.
+finds. See simulations.seed_tests.simulate_moderated_level.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 
 import pandas as pd
 
-from headstats.stats.seeds import simulate_moderated_level
+from simulations.seed_tests import simulate_moderated_level
 
 
 def main(n_level: int = 150, n_power: int = 50) -> tuple[pd.DataFrame, pd.DataFrame]:
