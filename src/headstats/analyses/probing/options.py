@@ -21,3 +21,7 @@ class ProbingOptions(StrictModel):
     #: Adam's learning rate (the paper's 0.002) and the hidden units of the distance-plus-words baseline.
     lr: float = Field(0.002, gt=0, json_schema_extra=AFTER_PASS)
     hidden: Int = Field(200, ge=1, json_schema_extra=AFTER_PASS)
+    #: Sentences per Adam step and passes over the training sentences
+    #: (:func:`~headstats.analyses.probing.collect.run_probes`).
+    batch_size: Int = Field(8, ge=1, json_schema_extra=AFTER_PASS)
+    epochs: Int = Field(3, ge=1, json_schema_extra=AFTER_PASS)
