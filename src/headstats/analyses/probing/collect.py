@@ -5,8 +5,9 @@ METHODS 2.2), the word-level attention of every head between every pair of words
 (K = layers x heads; m words give K m^2 numbers: the per-word-pair features the probes need, never the
 piece-level maps), the gold head of each word, and the piece ids of each word (for word vectors).
 
-Probes, each trained with torch (Adam, lr 0.002, one sentence per step, one epoch, seeded) on the inputs
-whose position in the file is not 4 mod 5, and evaluated on the others (held out, 20 %):
+Probes, trained together with torch (Adam, lr 0.002, ``batch_size`` sentences per step, ``epochs`` passes,
+seeded; :func:`run_probes`) on the inputs whose position in the file is not 4 mod 5, and evaluated on the
+others (held out, 20 %):
 
 - ``attention_only``: :math:`p(c \mid d) \propto \exp(\sum_k w_k A_k[d, c] + u_k A_k[c, d])`;
 - ``attention_and_words``: the weights become :math:`W_k (v_c \oplus v_d)` and :math:`U_k (v_c \oplus v_d)`,
