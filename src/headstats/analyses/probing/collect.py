@@ -259,7 +259,7 @@ def _probe_class() -> type:
 
 
 def run_probe(kind: str, train: Sequence[dict], test: Sequence[dict], vectors: Any, *, seed: int = 0,
-              lr: float = 0.002, hidden: int = 200, batch_size: int = 8, epochs: int = 3) -> np.ndarray:
+              lr: float = 0.002, hidden: int = 200, batch_size: int = 4, epochs: int = 2) -> np.ndarray:
     """One probe of :func:`run_probes`: for every scored word of ``test`` in order, whether its head is
     predicted."""
     return run_probes((kind,), train, test, vectors, seed=seed, lr=lr, hidden=hidden, batch_size=batch_size,
@@ -267,7 +267,7 @@ def run_probe(kind: str, train: Sequence[dict], test: Sequence[dict], vectors: A
 
 
 def run_probes(kinds: Sequence[str], train: Sequence[dict], test: Sequence[dict], vectors: Any, *, seed: int = 0,
-               lr: float = 0.002, hidden: int = 200, batch_size: int = 8, epochs: int = 3) -> dict[str, np.ndarray]:
+               lr: float = 0.002, hidden: int = 200, batch_size: int = 4, epochs: int = 2) -> dict[str, np.ndarray]:
     """Train the probes ``kinds`` together and return, per probe, for every scored word of ``test`` in order,
     whether its head is predicted (the same words, in the same order, for every probe).
 
