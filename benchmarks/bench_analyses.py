@@ -1,6 +1,11 @@
 """Benchmark: each registered analysis' cost per input against the forward pass on the same batches.
 
-Run:  python benchmarks/bench_analyses.py [--n 200] [--analyses surface clustering ...] [--batch-size 32]
+Run:  python benchmarks/bench_analyses.py [--n 200] [--analyses surface clustering ...] [--batch-size 32] [--smoke]
+
+The default is every single-model analysis but ``importance``, whose cost is its own passes (the 72 ablations
+and the gradient pass; its ``state()`` reruns them): ``benchmarks/bench_importance.py`` measures it, or
+``--analyses importance`` alone. ``--smoke`` runs the default analyses on the demo corpus' first 4 pairs and 4
+gold sentences (``data/demo``; seconds: ``tests/test_benchmarks.py`` runs it).
 
 The inputs are the first ``--n`` WikiText-2 paragraph pairs (``[CLS] A [SEP] B [SEP]`` truncated to 128
 pieces, as the paper) and the first ``--n`` UD English EWT dev sentences, read as ``protocols/clark2019.yaml``
@@ -44,16 +49,22 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("HEADSTATS_SHARED_DATA", REPO.parent / "shared" / "data"))
 WIKI = Path("wiki") / "wikitext-2-raw" / "wiki.test.raw"
 EWT = Path("ud") / "en_ewt" / "en_ewt-ud-dev.conllu"
+#: The smoke size's inputs (in the repository: the smoke run needs no shared data).
+SMOKE = {WIKI: REPO / "data" / "demo" / "pairs.txt", EWT: REPO / "data" / "demo" / "mini.conllu"}
+#: Analyses measured by their own benchmark, not in the default list.
+OWN_BENCHMARK = ("importance",)
 
 
-def protocol_for(n: int, analyses: list[str], data: Path = DATA):
-    """``protocols/clark2019.yaml`` on the first ``n`` WikiText pairs and EWT dev sentences, with ``analyses``."""
+def protocol_for(n: int, analyses: list[str], data: Path | None = DATA):
+    """``protocols/clark2019.yaml`` on the first ``n`` WikiText pairs and EWT dev sentences, with ``analyses``
+    (``data=None``: the demo corpus' pairs and gold sentences, the smoke size)."""
     from headstats.config.protocol import load_protocol
 
     protocol = load_protocol(REPO / "protocols" / "clark2019.yaml")
     raw = protocol.model_dump(mode="json")
-    raw["datasets"] = [{"name": "wiki_pairs", "path": str(data / WIKI), "limit": n, "parse": "none"},
-                       {"name": "ewt_dev", "path": str(data / EWT), "limit": n}]
+    wiki, ewt = (SMOKE[WIKI], SMOKE[EWT]) if data is None else (data / WIKI, data / EWT)
+    raw["datasets"] = [{"name": "wiki_pairs", "path": str(wiki), "limit": n, "parse": "none"},
+                       {"name": "ewt_dev", "path": str(ewt), "limit": n}]
     raw["analyses"] = analyses
     raw["analysis_options"] = {k: v for k, v in (raw.get("analysis_options") or {}).items() if k in analyses}
     if "clustering" in analyses:  # every input of both data sets (clark2019 clusters 1,000 WikiText pairs only)
@@ -63,7 +74,7 @@ def protocol_for(n: int, analyses: list[str], data: Path = DATA):
     return validate_protocol(raw)
 
 
-def run(n: int, analyses: list[str], batch_size: int, data: Path = DATA) -> list[dict]:
+def run(n: int, analyses: list[str], batch_size: int, data: Path | None = DATA) -> list[dict]:
     import numpy as np
     import torch
 
@@ -146,16 +157,26 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def main() -> None:
+def default_analyses() -> list[str]:
+    """Every single-model analysis but those with a benchmark of their own (:data:`OWN_BENCHMARK`)."""
     from headstats.analyses import get_analysis, list_analyses
 
+    return [a for a in list_analyses()
+            if not getattr(get_analysis(a).collector, "pair", False) and a not in OWN_BENCHMARK]
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200, help="inputs per data set (default 200)")
-    parser.add_argument("--analyses", nargs="*", default=None, help="default: every single-model analysis")
+    parser.add_argument("--analyses", nargs="*", default=None,
+                        help=f"default: every single-model analysis but {', '.join(OWN_BENCHMARK)}")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--data", type=Path, default=DATA, help=f"the shared data folder (default {DATA})")
-    args = parser.parse_args()
-    analyses = args.analyses or [a for a in list_analyses() if not getattr(get_analysis(a).collector, "pair", False)]
+    parser.add_argument("--smoke", action="store_true", help="4 demo pairs and 4 demo sentences (seconds)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.n, args.data = 4, None
+    analyses = args.analyses or default_analyses()
     load = os.getloadavg()
     rows = run(args.n, analyses, args.batch_size, args.data)
     print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; after: "

@@ -1,6 +1,9 @@
 """Benchmark: headstats' engine (encoding, forward, all role scores) against the bare forward pass, and memory.
 
-Run:  python benchmarks/bench_extraction.py [--n 1000] [--batch-size 32]
+Run:  python benchmarks/bench_extraction.py [--n 1000] [--batch-size 32] [--smoke]
+
+``--smoke``: 16 inputs in chunks of 8, once each, and memory at 8 and 16 inputs in this process (seconds; run
+by ``tests/test_benchmarks.py``: it checks that the benchmark runs, not its figures).
 
 Prints, measured in this one run on the same inputs:
 - the time of the bare forward pass with ``output_attentions=True`` (the same length-sorted batches,
@@ -128,30 +131,46 @@ def peak_memory_child(n: int, batch_size: int) -> None:
                       "growth_during_scoring_mib": round((after - before) / 1024, 1)}))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--memory-sizes", type=int, nargs=2, default=(200, 1000))
+    parser.add_argument("--smoke", action="store_true", help="16 inputs, memory at 8 and 16 (seconds)")
     parser.add_argument("--memory-child", type=int, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.memory_child:
         peak_memory_child(args.memory_child, args.batch_size)
         return
-    speed = compare_speed(args.n, args.batch_size)
+    chunk, repeats = (8, 1) if args.smoke else (128, 3)
+    if args.smoke:
+        args.n, args.memory_sizes = 16, (8, 16)
+    speed = compare_speed(args.n, args.batch_size, chunk=chunk, repeats=repeats)
     print(f"inputs: {speed['n_inputs']} from {speed['source']}, batch size {speed['batch_size']}, "
-          f"timed in chunks of {speed['chunk']} inputs (best of 3 per chunk, run alternately)")
+          f"timed in chunks of {speed['chunk']} inputs (best of {repeats} per chunk, run alternately)")
     print(f"bare forward (output_attentions=True): {speed['bare_forward_s']:.3f} s wall, {speed['bare_cpu_s']:.3f} s CPU")
     print(f"headstats encode + forward + {len(ROLES)} role scores: {speed['headstats_s']:.3f} s wall, "
           f"{speed['headstats_cpu_s']:.3f} s CPU")
     print(f"ratio headstats / bare forward: {speed['ratio']:.3f} wall, {speed['cpu_ratio']:.3f} CPU  (target <= 1.10)")
     peaks = {}
-    for n in (200, 1000):
-        out = subprocess.run([sys.executable, __file__, "--memory-child", str(n), "--batch-size", str(args.batch_size)],
-                             capture_output=True, text=True, check=True)
-        peaks[n] = json.loads(out.stdout.strip().splitlines()[-1])
+    small, large = args.memory_sizes
+    for n in (small, large):
+        if args.smoke:
+            import contextlib
+            import io
+
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                peak_memory_child(n, args.batch_size)
+            peaks[n] = json.loads(printed.getvalue().strip().splitlines()[-1])
+        else:
+            out = subprocess.run([sys.executable, __file__, "--memory-child", str(n), "--batch-size",
+                                  str(args.batch_size)], capture_output=True, text=True, check=True)
+            peaks[n] = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"peak RSS scoring {n} inputs: {peaks[n]['peak_rss_mib']} MiB "
               f"(growth during scoring {peaks[n]['growth_during_scoring_mib']} MiB, {peaks[n]['rows']} score rows)")
-    print(f"peak RSS ratio 1000 / 200 inputs: {peaks[1000]['peak_rss_mib'] / peaks[200]['peak_rss_mib']:.3f}  (target: flat, ~1.0)")
+    print(f"peak RSS ratio {large} / {small} inputs: {peaks[large]['peak_rss_mib'] / peaks[small]['peak_rss_mib']:.3f}"
+          "  (target: flat, ~1.0)")
 
 
 if __name__ == "__main__":

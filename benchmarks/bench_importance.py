@@ -1,6 +1,8 @@
 """Benchmark: the ``importance`` analysis' ablations against H forward passes, and its gradient pass against one.
 
-Run:  python benchmarks/bench_importance.py [--n 64] [--batch-size 32] [--repeats 2]
+Run:  python benchmarks/bench_importance.py [--n 64] [--batch-size 32] [--repeats 2] [--smoke]
+
+``--smoke``: 4 sentences, one repeat (seconds; run by ``tests/test_benchmarks.py``).
 
 The inputs are the first ``--n`` sentences of ``data/demo/sentences.txt`` (labelled at random: labels change no
 timing), run through the default model (all-MiniLM-L6-v2, 6 x 12 = 72 heads) saved with a freshly initialised
@@ -31,12 +33,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=2)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="4 sentences, one repeat (seconds)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.n, args.repeats = 4, 1
     warnings.simplefilter("ignore")
     import numpy as np
     import torch
@@ -56,7 +61,8 @@ def main() -> None:
 
     hf_logging.set_verbosity_error()
     torch.manual_seed(0)
-    folder = Path(tempfile.mkdtemp(prefix="bench_importance_"))
+    scratch = tempfile.TemporaryDirectory(prefix="bench_importance_")
+    folder = Path(scratch.name)
     base = default_model_path()
     AutoModelForSequenceClassification.from_pretrained(base, num_labels=2).save_pretrained(folder)
     for f in base.iterdir():
@@ -111,6 +117,7 @@ def main() -> None:
           "(target <= 1.2)")
     print(f"gradient importance (forward + backward + sums): {gradient:.3f} s = {gradient / forward:.2f} x one "
           "forward pass (target <= 3)")
+    scratch.cleanup()
 
 
 if __name__ == "__main__":

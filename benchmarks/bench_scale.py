@@ -1,7 +1,11 @@
 """Benchmark: large runs. The state cache, resume after ``kill -9``, a 24 x 16-head model at two sizes, and Ray.
 
 Run:  nice python benchmarks/bench_scale.py [--ewt-n N] [--resume-n N] [--large-n 1000 10000]
-                                             [--real-large-n 200] [--skip-ray]
+                                             [--real-large-n 200] [--skip stats resume large ray] [--smoke]
+
+``--smoke``: every part on a few inputs (20 EWT sentences and one re-run; 8 sentences in chunks of 4; 16 and
+32 short inputs at hidden 64; Ray when installed), each step in this process but the run that is killed
+(seconds per part; ``tests/test_benchmarks.py``): it checks that the benchmark runs, not the figures.
 
 Prints (ratios; every timed step is a fresh process):
 
@@ -48,15 +52,27 @@ def ewt_protocol(path: Path, *, limit: int | None, tau: float = 3.0, correction:
     dataset = {"name": "ewt_train", "path": str(TRAIN)}
     if limit:
         dataset["limit"] = limit
-    path.write_text(yaml.safe_dump({"name": "bench-scale", "models": ["default"], "datasets": [dataset],
-                                    "statistics": {"tau": tau, "correction": correction},
-                                    "execution": {"chunk_size": chunk_size}}))
+    raw = {"name": "bench-scale", "models": ["default"], "datasets": [dataset],
+           "statistics": {"tau": tau, "correction": correction}, "execution": {"chunk_size": chunk_size}}
+    if IN_PROCESS:  # the smoke size: no figures, no sensitivity tables
+        raw["statistics"]["sensitivity"] = False
+        raw["report"] = {"html": False, "figures": {"formats": ["png"], "dpi": 72}}
+    path.write_text(yaml.safe_dump(raw))
     return path
 
 
+#: Run every step in this process (the smoke size: what it checks is that the steps run, not their figures).
+IN_PROCESS = False
+
+
 def run_cli(args: list[str], env: dict | None = None) -> float:
-    """Wall time of ``headstats ARGS`` in a fresh process."""
+    """Wall time of ``headstats ARGS`` in a fresh process (in this one with :data:`IN_PROCESS`)."""
     start = time.perf_counter()
+    if IN_PROCESS:
+        from headstats.cli.main import app
+
+        app(args, standalone_mode=False)
+        return time.perf_counter() - start
     out = subprocess.run([sys.executable, "-m", "headstats.cli.main", *args], capture_output=True, text=True,
                          env=env or os.environ.copy())
     if out.returncode != 0:
@@ -74,17 +90,17 @@ def tables(folder: Path) -> dict[str, bytes]:
 
 # --------------------------------------------------------------------------------------------- 1 and 2
 
-def statistics_only(work: Path, n: int | None) -> None:
+def statistics_only(work: Path, n: int | None, reruns: int = 3) -> None:
     cache = work / "cache-stats"
     protocol = ewt_protocol(work / "ewt.yaml", limit=n)
     first = run_cli(["run", str(protocol), "--out", str(work / "first"), "--cache-dir", str(cache), "--quiet"])
     # three re-runs, each with other statistics (tau, correction); the median is the figure
     times = []
-    for k, (tau, correction) in enumerate([(2.0, "fdr_bh"), (2.5, "bonferroni"), (3.5, "fdr_by")]):
+    for k, (tau, correction) in enumerate([(2.0, "fdr_bh"), (2.5, "bonferroni"), (3.5, "fdr_by")][:reruns]):
         ewt_protocol(protocol, limit=n, tau=tau, correction=correction)
         out = work / ("again" if k == 0 else f"again{k}")
         times.append(run_cli(["run", str(protocol), "--out", str(out), "--cache-dir", str(cache), "--quiet"]))
-    again = sorted(times)[1]
+    again = sorted(times)[len(times) // 2]
     ex1, ex2 = execution_of(work / "first"), execution_of(work / "again")
     print(f"1. statistics-only re-run, EWT train ({n or 'all'} sentences): first run {first:.1f} s "
           f"({ex1['forward_passes']} forward passes), re-run {again:.1f} s (median of "
@@ -115,8 +131,7 @@ app()
 """
 
 
-def resume(work: Path, n: int) -> None:
-    chunk = 256
+def resume(work: Path, n: int, chunk: int = 256) -> None:
     protocol = ewt_protocol(work / "resume.yaml", limit=n, chunk_size=chunk)
     whole = run_cli(["run", str(protocol), "--out", str(work / "whole"), "--cache-dir", str(work / "cache-a"),
                      "--quiet"])
@@ -193,6 +208,14 @@ def large_child(mode: str, n: int, hidden: int) -> None:
 
 
 def large(n: int, hidden: int, mode: str) -> dict:
+    if IN_PROCESS:
+        import contextlib
+        import io
+
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            large_child(mode, n, hidden)
+        return json.loads(printed.getvalue().strip().splitlines()[-1])
     out = subprocess.run([sys.executable, __file__, "--large-child", mode, str(n), str(hidden)], capture_output=True,
                          text=True)
     if out.returncode != 0:
@@ -245,15 +268,22 @@ def ray_identical(work: Path) -> None:
           "the cluster's start)", flush=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ewt-n", type=int, default=None, help="sentences of EWT train for item 1 (default all)")
     parser.add_argument("--resume-n", type=int, default=4096)
     parser.add_argument("--large-n", type=int, nargs="*", default=[1000, 10000])
     parser.add_argument("--real-large-n", type=int, default=200)
     parser.add_argument("--skip", nargs="*", default=[], choices=["stats", "resume", "large", "ray"])
+    parser.add_argument("--smoke", action="store_true", help="every part on a few inputs (seconds per part)")
     parser.add_argument("--large-child", nargs=3, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    reruns, chunk = 3, 256
+    if args.smoke:
+        global IN_PROCESS
+        IN_PROCESS = True
+        args.ewt_n, args.resume_n, args.large_n, args.real_large_n = 20, 8, [16, 32], 0
+        reruns, chunk = 1, 4
     if args.large_child:
         mode, n, hidden = args.large_child
         large_child(mode, int(n), int(hidden))
@@ -265,10 +295,10 @@ def main() -> None:
         os.environ.setdefault("MPLCONFIGDIR", str(work / "mpl"))
         if "stats" not in args.skip:
             (work / "s").mkdir()
-            statistics_only(work / "s", args.ewt_n)
+            statistics_only(work / "s", args.ewt_n, reruns)
         if "resume" not in args.skip:
             (work / "r").mkdir()
-            resume(work / "r", args.resume_n)
+            resume(work / "r", args.resume_n, chunk)
         if "large" not in args.skip:
             large_models(args.large_n, args.real_large_n)
         if "ray" not in args.skip:

@@ -1,6 +1,8 @@
 """Benchmark: the full statistics of a study on planted scores, and the Walsh bound at real size.
 
-Run:  python benchmarks/bench_statistics.py [--n 10000] [--repeats 2]
+Run:  python benchmarks/bench_statistics.py [--n 10000] [--repeats 2] [--smoke]
+
+``--smoke`` runs every step on 200 inputs once (seconds; ``tests/test_benchmarks.py`` runs it).
 
 Prints, measured in this one run:
 - the wall time of every table a study computes from the scores (``headstats.assignment.tables.analyse`` with the
@@ -76,15 +78,12 @@ def full_statistics(n: int, repeats: int) -> None:
     test_roles(planted_arrays(50))  # warm up: pingouin and scipy imports are not the statistics' cost
     total, result = best_of(lambda: analyse(arrays, protocol.statistics, protocol.seed,
                                             top_k=protocol.report.top_k), repeats)
-    kwargs = statistics_kwargs(protocol.statistics, protocol.seed)
-    common = {k: kwargs[k] for k in ("family", "min_n", "seed")}
+    kwargs = statistics_kwargs(protocol.statistics, protocol.seed)  # {"options": TestOptions, "seed": int}
     steps = {
         "pack the array once": lambda mat: score_matrix(arrays),
         "test_roles (t, holm, moments, power, BF)": lambda mat: test_roles(mat, **kwargs),
-        "tau_sensitivity (13 taus x 3 alphas)": lambda mat: tau_sensitivity(
-            mat, test=kwargs["test"], correction=kwargs["correction"], **common),
-        "robustness (3 tests x 4 corrections)": lambda mat: robustness(
-            mat, tau=kwargs["tau"], alpha=kwargs["alpha"], **common),
+        "tau_sensitivity (13 taus x 3 alphas)": lambda mat: tau_sensitivity(mat, **kwargs),
+        "robustness (3 tests x 4 corrections)": lambda mat: robustness(mat, **kwargs),
     }
     best = dict.fromkeys(steps, float("inf"))
     for _ in range(repeats):  # in the order analyse runs them, on a fresh matrix each time
@@ -103,13 +102,12 @@ def full_statistics(n: int, repeats: int) -> None:
     print(f"  heads assigned: {int(result.tests['reject'].sum())} (planted above tau: {3 * len(ROLES)})")
 
 
-def walsh_bound(repeats: int) -> None:
+def walsh_bound(repeats: int, *, n: int = 12_544, n_old: int = 3_000) -> None:
     from headstats.stats.ranks import signrank_critical_count, walsh_lower_bound
 
     rng = np.random.default_rng(1)
-    x = rng.gamma(2.0, 1.0, (1, 12_544))
+    x = rng.gamma(2.0, 1.0, (1, n))
     t_new, bound = best_of(lambda: walsh_lower_bound(x, 0.95), max(repeats, 3))
-    n_old = 3_000
     y = x[:, :n_old]
 
     def brute() -> np.ndarray:  # the former code: every Walsh average, then a partition
@@ -120,21 +118,24 @@ def walsh_bound(repeats: int) -> None:
 
     t_old, ref = best_of(brute, repeats)
     assert ref[0] == walsh_lower_bound(y, 0.95)[0]
-    scale = (12_544 * 12_545) / (n_old * (n_old + 1))
+    scale = (n * (n + 1)) / (n_old * (n_old + 1))
     print("Walsh-average bound of one head (Wilcoxon ci_low):")
-    print(f"  O(n log n) selection at n = 12,544: {t_new * 1e3:.1f} ms")
-    print(f"  former brute force at n = 3,000: {t_old * 1e3:.0f} ms -> extrapolated to n = 12,544 "
+    print(f"  O(n log n) selection at n = {n:,}: {t_new * 1e3:.1f} ms")
+    print(f"  former brute force at n = {n_old:,}: {t_old * 1e3:.0f} ms -> extrapolated to n = {n:,} "
           f"(x{scale:.1f} Walsh averages): {t_old * scale:.1f} s, {t_old * scale / t_new:,.0f} x slower")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000, help="inputs of the planted scores")
     parser.add_argument("--repeats", type=int, default=2, help="best of this many runs")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="200 inputs, one run (seconds)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.n, args.repeats = 200, 1
     print(f"load average before: {', '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs)")
     full_statistics(args.n, args.repeats)
-    walsh_bound(args.repeats)
+    walsh_bound(args.repeats, **({"n": 1_000, "n_old": 300} if args.smoke else {}))
     print(f"load average after: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 

@@ -12,6 +12,9 @@ Prints, each measured in a fresh process on UD English EWT train (12,544 sentenc
   (target <= 1.15). ``--scaling-sensitivity off`` leaves the sensitivity tables out of these two runs, to
   measure the engine and the arrays without the statistics' own memory.
 
+``--smoke``: the main run on 20 sentences, no scaling, in this process (seconds; run by
+``tests/test_benchmarks.py``: it checks that the benchmark runs, not its figures).
+
 The 12,544-sentence run takes minutes on two cores: run it once (``--skip-main`` measures the scaling only).
 ``--sensitivity off`` runs the main study without the sensitivity tables (whose Wilcoxon bound is O(n^2)
 until the statistics bound it in O(n log n)).
@@ -69,6 +72,10 @@ def child(command: list[str]) -> None:
                           "in_process_s": round(time.perf_counter() - start, 2)}))
 
 
+#: Run the commands in this process (the smoke size).
+IN_PROCESS = False
+
+
 def measure(command: list[str]) -> dict:
     """Wall time and report of a child process running ``command``, with an empty state cache of its own.
 
@@ -76,6 +83,17 @@ def measure(command: list[str]) -> dict:
     one wrote (the 10,000-input run would otherwise find most of its chunks from the full run)."""
     env = os.environ | {"HEADSTATS_CACHE_DIR": tempfile.mkdtemp(prefix="bench_study_cache_")}
     start = time.perf_counter()
+    if IN_PROCESS:
+        import contextlib
+        import io
+
+        printed = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(printed):
+                child(command + ["--no-cache"])
+        finally:
+            shutil.rmtree(env["HEADSTATS_CACHE_DIR"], ignore_errors=True)
+        return json.loads(printed.getvalue().strip().splitlines()[-1]) | {"wall_s": time.perf_counter() - start}
     try:
         out = subprocess.run([sys.executable, __file__, "--child", json.dumps(command)], capture_output=True,
                              text=True, env=env)
@@ -99,7 +117,7 @@ def phase_summary(phases: list[tuple[str, float]]) -> str:
             f"comparisons {writing - testing:.1f} s, writing (tables, figures, report) {done - writing:.1f} s")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=None, help="sentences of EWT train for the main run (default all)")
     parser.add_argument("--scaling", type=int, nargs=2, default=(1000, 10000))
@@ -107,8 +125,13 @@ def main() -> None:
     parser.add_argument("--scaling-sensitivity", choices=("on", "off"), default="on")
     parser.add_argument("--skip-scaling", action="store_true")
     parser.add_argument("--skip-main", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="20 sentences, no scaling (seconds)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.smoke:
+        global IN_PROCESS
+        IN_PROCESS = True
+        args.n, args.skip_scaling = 20, True
     if args.child:
         child(json.loads(args.child))
         return

@@ -9,6 +9,7 @@ reads the TSV as the notebooks do, parses the cleaned sides with spaCy, runs the
 128 pieces as the notebooks' attention pickles were) and prints, per role, the share of (input, layer, head)
 scores that agree (``|ours - notebook| <= 1e-4 |notebook| + 1e-5``; NaN agrees with NaN only), with the inputs
 that disagree. Target (issue 20): at least 99 % for ``syntactic``, 100 % for local, block and delimiter.
+``--smoke``: the first 3 rows (seconds; run by ``tests/test_benchmarks.py`` when the GLUE data is there).
 """
 
 from __future__ import annotations
@@ -65,13 +66,16 @@ def notebook_scores(lines, cols, loaded, nlp, roles, max_length=128):
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--task", default="mrpc", choices=sorted(TSV))
     parser.add_argument("--model", default="default")
     parser.add_argument("--data-root", default=str(REPO.parent / "shared" / "data" / "glue"))
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="the first 3 rows (seconds)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.n = 3
     folder, *cols = TSV[args.task]
 
     from headstats.config.protocol import ModelSpec, load_protocol

@@ -15,7 +15,8 @@ the head's skewness (``scipy.stats.skew(bias=False)``) and its median within ban
 the per-head rates to ``--out`` (``--summarise FILE`` prints the tables of such a file again).
 
 The default scores are the quickstart's (tests/golden/quickstart/scores.parquet: the embedded
-all-MiniLM-L6-v2 on data/demo). Takes a few minutes on one core.
+all-MiniLM-L6-v2 on data/demo). Takes a few minutes on one core. ``--smoke``: 20 and 4 repetitions of 99
+resamples on the first 20 hypotheses (seconds; run by ``tests/test_benchmarks.py``).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def band_table(rates: pd.DataFrame, tests) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scores", default=str(ROOT / "tests" / "golden" / "quickstart" / "scores.parquet"))
     parser.add_argument("--tau", type=float, default=3.0)
@@ -81,7 +82,11 @@ def main() -> None:
     parser.add_argument("--tests", default=",".join(TESTS))
     parser.add_argument("--out", default="skew_check.csv")
     parser.add_argument("--summarise", default=None, help="print the tables of a per-head rates CSV and stop")
-    args = parser.parse_args()
+    parser.add_argument("--max-heads", type=int, default=None, help="the first this many hypotheses only")
+    parser.add_argument("--smoke", action="store_true", help="a few repetitions on 20 hypotheses (seconds)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.reps, args.resampling_reps, args.n_resamples, args.max_heads = 20, 4, 99, 20
     tests = [t.strip() for t in args.tests.split(",") if t.strip()]
     if args.summarise:
         summarise(pd.read_csv(args.summarise), tests, args)
@@ -90,7 +95,7 @@ def main() -> None:
     from headstats.stats.onesample import get_test
 
     scores = pd.read_parquet(args.scores)
-    heads = list(hypotheses(scores, args.min_n))
+    heads = list(hypotheses(scores, args.min_n))[: args.max_heads]
     print(f"{len(heads)} hypotheses with n >= {args.min_n} from {args.scores}")
     rows = []
     start = time.perf_counter()

@@ -20,12 +20,15 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def local_cluster(tmp_path_factory):
-    """A local Ray cluster of 2 CPUs on this machine (the run joins it: no address in the protocol)."""
+    """A local Ray cluster of 2 CPUs on this machine (the run joins it: no address in the protocol), its
+    workers at this process' priority as a run's own cluster (Ray's nice 15 starved them on a shared machine)."""
     import os
 
+    from headstats.config.protocol import ExecutionOptions
+    from headstats.study.executors import ray_init_kwargs
+
     os.environ.setdefault("RAY_DISABLE_IMPORT_WARNING", "1")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             _temp_dir=str(tmp_path_factory.mktemp("ray")))
+    ray.init(**ray_init_kwargs(ExecutionOptions(workers=2)), _temp_dir=str(tmp_path_factory.mktemp("ray")))
     yield
     ray.shutdown()
 

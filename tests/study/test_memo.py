@@ -131,3 +131,27 @@ def test_records_pickled_in_slices_come_back_in_order():
     assert len(slices) == 3 and all(isinstance(b, bytes) for b in slices)
     assert unpickled_slices(slices) == records
     assert pickled_slices([], size=512) == [] and unpickled_slices([]) == []
+
+
+def test_a_model_is_described_once_per_process_without_a_cache_until_a_file_changes(tmp_path, tiny_model_dir,
+                                                                                    monkeypatch):
+    import shutil
+
+    from headstats.model.loading import describe_model
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, folder)
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return describe_model(*args, **kwargs)
+
+    monkeypatch.setattr("headstats.model.loading.describe_model", counted)
+    first = memoised_description(str(folder), revision=None, device="cpu", dtype="float32", cache=None)
+    first[0]["model"] = "renamed"  # a caller's change reaches no later caller
+    again = memoised_description(str(folder), revision=None, device="cpu", dtype="float32", cache=None)
+    assert calls == [1] and again == describe_model(str(folder))
+    (folder / "config.json").write_text((folder / "config.json").read_text() + "\n")
+    memoised_description(str(folder), revision=None, device="cpu", dtype="float32", cache=None)
+    assert calls == [1, 1]

@@ -9,7 +9,8 @@ alpha, so each tau is corrected once (all taus of a family in one vectorised cal
 version) and compared with every alpha.
 
 :func:`robustness` runs several tests and corrections on the same scores and says, per head and role,
-whether its assignment is the same under all of them; each test computes only its p-values, once.
+whether its assignment is the same under all of them; each test computes only its p-values, once, and the
+p-values of all tests are corrected together (one row per test), once per correction and family.
 
 Both take the scores as :func:`~headstats.stats.onesample.test_roles` does: a list of
 :class:`~headstats.measures.MeasureArray`, the long scores table, or a
@@ -27,7 +28,6 @@ from headstats.errors import HeadstatsError
 from headstats.stats.corrections import (
     check_correction,
     correct_rows_within_families,
-    correct_within_families,
     reject,
 )
 from headstats.stats.matrix import HYPOTHESIS_KEYS, ScoresLike, score_matrix
@@ -174,14 +174,15 @@ def robustness(
                       for c in corrections)
     out = mat.keys.copy().loc[:, list(HYPOTHESIS_KEYS)]
     labels = family_labels(mat.keys, fam).to_numpy()
+    # every test's p-values as one row each, corrected together: one call per correction and family
+    p_all = np.vstack([run_pvalues(mat, test=t, tau=tau, confidence=confidence, seed=seed,
+                                   n_resamples=n_resamples, min_n=min_n) for t in tests])
+    assigned = {c: reject(correct_rows_within_families(p_all, labels, correction=c), alpha) for c in corrections}
     names = []
-    for t in tests:
-        p = run_pvalues(mat, test=t, tau=tau, confidence=confidence, seed=seed, n_resamples=n_resamples,
-                        min_n=min_n)
+    for i, t in enumerate(tests):
         for c in corrections:
-            name = f"{t}_{c}"
-            out[name] = reject(correct_within_families(p, labels, correction=c, alpha=alpha)[0], alpha)
-            names.append(name)
+            out[f"{t}_{c}"] = assigned[c][i]
+            names.append(f"{t}_{c}")
     block = out[names].to_numpy(bool)
     out["n_assigned"] = block.sum(axis=1)
     out["stable"] = block.all(axis=1) | ~block.any(axis=1)

@@ -3,6 +3,8 @@ this process; ``ray`` (:func:`run_on_ray`, the optional extra ``headstats[ray]``
 shards (:mod:`headstats.study.merge`) as Ray tasks, each worker loading each model once, and merges their
 chunk states in chunk order, so the tables are byte-identical to a local run.
 
+Without an ``address`` the local cluster's workers run at the caller's priority (:func:`ray_init_kwargs`).
+
 Protocol::
 
     execution:
@@ -20,6 +22,7 @@ worker computed it.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -42,6 +45,27 @@ def _shard_task(protocol: Protocol, sources: dict, finetuned: dict, data: dict, 
     return result
 
 
+#: Ray's own setting of its workers' niceness, read from the environment (Ray's default is 15).
+NICENESS_VARIABLE = "RAY_worker_niceness"
+
+
+def ray_init_kwargs(execution) -> dict:
+    """The keyword arguments of ``ray.init`` for ``execution`` (an :class:`~headstats.config.protocol.ExecutionOptions`).
+
+    With ``address``, the cluster is joined as it is (its workers' priority was set by ``ray start``). Without,
+    a local cluster of ``workers x cpus_per_worker`` CPUs is started whose workers run at the caller's priority
+    (``os.nice(0)``): Ray would start them at nice 15, so that on a shared machine two shard workers got under
+    1 % of a CPU each. ``RAY_worker_niceness`` in the environment, when set, is Ray's and wins.
+    """
+    common = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    if execution.address:
+        return {"address": execution.address} | common
+    kwargs = {"num_cpus": int(max(1, execution.workers * execution.cpus_per_worker))} | common
+    if NICENESS_VARIABLE not in os.environ:
+        kwargs["_system_config"] = {"worker_niceness": os.nice(0)}
+    return kwargs
+
+
 def run_on_ray(protocol: Protocol, sources: dict[str, str], finetuned: dict[str, dict], data: dict[str, LoadedData],
                *, cache: Path | None, log: Log = lambda message: None) -> StudyPasses:
     """Run the study's passes as ``execution.workers`` shards on a Ray cluster and merge them.
@@ -56,8 +80,7 @@ def run_on_ray(protocol: Protocol, sources: dict[str, str], finetuned: dict[str,
     ex = protocol.execution
     started_here = False
     if not ray.is_initialized():
-        kwargs = {"address": ex.address} if ex.address else {"num_cpus": int(max(1, ex.workers * ex.cpus_per_worker))}
-        ray.init(**kwargs, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.init(**ray_init_kwargs(ex))
         started_here = True
     try:
         task = ray.remote(num_cpus=ex.cpus_per_worker, num_gpus=ex.gpus_per_worker, max_retries=2)(_shard_task)

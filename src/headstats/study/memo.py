@@ -26,6 +26,7 @@ Bump :data:`MEMO_FORMAT` when what is stored, or how it is computed, changes.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 from pathlib import Path
@@ -119,11 +120,17 @@ def _memoisable_model(source: str, device: str) -> str | None:
     return path if is_local and device != "auto" else None
 
 
+#: Descriptions made in this process, keyed as the cache's (the folder's identity, device, dtype, packages): a
+#: model is described once per process while no file of its folder changes, with or without a cache.
+_DESCRIBED: dict[str, tuple[dict, int]] = {}
+
+
 def memoised_description(source: str, *, revision: str | None, device: str, dtype: str,
                          cache: StateCache | None) -> tuple[dict, int]:
     """:func:`headstats.model.loading.describe_model`, from the cache when an earlier run described the same
     local model folder (every file's name, size, times and inode unchanged, see :func:`folder_identity`) for
-    the same device and dtype with the same installed packages.
+    the same device and dtype with the same installed packages; within a process, from memory under the same
+    key (:data:`_DESCRIBED`: the description is made once per model and process).
 
     Describing a folder runs every check of :func:`headstats.model.sources.check_model_source`, so a stored
     description also says that the folder passed them (:func:`described_before`). Hub ids, ``device: auto``
@@ -133,9 +140,14 @@ def memoised_description(source: str, *, revision: str | None, device: str, dtyp
 
     fresh = lambda: describe_model(source, revision=revision, device=device, dtype=dtype)  # noqa: E731
     path = _memoisable_model(source, device)
-    if cache is None or path is None:
+    if path is None:
         return fresh()
-    return memoised(cache, "model description", _description_key(path, device, dtype), fresh)[0]
+    key = _description_key(path, device, dtype)
+    known = _DESCRIBED.get(repr(key))
+    if known is None:
+        known = fresh() if cache is None else memoised(cache, "model description", key, fresh)[0]
+        _DESCRIBED[repr(key)] = known
+    return copy.deepcopy(known)
 
 
 def described_before(source: str, *, device: str, dtype: str, cache: StateCache | None) -> bool:

@@ -10,7 +10,7 @@ import pandas as pd
 import torch
 import yaml
 
-from headstats.analyses.probing.collect import ProbeFeatures, held_out, right_branching, run_probe
+from headstats.analyses.probing.collect import ProbeFeatures, held_out, right_branching, run_probe, run_probes
 from headstats.engine.batch import view_of
 from headstats.engine.collector import Context
 from headstats.model.encoding import Arc, EncodedInput
@@ -115,18 +115,18 @@ def test_probes_are_trained_once_in_the_finish_step_not_in_tables(monkeypatch):
 
     collector = ProbeFeatures(Context(("m",), "d", 1, 2, provenance={"m": {"path": "/nowhere"}}, seed=4))
     collector.update(view_of(planted(10), [sentence(k) for k in range(10)]))
-    monkeypatch.setattr(probing, "run_probe", lambda *a, **k: (_ for _ in ()).throw(AssertionError("trained")))
+    monkeypatch.setattr(probing, "run_probes", lambda *a, **k: (_ for _ in ()).throw(AssertionError("trained")))
     sentences = collector.tables()["probe_sentences"]
     assert len(sentences) == 10 and sentences["index"].tolist() == list(range(10))
     assert (sentences["source"] == "/nowhere").all()
     monkeypatch.undo()
     trained: list[str] = []
 
-    def counted(kind, *args, **kwargs):
-        trained.append(kind)
-        return run_probe(kind, *args, **kwargs)
+    def counted(kinds, *args, **kwargs):
+        trained.extend(kinds)
+        return run_probes(kinds, *args, **kwargs)
 
-    monkeypatch.setattr(probing, "run_probe", counted)
+    monkeypatch.setattr(probing, "run_probes", counted)
     embeddings = np.random.default_rng(0).standard_normal((6, 3)).astype(np.float32)
     monkeypatch.setattr(probing, "word_vectors", lambda *a, **k: (("embeddings", embeddings, 3, None), "planted"))
     # the spec's steps in order: train the probes (collect.py), then test them (finish.py)
@@ -139,3 +139,53 @@ def test_probes_are_trained_once_in_the_finish_step_not_in_tables(monkeypatch):
 
 class SimpleStatistics:
     correction, alpha, confidence = "holm", 0.05, 0.95
+
+
+def test_batched_probes_give_the_logits_of_one_sentence_at_a_time():
+    """A batch pads sentences of different lengths: every real word's logits over its real candidates are the
+    ones the probe gives the sentence alone (the pair maps computed by halves equal the pair tensor's)."""
+    import headstats.analyses.probing.collect as probing
+
+    rng = np.random.default_rng(0)
+    K, D = 3, 4
+    table = rng.standard_normal((20, D)).astype(np.float32)
+    vectors = ("embeddings", table, D, None)
+
+    def one(m):
+        gold = rng.integers(0, m, m)
+        return {"attention": rng.random((K, m, m)).astype(np.float16), "gold": gold, "punct": np.zeros(m, bool),
+                "pieces": [(int(rng.integers(20)),) for _ in range(m)]}
+
+    sentences = [one(5), one(3)]
+    torch.manual_seed(0)
+    for kind in ("attention_only", "attention_and_words", "distance_and_words"):
+        probe = probing._probe_class()(kind, K, D, 7)
+        for name, p in probe.named_parameters():
+            torch.nn.init.normal_(p)
+        batch = probing._padded(sentences, vectors, True)
+        together = probing._batch_logits(probe, batch)
+        for b, s in enumerate(sentences):
+            m = len(s["gold"])
+            alone = probing._batch_logits(probe, probing._padded([s], vectors, True))[0]
+            # the pair tensor v_c ++ v_d, as the probe's linear maps take it
+            v = probing.sentence_vectors(s, vectors)
+            pair = torch.cat([v[None, :, :].expand(m, m, -1), v[:, None, :].expand(m, m, -1)], -1)
+            a = torch.from_numpy(s["attention"].astype(np.float32))
+            if kind == "attention_and_words":
+                direct = torch.einsum("dck,kdc->dc", probe.W(pair), a) + torch.einsum("dck,kcd->dc", probe.U(pair), a)
+                direct = direct.masked_fill(torch.eye(m, dtype=torch.bool), float("-inf"))
+                torch.testing.assert_close(alone, direct, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(together[b, :m, :m], alone, rtol=1e-5, atol=1e-5)
+            assert torch.isinf(together[b, :m, m:]).all()  # padding is never a candidate
+
+
+def test_probes_trained_together_are_trained_as_alone():
+    """One optimiser over the probes' summed losses trains each as alone (Adam is per parameter)."""
+    sentences = features()
+    train = [s for s in sentences if not held_out(s["index"])]
+    test = [s for s in sentences if held_out(s["index"])]
+    embeddings = np.random.default_rng(0).standard_normal((6, 3)).astype(np.float32)
+    vectors = ("embeddings", embeddings, 3, None)
+    together = run_probes(("attention_only", "distance_and_words"), train, test, vectors, seed=2)
+    alone = run_probes(("attention_only",), train, test, vectors, seed=2)
+    assert together["attention_only"].tolist() == alone["attention_only"].tolist() == [True] * 4

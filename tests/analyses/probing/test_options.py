@@ -11,8 +11,9 @@ from headstats.errors import ProtocolError
 def test_defaults_are_the_papers_and_training_is_after_the_pass():
     options = ProbingOptions()
     assert (options.from_word, options.vectors, options.lr, options.hidden) == ("mean", None, 0.002, 200)
+    assert (options.batch_size, options.epochs) == (4, 2)  # mini-batches (docs/guide.md: measured against 1 x 1)
     after = {k for k, f in ProbingOptions.model_fields.items() if f.json_schema_extra == AFTER_PASS}
-    assert after == {"vectors", "lr", "hidden"}
+    assert after == {"vectors", "lr", "hidden", "batch_size", "epochs"}
 
 
 def test_a_zero_learning_rate_is_refused():

@@ -5,8 +5,9 @@ METHODS 2.2), the word-level attention of every head between every pair of words
 (K = layers x heads; m words give K m^2 numbers: the per-word-pair features the probes need, never the
 piece-level maps), the gold head of each word, and the piece ids of each word (for word vectors).
 
-Probes, each trained with torch (Adam, lr 0.002, one sentence per step, one epoch, seeded) on the inputs
-whose position in the file is not 4 mod 5, and evaluated on the others (held out, 20 %):
+Probes, trained together with torch (Adam, lr 0.002, ``batch_size`` sentences per step, ``epochs`` passes,
+seeded; :func:`run_probes`) on the inputs whose position in the file is not 4 mod 5, and evaluated on the
+others (held out, 20 %):
 
 - ``attention_only``: :math:`p(c \mid d) \propto \exp(\sum_k w_k A_k[d, c] + u_k A_k[c, d])`;
 - ``attention_and_words``: the weights become :math:`W_k (v_c \oplus v_d)` and :math:`U_k (v_c \oplus v_d)`,
@@ -142,8 +143,8 @@ def probe_rows(model: str, dataset: str, sentences: Sequence[dict], provenance: 
     train = [s for s in sentences if not held_out(s["index"])]
     test = [s for s in sentences if held_out(s["index"])]
     vectors, source = word_vectors(provenance, options, model)
-    right = {probe: run_probe(probe, train, test, vectors, seed=seed, lr=options.lr, hidden=options.hidden)
-             for probe in PROBES}
+    right = run_probes(PROBES, train, test, vectors, seed=seed, lr=options.lr, hidden=options.hidden,
+                       batch_size=options.batch_size, epochs=options.epochs)
     rows = []
     for probe, ok in right.items():
         n = len(ok)
@@ -228,60 +229,116 @@ def _probe_class() -> type:
                 self.mlp = torch.nn.Sequential(torch.nn.Linear(2 * D + 2 * MAX_DISTANCE + 1, hidden), torch.nn.ReLU(),
                                                torch.nn.Linear(hidden, 1))
 
-        def forward(self, attention: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
-            """Logits (m dependents, m candidates); ``attention`` is (K, m, m) with ``[k, d, c] = A_k[d, c]``."""
+        def forward(self, attention: torch.Tensor, vectors: torch.Tensor | None) -> torch.Tensor:
+            """Logits (B, m dependents, m candidates); ``attention`` is (B, K, m, m) with ``[b, k, d, c] = A_k[d, c]``
+            and ``vectors`` (B, m, D). A linear map of the pair ``v_c ++ v_d`` is computed as the sum of its two
+            halves' maps, so that no (B, m, m, 2D) tensor is made."""
             m = attention.shape[-1]
             if self.kind == "attention_only":
-                return torch.einsum("k,kdc->dc", self.w, attention) + torch.einsum("k,kcd->dc", self.u, attention)
-            pair = torch.cat([vectors[None, :, :].expand(m, m, -1), vectors[:, None, :].expand(m, m, -1)], -1)  # [d, c]: v_c ++ v_d
+                return (torch.einsum("k,bkdc->bdc", self.w, attention)
+                        + torch.einsum("k,bkcd->bdc", self.u, attention))
             if self.kind == "attention_and_words":
-                return (torch.einsum("dck,kdc->dc", self.W(pair), attention)
-                        + torch.einsum("dck,kcd->dc", self.U(pair), attention))
+                return (self._pair_weighted(self.W, vectors, attention)
+                        + self._pair_weighted(self.U, vectors, attention.transpose(-1, -2)))
+            first, D = self.mlp[0], vectors.shape[-1]
             offset = (torch.arange(m)[None, :] - torch.arange(m)[:, None]).clamp(-MAX_DISTANCE, MAX_DISTANCE) + MAX_DISTANCE
-            distance = torch.nn.functional.one_hot(offset, 2 * MAX_DISTANCE + 1).float()
-            return self.mlp(torch.cat([pair, distance], -1))[..., 0]
+            hidden = (torch.nn.functional.linear(vectors, first.weight[:, :D])[:, None, :, :]  # v_c, at [b, d, c]
+                      + torch.nn.functional.linear(vectors, first.weight[:, D:2 * D])[:, :, None, :]  # v_d
+                      + first.weight[:, 2 * D:].T[offset][None] + first.bias)  # one-hot offset c - d
+            return self.mlp[2](self.mlp[1](hidden))[..., 0]
+
+        @staticmethod
+        def _pair_weighted(linear: Any, vectors: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+            """(B, d, c): sum_k (linear(v_c ++ v_d))_k attention[b, k, d, c]."""
+            D = vectors.shape[-1]
+            on_c = torch.nn.functional.linear(vectors, linear.weight[:, :D])  # (B, m, K), indexed by c
+            on_d = torch.nn.functional.linear(vectors, linear.weight[:, D:], linear.bias)  # indexed by d
+            return torch.einsum("bck,bkdc->bdc", on_c, attention) + torch.einsum("bdk,bkdc->bdc", on_d, attention)
 
     return Probe
 
 
 def run_probe(kind: str, train: Sequence[dict], test: Sequence[dict], vectors: Any, *, seed: int = 0,
-              lr: float = 0.002, hidden: int = 200) -> np.ndarray:
-    """Train one probe (one epoch, one sentence per step, Adam) and return, for every scored word of
-    ``test`` in order, whether its head is predicted (the same words, in the same order, for every probe)."""
-    if kind == "right_branching":
-        return np.concatenate([np.zeros(0, bool)] + [(right_branching(len(s["gold"])) == s["gold"])[_scored(s)]
-                                                     for s in test])
-    if not train:
-        return np.zeros(sum(int(_scored(s).sum()) for s in test), bool)
+              lr: float = 0.002, hidden: int = 200, batch_size: int = 4, epochs: int = 2) -> np.ndarray:
+    """One probe of :func:`run_probes`: for every scored word of ``test`` in order, whether its head is
+    predicted."""
+    return run_probes((kind,), train, test, vectors, seed=seed, lr=lr, hidden=hidden, batch_size=batch_size,
+                      epochs=epochs)[kind]
+
+
+def run_probes(kinds: Sequence[str], train: Sequence[dict], test: Sequence[dict], vectors: Any, *, seed: int = 0,
+               lr: float = 0.002, hidden: int = 200, batch_size: int = 4, epochs: int = 2) -> dict[str, np.ndarray]:
+    """Train the probes ``kinds`` together and return, per probe, for every scored word of ``test`` in order,
+    whether its head is predicted (the same words, in the same order, for every probe).
+
+    Training: ``epochs`` passes over ``train`` in a seeded order, ``batch_size`` sentences per Adam step (padded
+    to the batch's longest; the loss is the mean cross-entropy over the batch's scored words). The probes
+    share each batch's features (attention, word vectors) and one optimiser over their parameters; their
+    losses are summed, and as Adam is per parameter each probe is trained as it would be alone.
+    """
+    out = {}
+    if "right_branching" in kinds:
+        out["right_branching"] = np.concatenate(
+            [np.zeros(0, bool)] + [(right_branching(len(s["gold"])) == s["gold"])[_scored(s)] for s in test])
+    learned = [k for k in kinds if k != "right_branching"]
+    usable = [s for s in train if _scored(s).any() and len(s["gold"]) >= 2]
+    if not learned:
+        return out
+    if not usable:
+        return out | {k: np.zeros(sum(int(_scored(s).sum()) for s in test), bool) for k in learned}
     torch.manual_seed(seed)
-    K, D = train[0]["attention"].shape[0], (vectors[2] if vectors is not None else 0)
-    probe = _probe_class()(kind, K, D, hidden)
-    optimiser = torch.optim.Adam(probe.parameters(), lr=lr)
-    order = np.random.default_rng(seed).permutation(len(train))
+    K, D = usable[0]["attention"].shape[0], (vectors[2] if vectors is not None else 0)
+    probes = {k: _probe_class()(k, K, D, hidden) for k in learned}
+    optimiser = torch.optim.Adam([p for probe in probes.values() for p in probe.parameters()], lr=lr)
+    rng = np.random.default_rng(seed)
+    words = any(k != "attention_only" for k in learned)
     with torch.inference_mode(False), torch.enable_grad():
-        for k in order:
-            s = train[int(k)]
-            keep = _scored(s)
-            if not keep.any() or len(s["gold"]) < 2:
-                continue
-            logits = _logits(probe, s, vectors)
-            loss = torch.nn.functional.cross_entropy(logits[torch.from_numpy(keep)], torch.from_numpy(s["gold"][keep]))
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-    out = [np.zeros(0, bool)]
+        for _ in range(epochs):
+            order = rng.permutation(len(usable))
+            for begin in range(0, len(order), batch_size):
+                batch = _padded([usable[int(k)] for k in order[begin:begin + batch_size]], vectors, words)
+                keep = batch["keep"]
+                loss = sum(torch.nn.functional.cross_entropy(_batch_logits(probe, batch)[keep], batch["gold"][keep])
+                           for probe in probes.values())
+                optimiser.zero_grad()
+                loss.backward()
+                optimiser.step()
+    right = {k: [np.zeros(0, bool)] for k in learned}
+    scored = [s for s in test if _scored(s).any()]
     with torch.no_grad():
-        for s in test:
-            keep = _scored(s)
-            if keep.any():
-                pred = _logits(probe, s, vectors).argmax(-1).numpy()
-                out.append(pred[keep] == s["gold"][keep])
-    return np.concatenate(out)
+        for begin in range(0, len(scored), 64):
+            batch = _padded(scored[begin:begin + 64], vectors, words)
+            keep = batch["keep"]
+            for k, probe in probes.items():
+                right[k].append((_batch_logits(probe, batch).argmax(-1)[keep] == batch["gold"][keep]).numpy())
+    return out | {k: np.concatenate(v) for k, v in right.items()}
 
 
-def _logits(probe: Any, sentence: dict, vectors: Any) -> torch.Tensor:
-    attention = torch.from_numpy(sentence["attention"].astype(np.float32))
-    logits = probe(attention, sentence_vectors(sentence, vectors) if probe.kind != "attention_only" else None)
-    return logits.masked_fill(torch.eye(logits.shape[0], dtype=torch.bool), float("-inf"))
+def _padded(sentences: Sequence[dict], vectors: Any, words: bool) -> dict[str, Any]:
+    """One batch: ``attention`` (B, K, M, M) zero-padded, ``vectors`` (B, M, D) or None, ``candidate``
+    (B, M, M: word c is a candidate head of word d: both real words, c != d), ``keep`` (B, M: scored words)
+    and ``gold`` (B, M)."""
+    B, M, K = len(sentences), max(len(s["gold"]) for s in sentences), sentences[0]["attention"].shape[0]
+    attention = np.zeros((B, K, M, M), np.float32)
+    gold = np.zeros((B, M), np.int64)
+    keep = np.zeros((B, M), bool)
+    real = np.zeros((B, M), bool)
+    vecs = np.zeros((B, M, vectors[2]), np.float32) if words else None
+    for b, s in enumerate(sentences):
+        m = len(s["gold"])
+        attention[b, :, :m, :m] = s["attention"]
+        gold[b, :m] = np.maximum(s["gold"], 0)
+        keep[b, :m] = _scored(s)
+        real[b, :m] = True
+        if words:
+            vecs[b, :m] = sentence_vectors(s, vectors).numpy()
+    candidate = real[:, None, :] & real[:, :, None] & ~np.eye(M, dtype=bool)[None]
+    return {"attention": torch.from_numpy(attention), "vectors": None if vecs is None else torch.from_numpy(vecs),
+            "candidate": torch.from_numpy(candidate), "keep": torch.from_numpy(keep), "gold": torch.from_numpy(gold)}
+
+
+def _batch_logits(probe: Any, batch: dict[str, Any]) -> torch.Tensor:
+    """(B, M dependents, M candidates) logits, -inf where c is no candidate head of d."""
+    return probe(batch["attention"], batch["vectors"]).masked_fill(~batch["candidate"], float("-inf"))
 
 

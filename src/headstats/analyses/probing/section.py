@@ -23,7 +23,8 @@ def probing_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame])
     report.text(
         "Four ways of attaching every word to its head, scored by unlabeled attachment score (UAS, punctuation "
         "left out) on held-out inputs (every fifth input of the file); the probes are trained with Adam (lr "
-        "0.002), one sentence per step, one epoch, seeded. `attention_only` combines every head's attention in "
+        "0.002), in mini-batches of sentences over a few epochs (options `batch_size`, `epochs`), seeded. "
+        "`attention_only` combines every head's attention in "
         "both directions with one weight each; `attention_and_words` makes those weights functions of the two "
         "words' vectors; `distance_and_words` (baseline) sees only the words and their distance; "
         "`right_branching` attaches each word to the next. Word vectors: the model's input embeddings unless a "

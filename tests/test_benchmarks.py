@@ -1,0 +1,96 @@
+"""Every benchmark's smoke size runs here (seconds each), so that a change of signature breaks a test rather
+than a benchmark that no one runs. The figures they print are ratios of a loaded machine: only what the smoke
+size fixes (counts of inputs, hypotheses and rows, identical tables) is checked."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
+EWT_TRAIN = SHARED / "ud" / "en_ewt" / "en_ewt-ud-train.conllu"
+needs_ewt = pytest.mark.skipif(not EWT_TRAIN.exists(), reason=f"needs {EWT_TRAIN}")
+
+
+def benchmark(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def smoke(name: str, capsys, *extra: str) -> str:
+    benchmark(name).main(["--smoke", *extra])
+    return capsys.readouterr().out
+
+
+def test_statistics(capsys):
+    out = smoke("bench_statistics", capsys)
+    assert "200 inputs x 144 heads x 10 roles (1,440 hypotheses, 288,000 scores)" in out
+    assigned = int(re.search(r"heads assigned: (\d+) \(planted above tau: 30\)", out).group(1))
+    assert 20 <= assigned <= 40  # 30 planted at mean 3.6 against tau = 3; 1,410 at mean 1.5
+
+
+def test_skew_check(capsys, tmp_path):
+    out = smoke("skew_check", capsys, "--out", str(tmp_path / "rates.csv"))
+    assert out.startswith("20 hypotheses with n >= 20")
+    import pandas as pd
+
+    rates = pd.read_csv(tmp_path / "rates.csv")
+    assert len(rates) == 20 and rates["t"].between(0, 1).all()
+
+
+@pytest.mark.slow
+def test_analyses(capsys):
+    bench = benchmark("bench_analyses")
+    default = bench.default_analyses()
+    assert "importance" not in default and "entropy" in default
+    bench.main(["--smoke"])
+    out = capsys.readouterr().out
+    for dataset in ("wiki_pairs", "ewt_dev"):
+        rows = {line.split()[1] for line in out.splitlines() if line.startswith(dataset)}
+        assert rows == set(default) | {"ALL", "forward"}
+
+
+@pytest.mark.slow
+def test_importance(capsys):
+    out = smoke("bench_importance", capsys)
+    assert "4 inputs, 1 batches, 6 x 12 = 72 heads" in out
+    assert re.search(r"ablation of all 72 heads: [\d.]+ s = [\d.]+ x H forward passes", out)
+
+
+@pytest.mark.slow
+def test_extraction(capsys):
+    out = smoke("bench_extraction", capsys)
+    assert out.startswith("inputs: 16 from")
+    # rows of the scores array: inputs x 6 layers x 12 heads x 9 roles
+    assert "16 inputs: " in out and f"{16 * 6 * 12 * 9} score rows" in out and f"{8 * 6 * 12 * 9} score rows" in out
+
+
+@pytest.mark.slow
+@needs_ewt
+def test_study(capsys):
+    out = smoke("bench_study", capsys)
+    assert "inputs: 20 sentences of en_ewt-ud-train.conllu" in out
+    assert re.search(r"ratio run / score: [\d.]+", out)
+
+
+@pytest.mark.slow
+@needs_ewt
+def test_scale(capsys):
+    out = smoke("bench_scale", capsys)
+    assert "scores.parquet byte-identical across the two runs: True" in out
+    assert "in 2 chunks of 4" in out and "tables byte-identical: True" in out
+    assert "16 short inputs" in out and "32 short inputs" in out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (SHARED / "glue" / "MRPC" / "test.tsv").exists(), reason="needs the GLUE data")
+def test_paper_faithful_share(capsys):
+    out = smoke("paper_faithful_share", capsys)
+    assert out.startswith("mrpc: first 3 test rows, 3 scored")
+    assert re.search(r"local\s+100\.00% of \d+ scores equal", out)
