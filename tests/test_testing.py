@@ -32,8 +32,9 @@ def datasets_for(name: str, tmp_path: Path) -> list[dict]:
 
 #: Options other than the defaults: importance's default mean ablation replaces a head by its mean over the chunk
 #: (documented in its collect.py: the data set's whenever it fits in one chunk), so its states depend on the
-#: chunking by design, which check_analysis reports; zero ablation does not.
-OPTIONS = {"importance": {"ablation": "zero"}}
+#: chunking by design, which check_analysis reports; zero ablation does not. The pictures of one short input are
+#: enough to check that the section draws (its figures are most of the check's time).
+OPTIONS = {"importance": {"ablation": "zero"}, "pictures": {"n_inputs": 1, "max_pieces": 16}}
 
 
 @pytest.mark.parametrize("name", BUILTIN)
