@@ -77,8 +77,8 @@ class TableSpec:
     description : str
         What it holds, one line: the run folder's "Files and reproduction" section lists it.
     columns : tuple of str
-        Its schema: the columns it has, in this order (empty: not declared); :func:`headstats.testing.check_analysis`
-        checks that the written table has them.
+        Its schema: the columns it always has (it may have more, e.g. a test's columns that depend on the options);
+        :func:`headstats.testing.check_analysis` checks that the written table has them.
     """
 
     description: str

@@ -9,24 +9,45 @@ registered with :func:`headstats.stats.claims.register_claim` before the run, ar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
 from headstats.analyses import load_all_claims
-# importing a module registers its claims, in this order (the order of claims.csv): Pande et al.'s roles and
-# fine-tuning claims first, then each analysis' in the registry's order
-from headstats.stats import paper_claims  # noqa: F401
+# importing a module registers its claims: Pande et al.'s roles and fine-tuning claims, then each analysis'
+from headstats.stats import paper_claims
 from headstats.stats.claims import CLAIMS, ClaimSettings, evaluate_claims
 
 load_all_claims()
 
 
 def evaluate_all_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings | None = None, *,
-                        claims: Iterable[str] | None = None) -> pd.DataFrame:
+                        claims: Iterable[str] | None = None, analyses: Sequence[str] = ()) -> pd.DataFrame:
     """:func:`headstats.stats.claims.evaluate_claims` over the whole catalog: every built-in claim and every claim
-    registered by the user (or only ``claims``), whose tables are present, corrected together."""
-    return evaluate_claims(tables, settings, claims=claims)
+    registered by the user (or only ``claims``), whose tables are present, corrected together, in the order of
+    :func:`ordered_claims` (``analyses``: the protocol's)."""
+    return evaluate_claims(tables, settings, claims=ordered_claims(analyses) if claims is None else claims)
+
+
+def ordered_claims(analyses: Sequence[str] = ()) -> list[str]:
+    """Every registered claim, in the order ``claims.csv`` lists them: Pande et al.'s, then each analysis' claims in
+    the order of ``analyses`` (a protocol's) and then of the registry, then the claims registered outside any
+    analysis; within each, the order they were registered in."""
+    from headstats.analyses import get_analysis, list_analyses
+
+    load_all_claims()  # an analysis registered since this module was imported
+    order = list(dict.fromkeys([*analyses, *list_analyses(selectable=False)]))
+    owner = {}
+    for rank, name in enumerate(order):
+        module = get_analysis(name).claims
+        if module:
+            owner.setdefault(module, rank)
+
+    def rank(key: str) -> int:
+        module = CLAIMS.get(key).evaluate.__module__
+        return -1 if module == paper_claims.__name__ else owner.get(module, len(order))
+
+    return sorted(CLAIMS.names(), key=rank)
 
 
 def list_claims() -> pd.DataFrame:

@@ -112,4 +112,4 @@ def run_claims(protocol: Protocol, analysis, comparison: dict[str, pd.DataFrame]
         tables.update(analysis_tables)
     st = protocol.statistics
     return evaluate_all_claims(tables, ClaimSettings(alpha=st.alpha, correction=st.correction,
-                                                     confidence=st.confidence))
+                                                     confidence=st.confidence), analyses=protocol.analyses)

@@ -3,13 +3,15 @@ attend more alike than heads of different layers (:func:`headstats.stats.groupin
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
+from headstats.analyses.clustering.options import ClusteringOptions
 from headstats.stats.corrections import reject
 from headstats.stats.grouping import group_permutation_test
+from headstats.stats.options import TestOptions
 
 
 #: Columns of ``clustering_tests.csv`` (:func:`finish_clustering`).
@@ -17,7 +19,7 @@ CLUSTERING_TEST_COLUMNS = ["model", "dataset", "hypothesis", "n_items", "n_group
                            "statistic", "ratio", "p_value", "n_permutations", "seed", "alpha", "reject"]
 
 
-def finish_clustering(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any,
+def finish_clustering(tables: Mapping[str, pd.DataFrame], statistics: TestOptions, options: ClusteringOptions,
                       seed: int) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``clustering`` analysis: ``clustering_tests``, per (model, data set),
     heads of one layer against heads of different layers.
@@ -27,7 +29,7 @@ def finish_clustering(tables: Mapping[str, pd.DataFrame], statistics: Any, optio
     ``n_permutations`` resamples of ``options`` (the analysis' ``ClusteringOptions``); ``reject = p_value <= alpha``
     (``statistics.alpha``, :func:`~headstats.stats.corrections.reject`) for each (model, data set) separately
     (one test each). The claim it decides ("heads of one layer attend alike") is the registry's
-    ``layer_heads_cluster`` (:mod:`headstats.analyses.surface.claims`), corrected with the run's other claims.
+    ``layer_heads_cluster`` (:mod:`headstats.analyses.clustering.claims`), corrected with the run's other claims.
     """
     js = tables.get("js_distance")
     if js is None or js.empty:

@@ -4,13 +4,14 @@ the sign-flip test over inputs), corrected within (model, data set, mention type
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
 from headstats.stats.accuracy import counted_only, paired_exact_test, proportion_interval, signflip_normal_test
 from headstats.stats.corrections import correct_within_families, family_labels, reject
+from headstats.stats.options import TestOptions
 
 
 def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
@@ -72,7 +73,7 @@ def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: f
     return out[cols].reset_index(drop=True)
 
 
-def finish_coreference(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any = None,
+def finish_coreference(tables: Mapping[str, pd.DataFrame], statistics: TestOptions, options: None = None,
                        seed: int = 0) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``coreference`` analysis: Wilson intervals and the head tests, on the
     data sets that have mentions with antecedents. Returns the tables to add or replace (``coreference``,

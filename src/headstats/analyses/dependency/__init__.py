@@ -16,12 +16,19 @@ register_analysis(
     section="headstats.analyses.dependency.section:dependency_section",
     tables={
         "dependency_table": TableSpec(
-            "Table 1 of Clark et al.: per relation the best head and the best offset, with the test"),
+            "Table 1 of Clark et al.: per relation the best head and the best offset, with the test",
+            columns=("model", "dataset", "relation", "n", "layer", "head", "direction", "accuracy", "offset",
+                     "offset_accuracy", "p_unc", "p_corr", "reject")),
         "dependency_heads": TableSpec(
-            "accuracy of every head, direction and relation (the rows Table 1 chooses from)"),
+            "accuracy of every head, direction and relation (the rows Table 1 chooses from)",
+            columns=("model", "dataset", "relation", "layer", "head", "direction", "n", "accuracy", "correct",
+                     "ci_low", "ci_high")),
         "dependency_counts": TableSpec(
-            "per head, relation and half of the inputs, the counts Table 1 is computed from"),
-        "dependency_notes": TableSpec("per model and data set, the words and relations left out, with the reason"),
+            "per head, relation and half of the inputs, the counts Table 1 is computed from",
+            columns=("model", "dataset", "relation", "layer", "head", "direction", "offset")),
+        "dependency_notes": TableSpec(
+            "per model and data set, the words left out, counted by reason",
+            columns=("model", "dataset")),
     },
     description="accuracy of every head at finding each word's dependency head, against fixed offsets (Clark et al. "
                 "2019, Table 1)",

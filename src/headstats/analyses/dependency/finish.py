@@ -11,9 +11,11 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from headstats.analyses.dependency.options import DependencyOptions
 from headstats.stats.accuracy import (PAIRED_TESTS, cluster_ratio_interval, paired_exact_test, proportion_interval,
                                       signflip_normal_test)
 from headstats.stats.corrections import correct_within_families, family_labels, reject
+from headstats.stats.options import TestOptions
 
 
 def _best(frame: pd.DataFrame, value: str) -> pd.Series:
@@ -149,7 +151,7 @@ def _sentence_sums(cell: pd.DataFrame, best: pd.Series, best_offset: pd.Series, 
 HALVES_OF_COUNTS = ("choose", "test")
 
 
-def finish_dependency(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any,
+def finish_dependency(tables: Mapping[str, pd.DataFrame], statistics: TestOptions, options: DependencyOptions,
                       seed: int = 0) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``dependency`` analysis: intervals on every head's accuracy and
     ``dependency_table`` (:func:`dependency_table`) with the ``statistics``' correction, alpha and confidence

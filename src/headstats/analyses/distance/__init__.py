@@ -12,8 +12,14 @@ register_analysis(
     options=DistanceOptions,
     section="headstats.analyses.distance.section:distance_section",
     tables={
-        "distance": TableSpec("per head, the mean distance attended over (pieces), against the uniform reference"),
-        "distance_tests": TableSpec("one row per head: the one-sided test of the attended distance"),
+        "distance": TableSpec(
+            "per head, the mean distance attended over (pieces), against the uniform reference",
+            columns=("model", "dataset", "layer", "head", "n", "distance_mean", "distance_sd", "uniform_mean",
+                     "locality_mean")),
+        "distance_tests": TableSpec(
+            "one row per head: the one-sided test of the attended distance",
+            columns=("model", "dataset", "role", "layer", "head", "test", "n", "mean", "sd", "statistic", "p_unc",
+                     "p_corr", "reject", "measure", "threshold")),
     },
     description="mean attention-weighted token distance per head against uniform attention, and the heads that attend "
                 "locally (Clark et al. 2019; Vig and Belinkov 2019)",

@@ -10,7 +10,10 @@ register_analysis(
     "entropy", "headstats.analyses.entropy.collect:AttentionEntropy",
     section="headstats.analyses.entropy.section:entropy_section",
     tables={
-        "entropy": TableSpec("per head, the mean row entropy of attention and its ratio to ln n"),
+        "entropy": TableSpec(
+            "per head, the mean row entropy of attention and its ratio to ln n",
+            columns=("model", "dataset", "layer", "head", "n", "entropy", "entropy_sd", "entropy_cls",
+                     "entropy_cls_sd", "entropy_uniform")),
     },
     description="mean attention entropy per head, with the uniform reference (Clark et al. 2019)",
 )

@@ -17,7 +17,8 @@ register_analysis(
     tables={
         "gradients": TableSpec("mean |dL/dA| per head and kind of token attended to"),
         "gradients_skipped": TableSpec(
-            "the models and data sets gradient importance could not run on, with the reason"),
+            "the models and data sets gradient importance could not run on, with the reason",
+            columns=("model", "dataset", "reason")),
     },
     description="gradient importance of attention to [CLS], [SEP], punctuation and other tokens (Clark et al. 2019, "
                 "Figure 3); needs a classifier or masked-LM head",

@@ -17,8 +17,17 @@ register_analysis(
     requires=("gradients",),
     needs=("ablation",),
     tables={
-        "importance": TableSpec("per head, its importance by each measure (ablation, gradient, cosine distance)"),
-        "importance_notes": TableSpec("per model and data set, the task, the loss and the inputs scored"),
+        "importance_tests": TableSpec(
+            "one row per head: the one-sided test of its declared hypothesis (mean loss change > 0), "
+            "corrected",
+            columns=("model", "dataset", "role", "layer", "head", "test", "n", "mean", "sd", "statistic", "p_unc",
+                     "p_corr", "reject", "measure", "threshold")),
+        "importance": TableSpec(
+            "per head, its importance by each measure (ablation, gradient, cosine distance)",
+            columns=("model", "dataset", "task", "ablation", "importance_measure", "n", "layer", "head", "importance")),
+        "importance_notes": TableSpec(
+            "per model and data set, whether it ran task-free or was skipped, with the reason",
+            columns=("model", "dataset", "status", "reason")),
         "importance_pruning_inputs": TableSpec(
             "per input and share of heads removed, the task metric (the pruning curve's inputs)"),
         "importance_seeds": TableSpec("per head, its importance over fine-tuning seeds, with the test"),

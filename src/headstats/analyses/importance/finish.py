@@ -23,13 +23,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from headstats.analyses.importance.options import ImportanceOptions
 from headstats.stats.corrections import correct_pvalues, reject
+from headstats.stats.options import TestOptions
 from headstats.stats.seeds import moderated_t_over_seeds
 
 __all__ = ["PRUNING_COLUMNS", "REMOVABLE_COLUMNS", "SEED_COLUMNS", "finish_importance", "pruning_curve",
@@ -185,12 +186,11 @@ def replicate_groups(models) -> dict[str, list[str]]:
     return {g: members for g, members in groups.items() if len(members) >= 2}
 
 
-def finish_importance(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any,
-                      seed: int) -> dict[str, pd.DataFrame]:
+def finish_importance(tables: Mapping[str, pd.DataFrame], statistics: TestOptions,
+                      options: ImportanceOptions | Mapping | None, seed: int) -> dict[str, pd.DataFrame]:
     """The ``importance`` analysis' finish step: ``importance_seeds``, ``importance_pruning`` and
     ``importance_removable`` (module docstring). ``options``: the analysis' ImportanceOptions (or a mapping)."""
     from headstats.analyses import analysis_options
-    from headstats.analyses.importance.options import ImportanceOptions
 
     options = analysis_options("importance", options, schema=ImportanceOptions)
     alpha = getattr(statistics, "alpha", 0.05)

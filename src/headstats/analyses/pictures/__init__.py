@@ -14,11 +14,16 @@ register_analysis(
     section="headstats.analyses.pictures.section:pictures_section",
     requires=("surface",),
     tables={
-        "gallery": TableSpec("per BertViz pattern, the head that shows it best and the input drawn"),
+        "gallery": TableSpec(
+            "per BertViz pattern, the head that shows it best and the input drawn",
+            columns=("model", "dataset", "pattern", "measure", "layer", "head", "mean", "strength", "weak",
+                     "sentence_id", "value")),
         "attention_maps": TableSpec(
-            "the attention weights drawn in the pictures (model, data set, input, layer, head, query, "
-            "key)"),
-        "attention_tokens": TableSpec("the pieces of every input drawn, with their positions and segments"),
+            "the attention weights drawn in the pictures (model, data set, input, layer, head, query, key)",
+            columns=("model", "dataset", "sentence_id", "layer", "head", "query", "key", "weight")),
+        "attention_tokens": TableSpec(
+            "the pieces of every input drawn, with their positions and segments",
+            columns=("model", "dataset", "sentence_id", "position", "token", "segment", "special")),
     },
     description="heat maps, line views and an offline interactive view of the heads that best show each BertViz "
                 "pattern (next/previous word, identical words, same word in the other sentence, delimiters, broad "

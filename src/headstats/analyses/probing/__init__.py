@@ -15,7 +15,10 @@ register_analysis(
     claims="headstats.analyses.probing.claims",
     section="headstats.analyses.probing.section:probing_section",
     tables={
-        "probes": TableSpec("UAS of each probing classifier, with intervals and the tests against the baselines"),
+        "probes": TableSpec(
+            "UAS of each probing classifier, with intervals and the tests against the baselines",
+            columns=("model", "dataset", "probe", "vectors", "n_train", "n_test", "n_words", "correct", "uas",
+                     "ci_low", "ci_high")),
     },
     description="attention-only and attention-and-words dependency probes over all heads, against right-branching and "
                 "distance-plus-words baselines (Clark et al. 2019, section 5)",

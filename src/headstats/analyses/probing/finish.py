@@ -4,16 +4,18 @@ against the baselines (Clark et al. 2019, section 5; METHODS 2.3), words cluster
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
+from headstats.analyses.probing.options import ProbingOptions
 from headstats.stats.accuracy import counted_only, paired_exact_test, proportion_interval
 from headstats.stats.corrections import correct_within_families, family_labels
+from headstats.stats.options import TestOptions
 
 
-def finish_probes(tables: Mapping[str, pd.DataFrame], statistics: Any, options: Any = None,
+def finish_probes(tables: Mapping[str, pd.DataFrame], statistics: TestOptions, options: ProbingOptions | None = None,
                   seed: int = 0) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``probing`` analysis: Wilson intervals of each UAS, and McNemar's exact
     one-sided test of each probe against each baseline on the same held-out words (``p_vs_<baseline>``,

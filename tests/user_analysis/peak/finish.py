@@ -1,0 +1,18 @@
+"""The ``peak`` finish step: the share of peaked heads per model and data set, with its Wilson interval."""
+
+import pandas as pd
+
+from headstats.stats.accuracy import proportion_interval
+
+
+def finish_peak(tables, statistics, options, seed):
+    rows = []
+    for (model, dataset), part in tables["peak"].groupby(["model", "dataset"], sort=False):
+        peaked = int((part["peak"] > options.threshold).sum())
+        rows.append({"model": model, "dataset": dataset, "n_heads": len(part), "n_peaked": peaked})
+    share = pd.DataFrame(rows)
+    share["share"] = share["n_peaked"] / share["n_heads"]
+    share["ci_low"], share["ci_high"] = proportion_interval(share["n_peaked"], share["n_heads"],
+                                                            confidence=statistics.confidence)
+    share["threshold"] = options.threshold
+    return {"peak_share": share}
