@@ -137,3 +137,49 @@ def test_words_sharing_pieces_are_one_unit():
     units = WordUnits.from_inputs([item], n)
     assert units.unit_of_word[0].tolist() == [1, 2, 2]
     assert units.n_units.tolist() == [4]
+
+
+def test_forward_views_norm_is_one_pass_and_the_renormalised_weights(tiny_model):
+    """The norm view (METHODS 6.1) comes from the same forward pass as the weights; its maps are
+    ``alpha_ij n_j / sum_k alpha_ik n_k`` with ``n_j = ||(x_j W_V^h + b_V^h) W_O^h||`` from the weights."""
+    from headstats.engine import forward as extraction
+    from headstats.engine.batch import forward_views
+    from headstats.model.encoding import encode_records
+    from headstats.inputs.records import Record
+
+    inputs = encode_records([Record("a", "the cat sat"), Record("b", "a dog ran in the house")],
+                            tiny_model.tokenizer).inputs
+    calls = []
+    real = extraction.forward_attentions
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    extraction.forward_attentions = counted
+    try:
+        with torch.inference_mode():
+            views = forward_views(tiny_model, inputs, measures=("weights", "norm"))
+    finally:
+        extraction.forward_attentions = real
+    assert len(calls) == 1 and set(views) == {"weights", "norm"}
+    model = tiny_model.model
+    batch = extraction.pad_batch(inputs, tiny_model.tokenizer.pad_token_id)
+    with torch.inference_mode():
+        hidden = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                       token_type_ids=batch.token_type_ids, output_hidden_states=True).hidden_states
+    A = views["weights"].attention
+    H, d = tiny_model.n_heads, model.config.hidden_size // tiny_model.n_heads
+    with torch.inference_mode():
+        for layer in range(tiny_model.n_layers):
+            attention = model.encoder.layer[layer].attention
+            v = hidden[layer] @ attention.self.value.weight.T + attention.self.value.bias
+            W = attention.output.dense.weight
+            for h in range(H):
+                n = (v[..., h * d:(h + 1) * d] @ W[:, h * d:(h + 1) * d].T).norm(dim=-1)  # (B, T)
+                weighted = A[:, layer, h] * n[:, None, :]
+                expected = weighted / weighted.sum(-1, keepdim=True)
+                torch.testing.assert_close(views["norm"].attention[:, layer, h], expected, rtol=1e-5, atol=1e-7)
+    assert views["norm"].inputs == views["weights"].inputs
+    with pytest.raises(ValueError, match="unknown attention measure 'values'"):
+        forward_views(tiny_model, inputs, measures=("values",))

@@ -358,3 +358,26 @@ def test_a_collector_built_outside_the_runner_cannot_reach_a_task_model():
 
     with pytest.raises(RuntimeError, match="needs_task_model"):
         Context(("m",), "d", 2, 2).task_model()
+
+
+def test_jobs_of_two_measures_share_one_forward_pass(tiny_model):
+    """A job reads the measure of its options (``measure``): weights and norm of one model, one pass per batch."""
+    from headstats.engine.batch import forward_views, view_of
+    from headstats.model.encoding import encode_records
+
+    inputs = encode_records(RECORDS[:5], tiny_model.tokenizer).inputs
+    jobs = [Job(RoleScores, (tiny_model.name,), "d", {"roles": ROLES, "measure": m}) for m in ("weights", "norm")]
+    for job in jobs:
+        job.collector = build_collector(job, {tiny_model.name: tiny_model})
+    passes = feed({tiny_model.name: tiny_model}, inputs, jobs, dataset="d", batch_size=2)
+    assert passes == 3  # 5 inputs in batches of 2: one pass per batch, not per measure
+    import torch
+
+    for job, measure in zip(jobs, ("weights", "norm")):
+        alone = build_collector(Job(RoleScores, (tiny_model.name,), "d", {"roles": ROLES}), {tiny_model.name: tiny_model})
+        for start in range(0, 5, 2):
+            with torch.inference_mode():
+                view = forward_views(tiny_model, inputs[start:start + 2], dataset="d", measures=(measure,))[measure]
+            alone.update(view_of(view.attention, view.inputs, dataset="d"))
+        np.testing.assert_allclose(job.collector.state().values, alone.state().values, rtol=1e-5)  # other padding
+    assert not np.allclose(jobs[0].collector.state().values, jobs[1].collector.state().values, equal_nan=True)

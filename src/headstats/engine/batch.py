@@ -213,13 +213,47 @@ def forward_view(loaded: LoadedModel, items: Sequence[EncodedInput], *, dataset:
     Call inside ``torch.inference_mode()``. The forward pass is :func:`headstats.engine.forward.forward_attentions`
     (eager attention, ``output_attentions=True``), looked up at call time so that tests can count it.
     """
-    from headstats.engine import forward as extraction
+    return forward_views(loaded, items, dataset=dataset)[WEIGHTS]
 
+
+#: The measure of raw attention weights, ``A`` (every view's :attr:`BatchView.attention` unless stated).
+WEIGHTS = "weights"
+#: The attention measures a view can be made of, in one forward pass (METHODS 6.1): the weights ``A`` and the
+#: norm-weighted ``A_norm[i, j] = alpha_ij ||f_h(x_j)|| / sum_k alpha_ik ||f_h(x_k)||``.
+MEASURES: tuple[str, ...] = (WEIGHTS, "norm")
+
+
+def forward_views(loaded: LoadedModel, items: Sequence[EncodedInput], *, dataset: str = "",
+                  measures: Sequence[str] = (WEIGHTS,)) -> dict[str, BatchView]:
+    """One forward pass of ``loaded`` over the padded batch of ``items``, as one view per measure.
+
+    ``"norm"`` reads each head's ``||f_h(x_j)||`` in the same pass (hooks on the stock model,
+    :mod:`headstats.model.value_norms`) and renormalises the weights with them (:func:`norm_weighted`); its view
+    shares the batch's inputs and ids and derives everything else (masks, word-level maps) from ``A_norm``.
+    """
+    from headstats.engine import forward as extraction
+    from headstats.model.value_norms import capture_value_norms, norm_weighted
+
+    unknown = [m for m in measures if m not in MEASURES]
+    if unknown:
+        raise ValueError(f"unknown attention measure {unknown[0]!r}; the measures are {', '.join(MEASURES)}")
     device = next(loaded.model.parameters()).device
     pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
     batch = extraction.pad_batch(list(items), pad_id, device)
-    attention = extraction.forward_attentions(loaded, batch)
-    return BatchView(loaded.name, dataset, batch.inputs, attention, batch.input_ids)
+    if "norm" not in measures:
+        attention = extraction.forward_attentions(loaded, batch)
+        return {WEIGHTS: BatchView(loaded.name, dataset, batch.inputs, attention, batch.input_ids)}
+    with capture_value_norms(loaded.model, loaded.n_heads) as norms:
+        attention = extraction.forward_attentions(loaded, batch)
+    if len(norms) != attention.shape[1]:
+        raise RuntimeError(f"read the value norms of {len(norms)} layers, but the model returned "
+                           f"{attention.shape[1]} attention layers")
+    views = {"norm": BatchView(loaded.name, dataset, batch.inputs,
+                               norm_weighted(attention, torch.stack(norms, dim=1).to(attention.dtype)),
+                               batch.input_ids)}
+    if WEIGHTS in measures:
+        views[WEIGHTS] = BatchView(loaded.name, dataset, batch.inputs, attention, batch.input_ids)
+    return {m: views[m] for m in measures}
 
 
 # ---------------------------------------------------------------------------------------------- word level

@@ -38,7 +38,7 @@ from typing import Any, Callable, ContextManager, Iterable, Mapping, Sequence
 from headstats.lazy import torch
 
 from headstats.model.encoding import EncodedInput, encode_records
-from headstats.engine.batch import BatchView, forward_view
+from headstats.engine.batch import WEIGHTS, BatchView, forward_views
 from headstats.engine.collector import Collector, Context
 from headstats.errors import HeadstatsError, IncompatibleResultsError
 from headstats.engine.forward import length_sorted_batches, progress_order
@@ -188,32 +188,40 @@ def feed(
     missing = [m for m in needed if m not in loaded]
     if missing:
         raise ValueError(f"jobs name models {missing} that are not loaded")
-    singles = {m: [job.collector for job in jobs if not job.is_pair and job.models[0] == m] for m in needed}
+    singles = {m: [job for job in jobs if not job.is_pair and job.models[0] == m] for m in needed}
     pairs = [job for job in jobs if job.is_pair]
-    kept = {m for job in pairs for m in job.models}
+    measures = {m: tuple(dict.fromkeys(job_measure(job) for job in jobs if m in job.models)) for m in needed}
+    kept = {(m, job_measure(job)) for job in pairs for m in job.models}
     passes = 0
     batches = length_sorted_batches(inputs, batch_size, max_cells=max_cells)
     for items in (batches[i] for i in progress_order(len(batches))):  # the time left is right early
-        views: dict[str, BatchView] = {}
+        views: dict[tuple[str, str], BatchView] = {}
         with torch.inference_mode():
             for m in needed:
-                view = forward_view(loaded[m], items, dataset=dataset)
+                by_measure = forward_views(loaded[m], items, dataset=dataset, measures=measures[m])
                 passes += 1
-                for collector in singles[m]:
-                    if collector.needs_gradients:
+                for job in singles[m]:
+                    view = by_measure[job_measure(job)]
+                    if job.collector.needs_gradients:
                         with torch.inference_mode(False), torch.enable_grad():  # the grad-enabled batch
-                            collector.update(view)
+                            job.collector.update(view)
                     else:
-                        collector.update(view)
-                if m in kept:
-                    views[m] = view
-                del view
+                        job.collector.update(view)
+                views.update({(m, measure): view for measure, view in by_measure.items() if (m, measure) in kept})
+                del by_measure
             for job in pairs:
-                job.collector.update(views[job.models[0]], views[job.models[1]])  # type: ignore[call-arg]
+                measure = job_measure(job)
+                job.collector.update(views[job.models[0], measure], views[job.models[1], measure])  # type: ignore[call-arg]
         views.clear()
         if advance is not None:
             advance(len(items))
     return passes
+
+
+def job_measure(job: Job) -> str:
+    """The attention measure a job's collector reads (``options["measure"]``, part of its cache key): ``"weights"``
+    unless stated (:data:`headstats.engine.batch.MEASURES`)."""
+    return str(job.options.get("measure", WEIGHTS))
 
 
 @dataclass
