@@ -44,11 +44,19 @@ class ModelSpec(StrictModel):
     #: recipe that differ in their seed (set by ``seeds``, or by hand for checkpoints made elsewhere). A
     #: comparison may name the group in ``finetuned``.
     replicate_of: str | None = None
+    #: A control model (METHODS 6.3): this model's configuration and tokenizer with weights drawn by the
+    #: family's initialiser under this seed. Set by ``controls: {random_init: ...}`` (``<name>@random<seed>``).
+    random_init: Seed | None = None
+    #: The trained model this one is a control of (set with ``random_init`` by ``controls``).
+    control_of: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self):
         if self.path is not None and self.finetune is not None:
             raise ValueError("give either 'path' or 'finetune', not both")
+        if self.random_init is not None and self.finetune is not None:
+            raise ValueError("'random_init' draws new weights for a model's configuration; a fine-tuning has "
+                             "none to draw: give it to the base model (or use controls: {random_init: ...})")
         if self.seeds is not None:
             if self.finetune is None:
                 raise ValueError("'seeds' repeats a fine-tuning recipe; give it with 'finetune', or give "
@@ -126,6 +134,33 @@ class CompareSpec(StrictModel):
     #: ``moderated_t`` (limma's empirical-Bayes t, which borrows the seed-to-seed variance of all cells; Smyth
     #: 2004), ``t`` (the plain one-sample t over seeds), or one added with ``hs.register_seed_test``.
     seed_test: str = "moderated_t"
+
+
+def control_name(name: str, seed: int) -> str:
+    """The model name of a random-init control of model ``name`` (METHODS 6.3): ``<name>@random<seed>``."""
+    return f"{name}@random{seed}"
+
+
+class RandomInitControl(StrictModel):
+    """``controls: {random_init: {seeds: [...]}}``: for every model of the protocol that is not fine-tuned here
+    (a fine-tuned model has its base's configuration, whose controls serve it too), a model of the same
+    configuration and tokenizer with weights drawn by the family's own initialiser under each seed (METHODS
+    6.3), scored in the same plan, cache and passes as the models it controls."""
+
+    seeds: Annotated[list[Seed], non_empty_list("seed")] = Field(default_factory=lambda: [0])
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct(cls, value):
+        if len(set(value)) != len(value):
+            raise ValueError("'seeds' repeats a seed; give each seed once")
+        return value
+
+
+class ControlOptions(StrictModel):
+    """``controls:``: models that answer "is it learned?" beside the trained ones."""
+
+    random_init: RandomInitControl | None = None
 
 
 def replicate_name(name: str, seed: int) -> str:
@@ -226,6 +261,7 @@ class Protocol(StrictModel):
     statistics: StatisticsOptions = Field(default_factory=StatisticsOptions)
     compare: list[CompareSpec] = Field(default_factory=list)
     report: ReportOptions = Field(default_factory=ReportOptions)
+    controls: ControlOptions = Field(default_factory=ControlOptions)
 
     @field_validator("models", mode="before")
     @classmethod
@@ -247,7 +283,7 @@ class Protocol(StrictModel):
                 models.append(ModelSpec(name=replicate_name(spec.name, seed), revision=spec.revision,
                                         finetune=spec.finetune.model_copy(update={"seed": seed}),
                                         replicate_of=spec.name))
-        self.models = models
+        self.models = models = models + self._controls(models)
         names = {m.name for m in models}
         groups: dict[str, list[str]] = {}
         for m in models:
@@ -262,6 +298,31 @@ class Protocol(StrictModel):
                 expanded += groups.get(name, [name])
             comp.finetuned = list(dict.fromkeys(expanded))
         return self
+
+    def _controls(self, models: list[ModelSpec]) -> list[ModelSpec]:
+        """The random-init control models of ``controls`` not yet in ``models`` (idempotent)."""
+        control = self.controls.random_init
+        if control is None:
+            return []
+        names = {m.name for m in models}
+        added = []
+        for spec in models:
+            if spec.finetune is not None or spec.random_init is not None:
+                continue
+            for seed in control.seeds:
+                name = control_name(spec.name, seed)
+                if name not in names:
+                    added.append(ModelSpec(name=name, path=spec.source, revision=spec.revision, random_init=seed,
+                                           control_of=spec.name))
+        return added
+
+    def controls_of(self) -> dict[str, list[str]]:
+        """Trained model -> its random-init control models, in protocol order."""
+        out: dict[str, list[str]] = {}
+        for m in self.models:
+            if m.control_of is not None:
+                out.setdefault(m.control_of, []).append(m.name)
+        return out
 
     def replicate_groups(self) -> dict[str, list[str]]:
         """Replicate group -> its member models, in protocol order (models without a group are left out)."""

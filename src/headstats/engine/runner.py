@@ -304,6 +304,8 @@ def model_identity(provenance: Mapping[str, Any]) -> dict:
         identity["device_type"] = str(provenance.get("device", "cpu")).split(":")[0]
     if identity["dtype"] is None:
         identity["dtype"] = "float32"
+    if provenance.get("random_init_seed") is not None:  # a control model: not the weights of the files
+        identity["random_init_seed"] = int(provenance["random_init_seed"])
     return identity
 
 

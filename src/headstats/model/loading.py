@@ -115,6 +115,7 @@ def load_model(
     model_kwargs: Mapping[str, Any] | None = None,
     dtype: str = "float32",
     head: str = "encoder",
+    random_init: int | None = None,
 ) -> LoadedModel:
     """Load a BERT-family encoder and its tokenizer with eager attention, refusing anything broken.
 
@@ -139,6 +140,10 @@ def load_model(
         More keyword arguments for ``from_pretrained`` (e.g. ``num_labels``, ``id2label``).
     dtype : {"float32", "bfloat16", "float16"}
         Precision of the weights and of the forward pass (attention reaches collectors as float32).
+    random_init : int, optional
+        A control model (METHODS 6.3): the same configuration and tokenizer with weights drawn by the family's
+        own initialiser after ``torch.manual_seed(random_init)`` (:func:`random_init_model`); its provenance
+        records the seed (``random_init_seed``), which is part of its identity in cache keys.
 
     Raises
     ------
@@ -178,6 +183,8 @@ def load_model(
             head = "encoder"
             model, info = _load_head(head, source, spec, revision, model_kwargs)
         check_model_config(model.config.to_dict(), spec)
+        if random_init is not None:
+            model = random_init_model(model, random_init)
         if head == "masked_lm":
             _check_trained_head(model, info, spec, head)
         _check_loading_info(info, spec)
@@ -187,8 +194,21 @@ def load_model(
         model.to(device=torch.device(device), dtype=getattr(torch, dtype))
     provenance = model_provenance(spec, path, is_local, revision, model.config, type(model).__name__, tokenizer,
                              device, dtype)
+    if random_init is not None:
+        provenance["random_init_seed"] = int(random_init)
     return LoadedModel(name=spec, model=model, tokenizer=tokenizer, provenance=provenance, head=head,
                        head_note=note)
+
+
+def random_init_model(model: Any, seed: int) -> Any:
+    """A model of ``model``'s class and configuration with freshly initialised weights: ``torch.manual_seed(seed)``,
+    then the class built from the config (``post_init`` runs the family's own ``_init_weights``), as
+    ``AutoModel.from_config`` does. The same seed gives the same weights (METHODS 6.3)."""
+    import torch
+
+    torch.manual_seed(int(seed))
+    fresh = type(model)(model.config)
+    return fresh.eval()
 
 
 def load_tokenizer(spec: str, *, revision: str | None = None) -> Any:

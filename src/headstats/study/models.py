@@ -83,12 +83,17 @@ def model_functions(protocol: Protocol, sources: dict[str, str], finetuned: dict
                                               device=protocol.device, dtype=protocol.dtype, cache=store)
         found = dict(found)
         found["model"] = name
+        if specs[name].random_init is not None:  # a control: the files' config and tokenizer, new weights
+            found["random_init_seed"] = int(specs[name].random_init)
         provenance[name] = found | ({"finetune": finetuned[name]} if name in finetuned else {})
         return ModelInfo(found, longest)
 
     def load(name: str):
-        log(f"loading model {name} ({sources[name]}, {protocol.dtype})")
-        loaded = load_model(sources[name], revision=specs[name].revision, device=protocol.device, dtype=protocol.dtype)
+        seed = specs[name].random_init
+        log(f"loading model {name} ({sources[name]}, {protocol.dtype}"
+            + (f", random weights drawn with seed {seed})" if seed is not None else ")"))
+        loaded = load_model(sources[name], revision=specs[name].revision, device=protocol.device, dtype=protocol.dtype,
+                            random_init=seed)
         loaded.name = name
         loaded.provenance["model"] = name
         return loaded
