@@ -11,7 +11,7 @@ from headstats.model.encoding import encode_record
 from headstats.engine.forward import pad_batch
 from headstats.inputs.records import Record
 from headstats.measures import MeasureArray
-from headstats.study.scoring import SCORE_COLUMNS, applicable_roles, long_frame, score_records
+from headstats.study.scoring import SCORE_COLUMNS, applicable_roles, long_frame, measure_options, score_records
 from headstats.analyses.roles import register_role, unregister_role
 
 ROLES = ["local", "delimiter", "delimiter_cls", "delimiter_sep", "block", "syntactic", "syntactic:nsubj",
@@ -224,3 +224,52 @@ def test_long_frame_has_keys_sorted_as_text():
     assert list(frame["role"].cat.categories) == ["block", "x"]
     assert list(frame["dataset"].cat.categories) == ["d1", "d2"]
     assert frame["layer"].dtype == np.int16 and long_frame([]).columns.tolist() == SCORE_COLUMNS
+
+
+def test_the_norm_measure_scores_norm_weighted_maps_and_keeps_weights_keys(tmp_path, tiny_model_dir):
+    """``scoring: {measure: norm}``: every score is the sieve bias of ``A_norm`` (METHODS 6.1), computed in the
+    same pass; a weights run's jobs carry no ``measure`` option, so their cache keys are the ones they had."""
+    import torch
+    import yaml
+    from tiny_study import tiny_protocol
+
+    from headstats.analyses.role_scores import RoleScores
+    from headstats.config.protocol import load_protocol
+    from headstats.engine.batch import forward_views, view_of
+    from headstats.engine.runner import Job, build_collector
+    from headstats.model.encoding import encode_records
+    from headstats.model.loading import load_model
+    from headstats.study.run import run_study
+
+    path = tiny_protocol(tmp_path, tiny_model_dir, ["local", "delimiter_cls"])
+    weights = load_protocol(path)
+    assert measure_options(weights.scoring) == {}
+    raw = yaml.safe_load(path.read_text())
+    raw["scoring"]["measure"] = "norm"
+    path.write_text(yaml.safe_dump(raw))
+    norm = load_protocol(path)
+    assert measure_options(norm.scoring) == {"measure": "norm"}
+    study = run_study(norm, tmp_path / "run")
+    got = study.scores[0].values
+    loaded = load_model(str(tiny_model_dir))
+    from tiny_study import DEMO
+    from headstats.inputs.readers import read_records
+
+    records = read_records(DEMO / "sentences.txt", limit=12)
+    inputs = encode_records(records, loaded.tokenizer).inputs
+    collector = build_collector(Job(RoleScores, (loaded.name,), "single", {"roles": ["local", "delimiter_cls"]}),
+                                {loaded.name: loaded})
+    with torch.inference_mode():
+        view = forward_views(loaded, inputs, dataset="single", measures=("norm",))["norm"]
+    collector.update(view_of(view.attention, view.inputs, dataset="single"))
+    np.testing.assert_allclose(got, collector.state().values, rtol=1e-5)
+    with torch.inference_mode():
+        plain = forward_views(loaded, inputs, dataset="single")["weights"]
+    assert not torch.allclose(plain.attention, view.attention)
+
+
+def test_an_unknown_measure_is_refused_with_the_measures():
+    from headstats.analyses.sieves import ScoreSettings
+
+    with pytest.raises(ValueError, match="the measures are weights, norm"):
+        ScoreSettings(measure="values")

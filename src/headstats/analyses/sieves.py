@@ -36,13 +36,14 @@ from __future__ import annotations
 from typing import Annotated, Literal, Sequence, Union
 
 import numpy as np
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from headstats.fields import Int, StrictModel, non_empty_list, per_role
 from headstats.lazy import torch
 
 from headstats.model.encoding import EncodedInput
-from headstats.engine.batch import BatchLayout, BatchView, row_means
+from headstats.engine.batch import MEASURES, BatchLayout, BatchView, row_means
+from headstats.engine.cache import AFTER_PASS
 from headstats.analyses.roles import SequenceLayout, get_role, role_relation
 
 __all__ = ["ARC_DIRECTIONS", "BatchLayout", "DEFAULT_RELATIONS", "DEFAULT_ROLES", "LOCAL_EDGES", "SCALES",
@@ -119,6 +120,21 @@ class ScoreSettings(StrictModel):
     first_sep_segment: Literal["A", "B"] = "A"
     local_edges: Literal["exact", "published"] = "exact"
     alignment: Literal["offsets", "first_occurrence"] = "offsets"
+    #: The attention every score of the run is computed on (METHODS 6.1): ``weights`` (the maps the model
+    #: returns) or ``norm`` (each key's weight times the norm of what the head passes on from it, ``alpha_ij
+    #: ||f_h(x_j)||``, renormalised per query; Kobayashi et al. 2020). The runner reads it from each job's
+    #: options (``measure``, added by the study only when not ``weights``, so that a weights run keeps its
+    #: cache keys); hence it is left out of this model's part of the keys.
+    measure: str = Field("weights", json_schema_extra=AFTER_PASS,
+                         description="attention measure of every score: weights, or norm (alpha_ij ||f_h(x_j)||, "
+                                     "renormalised per query; Kobayashi et al. 2020)")
+
+    @field_validator("measure")
+    @classmethod
+    def _known_measure(cls, value: str) -> str:
+        if value not in MEASURES:
+            raise ValueError(f"unknown measure {value!r}; the measures are {', '.join(MEASURES)}")
+        return value
 
     def scale_of(self, role: str) -> str:
         """The unit of ``role``'s score (``bias``, ``mass`` or ``ceiling``)."""

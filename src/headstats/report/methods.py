@@ -50,7 +50,7 @@ def methods_paragraph(protocol, manifest: dict, tests: pd.DataFrame | None = Non
         f"w = {sc.window}; [CLS]/[SEP] queries were {special}; syntactic arcs ran {sc.arc_direction.replace('_', ' ')} "
         f"over the relations {', '.join(sc.relations)}, words aligned to word pieces by character offsets. "
         f"Inputs longer than {sc.max_length} pieces were {'skipped' if sc.too_long == 'skip' else 'truncated'}. "
-        f"{_scale_text(sc)}{_variants_text(sc, st)}"
+        f"{_scale_text(sc)}{_measure_text(sc)}{_variants_text(sc, st)}"
         f"For every model, data set, role, layer and head we tested H0: {param} score <= tau = {tau_words(st)} "
         f"against H1: {param} score > tau with a one-sided {ONE_SAMPLE_TESTS.describe(st.test)}, and controlled "
         f"multiple comparisons with {CORRECTIONS.describe(st.correction)} over families of "
@@ -65,6 +65,16 @@ def methods_paragraph(protocol, manifest: dict, tests: pd.DataFrame | None = Non
         f"restates the p-value). {_ceiling_text(manifest)}Seed {protocol.seed}; protocol sha256 "
         f"`{manifest['protocol_sha256'][:16]}`. Definitions and defaults: `docs/methods.md` of headstats."
     )
+
+
+def _measure_text(sc) -> str:
+    """The sentence that names the attention measure of every number, when it is not the weights."""
+    if getattr(sc, "measure", "weights") == "weights":
+        return ("Every score is computed on the attention weights the model returns (`measure: weights`). ")
+    return ("Every score is computed on norm-weighted attention (`measure: norm`, Kobayashi et al. 2020): the weight "
+            "of key j in query i's row times the norm of what the head passes on from j, ||(x_j W_V + b_V) W_O||, "
+            "renormalised over the row, so that every formula above applies with these maps in place of the "
+            "weights. ")
 
 
 def _scale_text(sc) -> str:

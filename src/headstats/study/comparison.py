@@ -44,9 +44,10 @@ def check_comparable(protocol, sources: dict[str, str], *, cache=None) -> None:
             check_same_tokenizer(fingerprint(spec.base), fingerprint(name), names=[spec.base, name])
 
 
-def comparison_jobs(protocol, datasets: Sequence[str]) -> list:
+def comparison_jobs(protocol, datasets: Sequence[str], measure: dict | None = None) -> list:
     """The engine jobs of a protocol's comparisons: the [CLS]/[SEP] mass of every compared model and the
-    attention similarity of every (base, fine-tuned) pair, on each compared data set.
+    attention similarity of every (base, fine-tuned) pair, on each compared data set; ``measure``: what every
+    job adds to its options for the scoring's attention measure (:func:`headstats.study.scoring.measure_options`).
 
     They run in the same forward passes as the scores (:class:`headstats.engine.runner.Runner`): a
     comparison costs no pass of its own.
@@ -68,8 +69,10 @@ def comparison_jobs(protocol, datasets: Sequence[str]) -> list:
             for members in replicate_members(protocol, spec).values():  # seed-to-seed distance
                 for a, b in seed_pairs(members):
                     pairs[(a, b, dataset)] = None
-    jobs = [Job(SpecialMass, (model,), dataset, name="special_mass") for model, dataset in mass]
-    jobs += [Job(AttentionSimilarity, (base, name), dataset, name="similarity") for base, name, dataset in pairs]
+    measure = dict(measure or {})
+    jobs = [Job(SpecialMass, (model,), dataset, dict(measure), name="special_mass") for model, dataset in mass]
+    jobs += [Job(AttentionSimilarity, (base, name), dataset, dict(measure), name="similarity")
+             for base, name, dataset in pairs]
     return jobs
 
 

@@ -78,9 +78,12 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
     kept = {name: list(k) for name, (k, _) in roles.items()}
     dropped = {name: dict(d) for name, (_, d) in roles.items()}
     names = list(roles)
-    jobs += [Job(RoleScores, (m.name,), name, {"roles": kept[name], "settings": settings}, name="role_scores")
-             for m in protocol.models for name in names]
-    jobs += comparison_jobs(protocol, names)
+    from headstats.study.scoring import measure_options
+
+    measure = measure_options(settings)
+    jobs += [Job(RoleScores, (m.name,), name, {"roles": kept[name], "settings": settings, **measure},
+                 name="role_scores") for m in protocol.models for name in names]
+    jobs += comparison_jobs(protocol, names, measure)
     pairs = [(c.base, f) for c in protocol.compare for f in c.finetuned]
     specs = {d.name: d for d in protocol.datasets}
     for analysis in protocol.analyses:
@@ -94,7 +97,7 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
             extra = {"source": data_source(specs[dataset])} if getattr(collector, "reads_source", False) else {}
             if getattr(collector, "reads_task", False):  # the data set's GLUE task (importance: a classifier's task)
                 extra["glue_task"] = specs[dataset].glue.task if specs[dataset].glue is not None else None
-            return Job(collector, models, dataset, {**options, **extra}, name=analysis, seed=protocol.seed)
+            return Job(collector, models, dataset, {**options, **extra, **measure}, name=analysis, seed=protocol.seed)
 
         # an analysis' own ``datasets`` option (e.g. clustering's) runs it on those data sets only
         on = [d for d in names if getattr(mine, "datasets", None) is None or d in mine.datasets]

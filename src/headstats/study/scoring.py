@@ -21,7 +21,8 @@ from headstats.model.loading import LoadedModel
 from headstats.analyses.roles import get_role
 from headstats.analyses.sieves import ScoreSettings
 
-__all__ = ["SCORE_COLUMNS", "ScoreRun", "applicable_roles", "long_frame", "score_records", "write_scores"]
+__all__ = ["SCORE_COLUMNS", "ScoreRun", "applicable_roles", "long_frame", "measure_options", "score_records",
+           "write_scores"]
 
 
 class ScoreRun:
@@ -93,6 +94,13 @@ def long_frame(arrays: Iterable[MeasureArray]) -> pd.DataFrame:
     return pd.DataFrame(data, columns=SCORE_COLUMNS)
 
 
+def measure_options(settings) -> dict:
+    """What every job of a run adds to its options for the scoring's attention ``measure`` (METHODS 6.1):
+    ``{"measure": "norm"}``, or nothing for ``weights`` (the runner's default), so that a weights run keeps
+    the cache keys it always had."""
+    return {} if settings.measure == "weights" else {"measure": settings.measure}
+
+
 def record_kinds(records: Sequence[Record]) -> tuple[bool, bool]:
     """Whether some record is a sentence pair, and whether some record is parsed (what decides which roles
     apply, :func:`applicable_roles`)."""
@@ -158,7 +166,8 @@ def score_records(
         yield progress or (lambda n: None)
 
     kept, dropped = applicable_roles(roles, records)
-    job = Job(RoleScores, (loaded.name,), dataset, {"roles": kept, "settings": settings}, name="role_scores")
+    job = Job(RoleScores, (loaded.name,), dataset, {"roles": kept, "settings": settings, **measure_options(settings)},
+              name="role_scores")
     runner = Runner(batch_size=batch_size, max_length=max_length, too_long=too_long, progress=bar)
     counts = runner.run(lambda name: loaded, {dataset: records}, [job])[(loaded.name, dataset)]
     collector = job.collector
