@@ -68,6 +68,10 @@ def test_a_run_with_controls_scores_each_control_as_its_own_model(tmp_path, tiny
     both = expected.merge(got, on=keys, suffixes=("_alone", "_run"))
     assert len(both) == 12 * 2 * 2 * 2
     assert (both["score_alone"] - both["score_run"]).abs().max() < 1e-6
+    claims = pd.read_csv(study.out / "claims.csv")
+    learned = claims[claims["claim"].str.startswith("learned:")]
+    assert sorted(learned["claim"]) == ["learned:delimiter", "learned:local"]
+    assert set(learned["model"]) == {"tiny"} and learned["verdict"].notna().all()
     identities = {m: study.manifest["models"][m].get("random_init_seed") for m in ("tiny", "tiny@random7")}
     assert identities == {"tiny": None, "tiny@random7": 7}
 

@@ -16,6 +16,7 @@ import pandas as pd
 from headstats.analyses import load_all_claims
 # importing a module registers its claims: Pande et al.'s roles and fine-tuning claims, then each analysis'
 from headstats.stats import paper_claims
+from headstats.stats import control_claims  # Pande et al.'s roles against random-init controls
 from headstats.stats.claims import CLAIMS, ClaimSettings, evaluate_claims
 
 load_all_claims()
@@ -45,7 +46,7 @@ def ordered_claims(analyses: Sequence[str] = ()) -> list[str]:
 
     def rank(key: str) -> int:
         module = CLAIMS.get(key).evaluate.__module__
-        return -1 if module == paper_claims.__name__ else owner.get(module, len(order))
+        return -1 if module in (paper_claims.__name__, control_claims.__name__) else owner.get(module, len(order))
 
     return sorted(CLAIMS.names(), key=rank)
 

@@ -110,6 +110,9 @@ def run_claims(protocol: Protocol, analysis, comparison: dict[str, pd.DataFrame]
               **{f"compare_{name}": table for name, table in comparison.items()}}
     for analysis_tables in extra.values():
         tables.update(analysis_tables)
+    tables["controls"] = pd.DataFrame([{"model": model, "control": control} for model, controls
+                                       in protocol.controls_of().items() for control in controls],
+                                      columns=["model", "control"])
     st = protocol.statistics
     return evaluate_all_claims(tables, ClaimSettings(alpha=st.alpha, correction=st.correction,
                                                      confidence=st.confidence), analyses=protocol.analyses)
