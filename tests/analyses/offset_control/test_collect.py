@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from headstats.analyses.offset_control_scores import offset_excess, word_arcs, word_bias
+from headstats.analyses.offset_control.collect import offset_excess, word_arcs, word_bias
 from headstats.model.encoding import Arc, EncodedInput
 
 N = 7  # [CLS] w0 w1 w2 w3 w4 [SEP]: word u is piece u + 1
@@ -70,3 +70,28 @@ def test_an_input_without_an_arc_of_a_role_is_nan_and_the_other_direction_swaps_
     assert np.isnan(excess[0, 0, 0, 1].item())
     with pytest.raises(ValueError, match="arc direction"):
         word_arcs([sentence([])], N, ["amod"], "sideways")
+
+
+def test_a_run_tests_the_excess_of_every_head_and_arc_role(tmp_path, tiny_model_dir):
+    """``analyses: [offset_control]`` on gold parses: ``offset_control_tests`` has one row per head and arc role,
+    and the per-input values are :func:`offset_excess` of the model's own maps."""
+    import yaml
+
+    from headstats.config.protocol import load_protocol
+    from headstats.study.run import run_study
+
+    demo = __import__("pathlib").Path(__file__).resolve().parents[3] / "data" / "demo" / "mini.conllu"
+    protocol = {"name": "t", "models": [{"name": "tiny", "path": str(tiny_model_dir)}],
+                "datasets": [{"name": "ud", "path": str(demo)}], "scoring": {"roles": ["syntactic:amod"]},
+                "statistics": {"test": "t", "tau": 1.0, "sensitivity": False}, "analyses": ["offset_control"],
+                "analysis_options": {"offset_control": {"relations": ["nsubj", "amod"]}},
+                "report": {"figures": {"formats": ["png"], "dpi": 72}}}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(protocol))
+    study = run_study(load_protocol(tmp_path / "p.yaml"), tmp_path / "run")
+    import pandas as pd
+
+    tests = pd.read_csv(study.out / "offset_control_tests.csv")
+    assert sorted(set(tests["role"])) == ["syntactic:amod_beyond_offset", "syntactic:nsubj_beyond_offset",
+                                           "syntactic_beyond_offset"]
+    assert len(tests) == 3 * 2 * 2 and (tests["alternative"] == "greater").all()
+    assert tests["p_unc"].between(0, 1).all()

@@ -25,8 +25,12 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+import pandas as pd
 
-from headstats.engine.batch import row_means
+from headstats.analyses import collector_options
+from headstats.analyses.offset_control.options import OffsetControlOptions
+from headstats.engine.batch import BatchView, row_means
+from headstats.engine.collector import Context, PerInputCollector
 from headstats.lazy import torch
 from headstats.model.encoding import EncodedInput
 
@@ -135,3 +139,38 @@ def offset_excess(attn: torch.Tensor, words: WordArcs, real: torch.Tensor,
         mean = torch.einsum("blhk,bk->blh", excess, weights) / count[:, None, None]
         out[..., r] = torch.where(count[:, None, None] > 0, mean, float("nan"))
     return out, left_out
+
+
+class OffsetControl(PerInputCollector):
+    """Per input, layer and head, the mean offset-matched excess of every arc role (``syntactic`` over the
+    relations, then ``syntactic:<rel>`` for each): a :class:`~headstats.measures.MeasureArray` whose declared
+    hypotheses (H0: mean excess <= 0, one-sided, with the protocol's test and correction) give
+    ``offset_control_tests``."""
+
+    version = "1"
+
+    def __init__(self, context: Context) -> None:
+        self.options = collector_options(context, OffsetControlOptions)
+        relations = list(self.options.relations)
+        self.roles = [("syntactic", tuple(relations))] + [(f"syntactic:{r}", (r,)) for r in relations]
+        super().__init__(context, [name for name, _ in self.roles])
+        self._left_out = np.zeros(len(self.roles), dtype=np.int64)
+
+    def update(self, view: BatchView) -> None:
+        words = word_arcs(view.inputs, view.width, self.options.relations, self.options.arc_direction,
+                          view.attention.device)
+        excess, left_out = offset_excess(view.attention, words, view.real, [r for _, r in self.roles])
+        self._left_out += left_out.sum(0)
+        self.keep(view, excess)
+
+    def hypotheses(self) -> list[dict]:
+        """One per arc role: the head's bias toward the arc's other end beats its bias at the same offset."""
+        return [{"name": f"{name}_beyond_offset", "measure": name, "threshold": 0.0, "layers": None}
+                for name, _ in self.roles]
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``offset_control_inputs``: per arc role, the inputs with an arc of it that has a control."""
+        values = self.state().values
+        return {"offset_control_inputs": pd.DataFrame({
+            "model": self.context.model, "dataset": self.context.dataset, "role": [n for n, _ in self.roles],
+            "n_taking_part": [int(np.isfinite(values[:, 0, 0, r]).sum()) for r in range(len(self.roles))]})}

@@ -1,0 +1,22 @@
+"""The options of the offset-matched control (``analysis_options: {offset_control: {...}}``). No torch: the
+protocol composes them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from headstats.fields import StrictModel, non_empty_list
+
+#: The relations of the paper's syntactic roles (Pande et al. 2021): the default, as in ``scoring.relations``.
+PAPER_RELATIONS = ("nsubj", "dobj", "amod", "advmod")
+
+
+class OffsetControlOptions(StrictModel):
+    """The arcs the control is computed on (METHODS 6.2): their relations (one measure ``syntactic:<rel>`` each,
+    and ``syntactic`` over their union) and which end of an arc is the query. Give the scoring's ``relations``
+    and ``arc_direction`` when they differ from the defaults."""
+
+    relations: Annotated[list[str], non_empty_list("relation")] = Field(default_factory=lambda: list(PAPER_RELATIONS))
+    arc_direction: Literal["dependent_to_head", "head_to_dependent", "both"] = "dependent_to_head"
