@@ -16,8 +16,10 @@ register_analysis(
     tables={
         "offset_control_tests": TableSpec(
             "one row per head and arc role (`role`: <role>_beyond_offset): the one-sided test of the mean "
-            "offset-matched excess > 0 (METHODS 6.2)"),
-        "offset_control_inputs": TableSpec("per arc role, the inputs with an arc of it that has a control"),
+            "offset-matched excess > 0 (METHODS 6.2)",
+            ("model", "dataset", "role", "layer", "head", "mean", "p_unc", "p_corr", "reject")),
+        "offset_control_inputs": TableSpec("per arc role, the inputs with an arc of it that has a control",
+                                           ("model", "dataset", "role", "n_taking_part")),
     },
     description="offset-matched control of the syntactic roles: bias toward an arc's other end minus the bias at "
                 "the same word offset, per head (METHODS 6.2; Clark et al.'s fixed-offset baseline per sentence)",
