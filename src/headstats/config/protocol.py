@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
@@ -271,7 +272,7 @@ class Protocol(StrictModel):
     @model_validator(mode="after")
     def _names_unique_and_known(self):
         for kind, names in (("model", [m.name for m in self.models]), ("dataset", [d.name for d in self.datasets])):
-            dupes = sorted({n for n in names if names.count(n) > 1})
+            dupes = repeated_names(names)
             if dupes:
                 raise ValueError(f"{kind} names must be unique; repeated: {', '.join(dupes)}")
         model_names = {m.name for m in self.models}
@@ -315,6 +316,12 @@ class Protocol(StrictModel):
     #: Options of those analyses, by name (each analysis' own schema, checked with the names): e.g.
     #: ``{dependency: {from_word: first}}``.
     analysis_options: dict[str, dict] = Field(default_factory=dict)
+
+
+def repeated_names(names) -> list[str]:
+    """The names that occur more than once in ``names``, sorted: one pass over them (a protocol may list
+    100,000 data sets; comparing every pair took minutes)."""
+    return sorted(name for name, k in Counter(names).items() if k > 1)
 
 
 def printable(text: object) -> str:
@@ -409,7 +416,8 @@ def check_names(protocol: Protocol) -> None:
                 options = analysis_options(name, protocol.analysis_options[name])
                 # an analysis' own ``datasets`` option (the data sets it runs on) names data sets of the protocol
                 data_names = [d.name for d in protocol.datasets]
-                unknown = [d for d in getattr(options, "datasets", None) or [] if d not in data_names]
+                known = set(data_names)
+                unknown = [d for d in getattr(options, "datasets", None) or [] if d not in known]
                 if unknown:
                     raise ProtocolError(f"analysis_options.{name}.datasets names {unknown[0]!r}, which is not in "
                                         f"'datasets'; use one of {', '.join(data_names)}")
@@ -417,7 +425,7 @@ def check_names(protocol: Protocol) -> None:
         if type(exc) is not HeadstatsError:  # already of a kind (UnknownNameError ...)
             raise
         raise ProtocolError(printable(exc)) from None
-    repeated = sorted({r for r in protocol.scoring.roles if protocol.scoring.roles.count(r) > 1})
+    repeated = repeated_names(protocol.scoring.roles)
     if repeated:
         raise ProtocolError(f"scoring.roles names {', '.join(repeated)} more than once; list each role once")
     for key, spec in (("statistics.tau", protocol.statistics.tau), ("scoring.scale", protocol.scoring.scale)):
