@@ -242,10 +242,10 @@ def test_protocol_nested_too_deeply(tmp_path):
 
 
 def test_recursion_error_of_the_parser_is_one_line(tmp_path, monkeypatch):
-    def recurse(text):
+    def recurse(text, Loader=None):
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(yaml, "safe_load", recurse)
+    monkeypatch.setattr(yaml, "load", recurse)
     with pytest.raises(ProtocolError, match="is nested too deeply to read"):
         load_protocol(write(tmp_path, MINIMAL))
 

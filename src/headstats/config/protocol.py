@@ -437,6 +437,10 @@ def check_names(protocol: Protocol) -> None:
                     f"one of {', '.join(protocol.scoring.roles)}")
 
 
+#: YAML's safe loader, in C where PyYAML has libyaml (the same documents, several times faster: a protocol of
+#: 100,000 data sets is read in seconds, not minutes).
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 #: Deepest nesting read; deeper YAML is refused before the (slow, recursive) parser sees it.
 MAX_NESTING = 100
 
@@ -503,7 +507,7 @@ def read_protocol_file(path: str | Path) -> dict:
         raise ProtocolError(f"protocol {shown!r} is nested more than {MAX_NESTING} levels deep; "
                             "a protocol needs a few levels")
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
