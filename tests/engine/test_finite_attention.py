@@ -77,7 +77,7 @@ def test_a_checkpoint_with_a_nan_weight_is_named_as_the_cause(tiny_model_dir, tm
         hs.score(hs.load_model(str(folder)), RECORDS, dataset="d", roles=["local"], parse=False)
     message = str(raised.value)
     assert "input 's0' (layer 1, head 0, counted from 0; " in message  # the first input in file order
-    assert f"1 of its weight tensors hold NaN or inf (first: {name}), so the checkpoint is damaged" in message
+    assert f"1 of its weight tensors holds NaN or inf (first: {name}), so the checkpoint is damaged" in message
 
 
 def test_non_finite_weights_in_padding_only_change_nothing(tiny_model, monkeypatch):

@@ -281,8 +281,8 @@ def non_finite_cause(model: Any) -> str:
     """The likely cause of a model's non-finite attention: its weights, its dtype, or the checkpoint itself."""
     damaged = [name for name, weight in model.named_parameters() if not bool(torch.isfinite(weight).all())]
     if damaged:
-        return (f"{len(damaged)} of its weight tensors hold NaN or inf (first: {damaged[0]}), so the checkpoint "
-                "is damaged; download or copy it again")
+        return (f"{len(damaged)} of its weight tensors {'holds' if len(damaged) == 1 else 'hold'} NaN or inf "
+                f"(first: {damaged[0]}), so the checkpoint is damaged; download or copy it again")
     dtype = str(getattr(model, "dtype", "")).replace("torch.", "")
     if dtype in ("float16", "bfloat16"):
         return f"its weights are finite, so {dtype} overflowed; run it in float32 (protocol: dtype: float32)"
