@@ -118,7 +118,7 @@ def test_a_model_without_a_loss_is_skipped_with_the_reason(tmp_path, tiny_model_
 
 
 def test_non_finite_gradients_stop_the_run_naming_the_input_layer_and_head(tmp_path, monkeypatch):
-    from headstats.analyses import gradients
+    from headstats.analyses.gradients import collect as gradients
     from headstats.errors import ModelError
 
     real = gradients.attention_gradients
