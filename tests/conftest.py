@@ -280,3 +280,24 @@ def run_collectors(models: dict, texts, jobs, *, batch_size: int = 16) -> list:
     records = [Record(sentence_id=str(i), text_a=a, text_b=b) for i, (a, b) in enumerate(texts)]
     Runner(batch_size=batch_size).run(lambda name: models[name], {"d": records}, jobs)
     return [job.collector for job in jobs]
+
+
+def process_running(pid: int) -> bool:
+    """Whether process ``pid`` runs, from /proc (a zombie has ended: only its exit status is left)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def wait_until(condition, seconds: float, step: float = 0.05) -> bool:
+    """Poll ``condition()`` until it holds or ``seconds`` have passed; whether it held."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step)
+    return True

@@ -238,6 +238,31 @@ def test_stale_lock_and_staging_of_a_killed_run_are_swept(home):
     assert (not_ours / "keep.txt").read_text() == "keep"
 
 
+def test_the_sweep_ends_the_helpers_a_killed_run_left_and_no_other_process(home):
+    """A killed run's figure workers are listed in its staging marker (pid and start time): the next run into
+    the same folder ends those still running, and never a process that only has a listed pid."""
+    from headstats.folders import HELPERS_KEY, process_start
+
+    out = home / "work" / "run"
+    sleepers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]) for _ in range(2)]
+    try:
+        left, stranger = sleepers
+        helpers = [{"pid": left.pid, "start": process_start(left.pid)},
+                   {"pid": stranger.pid, "start": process_start(stranger.pid) + 1}]  # its pid, not its start
+        stale = out.parent / ".run.partial-abc123"
+        stale.mkdir()
+        (stale / STAGING_MARKER).write_text(json.dumps({"pid": dead_pid(), "host": os.uname().nodename,
+                                                        HELPERS_KEY: helpers}))
+        with staged_output(out) as stage:
+            (stage / "tests.csv").write_text("new")
+        assert left.wait(timeout=30) == -9  # SIGKILL (bounded wait: a kill is delivered at once)
+        assert stranger.poll() is None and not stale.exists()
+    finally:
+        for proc in sleepers:
+            proc.kill()
+            proc.wait()
+
+
 def test_kill_9_during_a_run_then_the_next_run_succeeds(home, tmp_path):
     out = home / "work" / "run"
     script = (

@@ -13,7 +13,9 @@ Every folder headstats writes (a run, ``headstats score``, a fine-tuned checkpoi
    stale and taken over.
 3. **Stage**: the run writes into ``.<name>.partial-<random>`` beside the target (created at the start, so an
    unwritable or full disk fails before any work). Staging folders left behind by a killed run are swept by
-   the next run into the same target; only folders carrying headstats' staging marker are ever removed.
+   the next run into the same target (or ``headstats report`` of it); only folders carrying headstats' staging
+   marker are ever removed. The marker also lists the run's figure workers (pid and start time): a sweep ends
+   any that outlived their killed run (:func:`record_helpers`), though they normally die with it.
 4. **Publish** (:meth:`OutputClaim.publish`): without ``overwrite`` the staging folder is renamed onto the target,
    which fails (and deletes nothing) if anything appeared there meanwhile; with ``overwrite`` the old folder is
    re-checked, renamed aside, the new one renamed in, and only then is the old one deleted.
@@ -48,6 +50,8 @@ from headstats.errors import OutputError
 
 #: File in every staging folder: who is writing it (so a sweep removes only headstats' own leftovers).
 STAGING_MARKER = ".headstats-staging"
+#: Key of the staging marker listing the command's helper processes (figure workers): pid and start time.
+HELPERS_KEY = "helpers"
 #: Manifest files that mark a folder as written by headstats, and the key listing what it wrote.
 MANIFEST_NAMES = ("manifest.json", "finetune_manifest.json")
 WRITTEN_BY = "headstats"
@@ -426,14 +430,64 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, ``/proc/<pid>/stat``), which tells it from a later
+    process given the same pid; None where there is no /proc or no such process."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text(encoding="ascii", errors="replace")
+        return int(stat[stat.rindex(")") + 2:].split()[19])  # field 22; the name in parentheses may hold spaces
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def record_helpers(folder: str | Path, pids: Iterable[int]) -> None:
+    """Write into the staging marker of ``folder`` (when it is a staging folder) the helper processes of this
+    command (a report's figure workers) with their start times, so that the next command into the same place
+    ends them if this one is killed (:func:`_end_helpers`). A helper already ends with its parent
+    (:mod:`headstats.report.figures`); this is for one that could not (no parent-death signal, a stuck one)."""
+    marker = Path(folder) / STAGING_MARKER
+    info = _read_owner(marker) if marker.is_file() and not marker.is_symlink() else {}
+    if info.get("pid") != os.getpid():
+        return
+    helpers = {h.get("pid"): h for h in info.get(HELPERS_KEY, []) if isinstance(h, dict)}
+    helpers.update({int(pid): {"pid": int(pid), "start": process_start(pid)} for pid in pids})
+    info[HELPERS_KEY] = sorted(helpers.values(), key=lambda h: h["pid"])
+    try:
+        marker.write_text(json.dumps(info), encoding="utf-8")
+    except OSError:
+        pass  # the workers still end with this process; only the later sweep loses its list
+
+
+def _end_helpers(info: dict) -> None:
+    """SIGKILL the helpers a dead command recorded in its staging marker that still run: on this host, and only
+    a process whose start time is the one recorded (never another process that got the same pid)."""
+    import signal
+
+    if info.get("host") not in (None, socket.gethostname()):
+        return
+    for helper in info.get(HELPERS_KEY) or []:
+        try:
+            pid, start = int(helper["pid"]), helper["start"]
+        except (TypeError, KeyError, ValueError):
+            continue
+        if start is not None and pid > 1 and process_start(pid) == start:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def _sweep_stale_staging(out: Path) -> list[Path]:
-    """Remove staging folders of dead runs into ``out`` (only those with headstats' marker)."""
+    """Remove staging folders of dead runs into ``out`` (only those with headstats' marker), and end the helper
+    processes those runs left running (:func:`record_helpers`)."""
     swept = []
     for candidate in out.parent.glob(f".{out.name}.partial-*"):
         marker = candidate / STAGING_MARKER
         if candidate.is_symlink() or not candidate.is_dir() or not marker.is_file():
             continue
-        if not _owner_alive(_read_owner(marker)):
+        owner = _read_owner(marker)
+        if not _owner_alive(owner):
+            _end_helpers(owner)
             shutil.rmtree(candidate, ignore_errors=True)
             swept.append(candidate)
     for candidate in out.parent.glob(f".{out.name}.old-*"):

@@ -19,12 +19,14 @@ import pytest
 from headstats.assignment.tables import Analysis
 from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, role_table, strongest_heads
 from headstats.errors import HeadstatsError
+from headstats.folders import STAGING_MARKER
 from headstats.config.protocol import Protocol, dump_protocol
 from headstats.report.builder import build_report, rebuild_report
 from headstats.stats.claim_catalog import evaluate_all_claims
 from headstats.stats.claims import ClaimSettings
 
-from conftest import PLANTED_HELD
+from conftest import PLANTED_HELD, process_running, wait_until
+from report.test_figures import drawing_workers, end_processes
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -341,3 +343,47 @@ def test_a_protocol_of_analyses_leads_with_them_and_says_a_skip_once(tmp_path):
     assert "- **gradients** did not run (m on d1, m on d2): the checkpoint has no trained head. Fix:" in md
     assert md.index("did not run") < md.index("## Claims, tested")  # at the top, before the claims
     assert "- `distance.csv`: per head, the mean distance attended over" in md
+
+
+KILLED_REPORT = """
+import os, sys, time
+from pathlib import Path
+from headstats.report import figures
+
+def drawing_forever(*args, **kwargs):  # a figure that takes as long as the test needs: no race with the clock
+    (Path(sys.argv[2]) / str(os.getpid())).write_text("drawing")
+    time.sleep(600)
+
+figures.draw_and_save = drawing_forever  # the workers are forked with it
+from headstats.cli.main import app
+app(["report", sys.argv[1], "--quiet"])
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+def test_kill_9_of_report_while_figures_are_drawn_leaves_no_worker_and_the_next_report_sweeps(run, tmp_path):
+    """`kill -9` of `headstats report` while its two figure workers draw: the workers end with it (they were
+    left running for hours, 0.4-0.9 GB each), and the next report into the run removes its staging folder."""
+    flags = tmp_path / "drawing"
+    flags.mkdir()
+    env = {**os.environ, "HEADSTATS_FIGURE_WORKERS": "2",
+           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_REPORT, str(run), str(flags)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    workers: list[int] = []
+    try:
+        workers = drawing_workers(proc, flags)
+        stage, = run.parent.glob(f".{run.name}.partial-*")
+        marker = json.loads((stage / STAGING_MARKER).read_text())  # for the next command, should one outlive it
+        assert marker["pid"] == proc.pid and sorted(h["pid"] for h in marker["helpers"]) == workers
+        proc.kill()
+        proc.wait()
+        assert wait_until(lambda: not any(process_running(pid) for pid in workers), 10), \
+            [pid for pid in workers if process_running(pid)]
+        assert stage.exists()  # what kill -9 leaves
+        rebuild_report(run, workers=1, formats=["png"])
+        assert [p.name for p in run.parent.glob(f".{run.name}.*")] == []
+    finally:
+        proc.kill()
+        proc.wait()
+        end_processes(workers)

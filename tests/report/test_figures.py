@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +15,10 @@ from headstats.errors import HeadstatsError
 from headstats.plots import roles_plots, stats_plots
 from headstats.report import figures as figures_module
 from headstats.report.figures import WORKERS_ENV, FigureRenderer, available_cpus, figure_workers
+
+from conftest import process_running, wait_until
+
+REPO = Path(__file__).resolve().parents[2]
 
 HELD = {"local": {(0, 0), (1, 1)}, "delimiter": {(0, 1), (2, 0), (2, 1)}, "syntactic": {(1, 0)}}
 
@@ -313,3 +321,60 @@ def test_main_tables_also_written_as_latex(quickstart_report):
     rows = [line for line in tex.splitlines() if line.startswith("default &")]
     assert len(rows) == 2  # one per data set, as in the report's table
     assert sorted((root).glob("heads_per_layer_*.tex"))
+
+
+# ------------------------------------------------------------------------------ workers die with their parent
+
+KILLED_DRAWING = """
+import os, sys, time
+from pathlib import Path
+from headstats.report import figures
+
+def drawing_forever(name):  # a figure that takes as long as the test needs: no race with the clock
+    (Path(sys.argv[1]) / str(os.getpid())).write_text(name)
+    time.sleep(600)
+
+figures._parent_death_signal = lambda: False  # as where prctl is not to be had: the watcher thread
+with figures.FigureRenderer(Path(sys.argv[1]).parent / "report", workers=2) as renderer:
+    renderer.add("a", drawing_forever, "a")
+    renderer.add("b", drawing_forever, "b")
+    renderer.wait()
+"""
+
+
+def drawing_workers(proc, flags: Path) -> list[int]:
+    """The pids of the two workers that write their flag into ``flags`` when they start drawing, once both
+    have (bounded by those events, not by the machine's speed)."""
+    assert wait_until(lambda: proc.poll() is not None or len(list(flags.iterdir())) >= 2, 300), \
+        "the figure workers never started drawing"
+    assert proc.poll() is None, proc.communicate()
+    workers = sorted(int(p.name) for p in flags.iterdir())
+    assert proc.pid not in workers and all(process_running(pid) for pid in workers)
+    return workers
+
+
+def end_processes(pids) -> None:
+    """SIGKILL what a failed test left running."""
+    for pid in pids:
+        if process_running(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not figures_module._fork_is_the_way(), reason="figure workers are forked (Linux)")
+def test_workers_without_a_parent_death_signal_watch_their_parent_and_end_with_it(tmp_path):
+    flags = tmp_path / "drawing"
+    flags.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_DRAWING, str(flags)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    workers: list[int] = []
+    try:
+        workers = drawing_workers(proc, flags)
+        proc.kill()
+        proc.wait()
+        assert wait_until(lambda: not any(process_running(pid) for pid in workers), 10), \
+            [pid for pid in workers if process_running(pid)]
+    finally:
+        proc.kill()
+        proc.wait()
+        end_processes(workers)

@@ -147,6 +147,16 @@ class ScoreSettings(StrictModel):
         return self
 
 
+def _counted_sum(bias: torch.Tensor, counted: torch.Tensor) -> torch.Tensor:
+    """``sum_i bias[..., i]`` over the queries that count (``counted`` (B, [R,] N), 0/1 in bias' dtype).
+
+    Queries that do not count (padded, not counted, an empty sieve: ``0 / 0``) are left out whatever their
+    ratio; the ratio of a query that counts is summed as it is, so non-finite attention gives a non-finite
+    score (:func:`headstats.engine.collector.refuse_non_finite` stops on it), never a silent 0.
+    """
+    return torch.where(counted[:, None, None] > 0, bias, bias.new_zeros(())).sum(-1)
+
+
 def sieve_bias_of_keys(attn: torch.Tensor, keys: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
                        means: torch.Tensor) -> torch.Tensor:
     """Per-input sieve bias scores for R sieves at once (METHODS 1.2).
@@ -171,7 +181,7 @@ def sieve_bias_of_keys(attn: torch.Tensor, keys: torch.Tensor, queries: torch.Te
     inside = torch.einsum("blhij,brij->blhri", attn, keys) / size[:, None, None]
     bias = inside / means[:, :, :, None, :]
     counted = (queries & real[:, None, :] & (size > 0)).to(attn.dtype)
-    total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
+    total = _counted_sum(bias, counted)
     return total / counted.sum(-1)[:, None, None]
 
 
@@ -225,7 +235,7 @@ def sieve_scores_of_keys(
     if mass_roles:
         bias[:, :, :, mass_roles] = mass[:, :, :, mass_roles]
     n_counted = counted.sum(-1)
-    total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
+    total = _counted_sum(bias, counted)
     scores = total / n_counted[:, None, None]
     ceilings = (torch.nan_to_num(per_query_ceiling, nan=0.0, posinf=0.0) * counted).sum(-1) / n_counted
     return _rescale(scores, ceilings, scales)
@@ -258,7 +268,7 @@ def sieve_bias_of_columns(attn: torch.Tensor, columns: torch.Tensor, queries: to
     inside = torch.bmm(attn.reshape(B, L * H * N, N), columns.transpose(1, 2)).reshape(B, L, H, N, -1)
     bias = inside.transpose(-1, -2) / size[:, None, None, :, None] / means[:, :, :, None, :]
     counted = (queries & real[:, None, :] & (size > 0)[:, :, None]).to(attn.dtype)
-    total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
+    total = _counted_sum(bias, counted)
     return total / counted.sum(-1)[:, None, None]
 
 
@@ -296,7 +306,7 @@ def sieve_bias_of_diagonals(attn: torch.Tensor, mask: torch.Tensor, queries: tor
         inside[..., q] += attn.diagonal(d, -2, -1) * weight[:, None, None]
     bias = inside / size[:, None, None] / means
     counted = (queries & real & (size > 0)).to(attn.dtype)
-    total = (torch.nan_to_num(bias, nan=0.0, posinf=0.0) * counted[:, None, None]).sum(-1)
+    total = _counted_sum(bias, counted)
     return total / counted.sum(-1)[:, None, None]
 
 
@@ -342,7 +352,9 @@ def arc_scores(
         cut = (torch.arange(N, device=attn.device)[None, :] < lengths[:, None]) & real
         denominator = (rows * cut[:, None, None].to(attn.dtype)).sum(-1).reshape(B, L, H, -1) / n[:, None, None, None]
         arc_ceiling = n[:, None] * key_weights.amax(-1)
-    bias = torch.nan_to_num(numerator / denominator, nan=0.0, posinf=0.0)
+    # padding arcs (no query piece) are 0 / 0: left out; a real arc's ratio stays what it is, NaN included
+    real_arc = (query_weights > 0).any(-1)[:, None, None]
+    bias = torch.where(real_arc, numerator / denominator, numerator.new_zeros(()))
     member = membership.to(attn.dtype)
     count = member.sum(1)
     scores = torch.einsum("blhk,bkr->blhr", bias, member) / count[:, None, None]

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from headstats.lazy import torch
 
+from headstats.errors import ModelError
 from headstats.model.encoding import Arc, EncodedInput
 from headstats.model.loading import LoadedModel
 
@@ -241,10 +242,10 @@ def forward_views(loaded: LoadedModel, items: Sequence[EncodedInput], *, dataset
     pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
     batch = extraction.pad_batch(list(items), pad_id, device)
     if "norm" not in measures:
-        attention = extraction.forward_attentions(loaded, batch)
+        attention = finite_attention(extraction.forward_attentions(loaded, batch), batch.inputs, loaded, dataset)
         return {WEIGHTS: BatchView(loaded.name, dataset, batch.inputs, attention, batch.input_ids)}
     with capture_value_norms(loaded.model, loaded.n_heads) as norms:
-        attention = extraction.forward_attentions(loaded, batch)
+        attention = finite_attention(extraction.forward_attentions(loaded, batch), batch.inputs, loaded, dataset)
     if len(norms) != attention.shape[1]:
         raise RuntimeError(f"read the value norms of {len(norms)} layers, but the model returned "
                            f"{attention.shape[1]} attention layers")
@@ -254,6 +255,73 @@ def forward_views(loaded: LoadedModel, items: Sequence[EncodedInput], *, dataset
     if WEIGHTS in measures:
         views[WEIGHTS] = BatchView(loaded.name, dataset, batch.inputs, attention, batch.input_ids)
     return {m: views[m] for m in measures}
+
+
+def finite_attention(attention: torch.Tensor, inputs: Sequence[EncodedInput], loaded: LoadedModel,
+                     dataset: str) -> torch.Tensor:
+    """``attention`` (B, L, H, T, T) itself when every weight of its inputs' real positions is finite.
+
+    One reduction per batch: the weights of a softmax lie in [0, 1], so their sum is finite exactly when they
+    all are. Only when it is not are the maps searched: NaN or inf among the real positions of an input is an
+    error (every score of that head would be wrong: NaN was once scored as 0.0 in silence); NaN or inf in
+    padded rows or keys only, which nothing reads, is set to 0.
+
+    Raises
+    ------
+    ModelError
+        From :func:`refuse_non_finite_maps`: the model, the data set, the first input (in file order) with a
+        non-finite weight, its layer and head, and the likely cause (:func:`non_finite_cause`).
+    """
+    if bool(torch.isfinite(attention.sum())):
+        return attention
+    refuse_non_finite_maps(attention, inputs, what="attention", model=loaded.name, dataset=dataset,
+                           cause=lambda: non_finite_cause(loaded.model))
+    return torch.where(torch.isfinite(attention), attention, attention.new_zeros(()))
+
+
+def refuse_non_finite_maps(maps: torch.Tensor, inputs: Sequence[EncodedInput], *, what: str, model: str,
+                           dataset: str, cause: Callable[[], str]) -> None:
+    """Stop when ``maps`` (B, L, H, T, T: attention, or its gradients) hold NaN or inf among an input's real
+    rows and keys, naming the model, the data set, the first such input in file order, its first layer and
+    head, how many of the batch's inputs are hit, and ``cause()``; padded positions are not looked at.
+
+    Raises
+    ------
+    ModelError
+    """
+    bad = non_finite_heads(maps, inputs)
+    if not bool(bad.any()):
+        return
+    rows = bad.any(-1).any(-1).nonzero().flatten().tolist()
+    b = min(rows, key=lambda row: inputs[row].index)
+    layer, head = (int(x) for x in bad[b].nonzero()[0])
+    raise ModelError(
+        f"model {model!r} gave non-finite {what} (NaN or inf) on data set {dataset!r}, input "
+        f"{inputs[b].sentence_id!r} (layer {layer}, head {head}, counted from 0; {len(rows)} of the batch's "
+        f"{len(inputs)} inputs): {cause()}; nothing was scored or written")
+
+
+def non_finite_heads(maps: torch.Tensor, inputs: Sequence[EncodedInput]) -> torch.Tensor:
+    """(B, L, H) bool: the heads whose map (B, L, H, T, T) of an input holds NaN or inf among its real rows
+    and keys."""
+    lengths = torch.tensor([item.length for item in inputs], device=maps.device)
+    positions = torch.arange(maps.shape[-1], device=maps.device)
+    real = positions[None, :] < lengths[:, None]
+    pairs = (real[:, :, None] & real[:, None, :])[:, None, None]
+    return (~torch.isfinite(maps) & pairs).any(-1).any(-1)
+
+
+def non_finite_cause(model: Any) -> str:
+    """The likely cause of a model's non-finite attention: its weights, its dtype, or the checkpoint itself."""
+    damaged = [name for name, weight in model.named_parameters() if not bool(torch.isfinite(weight).all())]
+    if damaged:
+        return (f"{len(damaged)} of its weight tensors {'holds' if len(damaged) == 1 else 'hold'} NaN or inf "
+                f"(first: {damaged[0]}), so the checkpoint is damaged; download or copy it again")
+    dtype = str(getattr(model, "dtype", "")).replace("torch.", "")
+    if dtype in ("float16", "bfloat16"):
+        return f"its weights are finite, so {dtype} overflowed; run it in float32 (protocol: dtype: float32)"
+    return (f"its weights are finite and it runs in {dtype or 'its dtype'}, so the checkpoint is damaged or not "
+            "what its config.json says; check that it runs in transformers")
 
 
 # ---------------------------------------------------------------------------------------------- word level

@@ -29,8 +29,8 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from headstats.engine.batch import BatchView
-from headstats.errors import IncompatibleResultsError
+from headstats.engine.batch import BatchView, non_finite_heads
+from headstats.errors import HeadstatsError, IncompatibleResultsError
 from headstats.measures import MeasureArray
 
 
@@ -237,8 +237,10 @@ class PerInputCollector(Collector):
         """Keep one batch's ``(B, L, H, M)`` values (a tensor or an array), and optionally ``(B, M)`` ceilings."""
         ids = np.empty(view.size, dtype=object)
         ids[:] = view.sentence_ids
-        self._blocks.append(ScoreState(view.index.copy(), ids, _numpy32(values), self.measures,
-                                       None if ceilings is None else _numpy32(ceilings)))
+        values = _numpy32(values)
+        ceilings = None if ceilings is None else _numpy32(ceilings)
+        refuse_non_finite(view, values, ceilings, self.measures)
+        self._blocks.append(ScoreState(view.index.copy(), ids, values, self.measures, ceilings))
 
     def state(self) -> ScoreState:
         if self._blocks:
@@ -263,6 +265,41 @@ class PerInputCollector(Collector):
         state = self.state()
         return MeasureArray(self.context.model, self.context.dataset, state.sentence_ids, state.roles, state.values,
                             provenance=self.provenance(), ceilings=state.ceilings if self.keeps_ceilings else None)
+
+
+def refuse_non_finite(view: BatchView, values: np.ndarray, ceilings: np.ndarray | None,
+                      measures: Sequence[str]) -> None:
+    """Stop on a measure that is infinite, or NaN where its input takes part (a finite ceiling): a number that
+    no head can have, which a test would otherwise read (NaN stays the mark of an input that does not take part
+    in a measure, as an input without an arc of a relation).
+
+    ``values`` (B, L, H, M), ``ceilings`` (B, M) or None. One ``isfinite`` over the batch's values; the first
+    bad value (in file order) is located only when there is one.
+
+    Raises
+    ------
+    HeadstatsError
+        Naming the measure, the model, the data set, the input, the layer and the head, and whether the
+        attention of that head is itself non-finite there.
+    """
+    if np.isfinite(values).all():
+        return
+    bad = np.isinf(values)
+    if ceilings is not None:
+        bad |= np.isnan(values) & np.isfinite(ceilings)[:, None, None, :]
+    if not bad.any():
+        return
+    rows = np.flatnonzero(bad.any(axis=(1, 2, 3)))
+    b = int(rows[np.argmin(view.index[rows])])
+    layer, head, m = (int(x) for x in np.argwhere(bad[b])[0])
+    attention = getattr(view, "attention", None)
+    if attention is not None and bool(non_finite_heads(attention, view.inputs)[b, layer, head]):
+        cause = "its attention holds NaN or inf there (a float16 overflow or a damaged checkpoint)"
+    else:
+        cause = "its attention is finite there, so the measure divided by zero on this input; report it with the input"
+    raise HeadstatsError(
+        f"{measures[m]} of model {view.model!r} is {values[b, layer, head, m]} on data set {view.dataset!r}, input "
+        f"{view.inputs[b].sentence_id!r} (layer {layer}, head {head}, counted from 0): {cause}; nothing was written")
 
 
 def _numpy32(values: Any) -> np.ndarray:

@@ -220,7 +220,8 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
         overwrite a file headstats did not write.
     """
     from headstats.assignment.role_assignment import strongest_heads
-    from headstats.folders import STAGING_MARKER, _acquire_lock, _owner_record, output_file_list, replace_outputs
+    from headstats.folders import (STAGING_MARKER, _acquire_lock, _owner_record, _sweep_stale_staging, output_file_list,
+                                   replace_outputs)
     from headstats.study.run_folder import load_run_tables
     from headstats.study.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema, unchecked_tables_fail_in_one_line
 
@@ -245,6 +246,7 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
     _acquire_lock(lock, run)
     stage = None
     try:
+        _sweep_stale_staging(run)  # and the figure workers, of a report or run into it that was killed
         stage = Path(tempfile.mkdtemp(prefix=f".{run.name}.partial-", dir=run.parent))
         (stage / STAGING_MARKER).write_text(_owner_record(), encoding="utf-8")
         log("drawing the figures and writing the report")

@@ -17,6 +17,12 @@ is written, :meth:`FigureRenderer.wait` collects them.
   :meth:`~FigureRenderer.wait` (the same type and message, the worker's traceback as its cause); the first
   figure to fail in the order the figures were added is the one reported, as a serial run would have stopped
   there. The other figures are cancelled.
+- Workers die with their parent: each asks Linux for SIGKILL when the thread that started it ends
+  (``prctl(PR_SET_PDEATHSIG)``), or, where that is not to be had (another system, a pool started outside the
+  main thread), watches its parent's pid from a thread; so ``kill -9`` of ``headstats run`` or ``report`` while
+  figures are drawn leaves no worker behind. Their pids and start times are also written into the staging
+  marker of the folder being written (:func:`headstats.folders.record_helpers`): the next command into the same
+  place ends any that are left.
 - Same files: a worker runs the same function on the same data with the same settings, so its PNG and SVG
   files are byte for byte those of a serial run (tested), and so is the report that inlines them.
 """
@@ -34,6 +40,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from headstats.errors import HeadstatsError
+from headstats.folders import record_helpers
 
 #: Environment variable: the number of processes that draw a report's figures (1: no worker processes).
 WORKERS_ENV = "HEADSTATS_FIGURE_WORKERS"
@@ -97,6 +104,46 @@ def draw_and_save(draw: Callable, args: tuple, kwargs: dict, folder: Path, name:
 
 def _draw_pickled(payload: bytes) -> None:
     draw_and_save(*pickle.loads(payload))
+
+
+#: Linux's prctl option: the signal a process gets when the thread that created it ends.
+PR_SET_PDEATHSIG = 1
+#: Seconds between two looks at the parent's pid, where the parent-death signal is not to be had.
+PARENT_POLL_S = 0.2
+
+
+def _die_with_parent(parent: int, main_thread: bool) -> None:
+    """Worker initializer: end this worker when the process ``parent`` that started it ends, ``kill -9``
+    included: with the parent-death signal where the pool was started from the parent's main thread (the signal
+    follows the creating *thread*), else with a thread that watches the parent's pid."""
+    if not (main_thread and _parent_death_signal()):
+        import threading
+
+        threading.Thread(target=_watch_parent, args=(parent,), name="headstats-parent-watch", daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
+
+
+def _parent_death_signal() -> bool:
+    """Ask Linux for SIGKILL when the parent ends; False where prctl is not to be had."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
 
 
 class FigureRenderer:
@@ -180,9 +227,17 @@ class FigureRenderer:
 
     def _submit(self, payload: bytes) -> Future | None:
         try:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context())
-            return self._pool.submit(_draw_pickled, payload)
+            started = self._pool is None
+            if started:
+                import threading
+
+                main = threading.current_thread() is threading.main_thread()
+                self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context(),
+                                                 initializer=_die_with_parent, initargs=(os.getpid(), main))
+            future = self._pool.submit(_draw_pickled, payload)
+            if started:  # forked workers start at the first submit
+                record_helpers(self.root, [p.pid for p in (getattr(self._pool, "_processes", None) or {}).values()])
+            return future
         except Exception:  # noqa: BLE001 - no pool here (no fork, a daemonic process, no semaphores): serial
             self._pool_failed = True
             self._shutdown()

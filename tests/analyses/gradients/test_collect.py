@@ -115,3 +115,22 @@ def test_a_model_without_a_loss_is_skipped_with_the_reason(tmp_path, tiny_model_
     # said once, at the top, with where, why and the fix; the section points there
     assert report.count("**gradients** did not run (tiny on demo): the model has neither") == 1
     assert "Not run for tiny on demo" in report
+
+
+def test_non_finite_gradients_stop_the_run_naming_the_input_layer_and_head(tmp_path, monkeypatch):
+    from headstats.analyses.gradients import collect as gradients
+    from headstats.errors import ModelError
+
+    real = gradients.attention_gradients
+
+    def planted(model, kind, input_ids, attention_mask, *args):
+        grad, loss = real(model, kind, input_ids, attention_mask, *args)
+        grad[0, 0, 1, 1, 1] = float("nan")  # the first input of every batch, layer 0, head 1, a real position
+        return grad, loss
+
+    monkeypatch.setattr(gradients, "attention_gradients", planted)
+    with pytest.raises(ModelError, match=r"model 'tiny' gave non-finite attention gradients \(NaN or inf\) on data "
+                                         r"set 'demo', input '\d+' \(layer 0, head 1, counted from 0; 1 of the batch's "
+                                         r"6 inputs\): its weights are finite"):
+        run(tmp_path, tiny_mlm(tmp_path / "mlm"))
+    assert not (tmp_path / "g").exists()

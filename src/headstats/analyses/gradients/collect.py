@@ -37,7 +37,7 @@ import pandas as pd
 
 from headstats.analyses import collector_options
 from headstats.analyses.gradients.options import GradientOptions
-from headstats.engine.batch import BatchView
+from headstats.engine.batch import BatchView, non_finite_cause, refuse_non_finite_maps
 from headstats.engine.collector import Collector, Context, Moments
 from headstats.engine.forward import pad_batch
 from headstats.lazy import torch
@@ -168,6 +168,10 @@ class GradientImportance(Collector):
         grad, loss = attention_gradients(  # the runner's grad-enabled batch (needs_gradients)
             self._model, self._state["kind"], batch.input_ids.clone(), batch.attention_mask.clone(),
             batch.token_type_ids.clone() if use_types else None, masked, self._tokenizer.mask_token_id)
+        if not bool(torch.isfinite(grad).all()):  # NaN or inf in an input's gradients is an error; in padding, 0
+            refuse_non_finite_maps(grad, view.inputs, what="attention gradients", model=view.model,
+                                   dataset=view.dataset, cause=lambda: non_finite_cause(self._model))
+            grad = torch.where(torch.isfinite(grad), grad, grad.new_zeros(()))
         real = batch.attention_mask.bool()
         layout = view.layout
         masks = target_masks(batch.input_ids, real, layout.cls.to(device), layout.sep.to(device), self._punct)
