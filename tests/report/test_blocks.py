@@ -179,18 +179,6 @@ def test_tables_formatted_ahead_give_the_same_report():
     assert "html" not in only_md.blocks[0].extra and render_html(only_md, root=None) == render_html(plain, root=None)
 
 
-def test_latex_table_booktabs_escaped_with_the_caption_s_code():
-    from headstats.report.blocks import latex_escape, latex_table
-
-    frame = pd.DataFrame({"role": ["syntactic:amod", "a_b"], "n_heads": [3, 4], "p_corr": [1e-5, 0.3]})
-    tex = latex_table(frame, "Heads with `min_count` 5% & more", "tab:x")
-    assert tex.splitlines()[:5] == ["\\begin{table}", "\\centering",
-                                    "\\caption{Heads with \\texttt{min\\_count} 5\\% \\& more}", "\\label{tab:x}",
-                                    "\\begin{tabular}{lrr}"]
-    assert "role & n\\_heads & p\\_corr \\\\" in tex and "a\\_b & 4 & 3.00e-01 \\\\" in tex
-    assert latex_escape("a_b & {x} ~ 5% #1 $") == "a\\_b \\& \\{x\\} \\textasciitilde{} 5\\% \\#1 \\$"
-
-
 def test_a_link_with_a_script_scheme_is_shown_as_text_never_as_a_link():
     # Text can come from a run folder made elsewhere: only run files, anchors and http(s) become links.
     from headstats.report.blocks import inline_markdown

@@ -223,6 +223,18 @@ def _chromium() -> str | None:
     return None
 
 
+def test_every_tex_of_a_run_compiles_fits_the_page_and_keeps_cls(built_run, tmp_path):
+    from report.test_latex import compile_tables
+
+    files = sorted(built_run.glob("*.tex"))
+    assert {f.name for f in files} >= {"claims.tex", "role_counts.tex", "heads_per_layer_m__d1.tex"}
+    text = compile_tables(files, tmp_path)
+    assert "[CLS] heads sit" in text and "[SEP] heads sit" in text
+    claims = (built_run / "claims.tex").read_text()
+    assert "Each claim is a hypothesis tested by its own test" in claims and "t-test" not in claims
+    assert "t-test" in (built_run / "role_counts.tex").read_text()
+
+
 def test_report_in_headless_chromium(built_run, tmp_path):
     browser = _chromium()
     if browser is None:

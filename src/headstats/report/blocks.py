@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from headstats.report.latex import LatexTable, latex_escape, latex_table, write_latex  # noqa: F401 (re-exported)
+
 #: Tables longer than this are folded (``<details>``) unless told otherwise.
 FOLD_ROWS = 12
 #: Columns that hold p-values (formatted in scientific notation).
@@ -58,7 +60,7 @@ class Report:
 
     title: str
     blocks: list[Block] = field(default_factory=list)
-    #: Words put before every LaTeX table's caption (the protocol's name and design, from the builder).
+    #: Words put before every LaTeX table's caption (the protocol's name, from the builder).
     latex_caption: str = ""
     _anchors: set[str] = field(default_factory=set, repr=False)
 
@@ -73,7 +75,7 @@ class Report:
         self.blocks.append(Block("text", text))
 
     def table(self, frame: pd.DataFrame, caption: str = "", max_rows: int = 40, *, csv: str | None = None,
-              fold: bool | None = None, latex: str | None = None) -> None:
+              fold: bool | None = None, latex: str | LatexTable | None = None) -> None:
         """Add a table with one caption.
 
         Parameters
@@ -88,9 +90,10 @@ class Report:
             Relative path of the CSV file with all rows (linked under the table).
         fold : bool, optional
             Fold the table (``<details>``); default: when it has more than :data:`FOLD_ROWS` rows.
-        latex : str, optional
-            Also write every row as a LaTeX table (booktabs) to this file of the report's folder, with the
-            caption (prefixed by :attr:`latex_caption`) and the label ``tab:<file stem>``.
+        latex : LatexTable or str, optional
+            Also write every row as a LaTeX table (:mod:`headstats.report.latex`): its file, the paper's columns
+            and its own caption (a file name alone: every column, this caption), prefixed by
+            :attr:`latex_caption`, with the label ``tab:<file stem>``.
         """
         shown = frame.head(max_rows).copy()
         shown.columns.name = None  # a leftover pivot name would render as an extra header row
@@ -99,7 +102,8 @@ class Report:
         if latex:
             whole = frame.copy()
             whole.columns.name = None
-            block.extra["latex"] = (latex, whole)
+            spec = latex if isinstance(latex, LatexTable) else LatexTable(latex, caption)
+            block.extra["latex"] = (spec, whole)
         self.blocks.append(block)
 
     def figure(self, path: str, caption: str = "", *, alt: str = "") -> None:
@@ -525,39 +529,14 @@ def render_tables(report: Report, *, html_too: bool = True) -> None:
                 block.extra["html"] = _html_table(block)
 
 
-_LATEX_CODE = re.compile(r"`([^`]+)`")
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-
-
-def latex_escape(text: str) -> str:
-    """``text`` with LaTeX's special characters escaped (``a_b & 5%`` -> ``a\\_b \\& 5\\%``)."""
-    return "".join(_LATEX_SPECIAL.get(c, c) for c in str(text))
-
-
-def latex_table(frame: pd.DataFrame, caption: str, label: str) -> str:
-    """A table as LaTeX with booktabs rules (``\\toprule``, ``\\midrule``, ``\\bottomrule``; pandas'
-    ``Styler.to_latex``), cells formatted as in the report (:func:`format_column`), text escaped for LaTeX, the
-    Markdown `code` of the caption as ``\\texttt``."""
-    shown = format_frame(frame).reset_index(drop=True)
-    numeric = [pd.api.types.is_numeric_dtype(frame.iloc[:, i].dtype) and not pd.api.types.is_bool_dtype(
-        frame.iloc[:, i].dtype) for i in range(frame.shape[1])]
-    styler = shown.style.hide(axis="index").format(escape="latex").format_index(escape="latex", axis=1)
-    parts = _LATEX_CODE.split(caption)
-    text = "".join(latex_escape(p) if k % 2 == 0 else f"\\texttt{{{latex_escape(p)}}}" for k, p in enumerate(parts))
-    return styler.to_latex(hrules=True, caption=text, label=label, position_float="centering",
-                           column_format="".join("r" if n else "l" for n in numeric), environment="table")
-
-
 def write_report(report: Report, root: Path, *, html_too: bool = True) -> None:
     """Write ``report.md``, ``report.html`` if asked, and the LaTeX file of every table that asks for one, into
     ``root``."""
     root = Path(root)
     for block in report.blocks:
         if block.kind == "table" and "latex" in block.extra:
-            name, whole = block.extra["latex"]
-            caption = f"{report.latex_caption}{block.caption}".strip()
-            (root / name).write_text(latex_table(whole, caption, f"tab:{Path(name).stem}"), encoding="utf-8")
+            spec, whole = block.extra["latex"]
+            (root / spec.file).write_text(write_latex(spec, whole, report.latex_caption), encoding="utf-8")
     (root / "report.md").write_text(render_markdown(report, root), encoding="utf-8")
     if html_too:
         (root / "report.html").write_text(render_html(report, root), encoding="utf-8")

@@ -38,7 +38,7 @@ def test_probing_section_states_the_claim_with_its_test(tmp_path):
     shown = block.content
     # the paper's BERT-base UAS as a fraction beside this model's fractions, labelled as the paper's
     assert shown.set_index("probe")["paper_bert_base_uas"].to_dict() == {k: v / 100 for k, v in PAPER_UAS.items()}
-    assert "BERT-base on the WSJ" in block.caption and block.extra["latex"][0] == "probes.tex" and "paper_uas" not in shown.columns
+    assert "BERT-base on the WSJ" in block.caption and block.extra["latex"][0].file == "probes.tex" and "paper_uas" not in shown.columns
     md = render_markdown(report, tmp_path)
     # 45 against 5 discordant words: exact one-sided binomial p far below 0.05, also after Holm over 3 probes
     assert binomtest(45, 50, 0.5, alternative="greater").pvalue * 3 < 0.05

@@ -38,7 +38,7 @@ def probing_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame])
     report.table(shown[cols], "UAS of each probe with its Wilson interval (fractions of the held-out words), the "
                  "paper's UAS as a fraction (`paper_bert_base_uas`: Clark et al.'s number for BERT-base on the WSJ, "
                  "a different model and corpus, for orientation only), and the corrected p-value of each probe "
-                 "against each baseline.", csv="probes.csv", latex="probes.tex")
+                 "against each baseline.", csv="probes.csv", latex=_probes_latex(shown))
     for (model, dataset), part in probes.groupby(["model", "dataset"], sort=False):
         att = part.set_index("probe")
         if "attention_only" not in att.index or "p_corr_vs_right_branching" not in att.columns:
@@ -52,3 +52,20 @@ def probing_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame])
             f"(corrected p = {p:.3g}).")
         if verdicts := claim_lines(tables, ("probes_beat_baselines",), model=model, dataset=dataset):
             report.text("\n".join(verdicts))
+
+
+def _probes_latex(shown):
+    """``probes.tex``: the paper's columns, the interval in one column, with the test's sentence."""
+    from headstats.report.latex import LatexTable
+
+    frame = shown.assign(interval=[f"[{a:.3f}, {b:.3f}]" for a, b in zip(shown["ci_low"], shown["ci_high"])])
+    names = {"dataset": "Data set", "probe": "Probe", "n_words": "Words", "uas": "UAS", "interval": "95\\% CI",
+             "paper_bert_base_uas": "Paper", "p_corr_vs_right_branching": "$p$ vs. RB",
+             "p_corr_vs_distance_and_words": "$p$ vs. D\\&W"}
+    if frame["model"].nunique() > 1:
+        names = {"model": "Model", **names}
+    return LatexTable("probes.tex", "McNemar's exact test, one-sided, on the same held-out words, corrected over "
+                      "the probes: does a probe's UAS (with its Wilson interval) beat the right-branching baseline "
+                      "(RB) and the distance-and-words probe (D&W)? Paper: Clark et al.'s UAS for BERT-base on the "
+                      "WSJ, for orientation only.", columns={k: v for k, v in names.items() if k in frame},
+                      frame=frame)

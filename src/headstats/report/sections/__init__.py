@@ -108,6 +108,21 @@ def tau_words(st) -> str:
     return st.tau_text() if hasattr(st, "tau_text") else f"{st.tau:g}"
 
 
+def role_test_sentence(protocol) -> str:
+    """How a head is assigned a role, in one sentence (a LaTeX caption's method): ``A head holds a role when a
+    one-sided t-test (ddof = 1) rejects H0: mean score ≤ τ = 3 after Holm correction over each model × dataset,
+    α = 0.05.``"""
+    from headstats.stats.corrections import CORRECTIONS
+    from headstats.stats.onesample import ONE_SAMPLE_TESTS
+
+    st = protocol.statistics
+    family = " x ".join(st.family) if st.family else "the whole study"
+    return (f"A head holds a role when a one-sided {ONE_SAMPLE_TESTS.describe(st.test)} rejects H0: "
+            f"{tested_parameter(st.test)} score ≤ τ = {tau_words(st)} after "
+            f"{CORRECTIONS.describe(st.correction, 'short')} correction over each {family.replace(' x ', ' × ')}, "
+            f"α = {st.alpha:g}. ")
+
+
 def adjusted_bound_words(correction: str) -> str:
     """What the adjusted lower bound ``ci_low_adj`` is under a correction (by the correction's kind in the
     registry: family-wise, false discovery rate or none), in words."""
