@@ -459,7 +459,7 @@ def test_score_runs_the_passes_of_run_through_the_state_cache(tmp_path, tiny_mod
             "--cache-dir", str(cache)]
     first = runner.invoke(app, [*args, "--out", str(tmp_path / "a")], env={"COLUMNS": "200"})
     assert first.exit_code == 0, first.output
-    assert "read mini: 6 inputs (gold parses)" in first.output and "none parses" not in first.output
+    assert "read mini: 6 inputs (gold CoNLL-U parses)" in first.output and "none parses" not in first.output
     info = runner.invoke(app, ["cache", "info", "--cache-dir", str(cache)])
     assert info.exit_code == 0 and "chunks: 0 " not in info.output, info.output
     second = runner.invoke(app, [*args, "--out", str(tmp_path / "b"), "--quiet"])
