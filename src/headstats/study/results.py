@@ -145,6 +145,23 @@ class StudyResult:
             rows.append([model, dataset, scored, len(group), int(held.fillna(False).any(axis=1).sum()), counts])
         return rows
 
+    def summary_frame(self) -> pd.DataFrame:
+        """The end of a run in one table: per (model, data set) the inputs scored, the heads, the heads with a
+        role, the heads per role, and the verdicts of the claims (``2 supported, 1 cannot tell``)."""
+        columns = ["model", "dataset", "inputs", "heads", "with a role", "heads per role"]
+        frame = pd.DataFrame(self._summary_rows(), columns=columns)
+        claims = self.tables.get("claims")
+        if claims is None or claims.empty or frame.empty:
+            return frame
+        order = ("supported", "contradicted", "not shown", "cannot tell")
+
+        def tally(model, dataset) -> str:
+            part = claims[(claims["model"].astype(str) == str(model)) & (claims["dataset"].astype(str) == str(dataset))]
+            counts = part["verdict"].value_counts()
+            return ", ".join(f"{int(counts[v])} {v}" for v in order if v in counts)
+
+        return frame.assign(claims=[tally(m, d) for m, d in zip(frame["model"], frame["dataset"])])
+
     def __repr__(self) -> str:
         """At most 15 lines: per (model, data set) the heads holding each role, the tables, the output folder
         and the report (never the tables themselves)."""
