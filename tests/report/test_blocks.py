@@ -40,8 +40,8 @@ def test_markdown_table_formatting():
     assert markdown_table(frame).splitlines() == [
         "| role | mean | p_corr | n | reject | big | tiny |",
         "|---|---|---|---|---|---|---|",
-        "| local | 3.142 | 1.23e-05 | 10 | yes | 123456 | 1.00e-07 |",
-        "| a\\|b |  | 5.00e-01 | 3 | no | 0 | 2.500 |",
+        "| local | 3.142 | 1.2e-05 | 10 | yes | 123456 | 1.00e-07 |",
+        "| a\\|b |  | 0.5 | 3 | no | 0 | 2.500 |",
     ]
 
 
@@ -55,11 +55,12 @@ def test_counts_stay_integers_when_a_column_holds_a_missing_value():
     assert format_column(pd.Series([0.5, 1.5])) == ["0.500", "1.500"]
 
 
-def test_p_value_columns_in_scientific_notation():
-    frame = pd.DataFrame({"p_unc": [1.0, 0.0312, np.nan], "p": [1e-300, 0.2, 1.0], "power": [0.8, 0.9, 1.0]})
+def test_p_value_columns_as_the_claims_table_prints_them():
+    # one number format: two significant digits, scientific below 0.001 (the claims table's `p = 0.0023`)
+    frame = pd.DataFrame({"p_unc": [1.0, 0.0312, np.nan], "p": [1e-300, 0.2, 0.00233], "power": [0.8, 0.9, 1.0]})
     shown = format_frame(frame)
-    assert list(shown["p_unc"]) == ["1.00e+00", "3.12e-02", ""]
-    assert list(shown["p"]) == ["1.00e-300", "2.00e-01", "1.00e+00"]
+    assert list(shown["p_unc"]) == ["1", "0.031", ""]
+    assert list(shown["p"]) == ["1.0e-300", "0.2", "0.0023"]
     assert list(shown["power"]) == ["0.800", "0.900", "1.000"]
 
 
@@ -129,7 +130,7 @@ def test_render_html_inlines_figures_one_caption_each(tmp_path):
     assert "<title>A &lt;study&gt;</title>" in page
     assert "<code>code</code> and <b>bold</b>" in page
     assert "<ul><li>one</li><li>two</li></ul>" in page
-    assert "x&lt;y" in page and "1.00e-06" in page
+    assert "x&lt;y" in page and "1.0e-06" in page
     assert "<figcaption class='caption'>the line <a href='figures/line.svg'>SVG</a></figcaption>" in page
     assert page.count("the line") == 1 and page.count("<figcaption") == page.count("<img") == 1
     assert "<h2 id='figures'>Figures</h2>" in page and "<a href='#figures'>Figures</a>" in page

@@ -127,7 +127,7 @@ def test_one_caption_per_figure_and_table(built_run):
             assert md.count(alt) == 1  # alt text is not a second copy of the caption
 
 
-def test_strongest_heads_folded_with_csv_and_p_values_scientific(built_run):
+def test_strongest_heads_folded_with_csv_and_p_values_as_the_claims_table(built_run):
     md = (built_run / "report.md").read_text()
     assert "<details><summary>The 2 heads with the largest effect in score units" in md
     assert "(ranked by `mean_minus_tau`, the mean score minus tau" in md
@@ -135,8 +135,8 @@ def test_strongest_heads_folded_with_csv_and_p_values_scientific(built_run):
     table = md[md.index("## Strongest heads per role"):]
     # local first (the figures' role order), largest mean - tau first (5.51 - 3); p_corr = 7e-6 x 72
     rows = [line for line in table.splitlines() if line.startswith("| m |")]
-    assert rows[:2] == ["| m | d1 | local | 5 | 1 | 20 | 5.510 | 3 | 2.510 | 4.500 | 5.04e-04 | yes |",
-                        "| m | d1 | local | 5 | 0 | 20 | 5.500 | 3 | 2.500 | 4.500 | 4.32e-04 | yes |"]
+    assert rows[:2] == ["| m | d1 | local | 5 | 1 | 20 | 5.510 | 3 | 2.510 | 4.500 | 5.0e-04 | yes |",
+                        "| m | d1 | local | 5 | 0 | 20 | 5.500 | 3 | 2.500 | 4.500 | 4.3e-04 | yes |"]
 
 
 def test_rebuild_report_without_torch_in_a_fresh_process(run):

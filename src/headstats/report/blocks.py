@@ -8,7 +8,8 @@ tables and figures; this module only lays them out and formats numbers:
   contents built from them;
 - long tables are folded (``<details>``) and link the CSV file that holds all their rows;
 - numbers are formatted per column: counts as integers (also in a column that holds a missing value),
-  p-values in scientific notation, other numbers to 3 decimals;
+  p-values with two significant digits (scientific below 0.001, as the claims table), other numbers to 3
+  decimals;
 - every figure and table has one caption, printed once.
 
 Figures are saved under ``figures/`` of the output folder as PNG with PDF and SVG beside it, at the preset's
@@ -169,10 +170,12 @@ def is_p_value_column(name: object) -> bool:
 
 
 def format_p_value(value) -> str:
-    """A p-value in scientific notation with 3 significant digits (``1.23e-05``); empty when missing."""
+    """A p-value as the claims table prints it: two significant digits (``0.31``, ``0.0023``, ``1``), below 0.001 in
+    scientific notation with two (``2.3e-05``); empty when missing."""
     if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
         return ""
-    return f"{float(value):.2e}"
+    p = float(value)
+    return f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}"
 
 
 def _integral(series: pd.Series) -> bool:
@@ -185,7 +188,7 @@ def format_column(series: pd.Series) -> list[str]:
     """Format a column for display.
 
     - booleans as ``yes``/``no``;
-    - p-value columns (:func:`is_p_value_column`) in scientific notation;
+    - p-value columns (:func:`is_p_value_column`) as :func:`format_p_value` writes them;
     - integer columns, and float columns whose values are all whole numbers (counts that became floats
       because the column holds a missing value), as integers;
     - other numbers to 3 decimals, very small or large ones in scientific notation;
@@ -291,6 +294,7 @@ nav.toc ul{columns:3;margin:.2em 0;padding-left:1.1em}nav.toc ul ul{columns:1}na
 .verdict-yes{color:#006d2c;font-weight:600}.verdict-no{color:#b2182b;font-weight:600}
 .verdict-cannot{color:#666;font-weight:600}
 .scroll{overflow-x:auto;max-width:100%}.scroll table{margin-top:0}
+td.text,th.text{text-align:left}td.text{min-width:6em;max-width:32em;overflow-wrap:anywhere}
 .notice{background:#fff8e5;border-left:4px solid #e69f00;padding:.3em .8em;margin:.6em 0}
 """
 
@@ -332,10 +336,22 @@ def _inline(text: str) -> str:
     return inline_markdown(text).removeprefix("<p>").removesuffix("</p>") if text else ""
 
 
+def _table_html(frame: pd.DataFrame) -> str:
+    """A table as HTML: numbers right-aligned, text left-aligned and wrapping (class ``text``), cells formatted
+    by :func:`format_column` and escaped."""
+    shown = format_frame(frame)
+    text = [not pd.api.types.is_numeric_dtype(frame.iloc[:, k].dtype) or pd.api.types.is_bool_dtype(
+        frame.iloc[:, k].dtype) for k in range(frame.shape[1])]
+    cls = [" class='text'" if t else "" for t in text]
+    head = "".join(f"<th{c}>{html.escape(str(name))}</th>" for name, c in zip(frame.columns, cls))
+    rows = "".join("<tr>" + "".join(f"<td{c}>{html.escape(v)}</td>" for v, c in zip(row, cls)) + "</tr>\n"
+                   for row in shown.itertuples(index=False))
+    return f"<table class='dataframe'>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}</tbody>\n</table>"
+
+
 def _html_table(block: Block) -> str:
-    frame = format_frame(block.content)
     # a wide table scrolls sideways in its own box instead of running past the page
-    table = "<div class='scroll'>" + frame.to_html(index=False, border=0, escape=True) + "</div>"
+    table = "<div class='scroll'>" + _table_html(block.content) + "</div>"
     note = html.escape(_rows_note(block, code=False))
     link = f" <a href='{html.escape(block.csv)}'>{html.escape(block.csv)}</a>" if block.csv else ""
     caption = _inline(block.caption)

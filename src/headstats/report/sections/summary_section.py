@@ -131,6 +131,19 @@ def _dataset_sentence(group: pd.DataFrame, summary: pd.DataFrame, n_inputs: int 
     return " ".join(parts)
 
 
+def head_roles(group: pd.DataFrame) -> pd.DataFrame:
+    """Head -> roles of one (model, data set): ``head`` (``layer-head``), ``roles`` (the roles it holds, in the
+    roles' order, a relation's role as ``syntactic:nsubj``) and ``n_roles``, for every head that holds one."""
+    columns = [c for c in order_roles(role_columns(group)) if _tested(group, c)]
+    rows = []
+    for _, r in group.sort_values(["layer", "head"]).iterrows():
+        held = [c for c in columns if r[c] is True or (not pd.isna(r[c]) and bool(r[c]))]
+        if held:
+            rows.append({"head": f"{int(r['layer'])}-{int(r['head'])}", "roles": ", ".join(held),
+                         "n_roles": len(held)})
+    return pd.DataFrame(rows, columns=["head", "roles", "n_roles"])
+
+
 def _summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "role": summary["role"], "heads": summary["n_heads"],
@@ -178,6 +191,11 @@ def summary_section(report: Report, root: Path, analysis: Analysis, protocol, ma
                       "(key below the grid), filled when the head holds the role, grey when it was tested but not "
                       "assigned. Look for roles that fill whole layers and for heads with several filled slots.",
                       alt=f"role grid of {model} on {dataset}")
+        each = head_roles(group)
+        report.table(each, f"What each head does ({model} on {dataset}): every head that holds at least one role, "
+                     f"with its roles ({len(group) - len(each)} of the {len(group)} heads hold none); heads are "
+                     "layer-head, 0-based. All heads, one column per role: `roles.csv`.", max_rows=200,
+                     csv="roles.csv", fold=len(each) > 24)
         table = _summary_table(part)
         if notes:
             table["mean ceiling"] = [notes.get(str(r), "") for r in table["role"]]
