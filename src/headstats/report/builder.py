@@ -157,7 +157,7 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
         comparison_section(report, root, comparison, manifest, formats=formats, figures=figures)
     if not lead:
         analysis_files = analysis_sections(report, root, analyses or {}, claims)
-    files_section(report, analysis_files, formats=formats)
+    files_section(report, analysis_files, formats=formats, tables=set(analysis.tables))
     return report
 
 

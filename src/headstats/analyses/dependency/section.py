@@ -11,7 +11,7 @@ import pandas as pd
 
 from headstats.report.blocks import figure_tag
 from headstats.report.figures import draw_figure
-from headstats.report.sections import claim_lines, head_label
+from headstats.report.sections import claim_lines, detail_text, head_label
 
 
 def _test_words(row) -> str:
@@ -89,13 +89,11 @@ def _dependency_block(report: Any, root: Path, model: str, dataset: str, part: p
     listing = "; ".join(f"{r.relation}: {head_label(r.tested_layer, r.tested_head)} {r.tested_direction} "
                         f"({r.tested_accuracy:.3f} against offset {r.tested_offset:+d} at {r.tested_offset_accuracy:.3f})"
                         for r in passed.itertuples()) or "none"
-    report.text(
-        f"**Claim (Clark et al. 2019): for a relation there is a head that beats the best fixed offset.** Test: "
+    report.text(detail_text("per relation", (
         f"{_test_words(first)}, chosen head against chosen offset on the same words, "
         f"{first['alternative']}, {first['correction']}-corrected over relations at alpha = {first['alpha']:g}. "
-        f"On {model} / {dataset}, {len(passed)} of {len(rel)} relations have a head that passes: {listing}. "
-        + (f"Not shown better than the offset: {', '.join(failed['relation'])}." if len(failed) else "")
-    )
+        f"On {model} / {dataset}, {len(passed)} of {len(rel)} relations have a head that beats its offset: {listing}. "
+        + (f"Not shown better than the offset: {', '.join(failed['relation'])}." if len(failed) else ""))))
 
 
 def _dependency_latex(shown: pd.DataFrame, file: str, model: str, dataset: str, first) -> Any:

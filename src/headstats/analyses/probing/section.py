@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from headstats.report.sections import claim_lines
+from headstats.report.sections import claim_lines, detail_text
 
 #: UAS of Clark et al. (2019), BERT-base on WSJ (their Table 3), for the report.
 #: Clark et al. (2019) Table 3: UAS in percent of BERT-base on the WSJ (the paper's numbers, not this model's).
@@ -44,14 +44,12 @@ def probing_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame])
         if "attention_only" not in att.index or "p_corr_vs_right_branching" not in att.columns:
             continue
         p = att.loc["attention_only", "p_corr_vs_right_branching"]
-        report.text(
-            f"**Claim (Clark et al. 2019): attention alone carries much syntax — the attention-only probe beats "
-            f"right-branching.** Test: McNemar's exact test on the held-out words, one-sided, "
-            f"{att['correction'].iat[0]}-corrected. On {model} / {dataset}: "
-            f"UAS {att.loc['attention_only', 'uas']:.3f} against {att.loc['right_branching', 'uas']:.3f} "
-            f"(corrected p = {p:.3g}).")
         if verdicts := claim_lines(tables, ("probes_beat_baselines",), model=model, dataset=dataset):
             report.text("\n".join(verdicts))
+        report.text(detail_text("against one baseline", (
+            f"on {model} / {dataset} the attention-only probe's UAS is {att.loc['attention_only', 'uas']:.3f} "
+            f"against right-branching's {att.loc['right_branching', 'uas']:.3f} (McNemar's exact test on the "
+            f"held-out words, one-sided, {att['correction'].iat[0]}-corrected: p = {p:.2g}).")))
 
 
 def _probes_latex(shown):

@@ -61,6 +61,23 @@ def claim_lines(tables, keys, *, model: str | None = None, dataset: str | None =
     return lines
 
 
+#: Paired tests by the id a table's ``test`` column holds, in words: one name per test in the report's prose.
+TEST_NAMES = {"signflip_inputs": "the sign-flip test over inputs",
+              "signflip_sentences": "the sign-flip test over sentences",
+              "mcnemar": "McNemar's exact test"}
+
+
+def test_name(test: object) -> str:
+    """A test's one name in prose (:data:`TEST_NAMES`; an id without one as it is)."""
+    return TEST_NAMES.get(str(test), str(test))
+
+
+def detail_text(what: str, text: str) -> str:
+    """Numbers behind a claim, labelled as detail (``what``: per baseline, per relation), so that the claim's line
+    from the registry (:func:`claim_lines`) stays its one verdict."""
+    return f"*Detail {what} (the verdict is the claim's line):* {text}"
+
+
 def head_label(layer: int, head: int) -> str:
     """``layer-head``, both 0-based."""
     return f"{int(layer)}-{int(head)}"
