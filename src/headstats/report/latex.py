@@ -242,8 +242,8 @@ class _Column:
 
     def longest_word(self) -> float:
         """The widest word, in em (a wrapped column is never narrower)."""
-        words = [w for c in [*self.cells, *self.header] for w in re.split(r"\s+", c) if w]
-        return max([_width_em(w) for w in words] + [0.5])
+        words = [w for c in self.cells for w in re.split(r"\s+", c) if w]
+        return max([_width_em(w) for w in words] + [_width_em(h) for h in self.header] + [0.5])
 
 
 def _wrap(columns: list[_Column], natural: list[float], room: float, pt: float) -> dict[int, float] | None:
