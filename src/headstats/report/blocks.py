@@ -31,12 +31,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from headstats.report.latex import LatexTable, latex_escape, latex_table, write_latex  # noqa: F401 (re-exported)
+from headstats.report.latex import (  # noqa: F401 (re-exported)
+    P_VALUE_COLUMN, LatexTable, is_p_value_column, latex_escape, latex_table, write_latex)
 
 #: Tables longer than this are folded (``<details>``) unless told otherwise.
 FOLD_ROWS = 12
-#: Columns that hold p-values (formatted in scientific notation).
-P_VALUE_COLUMN = re.compile(r"^(p|p_.*|.*_p|pvalue|p_value)$")
 
 
 @dataclass
@@ -162,11 +161,6 @@ def _cell(value) -> str:
     if isinstance(value, (float, np.floating)):
         return _float_cell(float(value))
     return str(value)
-
-
-def is_p_value_column(name: object) -> bool:
-    """Whether a column holds p-values (``p``, ``p_unc``, ``p_corr``, ``min_p``, ...)."""
-    return bool(P_VALUE_COLUMN.match(str(name)))
 
 
 def format_p_value(value) -> str:

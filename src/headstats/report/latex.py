@@ -39,6 +39,15 @@ GAPS = (6.0, 4.0, 3.0)
 _MIN_WRAP_EM = 6.0
 
 
+#: Columns that hold p-values (the report's tables and the LaTeX ones format them as p-values).
+P_VALUE_COLUMN = re.compile(r"^(p|p_.*|.*_p|pvalue|p_value)$")
+
+
+def is_p_value_column(name: object) -> bool:
+    """Whether a column holds p-values (``p``, ``p_unc``, ``p_corr``, ``min_p``, ...)."""
+    return bool(P_VALUE_COLUMN.match(str(name)))
+
+
 @dataclass(frozen=True)
 class LatexTable:
     """How a report table is written as LaTeX.
@@ -169,8 +178,6 @@ def _number(value: float, decimals: int) -> str:
 
 def latex_column(series: pd.Series) -> list[str]:
     """A column's cells as a paper prints them (see the module's docstring); text escaped."""
-    from headstats.report.blocks import is_p_value_column
-
     if pd.api.types.is_bool_dtype(series.dtype):
         return ["" if pd.isna(v) else ("yes" if v else "no") for v in series]
     if not pd.api.types.is_numeric_dtype(series.dtype):
