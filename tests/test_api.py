@@ -153,3 +153,12 @@ def test_score_prepares_records_as_headstats_score_does(tmp_path, tiny_model, ti
     np.testing.assert_array_equal(array.values, scored.scores[0].values)
     with pytest.raises(hs.DataError, match="no input of data set 'd' could be scored"):
         hs.score(tiny_model, records[4:5] + records[-1:], dataset="d", roles=["local"], max_length=64)
+
+
+def test_score_shows_progress_by_default_and_none_with_progress_false(tiny_model, capsys):
+    records = hs.read_records(DEMO / "sentences.txt", limit=6)
+    hs.score(tiny_model, records, dataset="demo", roles=["local"])
+    shown = capsys.readouterr().err
+    assert f"scoring {tiny_model.name} on demo" in shown and "6/6" in shown  # the bar, done
+    hs.score(tiny_model, records, dataset="demo", roles=["local"], progress=False)
+    assert capsys.readouterr().err == ""

@@ -394,3 +394,20 @@ def test_overwrite_never_follows_a_link_inside_the_folder(home):
     with pytest.raises(OutputError, match=r"it names 'tests.csv', which passes through a symbolic link"):
         check_output_folder(run, overwrite=True)
     assert snapshot(home) == before and not is_headstats_output(run)
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_an_empty_folder_is_a_valid_out_and_gets_the_users_umask(home, overwrite):
+    # `mkdir out && headstats run p.yaml --out out`: the empty folder is filled, with or without --overwrite,
+    # and the run folder's mode is the one the user's umask gives a new folder (not mkdtemp's 0700)
+    out = home / "work" / "out"
+    out.mkdir()
+    old = os.umask(0o022)
+    try:
+        assert check_output_folder(out, overwrite=overwrite) == out.resolve()
+        with staged_output(out, overwrite=overwrite) as stage:
+            (stage / "tests.csv").write_text("new")
+    finally:
+        os.umask(old)
+    assert (out / "tests.csv").read_text() == "new"
+    assert out.stat().st_mode & 0o777 == 0o755

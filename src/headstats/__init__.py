@@ -5,7 +5,7 @@
 - models and data: :func:`load_model`, :func:`read_records`
 - scores: :func:`score` (a :class:`MeasureArray` per model and data set)
 - statistics and roles: :func:`test_roles`, :func:`role_table`, :func:`compare`
-- a whole protocol: :func:`run`
+- a whole protocol: :func:`run`, and :func:`open_run` to reopen a run folder
 - look at any sentence: :func:`view` (model view, head view, heat map, sieve grid; one offline page)
 - registries: ``list_roles``/``register_role``, ``list_tests``/``register_test``,
   ``list_corrections``/``register_correction``, ``list_paired_tests``/``register_paired_test``,
@@ -31,6 +31,7 @@ _LAZY = {
     "compare": "headstats.api:compare",
     "view": "headstats.api:view",
     "run": "headstats.api:run",
+    "open_run": "headstats.api:open_run",
     "MeasureArray": "headstats.measures:MeasureArray",
     "load_protocol": "headstats.config.protocol:load_protocol",
     "list_roles": "headstats.analyses.roles:list_roles",

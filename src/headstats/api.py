@@ -26,6 +26,7 @@ def score(
     dataset: str = "data",
     roles: Sequence[str] | None = None,
     parse: bool | None = None,
+    progress: bool = True,
     **options: Any,
 ):
     """Sieve bias scores (Pande et al. 2021) of every head on every record, as a MeasureArray.
@@ -45,6 +46,8 @@ def score(
         are parsed with spaCy when a syntactic role is asked for, gold parses kept; ``True`` re-parses every
         record, ``False`` parses none. Records with no visible text, or longer than ``max_length`` can hold
         under ``too_long: skip``, are left out first and counted in ``provenance["counts"]["skipped"]``.
+    progress : bool
+        Show a progress bar of the inputs scored (a notebook widget in Jupyter, else on stderr); ``False``: none.
     **options
         Any ``scoring`` option of the protocol (``window``, ``max_length``, ``too_long``, ``batch_size``,
         ``count_special_queries``, ``arc_direction``, ``relations``).
@@ -68,9 +71,11 @@ def score(
     scoring = ScoreSettings(**({"roles": list(roles)} if roles is not None else {}), **options)
     mode = {None: "auto", True: "spacy", False: "none"}[parse]
     records, skipped, _ = prepare_records(list(records), scoring, name=dataset, parse=mode)
-    run = score_records(loaded, records, dataset=dataset, roles=scoring.roles,
-                        settings=scoring, max_length=scoring.max_length,
-                        too_long=scoring.too_long, batch_size=scoring.batch_size)
+    bar, _ = python_progress(progress)
+    with bar(f"scoring {loaded.name} on {dataset}", len(records)) as advance:
+        run = score_records(loaded, records, dataset=dataset, roles=scoring.roles,
+                            settings=scoring, max_length=scoring.max_length,
+                            too_long=scoring.too_long, batch_size=scoring.batch_size, progress=advance)
     run.array.provenance.update(counts=with_skipped(run.counts, skipped))
     return run.array
 
@@ -189,8 +194,12 @@ def _attach(frame, records: list):
     return attach(frame, versioned(records, package_versions()))
 
 
-def run(protocol: str | Path | Any, out: str | Path | None = None, *, overwrite: bool = False):
+def run(protocol: str | Path | Any, out: str | Path | None = None, *, overwrite: bool = False,
+        progress: bool = True):
     """Run a YAML protocol (a path or a loaded Protocol) end to end, as ``headstats run`` does.
+
+    With ``progress`` (the default) each step says what it does and the passes show a progress bar (a notebook
+    widget in Jupyter, else on stderr); ``progress=False`` runs silently.
 
     Returns the :class:`headstats.study.results.StudyResult` (tables, arrays, manifest, output folder). In Jupyter it
     shows as a table of the heads holding each role, and ``result.show_report()`` shows the run's report.
@@ -201,4 +210,48 @@ def run(protocol: str | Path | Any, out: str | Path | None = None, *, overwrite:
 
     if not isinstance(protocol, Protocol):
         protocol = load_protocol(protocol)
-    return run_study(protocol, out, overwrite=overwrite, report=build_report)
+    bar, log = python_progress(progress)
+    return run_study(protocol, out, overwrite=overwrite, report=build_report, log=log, progress=bar)
+
+
+def open_run(run_dir: str | Path):
+    """Reopen a finished run folder (``headstats run``'s ``--out``) as the
+    :class:`~headstats.study.results.StudyResult` :func:`run` returned: its tests, roles, analysis tables and
+    manifest, read without any model (``scores`` is empty: the scores stay in ``scores.parquet``).
+
+    Raises
+    ------
+    HeadstatsError
+        When the folder is not a finished headstats run folder, in one line naming the file.
+    """
+    from headstats.study.results import StudyResult
+    from headstats.study.run_folder import load_run_tables
+
+    folder = Path(run_dir).expanduser()
+    _, analysis, manifest, comparison = load_run_tables(folder)
+    tables = {**analysis.tables, **{f"compare_{k}": v for k, v in (comparison or {}).items()}}
+    return StudyResult(out=folder, scores=[], tests=analysis.tests, roles=analysis.roles, tables=tables,
+                       manifest=manifest)
+
+
+def python_progress(enabled: bool = True):
+    """``(progress, log)`` callbacks for the Python API: tqdm bars (``tqdm.auto``: a widget in Jupyter, text on
+    stderr elsewhere) and messages written beside them; both silent when ``enabled`` is False."""
+    import sys
+    from contextlib import contextmanager
+
+    from headstats.engine.runner import no_progress
+
+    if not enabled:
+        return no_progress, lambda message: None
+    from tqdm.auto import tqdm
+
+    @contextmanager
+    def bar(description: str, total: int):
+        with tqdm(total=total, desc=description, unit="input", file=sys.stderr, dynamic_ncols=True) as shown:
+            yield shown.update
+
+    def log(message: str) -> None:
+        tqdm.write(str(message), file=sys.stderr)
+
+    return bar, log

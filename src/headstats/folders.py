@@ -298,11 +298,28 @@ def check_output_folder(out: str | Path, *, overwrite: bool = False, inputs: Ite
         raise OutputError(f"refusing to write to {str(resolved)!r}: {reason}; choose a new folder for --out")
     if resolved.exists() and not resolved.is_dir():
         raise OutputError(f"output path {str(resolved)!r} is a file; choose a folder")
+    if resolved.exists() and _is_empty_folder(resolved):
+        return resolved  # an empty folder (``mkdir out``) is filled, with --overwrite or without
     if resolved.exists() and not overwrite:
         raise OutputError(f"output folder {str(resolved)!r} exists; choose another --out or pass --overwrite")
     if resolved.exists():
         _check_replaceable(resolved)
     return resolved
+
+
+def _is_empty_folder(path: Path) -> bool:
+    try:
+        return path.is_dir() and not any(path.iterdir())
+    except OSError:
+        return False
+
+
+def user_mode(folder: Path) -> None:
+    """Give a folder made by :func:`tempfile.mkdtemp` (mode 0700) the mode the user's umask gives a new folder, so
+    that a run folder on a shared server is as readable as any other folder the user makes."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(folder, 0o777 & ~mask)
 
 
 def _shown(files: list[str]) -> str:
@@ -549,7 +566,7 @@ class OutputClaim:
             if self.out.is_symlink() or (self.out.exists() and not self.out.is_dir()):
                 raise OutputError(f"{str(self.out)!r} became a link or a file while this run wrote; nothing "
                                   "was replaced; choose another --out")
-            if self.out.exists() and self.overwrite:
+            if self.out.exists() and self.overwrite and not _is_empty_folder(self.out):
                 self._swap()
             elif self.out.exists() and any(self.out.iterdir()):
                 raise OutputError(f"output folder {str(self.out)!r} appeared while this run wrote; nothing was "
@@ -628,6 +645,7 @@ def claim_output(out: str | Path, *, overwrite: bool = False,
     try:
         _sweep_stale_staging(target)
         claim.staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+        user_mode(claim.staging)
         (claim.staging / STAGING_MARKER).write_text(_owner_record(), encoding="utf-8")
     except OSError as exc:
         claim._cleanup()

@@ -56,6 +56,25 @@ def test_run_refuses_existing_output_and_leaves_it_alone(tmp_path, tiny_model_di
     assert (out / "keep.txt").exists()
 
 
+def test_run_into_an_empty_folder_ends_with_a_summary(tmp_path, tiny_model_dir):
+    # mkdir out; headstats run p.yaml --out out: the empty folder is filled, and the run ends with what it found
+    protocol = write_protocol(tmp_path, str(tiny_model_dir))
+    out = tmp_path / "out"
+    out.mkdir()
+    result = runner.invoke(app, ["run", str(protocol), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    roles = pd.read_csv(out / "roles.csv")
+    claims = pd.read_csv(out / "claims.csv")
+    for (model, dataset), group in roles.groupby(["model", "dataset"]):
+        held = int((group["n_roles"] > 0).sum())
+        assert f"{model} / {dataset}: " in result.output
+        assert f"{held} of {len(group)} heads hold a role" in result.output
+        counts = claims[claims["dataset"] == dataset]["verdict"].value_counts()
+        assert "  claims: " + ", ".join(f"{counts[v]} {v}" for v in ("supported", "contradicted", "not shown",
+                                                                     "cannot tell") if v in counts) in result.output
+    assert result.output.strip().endswith(f"report: {out / 'report.html'}")
+
+
 @pytest.mark.parametrize(
     "content, needles",
     [
@@ -459,7 +478,7 @@ def test_score_runs_the_passes_of_run_through_the_state_cache(tmp_path, tiny_mod
             "--cache-dir", str(cache)]
     first = runner.invoke(app, [*args, "--out", str(tmp_path / "a")], env={"COLUMNS": "200"})
     assert first.exit_code == 0, first.output
-    assert "read mini: 6 inputs (gold parses)" in first.output and "none parses" not in first.output
+    assert "read mini: 6 inputs (gold CoNLL-U parses)" in first.output and "none parses" not in first.output
     info = runner.invoke(app, ["cache", "info", "--cache-dir", str(cache)])
     assert info.exit_code == 0 and "chunks: 0 " not in info.output, info.output
     second = runner.invoke(app, [*args, "--out", str(tmp_path / "b"), "--quiet"])

@@ -40,8 +40,8 @@ def test_markdown_table_formatting():
     assert markdown_table(frame).splitlines() == [
         "| role | mean | p_corr | n | reject | big | tiny |",
         "|---|---|---|---|---|---|---|",
-        "| local | 3.142 | 1.23e-05 | 10 | yes | 123456 | 1.00e-07 |",
-        "| a\\|b |  | 5.00e-01 | 3 | no | 0 | 2.500 |",
+        "| local | 3.142 | 1.2e-05 | 10 | yes | 123456 | 1.00e-07 |",
+        "| a\\|b |  | 0.5 | 3 | no | 0 | 2.500 |",
     ]
 
 
@@ -55,11 +55,12 @@ def test_counts_stay_integers_when_a_column_holds_a_missing_value():
     assert format_column(pd.Series([0.5, 1.5])) == ["0.500", "1.500"]
 
 
-def test_p_value_columns_in_scientific_notation():
-    frame = pd.DataFrame({"p_unc": [1.0, 0.0312, np.nan], "p": [1e-300, 0.2, 1.0], "power": [0.8, 0.9, 1.0]})
+def test_p_value_columns_as_the_claims_table_prints_them():
+    # one number format: two significant digits, scientific below 0.001 (the claims table's `p = 0.0023`)
+    frame = pd.DataFrame({"p_unc": [1.0, 0.0312, np.nan], "p": [1e-300, 0.2, 0.00233], "power": [0.8, 0.9, 1.0]})
     shown = format_frame(frame)
-    assert list(shown["p_unc"]) == ["1.00e+00", "3.12e-02", ""]
-    assert list(shown["p"]) == ["1.00e-300", "2.00e-01", "1.00e+00"]
+    assert list(shown["p_unc"]) == ["1", "0.031", ""]
+    assert list(shown["p"]) == ["1.0e-300", "0.2", "0.0023"]
     assert list(shown["power"]) == ["0.800", "0.900", "1.000"]
 
 
@@ -129,7 +130,7 @@ def test_render_html_inlines_figures_one_caption_each(tmp_path):
     assert "<title>A &lt;study&gt;</title>" in page
     assert "<code>code</code> and <b>bold</b>" in page
     assert "<ul><li>one</li><li>two</li></ul>" in page
-    assert "x&lt;y" in page and "1.00e-06" in page
+    assert "x&lt;y" in page and "1.0e-06" in page
     assert "<figcaption class='caption'>the line <a href='figures/line.svg'>SVG</a></figcaption>" in page
     assert page.count("the line") == 1 and page.count("<figcaption") == page.count("<img") == 1
     assert "<h2 id='figures'>Figures</h2>" in page and "<a href='#figures'>Figures</a>" in page
@@ -177,18 +178,6 @@ def test_tables_formatted_ahead_give_the_same_report():
     only_md = report()
     render_tables(only_md, html_too=False)
     assert "html" not in only_md.blocks[0].extra and render_html(only_md, root=None) == render_html(plain, root=None)
-
-
-def test_latex_table_booktabs_escaped_with_the_caption_s_code():
-    from headstats.report.blocks import latex_escape, latex_table
-
-    frame = pd.DataFrame({"role": ["syntactic:amod", "a_b"], "n_heads": [3, 4], "p_corr": [1e-5, 0.3]})
-    tex = latex_table(frame, "Heads with `min_count` 5% & more", "tab:x")
-    assert tex.splitlines()[:5] == ["\\begin{table}", "\\centering",
-                                    "\\caption{Heads with \\texttt{min\\_count} 5\\% \\& more}", "\\label{tab:x}",
-                                    "\\begin{tabular}{lrr}"]
-    assert "role & n\\_heads & p\\_corr \\\\" in tex and "a\\_b & 4 & 3.00e-01 \\\\" in tex
-    assert latex_escape("a_b & {x} ~ 5% #1 $") == "a\\_b \\& \\{x\\} \\textasciitilde{} 5\\% \\#1 \\$"
 
 
 def test_a_link_with_a_script_scheme_is_shown_as_text_never_as_a_link():

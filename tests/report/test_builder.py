@@ -106,13 +106,19 @@ def test_report_leads_with_the_claims_table_then_the_summary(built_run):
     assert "| delimiter heads are the largest group | Pande et al. 2021 | not shown (p = 0.58) |" in claims
     assert "| few heads hold several roles in the last two layers | Pande et al. 2021 | cannot tell (design floor " \
            "above alpha) |" in claims
-    # the summary repeats the registry's verdicts for its data set, never its own
-    assert "- **not shown**: delimiter heads are the largest group: 8 of 12 heads hold a delimiter role" in md
-    assert "**holds**" not in md and "**does not hold**" not in md
+    # each verdict is stated once: the claims table; the summary never repeats it nor gives its own
+    assert md.count("delimiter heads are the largest group") == 1
+    assert "**holds**" not in md and "**does not hold**" not in md and "- **not shown**" not in md
     assert "**11 of 12 heads** hold at least one role; 4 hold roles of two or more kinds." in md
+    # what each head does: head -> roles, from roles.csv
+    roles = pd.read_csv(built_run / "roles.csv")
+    first = roles[roles["n_roles"] > 0].sort_values(["layer", "head"]).iloc[0]
+    from headstats.plots.style import order_roles
+
+    held = [c for c in order_roles(ROLES) if str(first[c]) == "True"]
+    assert f"| {first['layer']}-{first['head']} | {', '.join(held)} | {len(held)} |" in md
     html = (built_run / "report.html").read_text()
     assert "<h2 id='summary'>Summary</h2>" in html and "<a href='#summary'>Summary</a>" in html
-    assert "<b class='verdict-cannot'>not shown</b>" in html and "<b class='verdict-cannot'>cannot tell</b>" in html
 
 
 def test_one_caption_per_figure_and_table(built_run):
@@ -129,7 +135,7 @@ def test_one_caption_per_figure_and_table(built_run):
             assert md.count(alt) == 1  # alt text is not a second copy of the caption
 
 
-def test_strongest_heads_folded_with_csv_and_p_values_scientific(built_run):
+def test_strongest_heads_folded_with_csv_and_p_values_as_the_claims_table(built_run):
     md = (built_run / "report.md").read_text()
     assert "<details><summary>The 2 heads with the largest effect in score units" in md
     assert "(ranked by `mean_minus_tau`, the mean score minus tau" in md
@@ -137,8 +143,8 @@ def test_strongest_heads_folded_with_csv_and_p_values_scientific(built_run):
     table = md[md.index("## Strongest heads per role"):]
     # local first (the figures' role order), largest mean - tau first (5.51 - 3); p_corr = 7e-6 x 72
     rows = [line for line in table.splitlines() if line.startswith("| m |")]
-    assert rows[:2] == ["| m | d1 | local | 5 | 1 | 20 | 5.510 | 3 | 2.510 | 4.500 | 5.04e-04 | yes |",
-                        "| m | d1 | local | 5 | 0 | 20 | 5.500 | 3 | 2.500 | 4.500 | 4.32e-04 | yes |"]
+    assert rows[:2] == ["| m | d1 | local | 5 | 1 | 20 | 5.510 | 3 | 2.510 | 4.500 | 5.0e-04 | yes |",
+                        "| m | d1 | local | 5 | 0 | 20 | 5.500 | 3 | 2.500 | 4.500 | 4.3e-04 | yes |"]
 
 
 def test_rebuild_report_without_torch_in_a_fresh_process(run):
@@ -223,6 +229,18 @@ def _chromium() -> str | None:
         if shutil.which(name):
             return shutil.which(name)
     return None
+
+
+def test_every_tex_of_a_run_compiles_fits_the_page_and_keeps_cls(built_run, tmp_path):
+    from report.test_latex import compile_tables
+
+    files = sorted(built_run.glob("*.tex"))
+    assert {f.name for f in files} >= {"claims.tex", "role_counts.tex", "heads_per_layer_m__d1.tex"}
+    text = compile_tables(files, tmp_path)
+    assert "[CLS] heads sit" in text and "[SEP] heads sit" in text
+    claims = (built_run / "claims.tex").read_text()
+    assert "Each claim is a hypothesis tested by its own test" in claims and "t-test" not in claims
+    assert "t-test" in (built_run / "role_counts.tex").read_text()
 
 
 def test_report_in_headless_chromium(built_run, tmp_path):

@@ -312,15 +312,21 @@ def test_html_renders_markdown_and_scrolls_wide_tables(quickstart_report):
     assert "<code>" in html
 
 
-def test_main_tables_also_written_as_latex(quickstart_report):
+def test_main_tables_also_written_as_latex(quickstart_report, tmp_path):
+    from report.test_latex import compile_tables
+
     root, _ = quickstart_report
     tex = (root / "role_counts.tex").read_text()
     assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex  # booktabs
-    assert "\\caption{Protocol quickstart: one-sided" in tex and "\\label{tab:role_counts}" in tex
-    assert "syntactic:nsubj" in tex and "delimiter\\_cls" in tex  # escaped for LaTeX
-    rows = [line for line in tex.splitlines() if line.startswith("default &")]
-    assert len(rows) == 2  # one per data set, as in the report's table
-    assert sorted((root).glob("heads_per_layer_*.tex"))
+    assert "\\caption{Protocol quickstart. A head holds a role when a one-sided one-sample t-test" in tex
+    assert "\\label{tab:role_counts}" in tex
+    assert "& nsubj &" in tex and "& {[}CLS{]} &" in tex  # the paper's short headers, escaped for LaTeX
+    rows = [line for line in tex.splitlines() if line.startswith("demo\\_")]
+    assert len(rows) == 2  # one per data set, as in the report's table (one model: no model column)
+    files = sorted(root.glob("*.tex"))
+    assert len([f for f in files if f.name.startswith("heads_per_layer_")]) == 2
+    text = compile_tables(files, tmp_path)
+    assert "[CLS]" in text and "[SEP]" in text
 
 
 # ------------------------------------------------------------------------------ workers die with their parent

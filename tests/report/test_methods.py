@@ -57,4 +57,4 @@ def test_methods_section_is_a_heading_and_the_paragraph():
     md = render_markdown(report)
     assert "## Methods\n" in md and methods_paragraph(protocol, manifest) in md
     assert "We scored every attention head of m (BertModel, 6 layers x 2 heads) on d1 (20 inputs, 0 of them " \
-           "pairs; not parsed)." in md and "protocol sha256 `abababababababab`" in md
+           "pairs; no parse)." in md and "protocol sha256 `abababababababab`" in md

@@ -66,3 +66,18 @@ def test_a_scoring_option_reruns_the_scores_alone(tmp_path, tiny_model_dir):
     _cached_run(tmp_path, tiny_model_dir)
     assert _cached_run(tmp_path, tiny_model_dir, extra={"scoring": {"roles": ["local"], "window": 1}}) == [
         "tiny / single: 0 of 12 inputs found in the cache (surface, clustering reused; role_scores computed)"]
+
+
+def test_each_analysis_finish_step_says_when_it_starts_and_how_long_it_took(tmp_path, tiny_model_dir):
+    # the finish steps (permutations, probe training) ran silently for minutes on large runs
+    text = yaml.safe_load(tiny_protocol(tmp_path, tiny_model_dir, ["local"]).read_text())
+    text["analyses"] = ["surface", "clustering"]
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(text))
+    lines: list[str] = []
+    run_study(load_protocol(path), tmp_path / "out", log=lines.append)
+    for name in ("surface", "clustering"):
+        start = lines.index(f"finishing {name}: its tests and tables")
+        assert lines[start + 1].startswith(f"finished {name} in ") and lines[start + 1].endswith(" s")
+    finished = next(k for k, line in enumerate(lines) if line.startswith("finished clustering in "))
+    assert finished < lines.index(f"writing {tmp_path / 'out'}")

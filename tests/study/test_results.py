@@ -39,17 +39,31 @@ def test_statistics_and_report_steps_say_what_they_do_and_the_result_shows_in_a_
         def __init__(self, data):
             self.data = data
 
+    class Shell:  # IPython's shell: in a notebook it has a kernel, in a terminal IPython none
+        kernel = object()
+
+    ipython = types.ModuleType("IPython")
+    ipython.get_ipython = Shell
     display = types.ModuleType("IPython.display")
-    display.HTML = HTML
-    monkeypatch.setitem(sys.modules, "IPython", types.ModuleType("IPython"))
+    display.HTML, display.Markdown = HTML, HTML
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
     monkeypatch.setitem(sys.modules, "IPython.display", display)
     shown = result.show_report(height=500)
-    assert shown.data.startswith('<iframe srcdoc="') and "height:500px" in shown.data
+    # wrapped in a <div>: IPython warns on every call about HTML that starts with an <iframe>
+    assert shown.data.startswith('<div><iframe srcdoc="') and "height:500px" in shown.data
     report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert html.escape(report, quote=True) in shown.data  # the whole self-contained page, escaped
 
-    monkeypatch.setitem(sys.modules, "IPython.display", None)  # no IPython: the browser opens the file
     opened: list[str] = []
     monkeypatch.setattr("webbrowser.open", opened.append)
+    Shell.kernel = None  # IPython importable, running in a terminal: the browser opens the file
     assert result.show_report() == tmp_path / "out" / "report.html"
-    assert opened == [(tmp_path / "out" / "report.html").resolve().as_uri()]
+    monkeypatch.delitem(sys.modules, "IPython")  # a plain script
+    assert result.show_report() == tmp_path / "out" / "report.html"
+    assert opened == [(tmp_path / "out" / "report.html").resolve().as_uri()] * 2
+
+    # the run folder reopens as the StudyResult the run returned, without any model
+    import headstats as hs
+
+    again = hs.open_run(tmp_path / "out")
+    assert again._summary_rows() == result._summary_rows() and again.report_path == result.report_path

@@ -111,7 +111,24 @@ def run(
             return
         command.written = True
         if not quiet:
+            _print_summary(result)
             typer.echo(f"report: {result.out / 'report.html'}")
+
+
+def _print_summary(result) -> None:
+    """The end of a run on stdout, per model and data set: the inputs, the heads holding a role, the heads per
+    role and the claims' verdicts, wrapped to the terminal's width."""
+    import shutil
+    import textwrap
+
+    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+    for row in result.summary_frame().to_dict("records"):
+        typer.echo(f"{row['model']} / {row['dataset']}: {row['inputs']} inputs, {row['with a role']} of "
+                   f"{row['heads']} heads hold a role")
+        for label, text in (("heads per role", row["heads per role"]), ("claims", row.get("claims"))):
+            if isinstance(text, str) and text:
+                typer.echo(textwrap.fill(f"{label}: {text}", width=width, initial_indent="  ",
+                                         subsequent_indent="    ", break_on_hyphens=False))
 
 
 @command()

@@ -8,7 +8,8 @@ tables and figures; this module only lays them out and formats numbers:
   contents built from them;
 - long tables are folded (``<details>``) and link the CSV file that holds all their rows;
 - numbers are formatted per column: counts as integers (also in a column that holds a missing value),
-  p-values in scientific notation, other numbers to 3 decimals;
+  p-values with two significant digits (scientific below 0.001, as the claims table), other numbers to 3
+  decimals;
 - every figure and table has one caption, printed once.
 
 Figures are saved under ``figures/`` of the output folder as PNG with PDF and SVG beside it, at the preset's
@@ -30,10 +31,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from headstats.report.latex import (  # noqa: F401 (re-exported)
+    P_VALUE_COLUMN, LatexTable, is_p_value_column, latex_escape, latex_table, write_latex)
+
 #: Tables longer than this are folded (``<details>``) unless told otherwise.
 FOLD_ROWS = 12
-#: Columns that hold p-values (formatted in scientific notation).
-P_VALUE_COLUMN = re.compile(r"^(p|p_.*|.*_p|pvalue|p_value)$")
 
 
 @dataclass
@@ -58,7 +60,7 @@ class Report:
 
     title: str
     blocks: list[Block] = field(default_factory=list)
-    #: Words put before every LaTeX table's caption (the protocol's name and design, from the builder).
+    #: Words put before every LaTeX table's caption (the protocol's name, from the builder).
     latex_caption: str = ""
     _anchors: set[str] = field(default_factory=set, repr=False)
 
@@ -73,7 +75,7 @@ class Report:
         self.blocks.append(Block("text", text))
 
     def table(self, frame: pd.DataFrame, caption: str = "", max_rows: int = 40, *, csv: str | None = None,
-              fold: bool | None = None, latex: str | None = None) -> None:
+              fold: bool | None = None, latex: str | LatexTable | None = None) -> None:
         """Add a table with one caption.
 
         Parameters
@@ -88,9 +90,10 @@ class Report:
             Relative path of the CSV file with all rows (linked under the table).
         fold : bool, optional
             Fold the table (``<details>``); default: when it has more than :data:`FOLD_ROWS` rows.
-        latex : str, optional
-            Also write every row as a LaTeX table (booktabs) to this file of the report's folder, with the
-            caption (prefixed by :attr:`latex_caption`) and the label ``tab:<file stem>``.
+        latex : LatexTable or str, optional
+            Also write every row as a LaTeX table (:mod:`headstats.report.latex`): its file, the paper's columns
+            and its own caption (a file name alone: every column, this caption), prefixed by
+            :attr:`latex_caption`, with the label ``tab:<file stem>``.
         """
         shown = frame.head(max_rows).copy()
         shown.columns.name = None  # a leftover pivot name would render as an extra header row
@@ -99,7 +102,8 @@ class Report:
         if latex:
             whole = frame.copy()
             whole.columns.name = None
-            block.extra["latex"] = (latex, whole)
+            spec = latex if isinstance(latex, LatexTable) else LatexTable(latex, caption)
+            block.extra["latex"] = (spec, whole)
         self.blocks.append(block)
 
     def figure(self, path: str, caption: str = "", *, alt: str = "") -> None:
@@ -159,16 +163,13 @@ def _cell(value) -> str:
     return str(value)
 
 
-def is_p_value_column(name: object) -> bool:
-    """Whether a column holds p-values (``p``, ``p_unc``, ``p_corr``, ``min_p``, ...)."""
-    return bool(P_VALUE_COLUMN.match(str(name)))
-
-
 def format_p_value(value) -> str:
-    """A p-value in scientific notation with 3 significant digits (``1.23e-05``); empty when missing."""
+    """A p-value as the claims table prints it: two significant digits (``0.31``, ``0.0023``, ``1``), below 0.001 in
+    scientific notation with two (``2.3e-05``); empty when missing."""
     if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
         return ""
-    return f"{float(value):.2e}"
+    p = float(value)
+    return f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}"
 
 
 def _integral(series: pd.Series) -> bool:
@@ -181,7 +182,7 @@ def format_column(series: pd.Series) -> list[str]:
     """Format a column for display.
 
     - booleans as ``yes``/``no``;
-    - p-value columns (:func:`is_p_value_column`) in scientific notation;
+    - p-value columns (:func:`is_p_value_column`) as :func:`format_p_value` writes them;
     - integer columns, and float columns whose values are all whole numbers (counts that became floats
       because the column holds a missing value), as integers;
     - other numbers to 3 decimals, very small or large ones in scientific notation;
@@ -287,6 +288,7 @@ nav.toc ul{columns:3;margin:.2em 0;padding-left:1.1em}nav.toc ul ul{columns:1}na
 .verdict-yes{color:#006d2c;font-weight:600}.verdict-no{color:#b2182b;font-weight:600}
 .verdict-cannot{color:#666;font-weight:600}
 .scroll{overflow-x:auto;max-width:100%}.scroll table{margin-top:0}
+td.text,th.text{text-align:left}td.text{min-width:6em;max-width:32em;overflow-wrap:anywhere}
 .notice{background:#fff8e5;border-left:4px solid #e69f00;padding:.3em .8em;margin:.6em 0}
 """
 
@@ -328,10 +330,22 @@ def _inline(text: str) -> str:
     return inline_markdown(text).removeprefix("<p>").removesuffix("</p>") if text else ""
 
 
+def _table_html(frame: pd.DataFrame) -> str:
+    """A table as HTML: numbers right-aligned, text left-aligned and wrapping (class ``text``), cells formatted
+    by :func:`format_column` and escaped."""
+    shown = format_frame(frame)
+    text = [not pd.api.types.is_numeric_dtype(frame.iloc[:, k].dtype) or pd.api.types.is_bool_dtype(
+        frame.iloc[:, k].dtype) for k in range(frame.shape[1])]
+    cls = [" class='text'" if t else "" for t in text]
+    head = "".join(f"<th{c}>{html.escape(str(name))}</th>" for name, c in zip(frame.columns, cls))
+    rows = "".join("<tr>" + "".join(f"<td{c}>{html.escape(v)}</td>" for v, c in zip(row, cls)) + "</tr>\n"
+                   for row in shown.itertuples(index=False))
+    return f"<table class='dataframe'>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}</tbody>\n</table>"
+
+
 def _html_table(block: Block) -> str:
-    frame = format_frame(block.content)
     # a wide table scrolls sideways in its own box instead of running past the page
-    table = "<div class='scroll'>" + frame.to_html(index=False, border=0, escape=True) + "</div>"
+    table = "<div class='scroll'>" + _table_html(block.content) + "</div>"
     note = html.escape(_rows_note(block, code=False))
     link = f" <a href='{html.escape(block.csv)}'>{html.escape(block.csv)}</a>" if block.csv else ""
     caption = _inline(block.caption)
@@ -525,39 +539,14 @@ def render_tables(report: Report, *, html_too: bool = True) -> None:
                 block.extra["html"] = _html_table(block)
 
 
-_LATEX_CODE = re.compile(r"`([^`]+)`")
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-
-
-def latex_escape(text: str) -> str:
-    """``text`` with LaTeX's special characters escaped (``a_b & 5%`` -> ``a\\_b \\& 5\\%``)."""
-    return "".join(_LATEX_SPECIAL.get(c, c) for c in str(text))
-
-
-def latex_table(frame: pd.DataFrame, caption: str, label: str) -> str:
-    """A table as LaTeX with booktabs rules (``\\toprule``, ``\\midrule``, ``\\bottomrule``; pandas'
-    ``Styler.to_latex``), cells formatted as in the report (:func:`format_column`), text escaped for LaTeX, the
-    Markdown `code` of the caption as ``\\texttt``."""
-    shown = format_frame(frame).reset_index(drop=True)
-    numeric = [pd.api.types.is_numeric_dtype(frame.iloc[:, i].dtype) and not pd.api.types.is_bool_dtype(
-        frame.iloc[:, i].dtype) for i in range(frame.shape[1])]
-    styler = shown.style.hide(axis="index").format(escape="latex").format_index(escape="latex", axis=1)
-    parts = _LATEX_CODE.split(caption)
-    text = "".join(latex_escape(p) if k % 2 == 0 else f"\\texttt{{{latex_escape(p)}}}" for k, p in enumerate(parts))
-    return styler.to_latex(hrules=True, caption=text, label=label, position_float="centering",
-                           column_format="".join("r" if n else "l" for n in numeric), environment="table")
-
-
 def write_report(report: Report, root: Path, *, html_too: bool = True) -> None:
     """Write ``report.md``, ``report.html`` if asked, and the LaTeX file of every table that asks for one, into
     ``root``."""
     root = Path(root)
     for block in report.blocks:
         if block.kind == "table" and "latex" in block.extra:
-            name, whole = block.extra["latex"]
-            caption = f"{report.latex_caption}{block.caption}".strip()
-            (root / name).write_text(latex_table(whole, caption, f"tab:{Path(name).stem}"), encoding="utf-8")
+            spec, whole = block.extra["latex"]
+            (root / spec.file).write_text(write_latex(spec, whole, report.latex_caption), encoding="utf-8")
     (root / "report.md").write_text(render_markdown(report, root), encoding="utf-8")
     if html_too:
         (root / "report.html").write_text(render_html(report, root), encoding="utf-8")

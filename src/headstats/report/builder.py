@@ -44,8 +44,6 @@ from headstats.report.sections.skipped_section import skipped_section
 from headstats.report.sections.statistics_section import statistics_sections
 from headstats.report.sections.strongest_section import strongest_section
 from headstats.report.sections.summary_section import summary_section
-from headstats.stats.corrections import CORRECTIONS
-from headstats.stats.onesample import ONE_SAMPLE_TESTS  # display names come from the registries
 
 
 # ============================================================================================ assembly
@@ -124,9 +122,7 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
                   analyses: dict[str, dict[str, pd.DataFrame]] | None, formats: Sequence[str] | None,
                   log: Callable[[str], None], figures: FigureRenderer) -> Report:
     report = Report(title=f"headstats report: {protocol.name}")
-    st = protocol.statistics
-    report.latex_caption = (f"Protocol {protocol.name}: one-sided {ONE_SAMPLE_TESTS.describe(st.test)}, "
-                            f"{CORRECTIONS.describe(st.correction, 'short')} correction, alpha = {st.alpha:g}. ")
+    report.latex_caption = f"Protocol {protocol.name}. "
     if protocol.description:
         report.text(protocol.description)
     report.contents(levels=(2, 3))
@@ -161,7 +157,7 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
         comparison_section(report, root, comparison, manifest, formats=formats, figures=figures)
     if not lead:
         analysis_files = analysis_sections(report, root, analyses or {}, claims)
-    files_section(report, analysis_files, formats=formats)
+    files_section(report, analysis_files, formats=formats, tables=set(analysis.tables))
     return report
 
 

@@ -16,6 +16,8 @@ The result is what is written (``<table>.csv``) and what the analysis' report se
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from typing import Mapping
 
 import pandas as pd
@@ -43,13 +45,22 @@ def hypothesis_tests(jobs, protocol) -> dict[str, pd.DataFrame]:
     return {name: test_measures(arrays[name], declared[name], **kwargs) for name in arrays if declared[name]}
 
 
-def finish_analyses(jobs, tables: Mapping[str, Mapping[str, pd.DataFrame]], protocol
-                    ) -> dict[str, dict[str, pd.DataFrame]]:
-    """Every analysis' tables with its hypothesis tests and its ``finish`` step's tables (module docstring)."""
+def finish_analyses(jobs, tables: Mapping[str, Mapping[str, pd.DataFrame]], protocol, *,
+                    log: Callable[[str], None] = lambda message: None) -> dict[str, dict[str, pd.DataFrame]]:
+    """Every analysis' tables with its hypothesis tests and its ``finish`` step's tables (module docstring);
+    ``log`` says when each finish step starts and how long it took."""
+    import time
+
     from headstats.analyses import get_analysis
 
     out = {name: dict(per) for name, per in tables.items()}
     for name, frame in hypothesis_tests(jobs, protocol).items():
         out.setdefault(name, {})[f"{name}_tests"] = frame
-    return {name: get_analysis(name).finished(per, protocol.statistics, protocol.options_of(name), protocol.seed)
-            for name, per in out.items()}
+    finished = {}
+    for name, per in out.items():
+        log(f"finishing {name}: its tests and tables")
+        clock = time.perf_counter()
+        finished[name] = get_analysis(name).finished(per, protocol.statistics, protocol.options_of(name),
+                                                     protocol.seed)
+        log(f"finished {name} in {time.perf_counter() - clock:.1f} s")
+    return finished

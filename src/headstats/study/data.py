@@ -67,12 +67,21 @@ def prepare_records(records: list[Record], scoring: ScoreSettings, *, name: str,
         records = parse_records(records, parser=scoring.parser, clean=clean)
         info["parses"] = "gold" if gold == len(records) else ("spacy" if gold == 0 else "gold+spacy")
         info["parser"] = None if gold == len(records) else scoring.parser
-    elif parse == "gold":
-        info["parses"] = "gold"
-    else:  # no role needs parses: the data's own (a gold-parsed CoNLL-U file) are still said
-        gold = parse == "auto" and all(r.is_parsed for r in records)
+    else:  # nothing parsed here: the data's own parses (a CoNLL-U file) are said, words without arcs are none
+        gold = parse in ("auto", "gold") and all(r.is_parsed for r in records) and any(map(has_arcs, records))
         info["parses"] = "gold" if gold else "none"
     return records, skipped, info
+
+
+#: The manifest's ``parses`` in words, for the log and the methods paragraph.
+PARSE_WORDS = {"gold": "gold CoNLL-U parses", "spacy": "parsed by spaCy", "gold+spacy": "gold CoNLL-U parses, the "
+               "rest parsed by spaCy", "none": "no parse"}
+
+
+def has_arcs(record: Record) -> bool:
+    """Whether a record's words carry at least one dependency arc (a reader that only splits words, such as
+    GAP's, gives words whose heads are all -1: no parse; a data set is parsed when some record has arcs)."""
+    return any(w.head >= 0 for words in (record.words_a, record.words_b) if words for w in words)
 
 
 def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | None = None) -> LoadedData:
@@ -144,7 +153,7 @@ def read_data(protocol: Protocol, finetuned: dict[str, dict], log: Log, *,
         data[spec.name], found = memoised_load_data(spec, protocol, exclude_ids=exclude, cache=cache)
         took = time.perf_counter() - t0
         n = len(data[spec.name].records)
-        how = "found in the cache" if found else f"({data[spec.name].info.get('parses', 'none')} parses)"
+        how = "found in the cache" if found else f"({PARSE_WORDS[data[spec.name].info.get('parses', 'none')]})"
         log(f"read {spec.name}: {n:,} inputs {how} in {took:.1f} s ({n / max(took, 1e-9):,.0f} inputs/s)")
     return data
 

@@ -288,7 +288,7 @@ def passes_from_shards(protocol: Protocol, parts: Sequence[ShardResult], data: d
             for k in expected:
                 counts.add_chunk(chunks[k]["counts"])
             passed[(m, job.dataset)] = counts.as_dict()
-    return assemble_passes(protocol, jobs, passed, data, dropped, provenance, execution)
+    return assemble_passes(protocol, jobs, passed, data, dropped, provenance, execution, log=log)
 
 
 def _max_length(parts: Sequence[ShardResult], model: str, dataset: str) -> int:

@@ -3,6 +3,8 @@ feeding every collector, and what it collected (:class:`StudyPasses`), also from
 
 from __future__ import annotations
 
+import time
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,12 +87,19 @@ def run_passes(
     execution = {"executor": "local", "device": protocol.device, "dtype": protocol.dtype,
                  "cache_dir": str(cache) if cache is not None else None, "chunk_size": protocol.execution.chunk_size,
                  **runner_summary(runner)}
-    return assemble_passes(protocol, jobs, passed, data, dropped, provenance, execution)
+    return assemble_passes(protocol, jobs, passed, data, dropped, provenance, execution, log=log)
 
 
 def record_digests(data: dict[str, LoadedData]) -> dict[str, list[bytes]]:
     """Data set -> its records' digests, for the data sets that have them (see :attr:`LoadedData.digests`)."""
     return {name: d.digests for name, d in data.items() if d.digests is not None}
+
+
+def _log_slow(log: Log, what: str, clock: float, *, over: float = 1.0) -> None:
+    """Say that ``what`` took its time, when it took more than ``over`` seconds."""
+    took = time.perf_counter() - clock
+    if took > over:
+        log(f"{what}: {took:.1f} s")
 
 
 def runner_summary(runner) -> dict:
@@ -102,8 +111,10 @@ def runner_summary(runner) -> dict:
 
 
 def assemble_passes(protocol: Protocol, jobs: list, passed: dict, data: dict[str, LoadedData],
-                    dropped: dict[str, dict[str, str]], provenance: dict, execution: dict) -> StudyPasses:
-    """:class:`StudyPasses` from jobs whose collectors hold their (merged) states."""
+                    dropped: dict[str, dict[str, str]], provenance: dict, execution: dict, *,
+                    log: Log = lambda message: None) -> StudyPasses:
+    """:class:`StudyPasses` from jobs whose collectors hold their (merged) states; ``log`` says how long each
+    analysis' tables and finish step took (probe training and permutations take minutes on large runs)."""
     arrays, counts = [], {}
     for job in jobs:
         if job.name != "role_scores":
@@ -122,12 +133,14 @@ def assemble_passes(protocol: Protocol, jobs: list, passed: dict, data: dict[str
     tables: dict[str, dict[str, list[pd.DataFrame]]] = {}
     for job in jobs:
         if job.name != "role_scores":
+            clock = time.perf_counter()
             for table, frame in job.collector.tables().items():
                 tables.setdefault(job.name, {}).setdefault(table, []).append(frame)
+            _log_slow(log, f"{job.name} tables of {', '.join(job.models)} on {job.dataset}", clock)
     joined = {name: {t: pd.concat(frames, ignore_index=True) for t, frames in per.items()}
               for name, per in tables.items()}
     from headstats.study.analysis_tests import finish_analyses
 
-    joined = finish_analyses(jobs, joined, protocol)
+    joined = finish_analyses(jobs, joined, protocol, log=log)
     order = {m.name: provenance[m.name] for m in protocol.models if m.name in provenance}
     return StudyPasses(arrays, counts, order, joined, execution)

@@ -58,6 +58,19 @@ def with_skipped(counts: dict, skipped: list[tuple[str, str]]) -> dict:
     return counts | {"n_records": counts.get("n_records", 0) + len(skipped), "skipped": dict(merged)}
 
 
+def in_notebook() -> bool:
+    """Whether this code runs in a notebook's kernel (Jupyter, VS Code, Colab): an IPython shell that has a
+    kernel, not merely an importable IPython or a terminal IPython."""
+    import sys
+
+    if "IPython" not in sys.modules:
+        return False
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
 @dataclass
 class StudyResult:
     """Everything a study computed (also written to the output folder).
@@ -88,34 +101,33 @@ class StudyResult:
         return None
 
     def show_report(self, *, height: int = 800):
-        """Show the run's report: in Jupyter, ``report.html`` embedded in the notebook (it is self-contained,
-        so it shows offline); elsewhere, opened in the web browser.
+        """Show the run's report: in a notebook (a running Jupyter kernel), ``report.html`` embedded in it (it is
+        self-contained, so it shows offline); in a terminal, a script or plain IPython, opened in the web browser.
 
         Returns
         -------
         IPython.display.HTML or Path
-            The displayable report when IPython is there (the last expression of a cell shows it), else the
-            report's path.
+            The displayable report in a notebook (the last expression of a cell shows it), else the report's
+            path.
         """
         import html
 
         path = self.report_path
         if path is None:
             raise HeadstatsError(f"{self.out} holds no report; rebuild it with headstats report {self.out}")
-        try:
-            from IPython.display import HTML
-        except ImportError:
+        if not in_notebook():
             import webbrowser
 
             webbrowser.open(path.resolve().as_uri())
             return path
-        if path.suffix != ".html":
-            from IPython.display import Markdown
+        from IPython.display import HTML, Markdown
 
+        if path.suffix != ".html":
             return Markdown(path.read_text(encoding="utf-8"))
         page = html.escape(path.read_text(encoding="utf-8"), quote=True)
-        return HTML(f'<iframe srcdoc="{page}" style="width:100%;height:{int(height)}px;border:1px solid #ccc">'
-                    "</iframe>")
+        # in a <div>: IPython warns about HTML that starts with an <iframe>
+        return HTML(f'<div><iframe srcdoc="{page}" style="width:100%;height:{int(height)}px;border:1px solid '
+                    '#ccc"></iframe></div>')
 
     def _summary_rows(self) -> list[list]:
         """Per (model, data set): inputs scored, heads, heads with a role, and the heads per role."""
@@ -132,6 +144,23 @@ class StudyResult:
             scored = self.manifest.get("inputs", {}).get(f"{model}/{dataset}", {}).get("n_scored")
             rows.append([model, dataset, scored, len(group), int(held.fillna(False).any(axis=1).sum()), counts])
         return rows
+
+    def summary_frame(self) -> pd.DataFrame:
+        """The end of a run in one table: per (model, data set) the inputs scored, the heads, the heads with a
+        role, the heads per role, and the verdicts of the claims (``2 supported, 1 cannot tell``)."""
+        columns = ["model", "dataset", "inputs", "heads", "with a role", "heads per role"]
+        frame = pd.DataFrame(self._summary_rows(), columns=columns)
+        claims = self.tables.get("claims")
+        if claims is None or claims.empty or frame.empty:
+            return frame
+        order = ("supported", "contradicted", "not shown", "cannot tell")
+
+        def tally(model, dataset) -> str:
+            part = claims[(claims["model"].astype(str) == str(model)) & (claims["dataset"].astype(str) == str(dataset))]
+            counts = part["verdict"].value_counts()
+            return ", ".join(f"{int(counts[v])} {v}" for v in order if v in counts)
+
+        return frame.assign(claims=[tally(m, d) for m, d in zip(frame["model"], frame["dataset"])])
 
     def __repr__(self) -> str:
         """At most 15 lines: per (model, data set) the heads holding each role, the tables, the output folder

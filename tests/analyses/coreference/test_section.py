@@ -29,7 +29,8 @@ def test_coreference_section_names_the_best_head_and_the_heads_that_pass(tmp_pat
     assert shown["best_head"] == "0-1" and shown["accuracy"] == 0.8 and shown["nearest_mention_accuracy"] == 0.4
     assert shown["heads_beating_nearest_mention"] == "0-1" and shown["heads_beating_same_head_word"] == "none"
     md = render_markdown(report, tmp_path)
-    assert "On m / d: best head 0-1 at 0.800 against 0.400; heads that pass: 0-1." in md
+    assert ("on m / d the best head 0-1 selects 0.800 of antecedents against the nearest mention's 0.400; heads "
+            "beating the nearest mention (a paired test, one-sided, corrected over heads): 0-1." in md)
     assert "hold" not in md  # no verdict of the section's own
 
 

@@ -216,7 +216,7 @@ def test_enabled_from_a_protocol_on_a_tiny_model(tmp_path, tiny_model_dir):
     c, n = np.array(per_sentence).T
     assert (mine.n_sentences, mine.c2, mine.cn, mine.nn) == (len(c), (c * c).sum(), (c * n).sum(), (n * n).sum())
     report = (result.out / "report.md").read_text()
-    assert "Dependency relations in single heads" in report and "Claim (Clark et al. 2019)" in report
+    assert "Dependency relations in single heads" in report and "*Detail per relation (the verdict is the claim's line):*" in report
 
 
 # Options: defaults, refusals, their check in a protocol before any model.

@@ -31,7 +31,7 @@ def test_dependency_section_states_the_claim(tmp_path):
     dependency_section(report, tmp_path, {"dependency_table": table, "dependency_heads": heads, "claims": claims})
     text = render_markdown(report, tmp_path)
     # det: 45 against 5 discordant words -> rejected; amod: 7 against 5 -> not
-    assert "On m / d, 1 of 2 relations have a head that passes" in text
+    assert "On m / d, 1 of 2 relations have a head that beats its offset" in text
     assert claims["verdict"].tolist() == ["supported"]
     assert "(m on d; the dependency table's paired test of head against offset per relation" in text
     assert "**supported**, p = " in text

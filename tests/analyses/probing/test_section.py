@@ -38,11 +38,11 @@ def test_probing_section_states_the_claim_with_its_test(tmp_path):
     shown = block.content
     # the paper's BERT-base UAS as a fraction beside this model's fractions, labelled as the paper's
     assert shown.set_index("probe")["paper_bert_base_uas"].to_dict() == {k: v / 100 for k, v in PAPER_UAS.items()}
-    assert "BERT-base on the WSJ" in block.caption and block.extra["latex"][0] == "probes.tex" and "paper_uas" not in shown.columns
+    assert "BERT-base on the WSJ" in block.caption and block.extra["latex"][0].file == "probes.tex" and "paper_uas" not in shown.columns
     md = render_markdown(report, tmp_path)
     # 45 against 5 discordant words: exact one-sided binomial p far below 0.05, also after Holm over 3 probes
     assert binomtest(45, 50, 0.5, alternative="greater").pvalue * 3 < 0.05
-    assert "On m / d: UAS 0.700 against 0.300" in md
+    assert "*Detail against one baseline (the verdict is the claim's line):* on m / d the attention-only probe's UAS is 0.700 against right-branching's 0.300" in md
     # the verdict is the registry's: attention_and_words beats both baselines (larger p of the two, smallest over
     # the attention probes), the only claim of this run, so Holm leaves its p as it is
     assert claims["verdict"].tolist() == ["supported"]
@@ -55,4 +55,4 @@ def test_probing_claim_does_not_hold_when_the_discordant_words_tie(tmp_path):
     report = Report("t")
     probing_section(report, tmp_path, {"probes": table})
     md = render_markdown(report, tmp_path)
-    assert "On m / d: UAS 0.700 against 0.300" in md and "hold" not in md  # no verdict without the registry
+    assert "*Detail against one baseline (the verdict is the claim's line):* on m / d the attention-only probe's UAS is 0.700 against right-branching's 0.300" in md and "hold" not in md  # no verdict without the registry

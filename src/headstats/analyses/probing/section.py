@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from headstats.report.sections import claim_lines
+from headstats.report.sections import claim_lines, detail_text
 
 #: UAS of Clark et al. (2019), BERT-base on WSJ (their Table 3), for the report.
 #: Clark et al. (2019) Table 3: UAS in percent of BERT-base on the WSJ (the paper's numbers, not this model's).
@@ -38,17 +38,32 @@ def probing_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame])
     report.table(shown[cols], "UAS of each probe with its Wilson interval (fractions of the held-out words), the "
                  "paper's UAS as a fraction (`paper_bert_base_uas`: Clark et al.'s number for BERT-base on the WSJ, "
                  "a different model and corpus, for orientation only), and the corrected p-value of each probe "
-                 "against each baseline.", csv="probes.csv", latex="probes.tex")
+                 "against each baseline.", csv="probes.csv", latex=_probes_latex(shown))
     for (model, dataset), part in probes.groupby(["model", "dataset"], sort=False):
         att = part.set_index("probe")
         if "attention_only" not in att.index or "p_corr_vs_right_branching" not in att.columns:
             continue
         p = att.loc["attention_only", "p_corr_vs_right_branching"]
-        report.text(
-            f"**Claim (Clark et al. 2019): attention alone carries much syntax — the attention-only probe beats "
-            f"right-branching.** Test: McNemar's exact test on the held-out words, one-sided, "
-            f"{att['correction'].iat[0]}-corrected. On {model} / {dataset}: "
-            f"UAS {att.loc['attention_only', 'uas']:.3f} against {att.loc['right_branching', 'uas']:.3f} "
-            f"(corrected p = {p:.3g}).")
         if verdicts := claim_lines(tables, ("probes_beat_baselines",), model=model, dataset=dataset):
             report.text("\n".join(verdicts))
+        report.text(detail_text("against one baseline", (
+            f"on {model} / {dataset} the attention-only probe's UAS is {att.loc['attention_only', 'uas']:.3f} "
+            f"against right-branching's {att.loc['right_branching', 'uas']:.3f} (McNemar's exact test on the "
+            f"held-out words, one-sided, {att['correction'].iat[0]}-corrected: p = {p:.2g}).")))
+
+
+def _probes_latex(shown):
+    """``probes.tex``: the paper's columns, the interval in one column, with the test's sentence."""
+    from headstats.report.latex import LatexTable
+
+    frame = shown.assign(interval=[f"[{a:.3f}, {b:.3f}]" for a, b in zip(shown["ci_low"], shown["ci_high"])])
+    names = {"dataset": "Data set", "probe": "Probe", "n_words": "Words", "uas": "UAS", "interval": "95\\% CI",
+             "paper_bert_base_uas": "Paper", "p_corr_vs_right_branching": "$p$ vs. RB",
+             "p_corr_vs_distance_and_words": "$p$ vs. D\\&W"}
+    if frame["model"].nunique() > 1:
+        names = {"model": "Model", **names}
+    return LatexTable("probes.tex", "McNemar's exact test, one-sided, on the same held-out words, corrected over "
+                      "the probes: does a probe's UAS (with its Wilson interval) beat the right-branching baseline "
+                      "(RB) and the distance-and-words probe (D&W)? Paper: Clark et al.'s UAS for BERT-base on the "
+                      "WSJ, for orientation only.", columns={k: v for k, v in names.items() if k in frame},
+                      frame=frame)

@@ -61,6 +61,23 @@ def claim_lines(tables, keys, *, model: str | None = None, dataset: str | None =
     return lines
 
 
+#: Paired tests by the id a table's ``test`` column holds, in words: one name per test in the report's prose.
+TEST_NAMES = {"signflip_inputs": "the sign-flip test over inputs",
+              "signflip_sentences": "the sign-flip test over sentences",
+              "mcnemar": "McNemar's exact test"}
+
+
+def test_name(test: object) -> str:
+    """A test's one name in prose (:data:`TEST_NAMES`; an id without one as it is)."""
+    return TEST_NAMES.get(str(test), str(test))
+
+
+def detail_text(what: str, text: str) -> str:
+    """Numbers behind a claim, labelled as detail (``what``: per baseline, per relation), so that the claim's line
+    from the registry (:func:`claim_lines`) stays its one verdict."""
+    return f"*Detail {what} (the verdict is the claim's line):* {text}"
+
+
 def head_label(layer: int, head: int) -> str:
     """``layer-head``, both 0-based."""
     return f"{int(layer)}-{int(head)}"
@@ -106,6 +123,21 @@ def tested_parameter(test: str) -> str:
 def tau_words(st) -> str:
     """tau as written in the protocol: ``3`` or ``3 (block: 1.5)``."""
     return st.tau_text() if hasattr(st, "tau_text") else f"{st.tau:g}"
+
+
+def role_test_sentence(protocol) -> str:
+    """How a head is assigned a role, in one sentence (a LaTeX caption's method): ``A head holds a role when a
+    one-sided t-test (ddof = 1) rejects H0: mean score ≤ τ = 3 after Holm correction over each model × dataset,
+    α = 0.05.``"""
+    from headstats.stats.corrections import CORRECTIONS
+    from headstats.stats.onesample import ONE_SAMPLE_TESTS
+
+    st = protocol.statistics
+    family = " x ".join(st.family) if st.family else "the whole study"
+    return (f"A head holds a role when a one-sided {ONE_SAMPLE_TESTS.describe(st.test)} rejects H0: "
+            f"{tested_parameter(st.test)} score ≤ τ = {tau_words(st)} after "
+            f"{CORRECTIONS.describe(st.correction, 'short')} correction over each {family.replace(' x ', ' × ')}, "
+            f"α = {st.alpha:g}. ")
 
 
 def adjusted_bound_words(correction: str) -> str:

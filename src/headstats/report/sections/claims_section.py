@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from headstats.report.blocks import Report
+from headstats.report.latex import LatexTable, latex_escape
 from headstats.stats.corrections import CORRECTIONS
 
 
@@ -95,15 +96,26 @@ def claims_family_text(claims: pd.DataFrame) -> str:
     )
 
 
+def _claims_latex(table: pd.DataFrame, claims: pd.DataFrame) -> LatexTable:
+    """``claims.tex``: the claims table with its method sentence."""
+    correction = CORRECTIONS.describe(str(claims["correction"].iloc[0]), "short")
+    caption = (f"Each claim is a hypothesis tested by its own test (named in `claims.csv`), with p-values "
+               f"{correction}-corrected over the run's claims at alpha = {float(claims['alpha'].iloc[0]):g}. "
+               "Verdict and corrected p per data set, or why the data cannot tell.")
+    columns = {"claim": "Claim", "source": "Source", **{c: latex_escape(c) for c in table.columns[2:]}}
+    return LatexTable("claims.tex", caption, columns=columns)
+
+
 def claims_section(report: Report, claims: pd.DataFrame | None) -> None:
     """The report's first section: the claims table (claim by data set) from ``claims.csv``."""
     report.heading("Claims, tested")
     report.text(claims_family_text(claims))
     if claims is None or claims.empty:
         return
-    report.table(claims_by_dataset(claims), "The claims of the papers (and any registered claim) by data set: "
+    table = claims_by_dataset(claims)
+    report.table(table, "The claims of the papers (and any registered claim) by data set: "
                  "verdict and p-value after correction over the run's claims, or why the data cannot tell.",
-                 fold=False, latex="claims.tex")
+                 fold=False, latex=_claims_latex(table, claims))
     cols = ["claim", "model", "dataset", "unit", "test", "measure", "estimate", "ci_low", "ci_high", "p_unc", "p",
             "floor", "verdict", "reason", "detectable"]
     report.table(claims[[c for c in cols if c in claims.columns]], "Every claim's test: estimate with its interval, "

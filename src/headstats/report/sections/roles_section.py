@@ -15,7 +15,8 @@ from headstats.plots import roles_plots
 from headstats.plots.style import order_roles
 from headstats.report.blocks import Report, figure_tag
 from headstats.report.figures import FigureRenderer
-from headstats.report.sections import by_model_and_dataset, tau_words
+from headstats.report.latex import LatexTable, latex_escape
+from headstats.report.sections import by_model_and_dataset, role_test_sentence, tau_words
 
 
 def role_counts(per_layer: pd.DataFrame, protocol=None) -> pd.DataFrame:
@@ -30,6 +31,29 @@ def role_counts(per_layer: pd.DataFrame, protocol=None) -> pd.DataFrame:
     return counts
 
 
+#: What a LaTeX table with a column per role says of its short headers.
+_ROLE_HEADERS_NOTE = ("Columns: the roles; [CLS] and [SEP] are the delimiter heads of each, a relation's name its "
+                      "syntactic heads. ")
+
+
+def _role_headers(frame: pd.DataFrame) -> dict[str, str]:
+    """Paper headers of a table with a column per role: ``[CLS]`` and ``[SEP]`` for the delimiter roles of each,
+    a relation's name for its syntactic role (``syntactic:nsubj`` -> ``nsubj``)."""
+    words = {"model": "Model", "dataset": "Data set", "layer": "Layer", "delimiter_cls": "{[}CLS{]}",
+             "delimiter_sep": "{[}SEP{]}"}
+    return {c: words.get(c, latex_escape(str(c).removeprefix("syntactic:"))) for c in frame.columns}
+
+
+def _counts_latex(counts: pd.DataFrame, protocol) -> LatexTable:
+    """``role_counts.tex``: the model column only when the run has several models."""
+    one_model = counts["model"].astype(str).nunique() <= 1
+    columns = _role_headers(counts.drop(columns="model") if one_model else counts)
+    models = f" of {counts['model'].iat[0]}" if one_model and len(counts) else ""
+    return LatexTable("role_counts.tex", f"{role_test_sentence(protocol)}Heads{models} assigned each role per data "
+                      f"set (blank: not tested there, e.g. block on single sentences). {_ROLE_HEADERS_NOTE}",
+                      columns=columns)
+
+
 def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
                   formats: Sequence[str] | None = None, figures: FigureRenderer | None = None) -> None:
     """Per (model, dataset): mean-score maps, heads per role per layer, co-location (UpSet); figures drawn by
@@ -40,9 +64,10 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
     coloc = analysis.tables["colocation"]
     tau = protocol.statistics.tau_of("default") if hasattr(protocol.statistics, "tau_of") else protocol.statistics.tau
     report.heading("Heads assigned per role")
-    report.table(role_counts(per_layer, protocol), "Heads assigned each role, of all heads of the model (blank: "
+    counts = role_counts(per_layer, protocol)
+    report.table(counts, "Heads assigned each role, of all heads of the model (blank: "
                  "the role was not tested on that data set, e.g. block on single sentences).", fold=False,
-                 latex="role_counts.tex")
+                 latex=_counts_latex(counts, protocol))
     ceilings = analysis.tables.get("ceilings")
     if ceilings is not None and not ceilings.empty:
         shown = ceilings[["model", "dataset", "role", "scale", "tau", "mean_ceiling", "min_ceiling", "max_ceiling",
@@ -80,7 +105,9 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
         wide = pl.pivot(index="layer", columns="role", values="n_heads").reset_index()
         wide = wide[["layer", *order_roles(c for c in wide.columns if c != "layer")]]
         report.table(wide, f"Heads assigned each role per layer ({model} on {dataset}): the counts of the panels "
-                     "above.", csv="heads_per_layer.csv", fold=True, latex=f"heads_per_layer_{tag}.tex")
+                     "above.", csv="heads_per_layer.csv", fold=True, latex=LatexTable(
+                         f"heads_per_layer_{tag}.tex", f"{role_test_sentence(protocol)}Heads of {model} assigned "
+                         f"each role per layer (0-based) on {dataset}. {_ROLE_HEADERS_NOTE}", columns=_role_headers(wide)))
         co = coloc[(coloc["model"] == model) & (coloc["dataset"] == dataset)]
         report.figure(figures.add(f"colocation_{tag}", roles_plots.upset_plot, co, roles=role_columns(part),
                                   title=f"co-location: {model} on {dataset}"),

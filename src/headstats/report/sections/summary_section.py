@@ -1,6 +1,6 @@
 """The summary of the roles of Pande et al. (2021): per (model, data set), how many heads hold each role and where in
-depth (:func:`role_summary`, a description of the role table), the claims tested there (the registry's verdicts) and
-the role grid.
+depth (:func:`role_summary`, a description of the role table), what each head does (:func:`head_roles`) and the
+role grid; the claims' verdicts are stated once, in the claims table above it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from headstats.plots.style import order_roles, role_family
 from headstats.report.blocks import Report, figure_tag
 from headstats.report.figures import FigureRenderer
 from headstats.report.sections import by_model_and_dataset, tau_words, tested_parameter
-from headstats.report.sections.claims_section import claim_line
 from headstats.stats.corrections import CORRECTIONS
 from headstats.stats.onesample import ONE_SAMPLE_TESTS
 
@@ -131,6 +130,19 @@ def _dataset_sentence(group: pd.DataFrame, summary: pd.DataFrame, n_inputs: int 
     return " ".join(parts)
 
 
+def head_roles(group: pd.DataFrame) -> pd.DataFrame:
+    """Head -> roles of one (model, data set): ``head`` (``layer-head``), ``roles`` (the roles it holds, in the
+    roles' order, a relation's role as ``syntactic:nsubj``) and ``n_roles``, for every head that holds one."""
+    columns = [c for c in order_roles(role_columns(group)) if _tested(group, c)]
+    rows = []
+    for _, r in group.sort_values(["layer", "head"]).iterrows():
+        held = [c for c in columns if r[c] is True or (not pd.isna(r[c]) and bool(r[c]))]
+        if held:
+            rows.append({"head": f"{int(r['layer'])}-{int(r['head'])}", "roles": ", ".join(held),
+                         "n_roles": len(held)})
+    return pd.DataFrame(rows, columns=["head", "roles", "n_roles"])
+
+
 def _summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "role": summary["role"], "heads": summary["n_heads"],
@@ -143,8 +155,8 @@ def _summary_table(summary: pd.DataFrame) -> pd.DataFrame:
 def summary_section(report: Report, root: Path, analysis: Analysis, protocol, manifest: dict, *,
                     formats: Sequence[str] | None = None, figures: FigureRenderer | None = None,
                     heading: str = "Summary") -> None:
-    """What was found, per (model, dataset): heads per role, where in depth, the claims tested there (from
-    ``claims.csv``, the registry's verdicts) and the role grid (drawn by ``figures``, default: here, now)."""
+    """What was found, per (model, dataset): heads per role, where in depth, what each head does and the role grid
+    (drawn by ``figures``, default: here, now)."""
     figures = figures or FigureRenderer(root, formats=formats, workers=1)
     roles = analysis.roles
     st = protocol.statistics
@@ -156,10 +168,9 @@ def summary_section(report: Report, root: Path, analysis: Analysis, protocol, ma
         f"{ONE_SAMPLE_TESTS.describe(st.test)}, {CORRECTIONS.describe(st.correction, 'short')} correction per "
         f"{' x '.join(st.family) or 'study'}, "
         f"alpha = {st.alpha:g}. Below, per data set: how many heads hold each role and where in depth they sit, "
-        "and the claims tested on it (verdicts from `claims.csv`, as in the claims table above)."
+        "(the claims' verdicts: the claims table above, stated once)."
     )
     summary = role_summary(roles)
-    claims = analysis.tables.get("claims")
     for (model, dataset), group in by_model_and_dataset(roles, protocol):
         report.heading(f"{model} on {dataset}", level=3)
         part = summary[(summary["model"] == model) & (summary["dataset"] == dataset)]
@@ -168,16 +179,17 @@ def summary_section(report: Report, root: Path, analysis: Analysis, protocol, ma
         reach = (f" **tau is out of reach** for {', '.join(out_of_reach)}: not even a perfect head could be "
                  f"assigned {'this role' if len(out_of_reach) == 1 else 'these roles'} here." if out_of_reach else "")
         report.text(_dataset_sentence(group, part, _n_scored(manifest, model, dataset)) + reach)
-        if claims is not None and len(claims):
-            found = claims[(claims["model"].astype(str) == str(model)) & (claims["dataset"].astype(str) == str(dataset))]
-            if len(found):
-                report.text("Claims tested here:\n\n" + "\n".join(claim_line(r) for _, r in found.iterrows()))
         report.figure(figures.add(f"roles_grid_{figure_tag(model, dataset)}", roles_plots.role_grid, group,
                                   title=f"roles held per head: {model} on {dataset}"),
                       "Role grid: each cell is a head (layer x head); each role has a fixed slot in every cell "
                       "(key below the grid), filled when the head holds the role, grey when it was tested but not "
                       "assigned. Look for roles that fill whole layers and for heads with several filled slots.",
                       alt=f"role grid of {model} on {dataset}")
+        each = head_roles(group)
+        report.table(each, f"What each head does ({model} on {dataset}): every head that holds at least one role, "
+                     f"with its roles ({len(group) - len(each)} of the {len(group)} heads hold none); heads are "
+                     "layer-head, 0-based. All heads, one column per role: `roles.csv`.", max_rows=200,
+                     csv="roles.csv", fold=len(each) > 24)
         table = _summary_table(part)
         if notes:
             table["mean ceiling"] = [notes.get(str(r), "") for r in table["role"]]
