@@ -62,7 +62,7 @@ def test_verdicts_follow_the_corrected_p_and_the_direction(user_claim):
     assert math.isnan(out.loc["d", "p"]) and math.isnan(out.loc["e", "p"])
     assert out.loc["a", "family"] == "all 3 claims of the run whose test can reject"
     assert out.loc["e", "reason"].startswith("design floor above alpha: the smallest p-value this design can give "
-                                             "is 0.25")
+                                             "in either direction is 0.25")
     assert "d >= 0.5" in out.loc["c", "reason"]
     decided = out[out["verdict"].isin([SUPPORTED, CONTRADICTED])]
     assert ((decided["p"] > 0) & (decided["p"] <= 1)).all()

@@ -109,6 +109,10 @@ class Evidence:
         One-sided p-value in the other direction (NaN: the claim has no opposite).
     floor : float
         The smallest ``p_for`` the design can attain (NaN: not computed; 0 is never attained by these tests).
+    floor_against : float
+        The smallest ``p_against`` the design can attain (NaN: the same as ``floor``, as for a sign-flip test,
+        whose law is symmetric). The claim's floor is the smaller of the two directions' (METHODS 5.4): a claim
+        whose claimed direction cannot reach alpha may still be contradicted.
     detectable : str
         What the design can detect (the smallest detectable effect, the power at the effect of interest, or
         the p-value floor), in words with numbers.
@@ -130,6 +134,7 @@ class Evidence:
     p_for: float = math.nan
     p_against: float = math.nan
     floor: float = math.nan
+    floor_against: float = math.nan
     detectable: str = ""
     reason: str = ""
     detail: str = ""
@@ -228,15 +233,26 @@ def evidence_p(ev: Evidence) -> float:
     return UNDERFLOW_P if p == 0 and _underflowed(ev) else p
 
 
-def _claim_floor(ev: Evidence) -> float:
-    """The smallest claim p-value the design can attain (doubled when the claim is tested both ways)."""
+def _direction_floors(ev: Evidence) -> tuple[float, float]:
+    """The smallest claim p-value each direction can attain, ``(for, against)``: doubled when the claim is tested
+    both ways (its p is ``2 min``); ``against`` is NaN for a claim without an opposite."""
     if not np.isfinite(ev.floor):
-        return math.nan
-    return float(min(1.0, 2.0 * ev.floor)) if np.isfinite(ev.p_against) else float(ev.floor)
+        return math.nan, math.nan
+    if not np.isfinite(ev.p_against):
+        return float(ev.floor), math.nan
+    against = ev.floor_against if np.isfinite(ev.floor_against) else ev.floor
+    return float(min(1.0, 2.0 * ev.floor)), float(min(1.0, 2.0 * against))
+
+
+def _claim_floor(ev: Evidence) -> float:
+    """The smallest claim p-value the design can attain in *either* direction (METHODS 5.4): a two-way claim can be
+    decided (supported or contradicted) whenever one of its directions can reach the level."""
+    floors = [f for f in _direction_floors(ev) if np.isfinite(f)]
+    return float(min(floors)) if floors else math.nan
 
 
 def verdict_of(ev: Evidence, p_corr: float, alpha: float) -> tuple[str, str]:
-    """The verdict and its reason, from one claim's evidence and its corrected p-value (METHODS 5.1)."""
+    """The verdict and its reason, from one claim's evidence and its corrected p-value (METHODS 5.1, 5.4)."""
     if ev.reason:
         return CANNOT_TELL, ev.reason
     p = evidence_p(ev)
@@ -244,13 +260,18 @@ def verdict_of(ev: Evidence, p_corr: float, alpha: float) -> tuple[str, str]:
         return CANNOT_TELL, ("the test gave no valid p-value" if not np.isfinite(p) else
                              "the test gave p = 0, which no valid test of finite data gives (degenerate data)")
     floor = _claim_floor(ev)
+    both = np.isfinite(ev.p_against)
     if np.isfinite(floor) and floor > alpha:
-        return CANNOT_TELL, (f"design floor above alpha: the smallest p-value this design can give is "
-                             f"{floor:.3g} > alpha = {alpha:g}" + (f" ({ev.detectable})" if ev.detectable else ""))
+        return CANNOT_TELL, (f"design floor above alpha: the smallest p-value this design can give"
+                             f"{' in either direction' if both else ''} is {floor:.3g} > alpha = {alpha:g}"
+                             + (f" ({ev.detectable})" if ev.detectable else ""))
     if reject(p_corr, alpha):
-        against = np.isfinite(ev.p_against) and ev.p_against < ev.p_for
+        against = both and ev.p_against < ev.p_for
         return (CONTRADICTED, "significant in the other direction") if against else (SUPPORTED, "")
-    return NOT_SHOWN, "not significant after correction" + (f"; {ev.detectable}" if ev.detectable else "")
+    floor_for, _ = _direction_floors(ev)
+    one_way = (f"; the claimed direction cannot reach alpha (its smallest p is {floor_for:.3g}), only the other "
+               "can" if both and np.isfinite(floor_for) and floor_for > alpha else "")
+    return NOT_SHOWN, "not significant after correction" + one_way + (f"; {ev.detectable}" if ev.detectable else "")
 
 
 def _in_family(ev: Evidence, alpha: float) -> bool:

@@ -188,7 +188,8 @@ class RangeTest:
     ``binomtest(k, n, low, "greater")`` and ``binomtest(k, n, high, "less")``); ``p_against``: H0 low <= share <=
     high against H1 the share lies outside (``2 min`` of ``binomtest(k, n, low, "less")`` and
     ``binomtest(k, n, high, "greater")``). ``floor``: the smallest ``p_for`` any count of n heads attains;
-    ``detect``: the counts whose ``p_for`` is at most the level, as ``(first, last)`` (None: none).
+    ``detect``: the counts whose ``p_for`` is at most the level, as ``(first, last)`` (None: none);
+    ``floor_against``: the smallest ``p_against`` any count attains.
     """
 
     k: int
@@ -200,6 +201,7 @@ class RangeTest:
     p_against: float
     floor: float
     detect: tuple[int, int] | None
+    floor_against: float = math.nan
 
 
 def _tost(k: int, n: int, low: float, high: float) -> float:
@@ -220,8 +222,11 @@ def range_test(k: int, n: int, low: float, high: float, *, confidence: float = 0
                                  sps.binomtest(k, n, high, alternative="greater").pvalue))
     all_p = np.array([_tost(j, n, low, high) for j in range(n + 1)])
     ok = np.nonzero(all_p <= level)[0]
+    j = np.arange(n + 1)
+    outside = 2 * np.minimum(sps.binom.cdf(j, n, low), sps.binom.sf(j - 1, n, high))
     return RangeTest(k, n, k / n, float(ci.low), float(ci.high), float(p_for), float(p_against),
-                     float(all_p.min()), (int(ok.min()), int(ok.max())) if len(ok) else None)
+                     float(all_p.min()), (int(ok.min()), int(ok.max())) if len(ok) else None,
+                     float(min(1.0, outside.min())))
 
 
 @dataclass(frozen=True)

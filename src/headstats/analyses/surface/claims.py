@@ -103,7 +103,8 @@ def _share_where(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings, me
                   f"with {int(held.sum())} passing heads no split reaches p <= alpha / 2")
         out.append(Evidence(
             model, dataset, estimate=res.odds_ratio, ci_low=res.ci_low, ci_high=res.ci_high, p_for=res.p_greater,
-            p_against=res.p_less, floor=res.floor_greater, detectable=detect, reason=reason,
+            p_against=res.p_less, floor=res.floor_greater, floor_against=res.floor_less, detectable=detect,
+            reason=reason,
             detail=f"{res.k_a} of {res.n_a} heads {where} pass ({res.share_a:.0%}), {res.k_b} of {res.n_b} "
                    f"{elsewhere} ({res.share_b:.0%})"))
     return out
