@@ -60,7 +60,7 @@ def test_verdicts_follow_the_corrected_p_and_the_direction(user_claim):
     ref = multipletests(p_unc, method="holm")[1]
     assert out.loc[["a", "b", "c"], "p"].tolist() == pytest.approx(ref.tolist(), rel=1e-12)
     assert math.isnan(out.loc["d", "p"]) and math.isnan(out.loc["e", "p"])
-    assert out.loc["a", "family"] == "all 3 claims of the run whose test can reject"
+    assert out.loc["a", "family"] == "the run's claims (3 that can reject)"
     assert out.loc["e", "reason"].startswith("design floor above alpha: the smallest p-value this design can give "
                                              "in either direction is 0.25")
     assert "d >= 0.5" in out.loc["c", "reason"]

@@ -50,6 +50,7 @@ import pandas as pd
 
 from headstats.registry import Registry
 from headstats.stats.corrections import correct_pvalues, reject
+from headstats.stats.seeds import corrected_level
 
 __all__ = [
     "CANNOT_TELL", "CLAIMS", "CLAIM_COLUMNS", "CONTRADICTED", "NOT_SHOWN", "SUPPORTED", "VERDICTS", "Claim",
@@ -124,6 +125,9 @@ class Evidence:
         The hypothesis with this run's thresholds, when it differs from the claim's (``""``: the claim's).
     measure : str
         What the estimate is, when it differs from the claim's (``""``: the claim's).
+    family : str
+        The family of claims this one is corrected with (``""``: :data:`RUN_FAMILY`, every claim of the run);
+        e.g. the seed claims of one comparison form their own family (METHODS 5.4).
     """
 
     model: str
@@ -140,7 +144,11 @@ class Evidence:
     detail: str = ""
     hypothesis: str = ""
     measure: str = ""
+    family: str = ""
 
+
+#: The family of a claim whose evidence names none: every claim of the run.
+RUN_FAMILY = "the run's claims"
 
 Evaluate = Callable[[Mapping[str, pd.DataFrame], ClaimSettings], Iterable[Evidence]]
 
@@ -274,6 +282,19 @@ def verdict_of(ev: Evidence, p_corr: float, alpha: float) -> tuple[str, str]:
     return NOT_SHOWN, "not significant after correction" + one_way + (f"; {ev.detectable}" if ev.detectable else "")
 
 
+def _family_floor_note(ev: Evidence, m: int, settings: ClaimSettings) -> str:
+    """``"; its smallest p ... is above alpha / m ..."`` when the design's floor is above the level the first step
+    of a family-wise correction over the m claims of its family needs (it can then reject only after others)."""
+    floor = _claim_floor(ev)
+    if m <= 1 or not np.isfinite(floor):
+        return ""
+    level = corrected_level(settings.alpha, m, settings.correction)
+    if floor <= level:
+        return ""
+    return (f"; the design's smallest p ({floor:.3g}) is above {level:.3g}, the level the smallest p of a family of "
+            f"{m} claims needs under {settings.correction}")
+
+
 def _in_family(ev: Evidence, alpha: float) -> bool:
     """A claim counts in the family when its test can reject: a reason-free, valid p and a floor <= alpha."""
     p = evidence_p(ev)
@@ -315,19 +336,26 @@ def evaluate_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings 
         return pd.DataFrame(columns=CLAIM_COLUMNS)
     p_unc = np.array([evidence_p(ev) for _, ev in rows], dtype=float)
     member = np.array([_in_family(ev, settings.alpha) for _, ev in rows])
+    labels = np.array([ev.family or RUN_FAMILY for _, ev in rows], dtype=object)
     p_corr = np.full(len(rows), np.nan)
-    if member.any():
-        p_corr[member] = correct_pvalues(p_unc[member], settings.correction, settings.alpha)
-    family = f"all {int(member.sum())} claims of the run whose test can reject"
+    sizes: dict[str, int] = {}
+    for label in dict.fromkeys(labels):
+        inside = member & (labels == label)
+        sizes[label] = int(inside.sum())
+        if inside.any():
+            p_corr[inside] = correct_pvalues(p_unc[inside], settings.correction, settings.alpha)
     out = []
-    for (claim, ev), p, pc, inside in zip(rows, p_unc, p_corr, member):
+    for (claim, ev), p, pc, inside, label in zip(rows, p_unc, p_corr, member, labels):
         verdict, reason = verdict_of(ev, float(pc), settings.alpha)
+        if verdict == NOT_SHOWN:
+            reason += _family_floor_note(ev, sizes[label], settings)
         out.append({
             "claim": claim.key, "sentence": claim.sentence, "source": claim.source, "model": ev.model,
             "dataset": ev.dataset, "hypothesis": ev.hypothesis or claim.hypothesis, "unit": claim.unit,
             "test": claim.test, "measure": ev.measure or claim.measure, "estimate": ev.estimate, "ci_low": ev.ci_low,
             "ci_high": ev.ci_high, "p_for": ev.p_for, "p_against": ev.p_against, "p_unc": p, "p": pc,
-            "correction": settings.correction, "family": family if inside else "none (cannot reject)",
+            "correction": settings.correction,
+            "family": (f"{label} ({sizes[label]} that can reject)" if inside else f"{label} (cannot reject: left out)"),
             "alpha": settings.alpha, "floor": _claim_floor(ev), "detectable": ev.detectable, "verdict": verdict,
             "reason": reason, "detail": ev.detail,
         })

@@ -29,7 +29,7 @@ from scipy.special import comb
 
 from headstats.stats.seeds import seeds_needed, signflip_test, t_over_seeds
 
-__all__ = ["PositionTest", "RangeTest", "ShareTest", "SeedTest", "layer_sum_counts", "position_test", "range_test",
+__all__ = ["signflip_bound", "PositionTest", "RangeTest", "ShareTest", "SeedTest", "layer_sum_counts", "position_test", "range_test",
            "share_test", "signflip_claim"]
 
 
@@ -265,3 +265,29 @@ def signflip_claim(values, *, alternative: str, confidence: float = 0.95, level:
     return SeedTest(k, float(t["mean"][0]), float(t["ci_low"][0]), float(t["ci_high"][0]), float(claimed["p"][0]),
                     float(opposite["p"][0]), float(claimed["floor"][0]),
                     seeds_needed(alpha=2 * level, m=1, correction="none", alternative="two-sided"))
+
+
+def signflip_bound(values, *, alternative: str, confidence: float = 0.95) -> float:
+    r"""The one-sided confidence bound of a location shift that inverts the exact sign-flip test of ``values``.
+
+    ``alternative="greater"``: the lower bound :math:`\inf\{\mu: p_{greater}(v - \mu) > 1 - c\}` (the shifts the
+    one-sided test at level ``1 - confidence`` does not reject), so that the bound is above 0 exactly when the
+    test rejects "no shift" at that level; ``"less"``: the upper bound, by symmetry. Found by bisection on
+    :math:`\mu` between the smallest and largest value (the p-value is monotone in the shift). NaN without
+    values; the most extreme value when no shift is rejected.
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return math.nan
+    if alternative == "less":
+        return -signflip_bound(-v, alternative="greater", confidence=confidence)
+    tail = 1 - confidence
+    p_at = lambda mu: float(signflip_test(v - mu, alternative="greater")["p"][0])  # noqa: E731
+    lo, hi = float(v.min()) - 1.0, float(v.max())
+    if p_at(lo) > tail:
+        return lo  # not even the smallest shift is rejected: the bound is no tighter than the data
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if p_at(mid) <= tail else (lo, mid)
+    return float(hi)

@@ -80,13 +80,15 @@ def claims_family_text(claims: pd.DataFrame) -> str:
                 "tested); rerun `headstats run` to test them.")
     alpha = float(claims["alpha"].iloc[0])
     correction = str(claims["correction"].iloc[0])
-    m = int((claims["family"] != "none (cannot reject)").sum())
+    inside = claims["family"].astype(str)
+    inside = inside[~inside.str.contains("cannot reject")]
+    families = "; ".join(dict.fromkeys(inside)) or "no claim of this run can reject"
     counts = claims["verdict"].value_counts()
     tally = ", ".join(f"{int(counts[v])} {v}" for v in _VERDICT_ORDER if v in counts)
     return (
         f"Each verdict is a test of a registered claim (`claims.csv`: its hypothesis H0/H1 with thresholds, unit of "
         f"replication, test, estimate with its interval, p-value and what the design could detect; "
-        f"docs/statistics.md, 'Claims'). Family: the {m} claims of this run whose test can reject, "
+        f"docs/statistics.md, 'Claims'). Families (each corrected on its own, the `family` column): {families}; "
         f"{CORRECTIONS.describe(correction)}, alpha = {alpha:g} (p <= alpha after correction). "
         "**supported**: significant in the claimed direction; **contradicted**: significant in the other "
         "direction; **not shown**: tested, not significant; **cannot tell**: the data cannot decide (a role out "
