@@ -162,3 +162,14 @@ def test_a_design_floor_verdict_states_the_smaller_floor_of_the_two_directions()
     floor = 2 * sps.hypergeom(72, 2, 24).pmf(2)
     assert row["floor"] == pytest.approx(floor, rel=1e-9)
     assert f"in either direction is {floor:.3g} > alpha" in row["reason"]
+
+
+def test_cls_early_contradicted_on_a_shift_below_one_layer_says_the_effect_is_small():
+    # 66 of 72 heads hold delimiter_cls (all but six of layer 0): mean layer 180 / 66 = 2.73 against 2.5
+    held = {(layer, head) for layer in range(6) for head in range(12)} - {(0, h) for h in range(6)}
+    out = run(planted_roles({"delimiter_cls": held}), claims=["cls_early"])
+    row = out.loc["cls_early"]
+    assert row["estimate"] == pytest.approx(180 / 66 - 2.5)
+    assert row["verdict"] == CONTRADICTED
+    assert row["smallest_effect"] == 1.0
+    assert "effect below the stated size (|estimate| 0.227 < 1)" in row["reason"]

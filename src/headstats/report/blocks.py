@@ -165,9 +165,12 @@ def is_p_value_column(name: object) -> bool:
 
 
 def format_p_value(value) -> str:
-    """A p-value in scientific notation with 3 significant digits (``1.23e-05``); empty when missing."""
+    """A p-value in scientific notation with 3 significant digits (``1.23e-05``); empty when missing; below
+    1e-300 (an underflow included) the bound ``< 1e-300``, never a number a double cannot hold."""
     if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
         return ""
+    if 0 <= float(value) < 1e-300:
+        return "< 1e-300"
     return f"{float(value):.2e}"
 
 

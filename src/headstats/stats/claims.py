@@ -53,7 +53,7 @@ from headstats.stats.corrections import correct_pvalues, reject
 from headstats.stats.seeds import corrected_level
 
 __all__ = [
-    "CANNOT_TELL", "CLAIMS", "CLAIM_COLUMNS", "CONTRADICTED", "NOT_SHOWN", "SUPPORTED", "VERDICTS", "Claim",
+    "CANNOT_TELL", "CLAIMS", "CLAIM_COLUMNS", "CONTRADICTED", "P_BOUND", "effect_note", "p_text", "NOT_SHOWN", "SUPPORTED", "VERDICTS", "Claim",
     "ClaimSettings", "Evidence", "claim_p", "evaluate_claims", "evidence_p", "list_claims", "register_claim", "verdict_of",
 ]
 
@@ -64,9 +64,30 @@ VERDICTS: tuple[str, ...] = (SUPPORTED, CONTRADICTED, NOT_SHOWN, CANNOT_TELL)
 #: Columns of ``claims.csv``, one row per (claim, model, data set).
 CLAIM_COLUMNS: list[str] = [
     "claim", "sentence", "source", "model", "dataset", "hypothesis", "unit", "test", "measure", "estimate",
-    "ci_low", "ci_high", "p_for", "p_against", "p_unc", "p", "correction", "family", "alpha", "floor",
-    "detectable", "verdict", "reason", "detail",
+    "ci_low", "ci_high", "smallest_effect", "p_for", "p_against", "p_unc", "p", "p_text", "correction", "family",
+    "alpha", "floor", "detectable", "verdict", "reason", "detail",
 ]
+
+#: p-values below this are printed as a bound, never as a number (a double holds nothing meaningful there).
+P_BOUND = 1e-300
+
+
+def p_text(p: float) -> str:
+    """A p-value as a report prints it: ``p = 0.0047``, ``p = 3.1e-12``, ``p < 1e-300`` below
+    :data:`P_BOUND` (an underflow included); ``""`` when missing."""
+    if p is None or not np.isfinite(p):
+        return ""
+    if p < P_BOUND:
+        return f"p < {P_BOUND:.0e}"
+    return f"p = {p:.2g}" if p >= 1e-3 else f"p = {p:.1e}"
+
+
+def effect_note(estimate: float, smallest_effect: float) -> str:
+    """``"effect below the stated size (|estimate| 0.18 < 1)"`` when the estimate is closer to 0 than the
+    claim's smallest effect of interest, ``""`` otherwise or when none is declared."""
+    if not (np.isfinite(smallest_effect) and np.isfinite(estimate)) or abs(estimate) >= smallest_effect:
+        return ""
+    return f"effect below the stated size (|estimate| {abs(estimate):.3g} < {smallest_effect:g})"
 
 
 @dataclass(frozen=True)
@@ -125,6 +146,9 @@ class Evidence:
         The hypothesis with this run's thresholds, when it differs from the claim's (``""``: the claim's).
     measure : str
         What the estimate is, when it differs from the claim's (``""``: the claim's).
+    underflow_only : bool
+        The test gives p = 0 only by underflow (a count test: binomial, sign-flip, its normal approximation on
+        finite data), so a p of 0 is a bound below the smallest double, never degenerate data.
     family : str
         The family of claims this one is corrected with (``""``: :data:`RUN_FAMILY`, every claim of the run);
         e.g. the seed claims of one comparison form their own family (METHODS 5.4).
@@ -145,6 +169,7 @@ class Evidence:
     hypothesis: str = ""
     measure: str = ""
     family: str = ""
+    underflow_only: bool = False
 
 
 #: The family of a claim whose evidence names none: every claim of the run.
@@ -178,6 +203,9 @@ class Claim:
         (``roles``, ``ceilings``, ``surface_tests``, ``compare_seed_claims``, ...) to frames.
     tables : tuple of str
         The tables it reads: the claim is evaluated only when all are present and not empty.
+    smallest_effect : float
+        The smallest effect of interest, in the unit of ``measure`` as a distance of the estimate from 0 (NaN:
+        none declared). A significant verdict on an estimate closer to 0 says so (METHODS 5.4).
     """
 
     key: str
@@ -189,6 +217,7 @@ class Claim:
     measure: str
     evaluate: Evaluate = field(repr=False)
     tables: tuple[str, ...] = ()
+    smallest_effect: float = math.nan
 
 
 #: Every claim the report may state. Built-in claims register when their module is imported (the catalog,
@@ -197,7 +226,8 @@ CLAIMS: Registry[Claim] = Registry("claim", hint="register one with headstats.st
 
 
 def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, unit: str, test: str, measure: str,
-                   tables: Iterable[str] = (), overwrite: bool = False) -> Callable[[Evaluate], Evaluate]:
+                   tables: Iterable[str] = (), smallest_effect: float = math.nan,
+                   overwrite: bool = False) -> Callable[[Evaluate], Evaluate]:
     """Register the decorated ``evaluate(tables, settings)`` as claim ``key`` (see the module docstring).
 
     Returns the function unchanged, so that it can be called and tested on its own.
@@ -208,7 +238,7 @@ def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, uni
 
     def wrap(evaluate: Evaluate) -> Evaluate:
         CLAIMS.register(key, Claim(key, sentence, source, hypothesis, unit, test, measure, evaluate,
-                                   tuple(tables)), overwrite=overwrite)
+                                   tuple(tables), float(smallest_effect)), overwrite=overwrite)
         return evaluate
     return wrap
 
@@ -230,13 +260,15 @@ def _underflowed(ev: Evidence) -> bool:
     """Whether a claim's p of exactly 0 is an underflow, not degenerate data: the data vary (its interval has
     positive width around a finite estimate), so the true p is below the float range, e.g. a t test over
     thousands of inputs with a large effect. Zero-width or missing intervals stay degenerate."""
+    if ev.underflow_only:
+        return True
     return bool(np.isfinite(ev.estimate) and np.isfinite(ev.ci_low) and ev.ci_high - ev.ci_low > 0
                 and (ev.ci_low < ev.estimate or ev.ci_high > ev.estimate))
 
 
 def evidence_p(ev: Evidence) -> float:
     """The claim's p-value (:func:`claim_p`), with an underflow to 0 (:func:`_underflowed`) reported as
-    :data:`UNDERFLOW_P`, so that it counts in the family and reads as "below 2.2e-308"."""
+    :data:`UNDERFLOW_P`, so that it counts in the family and prints as ``p < 1e-300`` (:func:`p_text`)."""
     p = claim_p(ev.p_for, ev.p_against)
     return UNDERFLOW_P if p == 0 and _underflowed(ev) else p
 
@@ -349,11 +381,14 @@ def evaluate_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings 
         verdict, reason = verdict_of(ev, float(pc), settings.alpha)
         if verdict == NOT_SHOWN:
             reason += _family_floor_note(ev, sizes[label], settings)
+        if verdict in (SUPPORTED, CONTRADICTED) and effect_note(ev.estimate, claim.smallest_effect):
+            reason = "; ".join(r for r in (reason, effect_note(ev.estimate, claim.smallest_effect)) if r)
         out.append({
             "claim": claim.key, "sentence": claim.sentence, "source": claim.source, "model": ev.model,
             "dataset": ev.dataset, "hypothesis": ev.hypothesis or claim.hypothesis, "unit": claim.unit,
             "test": claim.test, "measure": ev.measure or claim.measure, "estimate": ev.estimate, "ci_low": ev.ci_low,
-            "ci_high": ev.ci_high, "p_for": ev.p_for, "p_against": ev.p_against, "p_unc": p, "p": pc,
+            "ci_high": ev.ci_high, "smallest_effect": claim.smallest_effect, "p_for": ev.p_for,
+            "p_against": ev.p_against, "p_unc": p, "p": pc, "p_text": p_text(pc),
             "correction": settings.correction,
             "family": (f"{label} ({sizes[label]} that can reject)" if inside else f"{label} (cannot reject: left out)"),
             "alpha": settings.alpha, "floor": _claim_floor(ev), "detectable": ev.detectable, "verdict": verdict,
@@ -376,8 +411,10 @@ def evidence_from_table(table: pd.DataFrame, key: str) -> list[Evidence]:
     for record in part[names].to_dict("records"):
         clean = {k: ("" if isinstance(v, float) and math.isnan(v) and k in _TEXT_FIELDS else v)
                  for k, v in record.items()}
+        if "underflow_only" in clean:
+            clean["underflow_only"] = clean["underflow_only"] is True or clean["underflow_only"] == 1
         out.append(Evidence(**{**clean, "model": str(clean["model"]), "dataset": str(clean["dataset"])}))
     return out
 
 
-_TEXT_FIELDS = {"detectable", "reason", "detail", "hypothesis", "measure"}
+_TEXT_FIELDS = {"detectable", "reason", "detail", "hypothesis", "measure", "family"}

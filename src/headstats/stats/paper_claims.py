@@ -39,6 +39,8 @@ from headstats.stats.exact import position_test, range_test, share_test
 #: The paper's range for the share of heads that are both local and syntactic (Pande et al. 2021, by task).
 PAPER_LOCAL_SYNTACTIC = (0.42, 0.88)
 PANDE = "Pande et al. 2021"
+#: The smallest shift of the mean layer (in layers) that "sit in the early / late layers" means: one layer.
+SMALLEST_LAYER_SHIFT = 1.0
 _KEYS = ("model", "dataset", "layer", "head", "roles", "n_roles")
 
 
@@ -199,7 +201,8 @@ def _position(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings, role:
                "layer is lower (mean layer of delimiter_cls heads < mean layer of all tested heads)",
     unit="heads", test="exact permutation test of the layer labels (statistic: mean layer of the heads holding "
                        "the role; all C(n, k) subsets)",
-    measure="mean layer of the delimiter_cls heads minus that of all tested heads", tables=("roles",))
+    measure="mean layer of the delimiter_cls heads minus that of all tested heads", tables=("roles",),
+    smallest_effect=SMALLEST_LAYER_SHIFT)
 def cls_early(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
     return _position(tables, settings, "delimiter_cls", early=True, what="[CLS]")
 
@@ -210,7 +213,8 @@ def cls_early(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> li
                "layer is higher (mean layer of delimiter_sep heads > mean layer of all tested heads)",
     unit="heads", test="exact permutation test of the layer labels (statistic: mean layer of the heads holding "
                        "the role; all C(n, k) subsets)",
-    measure="mean layer of the delimiter_sep heads minus that of all tested heads", tables=("roles",))
+    measure="mean layer of the delimiter_sep heads minus that of all tested heads", tables=("roles",),
+    smallest_effect=SMALLEST_LAYER_SHIFT)
 def sep_middle_late(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
     return _position(tables, settings, "delimiter_sep", early=False, what="[SEP]")
 

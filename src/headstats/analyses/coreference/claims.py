@@ -66,7 +66,7 @@ def coreference_head_beats_baselines(tables: Mapping[str, pd.DataFrame], setting
                 "layer": unit.get("layer", -1), "head": unit.get("head", -1),
                 "mention_type": unit.get("mention_type", "all")}
         out.append(Evidence(
-            str(model), str(dataset), estimate=float(best["acc"]) - float(best["base"]), p_for=p_some,
+            str(model), str(dataset), estimate=float(best["acc"]) - float(best["base"]), p_for=p_some, underflow_only=True,
             detail=f"head {int(best['layer'])}-{int(best['head'])} ({best.get('mention_type', 'all')} mentions): "
                    f"accuracy {float(best['acc']):.3f} against the best baseline's {float(best['base']):.3f}" + note))
     return out

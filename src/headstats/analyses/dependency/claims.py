@@ -43,7 +43,7 @@ def head_beats_offset(tables: Mapping[str, pd.DataFrame], settings: ClaimSetting
         out.append(Evidence(
             str(model), str(dataset),
             estimate=float(best["tested_accuracy"]) - float(best["tested_offset_accuracy"]),
-            p_for=p_some,
+            p_for=p_some, underflow_only=True,
             detail=f"{len(passed)} of {len(rel)} relations: the head beats the offset after {best['correction']} "
                    f"({', '.join(map(str, passed['relation'])) or 'none'}); smallest p for {best['relation']}"))
     return out

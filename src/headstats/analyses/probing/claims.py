@@ -42,7 +42,7 @@ def probes_beat_baselines(tables: Mapping[str, pd.DataFrame], settings: ClaimSet
         best = attention.iloc[at]
         base_uas = part[part["probe"].astype(str).isin(bases)]["uas"].astype(float).max()
         out.append(Evidence(
-            str(model), str(dataset), estimate=float(best["uas"]) - base_uas, p_for=p_some,
+            str(model), str(dataset), estimate=float(best["uas"]) - base_uas, p_for=p_some, underflow_only=True,
             detail=f"probe {best['probe']}: UAS {float(best['uas']):.3f} against the better baseline's "
                    f"{base_uas:.3f} on {int(best['n_words'])} held-out words"))
     return out

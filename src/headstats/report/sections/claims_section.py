@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from headstats.report.blocks import Report
+from headstats.stats.claims import p_text
 from headstats.stats.corrections import CORRECTIONS
 
 
@@ -24,8 +25,9 @@ def _reason_kind(reason: str) -> str:
     return str(reason).split(":", 1)[0].strip()
 
 
-def _p_text(p: float) -> str:
-    return f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}"
+def _effect_text(row) -> str:
+    reason = row.get("reason", "") if hasattr(row, "get") else ""
+    return ", effect below the stated size" if isinstance(reason, str) and "effect below the stated size" in reason else ""
 
 
 def claim_cell(row) -> str:
@@ -34,7 +36,7 @@ def claim_cell(row) -> str:
     verdict, p, reason = str(row["verdict"]), float(row["p"]), row["reason"]
     if verdict == "cannot tell":
         return f"cannot tell ({_reason_kind(reason)})" if isinstance(reason, str) and reason else verdict
-    return f"{verdict} (p = {_p_text(p)})" if np.isfinite(p) else verdict
+    return f"{verdict}{_effect_text(row)} ({p_text(p)})" if np.isfinite(p) else verdict
 
 
 def claims_by_dataset(claims: pd.DataFrame) -> pd.DataFrame:
@@ -66,7 +68,7 @@ def claim_line(row) -> str:
     line = f"- **{row['verdict']}**: {row['sentence']}{detail}"
     p = float(row["p"])
     if np.isfinite(p):
-        line += f" ({row['test']}; p = {_p_text(p)} after {CORRECTIONS.describe(row['correction'], 'short')})"
+        line += f" ({row['test']}; {p_text(p)} after {CORRECTIONS.describe(row['correction'], 'short')})"
     reason = row["reason"]
     if isinstance(reason, str) and reason:
         line += f"; {reason}"
