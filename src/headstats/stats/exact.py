@@ -20,6 +20,7 @@ each direction, the floor and what the design can detect at a level.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ from scipy.special import comb
 
 from headstats.stats.seeds import seeds_needed, signflip_test, t_over_seeds
 
-__all__ = ["signflip_bound", "PositionTest", "RangeTest", "ShareTest", "SeedTest", "layer_sum_counts", "position_test", "range_test",
+__all__ = ["LabelPermutationTest", "label_permutation_test", "signflip_bound", "PositionTest", "RangeTest", "ShareTest", "SeedTest", "layer_sum_counts", "position_test", "range_test",
            "share_test", "signflip_claim"]
 
 
@@ -291,3 +292,78 @@ def signflip_bound(values, *, alternative: str, confidence: float = 0.95) -> flo
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if p_at(mid) <= tail else (lo, mid)
     return float(hi)
+
+
+@dataclass(frozen=True)
+class LabelPermutationTest:
+    """The permutation test of two groups' means (k labelled units among n): both one-sided p-values, the floor,
+    how they were computed and the interval that inverts the test (see :func:`label_permutation_test`)."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    p_greater: float
+    p_less: float
+    floor: float
+    n_arrangements: float
+    exact: bool
+    n_resamples: int
+    seed: int
+
+
+def label_permutation_test(inside, outside, *, n_resamples: int = 9_999, seed: int = 0,
+                           confidence: float = 0.95) -> LabelPermutationTest:
+    r"""Permutation test of ``mean(inside) - mean(outside)`` over the labels, exact when it can be.
+
+    With k inside and n units, every one of the :math:`\binom{n}{k}` labelings is enumerated when there are at
+    most ``n_resamples`` of them (exact; ``p = #{at least as extreme} / C(n, k)``, floor :math:`1/\binom{n}{k}`;
+    equal to ``scipy.stats.permutation_test``'s exact p); otherwise ``n_resamples`` seeded random labelings with
+    ``p = (1 + #{at least as extreme}) / (1 + n_resamples)`` (floor ``1 / (n_resamples + 1)``). The interval
+    inverts the same test: the shifts :math:`\delta` of the inside group for which neither one-sided test of
+    ``inside - delta`` against ``outside`` rejects at ``(1 - confidence) / 2``, on the same labelings for every
+    shift (each labeling's statistic is linear in :math:`\delta`), so that it excludes 0 when, and only when, the
+    test rejects at that level (up to the discreteness of the law).
+    """
+    a = np.asarray(inside, dtype=float)
+    b = np.asarray(outside, dtype=float)
+    k, n = a.size, a.size + b.size
+    arrangements = float(comb(n, k, exact=False))
+    exact = arrangements <= n_resamples
+    if exact:
+        chosen = np.array(list(itertools.combinations(range(n), k)), dtype=np.int64).reshape(-1, k)
+    else:
+        chosen = np.random.default_rng(seed).random((int(n_resamples), n)).argsort(axis=1)[:, :k]
+    base = np.concatenate([a, b])
+    total = base.sum()
+    sum_s = base[chosen].sum(axis=1)               # sum over the labelling's inside units, at delta = 0
+    from_a = (chosen < k).sum(axis=1)              # how many of them are inside units (shifted by delta)
+    est = float(a.mean() - b.mean())
+
+    def p_values(delta: float) -> tuple[float, float]:
+        s_delta = sum_s - delta * from_a
+        null = s_delta / k - (total - k * delta - s_delta) / (n - k)
+        observed = est - delta
+        tol = 1e-12 * max(1.0, abs(observed))
+        ge, le = int((null >= observed - tol).sum()), int((null <= observed + tol).sum())
+        if exact:
+            return ge / len(null), le / len(null)
+        return (ge + 1) / (len(null) + 1), (le + 1) / (len(null) + 1)
+
+    tail = (1 - confidence) / 2
+    spread = float(np.ptp(base)) or 1.0
+
+    def bound(side: int) -> float:
+        # side 0 (lower bound): the smallest shift the "greater" test does not reject; side 1: the largest
+        # shift the "less" test does not reject
+        inner, outer = est, est - spread if side == 0 else est + spread
+        while p_values(outer)[side] > tail and abs(outer - est) < 1e6 * spread:
+            outer = est + 2 * (outer - est)
+        for _ in range(60):
+            mid = (inner + outer) / 2
+            inner, outer = (inner, mid) if p_values(mid)[side] <= tail else (mid, outer)
+        return float(inner)
+
+    greater, less = p_values(0.0)
+    floor = 1.0 / arrangements if exact else 1.0 / (n_resamples + 1)
+    return LabelPermutationTest(est, bound(0), bound(1), greater, less, floor, arrangements, exact,
+                                int(n_resamples), int(seed))
