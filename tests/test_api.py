@@ -153,3 +153,26 @@ def test_score_prepares_records_as_headstats_score_does(tmp_path, tiny_model, ti
     np.testing.assert_array_equal(array.values, scored.scores[0].values)
     with pytest.raises(hs.DataError, match="no input of data set 'd' could be scored"):
         hs.score(tiny_model, records[4:5] + records[-1:], dataset="d", roles=["local"], max_length=64)
+
+
+def test_test_roles_marks_unreachable_roles_and_says_when_it_cannot_know():
+    # issue 32 item 10: a role whose mean ceiling (2.5) is at or below tau (3) has no design power (NaN, with
+    # the note); a long table without ceilings says that its power assumes tau reachable
+    import numpy as np
+
+    import headstats as hs
+    from headstats.api import NO_CEILING_NOTE
+    from headstats.measures import MeasureArray
+    from headstats.stats.simulation import planted_scores
+
+    rng = np.random.default_rng(0)
+    values = rng.uniform(0, 2.5, size=(30, 2, 2, 2)).astype(np.float32)
+    ceilings = np.column_stack([np.full(30, 2.5), np.full(30, 10.0)]).astype(np.float32)
+    array = MeasureArray("m", "d", np.array([f"s{i}" for i in range(30)]), ("local", "block"), values,
+                         ceilings=ceilings)
+    tests = hs.test_roles(array, tau=3.0)
+    local, block = tests[tests["role"] == "local"], tests[tests["role"] == "block"]
+    assert local["power"].isna().all() and local["power_note"].str.startswith("no power: tau 3 is at or above").all()
+    assert block["power"].notna().all()
+    table = hs.test_roles(planted_scores(seed=1), tau=3.0)
+    assert table["power_note"].str.contains(NO_CEILING_NOTE, regex=False).all()
