@@ -48,11 +48,12 @@ def beats_every_p(p_matrix) -> tuple[float, int]:
     baseline (each one-sided: the unit beats that baseline).
 
     Per unit :math:`q_h = \max_b p_{hb}` (intersection-union: level alpha for "the unit fails to beat some
-    baseline", Berger 1982), then :func:`some_unit_p` over the units. A unit with a NaN against any baseline is
-    left out (it was not tested against all of them).
+    baseline", Berger 1982), then :func:`some_unit_p` over the units. A NaN (a baseline not tested for that unit:
+    degenerate there, 0 or 1 by construction) is left out of the unit's max; a unit with no p is left out.
     """
     p = np.atleast_2d(np.asarray(p_matrix, dtype=float))
-    per_unit = np.where(np.isfinite(p).all(axis=1), p.max(axis=1), np.nan)
+    finite = np.isfinite(p)
+    per_unit = np.where(finite.any(axis=1), np.where(finite, p, -np.inf).max(axis=1), np.nan)
     return some_unit_p(per_unit)
 
 
