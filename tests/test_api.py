@@ -163,7 +163,7 @@ def test_test_roles_marks_unreachable_roles_and_says_when_it_cannot_know():
     import headstats as hs
     from headstats.api import NO_CEILING_NOTE
     from headstats.measures import MeasureArray
-    from headstats.stats.simulation import planted_scores
+    from simulations.planted import planted_scores
 
     rng = np.random.default_rng(0)
     values = rng.uniform(0, 2.5, size=(30, 2, 2, 2)).astype(np.float32)
