@@ -162,3 +162,26 @@ def test_score_shows_progress_by_default_and_none_with_progress_false(tiny_model
     assert f"scoring {tiny_model.name} on demo" in shown and "6/6" in shown  # the bar, done
     hs.score(tiny_model, records, dataset="demo", roles=["local"], progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_test_roles_marks_unreachable_roles_and_says_when_it_cannot_know():
+    # issue 32 item 10: a role whose mean ceiling (2.5) is at or below tau (3) has no design power (NaN, with
+    # the note); a long table without ceilings says that its power assumes tau reachable
+    import numpy as np
+
+    import headstats as hs
+    from headstats.api import NO_CEILING_NOTE
+    from headstats.measures import MeasureArray
+    from simulations.planted import planted_scores
+
+    rng = np.random.default_rng(0)
+    values = rng.uniform(0, 2.5, size=(30, 2, 2, 2)).astype(np.float32)
+    ceilings = np.column_stack([np.full(30, 2.5), np.full(30, 10.0)]).astype(np.float32)
+    array = MeasureArray("m", "d", np.array([f"s{i}" for i in range(30)]), ("local", "block"), values,
+                         ceilings=ceilings)
+    tests = hs.test_roles(array, tau=3.0)
+    local, block = tests[tests["role"] == "local"], tests[tests["role"] == "block"]
+    assert local["power"].isna().all() and local["power_note"].str.startswith("no power: tau 3 is at or above").all()
+    assert block["power"].notna().all()
+    table = hs.test_roles(planted_scores(seed=1), tau=3.0)
+    assert table["power_note"].str.contains(NO_CEILING_NOTE, regex=False).all()

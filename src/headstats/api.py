@@ -159,10 +159,26 @@ def compare(before, after, *, test: str = "wilcoxon", alternative: str = "two-si
 def test_roles(scores, **options):
     """:func:`headstats.stats.onesample.test_roles` (the same arguments: ``tau``, ``test``, ``correction``,
     ``alpha``, ``family`` ...), with the scores' :class:`~headstats.provenance.Provenance` (model weights,
-    tokenizer, inputs, versions) in the table's ``.attrs["provenance"]``."""
-    from headstats.stats.onesample import test_roles as tests_of
+    tokenizer, inputs, versions) in the table's ``.attrs["provenance"]``.
 
-    return _attach(tests_of(scores, **options), _provenance(scores))
+    Design power is NaN, with a note, where tau is at or above the mean ceiling of the head's inputs (as in a
+    run: :func:`headstats.stats.power.mark_out_of_reach`) when the scores carry their ceilings (MeasureArrays);
+    a long table read from disk carries none, and its power notes say that the power assumes tau reachable."""
+    from headstats.assignment.tables import add_ceilings
+    from headstats.stats.onesample import test_roles as tests_of
+    from headstats.stats.power import mark_out_of_reach
+
+    tests = tests_of(scores, **options)
+    marked = mark_out_of_reach(add_ceilings(tests, scores))
+    if marked["score_ceiling"].isna().all() and "power_note" in marked:
+        notes = marked["power_note"].fillna("").astype(str)
+        marked["power_note"] = [f"{n}; " * bool(n) + NO_CEILING_NOTE for n in notes]
+    return _attach(marked[list(tests.columns)], _provenance(scores))
+
+
+#: The power note of a test on scores without ceilings (a long table read from disk).
+NO_CEILING_NOTE = ("power assumes tau is reachable: these scores carry no ceilings (METHODS 1.6), so a role whose "
+                   "mean ceiling is at or below tau would show a power it cannot have")
 
 
 def role_table(tests, **options):

@@ -25,7 +25,7 @@ def test_seed_claims_use_the_exact_sign_flip_test_and_cannot_tell_with_three_see
     lost = evidence.loc["delimiter_heads_lost"]
     # net -2, -2, -2 over three seeds: the t-test's sd is 0; the exact sign-flip p is 1/8, never 0
     assert lost["estimate"] == -2 and lost["p_for"] == pytest.approx(0.125) and lost["floor"] == pytest.approx(0.125)
-    assert lost["reason"].startswith("too few seeds: with 3 seeds the exact sign-flip test's smallest p-value is "
+    assert lost["reason"].startswith("too few seeds: with 3 seeds the exact sign-flip test's smallest one-sided p-value is "
                                      "1/2^3 = 0.125")
     verdicts = evaluate_all_claims({"compare_seed_claims": evidence.reset_index()}, ClaimSettings())
     assert set(verdicts["verdict"]) == {"cannot tell"}
@@ -41,4 +41,25 @@ def test_seed_claims_over_six_seeds_can_be_supported():
     evidence = seed_claims([claim], alpha=0.05)
     assert evidence["p_for"].iloc[0] == pytest.approx(1 / 64)
     out = evaluate_all_claims({"compare_seed_claims": evidence}, ClaimSettings())
-    assert out["verdict"].tolist() == ["supported"] and out["p"].iloc[0] == pytest.approx(2 / 64)
+    # one-sided in the claimed direction (METHODS 5.1): p = 1/64, no doubling (issue 32)
+    assert out["verdict"].tolist() == ["supported"] and out["p"].iloc[0] == pytest.approx(1 / 64)
+    assert np.isnan(evidence["p_against"].iloc[0]) and evidence["ci_high"].iloc[0] < 0  # the bound excludes 0
+
+
+def test_twelve_seed_claims_over_eight_seeds_can_all_be_supported():
+    # issue 32: every seed in the claimed direction, twelve claims of one comparison: two-sided (2/256 = 0.0078 >
+    # 0.05 / 12) none was supported under Holm; one-sided 1/256 <= 0.05 / 12, all are
+    from headstats.assignment.seed_evidence import seed_claims
+    from headstats.stats.claim_catalog import evaluate_all_claims
+    from headstats.stats.claims import ClaimSettings
+
+    rng = np.random.default_rng(0)
+    claims = [{"key": "delimiter_heads_lost", "values": -1 - rng.random(8), "alternative": "less", "group": "g",
+               "dataset": f"d{i}", "measure": "role assignment", "detail": "planted"} for i in range(12)]
+    evidence = seed_claims(claims, alpha=0.05)
+    out = evaluate_all_claims({"compare_seed_claims": evidence}, ClaimSettings())
+    assert out["p_unc"].tolist() == pytest.approx([1 / 256] * 12)
+    assert out["verdict"].tolist() == ["supported"] * 12
+    assert out["family"].iloc[0] == "seed claims of g (12 that can reject)"
+    # 1/2^k <= 0.05 / 12 from k = 8 on
+    assert "8 in this family of 12 seed claims under holm" in out["detectable"].iloc[0]

@@ -60,9 +60,9 @@ def test_verdicts_follow_the_corrected_p_and_the_direction(user_claim):
     ref = multipletests(p_unc, method="holm")[1]
     assert out.loc[["a", "b", "c"], "p"].tolist() == pytest.approx(ref.tolist(), rel=1e-12)
     assert math.isnan(out.loc["d", "p"]) and math.isnan(out.loc["e", "p"])
-    assert out.loc["a", "family"] == "all 3 claims of the run whose test can reject"
+    assert out.loc["a", "family"] == "the run's claims (3 that can reject)"
     assert out.loc["e", "reason"].startswith("design floor above alpha: the smallest p-value this design can give "
-                                             "is 0.25")
+                                             "in either direction is 0.25")
     assert "d >= 0.5" in out.loc["c", "reason"]
     decided = out[out["verdict"].isin([SUPPORTED, CONTRADICTED])]
     assert ((decided["p"] > 0) & (decided["p"] <= 1)).all()
@@ -118,3 +118,27 @@ def test_evidence_table_round_trip():
                                             "p_for": 0.125, "p_against": 1.0, "floor": 0.125,
                                             "reason": np.nan}]), "k")
     assert ev == [Evidence("g", "d", estimate=-2.0, p_for=0.125, p_against=1.0, floor=0.125)]
+
+
+def test_a_count_test_that_underflows_is_a_bound_never_cannot_tell(user_claim):
+    # a probe beating both baselines on 12,000 words: log10 p = -730, p = 0 in float64 (issue 32, item 6):
+    # it was "cannot tell (degenerate data)"; a count test gives 0 only by underflow
+    from scipy import stats as sps
+
+    from headstats.stats.claims import p_text
+    assert sps.binomtest(6500, 6500 + 500, 0.5, alternative="greater").pvalue == 0.0
+    table = _planted([{"dataset": "a", "estimate": 0.2, "p_for": 0.0, "underflow_only": True}])
+    out = evaluate_claims({"planted": table}, ClaimSettings(), claims=[user_claim])
+    assert out["verdict"].tolist() == [SUPPORTED]
+    assert out["p_text"].tolist() == ["p < 1e-300"]
+    assert p_text(3e-301) == "p < 1e-300" and p_text(0.0047) == "p = 0.0047" and p_text(3.1e-12) == "p = 3.1e-12"
+
+
+def test_a_significant_verdict_on_an_effect_below_the_stated_size_says_so():
+    # issue 32 item 9: [CLS] heads "contradicted" on a mean layer 0.18 above all heads when 66 of 72 hold the
+    # role; cls_early declares a smallest effect of one layer
+    from headstats.stats.claims import CLAIMS, effect_note
+
+    assert CLAIMS.get("cls_early").smallest_effect == 1.0
+    assert effect_note(0.18, 1.0) == "effect below the stated size (|estimate| 0.18 < 1)"
+    assert effect_note(-1.5, 1.0) == "" and effect_note(0.18, float("nan")) == ""

@@ -132,3 +132,17 @@ def test_signflip_claim_never_gives_p_zero(values):
     assert res.p_against == pytest.approx(1.0)
     assert res.floor == pytest.approx(0.125)
     assert res.seeds_needed == 6  # 2 / 2^6 = 0.031 < 0.05 <= 2 / 2^5
+
+
+def test_signflip_bound_inverts_the_exact_sign_flip_test():
+    # the one-sided 95 % bound is the smallest shift the one-sided test at 0.05 does not reject: just below it
+    # the shifted values give p <= 0.05, at it p > 0.05 (all 2^8 sign patterns)
+    from headstats.stats.exact import signflip_bound
+    from headstats.stats.seeds import signflip_test
+
+    v = np.array([1.0, 2, 3, -0.5, 4, 5, 2, 1])
+    low = signflip_bound(v, alternative="greater")
+    assert signflip_test(v - (low - 1e-6), alternative="greater")["p"][0] <= 0.05
+    assert signflip_test(v - (low + 1e-6), alternative="greater")["p"][0] > 0.05
+    assert 0 < low < v.mean()  # the test rejects 0 (p = 2/256), so does the bound
+    assert signflip_bound(-v, alternative="less") == pytest.approx(-low, abs=1e-9)

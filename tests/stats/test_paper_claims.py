@@ -71,9 +71,11 @@ def test_few_multi_role_late_is_fishers_exact_test_both_ways():
     assert ev.p_for == pytest.approx(sps.fisher_exact(grid, alternative="less").pvalue, rel=1e-12)
     assert ev.p_against == pytest.approx(sps.fisher_exact(grid, alternative="greater").pvalue, rel=1e-12)
     out = run(roles, claims=["few_multi_role_late"])
-    # 2 min(p) = 0.49 after no other claim: not significant; the smallest p these margins allow is 2 * 0.0631
-    assert out.loc["few_multi_role_late", "verdict"] == CANNOT_TELL
-    assert out.loc["few_multi_role_late", "reason"].startswith("design floor above alpha")
+    # 2 min(p) = 0.49: not significant. The claimed direction's floor (2 * 0.0631) is above alpha, but the other
+    # direction could reach it (issue 32): "not shown", saying that only the other direction can
+    assert out.loc["few_multi_role_late", "verdict"] == NOT_SHOWN
+    assert "the claimed direction cannot reach alpha (its smallest p is 0.0631)" in out.loc["few_multi_role_late",
+                                                                                              "reason"]
 
 
 def test_cls_early_on_a_planted_grid_is_the_hand_counted_permutation_p():
@@ -113,3 +115,61 @@ def test_delimiter_largest_is_the_binomial_test_of_discordant_heads():
     assert row["estimate"] == pytest.approx((b - c) / 72)
     assert row["verdict"] == NOT_SHOWN  # p = 2 * 0.0326 = 0.065 > 0.05
     assert np.isfinite(row["p"])
+
+
+# ------------------------------------------------------------------ design floors in both directions (issue 32)
+
+def test_all_multi_role_heads_late_is_contradicted_not_a_design_floor():
+    # 8 multi-role heads, all in the last two layers of a 6 x 12 model: the claimed direction (fewer late) can
+    # never reach alpha (its floor is 2 C(48, 8) / C(72, 8) = 0.0631), the other direction gives Fisher's p
+    # C(24, 8) / C(72, 8) = 6.1e-5: the claim is contradicted, not "cannot tell"
+    multi = {(4, h) for h in range(4)} | {(5, h) for h in range(4)}
+    out = run(planted_roles({"local": multi, "syntactic": multi}), claims=["few_multi_role_late"])
+    row = out.loc["few_multi_role_late"]
+    against = sps.fisher_exact([[8, 16], [0, 48]], alternative="greater").pvalue
+    assert against == pytest.approx(6.14e-5, rel=1e-2)
+    assert row["p_unc"] == pytest.approx(2 * against, rel=1e-12)
+    assert row["verdict"] == CONTRADICTED
+    floor_greater = sps.hypergeom(72, 8, 24).pmf(8)
+    assert row["floor"] == pytest.approx(2 * floor_greater, rel=1e-9)
+
+
+def test_delimiter_against_twice_as_many_local_heads_is_contradicted():
+    # 30 delimiter heads, 60 local heads; syntactic heads differ from the delimiter heads on 4 heads only, so
+    # the claimed direction's floor is 2 * 0.5^4 = 0.125 > alpha; but local heads outnumber delimiter heads
+    every = [(layer, head) for layer in range(6) for head in range(12)]
+    delimiter = set(every[:30])
+    local = set(every[12:72])
+    syntactic = (delimiter - set(every[:2])) | set(every[30:32])
+    out = run(planted_roles({"delimiter": delimiter, "local": local, "syntactic": syntactic}),
+              claims=["delimiter_largest"])
+    row = out.loc["delimiter_largest"]
+    b, c = 12, 42  # delimiter only (heads 0-11), local only (heads 30-71)
+    p_local = sps.binomtest(b, b + c, 0.5, alternative="less").pvalue
+    p_syn = sps.binomtest(2, 4, 0.5, alternative="less").pvalue
+    assert row["p_against"] == pytest.approx(min(1, 2 * min(p_local, p_syn)), rel=1e-12)
+    assert row["verdict"] == CONTRADICTED
+    assert row["floor"] == pytest.approx(min(1, 2 * 2 * 0.5 ** 54), rel=1e-12)  # the other direction's floor
+
+
+def test_a_design_floor_verdict_states_the_smaller_floor_of_the_two_directions():
+    # 2 multi-role heads among 72: the floors are 2 C(48, 2) / C(72, 2) = 0.88 (fewer late) and
+    # 2 C(24, 2) / C(72, 2) = 0.216 (more late); the reason states 0.216, the true floor
+    multi = {(0, 0), (1, 0)}
+    out = run(planted_roles({"local": multi, "syntactic": multi}), claims=["few_multi_role_late"])
+    row = out.loc["few_multi_role_late"]
+    assert row["verdict"] == CANNOT_TELL
+    floor = 2 * sps.hypergeom(72, 2, 24).pmf(2)
+    assert row["floor"] == pytest.approx(floor, rel=1e-9)
+    assert f"in either direction is {floor:.3g} > alpha" in row["reason"]
+
+
+def test_cls_early_contradicted_on_a_shift_below_one_layer_says_the_effect_is_small():
+    # 66 of 72 heads hold delimiter_cls (all but six of layer 0): mean layer 180 / 66 = 2.73 against 2.5
+    held = {(layer, head) for layer in range(6) for head in range(12)} - {(0, h) for h in range(6)}
+    out = run(planted_roles({"delimiter_cls": held}), claims=["cls_early"])
+    row = out.loc["cls_early"]
+    assert row["estimate"] == pytest.approx(180 / 66 - 2.5)
+    assert row["verdict"] == CONTRADICTED
+    assert row["smallest_effect"] == 1.0
+    assert "effect below the stated size (|estimate| 0.227 < 1)" in row["reason"]

@@ -22,6 +22,8 @@ What the report says of them is the report's (:mod:`headstats.report.sections.se
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,6 +33,7 @@ import pandas as pd
 from headstats.assignment.role_assignment import role_columns
 from headstats.assignment.seed_evidence import seed_claims
 from headstats.stats.corrections import correct_within_families, family_labels, reject
+from headstats.stats.existence import claims_correction
 from headstats.stats.paired import pair_scores
 from headstats.stats.seeds import (
     SEED_TESTS,
@@ -526,5 +529,6 @@ def replicate_comparison(
                                     alpha=alpha, confidence=spec.confidence)
         tables["seed_transitions"] = trans
         claims += c
-    tables["seed_claims"] = seed_claims(claims, alpha=alpha, confidence=spec.confidence)
+    tables["seed_claims"] = seed_claims(claims, alpha=alpha, confidence=spec.confidence,
+                                        correction=claims_correction(spec.correction))
     return tables

@@ -33,6 +33,11 @@ from headstats.engine.batch import BatchView, non_finite_heads
 from headstats.errors import HeadstatsError, IncompatibleResultsError
 from headstats.measures import MeasureArray
 
+#: A paired collector counts its clusters (sentences, inputs) with ``|d| = 1..SIGNFLIP_MAX_ABS`` one by one, so
+#: that the sign-flip test over clusters is exact (:mod:`headstats.stats.signflip`); a larger ``|d|`` leaves it
+#: normal.
+SIGNFLIP_MAX_ABS = 4
+
 
 @dataclass(frozen=True)
 class Context:

@@ -165,10 +165,13 @@ def _cell(value) -> str:
 
 def format_p_value(value) -> str:
     """A p-value as the claims table prints it: two significant digits (``0.31``, ``0.0023``, ``1``), below 0.001 in
-    scientific notation with two (``2.3e-05``); empty when missing."""
+    scientific notation with two (``2.3e-05``); empty when missing; below 1e-300 (an underflow included) the
+    bound ``< 1e-300``, never a number a double cannot hold (METHODS 5.4)."""
     if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
         return ""
     p = float(value)
+    if 0 <= p < 1e-300:
+        return "< 1e-300"
     return f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}"
 
 

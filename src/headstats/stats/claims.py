@@ -50,9 +50,10 @@ import pandas as pd
 
 from headstats.registry import Registry
 from headstats.stats.corrections import correct_pvalues, reject
+from headstats.stats.seeds import corrected_level
 
 __all__ = [
-    "CANNOT_TELL", "CLAIMS", "CLAIM_COLUMNS", "CONTRADICTED", "NOT_SHOWN", "SUPPORTED", "VERDICTS", "Claim",
+    "CANNOT_TELL", "CLAIMS", "CLAIM_COLUMNS", "CONTRADICTED", "P_BOUND", "effect_note", "p_text", "NOT_SHOWN", "SUPPORTED", "VERDICTS", "Claim",
     "ClaimSettings", "Evidence", "claim_p", "evaluate_claims", "evidence_p", "list_claims", "register_claim", "verdict_of",
 ]
 
@@ -63,9 +64,30 @@ VERDICTS: tuple[str, ...] = (SUPPORTED, CONTRADICTED, NOT_SHOWN, CANNOT_TELL)
 #: Columns of ``claims.csv``, one row per (claim, model, data set).
 CLAIM_COLUMNS: list[str] = [
     "claim", "sentence", "source", "model", "dataset", "hypothesis", "unit", "test", "measure", "estimate",
-    "ci_low", "ci_high", "p_for", "p_against", "p_unc", "p", "correction", "family", "alpha", "floor",
-    "detectable", "verdict", "reason", "detail",
+    "ci_low", "ci_high", "smallest_effect", "p_for", "p_against", "p_unc", "p", "p_text", "correction", "family",
+    "alpha", "floor", "detectable", "verdict", "reason", "detail",
 ]
+
+#: p-values below this are printed as a bound, never as a number (a double holds nothing meaningful there).
+P_BOUND = 1e-300
+
+
+def p_text(p: float) -> str:
+    """A p-value as a report prints it: ``p = 0.0047``, ``p = 3.1e-12``, ``p < 1e-300`` below
+    :data:`P_BOUND` (an underflow included); ``""`` when missing."""
+    if p is None or not np.isfinite(p):
+        return ""
+    if p < P_BOUND:
+        return f"p < {P_BOUND:.0e}"
+    return f"p = {p:.2g}" if p >= 1e-3 else f"p = {p:.1e}"
+
+
+def effect_note(estimate: float, smallest_effect: float) -> str:
+    """``"effect below the stated size (|estimate| 0.18 < 1)"`` when the estimate is closer to 0 than the
+    claim's smallest effect of interest, ``""`` otherwise or when none is declared."""
+    if not (np.isfinite(smallest_effect) and np.isfinite(estimate)) or abs(estimate) >= smallest_effect:
+        return ""
+    return f"effect below the stated size (|estimate| {abs(estimate):.3g} < {smallest_effect:g})"
 
 
 @dataclass(frozen=True)
@@ -109,6 +131,10 @@ class Evidence:
         One-sided p-value in the other direction (NaN: the claim has no opposite).
     floor : float
         The smallest ``p_for`` the design can attain (NaN: not computed; 0 is never attained by these tests).
+    floor_against : float
+        The smallest ``p_against`` the design can attain (NaN: the same as ``floor``, as for a sign-flip test,
+        whose law is symmetric). The claim's floor is the smaller of the two directions' (METHODS 5.4): a claim
+        whose claimed direction cannot reach alpha may still be contradicted.
     detectable : str
         What the design can detect (the smallest detectable effect, the power at the effect of interest, or
         the p-value floor), in words with numbers.
@@ -120,6 +146,12 @@ class Evidence:
         The hypothesis with this run's thresholds, when it differs from the claim's (``""``: the claim's).
     measure : str
         What the estimate is, when it differs from the claim's (``""``: the claim's).
+    underflow_only : bool
+        The test gives p = 0 only by underflow (a count test: binomial, sign-flip, its normal approximation on
+        finite data), so a p of 0 is a bound below the smallest double, never degenerate data.
+    family : str
+        The family of claims this one is corrected with (``""``: :data:`RUN_FAMILY`, every claim of the run);
+        e.g. the seed claims of one comparison form their own family (METHODS 5.4).
     """
 
     model: str
@@ -130,12 +162,18 @@ class Evidence:
     p_for: float = math.nan
     p_against: float = math.nan
     floor: float = math.nan
+    floor_against: float = math.nan
     detectable: str = ""
     reason: str = ""
     detail: str = ""
     hypothesis: str = ""
     measure: str = ""
+    family: str = ""
+    underflow_only: bool = False
 
+
+#: The family of a claim whose evidence names none: every claim of the run.
+RUN_FAMILY = "the run's claims"
 
 Evaluate = Callable[[Mapping[str, pd.DataFrame], ClaimSettings], Iterable[Evidence]]
 
@@ -165,6 +203,9 @@ class Claim:
         (``roles``, ``ceilings``, ``surface_tests``, ``compare_seed_claims``, ...) to frames.
     tables : tuple of str
         The tables it reads: the claim is evaluated only when all are present and not empty.
+    smallest_effect : float
+        The smallest effect of interest, in the unit of ``measure`` as a distance of the estimate from 0 (NaN:
+        none declared). A significant verdict on an estimate closer to 0 says so (METHODS 5.4).
     """
 
     key: str
@@ -176,6 +217,7 @@ class Claim:
     measure: str
     evaluate: Evaluate = field(repr=False)
     tables: tuple[str, ...] = ()
+    smallest_effect: float = math.nan
 
 
 #: Every claim the report may state. Built-in claims register when their module is imported (the catalog,
@@ -184,7 +226,8 @@ CLAIMS: Registry[Claim] = Registry("claim", hint="register one with headstats.st
 
 
 def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, unit: str, test: str, measure: str,
-                   tables: Iterable[str] = (), overwrite: bool = False) -> Callable[[Evaluate], Evaluate]:
+                   tables: Iterable[str] = (), smallest_effect: float = math.nan,
+                   overwrite: bool = False) -> Callable[[Evaluate], Evaluate]:
     """Register the decorated ``evaluate(tables, settings)`` as claim ``key`` (see the module docstring).
 
     Returns the function unchanged, so that it can be called and tested on its own.
@@ -195,7 +238,7 @@ def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, uni
 
     def wrap(evaluate: Evaluate) -> Evaluate:
         CLAIMS.register(key, Claim(key, sentence, source, hypothesis, unit, test, measure, evaluate,
-                                   tuple(tables)), overwrite=overwrite)
+                                   tuple(tables), float(smallest_effect)), overwrite=overwrite)
         return evaluate
     return wrap
 
@@ -217,26 +260,39 @@ def _underflowed(ev: Evidence) -> bool:
     """Whether a claim's p of exactly 0 is an underflow, not degenerate data: the data vary (its interval has
     positive width around a finite estimate), so the true p is below the float range, e.g. a t test over
     thousands of inputs with a large effect. Zero-width or missing intervals stay degenerate."""
+    if ev.underflow_only:
+        return True
     return bool(np.isfinite(ev.estimate) and np.isfinite(ev.ci_low) and ev.ci_high - ev.ci_low > 0
                 and (ev.ci_low < ev.estimate or ev.ci_high > ev.estimate))
 
 
 def evidence_p(ev: Evidence) -> float:
     """The claim's p-value (:func:`claim_p`), with an underflow to 0 (:func:`_underflowed`) reported as
-    :data:`UNDERFLOW_P`, so that it counts in the family and reads as "below 2.2e-308"."""
+    :data:`UNDERFLOW_P`, so that it counts in the family and prints as ``p < 1e-300`` (:func:`p_text`)."""
     p = claim_p(ev.p_for, ev.p_against)
     return UNDERFLOW_P if p == 0 and _underflowed(ev) else p
 
 
-def _claim_floor(ev: Evidence) -> float:
-    """The smallest claim p-value the design can attain (doubled when the claim is tested both ways)."""
+def _direction_floors(ev: Evidence) -> tuple[float, float]:
+    """The smallest claim p-value each direction can attain, ``(for, against)``: doubled when the claim is tested
+    both ways (its p is ``2 min``); ``against`` is NaN for a claim without an opposite."""
     if not np.isfinite(ev.floor):
-        return math.nan
-    return float(min(1.0, 2.0 * ev.floor)) if np.isfinite(ev.p_against) else float(ev.floor)
+        return math.nan, math.nan
+    if not np.isfinite(ev.p_against):
+        return float(ev.floor), math.nan
+    against = ev.floor_against if np.isfinite(ev.floor_against) else ev.floor
+    return float(min(1.0, 2.0 * ev.floor)), float(min(1.0, 2.0 * against))
+
+
+def _claim_floor(ev: Evidence) -> float:
+    """The smallest claim p-value the design can attain in *either* direction (METHODS 5.4): a two-way claim can be
+    decided (supported or contradicted) whenever one of its directions can reach the level."""
+    floors = [f for f in _direction_floors(ev) if np.isfinite(f)]
+    return float(min(floors)) if floors else math.nan
 
 
 def verdict_of(ev: Evidence, p_corr: float, alpha: float) -> tuple[str, str]:
-    """The verdict and its reason, from one claim's evidence and its corrected p-value (METHODS 5.1)."""
+    """The verdict and its reason, from one claim's evidence and its corrected p-value (METHODS 5.1, 5.4)."""
     if ev.reason:
         return CANNOT_TELL, ev.reason
     p = evidence_p(ev)
@@ -244,13 +300,31 @@ def verdict_of(ev: Evidence, p_corr: float, alpha: float) -> tuple[str, str]:
         return CANNOT_TELL, ("the test gave no valid p-value" if not np.isfinite(p) else
                              "the test gave p = 0, which no valid test of finite data gives (degenerate data)")
     floor = _claim_floor(ev)
+    both = np.isfinite(ev.p_against)
     if np.isfinite(floor) and floor > alpha:
-        return CANNOT_TELL, (f"design floor above alpha: the smallest p-value this design can give is "
-                             f"{floor:.3g} > alpha = {alpha:g}" + (f" ({ev.detectable})" if ev.detectable else ""))
+        return CANNOT_TELL, (f"design floor above alpha: the smallest p-value this design can give"
+                             f"{' in either direction' if both else ''} is {floor:.3g} > alpha = {alpha:g}"
+                             + (f" ({ev.detectable})" if ev.detectable else ""))
     if reject(p_corr, alpha):
-        against = np.isfinite(ev.p_against) and ev.p_against < ev.p_for
+        against = both and ev.p_against < ev.p_for
         return (CONTRADICTED, "significant in the other direction") if against else (SUPPORTED, "")
-    return NOT_SHOWN, "not significant after correction" + (f"; {ev.detectable}" if ev.detectable else "")
+    floor_for, _ = _direction_floors(ev)
+    one_way = (f"; the claimed direction cannot reach alpha (its smallest p is {floor_for:.3g}), only the other "
+               "can" if both and np.isfinite(floor_for) and floor_for > alpha else "")
+    return NOT_SHOWN, "not significant after correction" + one_way + (f"; {ev.detectable}" if ev.detectable else "")
+
+
+def _family_floor_note(ev: Evidence, m: int, settings: ClaimSettings) -> str:
+    """``"; its smallest p ... is above alpha / m ..."`` when the design's floor is above the level the first step
+    of a family-wise correction over the m claims of its family needs (it can then reject only after others)."""
+    floor = _claim_floor(ev)
+    if m <= 1 or not np.isfinite(floor):
+        return ""
+    level = corrected_level(settings.alpha, m, settings.correction)
+    if floor <= level:
+        return ""
+    return (f"; the design's smallest p ({floor:.3g}) is above {level:.3g}, the level the smallest p of a family of "
+            f"{m} claims needs under {settings.correction}")
 
 
 def _in_family(ev: Evidence, alpha: float) -> bool:
@@ -294,19 +368,29 @@ def evaluate_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings 
         return pd.DataFrame(columns=CLAIM_COLUMNS)
     p_unc = np.array([evidence_p(ev) for _, ev in rows], dtype=float)
     member = np.array([_in_family(ev, settings.alpha) for _, ev in rows])
+    labels = np.array([ev.family or RUN_FAMILY for _, ev in rows], dtype=object)
     p_corr = np.full(len(rows), np.nan)
-    if member.any():
-        p_corr[member] = correct_pvalues(p_unc[member], settings.correction, settings.alpha)
-    family = f"all {int(member.sum())} claims of the run whose test can reject"
+    sizes: dict[str, int] = {}
+    for label in dict.fromkeys(labels):
+        inside = member & (labels == label)
+        sizes[label] = int(inside.sum())
+        if inside.any():
+            p_corr[inside] = correct_pvalues(p_unc[inside], settings.correction, settings.alpha)
     out = []
-    for (claim, ev), p, pc, inside in zip(rows, p_unc, p_corr, member):
+    for (claim, ev), p, pc, inside, label in zip(rows, p_unc, p_corr, member, labels):
         verdict, reason = verdict_of(ev, float(pc), settings.alpha)
+        if verdict == NOT_SHOWN:
+            reason += _family_floor_note(ev, sizes[label], settings)
+        if verdict in (SUPPORTED, CONTRADICTED) and effect_note(ev.estimate, claim.smallest_effect):
+            reason = "; ".join(r for r in (reason, effect_note(ev.estimate, claim.smallest_effect)) if r)
         out.append({
             "claim": claim.key, "sentence": claim.sentence, "source": claim.source, "model": ev.model,
             "dataset": ev.dataset, "hypothesis": ev.hypothesis or claim.hypothesis, "unit": claim.unit,
             "test": claim.test, "measure": ev.measure or claim.measure, "estimate": ev.estimate, "ci_low": ev.ci_low,
-            "ci_high": ev.ci_high, "p_for": ev.p_for, "p_against": ev.p_against, "p_unc": p, "p": pc,
-            "correction": settings.correction, "family": family if inside else "none (cannot reject)",
+            "ci_high": ev.ci_high, "smallest_effect": claim.smallest_effect, "p_for": ev.p_for,
+            "p_against": ev.p_against, "p_unc": p, "p": pc, "p_text": p_text(pc),
+            "correction": settings.correction,
+            "family": (f"{label} ({sizes[label]} that can reject)" if inside else f"{label} (cannot reject: left out)"),
             "alpha": settings.alpha, "floor": _claim_floor(ev), "detectable": ev.detectable, "verdict": verdict,
             "reason": reason, "detail": ev.detail,
         })
@@ -327,8 +411,10 @@ def evidence_from_table(table: pd.DataFrame, key: str) -> list[Evidence]:
     for record in part[names].to_dict("records"):
         clean = {k: ("" if isinstance(v, float) and math.isnan(v) and k in _TEXT_FIELDS else v)
                  for k, v in record.items()}
+        if "underflow_only" in clean:
+            clean["underflow_only"] = clean["underflow_only"] is True or clean["underflow_only"] == 1
         out.append(Evidence(**{**clean, "model": str(clean["model"]), "dataset": str(clean["dataset"])}))
     return out
 
 
-_TEXT_FIELDS = {"detectable", "reason", "detail", "hypothesis", "measure"}
+_TEXT_FIELDS = {"detectable", "reason", "detail", "hypothesis", "measure", "family"}

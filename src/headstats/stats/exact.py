@@ -20,6 +20,7 @@ each direction, the floor and what the design can detect at a level.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ from scipy.special import comb
 
 from headstats.stats.seeds import seeds_needed, signflip_test, t_over_seeds
 
-__all__ = ["PositionTest", "RangeTest", "ShareTest", "SeedTest", "layer_sum_counts", "position_test", "range_test",
+__all__ = ["LabelPermutationTest", "label_permutation_test", "signflip_bound", "PositionTest", "RangeTest", "ShareTest", "SeedTest", "layer_sum_counts", "position_test", "range_test",
            "share_test", "signflip_claim"]
 
 
@@ -188,7 +189,8 @@ class RangeTest:
     ``binomtest(k, n, low, "greater")`` and ``binomtest(k, n, high, "less")``); ``p_against``: H0 low <= share <=
     high against H1 the share lies outside (``2 min`` of ``binomtest(k, n, low, "less")`` and
     ``binomtest(k, n, high, "greater")``). ``floor``: the smallest ``p_for`` any count of n heads attains;
-    ``detect``: the counts whose ``p_for`` is at most the level, as ``(first, last)`` (None: none).
+    ``detect``: the counts whose ``p_for`` is at most the level, as ``(first, last)`` (None: none);
+    ``floor_against``: the smallest ``p_against`` any count attains.
     """
 
     k: int
@@ -200,6 +202,7 @@ class RangeTest:
     p_against: float
     floor: float
     detect: tuple[int, int] | None
+    floor_against: float = math.nan
 
 
 def _tost(k: int, n: int, low: float, high: float) -> float:
@@ -220,8 +223,11 @@ def range_test(k: int, n: int, low: float, high: float, *, confidence: float = 0
                                  sps.binomtest(k, n, high, alternative="greater").pvalue))
     all_p = np.array([_tost(j, n, low, high) for j in range(n + 1)])
     ok = np.nonzero(all_p <= level)[0]
+    j = np.arange(n + 1)
+    outside = 2 * np.minimum(sps.binom.cdf(j, n, low), sps.binom.sf(j - 1, n, high))
     return RangeTest(k, n, k / n, float(ci.low), float(ci.high), float(p_for), float(p_against),
-                     float(all_p.min()), (int(ok.min()), int(ok.max())) if len(ok) else None)
+                     float(all_p.min()), (int(ok.min()), int(ok.max())) if len(ok) else None,
+                     float(min(1.0, outside.min())))
 
 
 @dataclass(frozen=True)
@@ -260,3 +266,104 @@ def signflip_claim(values, *, alternative: str, confidence: float = 0.95, level:
     return SeedTest(k, float(t["mean"][0]), float(t["ci_low"][0]), float(t["ci_high"][0]), float(claimed["p"][0]),
                     float(opposite["p"][0]), float(claimed["floor"][0]),
                     seeds_needed(alpha=2 * level, m=1, correction="none", alternative="two-sided"))
+
+
+def signflip_bound(values, *, alternative: str, confidence: float = 0.95) -> float:
+    r"""The one-sided confidence bound of a location shift that inverts the exact sign-flip test of ``values``.
+
+    ``alternative="greater"``: the lower bound :math:`\inf\{\mu: p_{greater}(v - \mu) > 1 - c\}` (the shifts the
+    one-sided test at level ``1 - confidence`` does not reject), so that the bound is above 0 exactly when the
+    test rejects "no shift" at that level; ``"less"``: the upper bound, by symmetry. Found by bisection on
+    :math:`\mu` between the smallest and largest value (the p-value is monotone in the shift). NaN without
+    values; the most extreme value when no shift is rejected.
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return math.nan
+    if alternative == "less":
+        return -signflip_bound(-v, alternative="greater", confidence=confidence)
+    tail = 1 - confidence
+    p_at = lambda mu: float(signflip_test(v - mu, alternative="greater")["p"][0])  # noqa: E731
+    lo, hi = float(v.min()) - 1.0, float(v.max())
+    if p_at(lo) > tail:
+        return lo  # not even the smallest shift is rejected: the bound is no tighter than the data
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if p_at(mid) <= tail else (lo, mid)
+    return float(hi)
+
+
+@dataclass(frozen=True)
+class LabelPermutationTest:
+    """The permutation test of two groups' means (k labelled units among n): both one-sided p-values, the floor,
+    how they were computed and the interval that inverts the test (see :func:`label_permutation_test`)."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    p_greater: float
+    p_less: float
+    floor: float
+    n_arrangements: float
+    exact: bool
+    n_resamples: int
+    seed: int
+
+
+def label_permutation_test(inside, outside, *, n_resamples: int = 9_999, seed: int = 0,
+                           confidence: float = 0.95) -> LabelPermutationTest:
+    r"""Permutation test of ``mean(inside) - mean(outside)`` over the labels, exact when it can be.
+
+    With k inside and n units, every one of the :math:`\binom{n}{k}` labelings is enumerated when there are at
+    most ``n_resamples`` of them (exact; ``p = #{at least as extreme} / C(n, k)``, floor :math:`1/\binom{n}{k}`;
+    equal to ``scipy.stats.permutation_test``'s exact p); otherwise ``n_resamples`` seeded random labelings with
+    ``p = (1 + #{at least as extreme}) / (1 + n_resamples)`` (floor ``1 / (n_resamples + 1)``). The interval
+    inverts the same test: the shifts :math:`\delta` of the inside group for which neither one-sided test of
+    ``inside - delta`` against ``outside`` rejects at ``(1 - confidence) / 2``, on the same labelings for every
+    shift (each labeling's statistic is linear in :math:`\delta`), so that it excludes 0 when, and only when, the
+    test rejects at that level (up to the discreteness of the law).
+    """
+    a = np.asarray(inside, dtype=float)
+    b = np.asarray(outside, dtype=float)
+    k, n = a.size, a.size + b.size
+    arrangements = float(comb(n, k, exact=False))
+    exact = arrangements <= n_resamples
+    if exact:
+        chosen = np.array(list(itertools.combinations(range(n), k)), dtype=np.int64).reshape(-1, k)
+    else:
+        chosen = np.random.default_rng(seed).random((int(n_resamples), n)).argsort(axis=1)[:, :k]
+    base = np.concatenate([a, b])
+    total = base.sum()
+    sum_s = base[chosen].sum(axis=1)               # sum over the labelling's inside units, at delta = 0
+    from_a = (chosen < k).sum(axis=1)              # how many of them are inside units (shifted by delta)
+    est = float(a.mean() - b.mean())
+
+    def p_values(delta: float) -> tuple[float, float]:
+        s_delta = sum_s - delta * from_a
+        null = s_delta / k - (total - k * delta - s_delta) / (n - k)
+        observed = est - delta
+        tol = 1e-12 * max(1.0, abs(observed))
+        ge, le = int((null >= observed - tol).sum()), int((null <= observed + tol).sum())
+        if exact:
+            return ge / len(null), le / len(null)
+        return (ge + 1) / (len(null) + 1), (le + 1) / (len(null) + 1)
+
+    tail = (1 - confidence) / 2
+    spread = float(np.ptp(base)) or 1.0
+
+    def bound(side: int) -> float:
+        # side 0 (lower bound): the smallest shift the "greater" test does not reject; side 1: the largest
+        # shift the "less" test does not reject
+        inner, outer = est, est - spread if side == 0 else est + spread
+        while p_values(outer)[side] > tail and abs(outer - est) < 1e6 * spread:
+            outer = est + 2 * (outer - est)
+        for _ in range(60):
+            mid = (inner + outer) / 2
+            inner, outer = (inner, mid) if p_values(mid)[side] <= tail else (mid, outer)
+        return float(inner)
+
+    greater, less = p_values(0.0)
+    floor = 1.0 / arrangements if exact else 1.0 / (n_resamples + 1)
+    return LabelPermutationTest(est, bound(0), bound(1), greater, less, floor, arrangements, exact,
+                                int(n_resamples), int(seed))

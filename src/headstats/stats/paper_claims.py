@@ -39,6 +39,8 @@ from headstats.stats.exact import position_test, range_test, share_test
 #: The paper's range for the share of heads that are both local and syntactic (Pande et al. 2021, by task).
 PAPER_LOCAL_SYNTACTIC = (0.42, 0.88)
 PANDE = "Pande et al. 2021"
+#: The smallest shift of the mean layer (in layers) that "sit in the early / late layers" means: one layer.
+SMALLEST_LAYER_SHIFT = 1.0
 _KEYS = ("model", "dataset", "layer", "head", "roles", "n_roles")
 
 
@@ -140,10 +142,11 @@ def delimiter_largest(tables: Mapping[str, pd.DataFrame], settings: ClaimSetting
         else:
             low = high = 0.0
         floor = max(0.5 ** (t[0] + t[1]) for t in tests.values())
+        floor_against = min(1.0, len(tests) * min(0.5 ** (t[0] + t[1]) for t in tests.values()))
         skipped = [k for k in kinds if k != "delimiter" and k not in others]
         out.append(Evidence(
             g.model, g.dataset, estimate=(b - c) / n, ci_low=low, ci_high=high, p_for=float(p_for),
-            p_against=float(p_against), floor=floor,
+            p_against=float(p_against), floor=floor, floor_against=floor_against,
             detectable=f"with {b + c} heads holding exactly one of delimiter and {hardest}, the smallest one-sided "
                        f"p is {0.5 ** (b + c):.3g}",
             detail=f"{int(d.sum())} of {n} heads hold a delimiter role; the closest other kind is {hardest} with "
@@ -171,7 +174,7 @@ def _position(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings, role:
         if res.k == 0:
             out.append(_cannot(g, f"too few heads: no head holds {role}"))
             continue
-        floor = res.floor_lower if early else res.floor_upper
+        floor, floor_against = (res.floor_lower, res.floor_upper) if early else (res.floor_upper, res.floor_lower)
         per_layer = np.bincount(layers[held], minlength=g.n_layers)
         where = ", ".join(f"{layer}: {int(c)}" for layer, c in enumerate(per_layer) if c)
         detail = (f"{res.k} of {res.n} tested heads hold {role} (per layer {where}): mean layer {res.mean_held:.2f} "
@@ -181,13 +184,14 @@ def _position(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings, role:
                       f"would reach p <= alpha / 2 = {level:g}" if np.isfinite(reach) else
                       f"with {res.k} {what} heads no layering reaches p <= alpha / 2 = {level:g}")
         reason = ""
-        if min(1.0, 2 * floor) > settings.alpha:
-            reason = (f"too few heads: {res.k} {what} head(s); the smallest p-value of the layer permutation is "
-                      f"{min(1.0, 2 * floor):.3g} > alpha = {settings.alpha:g}")
+        if min(1.0, 2 * min(floor, floor_against)) > settings.alpha:
+            reason = (f"too few heads: {res.k} {what} head(s); the smallest p-value of the layer permutation in "
+                      f"either direction is {min(1.0, 2 * min(floor, floor_against)):.3g} > alpha = "
+                      f"{settings.alpha:g}")
         out.append(Evidence(
             g.model, g.dataset, estimate=res.mean_held - res.mean_all, ci_low=res.ci_low, ci_high=res.ci_high,
             p_for=res.p_lower if early else res.p_upper, p_against=res.p_upper if early else res.p_lower,
-            floor=floor, detectable=detectable, reason=reason, detail=detail))
+            floor=floor, floor_against=floor_against, detectable=detectable, reason=reason, detail=detail))
     return out
 
 
@@ -197,7 +201,8 @@ def _position(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings, role:
                "layer is lower (mean layer of delimiter_cls heads < mean layer of all tested heads)",
     unit="heads", test="exact permutation test of the layer labels (statistic: mean layer of the heads holding "
                        "the role; all C(n, k) subsets)",
-    measure="mean layer of the delimiter_cls heads minus that of all tested heads", tables=("roles",))
+    measure="mean layer of the delimiter_cls heads minus that of all tested heads", tables=("roles",),
+    smallest_effect=SMALLEST_LAYER_SHIFT)
 def cls_early(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
     return _position(tables, settings, "delimiter_cls", early=True, what="[CLS]")
 
@@ -208,7 +213,8 @@ def cls_early(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> li
                "layer is higher (mean layer of delimiter_sep heads > mean layer of all tested heads)",
     unit="heads", test="exact permutation test of the layer labels (statistic: mean layer of the heads holding "
                        "the role; all C(n, k) subsets)",
-    measure="mean layer of the delimiter_sep heads minus that of all tested heads", tables=("roles",))
+    measure="mean layer of the delimiter_sep heads minus that of all tested heads", tables=("roles",),
+    smallest_effect=SMALLEST_LAYER_SHIFT)
 def sep_middle_late(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
     return _position(tables, settings, "delimiter_sep", early=False, what="[SEP]")
 
@@ -253,7 +259,7 @@ def few_multi_role_late(tables: Mapping[str, pd.DataFrame], settings: ClaimSetti
         reason = "" if res.k_a + res.k_b else "too few heads: no head holds roles of two kinds"
         out.append(Evidence(
             g.model, g.dataset, estimate=res.odds_ratio, ci_low=res.ci_low, ci_high=res.ci_high, p_for=res.p_less,
-            p_against=res.p_greater, floor=res.floor_less, detectable=detectable, reason=reason,
+            p_against=res.p_greater, floor=res.floor_less, floor_against=res.floor_greater, detectable=detectable, reason=reason,
             detail=f"{res.k_a} of {res.n_a} heads ({res.share_a:.0%}) in layers {g.n_layers - 2}-{g.n_layers - 1} "
                    f"hold roles of two or more kinds, against {res.k_b} of {res.n_b} ({res.share_b:.0%}) in "
                    f"layers 0-{g.n_layers - 3}"))
@@ -287,7 +293,8 @@ def local_syntactic(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings)
                       f"{res.detect[1] / n:.0%}) would reach p <= alpha / 2" if res.detect else
                       f"with {n} heads no count reaches p <= alpha / 2")
         out.append(Evidence(g.model, g.dataset, estimate=res.share, ci_low=res.ci_low, ci_high=res.ci_high,
-                            p_for=res.p_for, p_against=res.p_against, floor=res.floor, detectable=detectable,
+                            p_for=res.p_for, p_against=res.p_against, floor=res.floor,
+                            floor_against=res.floor_against, detectable=detectable,
                             detail=detail))
     return out
 

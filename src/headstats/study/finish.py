@@ -105,6 +105,7 @@ def run_claims(protocol: Protocol, analysis, comparison: dict[str, pd.DataFrame]
     :func:`headstats.stats.claim_catalog.evaluate_all_claims`)."""
     from headstats.stats.claim_catalog import evaluate_all_claims
     from headstats.stats.claims import ClaimSettings
+    from headstats.stats.existence import claims_correction
 
     tables = {"roles": analysis.roles, "tests": analysis.tests, **analysis.tables,
               **{f"compare_{name}": table for name, table in comparison.items()}}
@@ -114,5 +115,5 @@ def run_claims(protocol: Protocol, analysis, comparison: dict[str, pd.DataFrame]
                                        in protocol.controls_of().items() for control in controls],
                                       columns=["model", "control"])
     st = protocol.statistics
-    return evaluate_all_claims(tables, ClaimSettings(alpha=st.alpha, correction=st.correction,
+    return evaluate_all_claims(tables, ClaimSettings(alpha=st.alpha, correction=claims_correction(st.correction),
                                                      confidence=st.confidence), analyses=protocol.analyses)

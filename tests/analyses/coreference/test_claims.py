@@ -15,7 +15,8 @@ def coref_tests(base_acc: dict[str, float]) -> pd.DataFrame:
     for name, acc in base_acc.items():
         for head, (accuracy, p) in enumerate([(0.5, 0.001), (0.2, 0.9)]):
             rows.append({"model": "m", "dataset": "gap", "mention_type": "all", "baseline": name, "layer": 0,
-                         "head": head, "n": 100, "accuracy": accuracy, "baseline_accuracy": acc, "p_corr": p})
+                         "head": head, "n": 100, "accuracy": accuracy, "baseline_accuracy": acc, "p_unc": p,
+                         "p_corr": p})
     return pd.DataFrame(rows)
 
 

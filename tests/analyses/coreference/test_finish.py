@@ -100,3 +100,19 @@ def test_data_sets_where_nothing_was_counted_are_left_out_not_given_p_1():
     finished = finish_coreference({"coreference": coref}, statistics)
     assert finished["coreference"]["dataset"].tolist() == ["gum"]
     assert set(finished["coreference_tests"]["dataset"]) <= {"gum"}
+
+
+def test_coreference_tests_are_exact_when_every_input_differs_by_one_mention():
+    from headstats.analyses.coreference.finish import coreference_tests
+
+    table = pd.DataFrame([
+        {"model": "m", "dataset": "d", "mention_type": "all", "predictor": "head", "layer": 0, "head": 0, "n": 50,
+         "accuracy": 0.5, "correct": 25, "only_vs_nearest_mention": 9, "nearest_mention_only": 3,
+         "sum_d_vs_nearest_mention": 6.0, "sum_d2_vs_nearest_mention": 12.0, "absd_vs_nearest_mention_1": 12,
+         "absd_vs_nearest_mention_2": 0, "absd_vs_nearest_mention_3": 0, "absd_vs_nearest_mention_4": 0},
+        {"model": "m", "dataset": "d", "mention_type": "all", "predictor": "nearest_mention", "layer": None,
+         "head": None, "n": 50, "accuracy": 0.3, "correct": 15}])
+    tests = coreference_tests(table)
+    # 12 inputs at +-1, 9 of them for the head: P(X >= 9), X ~ Binomial(12, 1/2) = 299/4096
+    assert tests["method"].tolist() == ["binomial"]
+    assert tests["p_unc"].iloc[0] == pytest.approx(299 / 4096, rel=1e-12)

@@ -76,3 +76,23 @@ def test_dependency_table_tests_sentences_by_default():
     assert row["p_unc"] == pytest.approx(signflip_normal_test(30 - 10, 120.0)[()])
     with pytest.raises(ValueError, match="mcnemar_words"):
         dependency_table(counts_frame(choose, choose), min_count=10)
+
+
+def test_dependency_table_is_exact_when_every_sentence_differs_by_one_word():
+    # the tested cell: 5 sentences where only the head is right (d = +1), none the other way: the binomial
+    # law gives 1/32, where the normal approximation gave 0.0127 (EWT compound, issue 32)
+    choose = {"n": 100, "head": [60, 70], "offset": [40, 50], "head_only": [[30, 25], [35, 5]],
+              "offset_only": [[10, 15], [5, 0]]}
+    frame = counts_frame(choose, choose)
+    for half in ("choose", "test"):
+        frame[f"d2_{half}"] = [90.0, 80.0, 100.0, 5.0]
+        frame[f"n_sentences_{half}"] = 10
+        frame[f"nn_{half}"] = 1000
+        frame[f"head_c2_{half}"], frame[f"head_cn_{half}"] = 400.0, 650.0
+        frame[f"offset_c2_{half}"], frame[f"offset_cn_{half}"] = 200.0, 450.0
+        frame[f"absd1_{half}"] = [10, 10, 10, 5]
+        for m in (2, 3, 4):
+            frame[f"absd{m}_{half}"] = [20, 10, 20, 0]
+    row = dependency_table(frame, min_count=10).iloc[0]
+    assert (row["tested_head"], row["tested_offset"]) == (1, 1)
+    assert row["method"] == "binomial" and row["p_unc"] == pytest.approx(1 / 32, rel=1e-12)

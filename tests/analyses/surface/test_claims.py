@@ -28,10 +28,11 @@ def surface_tests(passing: dict[str, set[tuple[int, int]]], layers: int = 6, hea
     return pd.DataFrame(rows)
 
 
-def test_previous_token_heads_is_the_smallest_corrected_p():
+def test_previous_token_heads_is_holm_over_the_heads_of_the_uncorrected_p():
     tests = surface_tests({"prev": {(1, 2), (3, 0)}})
     ev = previous_token_heads({"surface_tests": tests}, ClaimSettings())[0]
-    assert ev.p_for == pytest.approx(1e-6 * (1 + 1 * 4 + 2))
+    # Holm over the 24 heads tested for prev: the smallest adjusted p is 24 min p (issue 32)
+    assert ev.p_for == pytest.approx(24 * 1e-6 * (1 + 1 * 4 + 2), rel=1e-12)
     assert ev.estimate == pytest.approx(0.3) and ev.ci_low == pytest.approx(0.2)
     assert "2 of 24 heads pass" in ev.detail
     out = evaluate_all_claims({"surface_tests": tests}, ClaimSettings(), claims=["previous_token_heads"])
@@ -55,5 +56,3 @@ def test_sep_middle_layers_compares_the_middle_third():
     assert ev.p_for == pytest.approx(sps.fisher_exact(grid, alternative="greater").pvalue, rel=1e-12)
     none = sep_middle_layers({"surface_tests": surface_tests({})}, ClaimSettings())[0]
     assert none.reason.startswith("too few heads")
-
-

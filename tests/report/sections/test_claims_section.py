@@ -13,7 +13,7 @@ def planted_claims() -> pd.DataFrame:
     """claims.csv of two data sets, written by hand as evaluate_claims writes it."""
     base = dict(source="Pande et al. 2021", model="m", hypothesis="H0 ...", unit="heads", test="Fisher's exact test",
                 measure="odds ratio", estimate=0.5, ci_low=0.1, ci_high=0.9, p_for=0.001, p_against=0.9, p_unc=0.002,
-                correction="holm", family="all 3 claims of the run whose test can reject", alpha=0.05, floor=1e-5,
+                correction="holm", family="the run's claims (3 that can reject)", alpha=0.05, floor=1e-5,
                 detectable="", detail="1 of 4 heads")
     rows = [
         dict(base, claim="cls_early", sentence="[CLS] heads sit in the early layers", dataset="single", p=0.0047,
@@ -21,7 +21,7 @@ def planted_claims() -> pd.DataFrame:
         dict(base, claim="cls_early", sentence="[CLS] heads sit in the early layers", dataset="pairs", p=0.31,
              verdict="not shown", reason="not significant after correction"),
         dict(base, claim="local_syntactic", sentence="42-88 % of heads are both local and syntactic (by task)",
-             dataset="single", p=np.nan, verdict="cannot tell", family="none (cannot reject)",
+             dataset="single", p=np.nan, verdict="cannot tell", family="the run's claims (cannot reject: left out)",
              reason="role out of reach: local out of reach (mean ceiling 2.71 <= tau 3)"),
         dict(base, claim="local_syntactic", sentence="42-88 % of heads are both local and syntactic (by task)",
              dataset="pairs", p=1.1e-16, verdict="contradicted", reason="significant in the other direction"),
@@ -47,7 +47,7 @@ def test_claims_table_is_claim_by_data_set_with_the_corrected_p_or_the_reason():
 
 def test_claims_text_states_that_verdicts_are_tests_with_family_and_correction():
     text = claims_family_text(planted_claims())
-    assert "Family: the 3 claims of this run whose test can reject, Holm's step-down correction" in text
+    assert "Families (each corrected on its own, the `family` column): the run's claims (3 that can reject); Holm's step-down correction" in text
     assert "alpha = 0.05 (p <= alpha after correction)" in text
     assert "This run: 1 supported, 1 contradicted, 1 not shown, 1 cannot tell." in text
     assert "no `claims.csv`" in claims_family_text(pd.DataFrame())

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from headstats.engine.batch import BatchView
-from headstats.engine.collector import Collector, Context
+from headstats.engine.collector import SIGNFLIP_MAX_ABS, Collector, Context
 from headstats.lazy import torch
 
 
@@ -85,6 +85,8 @@ class AntecedentSelection(Collector):
                        # per input (sentence or document chunk): d = head_only - baseline_only; sums of d and d^2
                        "sum_d": {b: np.zeros(shape, np.float64) for b in BASELINES},
                        "sum_d2": {b: np.zeros(shape, np.float64) for b in BASELINES},
+                       # inputs with |d| = m, m = 1..SIGNFLIP_MAX_ABS: the exact sign-flip law
+                       "absd": {b: np.zeros((SIGNFLIP_MAX_ABS, *shape), np.int64) for b in BASELINES},
                        "dropped": 0}
 
     def update(self, view: BatchView) -> None:
@@ -104,6 +106,8 @@ class AntecedentSelection(Collector):
                 d = (self._state["head_only"][b] - self._state["baseline_only"][b] - before[b]).astype(np.float64)
                 self._state["sum_d"][b] += d
                 self._state["sum_d2"][b] += d * d
+                for m in range(1, SIGNFLIP_MAX_ABS + 1):
+                    self._state["absd"][b][m - 1] += np.abs(d) == m
 
     def _one(self, attn: torch.Tensor, unit: np.ndarray, query: dict) -> None:
         q = int(unit[query["head"]]) if query["head"] < len(unit) else -1
@@ -137,6 +141,8 @@ class AntecedentSelection(Collector):
                 "baseline_only": {b: sum(s["baseline_only"][b] for s in states) for b in BASELINES},
                 **({key: {b: sum(s[key][b] for s in states) for b in BASELINES} for key in ("sum_d", "sum_d2")}
                    if all("sum_d" in s for s in states) else {}),
+                **({"absd": {b: sum(s["absd"][b] for s in states) for b in BASELINES}}
+                   if all("absd" in s for s in states) else {}),
                 "dropped": sum(s["dropped"] for s in states)}
 
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -153,6 +159,9 @@ class AntecedentSelection(Collector):
                 if "sum_d" in s:  # a state cached before the sums were kept: McNemar on mentions only
                     heads[f"sum_d_vs_{name}"] = s["sum_d"][name][k].ravel()
                     heads[f"sum_d2_vs_{name}"] = s["sum_d2"][name][k].ravel()
+                if "absd" in s:
+                    for m in range(1, SIGNFLIP_MAX_ABS + 1):
+                        heads[f"absd_vs_{name}_{m}"] = s["absd"][name][m - 1][k].ravel()
             frames.append(heads)
             for name in BASELINES:
                 c = int(s["baselines"][name][k])

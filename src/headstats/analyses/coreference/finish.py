@@ -9,9 +9,10 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from headstats.stats.accuracy import counted_only, paired_exact_test, proportion_interval, signflip_normal_test
+from headstats.stats.accuracy import counted_only, paired_exact_test, proportion_interval
 from headstats.stats.corrections import correct_within_families, family_labels, reject
 from headstats.stats.options import TestOptions
+from headstats.stats.signflip import abs_count_columns, signflip_pvalues
 
 
 def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
@@ -19,7 +20,8 @@ def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: f
     more accurately"), corrected over the heads of one (model, dataset, mention_type, baseline).
 
     Mentions of one input share its text, so the input is the unit: the sign-flip test over inputs of
-    ``d = head_only - baseline_only`` from its sums (:func:`signflip_normal_test`, ``test = signflip_inputs``).
+    ``d = head_only - baseline_only`` from its sums and its counts of ``|d|`` (:func:`headstats.stats.signflip.
+    signflip_pvalues`, ``test = signflip_inputs``; ``method``: ``binomial``, ``exact`` or ``normal``).
     A table without the sums (a state cached before they were kept) gets McNemar's exact test on mentions
     (``mcnemar_exact``), which treats mentions as independent.
 
@@ -30,7 +32,8 @@ def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: f
     and never rejected.
 
     Returns ``model, dataset, mention_type, baseline, layer, head, n, accuracy, baseline_accuracy,
-    baseline_degenerate, head_only, baseline_only, test, alternative, p_unc, p_corr, correction, family, alpha,
+    baseline_degenerate, head_only, baseline_only, test, method, alternative, p_unc, p_corr, correction, family,
+    alpha,
     reject, note``.
     """
     heads = table[table["predictor"] == "head"]
@@ -42,7 +45,9 @@ def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: f
                            on=["model", "dataset", "mention_type"])
         part = part.assign(baseline=name, head_only=part[f"only_vs_{name}"], baseline_only=part[f"{name}_only"])
         if f"sum_d_vs_{name}" in part:
-            part = part.assign(sum_d=part[f"sum_d_vs_{name}"], sum_d2=part[f"sum_d2_vs_{name}"])
+            part = part.assign(sum_d=part[f"sum_d_vs_{name}"], sum_d2=part[f"sum_d2_vs_{name}"],
+                               **{f"absd{m}": part[c] for m, c in
+                                  enumerate(abs_count_columns(part.columns, f"absd_vs_{name}_"), start=1)})
         frames.append(part)
     if not frames:
         return pd.DataFrame()
@@ -50,10 +55,14 @@ def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: f
     out["alternative"] = "greater"
     if "sum_d" in out and out["sum_d"].notna().all():  # the input (sentence, document chunk) as the unit
         out["test"] = "signflip_inputs"
-        out["p_unc"] = signflip_normal_test(out["sum_d"].to_numpy(float), out["sum_d2"].to_numpy(float))
+        abs_cols = abs_count_columns(out.columns, "absd")
+        out["p_unc"], out["method"] = signflip_pvalues(
+            out["sum_d"].to_numpy(float), out["sum_d2"].to_numpy(float),
+            out[abs_cols].fillna(0).to_numpy() if abs_cols else None)
     else:
         out["test"] = "mcnemar_exact"
         out["p_unc"] = paired_exact_test(out["head_only"], out["baseline_only"]).astype(float)
+        out["method"] = "binomial"
     out["p_unc"] = out["p_unc"].where(out["n"] > 0)
     base_acc = out["baseline_accuracy"].astype(float)
     out["baseline_degenerate"] = (out["n"] > 0) & ((base_acc == 0) | (base_acc == 1))
@@ -68,7 +77,7 @@ def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: f
     out["correction"], out["alpha"] = correction, alpha
     out["reject"] = reject(out["p_corr"].to_numpy(), alpha)
     cols = ["model", "dataset", "mention_type", "baseline", "layer", "head", "n", "accuracy", "baseline_accuracy",
-            "baseline_degenerate", "head_only", "baseline_only", "test", "alternative", "p_unc", "p_corr",
+            "baseline_degenerate", "head_only", "baseline_only", "test", "method", "alternative", "p_unc", "p_corr",
             "correction", "family", "alpha", "reject", "note"]
     return out[cols].reset_index(drop=True)
 

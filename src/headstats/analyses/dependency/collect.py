@@ -43,7 +43,7 @@ import pandas as pd
 from headstats.analyses import collector_options
 from headstats.analyses.dependency.options import DependencyOptions
 from headstats.engine.batch import BatchView
-from headstats.engine.collector import Collector, Context
+from headstats.engine.collector import SIGNFLIP_MAX_ABS as MAX_ABS, Collector, Context
 from headstats.lazy import torch
 
 
@@ -126,6 +126,8 @@ class DependencyAccuracy(Collector):
                              # sentences of d_s^2 (d_s = words the head gets right - words the offset gets right),
                              # of c_s^2 and c_s n_s (c_s words right of n_s) for the clustered intervals
                              "n_sentences": np.zeros(2, np.int64), "d2": np.zeros((2, L, H, 2, O), np.int64),
+                             # the sentences with |d_s| = m, m = 1..MAX_ABS: the exact sign-flip law
+                             "absd": np.zeros((2, MAX_ABS, L, H, 2, O), np.int64),
                              "head_c2": np.zeros((2, L, H, 2), np.int64), "head_cn": np.zeros((2, L, H, 2), np.int64),
                              "offset_c2": np.zeros((2, O), np.int64), "offset_cn": np.zeros((2, O), np.int64),
                              "nn": np.zeros(2, np.int64)}
@@ -195,6 +197,9 @@ class DependencyAccuracy(Collector):
                 d = c_head[..., None] - c_offset[:, None, None, None, :]  # (S, L, H, 2, O)
                 cell["n_sentences"][k] += len(n_s)
                 cell["d2"][k] += np.einsum("slhdo,slhdo->lhdo", d, d)
+                magnitude = np.abs(d)
+                for m in range(1, MAX_ABS + 1):
+                    cell["absd"][k, m - 1] += (magnitude == m).sum(0)
                 cell["head_c2"][k] += np.einsum("slhd,slhd->lhd", c_head, c_head)
                 cell["head_cn"][k] += np.einsum("slhd,s->lhd", c_head, n_s)
                 cell["offset_c2"][k] += np.einsum("so,so->o", c_offset, c_offset)
@@ -257,6 +262,9 @@ class DependencyAccuracy(Collector):
                 frame[f"offset_only_{half}"] = cell["offset_only"][k].ravel()
                 frame[f"n_sentences_{half}"] = int(cell["n_sentences"][k])
                 frame[f"d2_{half}"] = cell["d2"][k].ravel()
+                if "absd" in cell:
+                    for m in range(1, MAX_ABS + 1):
+                        frame[f"absd{m}_{half}"] = cell["absd"][k, m - 1].ravel()
                 frame[f"head_c2_{half}"] = np.broadcast_to(cell["head_c2"][k][..., None], lo.shape).ravel()
                 frame[f"head_cn_{half}"] = np.broadcast_to(cell["head_cn"][k][..., None], lo.shape).ravel()
                 frame[f"offset_c2_{half}"] = np.broadcast_to(cell["offset_c2"][k], lo.shape).ravel()

@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 
 from headstats.analyses.dependency.options import DependencyOptions
-from headstats.stats.accuracy import (PAIRED_TESTS, cluster_ratio_interval, paired_exact_test, proportion_interval,
-                                      signflip_normal_test)
+from headstats.stats.accuracy import PAIRED_TESTS, cluster_ratio_interval, paired_exact_test, proportion_interval
 from headstats.stats.corrections import correct_within_families, family_labels, reject
 from headstats.stats.options import TestOptions
+from headstats.stats.signflip import abs_count_columns, signflip_pvalues
 
 
 def _best(frame: pd.DataFrame, value: str) -> pd.Series:
@@ -38,7 +38,8 @@ def dependency_table(counts: pd.DataFrame, *, min_count: int = 100, selection: s
 
     The test (``test``): ``signflip_sentences`` (default) takes the sentence as the unit: per sentence the
     words the head gets right minus those the offset gets right, tested by sign flips
-    (:func:`signflip_normal_test`); ``mcnemar_words`` is McNemar's exact test on the discordant words, which
+    (:func:`headstats.stats.signflip.signflip_pvalues`: the binomial law when every non-zero ``|d|`` is 1, the
+    exact law when every ``|d| <= 4``, the normal approximation otherwise, named in ``method``); ``mcnemar_words`` is McNemar's exact test on the discordant words, which
     treats the words of one sentence as independent (anti-conservative when they cluster, METHODS 5.3). The
     intervals of ``accuracy`` and ``offset_accuracy`` are clustered on sentences
     (:func:`cluster_ratio_interval`) with ``signflip_sentences``, Wilson's with ``mcnemar_words``.
@@ -76,10 +77,13 @@ def dependency_table(counts: pd.DataFrame, *, min_count: int = 100, selection: s
     table["test"] = test
     table["alternative"] = alternative
     if test == "signflip_sentences":
-        table["p_unc"] = signflip_normal_test(table["head_only"] - table["offset_only"], table["d2_tested"],
-                                              alternative=alternative)
+        abs_cols = abs_count_columns(table.columns, "absd", suffix="_tested")
+        table["p_unc"], table["method"] = signflip_pvalues(
+            table["head_only"] - table["offset_only"], table["d2_tested"],
+            table[abs_cols].to_numpy() if abs_cols else None, alternative=alternative)
     else:
         table["p_unc"] = paired_exact_test(table["head_only"], table["offset_only"], alternative=alternative)
+        table["method"] = "binomial"
     table["p_unc"] = table["p_unc"].where(table["n_tested"] > 0)
     table["family"] = family_labels(table, ["model", "dataset"])
     table["p_corr"], _ = correct_within_families(table["p_unc"], table["family"], correction=correction, alpha=alpha)
@@ -143,6 +147,8 @@ def _sentence_sums(cell: pd.DataFrame, best: pd.Series, best_offset: pd.Series, 
         "offset_c2": float(sum(offset_row[f"offset_c2_{h}"] for h in halves)),
         "offset_cn": float(sum(offset_row[f"offset_cn_{h}"] for h in halves)),
         "d2_tested": float(sum(one[f"d2_{h}"] for h in tested)),
+        **{f"absd{m}_tested": int(sum(one[f"absd{m}_{h}"] for h in tested))
+           for m in range(1, len(abs_count_columns(cell.columns, "absd", suffix="_test")) + 1)},
         "n_sentences_tested": float(sum(one[f"n_sentences_{h}"] for h in tested)),
     }
 

@@ -198,6 +198,8 @@ def finish_importance(tables: Mapping[str, pd.DataFrame], statistics: TestOption
     confidence = getattr(statistics, "confidence", 0.95)
     out: dict[str, pd.DataFrame] = {}
     heads = tables.get("importance")
+    if heads is not None and len(heads):  # the role claims read their permutations and seed here
+        out["importance"] = heads.assign(n_permutations=int(options.n_permutations), permutation_seed=int(seed))
     groups = replicate_groups(heads["model"]) if heads is not None and len(heads) else {}
     if groups:
         out["importance_seeds"] = seed_tests(heads, groups, correction=correction, alpha=alpha,
@@ -212,5 +214,3 @@ def finish_importance(tables: Mapping[str, pd.DataFrame], statistics: TestOption
 
 
 # ---------------------------------------------------------------------------------------------- claims
-
-

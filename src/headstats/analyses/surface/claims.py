@@ -4,9 +4,10 @@ r"""The surface claims of Clark et al. (2019, "What Does BERT Look At?", section
 Each reads ``surface_tests``, the per-head tests of the surface analysis' declared hypotheses:
 
 - ``previous_token_heads`` / ``next_token_heads`` (``surface_tests``, hypotheses on ``prev`` / ``next``): some
-  head attends mostly to the previous (next) token. An existence claim over the per-head tests: its p is the
-  smallest corrected p-value of those heads (under Holm or Bonferroni, ``m min p``: a valid test of "no head
-  does"); the estimate is the best head's mean minus the threshold, with its one-sided bound.
+  head attends mostly to the previous (next) token. An existence claim over the per-head tests: Holm over the
+  heads' *uncorrected* p-values, the claim's p the smallest adjusted one (``min(1, m min p)``,
+  :func:`headstats.stats.existence.some_unit_p`): a valid test of "no head does" whatever the protocol's per-head
+  correction (the smallest BH-corrected p is not); the estimate is the best head's mean minus the threshold, with its one-sided bound.
 - ``broad_first_layer`` (``entropy_ratio``): the heads of the first layer attend broadly more often than the
   others: Fisher's exact test of the share of heads passing the broad-attention hypothesis, layer 0 against the
   other layers.
@@ -22,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
+from headstats.stats.existence import some_unit_p
 from headstats.stats.exact import share_test
 
 CLARK = "Clark et al. 2019"
@@ -45,11 +47,13 @@ def _some_head(tables: Mapping[str, pd.DataFrame], measure: str, what: str) -> l
             out.append(Evidence(model, dataset, reason=f"hypothesis not tested: no surface hypothesis on {measure}"))
             continue
         thr = float(part["threshold"].iloc[0])
-        finite = part[np.isfinite(part["p_corr"].astype(float))]
-        if finite.empty:
+        p_unc = part["p_unc"].astype(float).to_numpy()
+        if not np.isfinite(p_unc).any():
             out.append(Evidence(model, dataset, reason="no head took part in the test"))
             continue
-        best = finite.loc[finite["p_corr"].astype(float).idxmin()]
+        p_some, at = some_unit_p(p_unc)
+        best = part.iloc[at]
+        m = int(np.isfinite(p_unc).sum())
         top = part.loc[part["mean"].astype(float).idxmax()]
         n_pass = int(_passed(part).sum())
         mde = pd.to_numeric(part.get("mde"), errors="coerce")
@@ -57,7 +61,7 @@ def _some_head(tables: Mapping[str, pd.DataFrame], measure: str, what: str) -> l
                   f" (median over heads)" if mde is not None and np.isfinite(mde).any() else "")
         out.append(Evidence(
             model, dataset, estimate=float(best["mean"]) - thr, ci_low=float(best["ci_low"]) - thr,
-            ci_high=float(best["ci_high"]) - thr, p_for=float(best["p_corr"]), detectable=detect,
+            ci_high=float(best["ci_high"]) - thr, p_for=p_some, detectable=detect,
             hypothesis=f"H0: every head's mean {measure} <= {thr:g}; H1: some head's mean {measure} > {thr:g}",
             detail=f"{n_pass} of {len(part)} heads pass (mean {measure} > {thr:g} after {best['correction']}); "
                    f"head {int(best['layer'])}-{int(best['head'])} has the smallest p, head {int(top['layer'])}-"
@@ -66,8 +70,9 @@ def _some_head(tables: Mapping[str, pd.DataFrame], measure: str, what: str) -> l
     return out
 
 
-_EXISTENCE = dict(unit="heads", test="one-sided per-head tests of the surface hypothesis (surface_tests.csv), "
-                                     "corrected over the heads; claim p = the smallest corrected p",
+_EXISTENCE = dict(unit="heads", test="one-sided per-head tests of the surface hypothesis (surface_tests.csv, "
+                                     "uncorrected p), Holm over the heads tested; claim p = the smallest adjusted "
+                                     "p, min(1, m min p)",
                   measure="best head's mean attention minus the threshold", tables=("surface_tests",))
 
 
@@ -103,7 +108,8 @@ def _share_where(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings, me
                   f"with {int(held.sum())} passing heads no split reaches p <= alpha / 2")
         out.append(Evidence(
             model, dataset, estimate=res.odds_ratio, ci_low=res.ci_low, ci_high=res.ci_high, p_for=res.p_greater,
-            p_against=res.p_less, floor=res.floor_greater, detectable=detect, reason=reason,
+            p_against=res.p_less, floor=res.floor_greater, floor_against=res.floor_less, detectable=detect,
+            reason=reason,
             detail=f"{res.k_a} of {res.n_a} heads {where} pass ({res.share_a:.0%}), {res.k_b} of {res.n_b} "
                    f"{elsewhere} ({res.share_b:.0%})"))
     return out

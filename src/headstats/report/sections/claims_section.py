@@ -9,6 +9,7 @@ import pandas as pd
 
 from headstats.report.blocks import Report
 from headstats.report.latex import LatexTable, latex_escape
+from headstats.stats.claims import p_text
 from headstats.stats.corrections import CORRECTIONS
 
 
@@ -25,8 +26,9 @@ def _reason_kind(reason: str) -> str:
     return str(reason).split(":", 1)[0].strip()
 
 
-def _p_text(p: float) -> str:
-    return f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}"
+def _effect_text(row) -> str:
+    reason = row.get("reason", "") if hasattr(row, "get") else ""
+    return ", effect below the stated size" if isinstance(reason, str) and "effect below the stated size" in reason else ""
 
 
 def claim_cell(row) -> str:
@@ -35,7 +37,7 @@ def claim_cell(row) -> str:
     verdict, p, reason = str(row["verdict"]), float(row["p"]), row["reason"]
     if verdict == "cannot tell":
         return f"cannot tell ({_reason_kind(reason)})" if isinstance(reason, str) and reason else verdict
-    return f"{verdict} (p = {_p_text(p)})" if np.isfinite(p) else verdict
+    return f"{verdict}{_effect_text(row)} ({p_text(p)})" if np.isfinite(p) else verdict
 
 
 def claims_by_dataset(claims: pd.DataFrame) -> pd.DataFrame:
@@ -67,7 +69,7 @@ def claim_line(row) -> str:
     line = f"- **{row['verdict']}**: {row['sentence']}{detail}"
     p = float(row["p"])
     if np.isfinite(p):
-        line += f" ({row['test']}; p = {_p_text(p)} after {CORRECTIONS.describe(row['correction'], 'short')})"
+        line += f" ({row['test']}; {p_text(p)} after {CORRECTIONS.describe(row['correction'], 'short')})"
     reason = row["reason"]
     if isinstance(reason, str) and reason:
         line += f"; {reason}"
@@ -81,13 +83,15 @@ def claims_family_text(claims: pd.DataFrame) -> str:
                 "tested); rerun `headstats run` to test them.")
     alpha = float(claims["alpha"].iloc[0])
     correction = str(claims["correction"].iloc[0])
-    m = int((claims["family"] != "none (cannot reject)").sum())
+    inside = claims["family"].astype(str)
+    inside = inside[~inside.str.contains("cannot reject")]
+    families = "; ".join(dict.fromkeys(inside)) or "no claim of this run can reject"
     counts = claims["verdict"].value_counts()
     tally = ", ".join(f"{int(counts[v])} {v}" for v in _VERDICT_ORDER if v in counts)
     return (
         f"Each verdict is a test of a registered claim (`claims.csv`: its hypothesis H0/H1 with thresholds, unit of "
         f"replication, test, estimate with its interval, p-value and what the design could detect; "
-        f"docs/statistics.md, 'Claims'). Family: the {m} claims of this run whose test can reject, "
+        f"docs/statistics.md, 'Claims'). Families (each corrected on its own, the `family` column): {families}; "
         f"{CORRECTIONS.describe(correction)}, alpha = {alpha:g} (p <= alpha after correction). "
         "**supported**: significant in the claimed direction; **contradicted**: significant in the other "
         "direction; **not shown**: tested, not significant; **cannot tell**: the data cannot decide (a role out "
