@@ -427,7 +427,8 @@ def _mtime(path: Path) -> float:
 
 
 def _sweep_stale_staging(out: Path) -> list[Path]:
-    """Remove staging folders of dead runs into ``out`` (only those with headstats' marker)."""
+    """Remove staging folders of dead runs into ``out`` (only those with headstats' marker, whose owner process
+    is gone), and say so in one warning line."""
     swept = []
     for candidate in out.parent.glob(f".{out.name}.partial-*"):
         marker = candidate / STAGING_MARKER
@@ -442,6 +443,12 @@ def _sweep_stale_staging(out: Path) -> list[Path]:
                 and not _owner_alive(_read_owner(marker)):
             shutil.rmtree(candidate, ignore_errors=True)
             swept.append(candidate)
+    if swept:
+        import warnings
+
+        names = ", ".join(repr(p.name) for p in swept[:3]) + (f" and {len(swept) - 3} more" if len(swept) > 3 else "")
+        warnings.warn(f"cleared {names} beside {str(out)!r}: the staging folder of an earlier headstats command "
+                      "that was stopped before it finished (it carried headstats' staging marker)", stacklevel=2)
     return swept
 
 

@@ -39,9 +39,11 @@ class DamagedRunError(HeadstatsError):
 
 def read_table_file(path: Path) -> pd.DataFrame:
     """A table file as the report reads it (CSV with pandas' defaults, Parquet with pyarrow)."""
+    from headstats.study.storage import from_spreadsheet_safe
+
     if path.suffix == ".parquet":
         return pd.read_parquet(path)
-    return pd.read_csv(path, keep_default_na=True)
+    return from_spreadsheet_safe(pd.read_csv(path, keep_default_na=True))
 
 
 def _kind(series: pd.Series) -> str:
