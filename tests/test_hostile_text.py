@@ -149,3 +149,52 @@ def test_a_stale_staging_folder_of_a_killed_report_is_cleared_and_said(hostile_r
     said = [line for line in result.output.splitlines() if "cleared" in line]
     assert len(said) == 1 and said[0].startswith("warning: cleared '.run.partial-k1ll3d'"), result.output
     assert not stale.exists() and not_ours.is_dir()
+
+
+def forge_table(run: Path, name: str, frame: pd.DataFrame) -> None:
+    """Replace a table of a run and its size, sha256 and schema in the manifest (as someone forging a folder would)."""
+    import hashlib
+
+    from headstats.study.schemas import table_schema
+
+    path = run / name
+    frame.to_csv(path, index=False)
+    manifest = json.loads((run / "manifest.json").read_text())
+    data = path.read_bytes()
+    manifest["output_sha256"][name] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    if isinstance(manifest.get("table_schemas"), dict):
+        manifest["table_schemas"][name] = table_schema(path)
+    (run / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize("column, value, words", [("query", 999, "query 999"), ("key", -7, "key '-7'"),
+                                                  ("weight", float("nan"), "weight 'nan'")])
+def test_report_refuses_attention_maps_that_no_run_writes_in_one_line(hostile_run, column, value, words):
+    maps = pd.read_csv(hostile_run / "attention_maps.csv")
+    maps.loc[3, column] = value
+    forge_table(hostile_run, "attention_maps.csv", maps)
+    result = runner.invoke(app, ["report", str(hostile_run), "--no-svg"])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and lines[-1].startswith("error: attention_maps.csv holds the ") and words in lines[-1]
+    assert "Traceback" not in result.output and not any(p.name.startswith(".run.partial") for p in
+                                                        hostile_run.parent.iterdir())
+
+
+def test_report_on_a_manifest_holding_hostile_strings_keeps_the_page(hostile_run):
+    manifest = json.loads((hostile_run / "manifest.json").read_text())
+    text = " ".join(HOSTILE)
+    manifest["headstats_run"] = text
+    for info in manifest["models"].values():
+        info["architecture"] = text
+    for info in manifest["datasets"].values():
+        info["parses"] = text
+    manifest["versions"] = {"headstats": text}
+    (hostile_run / "manifest.json").write_text(json.dumps(manifest))
+    result = runner.invoke(app, ["report", str(hostile_run), "--no-svg"])
+    assert result.exit_code == 0, result.output
+    markdown = (hostile_run / "report.md").read_text(encoding="utf-8")
+    structure = Structure()
+    structure.feed((hostile_run / "report.html").read_text(encoding="utf-8"))
+    assert len(structure.headings) == len(expected_headings(markdown)) and structure.views >= 1
+    outside_code = re.sub(r"`[^`]*`", "", markdown)
+    assert "<script>" not in outside_code and "<!--" not in outside_code and "](javascript:" not in outside_code
