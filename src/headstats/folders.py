@@ -461,6 +461,7 @@ WRITE_ERRORS: dict[int, tuple[str, str]] = {
     errno.EROFS: ("read-only file system", "choose another --out on a writable disk"),
     errno.EACCES: ("permission denied", "choose another --out or fix the folder's permissions"),
     errno.EPERM: ("permission denied", "choose another --out or fix the folder's permissions"),
+    errno.ENAMETOOLONG: ("file name too long", "choose a shorter --out"),
 }
 #: The same, found in the text of an OSError without an errno (pyarrow and others).
 _WRITE_ERROR_TEXTS = {"no space left on device": errno.ENOSPC, "disk quota exceeded": errno.EDQUOT,
