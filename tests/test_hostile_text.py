@@ -21,7 +21,7 @@ from test_bad_input import Sandbox, bad_model_dir, runner, sandbox  # noqa: F401
 from headstats.cli.main import app
 from headstats.folders import STAGING_MARKER
 from headstats.report.blocks import Report, markdown_text, render_html, render_markdown
-from headstats.study.storage import from_spreadsheet_safe, spreadsheet_safe
+from headstats.study.schemas import from_spreadsheet_safe, spreadsheet_safe
 
 HOSTILE = ["<!-- swallow", "<script>alert(1)</script>", "</script><b>x", "[click](javascript:alert(1))",
            "=HYPERLINK(\"http://x\")", "+1+2", "-3-4", "@SUM(A1)", "'quoted", "a & b > c"]

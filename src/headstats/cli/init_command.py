@@ -9,19 +9,13 @@ from typing import Optional
 import typer
 
 from headstats.cli.app import _slug, command
+from headstats.config.protocol import printable
 from headstats.cli.errors import _errors
 from headstats.cli.progress import _quiet_libraries
 from headstats.cli.study_commands import schema_default
 
 
 # ------------------------------------------------------------------------------------------------- init
-
-
-def printable(text: object) -> str:
-    """:func:`headstats.config.protocol.printable` (a name in a comment line must not end the comment)."""
-    from headstats.config.protocol import printable as one_line
-
-    return one_line(text)
 
 
 def _flow(value) -> str:

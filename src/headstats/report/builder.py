@@ -221,7 +221,7 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
     from headstats.assignment.role_assignment import strongest_heads
     from headstats.folders import (STAGING_MARKER, _acquire_lock, _owner_record, _sweep_stale_staging, output_file_list,
                                    replace_outputs)
-    from headstats.study.storage import spreadsheet_safe
+    from headstats.study.schemas import spreadsheet_safe
     from headstats.study.run_folder import load_run_tables
     from headstats.study.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema, unchecked_tables_fail_in_one_line
 

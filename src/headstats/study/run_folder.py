@@ -17,7 +17,7 @@ REQUIRED_FILES = ("roles.csv", "heads_per_layer.csv", "colocation.csv", "manifes
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
-    from headstats.study.storage import from_spreadsheet_safe
+    from headstats.study.schemas import from_spreadsheet_safe
 
     return from_spreadsheet_safe(pd.read_csv(path, keep_default_na=True))
 

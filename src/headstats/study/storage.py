@@ -18,8 +18,7 @@ import pandas as pd
 from headstats.folders import WRITTEN_BY, check_output_folder, output_listing
 from headstats.model.identity import sha256_file_memo
 
-__all__ = ["check_output_folder", "write_table", "write_manifest", "package_versions", "file_hashes",
-           "spreadsheet_safe", "from_spreadsheet_safe"]
+__all__ = ["check_output_folder", "write_table", "write_manifest", "package_versions", "file_hashes"]
 
 VERSIONED_PACKAGES = (
     "headstats", "torch", "transformers", "tokenizers", "numpy", "scipy", "statsmodels", "pandas",
@@ -28,43 +27,14 @@ VERSIONED_PACKAGES = (
 
 
 def write_table(frame: pd.DataFrame, folder: Path, name: str, *, csv: bool = True, parquet: bool = True) -> None:
-    """Write ``name.parquet`` and/or ``name.csv`` (no index; the CSV's text cells :func:`spreadsheet_safe`)."""
+    """Write ``name.parquet`` and/or ``name.csv`` (no index; the CSV's text cells
+    :func:`headstats.study.schemas.spreadsheet_safe`)."""
     if parquet:
         frame.to_parquet(folder / f"{name}.parquet", index=False)
     if csv:
+        from headstats.study.schemas import spreadsheet_safe
+
         spreadsheet_safe(frame).to_csv(folder / f"{name}.csv", index=False)
-
-
-#: Text that a spreadsheet would read as a formula (OWASP "CSV injection"), and the quote that keeps it text.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
-
-
-def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with every text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
-    prefixed with ``'`` (so that a spreadsheet shows it as text instead of running it as a formula), and a cell
-    that starts with ``'`` given one more (so that :func:`from_spreadsheet_safe` undoes exactly this). Only text
-    columns are touched: numbers, booleans and missing values never are."""
-    out = None
-    for name in frame.columns:
-        column = frame[name]
-        if column.dtype != object and not pd.api.types.is_string_dtype(column.dtype):
-            continue
-        text = column.map(lambda v: isinstance(v, str) and v.startswith(_FORMULA_START))
-        if text.any():
-            out = frame.copy() if out is None else out
-            out[name] = column.where(~text, "'" + column.astype(str))
-    return frame if out is None else out
-
-
-def from_spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
-    """The text cells of a CSV written with :func:`spreadsheet_safe` as they were (one leading ``'`` removed)."""
-    for name in frame.columns:
-        column = frame[name]
-        if column.dtype == object or pd.api.types.is_string_dtype(column.dtype):
-            quoted = column.map(lambda v: isinstance(v, str) and v.startswith("'"))
-            if quoted.any():
-                frame[name] = column.where(~quoted, column.astype(str).str[1:])
-    return frame
 
 
 @cache

@@ -34,7 +34,9 @@ def check_maps(maps: pd.DataFrame, tokens: pd.DataFrame) -> None:
     of its input (``attention_tokens.csv``), a weight that is missing, infinite or outside [0, 1], or a negative
     layer or head (a run folder from elsewhere is data, never trusted)."""
     from headstats.errors import HeadstatsError
-    from headstats.config.protocol import printable
+
+    def printable(text: str) -> str:  # one line whatever the folder holds
+        return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
     def refuse(what: str) -> None:
         raise HeadstatsError(f"attention_maps.csv {what}, which no run writes; rerun `headstats run` (with the "
