@@ -41,7 +41,7 @@ class Structure(HTMLParser):
         if tag in ("h1", "h2", "h3"):
             self._in = tag
             self.headings.append("")
-        if tag == "div" and "hs-attention-view" in (dict(attrs).get("class") or ""):
+        if tag == "div" and (dict(attrs).get("class") or "") in ("hs-viewer", "hs-attention-view"):
             self.views += 1
         if tag == "script":
             self._in = "script"
