@@ -232,8 +232,10 @@ def test_stale_lock_and_staging_of_a_killed_run_are_swept(home):
     not_ours = out.parent / ".run.partial-userfolder"  # same pattern, no marker: never removed
     not_ours.mkdir()
     (not_ours / "keep.txt").write_text("keep")
-    with staged_output(out) as stage:
-        (stage / "tests.csv").write_text("new")
+    with pytest.warns(UserWarning, match=r"cleared '.run.partial-abc123' beside .*stopped before it finished") as said:
+        with staged_output(out) as stage:
+            (stage / "tests.csv").write_text("new")
+    assert len(said) == 1 and "\n" not in str(said[0].message)
     assert sorted(p.name for p in out.parent.iterdir()) == [".run.partial-userfolder", "run", "thesis.tex"]
     assert (not_ours / "keep.txt").read_text() == "keep"
 

@@ -495,8 +495,9 @@ def _end_helpers(info: dict) -> None:
 
 
 def _sweep_stale_staging(out: Path) -> list[Path]:
-    """Remove staging folders of dead runs into ``out`` (only those with headstats' marker), and end the helper
-    processes those runs left running (:func:`record_helpers`)."""
+    """Remove staging folders of dead runs into ``out`` (only those with headstats' marker, whose owner process
+    is gone), end the helper processes those runs left running (:func:`record_helpers`), and say so in one
+    warning line."""
     swept = []
     for candidate in out.parent.glob(f".{out.name}.partial-*"):
         marker = candidate / STAGING_MARKER
@@ -513,6 +514,12 @@ def _sweep_stale_staging(out: Path) -> list[Path]:
                 and not _owner_alive(_read_owner(marker)):
             shutil.rmtree(candidate, ignore_errors=True)
             swept.append(candidate)
+    if swept:
+        import warnings
+
+        names = ", ".join(repr(p.name) for p in swept[:3]) + (f" and {len(swept) - 3} more" if len(swept) > 3 else "")
+        warnings.warn(f"cleared {names} beside {str(out)!r}: the staging folder of an earlier headstats command "
+                      "that was stopped before it finished (it carried headstats' staging marker)", stacklevel=2)
     return swept
 
 
@@ -525,6 +532,7 @@ WRITE_ERRORS: dict[int, tuple[str, str]] = {
     errno.EROFS: ("read-only file system", "choose another --out on a writable disk"),
     errno.EACCES: ("permission denied", "choose another --out or fix the folder's permissions"),
     errno.EPERM: ("permission denied", "choose another --out or fix the folder's permissions"),
+    errno.ENAMETOOLONG: ("file name too long", "choose a shorter --out"),
 }
 #: The same, found in the text of an OSError without an errno (pyarrow and others).
 _WRITE_ERROR_TEXTS = {"no space left on device": errno.ENOSPC, "disk quota exceeded": errno.EDQUOT,

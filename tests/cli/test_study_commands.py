@@ -449,7 +449,7 @@ def test_score_options_reach_the_scores_and_manifest(tmp_path, tiny_model_dir):
 
 
 @pytest.mark.parametrize("options, needles", [
-    (["--max-length", "2"], ("scoring.max_length", "greater than or equal to 4")),
+    (["--max-length", "2"], ("scoring.max_length", "2 is not allowed; it must be a number >= 4")),
     (["--batch-size", "0"], ("scoring.batch_size",)),
     (["--roles", "locl"], ("unknown role", "local")),
     (["--seed", "-1"], ("seed",)),

@@ -273,9 +273,9 @@ def test_unknown_key_reported_before_other_problems(tmp_path):
 
 @pytest.mark.parametrize("extra, where, words", [
     ("seed: true\n", "seed", "expected a number, not true"),
-    ("seed: 1.5\n", "seed", "valid integer"),
-    ("seed: '3'\n", "seed", "valid integer"),
-    ("seed: -1\n", "seed", "greater than or equal to 0"),
+    ("seed: 1.5\n", "seed", "1.5 is not allowed; it must be a whole number"),
+    ("seed: '3'\n", "seed", "'3' is not allowed; it must be a whole number"),
+    ("seed: -1\n", "seed", "-1 is not allowed; it must be a number >= 0"),
     ("statistics: {tau: .nan}\n", "statistics.tau", "finite number (NaN and inf are refused)"),
     ("statistics: {tau: -.inf}\n", "statistics.tau", "finite number"),
     ("statistics: {tau: -0.5}\n", "statistics.tau", "greater than or equal to 0"),

@@ -53,7 +53,7 @@ def test_a_damaged_chunk_is_detected_removed_and_never_read(tmp_path, damage):
     elif damage == "empty":
         data = bytearray()
     else:
-        data = data.replace(b'"format": 2', b'"format": 9')
+        data = data.replace(b'"format": 3', b'"format": 9')
     path.write_bytes(bytes(data))
     assert decode(bytes(data), key=KEY) is None
     assert cache.get(KEY) is None
@@ -74,17 +74,30 @@ def test_a_chunk_proves_its_key_a_copy_under_another_key_is_never_used(tmp_path)
     assert cache.get(other) == {"x": "the state of another key"}
 
 
-def test_an_entry_of_an_older_format_is_a_silent_miss(tmp_path):
+def test_an_entry_of_an_older_pickled_format_is_never_loaded_and_said_in_one_line(tmp_path):
     import json
     import pickle
 
     cache = StateCache(tmp_path)
-    payload = pickle.dumps({"x": 1})
-    header = {"format": 1, "sha256": hashlib.sha256(payload).hexdigest(), "size": len(payload)}
+    marker = tmp_path / "ran"
+    payload = pickle.dumps(_Marker(marker))  # would create the marker file if it were unpickled
+    header = {"format": 2, "key": KEY, "sha256": hashlib.sha256(payload).hexdigest(), "size": len(payload)}
     cache.path(KEY).parent.mkdir(parents=True)
     cache.path(KEY).write_bytes(MARKER + json.dumps(header).encode() + b"\n" + payload)
-    assert cache.get(KEY) is None and cache.corrupt == 0 and cache.problems == []
+    assert cache.get(KEY) is None and cache.corrupt == 1 and not marker.exists()
+    [problem] = cache.take_problems()
+    assert "\n" not in problem and "a pickle, never loaded" in problem and "headstats cache prune --all" in problem
     assert cache.put(KEY, {"x": 2}) is True and cache.get(KEY) == {"x": 2}
+
+
+class _Marker:
+    """Unpickling it creates ``path`` (what a malicious cache entry would do, harmlessly)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
 
 
 def test_a_foreign_file_is_never_read_overwritten_or_deleted(tmp_path):

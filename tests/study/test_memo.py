@@ -121,16 +121,18 @@ def test_a_model_description_is_stored_for_a_local_folder_and_renewed_when_a_fil
     assert calls == [1, 1]  # device auto is never memoised
 
 
-def test_records_pickled_in_slices_come_back_in_order():
+def test_parsed_records_go_through_the_cache_as_numbers_and_strings_and_come_back_equal(tmp_path):
     from headstats.inputs.records import Record, Word
-    from headstats.study.memo import pickled_slices, unpickled_slices
 
-    records = [Record(f"s{i}", f"word{i} x", words_a=(Word(f"word{i}", 0, 4 + len(str(i)), -1, "root"),))
-               for i in range(1100)]
-    slices = pickled_slices(records, size=512)
-    assert len(slices) == 3 and all(isinstance(b, bytes) for b in slices)
-    assert unpickled_slices(slices) == records
-    assert pickled_slices([], size=512) == [] and unpickled_slices([]) == []
+    records = [Record(f"s{i}", f"word{i} x", words_a=(Word(f"word{i}", 0, 4 + len(str(i)), -1, "root"),),
+                      meta={"parse_prefix": (1, 2), "coref": [{"mention": (0, 1)}]}) for i in range(300)]
+    cache = StateCache(tmp_path / "cache")
+    remember(cache, "data set records", [1], records)
+    found, back = recall(cache, "data set records", [1])
+    assert found and back == records and [r.meta for r in back] == [r.meta for r in records]
+    assert all(isinstance(r.words_a, tuple) for r in back)
+    (entry,) = (tmp_path / "cache").rglob("*.hsc")
+    assert b"pickle" not in entry.read_bytes() and b"\x80\x05" not in entry.read_bytes()[:200]
 
 
 def test_a_model_is_described_once_per_process_without_a_cache_until_a_file_changes(tmp_path, tiny_model_dir,

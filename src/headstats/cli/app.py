@@ -10,6 +10,8 @@ from typing import Optional
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from headstats.cli.errors import OneLineUsageErrors
+
 
 class _FlagsAsFlags:
     """Help that shows an on/off option as a flag (``--quiet``, ``--overwrite / --no-overwrite``), not as
@@ -27,7 +29,7 @@ class _Command(_FlagsAsFlags, TyperCommand):
     pass
 
 
-class _Group(_FlagsAsFlags, TyperGroup):
+class _Group(OneLineUsageErrors, _FlagsAsFlags, TyperGroup):
     pass
 
 

@@ -7,7 +7,9 @@ traceback; nothing is left half-written. Ctrl-C and SIGTERM stop a command with 
 
 from __future__ import annotations
 
+import re
 import signal
+import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -123,3 +125,77 @@ def _errors(out: Path | None = None) -> Iterator[_CommandState]:
         if message is None:
             raise
         _fail(message)
+
+
+class OneLineUsageErrors:
+    """A mixin for the app's Click group: a usage error (a bad option value such as ``--batch-size nan``, a
+    missing or extra argument, an unknown command) is one line ``error: ...`` naming the fix, exit 2, instead of
+    Click's boxed usage text."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        from typer import exceptions as typer_exceptions
+        from typer._click import exceptions as click_exceptions  # Typer's own copy of Click
+
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            value = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer_exceptions.Exit as exc:
+            raise SystemExit(exc.exit_code) from None
+        except click_exceptions.NoArgsIsHelpError as exc:  # bare `headstats`: its help, as before
+            typer.echo(exc.ctx.get_help() if exc.ctx is not None else "", err=True)
+            raise SystemExit(EXIT_BAD_INPUT) from None
+        except click_exceptions.UsageError as exc:
+            _usage_line(exc, list(args) if args is not None else sys.argv[1:])
+        except typer_exceptions.Abort:
+            typer.echo("error: interrupted", err=True)
+            raise SystemExit(EXIT_INTERRUPTED) from None
+        except click_exceptions.ClickException as exc:
+            _fail_now(exc.format_message())
+        raise SystemExit(value if isinstance(value, int) else 0)
+
+
+#: Typer's (pydantic's) words for a bad option value, in headstats' words.
+_VALUE_WORDS = ((re.compile(r"Input should be a valid (integer|number)[^;]*"), lambda m: (
+                    "a whole number" if m.group(1) == "integer" else "a number")),
+                (re.compile(r"Input should be (greater|less) than( or equal to)? (\S+)"), lambda m: (
+                    f"a number {'>' if m.group(1) == 'greater' else '<'}{'=' if m.group(2) else ''} {m.group(3)}")),
+                (re.compile(r"Input should be a finite number"), lambda m: "a finite number (NaN and inf are refused)"))
+
+
+def _usage_line(exc, args: list[str]) -> None:
+    """Print a Click usage error as one line (for a bad option value: the option, the value and what is
+    allowed), with the command's help to read, and exit 2."""
+    command = exc.ctx.command_path if exc.ctx is not None else "headstats"
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    param = getattr(exc, "param", None)
+    names = list(getattr(param, "opts", []) or [])
+    if type(exc).__name__ == "BadParameter" and names:
+        detail = message.split(": ", 1)[-1]
+        for pattern, words in _VALUE_WORDS:
+            found = pattern.search(detail)
+            if found:
+                value = _value_of(names, args)
+                shown = f" {value!r} is not allowed;" if value is not None else ""
+                message = f"invalid value for '{names[-1]}':{shown} it must be {words(found)}"
+                break
+    message = message[:1].lower() + message[1:]
+    _fail_now(f"{message}; see `{command} --help`")
+
+
+def _value_of(names: list[str], args: list[str]) -> str | None:
+    """The value given to an option named ``names`` on the command line (``--opt value`` or ``--opt=value``)."""
+    for k, arg in enumerate(args):
+        for name in names:
+            if arg == name and k + 1 < len(args):
+                return args[k + 1]
+            if arg.startswith(name + "="):
+                return arg[len(name) + 1:]
+    return None
+
+
+def _fail_now(message: str) -> None:
+    from headstats.config.protocol import printable
+
+    typer.echo(f"error: {printable(message)}", err=True)
+    raise SystemExit(EXIT_BAD_INPUT) from None

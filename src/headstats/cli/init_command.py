@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from headstats.cli.app import _slug, command
+from headstats.config.protocol import printable
 from headstats.cli.errors import _errors
 from headstats.cli.progress import _quiet_libraries
 from headstats.cli.study_commands import schema_default
@@ -18,8 +19,14 @@ from headstats.cli.study_commands import schema_default
 
 
 def _flow(value) -> str:
-    """A value as one line of YAML (lists in flow style)."""
+    """A value as one line of YAML (lists in flow style); text with a line break or another control character
+    as a double-quoted scalar with escapes (a JSON string), which YAML reads back as it was."""
+    import json
+
     import yaml
+
+    if isinstance(value, str) and not value.isprintable():
+        return json.dumps(value)
 
     return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("\n...").strip()
 
@@ -102,7 +109,7 @@ def _section(name: str, model_cls, chosen: dict | None = None) -> list[str]:
 def _survey_lines(found) -> list[str]:
     """Comment lines saying what ``init`` read in the data and chose from it."""
     lines = ["# What init read in the data (the first inputs of each file):"]
-    lines += [f"#   {f.name}: {f.n_read} inputs, {f.kind}" for f in found.datasets]
+    lines += [f"#   {printable(f.name)}: {f.n_read} inputs, {printable(f.kind)}" for f in found.datasets]
     lines += [f"#   {found.why(role)}" for role in found.roles]
     lines += [f"#   left out {role}: {why}" for role, why in found.left_out.items()]
     return lines
@@ -138,8 +145,8 @@ def render_init_protocol(model: str, data: list[Path], out: Path, *, formats: li
     defaults = schema.Protocol.model_fields
     lines = [
         f"# headstats {__version__} protocol, written by `headstats init` on {date.today().isoformat()}.",
-        f"#   headstats validate {out}    checks it without loading any model",
-        f"#   headstats run {out}         scores, tests, figures and report (methods: docs/methods.md)",
+        f"#   headstats validate {printable(out)}    checks it without loading any model",
+        f"#   headstats run {printable(out)}         scores, tests, figures and report (methods: docs/methods.md)",
         "# Relative paths are read from the working folder first, then from this file's folder.",
         *_keyed("", "name", name or _slug(out.stem), "output goes to runs/<name> unless --out or output: says"),
         *_keyed("", "description", "", "one paragraph, printed at the top of the report"),

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+import re
+import sys
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
@@ -421,8 +423,10 @@ def validation_message(exc: ValidationError, *, what: str = "protocol") -> str:
     Unknown keys come first (a misspelt key often explains the other problems), then missing ones.
     """
     order = {"extra_forbidden": 0, "missing": 1}
-    err = min(exc.errors(), key=lambda e: order.get(e["type"], 2))
-    where = printable(".".join(str(p) for p in err["loc"]) or "(top level)")
+    errors = exc.errors()
+    err = min(errors, key=lambda e: order.get(e["type"], 2))
+    loc = _key_path(err["loc"])
+    where = printable(".".join(str(p) for p in loc) or "(top level)")
     if not err["loc"] and err["type"] == "value_error":  # a check of the whole protocol: its message says where
         return f"invalid {what}: {printable(err['msg'].removeprefix('Value error, '))}"
     if err["type"] == "extra_forbidden":
@@ -432,11 +436,45 @@ def validation_message(exc: ValidationError, *, what: str = "protocol") -> str:
         return f"unknown key '{where}' in {what}" + (guess or "; remove it or check its spelling")
     if err["type"] == "missing":
         return f"{what} is missing the required key '{where}'"
-    msg = printable(err["msg"].removeprefix("Value error, "))
-    if err["type"] == "finite_number":
-        msg += " (NaN and inf are refused); give a number"
-    more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
-    return f"invalid {what} at '{where}': {msg}{more}"
+    # a union (a number or 'auto') gives one error per member at the same key: say what each allows
+    same = [e for e in errors if _key_path(e["loc"]) == loc]
+    allowed = list(dict.fromkeys(_allowed(e) for e in same))
+    value = printable(repr(err.get("input")))
+    value = value if len(value) <= 60 else value[:40] + f"... ({len(value)} characters)"
+    more = len({tuple(_key_path(e["loc"])) for e in errors}) - 1
+    more_text = f" (and {more} more problem(s))" if more > 0 else ""
+    return f"invalid {what} at '{where}': {value} is not allowed; it must be {' or '.join(allowed)}{more_text}"
+
+
+#: Parts of a pydantic error location that name a schema (a union's member, a validator), not a key.
+_SCHEMA_PART = re.compile(r"^(int|float|str|bool|bytes|list|dict|tuple|set|none|lax-or-strict|json-or-python|"
+                          r"tagged-union|constrained-\w+)$|[\[(<]")
+
+
+def _key_path(loc: tuple) -> list:
+    """The keys of a pydantic error location (``scoring.batch_size``), without the schema parts pydantic adds for a
+    union's members (``function-after[...]``, ``literal['auto']``, ``int``)."""
+    return [p for p in loc if isinstance(p, int) or not _SCHEMA_PART.search(str(p))]
+
+
+def _allowed(err: dict) -> str:
+    """What one pydantic error says is allowed, in headstats' words (``a whole number >= 1``, ``'auto'``)."""
+    ctx = err.get("ctx") or {}
+    kind = err["type"]
+    bounds = {"greater_than_equal": (">=", "ge"), "greater_than": (">", "gt"), "less_than_equal": ("<=", "le"),
+              "less_than": ("<", "lt")}
+    if kind in bounds:
+        sign, key = bounds[kind]
+        return f"a number {sign} {ctx.get(key)}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return "a whole number"
+    if kind in ("float_type", "float_parsing"):
+        return "a number"
+    if kind == "finite_number":
+        return "a finite number (NaN and inf are refused)"
+    if kind == "literal_error":
+        return printable(str(ctx.get("expected", err["msg"])))
+    return printable(err["msg"].removeprefix("Value error, ").rstrip("."))
 
 
 def check_names(protocol: Protocol) -> None:
@@ -547,6 +585,16 @@ def _nesting_depth(text: str) -> int:
     return deepest
 
 
+#: Largest protocol file read (a protocol of a few hundred data sets is under 100 kB): larger ones are refused
+#: before parsing, so a runaway file (100,000 data sets, a number of millions of digits) answers at once.
+MAX_PROTOCOL_BYTES = 1 << 20
+
+
+def first_words(exc: BaseException, most: int = 120) -> str:
+    """The first ``most`` characters of an exception's text, on one line."""
+    return " ".join(str(exc).split())[:most]
+
+
 def read_protocol_file(path: str | Path) -> dict:
     """The YAML mapping of a protocol file, read safely.
 
@@ -563,6 +611,11 @@ def read_protocol_file(path: str | Path) -> dict:
     if path.is_dir():
         raise ProtocolError(f"protocol path {shown!r} is a folder; give the protocol's YAML file")
     try:
+        size = path.stat().st_size
+        if size > MAX_PROTOCOL_BYTES:
+            raise ProtocolError(f"protocol {shown!r} is {size:,} bytes; a protocol is at most "
+                                f"{MAX_PROTOCOL_BYTES:,} bytes (list many data files in a few data sets, or split "
+                                "the study)")
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ProtocolError(
@@ -583,6 +636,10 @@ def read_protocol_file(path: str | Path) -> dict:
         raise ProtocolError(f"protocol {shown!r} is not valid YAML{where}; fix the syntax") from None
     except RecursionError:
         raise ProtocolError(f"protocol {shown!r} is nested too deeply to read; a protocol needs a few levels") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise ProtocolError(f"protocol {shown!r} holds a value that cannot be read (a number of more than "
+                            f"{sys.get_int_max_str_digits():,} digits?: {printable(first_words(exc, 60))}); give "
+                            "numbers of a sensible size") from None
     if not isinstance(raw, dict):
         kind = "empty" if raw is None else f"a YAML {type(raw).__name__}"
         raise ProtocolError(

@@ -22,17 +22,21 @@ sets or other models: adding a data set re-runs only the new data set's chunks.
 File format (``<root>/states/<key[:2]>/<key>.hsc``)::
 
     HEADSTATS-STATE-CHUNK\\n                 the marker: only files that start with it are ever read or deleted
-    {"format": 2, "key": ..., "sha256": ..., "size": ...}\\n
-    <pickle of the entry>                    ``size`` bytes whose sha256 is ``sha256``
+    {"format": 3, "key": ..., "sha256": ..., "size": ...}\\n
+    <npz of the entry>                       ``size`` bytes whose sha256 is ``sha256``
 
-Every entry proves its key: the header names the key it was stored under, and the payload's sha256 and size;
-:meth:`StateCache.get` unpickles nothing before both match (the key asked for, the bytes that follow). A file
-whose checksum or size does not match (a disk that lost a write, a truncated copy) or that holds another key's
-state (a chunk copied from another cache, another position or another protocol) is reported
-(:attr:`StateCache.problems`), never used, and recomputed. Writes are atomic (a temporary file in the same
-folder, flushed and fsynced, then renamed over the final name), so a ``kill -9`` leaves either the whole entry
-or none. Entries are pickles: the cache folder must be as trusted as the code (it is your own ``~/.cache``);
-the key check guards against accidents (copies, swaps), not against someone who writes pickles on purpose.
+The payload is numbers and JSON, never code (:mod:`headstats.engine.safe_state`: numeric arrays in an
+uncompressed ``.npz`` read with ``allow_pickle=False``, the rest as JSON). Every entry proves its key: the header
+names the key it was stored under, and the payload's sha256 and size; :meth:`StateCache.get` reads nothing
+before both match (the key asked for, the bytes that follow). A file whose checksum or size does not match (a
+disk that lost a write, a truncated copy), that holds another key's state (a chunk copied from another cache,
+another position or another protocol) or whose payload is not a well-formed state (random bytes, a pickle) is
+reported (:attr:`StateCache.problems`), never used, and recomputed: so a cache on a shared file system can
+at worst make a run recompute (or, written on purpose with valid keys, hold wrong numbers), never run code.
+Entries of headstats before format 3 held pickles: they are never loaded, reported in one line that says how
+to clear them (``headstats cache prune --all``), and replaced as their chunks are recomputed. Writes are
+atomic (a temporary file in the same folder, flushed and fsynced, then renamed over the final name), so a
+``kill -9`` leaves either the whole entry or none.
 
 :meth:`StateCache.prune` removes only files that carry the marker (and empty sub-folders they leave behind),
 and fine-tuned checkpoints (``<root>/checkpoints``, written there by
@@ -46,7 +50,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import pickle
 import re
 import tempfile
 import time
@@ -54,11 +57,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from headstats.engine.safe_state import DamagedState, pack, unpack
 from headstats.folders import CHECKPOINTS, default_cache_root, is_headstats_output, manifest_of
 
 #: First line of every cache file.
 MARKER = b"HEADSTATS-STATE-CHUNK\n"
-FORMAT = 2
+#: 3: the payload is :mod:`headstats.engine.safe_state` (npz + JSON); 2 and before: a pickle, never loaded.
+FORMAT = 3
 SUFFIX = ".hsc"
 #: Temporary files: ``.<key>.hsc.tmp-<random>`` beside the final name.
 _TEMP = re.compile(r"^\.[0-9a-f]{64}\.hsc\.tmp-[A-Za-z0-9_]+$")
@@ -188,28 +193,22 @@ class StateCache:
         return self.folder / key[:2] / f"{key}{SUFFIX}"
 
     def get(self, key: str) -> Any | None:
-        """The entry stored under ``key``, or None: absent, written by an older headstats, or not proving its key
-        (damaged, or another key's state: then counted in :attr:`corrupt`, reported in :attr:`problems` and, when
-        it carries the marker, removed)."""
+        """The entry stored under ``key``, or None: absent, or not proving its key (damaged, another key's state,
+        not a state, a pickle of an older headstats: then counted in :attr:`corrupt`, reported in
+        :attr:`problems` and, when it carries the marker, removed; an older entry is left for the recompute to
+        replace)."""
         path = self.path(key)
         try:
             data = path.read_bytes()
         except OSError:
             self.misses += 1
             return None
-        payload, why = _checked(data, key)
-        value = None
-        if payload is not None:
-            try:
-                value = pickle.loads(payload)
-            except Exception:  # noqa: BLE001 - a checksummed pickle that does not load: a class changed; recompute
-                payload = None
-        elif why is not None:
+        value, why = decode_checked(data, key=key)
+        if why is not None:
             self.corrupt += 1
             self.problems.append(f"{path}: {why}")
-            if data.startswith(MARKER) or not data:
+            if (data.startswith(MARKER) or not data) and not why.startswith(OLD_FORMAT):
                 _unlink(path)
-        if payload is None:
             self.misses += 1
             return None
         self.hits += 1
@@ -372,37 +371,57 @@ class StateCache:
 
 
 def encode(value: Any, *, key: str = "") -> bytes:
-    """The bytes of a cache file (marker, header with the key and the payload's checksum, pickle) holding ``value``."""
-    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    """The bytes of a cache file (marker, header with the key and the payload's checksum, safe-format payload)
+    holding ``value``.
+
+    Raises
+    ------
+    headstats.engine.safe_state.UnsupportedState
+        ``value`` holds something the safe format does not store (a collector's state must be numbers, strings
+        and containers of them).
+    """
+    payload = pack(value)
     header = json.dumps({"format": FORMAT, "key": key, "sha256": hashlib.sha256(payload).hexdigest(),
                          "size": len(payload), "created": time.time()}).encode() + b"\n"
     return MARKER + header + payload
 
 
 def decode(data: bytes, *, key: str = "") -> Any | None:
-    """The value in the bytes of a cache file, or None when they are not whole (marker, size, checksum) or were
-    stored under another key than ``key``."""
-    payload, _ = _checked(data, key)
+    """The value in the bytes of a cache file, or None when they are not whole (marker, size, checksum), were
+    stored under another key than ``key``, or are not a safe-format state."""
+    return decode_checked(data, key=key)[0]
+
+
+def decode_checked(data: bytes, *, key: str = "") -> tuple[Any | None, str | None]:
+    """``(value, None)``, or ``(None, why)`` with one phrase saying why the bytes were not used."""
+    payload, why = _checked(data, key)
     if payload is None:
-        return None
-    return pickle.loads(payload)
+        return None, why or "unreadable"
+    try:
+        return unpack(payload), None
+    except DamagedState as exc:
+        return None, f"not a headstats state ({exc})"
+
+
+#: How a problem with an entry of an older, pickled format starts.
+OLD_FORMAT = "written by headstats before version 3 of the cache format"
 
 
 def _checked(data: bytes, key: str) -> tuple[bytes | None, str | None]:
     """``(payload, None)`` when the bytes of a cache file are whole and were stored under ``key``; else
-    ``(None, why)`` (``why`` None for a file of an older format, which is simply not used)."""
+    ``(None, why)``."""
     if not data.startswith(MARKER):
         return None, "not a headstats cache file" if data else "empty (a write that never finished)"
     rest = data[len(MARKER):]
     end = rest.find(b"\n")
     try:
         header = json.loads(rest[:end]) if end >= 0 else None
-    except ValueError:
+    except (ValueError, RecursionError):
         header = None
     if not isinstance(header, dict):
         return None, "its header is damaged"
     if isinstance(header.get("format"), int) and header["format"] < FORMAT:
-        return None, None
+        return None, (f"{OLD_FORMAT} (a pickle, never loaded: empty the cache with `headstats cache prune --all`)")
     payload = rest[end + 1:]
     if header.get("format") != FORMAT or header.get("size") != len(payload) \
             or hashlib.sha256(payload).hexdigest() != header.get("sha256"):

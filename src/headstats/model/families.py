@@ -62,6 +62,11 @@ def check_model_config(config: Mapping[str, Any], spec: str) -> None:
     _parse_config(config, spec)
 
 
+#: Largest sizes a config.json may give, checked before any weight is read (the largest encoders have 48 layers,
+#: 64 heads and a hidden size of 8,192; a config that asks for a million layers would build for hours).
+MAX_SIZES = {"num_hidden_layers": 1024, "num_attention_heads": 1024, "hidden_size": 1 << 16}
+
+
 def _parse_config(config: Mapping[str, Any], spec: str) -> Any:
     """Check a config.json and return it as the transformers config object of its family."""
     families = ", ".join(SUPPORTED_MODEL_TYPES)
@@ -99,6 +104,14 @@ def _parse_config(config: Mapping[str, Any], spec: str) -> Any:
         raise ModelError(
             f"config.json of model {spec!r} has sizes that make no model ({', '.join(bad)}; each must be a whole "
             "number >= 1); re-download the model or re-save it with model.save_pretrained(folder)"
+        )
+    huge = [f"{name}={getattr(parsed, name)}" for name, most in MAX_SIZES.items()
+             if _is_count(getattr(parsed, name, None)) and getattr(parsed, name) > most]
+    if huge:
+        raise ModelError(
+            f"config.json of model {spec!r} has sizes no encoder has ({', '.join(huge)}; at most "
+            f"{', '.join(f'{k} {v:,}' for k, v in MAX_SIZES.items())}); re-download the model or re-save it with "
+            "model.save_pretrained(folder)"
         )
     if parsed.hidden_size % parsed.num_attention_heads:
         raise ModelError(

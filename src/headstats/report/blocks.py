@@ -211,9 +211,10 @@ def format_frame(frame: pd.DataFrame) -> pd.DataFrame:
 def markdown_table(frame: pd.DataFrame) -> str:
     """A GitHub-flavoured Markdown table (values formatted by :func:`format_column`)."""
     shown = format_frame(frame)
-    header = "| " + " | ".join(str(c).replace("|", "\\|") for c in frame.columns) + " |"
+    cell = lambda v: markdown_text(v, one_line=True).replace("|", "\\|")  # noqa: E731
+    header = "| " + " | ".join(cell(c) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    rows = ["| " + " | ".join(v.replace("|", "\\|") for v in row) + " |" for row in shown.itertuples(index=False)]
+    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in shown.itertuples(index=False)]
     return "\n".join([header, rule, *rows])
 
 
@@ -233,31 +234,36 @@ def _svg_of(path: str) -> str:
 
 def render_markdown(report: Report, root: Path | None = None) -> str:
     """The report as Markdown: figures linked (PNG, with a link to the SVG when ``root`` holds it)."""
-    parts = [f"# {report.title}"]
+    parts = [f"# {markdown_text(report.title, one_line=True)}"]
     for block in report.blocks:
         if block.kind == "heading":
-            parts.append("#" * block.level + " " + str(block.content))
+            parts.append("#" * block.level + " " + markdown_text(block.content, one_line=True))
         elif block.kind == "text":
-            parts.append(str(block.content))
+            parts.append(markdown_text(block.content))
         elif block.kind == "contents":
             lines = []
             for head, subs in _contents_tree(report, block.content):
-                lines.append(f"- [{head.content}](#{head.anchor})")
-                lines += [f"  - [{b.content}](#{b.anchor})" for b in subs]
+                lines.append(f"- [{_link_text(head.content)}](#{head.anchor})")
+                lines += [f"  - [{_link_text(b.content)}](#{b.anchor})" for b in subs]
             if lines:
                 parts.append("**Contents**\n\n" + "\n".join(lines))
         elif block.kind == "table":
             parts.append(block.extra.get("markdown") or _markdown_table_block(block))
         elif block.kind == "html":
             if block.caption:
-                parts.append(f"*{block.caption}*")
+                parts.append(f"*{markdown_text(block.caption, one_line=True)}*")
         elif block.kind == "figure":
             svg = _svg_of(str(block.content))
             link = f" ([SVG]({svg}))" if root is not None and (Path(root) / svg).exists() else ""
-            parts.append(f"![{block.alt}]({block.content})")
+            parts.append(f"![{_link_text(block.alt)}]({block.content})")
             if block.caption or link:
-                parts.append(f"*{block.caption}*{link}")
+                parts.append(f"*{markdown_text(block.caption, one_line=True)}*{link}")
     return "\n\n".join(parts) + "\n"
+
+
+def _link_text(text: object) -> str:
+    """Text inside ``[...]`` of a link the writer makes: :func:`markdown_text` with brackets escaped."""
+    return markdown_text(text, one_line=True).replace("[", "\\[").replace("]", "\\]")
 
 
 def _markdown_table_block(block: Block) -> str:
@@ -271,7 +277,7 @@ def _markdown_table_block(block: Block) -> str:
     caption = block.caption
     if block.n_rows > len(block.content) or block.csv:
         caption = f"{caption} ({note})" if caption else note
-    caption = re.sub(r"`([^`]+\.csv)`", r"[\1](\1)", caption)
+    caption = re.sub(r"`([^`]+\.csv)`", r"[\1](\1)", markdown_text(caption, one_line=True))
     return (f"*{caption}*\n\n" if caption else "") + table
 
 
@@ -298,13 +304,32 @@ td.text,th.text{text-align:left}td.text{min-width:6em;max-width:32em;overflow-wr
 
 #: Link targets the report may point to: a file of the run folder, an anchor, or a web page. Text can come from a
 #: run folder made elsewhere (issue 21): any other scheme (``javascript:``, ``data:``, ``file:``) is shown as text.
-_SAFE_TARGET = re.compile(r"(https?://|#|[\w./-]+$)", re.IGNORECASE)
+_SAFE_TARGET = re.compile(r"(https?://[^\s<>'\"]+$|#[\w-]*$|(?![/.])(?!.*\.\.)[\w./-]+$)", re.IGNORECASE)
+_MD_LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
+_MD_CODE = re.compile(r"(`[^`]*`)")
+#: A ``<`` that could open a tag, a comment, a declaration or an autolink (``p <= 0.05`` stays as it is).
+_MD_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 
 
 def _safe_link(match: re.Match) -> str:
     """``[text](target)`` as a link when the target is a run file, an anchor or http(s); else the text alone."""
     text, target = match.group(1), match.group(2)
     return f"<a href='{target}'>{text}</a>" if _SAFE_TARGET.match(target) else text
+
+
+def markdown_text(text: object, *, one_line: bool = False) -> str:
+    """Text for ``report.md`` (where text from data, ids and names lands among the builder's Markdown): a ``<``
+    that could open a tag, comment or autolink, outside `code` spans, written as ``&lt;`` (no raw HTML, comment
+    or autolink reaches the reader's renderer), links kept only to run files, anchors and http(s) (any other target shows its text
+    alone), and, with ``one_line`` (a heading, a table cell), line breaks as spaces."""
+    text = str(text)
+    if one_line:
+        text = " ".join(text.splitlines())
+    parts = _MD_CODE.split(text)
+    for k in range(0, len(parts), 2):
+        part = _MD_TAG_START.sub("&lt;", parts[k])
+        parts[k] = _MD_LINK.sub(lambda m: m.group(0) if _SAFE_TARGET.match(m.group(2)) else m.group(1), part)
+    return "".join(parts)
 
 
 def inline_markdown(text: str) -> str:

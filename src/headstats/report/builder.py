@@ -218,6 +218,7 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
     from headstats.assignment.role_assignment import strongest_heads
     from headstats.folders import (STAGING_MARKER, _acquire_lock, _owner_record, _sweep_stale_staging, output_file_list,
                                    replace_outputs)
+    from headstats.study.schemas import spreadsheet_safe
     from headstats.study.run_folder import load_run_tables
     from headstats.study.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema, unchecked_tables_fail_in_one_line
 
@@ -252,7 +253,7 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
             build_report(stage, protocol, analysis, manifest, comparison=comparison or None, analyses=analyses,
                          formats=formats, log=log, workers=workers)
         if top_k is not None:
-            analysis.tables["strongest_heads"].to_csv(stage / "strongest_heads.csv", index=False)
+            spreadsheet_safe(analysis.tables["strongest_heads"]).to_csv(stage / "strongest_heads.csv", index=False)
         new_tables = {p.name: table_schema(p) for p in stage.iterdir() if p.suffix in TABLE_SUFFIXES}
         n_new = len(output_file_list(stage))
         stale, left = replace_outputs(run, stage, manifest,

@@ -38,7 +38,8 @@ def methods_paragraph(protocol, manifest: dict, tests: pd.DataFrame | None = Non
     for name, info in manifest["datasets"].items():
         parses = info.get("parses", "none")
         parse_text = {"gold": "gold CoNLL-U parses", "spacy": f"parsed by spaCy {info.get('parser')}",
-                      "gold+spacy": "gold CoNLL-U parses, the rest parsed by spaCy", "none": "no parse"}[parses]
+                      "gold+spacy": "gold CoNLL-U parses, the rest parsed by spaCy", "none": "no parse"}.get(
+            parses, f"parses: {parses}")  # a manifest from elsewhere may say anything: shown as text
         datasets.append(f"{name} ({info['n_read']} inputs, {info.get('pairs', 0)} of them pairs; {parse_text})")
     family = " x ".join(st.family) if st.family else "all hypotheses of the study"
     special = "counted" if sc.count_special_queries else "not counted"

@@ -79,6 +79,6 @@ class FigureOptions(StrictModel):
 class ReportOptions(StrictModel):
     """The report: heads listed per role (``top_k``), whether to write ``report.html``, and the figures."""
 
-    top_k: Int = Field(10, ge=1)
+    top_k: Int = Field(10, ge=1, le=100_000)
     html: bool = True
     figures: FigureOptions = Field(default_factory=FigureOptions)

@@ -5,6 +5,7 @@ need it, taken from the state cache when an earlier run read the same files the 
 from __future__ import annotations
 
 import time
+from typing import Any
 from pathlib import Path
 
 from headstats.analyses.sieves import ScoreSettings
@@ -182,7 +183,7 @@ def memoised_load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: se
     from dataclasses import replace
 
     from headstats.engine.cache import StateCache, record_digest
-    from headstats.study.memo import RecordsFromCache, folder_identity, pickled_slices, recall, remember, unpickled_slices
+    from headstats.study.memo import RecordsFromCache, folder_identity, recall, remember
     from headstats.provenance import package_versions
 
     def read() -> LoadedData:
@@ -198,17 +199,39 @@ def memoised_load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: se
            needs_parses(protocol.scoring), sorted(exclude_ids), protocol.seed, package_versions(),
            folder_identity(parser) if parser.is_dir() else None]
     store = StateCache(cache)
-    found, summary = recall(store, "data set", key)
-    if found:
+    found, stored = recall(store, "data set", key)
+    summary = _summary_back(spec, stored) if found else None
+    if summary is not None:
         def records() -> list[Record]:
-            there, slices = recall(store, "data set records", key)
-            return unpickled_slices(slices) if there else load_data(spec, protocol, exclude_ids=exclude_ids).records
+            there, stored_records = recall(store, "data set records", key)
+            if there and isinstance(stored_records, list) and all(isinstance(r, Record) for r in stored_records):
+                return stored_records
+            return load_data(spec, protocol, exclude_ids=exclude_ids).records
 
         return replace(summary, records=RecordsFromCache(len(summary.digests), records)), True
     data = read()
-    remember(store, "data set records", key, pickled_slices(data.records))  # before the summary that points to it
-    remember(store, "data set", key, replace(data, records=[]))
+    remember(store, "data set records", key, list(data.records))  # before the summary that points to it
+    remember(store, "data set", key, _summary(data))
     return data, False
+
+
+def _summary(data: LoadedData) -> dict:
+    """What the cache keeps of a data set besides its records: numbers and strings (the cache holds no pickle)."""
+    import numpy as np
+
+    return {"files": list(data.files), "info": data.info, "skipped": [list(x) for x in data.skipped],
+            "has_pairs": data.has_pairs, "has_parses": data.has_parses,
+            "digests": np.frombuffer(b"".join(data.digests or []), dtype=np.uint8).reshape(-1, 32)}
+
+
+def _summary_back(spec: DatasetSpec, stored: Any) -> LoadedData | None:
+    """The :class:`LoadedData` (without records) of a :func:`_summary`, or None when it is not one."""
+    try:
+        return LoadedData(spec, [], list(stored["files"]), dict(stored["info"]),
+                          [tuple(x) for x in stored["skipped"]], bool(stored["has_pairs"]),
+                          bool(stored["has_parses"]), [bytes(row) for row in stored["digests"]])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _data_files(spec: DatasetSpec, protocol: Protocol) -> list[str]:

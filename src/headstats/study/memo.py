@@ -159,29 +159,6 @@ def described_before(source: str, *, device: str, dtype: str, cache: StateCache 
     return path is not None and recall(cache, "model description", _description_key(path, device, dtype))[0]
 
 
-#: Records pickled together (see :func:`pickled_slices`).
-SLICE = 512
-
-
-def pickled_slices(items: Sequence, size: int = SLICE) -> list[bytes]:
-    """``items`` pickled ``size`` at a time.
-
-    Pickling 10,000 parsed records at once builds a table of every object it has seen (half a million entries)
-    that the process keeps as resident memory after it is freed (+36 MiB measured); slices of 512 keep that
-    table small. The cache's entry is then a list of byte strings, cheap to pickle again.
-    """
-    import pickle
-
-    return [pickle.dumps(list(items[i:i + size]), protocol=pickle.HIGHEST_PROTOCOL) for i in range(0, len(items), size)]
-
-
-def unpickled_slices(slices: Iterable[bytes]) -> list:
-    """The items of :func:`pickled_slices`, in order."""
-    import pickle
-
-    return [item for blob in slices for item in pickle.loads(blob)]
-
-
 class RecordsFromCache(Sequence):
     """A data set's records, read (by ``load``) at the first look: a re-run whose chunk states are all in the
     cache never looks, and so never reads them.

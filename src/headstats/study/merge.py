@@ -16,8 +16,9 @@ present once) and runs the statistics, tables and report on the states merged in
 operations, in the same order, as one run, so the tables are byte-identical.
 
 A shard folder's paths (no symbolic link), its manifest's shape and its states' key are checked before
-anything is merged; ``states.hsc`` is a pickle, though, like the state cache: merge only shard folders your
-own runs wrote.
+anything is merged. ``states.hsc`` holds numbers and JSON (:mod:`headstats.engine.safe_state`), never a pickle:
+a shard folder from elsewhere whose states are damaged, foreign or not a state is refused in one line, never
+run; one with well-formed states forged on purpose can change the numbers, not run code.
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ class ShardFolder:
 
 def read_shard(folder: str | Path) -> ShardFolder:
     """A shard folder's manifest, protocol and states (checksum verified)."""
-    from headstats.engine.cache import decode
+    from headstats.engine.cache import decode_checked
     import yaml
 
     path = Path(folder)
@@ -195,11 +196,24 @@ def read_shard(folder: str | Path) -> ShardFolder:
     except OSError as exc:
         raise OutputError(f"shard folder {str(path)!r} cannot be read ({exc.strerror or exc}); run that shard again") \
             from None
-    entries = decode(blob, key=states_key(info))
+    entries, why = decode_checked(blob, key=states_key(info))
+    if entries is not None and not _shaped(entries, info["chunks"]):
+        entries, why = None, "its states are not those its manifest lists"
     if entries is None:
-        raise OutputError(f"{STATES_FILE} of shard folder {str(path)!r} is corrupt, truncated or not this shard's "
-                          "(checksum or key); run that shard again")
+        raise OutputError(f"{STATES_FILE} of shard folder {str(path)!r} is not used: {why or 'not a shard state'} "
+                          "(corrupt, truncated, not this shard's or not a state); run that shard again")
     return ShardFolder(path, manifest, protocol, entries)
+
+
+def _shaped(entries: Any, chunks: dict) -> bool:
+    """Whether shard states are job label -> chunk number -> ``{"state", "counts"}`` for exactly the chunks listed."""
+    if not isinstance(entries, dict) or set(entries) != set(chunks):
+        return False
+    for label, found in entries.items():
+        if not isinstance(found, dict) or sorted(found) != sorted(chunks[label] or []) \
+                or not all(isinstance(e, dict) and {"state", "counts"} <= set(e) for e in found.values()):
+            return False
+    return True
 
 
 def check_shards(shards: Sequence[ShardFolder]) -> None:

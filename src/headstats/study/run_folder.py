@@ -17,7 +17,9 @@ REQUIRED_FILES = ("roles.csv", "heads_per_layer.csv", "colocation.csv", "manifes
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, keep_default_na=True)
+    from headstats.study.schemas import from_spreadsheet_safe
+
+    return from_spreadsheet_safe(pd.read_csv(path, keep_default_na=True))
 
 
 def read_roles(path: Path) -> pd.DataFrame:

@@ -37,11 +37,44 @@ class DamagedRunError(HeadstatsError):
     """A run folder whose tables are not what its run wrote, and cannot be read as such."""
 
 
+#: Text that a spreadsheet would read as a formula (OWASP "CSV injection"), and the quote that keeps it text.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
+    prefixed with ``'`` (so that a spreadsheet shows it as text instead of running it as a formula), and a cell
+    that starts with ``'`` given one more (so that :func:`from_spreadsheet_safe` undoes exactly this). Only text
+    columns are touched: numbers, booleans and missing values never are."""
+    out = None
+    for name in frame.columns:
+        column = frame[name]
+        if column.dtype != object and not pd.api.types.is_string_dtype(column.dtype):
+            continue
+        text = column.map(lambda v: isinstance(v, str) and v.startswith(_FORMULA_START))
+        if text.any():
+            out = frame.copy() if out is None else out
+            out[name] = column.where(~text, "'" + column.astype(str))
+    return frame if out is None else out
+
+
+def from_spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """The text cells of a CSV written with :func:`spreadsheet_safe` as they were (one leading ``'`` removed)."""
+    for name in frame.columns:
+        column = frame[name]
+        if column.dtype == object or pd.api.types.is_string_dtype(column.dtype):
+            quoted = column.map(lambda v: isinstance(v, str) and v.startswith("'"))
+            if quoted.any():
+                frame[name] = column.where(~quoted, column.astype(str).str[1:])
+    return frame
+
+
+
 def read_table_file(path: Path) -> pd.DataFrame:
     """A table file as the report reads it (CSV with pandas' defaults, Parquet with pyarrow)."""
     if path.suffix == ".parquet":
         return pd.read_parquet(path)
-    return pd.read_csv(path, keep_default_na=True)
+    return from_spreadsheet_safe(pd.read_csv(path, keep_default_na=True))
 
 
 def _kind(series: pd.Series) -> str:

@@ -20,11 +20,14 @@ __all__ = ["check_output_folder", "write_table", "write_manifest", "file_hashes"
 
 
 def write_table(frame: pd.DataFrame, folder: Path, name: str, *, csv: bool = True, parquet: bool = True) -> None:
-    """Write ``name.parquet`` and/or ``name.csv`` (no index)."""
+    """Write ``name.parquet`` and/or ``name.csv`` (no index; the CSV's text cells
+    :func:`headstats.study.schemas.spreadsheet_safe`)."""
     if parquet:
         frame.to_parquet(folder / f"{name}.parquet", index=False)
     if csv:
-        frame.to_csv(folder / f"{name}.csv", index=False)
+        from headstats.study.schemas import spreadsheet_safe
+
+        spreadsheet_safe(frame).to_csv(folder / f"{name}.csv", index=False)
 
 
 def file_hashes(paths) -> dict[str, str]:

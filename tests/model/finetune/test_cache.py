@@ -36,6 +36,14 @@ def test_cache_reuses_complete_and_rebuilds_incomplete(tiny_model_dir, tiny_glue
     (first / COMPLETE_MARKER).unlink()
     rebuilt = cached_finetune(r, cache_dir=tmp_path / "cache", data_root=tiny_glue, progress=False)
     assert rebuilt == first and is_complete(rebuilt)
+    # a checkpoint whose weights changed since headstats wrote them (a shared cache) is refused in one line
+    weights = rebuilt / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(HeadstatsError, match=r"not as headstats wrote it \(model.safetensors\)") as refused:
+        cached_finetune(r, cache_dir=tmp_path / "cache", data_root=tiny_glue, progress=False)
+    assert "\n" not in str(refused.value) and weights.read_bytes() == bytes(data)
 
 
 def test_finetune_recipe_writes_the_folder_once_and_refuses_a_task_it_cannot_train(tiny_model_dir, tiny_glue,

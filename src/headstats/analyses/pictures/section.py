@@ -29,6 +29,42 @@ def _picture(maps: pd.DataFrame, tokens: pd.DataFrame, model: str, dataset: str,
     return weights, tok["token"].astype(str).tolist(), tok["segment"].to_numpy(int)
 
 
+def check_maps(maps: pd.DataFrame, tokens: pd.DataFrame) -> None:
+    """Refuse, in one line, attention maps that are not what the run wrote: a query or key that is not a piece
+    of its input (``attention_tokens.csv``), a weight that is missing, infinite or outside [0, 1], or a negative
+    layer or head (a run folder from elsewhere is data, never trusted)."""
+    from headstats.errors import HeadstatsError
+
+    def printable(text: str) -> str:  # one line whatever the folder holds
+        return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+    def refuse(what: str) -> None:
+        raise HeadstatsError(f"attention_maps.csv {what}, which no run writes; rerun `headstats run` (with the "
+                             "pictures analysis) to rebuild its tables")
+
+    weight = pd.to_numeric(maps["weight"], errors="coerce").to_numpy(float)
+    bad = ~np.isfinite(weight) | (weight < 0) | (weight > 1 + 1e-6)
+    if bad.any():
+        refuse(f"holds the weight {printable(str(maps['weight'].iloc[int(np.argmax(bad))]))[:40]!r} (row {int(np.argmax(bad)) + 1}), "
+               "not a number in [0, 1]")
+    for column in ("layer", "head", "query", "key"):
+        values = pd.to_numeric(maps[column], errors="coerce").to_numpy(float)
+        wrong = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
+        if wrong.any():
+            refuse(f"holds the {column} {printable(str(maps[column].iloc[int(np.argmax(wrong))]))[:40]!r} (row "
+                   f"{int(np.argmax(wrong)) + 1}), not a position")
+    pieces = set(zip(tokens["dataset"].astype(str), tokens["sentence_id"].astype(str),
+                     tokens["position"].astype(int)))
+    for column in ("query", "key"):
+        found = [(d, s, int(p)) in pieces for d, s, p in zip(maps["dataset"].astype(str),
+                                                          maps["sentence_id"].astype(str), maps[column])]
+        if not all(found):
+            row = found.index(False)
+            refuse(f"holds the {column} {int(maps[column].iloc[row])} of input "
+                   f"{printable(str(maps['sentence_id'].iloc[row]))[:40]!r} (row {row + 1}), which has no such piece "
+                   "in attention_tokens.csv")
+
+
 def short_id(value: object, most: int = 18) -> str:
     """An input id as titles show it: whole up to ``most`` characters, else its start and end around an
     ellipsis (``wiki.test.raw:1234…-5678``), so that a title is never cut at the figure's edge."""
@@ -59,6 +95,7 @@ def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]
     if gallery.empty:
         report.text("No input was kept, so there is nothing to draw.")
         return
+    check_maps(maps, tokens)
     report.table(gallery, "The head chosen for each pattern, its mean over inputs and the input shown.",
                  csv="gallery.csv", fold=False)
     for r in gallery.itertuples():

@@ -70,15 +70,32 @@ def cached_finetune(
 
     The folder is :func:`checkpoint_folder` under ``cache_dir``, the cache root (default: headstats' one
     root, :func:`headstats.folders.default_cache_root`, where the state cache lives too). A folder without its
-    ``COMPLETE`` marker is discarded and rebuilt.
+    ``COMPLETE`` marker is discarded and rebuilt. A complete one is used only when every file still has the size
+    and sha256 its manifest recorded when it was written (a cache on a shared file system may be written by
+    others): else the run stops with one line saying which file changed.
     """
     cache_dir = default_cache_root() if cache_dir is None else cache_dir
     key = finetune_cache_key(recipe, data_root=data_root)
     folder = checkpoint_folder(recipe, cache_dir=cache_dir, data_root=data_root)
     if is_complete(folder):
+        _check_unchanged(folder)
         os.utime(folder / COMPLETE_MARKER)  # its last use, for `headstats cache prune`
         return folder
     return finetune(recipe, out_dir=folder, data_root=data_root, progress=progress, overwrite=True, cache_key=key)
+
+
+def _check_unchanged(folder: Path) -> None:
+    """Refuse a cached checkpoint whose files are not those recorded (size and sha256) when it was written."""
+    from headstats.folders import changed_outputs, manifest_of
+
+    manifest = manifest_of(folder)
+    changed = changed_outputs(folder, manifest) if manifest is not None else ["finetune_manifest.json"]
+    recorded = isinstance((manifest or {}).get("output_sha256"), dict)
+    if changed or not recorded:
+        shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "") \
+            if changed else "its manifest records no checksums"
+        raise HeadstatsError(f"the cached checkpoint {str(folder)!r} is not as headstats wrote it ({shown}); it is "
+                             "not used: delete that folder (headstats never deletes a changed one) and run again")
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any]:
