@@ -24,10 +24,11 @@ def cli_page(tmp_path_factory) -> Path:
     from headstats.cli.main import app
 
     out = tmp_path_factory.mktemp("view") / "v.html"
+    model = default_model()  # loaded before the loader is replaced: the stand-in must not call itself
 
     def load(spec, **kwargs):
         assert spec == "default"
-        return default_model()
+        return model
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("headstats.model.loading.load_model", load)
         result = CliRunner().invoke(app, ["view", SENTENCE, "--out", str(out)])

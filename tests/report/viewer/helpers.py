@@ -4,6 +4,7 @@ script computes it (viewer.js, sieveScore), from the page's own data."""
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 import shutil
@@ -19,6 +20,7 @@ SIEVE_ROLES = ["local", "delimiter", "delimiter_cls", "delimiter_sep"]
 
 
 @lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)
 def default_model():
     """The default model, loaded once per test process."""
     import headstats as hs
