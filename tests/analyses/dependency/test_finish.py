@@ -96,3 +96,9 @@ def test_dependency_table_is_exact_when_every_sentence_differs_by_one_word():
     row = dependency_table(frame, min_count=10).iloc[0]
     assert (row["tested_head"], row["tested_offset"]) == (1, 1)
     assert row["method"] == "binomial" and row["p_unc"] == pytest.approx(1 / 32, rel=1e-12)
+
+
+def test_a_data_set_without_parses_gives_an_empty_table_not_an_error():
+    """Plain text (no words, no arcs): the collector counts nothing, and Table 1 is empty with its columns."""
+    table = dependency_table(pd.DataFrame())
+    assert table.empty and {"relation", "n", "layer", "head", "p_corr", "reject"} <= set(table.columns)

@@ -51,13 +51,14 @@ def dependency_table(counts: pd.DataFrame, *, min_count: int = 100, selection: s
     """
     if test not in PAIRED_TESTS:
         raise ValueError(f"test must be one of {', '.join(PAIRED_TESTS)}, not {test!r}")
-    if test == "signflip_sentences" and "d2_test" not in counts:
+    if test == "signflip_sentences" and len(counts) and "d2_test" not in counts:  # no words (no parse): no table
         raise ValueError("the sentence-level test needs the per-sentence sums of dependency_counts (d2_choose, "
                          "d2_test), which this table lacks (counted by an older headstats): re-run the analysis "
                          "or choose test: mcnemar_words")
     columns = ["relation", "n", "layer", "head", "direction", "accuracy", "offset", "offset_accuracy"]
     rows = []
-    for (model, dataset, relation), cell in counts.groupby(["model", "dataset", "relation"], sort=False):
+    for (model, dataset, relation), cell in (counts.groupby(["model", "dataset", "relation"], sort=False)
+                                             if len(counts) else ()):
         row = _relation_row(cell, selection=selection)
         if row["n"] < min_count:
             continue
