@@ -133,6 +133,11 @@ def test_a_run_on_hostile_text_keeps_every_heading_and_the_interactive_view(host
         for value in pd.read_csv(table, dtype=str, keep_default_na=False).stack():
             assert not (value.startswith(("=", "+", "@")) and not re.fullmatch(r"[+-]?[\d.eE+-]+", value)), \
                 (table.name, value)
+    # every .tex the run writes compiles, and the data set's name reads as written in the PDF
+    from report.test_latex import compile_tables
+
+    text = compile_tables(sorted(hostile_run.glob("*.tex")), hostile_run.parent)
+    assert "<script>-crawl" in text  # LaTeX draws the escaped '_' as a rule, which pdftotext reads as a space
 
 
 def test_a_stale_staging_folder_of_a_killed_report_is_cleared_and_said(hostile_run):
