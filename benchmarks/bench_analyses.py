@@ -158,11 +158,15 @@ def peak_rss_mib() -> float:
 
 
 def default_analyses() -> list[str]:
-    """Every single-model analysis but those with a benchmark of their own (:data:`OWN_BENCHMARK`)."""
+    """Every single-model analysis but those with a benchmark of their own (:data:`OWN_BENCHMARK`) and those that
+    need a task model (gradients: the runner loads it and runs its grad-enabled batches)."""
     from headstats.analyses import get_analysis, list_analyses
 
-    return [a for a in list_analyses()
-            if not getattr(get_analysis(a).collector, "pair", False) and a not in OWN_BENCHMARK]
+    def alone(name: str) -> bool:  # one model, in the pass (a task model's passes are the runner's, measured apart)
+        collector = get_analysis(name).collector_class()
+        return not getattr(collector, "pair", False) and not getattr(collector, "needs_task_model", False)
+
+    return [a for a in list_analyses() if a not in OWN_BENCHMARK and alone(a)]
 
 
 def main(argv: list[str] | None = None) -> None:

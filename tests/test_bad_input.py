@@ -387,6 +387,7 @@ def test_symlink_output_is_refused(sandbox):
 
 def test_existing_output_without_overwrite_is_refused(sandbox):
     (sandbox.work / "out").mkdir()
+    (sandbox.work / "out" / "notes.txt").write_text("mine")  # not empty: an empty folder is a valid --out
     refused(sandbox, run_args(sandbox, "out"), "exists", "--overwrite")
 
 

@@ -323,6 +323,7 @@ def test_score_uses_the_same_checks(tmp_path, no_model_loading):
     result = runner.invoke(app, ["score", "--data", str(DEMO), "--out", str(out)])
     assert_one_line_error(result, "is a folder")
     out.mkdir()
+    (out / "notes.txt").write_text("mine")  # not empty: an empty folder is a valid --out
     result = runner.invoke(app, ["score", "--data", str(DEMO / "sentences.txt"), "--out", str(out)])
     assert_one_line_error(result, "exists", "--overwrite")
 

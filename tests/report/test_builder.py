@@ -100,12 +100,12 @@ def test_report_leads_with_the_claims_table_then_the_summary(built_run):
         md.index("![role grid of m on d1]")
     assert "- [Claims, tested](#claims-tested)\n- [Summary](#summary)\n  - [m on d1](#m-on-d1)" in md
     # the claims table: claim by data set, from claims.csv (evaluate_claims on the planted roles: 8 delimiter
-    # heads against 4 syntactic, 6 and 2 discordant -> binomial p = 0.289, doubled 0.578, Holm over 3 -> 0.58)
+    # heads against 4 syntactic, 6 and 2 discordant -> binomial p = 0.145, doubled 0.289; five claims can reject
+    # (floors in both directions, METHODS 5.4), and 0.289 is third smallest: Holm 3 x 0.289 = 0.87)
     claims = md[md.index("## Claims, tested"):md.index("## Summary")]
-    assert "Family: the 3 claims of this run whose test can reject, Holm's step-down correction" in claims
-    assert "| delimiter heads are the largest group | Pande et al. 2021 | not shown (p = 0.58) |" in claims
-    assert "| few heads hold several roles in the last two layers | Pande et al. 2021 | cannot tell (design floor " \
-           "above alpha) |" in claims
+    assert "the `family` column): the run's claims (5 that can reject); Holm's step-down correction" in claims
+    assert "| delimiter heads are the largest group | Pande et al. 2021 | not shown (p = 0.87) |" in claims
+    assert "| few heads hold several roles in the last two layers | Pande et al. 2021 | not shown (p = 1) |" in claims
     # each verdict is stated once: the claims table; the summary never repeats it nor gives its own
     assert md.count("delimiter heads are the largest group") == 1
     assert "**holds**" not in md and "**does not hold**" not in md and "- **not shown**" not in md

@@ -158,6 +158,18 @@ def test_a_statistics_only_rerun_runs_no_forward_pass_and_loads_no_model(tmp_pat
 
 RERUN = r"""
 import sys
+import traceback
+
+
+class Tell:  # who imports torch first: the stack, on stderr, for the failure message
+    def find_spec(self, name, path=None, target=None):
+        if name in ("torch", "transformers") and not getattr(self, "told", False):
+            self.told = True
+            traceback.print_stack(file=sys.stderr)
+        return None
+
+
+sys.meta_path.insert(0, Tell())
 from headstats.cli.main import app
 sys.argv = ["headstats", *sys.argv[1:]]
 try:
@@ -181,7 +193,7 @@ def test_a_statistics_only_rerun_reads_no_data_and_imports_neither_torch_nor_tra
                           "--cache-dir", str(tmp_path / "cache")], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "IMPORTED []" in out.stdout, out.stdout[-2000:]
+    assert "IMPORTED []" in out.stdout, out.stderr[-4000:]
     assert "read single: 30 inputs found in the cache" in out.stdout + out.stderr
     again, first = tables(tmp_path / "second"), tables(reference)
     assert again["scores.parquet"] == first["scores.parquet"] and again["entropy.csv"] == first["entropy.csv"]

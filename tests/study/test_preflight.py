@@ -32,6 +32,7 @@ def study(tmp_path, tiny_model_dir, monkeypatch):
     (tmp_path / "folder").mkdir()
     (tmp_path / "notes.md").write_text("x\n")
     (tmp_path / "existing").mkdir()
+    (tmp_path / "existing" / "notes.txt").write_text("mine")  # not empty: an empty folder is a valid --out
     return {"root": tmp_path, "glue": glue, "model": str(tiny_model_dir), "no_weights": str(empty_model)}
 
 
@@ -67,13 +68,13 @@ REFUSALS = {
     "tau NaN": ({"statistics": {"tau": float("nan")}}, ProtocolError, ["statistics.tau", "finite"]),
     "tau inf": ({"statistics": {"tau": float("inf")}}, ProtocolError, ["statistics.tau", "finite"]),
     "tau negative": ({"statistics": {"tau": -1}}, ProtocolError, ["statistics.tau", "greater than or equal to 0"]),
-    "alpha 0": ({"statistics": {"alpha": 0}}, ProtocolError, ["statistics.alpha", "greater than 0"]),
-    "alpha 1": ({"statistics": {"alpha": 1}}, ProtocolError, ["statistics.alpha", "less than 1"]),
+    "alpha 0": ({"statistics": {"alpha": 0}}, ProtocolError, ["statistics.alpha", "must be a number > 0"]),
+    "alpha 1": ({"statistics": {"alpha": 1}}, ProtocolError, ["statistics.alpha", "must be a number < 1"]),
     "confidence 1.5": ({"statistics": {"confidence": 1.5}}, ProtocolError, ["statistics.confidence"]),
     "alpha true": ({"statistics": {"alpha": True}}, ProtocolError, ["statistics.alpha", "not true"]),
     "seed true": ({"seed": True}, ProtocolError, ["'seed'", "not true"]),
-    "seed 1.5": ({"seed": 1.5}, ProtocolError, ["'seed'", "integer"]),
-    "seed negative": ({"seed": -1}, ProtocolError, ["'seed'", "greater than or equal to 0"]),
+    "seed 1.5": ({"seed": 1.5}, ProtocolError, ["'seed'", "must be a whole number"]),
+    "seed negative": ({"seed": -1}, ProtocolError, ["'seed'", "must be a number >= 0"]),
     "roles empty": ({"scoring": {"roles": []}}, ProtocolError, ["scoring.roles", "empty", "at least one role"]),
     "relations empty": ({"scoring": {"relations": []}}, ProtocolError, ["scoring.relations", "empty"]),
     "models empty": ({"models": []}, ProtocolError, ["'models'", "empty", "at least one model"]),
@@ -89,9 +90,9 @@ REFUSALS = {
     "limit true": ({"datasets": [{"name": "a", "path": str(SENTENCES), "limit": True}]}, ProtocolError,
                    ["datasets.0.limit", "not true"]),
     "glue n 0": ({"datasets": [{"name": "g", "glue": {"task": "sst2", "n": 0}}]}, ProtocolError,
-                 ["datasets.0.glue.n", "greater than or equal to 1"]),
+                 ["datasets.0.glue.n", "must be a number >= 1"]),
     "finetune epochs -1": ({"models": [{"name": "ft", "finetune": {"task": "sst2", "epochs": -1}}]}, ProtocolError,
-                           ["models.0.finetune.epochs", "greater than 0"]),
+                           ["models.0.finetune.epochs", "must be a number > 0"]),
     "finetune lr 0": ({"models": [{"name": "ft", "finetune": {"task": "sst2", "learning_rate": 0}}]},
                       ProtocolError, ["finetune.learning_rate"]),
     "finetune warmup 1": ({"models": [{"name": "ft", "finetune": {"task": "sst2", "warmup_ratio": 1}}]},

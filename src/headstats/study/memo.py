@@ -147,6 +147,8 @@ def memoised_description(source: str, *, revision: str | None, device: str, dtyp
     if known is None:
         known = fresh() if cache is None else memoised(cache, "model description", key, fresh)[0]
         _DESCRIBED[repr(key)] = known
+    elif cache is not None and not recall(cache, "model description", key)[0]:
+        remember(cache, "model description", key, known)  # this run's cache too: a later run's preflight reads it
     return copy.deepcopy(known)
 
 

@@ -267,7 +267,7 @@ def check_shards(shards: Sequence[ShardFolder]) -> None:
 
 
 def passes_from_shards(protocol: Protocol, parts: Sequence[ShardResult], data: dict[str, LoadedData],
-                       execution: dict) -> StudyPasses:
+                       execution: dict, *, log: Log = lambda message: None) -> StudyPasses:
     """The study's passes from the chunk states of every shard, merged in chunk order (as one run merges them)."""
     from headstats.engine.runner import ModelInfo, PassCounts, build_collector
 
@@ -344,7 +344,7 @@ def merge_shards(folders: Sequence[str | Path], out: str | Path, *, overwrite: b
                  "dtype": protocol.dtype, "chunk_size": head["chunk_size"]}
     log(f"merging {len(shards)} shards")
     with claim_output(out, overwrite=overwrite) as claim:
-        passes = passes_from_shards(protocol, parts, data, execution)
+        passes = passes_from_shards(protocol, parts, data, execution, log=log)
         result = finish_study(protocol, claim, passes, datasets, started=started, log=log, report=report)
     return result
 
