@@ -147,8 +147,10 @@ def memoised_description(source: str, *, revision: str | None, device: str, dtyp
     if known is None:
         known = fresh() if cache is None else memoised(cache, "model description", key, fresh)[0]
         _DESCRIBED[repr(key)] = known
-    elif cache is not None and not recall(cache, "model description", key)[0]:
-        remember(cache, "model description", key, known)  # this run's cache too: a later run's preflight reads it
+    elif cache is not None and not cache.path(_entry_key("model description", key)).exists():
+        # this run's cache too (a later run's preflight reads it), without reading it: a read would count in the
+        # cache's hits and misses, which the run reports
+        remember(cache, "model description", key, known)
     return copy.deepcopy(known)
 
 
