@@ -73,8 +73,11 @@ def pytest_collection_finish(session):
 
 @pytest.fixture(autouse=True)
 def _state_cache_per_test(tmp_path_factory, monkeypatch):
-    """Each test gets its own, empty state cache: no test writes to ~/.cache or sees another test's chunks."""
+    """Each test gets its own, empty state cache: no test writes to ~/.cache or sees another test's chunks; and
+    its own in-process memo of model descriptions (a description made by an earlier test of the same process
+    would stand in for this test's cache reads)."""
     monkeypatch.setenv("HEADSTATS_CACHE_DIR", str(tmp_path_factory.mktemp("state-cache")))
+    monkeypatch.setattr("headstats.study.memo._DESCRIBED", {})
 
 
 @pytest.fixture(scope="session")
