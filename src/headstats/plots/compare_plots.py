@@ -27,13 +27,6 @@ from headstats.plots import style  # noqa: E402
 CHANGE_VALUES = ("median_diff", "estimate", "effect_size", "neglog10p")
 
 
-def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    if ax is not None:
-        return ax.figure, ax
-    fig = Figure(figsize=figsize)
-    return fig, fig.add_subplot()
-
-
 def _select(frame: pd.DataFrame, **conditions: object) -> pd.DataFrame:
     for col, value in conditions.items():
         if value is not None and col in frame.columns:
@@ -109,7 +102,7 @@ def change_map(
             p = part["p_corr"].to_numpy(float)
             part = part.assign(neglog10p=-np.log10(np.clip(p, 1e-300, 1)) * np.sign(part["estimate"]))
     grid = _grid(part, value)
-    fig, ax = _axes(ax, (max(5.0, 0.45 * grid.shape[1] + 2.5), max(3.0, 0.4 * grid.shape[0] + 1.5)))
+    fig, ax = style.axes_for(ax, (max(5.0, 0.45 * grid.shape[1] + 2.5), max(3.0, 0.4 * grid.shape[0] + 1.5)))
     finite = grid[np.isfinite(grid)]
     lim = float(np.max(np.abs(finite))) if finite.size and np.max(np.abs(finite)) > 0 else 1.0
     image = ax.imshow(np.ma.masked_invalid(grid), cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -lim, lim), aspect="auto")
@@ -200,7 +193,7 @@ def similarity_map(
     dataset = dataset or str(_only(part, "dataset", "dataset"))
     model_b = model_b or str(_only(part, "model_b", "model_b"))
     grid = _grid(part, "cosine_mean")
-    fig, ax = _axes(ax, (max(5.0, 0.45 * grid.shape[1] + 2.5), max(3.0, 0.4 * grid.shape[0] + 1.5)))
+    fig, ax = style.axes_for(ax, (max(5.0, 0.45 * grid.shape[1] + 2.5), max(3.0, 0.4 * grid.shape[0] + 1.5)))
     low = float(np.nanmin(grid)) if np.isfinite(grid).any() else 0.0
     image = ax.imshow(grid, cmap="viridis", vmin=min(low, 0.99), vmax=1.0, aspect="auto")
     for (layer, head), v in np.ndenumerate(grid):
@@ -236,7 +229,7 @@ def special_mass_plot(
         raise ValueError(f"no special-mass rows for dataset {dataset!r}")
     dataset = dataset or str(_only(part, "dataset", "dataset"))
     models = list(models) if models is not None else list(dict.fromkeys(part["model"]))
-    fig, ax = _axes(ax, (6.5, 3.8))
+    fig, ax = style.axes_for(ax, (6.5, 3.8))
     colours = {"cls": style.OKABE_ITO["blue"], "sep": style.OKABE_ITO["vermillion"],
                "other": style.OKABE_ITO["bluish_green"]}
     names = {"cls": "[CLS]", "sep": "[SEP]", "other": "other tokens"}

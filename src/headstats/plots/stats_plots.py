@@ -24,10 +24,7 @@ _COLOURS = style.SERIES
 def _axes(ax: Axes | None, figsize: tuple[float, float], *, fit: bool = False) -> tuple[Figure, Axes]:
     """The axes to draw on: ``ax``, or the axes of a new figure (laid out by constrained layout, or by
     :func:`headstats.plots.style.fit` once drawn when ``fit``)."""
-    if ax is not None:
-        return ax.figure, ax
-    fig = Figure(figsize=figsize, layout=None if fit else "constrained")
-    return fig, fig.add_subplot()
+    return style.axes_for(ax, figsize, layout=None if fit else "constrained")
 
 
 def _fitted(fig: Figure, ax: Axes, own: bool) -> Figure:

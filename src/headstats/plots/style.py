@@ -229,6 +229,15 @@ def context() -> AbstractContextManager:
     return matplotlib.rc_context(RC)
 
 
+def axes_for(ax, figsize: tuple[float, float], *, layout: str | None = None):
+    """``(figure, axes)`` to draw on: ``ax`` and its figure, or a new figure of ``figsize`` inches (with matplotlib's
+    ``layout``, e.g. ``"constrained"``) and its one axes. The plot functions' ``ax=`` convention (STYLE.md)."""
+    if ax is not None:
+        return ax.figure, ax
+    fig = Figure(figsize=figsize, layout=layout)
+    return fig, fig.add_subplot()
+
+
 def styled(func: F) -> F:
     """Decorator: run a plotting function inside :func:`context`."""
 

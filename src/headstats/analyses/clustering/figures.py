@@ -21,13 +21,6 @@ BEHAVIOUR_COLOURS = {
 }
 
 
-def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    if ax is not None:
-        return ax.figure, ax
-    fig = Figure(figsize=figsize)
-    return fig, fig.add_subplot()
-
-
 @style.styled
 def mds_plot(mds: pd.DataFrame, *, colour_by: str = "layer", ax: Axes | None = None, title: str = "") -> Figure:
     """The heads in the 2-D MDS of their JS divergence (Clark et al. Figure 6), labelled ``layer-head``.
@@ -37,7 +30,7 @@ def mds_plot(mds: pd.DataFrame, *, colour_by: str = "layer", ax: Axes | None = N
     labelled so, the x axis says how many were (every head is in ``mds.csv``).
     """
     width = min(5.2, style.figure_width())
-    fig, ax = _axes(ax, (width, 0.85 * width))
+    fig, ax = style.axes_for(ax, (width, 0.85 * width))
     if colour_by == "layer":
         layers = sorted(mds["layer"].unique())
         cmap = matplotlib.colormaps[style.SEQUENTIAL_CMAP]

@@ -20,13 +20,6 @@ from matplotlib.figure import Figure
 from headstats.plots import style
 
 
-def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    if ax is not None:
-        return ax.figure, ax
-    fig = Figure(figsize=figsize)
-    return fig, fig.add_subplot()
-
-
 @style.styled
 def dependency_table_plot(table: pd.DataFrame, *, title: str = "", ax: Axes | None = None) -> Figure:
     """Best head (filled) against best offset (open) per relation, with interval bars; ``*`` marks a rejection.
@@ -35,7 +28,7 @@ def dependency_table_plot(table: pd.DataFrame, *, title: str = "", ax: Axes | No
     accuracy_ci_high, offset_accuracy, offset_accuracy_ci_low, offset_accuracy_ci_high, reject``.
     """
     table = table.reset_index(drop=True)
-    fig, ax = _axes(ax, (6.5, 0.3 * len(table) + 1.2))
+    fig, ax = style.axes_for(ax, (6.5, 0.3 * len(table) + 1.2))
     y = np.arange(len(table))[::-1]
     colours = style.OKABE_ITO
     for value, colour, label, shift, fill in (("accuracy", colours["blue"], "best head", 0.15, True),
@@ -61,7 +54,7 @@ def best_per_layer_plot(heads: pd.DataFrame, relations: Sequence[str], *, title:
 
     ``heads`` is one (model, dataset)'s ``dependency_heads``.
     """
-    fig, ax = _axes(ax, (6.5, 3.6))
+    fig, ax = style.axes_for(ax, (6.5, 3.6))
     palette = [*style.SERIES, *style.TOL_MUTED]
     for k, relation in enumerate(relations):
         part = heads[heads["relation"] == relation]

@@ -27,13 +27,6 @@ MIN_LINE_WEIGHT = 0.01
 LINE_COLOUR = "#0072B2"
 
 
-def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    if ax is not None:
-        return ax.figure, ax
-    fig = Figure(figsize=figsize)
-    return fig, fig.add_subplot()
-
-
 def _check(weights: np.ndarray, tokens: Sequence[str]) -> np.ndarray:
     w = np.asarray(weights, dtype=float)
     if w.ndim != 2 or w.shape[0] != w.shape[1] or w.shape[0] != len(tokens):
@@ -86,7 +79,7 @@ def attention_heatmap(weights: np.ndarray, tokens: Sequence[str], *, title: str 
     width = side + around
     k = label_step(n, side)
     height = side + label_w + style.label_space(8) + (style.title_space(8) if title else 0) + 0.1
-    fig, ax = _axes(ax, (width, height))
+    fig, ax = style.axes_for(ax, (width, height))
     image = ax.imshow(w, cmap=style.SEQUENTIAL_CMAP, vmin=0.0, vmax=max(float(w.max()), 1e-9),
                       interpolation="none")  # PDF and SVG hold the n x n weights themselves, not a 300 dpi copy
     ticks = np.arange(0, n, k)
@@ -117,7 +110,7 @@ def line_view(weights: np.ndarray, tokens: Sequence[str], *, title: str = "", se
     font = style.MIN_FONT
     rows = min(n * font * LINE_SPACING / 72, MAX_LINE_VIEW_HEIGHT - 0.6)
     k = label_step(n, rows, font)
-    fig, ax = _axes(ax, (min(3.6, style.figure_width()), max(2.0, rows + 0.6)))
+    fig, ax = style.axes_for(ax, (min(3.6, style.figure_width()), max(2.0, rows + 0.6)))
     seg = np.zeros(n, int) if segment is None else np.asarray(segment, int)
     queries, keys = np.nonzero(w >= MIN_LINE_WEIGHT)
     colours = np.tile(matplotlib.colors.to_rgba(LINE_COLOUR), (len(queries), 1))
