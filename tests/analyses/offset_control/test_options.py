@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from headstats.analyses.offset_control.options import PAPER_RELATIONS, OffsetControlOptions
+from headstats.analyses.offset_control.options import OffsetControlOptions
+from headstats.analyses.sieves import DEFAULT_RELATIONS
 
 
 def test_defaults_are_the_papers_relations_dependent_to_head():
     options = OffsetControlOptions()
-    assert tuple(options.relations) == PAPER_RELATIONS == ("nsubj", "dobj", "amod", "advmod")
+    assert tuple(options.relations) == DEFAULT_RELATIONS == ("nsubj", "dobj", "amod", "advmod")
     assert options.arc_direction == "dependent_to_head"
 
 

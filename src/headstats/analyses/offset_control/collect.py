@@ -29,12 +29,12 @@ import pandas as pd
 
 from headstats.analyses import collector_options
 from headstats.analyses.offset_control.options import OffsetControlOptions
+from headstats.analyses.sieves import ARC_DIRECTIONS
 from headstats.engine.batch import BatchView, row_means
 from headstats.engine.collector import Context, PerInputCollector
 from headstats.lazy import torch
 from headstats.model.encoding import EncodedInput
 
-ARC_DIRECTIONS = ("dependent_to_head", "head_to_dependent", "both")
 
 
 @dataclass
@@ -87,18 +87,21 @@ def word_arcs(inputs: Sequence[EncodedInput], width: int, relations: Sequence[st
     return WordArcs(torch.from_numpy(weights).to(device), segment, arcs)
 
 
-def word_bias(attn: torch.Tensor, weights: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+def word_bias(attn: torch.Tensor, weights: torch.Tensor, real: torch.Tensor, *,
+              means: torch.Tensor | None = None) -> torch.Tensor:
     """``b(u -> w)`` of METHODS 1.3 for every pair of words: (B, L, H, U, U) from attention (B, L, H, T, T),
-    word weights (B, U, T) and the real positions (B, T). Rows of padded words are NaN."""
+    word weights (B, U, T) and the real positions (B, T); ``means``: :func:`row_means` of ``attn`` when already
+    computed (a view's :attr:`~headstats.engine.batch.BatchView.row_means`). Rows of padded words are NaN."""
     B, L, H, T, _ = attn.shape
     rows = torch.matmul(weights[:, None], attn.reshape(B, L * H, T, T))  # (B, LH, U, T)
     numerator = torch.matmul(rows, weights[:, None].transpose(-1, -2)).reshape(B, L, H, weights.shape[1], -1)
-    denominator = torch.einsum("blht,but->blhu", row_means(attn, real), weights)
+    means = row_means(attn, real) if means is None else means
+    denominator = torch.einsum("blht,but->blhu", means, weights)
     return numerator / denominator[..., None]
 
 
 def offset_excess(attn: torch.Tensor, words: WordArcs, real: torch.Tensor,
-                  roles: Sequence[Sequence[str]]) -> tuple[torch.Tensor, np.ndarray]:
+                  roles: Sequence[Sequence[str]], *, means: torch.Tensor | None = None) -> tuple[torch.Tensor, np.ndarray]:
     """Per input, the mean excess ``e`` over the arcs of each arc role: (B, L, H, R), NaN where an input has no
     arc of the role with a control; and the number of arcs left out for want of a control, per input and role.
 
@@ -107,7 +110,7 @@ def offset_excess(attn: torch.Tensor, words: WordArcs, real: torch.Tensor,
     """
     B, L, H = attn.shape[:3]
     U = words.weights.shape[1]
-    bias = word_bias(attn, words.weights, real)  # (B, L, H, U, U)
+    bias = word_bias(attn, words.weights, real, means=means)  # (B, L, H, U, U)
     K = max([1] + [len(a) for a in words.arcs])
     control = np.zeros((B, K, U, U), dtype=np.float32)  # weights of the words at the arc's offset
     at = np.zeros((B, K, U, U), dtype=np.float32)  # the arc itself
@@ -159,7 +162,8 @@ class OffsetControl(PerInputCollector):
     def update(self, view: BatchView) -> None:
         words = word_arcs(view.inputs, view.width, self.options.relations, self.options.arc_direction,
                           view.attention.device)
-        excess, left_out = offset_excess(view.attention, words, view.real, [r for _, r in self.roles])
+        excess, left_out = offset_excess(view.attention, words, view.real, [r for _, r in self.roles],
+                                         means=view.row_means)  # shared with the role scores of the batch
         self._left_out += left_out.sum(0)
         self.keep(view, excess)
 

@@ -7,10 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from headstats.analyses.sieves import DEFAULT_RELATIONS
 from headstats.fields import StrictModel, non_empty_list
-
-#: The relations of the paper's syntactic roles (Pande et al. 2021): the default, as in ``scoring.relations``.
-PAPER_RELATIONS = ("nsubj", "dobj", "amod", "advmod")
 
 
 class OffsetControlOptions(StrictModel):
@@ -18,5 +16,5 @@ class OffsetControlOptions(StrictModel):
     and ``syntactic`` over their union) and which end of an arc is the query. Give the scoring's ``relations``
     and ``arc_direction`` when they differ from the defaults."""
 
-    relations: Annotated[list[str], non_empty_list("relation")] = Field(default_factory=lambda: list(PAPER_RELATIONS))
+    relations: Annotated[list[str], non_empty_list("relation")] = Field(default_factory=lambda: list(DEFAULT_RELATIONS))
     arc_direction: Literal["dependent_to_head", "head_to_dependent", "both"] = "dependent_to_head"
