@@ -10,6 +10,8 @@ Prints, measured in this one run on the same inputs:
   tokenised with the fast tokenizer's batch call) against headstats' engine: encoding (offsets, word
   alignment), one forward pass per batch and the role-score collector (all nine roles of single sentences):
   the ratio should be at most 1.10;
+- the same engine on norm-weighted attention (``measure: norm``, METHODS 6.1: the value-vector norms read by
+  hooks in the same pass) against weights: the ratio should be at most 1.20;
 - peak resident memory of a scoring run over 200 and over 1,000 inputs, each in a fresh process: it
   should be flat (scores only are kept, never attention maps).
 
@@ -85,26 +87,34 @@ def compare_speed(n: int, batch_size: int, *, chunk: int = 128, repeats: int = 3
             with torch.inference_mode():
                 model(**enc, output_attentions=True)
 
-    def engine(k: int) -> None:
-        job = Job(RoleScores, (loaded.name,), "bench", {"roles": ROLES})
+    def engine(k: int, measure: str = "weights") -> None:
+        options = {"roles": ROLES} if measure == "weights" else {"roles": ROLES, "measure": measure}
+        job = Job(RoleScores, (loaded.name,), "bench", options)
         Runner(batch_size=batch_size, max_length=128).run(lambda name: loaded, {"bench": chunks[k]}, [job])
         assert job.collector.result().n_inputs == len(encoded[k])
 
+    def norm(k: int) -> None:
+        engine(k, "norm")
+
     bare(0)  # warm-up
     engine(0)
-    best = {name: np.full((2, len(chunks)), np.inf) for name in ("bare", "engine")}
+    norm(0)
+    contenders = (("bare", bare), ("engine", engine), ("norm", norm))
+    best = {name: np.full((2, len(chunks)), np.inf) for name, _ in contenders}
     for round_ in range(repeats):
         for k in range(len(chunks)):
-            pair = (("bare", bare), ("engine", engine))
-            for name, fn in pair if (round_ + k) % 2 == 0 else pair[::-1]:
+            shift = (round_ + k) % len(contenders)  # each goes first in turn
+            for name, fn in contenders[shift:] + contenders[:shift]:
                 wall, cpu = time.perf_counter(), time.process_time()
                 fn(k)
                 best[name][:, k] = np.minimum(best[name][:, k], [time.perf_counter() - wall, time.process_time() - cpu])
-    t_bare, t_engine = best["bare"].sum(1), best["engine"].sum(1)
+    t_bare, t_engine, t_norm = best["bare"].sum(1), best["engine"].sum(1), best["norm"].sum(1)
     return {"n_inputs": len(records), "source": source, "batch_size": batch_size, "chunk": chunk,
             "bare_forward_s": round(t_bare[0], 3), "headstats_s": round(t_engine[0], 3),
             "ratio": round(t_engine[0] / t_bare[0], 3), "bare_cpu_s": round(t_bare[1], 3),
-            "headstats_cpu_s": round(t_engine[1], 3), "cpu_ratio": round(t_engine[1] / t_bare[1], 3)}
+            "headstats_cpu_s": round(t_engine[1], 3), "cpu_ratio": round(t_engine[1] / t_bare[1], 3),
+            "norm_s": round(t_norm[0], 3), "norm_cpu_s": round(t_norm[1], 3),
+            "norm_ratio": round(t_norm[0] / t_engine[0], 3), "norm_cpu_ratio": round(t_norm[1] / t_engine[1], 3)}
 
 
 def _status_kib(field: str) -> int:
@@ -152,6 +162,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"headstats encode + forward + {len(ROLES)} role scores: {speed['headstats_s']:.3f} s wall, "
           f"{speed['headstats_cpu_s']:.3f} s CPU")
     print(f"ratio headstats / bare forward: {speed['ratio']:.3f} wall, {speed['cpu_ratio']:.3f} CPU  (target <= 1.10)")
+    print(f"the same on norm-weighted attention (measure: norm): {speed['norm_s']:.3f} s wall, "
+          f"{speed['norm_cpu_s']:.3f} s CPU; ratio norm / weights: {speed['norm_ratio']:.3f} wall, "
+          f"{speed['norm_cpu_ratio']:.3f} CPU  (target <= 1.20)")
     peaks = {}
     small, large = args.memory_sizes
     for n in (small, large):

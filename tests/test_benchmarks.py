@@ -69,6 +69,7 @@ def test_extraction(capsys):
     assert out.startswith("inputs: 16 from")
     # rows of the scores array: inputs x 6 layers x 12 heads x 9 roles
     assert "16 inputs: " in out and f"{16 * 6 * 12 * 9} score rows" in out and f"{8 * 6 * 12 * 9} score rows" in out
+    assert re.search(r"ratio norm / weights: [\d.]+ wall, [\d.]+ CPU", out)  # the norm measure, timed beside
 
 
 @pytest.mark.slow
