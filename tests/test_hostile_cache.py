@@ -56,8 +56,6 @@ def test_every_analysis_is_covered():
     assert set(list_analyses(selectable=False)) == set(IN_THE_RUN) | set(ELSEWHERE)
 
 
-@pytest.mark.xfail(strict=False, reason="passes alone and with the cache/run-folder tests under xdist, but fails "
-                   "in the whole suite (no 'cache damaged' line: another test's process state); open in issue 37")
 def test_every_cache_entry_hostile_runs_nothing_says_one_line_and_recomputes(sandbox):  # noqa: F811
     """Half the entries a pickle with a valid header, key and checksum, the other half random bytes."""
     cache = sandbox.work / "cache"
