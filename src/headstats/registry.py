@@ -156,7 +156,18 @@ class Registry(Generic[T]):
 REFERENCE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 
 
+def nearest_name(name: object, names: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The known name nearest to ``name`` (difflib's ratio, at least ``cutoff``), else None; of names as near, the
+    first in ``names`` (a registry's order: ``fdr`` -> ``fdr_bh``, registered before ``fdr_by``)."""
+    names = list(names)
+    scored = [(difflib.SequenceMatcher(None, str(name), str(n)).ratio(), -k) for k, n in enumerate(names)]
+    if not scored:
+        return None
+    ratio, minus_index = max(scored)
+    return names[-minus_index] if ratio >= cutoff else None
+
+
 def did_you_mean(name: object, names: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` for the known name nearest to ``name`` (difflib ratio at least 0.6), else ``""``."""
-    close = difflib.get_close_matches(str(name), list(names), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    """``"; did you mean 'x'?"`` for the known name nearest to ``name`` (:func:`nearest_name`), else ``""``."""
+    close = nearest_name(name, names)
+    return f"; did you mean {close!r}?" if close is not None else ""

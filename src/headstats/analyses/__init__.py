@@ -227,6 +227,12 @@ def analysis_options(name: str, given: Any = None, schema: Any = None) -> Any:
             raise
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden" and len(err["loc"]) == 1:
+            from headstats.registry import did_you_mean
+
+            known = list(options.model_fields)
+            guess = did_you_mean(err["loc"][0], known) or f"; use one of {', '.join(known)}"
+            raise ProtocolError(f"unknown key analysis_options.{name}.{where}{guess}") from None
         raise ProtocolError(f"invalid analysis_options.{name}.{where}: {err['msg']}; see the analysis' options "
                             "in the README") from None
 

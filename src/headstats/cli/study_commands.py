@@ -10,7 +10,8 @@ from typing import Optional
 import typer
 
 from headstats.cli.app import (_CACHE_DIR_HELP, _DATA_ROOT_HELP, _NO_CACHE_HELP, _OVERWRITE_HELP, _QUIET_HELP,
-                               _SHARD_HELP, _default_out, _execution, _load, _slug, command)
+                               _SHARD_HELP, _default_out, _execution, _load, _slug, command, limit_option,
+                               set_option)
 from headstats.cli.errors import _errors
 from headstats.cli.progress import _console, _progress_factory, _quiet_libraries
 from headstats.errors import HeadstatsError
@@ -90,10 +91,12 @@ def run(
     shard: Optional[str] = typer.Option(None, "--shard", help=_SHARD_HELP),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=_CACHE_DIR_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=_NO_CACHE_HELP),
+    limit: Optional[int] = limit_option(),
+    set_: Optional[list[str]] = set_option(),
 ) -> None:
     """Run a protocol end to end: scores, tests, roles, figures, report and manifest."""
     with _errors(out) as command:
-        proto = _load(protocol, data_root)
+        proto = _load(protocol, data_root, set_, limit)
         command.out = out or _default_out(proto)
         execution = _execution(shard, cache_dir, no_cache)
         _quiet_libraries()
@@ -138,7 +141,7 @@ def score(
     format: Optional[str] = typer.Option(None, "--format", help="input format (headstats list-formats); "
                                          "default: from the extension"),
     out: Path = typer.Option(..., "--out", help="output folder"),
-    roles: Optional[list[str]] = schema_option("scoring.roles", metavar="ROLE[,ROLE...]"),
+    roles: Optional[list[str]] = schema_option("scoring.roles", metavar="ROLES"),
     max_length: Optional[int] = schema_option("scoring.max_length"),
     batch_size: Optional[int] = schema_option("scoring.batch_size"),
     device: Optional[str] = schema_option("device"),
@@ -187,6 +190,8 @@ def validate(
     data_root: Optional[Path] = typer.Option(None, "--data-root", help=_DATA_ROOT_HELP),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=_CACHE_DIR_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=_NO_CACHE_HELP),
+    limit: Optional[int] = limit_option(),
+    set_: Optional[list[str]] = set_option(),
 ) -> None:
     """Check a protocol as 'run' does before its work starts, and say what run will do, without loading any model.
 
@@ -198,7 +203,7 @@ def validate(
         from headstats.study.preview import validate_run
         from headstats.study.plan import cache_root
 
-        proto = _load(protocol, data_root)
+        proto = _load(protocol, data_root, set_, limit)
         checked = validate_run(proto, out=out, overwrite=overwrite,
                                cache_dir=cache_root(proto, _execution(None, cache_dir, no_cache)))
         typer.echo("run will:")

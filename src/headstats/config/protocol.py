@@ -14,7 +14,7 @@ from collections import Counter
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Iterable, Literal, Mapping
 
 import yaml
 from pydantic import (
@@ -474,7 +474,9 @@ def _allowed(err: dict) -> str:
         return "a finite number (NaN and inf are refused)"
     if kind == "literal_error":
         return printable(str(ctx.get("expected", err["msg"])))
-    return printable(err["msg"].removeprefix("Value error, ").rstrip("."))
+    text = err["msg"].removeprefix("Value error, ").rstrip(".")
+    expected = re.match(r"(?:.*: )?expected (.+?), not ", text)  # a field's own check: "expected a number, not 'x'"
+    return printable(expected.group(1) if expected else text)
 
 
 def check_names(protocol: Protocol) -> None:
@@ -660,8 +662,10 @@ def validate_protocol(raw: dict) -> Protocol:
     return protocol
 
 
-def load_protocol(path: str | Path) -> Protocol:
-    """Read, validate and resolve a YAML protocol.
+def load_protocol(path: str | Path, *, overrides: Iterable[str] | Mapping[str, object] = (),
+                  limit: int | None = None) -> Protocol:
+    """Read, validate and resolve a YAML protocol, with ``--set`` ``overrides`` and ``--limit`` applied to its
+    mapping before validation (:mod:`headstats.config.overrides`: checked as the file's own keys are).
 
     Relative data paths, model folders, ``data_root`` and GLUE roots are resolved against the current
     working directory first and the protocol's folder second, whichever exists. ``output`` and
@@ -675,7 +679,13 @@ def load_protocol(path: str | Path) -> Protocol:
         Unknown role, test or correction names (listing the valid ones).
     """
     path = Path(path)
-    protocol = validate_protocol(read_protocol_file(path))
+    raw = read_protocol_file(path)
+    if overrides or limit is not None:
+        from headstats.config.overrides import validate_with_overrides
+
+        protocol = validate_with_overrides(raw, overrides, limit=limit, validate=validate_protocol)
+    else:
+        protocol = validate_protocol(raw)
     base = path.resolve().parent
     for ds in protocol.datasets:
         if ds.path is not None:

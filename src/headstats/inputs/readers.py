@@ -156,7 +156,8 @@ def read_records(
     records = INPUT_FORMATS.get(fmt).reader(path, limit=limit)
     if not records:
         raise DataError(
-            f"no inputs in {os.fspath(path)!r} (read as {fmt}); the corpus is empty: add inputs or check format:"
+            f"no inputs in {os.fspath(path)!r} (read as {fmt}); the corpus is empty: add inputs, or name its format "
+            "if it is not " + fmt + " (headstats list-formats)"
         )
     check_usable(records, repr(os.fspath(path)))
     _check_unique_ids(records, path)
