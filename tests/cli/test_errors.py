@@ -120,3 +120,70 @@ def test_a_warning_inside_a_command_is_one_line_on_stderr(capsys):
         warnings.warn("gradients: skipped for model 'default': it has no classifier or MLM head", UserWarning)
     err = capsys.readouterr().err
     assert err == "warning: gradients: skipped for model 'default': it has no classifier or MLM head\n"
+
+
+FONT_CACHE_LINE = "Matplotlib is building the font cache; this may take a moment."
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_library_output_never_joins_the_error_line_or_breaks_quiet(capsys, quiet):
+    import logging
+    import warnings
+
+    import headstats.inputs.readers as own_module
+    from headstats.cli.main import _errors
+    from headstats.errors import DataError
+
+    import typer
+
+    with pytest.raises(typer.Exit) as stopped:  # exit status 2 after the one error line
+        with _errors(quiet=quiet):
+            logging.getLogger("matplotlib.font_manager").warning(FONT_CACHE_LINE)  # chatter: never shown
+            logging.getLogger("scipy.integrate").warning("a library's\nwarning")  # one line, not under --quiet
+            warnings.warn("a library warning", RuntimeWarning)  # raised here, outside headstats
+            warnings.warn_explicit("headstats' own warning", UserWarning, own_module.__file__, 1)
+            raise DataError("the bad input; the fix")
+    assert stopped.value.exit_code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == "error: the bad input; the fix" and sum(line.startswith("error") for line in err) == 1
+    assert FONT_CACHE_LINE not in "\n".join(err)
+    expected = ["warning: headstats' own warning"] if quiet else [
+        "warning: a library's warning", "warning: a library warning", "warning: headstats' own warning"]
+    assert err[:-1] == expected
+    assert not any(isinstance(h, logging.Handler) and type(h).__name__ == "_LibraryLogLines"
+                   for h in logging.getLogger().handlers)  # removed when the command ends
+
+
+def test_the_font_cache_line_of_an_empty_mplconfigdir_stays_out_of_the_error_line(tmp_path):
+    """In a real process with an empty MPLCONFIGDIR, matplotlib builds its font cache inside the command (its
+    5-second timer made immediate, as on a slow machine) and logs the line; the command prints its one line."""
+    import subprocess
+    import sys
+
+    code = """
+import threading
+class Now:  # matplotlib's 5 s timer before it logs the font cache line, fired at once (a slow machine)
+    def __init__(self, interval, function): self.function = function
+    def start(self): self.function()
+    def cancel(self): pass
+threading.Timer = Now
+import headstats.cli.study_commands as commands
+real = commands._load
+def load(*args):
+    import matplotlib.pyplot  # builds the font cache in the empty MPLCONFIGDIR
+    return real(*args)
+commands._load = load
+from headstats.cli.main import main
+main()
+"""
+    config = tmp_path / "mpl"
+    config.mkdir()
+    env = {**os.environ, "MPLCONFIGDIR": str(config), "PYTHONWARNINGS": "default"}
+    protocol = Path(__file__).resolve().parents[2] / "protocols" / "quickstart.yaml"
+    done = subprocess.run([sys.executable, "-c", code, "run", str(protocol), "--out", str(tmp_path / "out"),
+                           "--quiet", "--set", "statistics.tau=abc"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert list(config.glob("fontlist-*.json")), "the font cache was not built in the empty folder"
+    assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
+    assert done.stderr.splitlines() == ["error: --set statistics.tau=abc: invalid protocol at 'statistics.tau': "
+                                        "'abc' is not allowed; it must be a number"], done.stderr

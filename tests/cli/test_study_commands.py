@@ -7,6 +7,7 @@ import json
 
 import pandas as pd
 import pytest
+import yaml
 
 from cli.cli_helpers import (REPO, DEMO, runner, write_protocol, assert_one_line_error, _glue_root, _no_weights,
                          assert_validate_equals_run)
@@ -500,3 +501,34 @@ def test_shipped_protocols_validate_with_no_warning_or_say_why():
         header = "\n".join(line for line in path.read_text().splitlines() if line.startswith("#"))
         if tau_warnings(load_protocol(path)):
             assert "validate warns" in header, path.name
+
+
+def test_run_with_limit_and_set_records_them_in_the_resolved_protocol(tmp_path, tiny_model_dir):
+    protocol = write_protocol(tmp_path, str(tiny_model_dir))
+    out = tmp_path / "out"
+    options = ["--limit", "5", "--set", "statistics.tau=0.5", "--set", "datasets.gold.limit=3"]
+    checked = runner.invoke(app, ["validate", str(protocol), *options])
+    assert checked.exit_code == 0, checked.output
+    assert "single: 5 inputs" in checked.output and "gold: 3 inputs" in checked.output
+    result = runner.invoke(app, ["run", str(protocol), "--out", str(out), "--quiet", *options])
+    assert result.exit_code == 0, result.output
+    tests = pd.read_csv(out / "tests.csv")
+    assert tests.groupby("dataset")["n"].max().to_dict() == {"gold": 3, "pairs": 5, "single": 5}
+    assert set(tests["tau"]) == {0.5}
+    resolved = yaml.safe_load((out / "protocol.resolved.yaml").read_text())
+    assert [d["limit"] for d in resolved["datasets"]] == [5, 5, 3] and resolved["statistics"]["tau"] == 0.5
+
+
+@pytest.mark.parametrize("options, needles", [
+    (["--set", "statistics.tua=2"], ["--set statistics.tua=2: unknown protocol key", "did you mean 'statistics.tau'?"]),
+    (["--set", "statistics.correction=fdr"], ["did you mean 'fdr_bh'?"]),
+    (["--set", "statistics.alpha=2"], ["--set statistics.alpha=2: invalid protocol at 'statistics.alpha'"]),
+    (["--set", "tau"], ["--set 'tau' is not KEY=VALUE"]),
+    (["--limit", "0"], ["invalid value for '--limit'", ">= 1"]),
+])
+def test_a_bad_set_or_limit_is_one_line_before_anything_is_written(tmp_path, tiny_model_dir, options, needles):
+    protocol = write_protocol(tmp_path, str(tiny_model_dir))
+    out = tmp_path / "out"
+    for command in (["validate", str(protocol)], ["run", str(protocol), "--out", str(out)]):
+        assert_one_line_error(runner.invoke(app, [*command, *options]), *needles)
+    assert not out.exists()

@@ -7,6 +7,7 @@ traceback; nothing is left half-written. Ctrl-C and SIGTERM stop a command with 
 
 from __future__ import annotations
 
+import logging
 import re
 import signal
 import sys
@@ -88,29 +89,76 @@ def _sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
-def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Show a warning as one line, ``warning: <message>``, on standard error (no source line, no path)."""
-    typer.echo(f"warning: {message}", err=True)
+#: Loggers whose records below ERROR are the libraries' own chatter, never about the user's input: dropped
+#: (matplotlib's "Matplotlib is building the font cache; this may take a moment.", its findfont lines).
+CHATTY_LOGGERS = ("matplotlib", "PIL", "fontTools")
+
+
+def _own(filename: object) -> bool:
+    """Whether a warning was raised from headstats' own code (a library's is chatter under ``--quiet``)."""
+    return Path(__file__).resolve().parents[1] in Path(str(filename)).resolve().parents
+
+
+def _one_line_warning(quiet: bool):
+    """``showwarning``: a warning as one line, ``warning: <message>``, on standard error (no source line, no
+    path); under ``--quiet`` only headstats' own warnings (a library's, such as scipy's integration warnings,
+    are left out)."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        if quiet and not _own(filename):
+            return
+        typer.echo(f"warning: {message}", err=True)
+
+    return show
+
+
+class _LibraryLogLines(logging.Handler):
+    """The libraries' log records (those no handler of theirs takes) as one line ``warning: <message>`` each, in
+    place of Python's last-resort handler, which prints them bare; none under ``--quiet``, and none from
+    :data:`CHATTY_LOGGERS` below ERROR."""
+
+    def __init__(self, quiet: bool) -> None:
+        super().__init__(logging.WARNING)
+        self.quiet = quiet
+
+    def emit(self, record: logging.LogRecord) -> None:
+        chatty = record.name.split(".")[0] in CHATTY_LOGGERS and record.levelno < logging.ERROR
+        if self.quiet or chatty:
+            return
+        try:
+            text = " ".join(record.getMessage().split())
+        except Exception:  # noqa: BLE001 - a library's malformed record is not the command's error
+            return
+        typer.echo(f"warning: {text}", err=True)
 
 
 @contextmanager
-def _warnings_as_lines() -> Iterator[None]:
-    """While the block runs, every warning a command raises is one line on standard error."""
-    with warnings.catch_warnings():
-        warnings.showwarning = _one_line_warning
-        yield
+def _library_output_as_lines(quiet: bool = False) -> Iterator[None]:
+    """While the block runs, every warning a command raises and every library log record is one line on
+    standard error (or nothing, under ``--quiet`` or for chatter), so that nothing joins the one ``error:`` line
+    or breaks ``--quiet``."""
+    root = logging.getLogger()
+    handler = _LibraryLogLines(quiet)
+    root.addHandler(handler)
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning(quiet)
+            yield
+    finally:
+        root.removeHandler(handler)
 
 
 @contextmanager
-def _errors(out: Path | None = None) -> Iterator[_CommandState]:
-    """Turn bad input, Ctrl-C, SIGTERM and a full or read-only disk into one line and an exit status.
+def _errors(out: Path | None = None, quiet: bool = False) -> Iterator[_CommandState]:
+    """Turn bad input, Ctrl-C, SIGTERM and a full or read-only disk into one line and an exit status, and the
+    libraries' warnings and logs into lines of their own (none under ``quiet``; :func:`_library_output_as_lines`).
 
     Yields a :class:`_CommandState` whose ``out`` the command sets once it knows its output folder. Any other
     exception is a bug and keeps its traceback.
     """
     command = _CommandState(out)
     try:
-        with _sigterm_raises(), _warnings_as_lines():
+        with _sigterm_raises(), _library_output_as_lines(quiet):
             yield command
     except HeadstatsError as exc:
         _fail(str(exc))

@@ -60,7 +60,7 @@ def finetune(
     It is the recipe a protocol's finetune: entry uses (options left out take it), so both make the same
     checkpoint, kept under the cache root's checkpoints/ unless --out is given.
     """
-    with _errors(out) as command:
+    with _errors(out, quiet) as command:
         from pydantic import ValidationError
 
         from headstats.config.protocol import printable

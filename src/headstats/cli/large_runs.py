@@ -56,7 +56,7 @@ def merge(
     quiet: bool = typer.Option(False, "--quiet", help="no log lines"),
 ) -> None:
     """Join shard folders into the run one machine would have made (same tables, byte for byte)."""
-    with _errors(out) as command:
+    with _errors(out, quiet) as command:
         _quiet_libraries()
         from headstats.report.builder import build_report
         from headstats.study.merge import merge_shards

@@ -95,7 +95,7 @@ def run(
     set_: Optional[list[str]] = set_option(),
 ) -> None:
     """Run a protocol end to end: scores, tests, roles, figures, report and manifest."""
-    with _errors(out) as command:
+    with _errors(out, quiet) as command:
         proto = _load(protocol, data_root, set_, limit)
         command.out = out or _default_out(proto)
         execution = _execution(shard, cache_dir, no_cache)
@@ -153,7 +153,7 @@ def score(
 ) -> None:
     """Score one data file: writes scores.parquet and manifest.json (other options: the protocol's defaults).
     The passes are those of 'run', through the same state cache."""
-    with _errors(out) as command:
+    with _errors(out, quiet) as command:
         from pydantic import ValidationError
 
         from headstats.errors import ProtocolError
@@ -207,6 +207,9 @@ def validate(
         checked = validate_run(proto, out=out, overwrite=overwrite,
                                cache_dir=cache_root(proto, _execution(None, cache_dir, no_cache)))
         typer.echo("run will:")
+        changes = ([f"--limit {limit}"] if limit is not None else []) + [f"--set {text}" for text in set_ or []]
+        if changes:
+            typer.echo(f"  use the protocol with {', '.join(changes)} (kept in protocol.resolved.yaml)")
         for line in checked.plan:
             typer.echo(f"  {line}")
         for warning in checked.warnings:
@@ -231,7 +234,7 @@ def report(
     quiet: bool = typer.Option(False, "--quiet", help=_QUIET_HELP),
 ) -> None:
     """Rebuild a run's report and figures from its tables, without loading any model."""
-    with _errors():
+    with _errors(quiet=quiet):
         from headstats.report.builder import rebuild_report
 
         if not (run_dir / "manifest.json").is_file():
