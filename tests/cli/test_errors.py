@@ -186,4 +186,4 @@ main()
     assert list(config.glob("fontlist-*.json")), "the font cache was not built in the empty folder"
     assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
     assert done.stderr.splitlines() == ["error: --set statistics.tau=abc: invalid protocol at 'statistics.tau': "
-                                        "'abc' is not allowed; it must be a number"], done.stderr
+                                        "'abc' is not allowed; it must be expected a number, not 'abc'"], done.stderr

@@ -86,7 +86,7 @@ def test_overrides_are_validated_and_kept_in_the_resolved_protocol():
     (["statistics.tau={a: 1}"], ["give one value or a list, not a mapping"]),
     (["name=x", "seed.x=1"], ["--set seed.x=1: invalid protocol at 'seed'", "it must be a whole number"]),
     (["statistics.tau=abc"], ["--set statistics.tau=abc: invalid protocol at 'statistics.tau': 'abc' is not "
-                              "allowed; it must be a number"]),
+                              "allowed; it must be expected a number, not 'abc'"]),
     (["statistics.correction=fdr"], ["--set statistics.correction=fdr: unknown correction 'fdr'",
                                      "did you mean 'fdr_bh'?"]),
     (["scoring.roles=[local, blok]"], ["--set scoring.roles=[local, blok]: unknown role 'blok'"]),

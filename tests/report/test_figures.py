@@ -384,3 +384,21 @@ def test_workers_without_a_parent_death_signal_watch_their_parent_and_end_with_i
         proc.kill()
         proc.wait()
         end_processes(workers)
+
+
+def test_waiting_for_the_workers_logs_how_many_figures_and_then_a_count(tests_table, tmp_path):
+    lines: list[str] = []
+    with FigureRenderer(tmp_path, workers=2, formats=["png"]) as figures:
+        for k in range(3):
+            figures.add(f"maps{k}", roles_plots.mean_score_maps, tests_table, tau=3.0, title="maps")
+        figures.wait(log=lines.append, every=0.01)
+    assert lines[0] == "report: drawing 3 figures in 2 processes"
+    counts = [int(line.split()[1]) for line in lines[1:]]
+    assert all(line.endswith(" of 3 figures drawn") for line in lines[1:]) and counts == sorted(counts)
+    assert all(0 <= n < 3 for n in counts)  # a count while some are left; none once all are drawn
+    assert sorted(p.name for p in (tmp_path / "figures").glob("*.png")) == ["maps0.png", "maps1.png", "maps2.png"]
+    silent: list[str] = []
+    with FigureRenderer(tmp_path / "serial", workers=1, formats=["png"]) as figures:
+        figures.add("maps", roles_plots.mean_score_maps, tests_table, tau=3.0, title="maps")  # drawn at once
+        figures.wait(log=silent.append)
+    assert silent == []  # nothing left to wait for

@@ -154,15 +154,20 @@ class AnalysisSpec:
         spec = self.tables.get(table)
         return spec.description if spec is not None else f"a table of the {self.name} analysis ({self.description})"
 
-    def finished(self, tables: Mapping[str, Any], statistics: Any, options: Any, seed: int) -> dict[str, Any]:
+    def finished(self, tables: Mapping[str, Any], statistics: Any, options: Any, seed: int, *,
+                 log: Callable[[str], None] | None = None) -> dict[str, Any]:
         """``tables`` with what :attr:`finish` returns added (replacing tables of the same name; a table it
-        returns as None is dropped). A tuple of steps runs in order, each on the tables the previous left."""
+        returns as None is dropped). A tuple of steps runs in order, each on the tables the previous left. A step
+        with a ``log`` parameter gets ``log``, to say how a long step is going (a permutation test per data set)."""
+        import inspect
+
         steps = self.finish if isinstance(self.finish, tuple) else (self.finish,)
         out = dict(tables)
         for step in steps:
             finish = _load(step)
             if finish is not None:
-                out.update(finish(out, statistics, options, seed))
+                extra = {"log": log} if log is not None and "log" in inspect.signature(finish).parameters else {}
+                out.update(finish(out, statistics, options, seed, **extra))
         return {name: table for name, table in out.items() if table is not None}
 
 

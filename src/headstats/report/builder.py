@@ -111,8 +111,7 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
         report = _build_report(root, protocol, analysis, manifest, comparison=comparison, analyses=analyses,
                                formats=formats, log=log, figures=figures)
         render_tables(report, html_too=protocol.report.html)  # while the figures are drawn
-        log("report: waiting for the figures")
-        figures.wait()
+        figures.wait(log=log)  # a count of the figures drawn every few seconds
         log("report: writing report.md" + (" and report.html" if protocol.report.html else ""))
         write_report(report, root, html_too=protocol.report.html)
     return report

@@ -245,9 +245,15 @@ class FigureRenderer:
 
     # ------------------------------------------------------------------------------------------- collecting
 
-    def wait(self) -> None:
-        """Wait for every figure added; raise the error of the first one (in the order added) that failed."""
+    def wait(self, log: Callable[[str], None] | None = None, every: float = 5.0) -> None:
+        """Wait for every figure added; raise the error of the first one (in the order added) that failed.
+
+        ``log`` gets how many figures the workers draw, then a count of those drawn every ``every`` seconds
+        until all are (drawing a Clark report's figures takes a minute on 2 cores).
+        """
         pending, self._pending = self._pending, []
+        if log is not None and pending:
+            _count_drawn([future for _, _, future in pending], log, every, self.workers)
         for k, (name, payload, future) in enumerate(pending):
             try:
                 future.result()
@@ -280,6 +286,20 @@ class FigureRenderer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _count_drawn(futures: list[Future], log: Callable[[str], None], every: float, workers: int) -> None:
+    """Log ``report: drawing N figures in P processes``, then ``report: k of N figures drawn`` every ``every``
+    seconds while some are left (a failed figure counts as done: :meth:`FigureRenderer.wait` raises its error)."""
+    from concurrent.futures import wait as wait_for
+
+    total = len(futures)
+    log(f"report: drawing {total} figure{'s' if total != 1 else ''} in {workers} processes")
+    left = set(futures)
+    while left:
+        _, left = wait_for(left, timeout=every)
+        if left:
+            log(f"report: {total - len(left)} of {total} figures drawn")
 
 
 #: The renderers of the reports being built (innermost last): sections draw through them.

@@ -61,6 +61,6 @@ def finish_analyses(jobs, tables: Mapping[str, Mapping[str, pd.DataFrame]], prot
         log(f"finishing {name}: its tests and tables")
         clock = time.perf_counter()
         finished[name] = get_analysis(name).finished(per, protocol.statistics, protocol.options_of(name),
-                                                     protocol.seed)
+                                                     protocol.seed, log=log)
         log(f"finished {name} in {time.perf_counter() - clock:.1f} s")
     return finished

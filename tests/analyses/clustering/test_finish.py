@@ -67,3 +67,21 @@ def test_finish_clustering_rejects_at_p_equal_to_alpha():
         out = finish_clustering({"js_distance": js}, SimpleNamespace(alpha=alpha),
                                 ClusteringOptions(n_permutations=99), 1)
         assert bool(out["clustering_tests"]["reject"].iat[0]) is expected
+
+
+def test_the_permutation_test_says_when_it_starts_through_the_spec_log():
+    """Through the registry's ``finished`` (as the study calls it), each (model, data set) logs one line."""
+    from headstats.analyses import get_analysis
+    from headstats.analyses.clustering.options import ClusteringOptions
+
+    k = np.arange(6)
+    a, b = np.meshgrid(k, k, indexing="ij")
+    js = pd.concat([pd.DataFrame({"model": "m", "dataset": name, "layer_a": (a // 3).ravel(),
+                                  "head_a": (a % 3).ravel(), "layer_b": (b // 3).ravel(), "head_b": (b % 3).ravel(),
+                                  "js_mean": (0.1 * (a != b)).ravel()}) for name in ("d1", "d2")])
+    lines: list[str] = []
+    out = get_analysis("clustering").finished({"js_distance": js}, SimpleNamespace(alpha=0.05),
+                                              ClusteringOptions(n_permutations=199), 0, log=lines.append)
+    assert lines == [f"clustering: permutation test of the layers of m / {d} (199 permutations of 6 heads)"
+                     for d in ("d1", "d2")]
+    assert len(out["clustering_tests"]) == 2

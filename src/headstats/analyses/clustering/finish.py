@@ -3,7 +3,7 @@ attend more alike than heads of different layers (:func:`headstats.stats.groupin
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -20,7 +20,7 @@ CLUSTERING_TEST_COLUMNS = ["model", "dataset", "hypothesis", "n_items", "n_group
 
 
 def finish_clustering(tables: Mapping[str, pd.DataFrame], statistics: TestOptions, options: ClusteringOptions,
-                      seed: int) -> dict[str, pd.DataFrame]:
+                      seed: int, log: Callable[[str], None] = lambda message: None) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``clustering`` analysis: ``clustering_tests``, per (model, data set),
     heads of one layer against heads of different layers.
 
@@ -28,7 +28,7 @@ def finish_clustering(tables: Mapping[str, pd.DataFrame], statistics: TestOption
     permutation test of the layer labels (:func:`group_permutation_test`), seeded by ``seed``, with the
     ``n_permutations`` resamples of ``options`` (the analysis' ``ClusteringOptions``); ``reject = p_value <= alpha``
     (``statistics.alpha``, :func:`~headstats.stats.corrections.reject`) for each (model, data set) separately
-    (one test each). The claim it decides ("heads of one layer attend alike") is the registry's
+    (one test each); ``log`` gets a line as each test starts. The claim it decides ("heads of one layer attend alike") is the registry's
     ``layer_heads_cluster`` (:mod:`headstats.analyses.clustering.claims`), corrected with the run's other claims.
     """
     js = tables.get("js_distance")
@@ -44,6 +44,8 @@ def finish_clustering(tables: Mapping[str, pd.DataFrame], statistics: TestOption
         b = part["layer_b"].to_numpy() * heads + part["head_b"].to_numpy()
         d = np.full((k, k), np.nan)
         d[a, b] = part["js_mean"].to_numpy()
+        log(f"clustering: permutation test of the layers of {model} / {dataset} ({n_perm:,} permutations of {k} "
+            "heads)")
         res = group_permutation_test(d, np.arange(k) // heads, n_permutations=n_perm, seed=seed)
         rows.append({"model": model, "dataset": dataset,
                      "hypothesis": "H1: same-layer pairs' mean JS divergence < different-layer pairs'",
