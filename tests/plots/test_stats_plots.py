@@ -54,3 +54,28 @@ def test_tau_sensitivity_on_given_axes_and_needs_model_when_several(scores):
 def test_missing_columns_raise(tests_table):
     with pytest.raises(ValueError, match="n_heads_assigned"):
         plot_tau_sensitivity(tests_table)
+
+
+def test_the_power_figure_names_each_data_sets_band():
+    import numpy as np
+    import pandas as pd
+
+    from headstats.plots.stats_plots import plot_mde
+
+    # two data sets of different N: their smallest detectable effects form two bands per role
+    rows = [dict(model="m", dataset=d, role=r, layer=0, head=h, mde=mde + h / 100, reject=h == 0)
+            for d, mde in (("short", 0.8), ("long", 0.3)) for r in ("local", "block") for h in range(4)]
+    fig = plot_mde(pd.DataFrame(rows), effect_of_interest=0.5)
+    ax = fig.axes[0]
+    legend = ax.get_legend() or fig.legends[0]  # beside the axes, or under a narrow figure
+    assert [t.get_text() for t in legend.get_texts()] == ["short", "long"]
+    assert legend.get_title().get_text() == "data set (left to right)"
+    points = [(c.get_offsets(), c.get_paths()[0].vertices.shape) for c in ax.collections if len(c.get_offsets())]
+    # the short data set's points (mde about 0.8) sit left of the long one's (0.3) in each role's column
+    short = np.concatenate([o for o, _ in points if o[:, 1].mean() > 0.5])
+    long = np.concatenate([o for o, _ in points if o[:, 1].mean() < 0.5])
+    for column in (0, 1):
+        assert short[np.round(short[:, 0]) == column][:, 0].max() < long[np.round(long[:, 0]) == column][:, 0].min()
+    assert len({shape for _, shape in points}) == 2  # one marker shape per data set
+    one = plot_mde(pd.DataFrame([r for r in rows if r["dataset"] == "long"]))
+    assert one.axes[0].get_legend() is None and not one.legends  # one data set: nothing to tell apart

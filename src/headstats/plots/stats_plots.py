@@ -224,20 +224,34 @@ def plot_mde(
     target and corrected level), one point per head, by role; the dashed line is the effect of interest.
 
     Heads whose point sits above the line had too little power to detect an effect of that size: not being
-    assigned says little about them. Points of heads assigned are filled, the others hollow.
+    assigned says little about them. Points of heads assigned are filled, the others hollow. With several data
+    sets (or models), each has its own marker and place within the role's column, named in the legend: the
+    smallest detectable effect falls with N, so each data set forms a band of its own.
     """
     _require(tests, ["role", "mde", "reject"], "plot_mde")
     own = ax is None
     fig, ax = _axes(ax, _size(0.55), fit=True)
     roles = style.order_roles(map(str, pd.unique(tests["role"])))
     colours = style.role_colours(roles)
+    keys = [c for c in ("model", "dataset") if c in tests.columns and tests[c].nunique() > 1]
+    label = tests[keys].astype(str).agg(" / ".join, axis=1) if keys else pd.Series("", index=tests.index)
+    sets = list(pd.unique(label))
+    markers = dict(zip(sets, "o^sDvP<>*X" * (len(sets) // 10 + 1)))
+    width = 0.7 / len(sets)  # each set's share of the role's column
     for i, role in enumerate(roles):
-        rows = tests.loc[(tests["role"].astype(str) == role) & tests["mde"].notna()]
-        jitter = (np.arange(len(rows)) % 9 - 4) * 0.05
-        held = rows["reject"].fillna(False).astype(bool).to_numpy()
-        y = rows["mde"].to_numpy(float)
-        ax.scatter(i + jitter[held], y[held], s=9, color=colours[role], lw=0)
-        ax.scatter(i + jitter[~held], y[~held], s=9, facecolors="none", edgecolors=colours[role], lw=0.6)
+        for j, name in enumerate(sets):
+            rows = tests.loc[(tests["role"].astype(str) == role) & tests["mde"].notna() & (label == name)]
+            x = i + (j - (len(sets) - 1) / 2) * width + (np.arange(len(rows)) % 9 - 4) * width / 10
+            held = rows["reject"].fillna(False).astype(bool).to_numpy()
+            y = rows["mde"].to_numpy(float)
+            ax.scatter(x[held], y[held], s=9, color=colours[role], lw=0, marker=markers[name])
+            ax.scatter(x[~held], y[~held], s=9, facecolors="none", edgecolors=colours[role], lw=0.6,
+                       marker=markers[name])
+    if len(sets) > 1:
+        for name in sets:  # legend entries only: the markers in grey, as the roles' colours vary
+            ax.plot([], [], ls="none", marker=markers[name], color="#444", markersize=4, label=name)
+        title = " / ".join("data set" if key == "dataset" else key for key in keys)
+        _legend(ax, len(sets), title=f"{title} (left to right)", title_fontsize=style.MIN_FONT)
     if effect_of_interest is None and "effect_of_interest" in tests.columns and tests["effect_of_interest"].notna().any():
         effect_of_interest = float(tests["effect_of_interest"].dropna().iloc[0])
     if effect_of_interest is not None:

@@ -89,7 +89,8 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
         scale = {"family": "one colour scale per role family", "shared": "one colour scale for every role",
                  "role": "one colour scale per role"}[getattr(getattr(protocol.report, "figures", None), "scale", "family")]
         colours = (f"white at tau = {shown_tau:g}, red above, blue below, {scale} (`report.figures.scale`), each "
-                   "bar spanning the scores' range" if shown_tau is not None
+                   "bar spanning the scores' range extended to tau (a bar ends at tau when every score of its scale lies on "
+                   "one side of it)" if shown_tau is not None
                    else f"tau differs by role ({tau_words(protocol.statistics)}), so colours do not mark it")
         report.figure(figures.add(f"mean_scores_{tag}", roles_plots.mean_score_maps, sub_tests, tau=shown_tau,
                                   title=f"mean score per head: {model} on {dataset}"),

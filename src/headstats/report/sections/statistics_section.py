@@ -41,7 +41,8 @@ def statistics_sections(report: Report, root: Path, analysis: Analysis, protocol
     if "mde" in tests.columns and tests["mde"].notna().any():
         report.figure(figures.add("power_mde", stats_plots.plot_mde, tests, effect_of_interest=d0),
                       f"The smallest standardised effect each head's test could detect with {st.power_target:.0%} "
-                      f"power at its N and corrected level (filled: assigned); dashed: the effect of interest "
+                      f"power at its N and corrected level (filled: assigned; with several data sets, one marker and place in "
+                      f"each role's column per data set, as the legend says); dashed: the effect of interest "
                       f"d = {d0:g}. Heads above the line could not have shown an effect of that size.",
                       alt="smallest detectable effect per head")
     weak = analysis.tables.get("underpowered")
