@@ -77,13 +77,15 @@ def test_role_grid_one_slot_per_role_held(tests_table):
     assert counts == {"local": 3, "delimiter": 2, "syntactic": 2, "_tested, not held": 3 * 6 - 7}
     (ax,) = fig.axes
     colours = style.role_colours(ORDER)
-    shape = grid_layout(3, 2, 3, style.figure_width())[0]
+    # slots fixed by style.ROLE_ORDER: local 0, delimiter 2, syntactic 5 (block's 1 and the delimiter parts'
+    # 3, 4 left empty), so 6 slots per cell
+    shape = grid_layout(3, 2, 6, style.figure_width())[0]
     for collection in ax.collections:
         role = collection.get_label()
         if role.startswith("_"):
             continue
         assert mcolors.to_hex(collection.get_facecolor()[0]) == mcolors.to_hex(colours[role]).lower()
-        k = ORDER.index(role)
+        k = {"local": 0, "delimiter": 2, "syntactic": 5}[role]
         got = {tuple(np.round(p.vertices[0], 6)) for p in collection.get_paths()}
         expected = {tuple(np.round(slot_rectangle(layer, head, k, shape).get_xy(), 6)) for layer, head in HELD[role]}
         assert got == expected
@@ -98,6 +100,21 @@ def test_role_grid_untested_role_leaves_its_slots_blank(tests_table):
     counts = role_collections(role_grid(roles))
     assert counts["block"] == 0
     assert counts["_tested, not held"] == 3 * 6 - 7  # no grey slot for block either
+
+
+def test_role_slots_stay_put_when_a_role_is_absent(tests_table):
+    assert style.role_slots(["syntactic", "local", "mine", "syntactic:xcomp"]) == {
+        "local": 0, "syntactic": 5, "syntactic:xcomp": 6, "mine": 7}
+    assert style.role_slots(ROLES10) == {role: k for k, role in enumerate(ROLES10)}
+
+    def corners(fig, role):
+        (collection,) = [c for c in fig.axes[0].collections if c.get_label() == role]
+        return sorted(tuple(np.round(p.vertices[0] - np.floor(p.vertices[0]), 6)) for p in collection.get_paths())
+
+    with_block = role_table(tests_table.assign(role=tests_table["role"].replace({"delimiter": "block"})))
+    without = role_table(tests_table.assign(role=tests_table["role"].replace({"delimiter": "local"})))
+    a, b = role_grid(with_block), role_grid(without)
+    assert corners(a, "syntactic") and corners(a, "syntactic") == corners(b, "syntactic")
 
 
 def test_role_grid_nothing_held(tests_table):

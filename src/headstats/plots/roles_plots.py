@@ -96,8 +96,8 @@ def grid_layout(n_layers: int, n_heads: int, n_roles: int, width: float) -> tupl
 def role_grid(roles: pd.DataFrame, *, title: str = "", legend: bool = True) -> Figure:
     """Layer x head grid of one model on one data set; each role has its own slot in every cell.
 
-    Every cell is one head; inside it, each role has a fixed slot (the same position in every cell, shown
-    in the legend) that is filled with the role's colour when the head holds the role, light grey when the
+    Every cell is one head; inside it, each role has a fixed slot (the same position in every cell and in
+    every run, :func:`headstats.plots.style.role_slots`, shown in the legend) that is filled with the role's colour when the head holds the role, light grey when the
     role was tested but not assigned, and left blank when the role was not tested on this data set (``block``
     on single sentences). Position and colour both identify a role, so the grid reads in grey scale too.
 
@@ -118,9 +118,11 @@ def role_grid(roles: pd.DataFrame, *, title: str = "", legend: bool = True) -> F
     """
     cols = style.order_roles(role_columns(roles))
     colours = style.role_colours(cols)
+    slots = style.role_slots(cols)  # fixed between runs: an absent built-in role leaves its slot empty
     n_layers = int(roles["layer"].max()) + 1 if len(roles) else 1
     n_heads = int(roles["head"].max()) + 1 if len(roles) else 1
-    shape, cell_w, cell_h = grid_layout(n_layers, n_heads, len(cols), style.figure_width())
+    shape, cell_w, cell_h = grid_layout(n_layers, n_heads, max(slots.values(), default=0) + 1,
+                                        style.figure_width())
     width, height = n_heads * cell_w, n_layers * cell_h
     fig_w = min(style.figure_width(), max(width + 0.6, 2.6))
     key_w = style.widest(cols, style.MIN_FONT) + 0.35 + 0.15
@@ -133,7 +135,8 @@ def role_grid(roles: pd.DataFrame, *, title: str = "", legend: bool = True) -> F
     layers = roles["layer"].to_numpy(int)
     heads = roles["head"].to_numpy(int)
     empty = []
-    for k, role in enumerate(cols):
+    for role in cols:
+        k = slots[role]
         values = roles[role]
         tested = values.notna().to_numpy(bool)
         held = values.fillna(False).to_numpy(bool) & tested
@@ -159,7 +162,7 @@ def role_grid(roles: pd.DataFrame, *, title: str = "", legend: bool = True) -> F
     ax.set_title(title)
     key = None
     if legend and cols:
-        handles = [_SlotKey(k, shape, colours[role]) for k, role in enumerate(cols)]
+        handles = [_SlotKey(slots[role], shape, colours[role]) for role in cols]
         aspect = cell_w / cell_h
         key = fig.legend(handles, cols, handler_map={_SlotKey: _SlotKeyHandler()},
                          loc="lower center", bbox_to_anchor=(0.5, style.PAD / fig.get_size_inches()[1]),

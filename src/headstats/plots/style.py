@@ -264,6 +264,18 @@ def order_roles(roles: Iterable[str]) -> list[str]:
     return sorted(dict.fromkeys(str(r) for r in roles), key=_role_rank)
 
 
+def role_slots(roles: Iterable[str]) -> dict[str, int]:
+    """The slot of each role in a role grid's cell (:func:`headstats.plots.roles_plots.role_grid`), the same in
+    every run: a built-in role keeps its place in :data:`ROLE_ORDER` (a built-in role absent from the run leaves
+    its slot empty, up to the last built-in role present), the other roles follow in :func:`order_roles` order.
+    A run without ``block`` draws ``syntactic`` where a run with it does."""
+    ordered = order_roles(roles)
+    builtin = [r for r in ordered if r in ROLE_ORDER]
+    first_other = max((ROLE_ORDER.index(r) for r in builtin), default=-1) + 1
+    others = [r for r in ordered if r not in ROLE_ORDER]
+    return {**{r: ROLE_ORDER.index(r) for r in builtin}, **{r: first_other + k for k, r in enumerate(others)}}
+
+
 def role_colours(roles: Sequence[str]) -> dict[str, str]:
     """A colour per role: fixed for built-in roles, the unused palette colours in turn for the others."""
     used = {ROLE_COLOURS[r] for r in roles if r in ROLE_COLOURS}
