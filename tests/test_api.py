@@ -185,3 +185,18 @@ def test_test_roles_marks_unreachable_roles_and_says_when_it_cannot_know():
     assert block["power"].notna().all()
     table = hs.test_roles(planted_scores(seed=1), tau=3.0)
     assert table["power_note"].str.contains(NO_CEILING_NOTE, regex=False).all()
+
+
+def test_run_takes_limit_and_overrides_as_the_cli_does(monkeypatch):
+    import headstats.study.run
+    from headstats.config.protocol import load_protocol
+
+    seen = []
+    monkeypatch.setattr(headstats.study.run, "run_study", lambda protocol, out, **kwargs: seen.append(protocol))
+    quickstart = DEMO.parents[1] / "protocols" / "quickstart.yaml"
+    hs.run(quickstart, limit=7, overrides={"statistics.tau": 1.5}, progress=False)
+    hs.run(load_protocol(quickstart), limit=7, overrides={"statistics.correction": "fdr_bh"}, progress=False)
+    assert [[d.limit for d in p.datasets] for p in seen] == [[7, 7], [7, 7]]
+    assert (seen[0].statistics.tau, seen[1].statistics.correction) == (1.5, "fdr_bh")
+    with pytest.raises(hs.HeadstatsError, match="did you mean 'statistics.tau'"):
+        hs.run(quickstart, overrides={"statistics.tua": 1.5}, progress=False)

@@ -14,7 +14,7 @@ Each is a thin, documented door to the layer that does the work, so that a user 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from headstats.errors import IncompatibleResultsError
 
@@ -211,11 +211,13 @@ def _attach(frame, records: list):
 
 
 def run(protocol: str | Path | Any, out: str | Path | None = None, *, overwrite: bool = False,
-        progress: bool = True):
+        progress: bool = True, limit: int | None = None, overrides: Mapping[str, Any] | None = None):
     """Run a YAML protocol (a path or a loaded Protocol) end to end, as ``headstats run`` does.
 
     With ``progress`` (the default) each step says what it does and the passes show a progress bar (a notebook
-    widget in Jupyter, else on stderr); ``progress=False`` runs silently.
+    widget in Jupyter, else on stderr); ``progress=False`` runs silently. ``limit`` and ``overrides`` are
+    ``--limit N`` and ``--set KEY=VALUE`` (``overrides={"statistics.tau": 2}``), checked as the protocol's keys
+    are and kept in the run's ``protocol.resolved.yaml`` (:mod:`headstats.config.overrides`).
 
     Returns the :class:`headstats.study.results.StudyResult` (tables, arrays, manifest, output folder). In Jupyter it
     shows as a table of the heads holding each role, and ``result.show_report()`` shows the run's report.
@@ -225,7 +227,13 @@ def run(protocol: str | Path | Any, out: str | Path | None = None, *, overwrite:
     from headstats.study.run import run_study
 
     if not isinstance(protocol, Protocol):
-        protocol = load_protocol(protocol)
+        protocol = load_protocol(protocol, overrides=overrides or {}, limit=limit)
+    elif overrides or limit is not None:
+        from headstats.config.overrides import validate_with_overrides
+        from headstats.config.protocol import validate_protocol
+
+        protocol = validate_with_overrides(protocol.model_dump(mode="json"), overrides or {}, limit=limit,
+                                           validate=validate_protocol)
     bar, log = python_progress(progress)
     return run_study(protocol, out, overwrite=overwrite, report=build_report, log=log, progress=bar)
 
