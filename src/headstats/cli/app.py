@@ -149,9 +149,8 @@ _CACHE_DIR_HELP = ("state cache folder (default: the protocol's cache_dir, $HEAD
 _NO_CACHE_HELP = "neither read nor write the state cache (every forward pass runs)"
 _LIMIT_HELP = ("read at most N inputs of every data set (and at most N in the analyses' max_inputs): a quick run "
                "of a large protocol")
-_SET_HELP = ("set a protocol key by its dotted path, the value read as YAML, e.g. --set statistics.tau=2 or --set "
-             "datasets.ewt_dev.limit=100; repeatable; checked as the file's keys are and kept in "
-             "protocol.resolved.yaml")
+_SET_HELP = ("set a protocol key by its dotted path, the value read as YAML (statistics.tau=2, "
+             "datasets.NAME.limit=100); repeatable; checked as the file's keys are, kept in protocol.resolved.yaml")
 
 
 def limit_option():

@@ -88,7 +88,7 @@ def run(
     overwrite: bool = typer.Option(False, "--overwrite/--no-overwrite", help=_OVERWRITE_HELP),
     quiet: bool = typer.Option(False, "--quiet", help=_QUIET_HELP),
     data_root: Optional[Path] = typer.Option(None, "--data-root", help=_DATA_ROOT_HELP),
-    shard: Optional[str] = typer.Option(None, "--shard", help=_SHARD_HELP),
+    shard: Optional[str] = typer.Option(None, "--shard", metavar="I/N", help=_SHARD_HELP),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help=_CACHE_DIR_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=_NO_CACHE_HELP),
     limit: Optional[int] = limit_option(),
@@ -121,6 +121,7 @@ def run(
 def _print_summary(result) -> None:
     """The end of a run on stdout, per model and data set: the inputs, the heads holding a role, the heads per
     role and the claims' verdicts, wrapped to the terminal's width."""
+    import re
     import shutil
     import textwrap
 
@@ -130,8 +131,10 @@ def _print_summary(result) -> None:
                    f"{row['heads']} heads hold a role")
         for label, text in (("heads per role", row["heads per role"]), ("claims", row.get("claims"))):
             if isinstance(text, str) and text:
-                typer.echo(textwrap.fill(f"{label}: {text}", width=width, initial_indent="  ",
-                                         subsequent_indent="    ", break_on_hyphens=False))
+                # "block 0", "2 contradicted": a role and its count stay on one line
+                kept = re.sub(r"(?<=[^\s,:]) (?=\d)|(?<=\d) (?=[a-z])", "\u00a0", text)
+                typer.echo(textwrap.fill(f"{label}: {kept}", width=width, initial_indent="  ",
+                                         subsequent_indent="    ", break_on_hyphens=False).replace("\u00a0", " "))
 
 
 @command()
