@@ -130,8 +130,12 @@ def test_probes_are_trained_once_in_the_finish_step_not_in_tables(monkeypatch):
     embeddings = np.random.default_rng(0).standard_normal((6, 3)).astype(np.float32)
     monkeypatch.setattr(probing, "word_vectors", lambda *a, **k: (("embeddings", embeddings, 3, None), "planted"))
     # the spec's steps in order: train the probes (collect.py), then test them (finish.py)
-    out = get_analysis("probing").finished(collector.tables(), SimpleStatistics, probing.ProbingOptions(), 4)
+    lines: list[str] = []
+    out = get_analysis("probing").finished(collector.tables(), SimpleStatistics, probing.ProbingOptions(), 4,
+                                           log=lines.append)
     assert "probe_sentences" not in out and trained == list(probing.PROBES)
+    model, dataset = out["probes"][["model", "dataset"]].iloc[0]
+    assert lines == [f"probing: training {len(probing.PROBES)} probes on {model} / {dataset} (10 sentences, 2 epochs)"]
     probes = out["probes"].set_index("probe")
     assert probes.loc["attention_only", "correct"] == 4 and (probes["seed"] == 4).all()
     assert probes.loc["right_branching", "correct"] == 2 and "ci_low" in probes  # then the statistics layer's step

@@ -29,7 +29,7 @@ Paper (BERT-base, WSJ): right-branching 26, distance + GloVe 58, attention only 
 from __future__ import annotations
 
 import functools
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -110,13 +110,14 @@ SENTENCE_COLUMNS = ["model", "dataset", "source", "revision", "index", "attentio
 
 
 def train_probes(tables: Mapping[str, pd.DataFrame], statistics: Any, options: ProbingOptions | None,
-                 seed: int) -> dict[str, pd.DataFrame | None]:
+                 seed: int, log: Callable[[str], None] = lambda message: None) -> dict[str, pd.DataFrame | None]:
     """The analysis' finish step (before the statistics layer's :func:`headstats.analyses.probing.finish.finish_probes`):
     every probe trained once per (model, data set) on the inputs not held out and scored on the others.
 
     Returns ``probes`` (``model, dataset, probe, vectors, n_train, n_test, n_words, correct, uas, seed`` and
     the discordant counts against both baselines on the same held-out words, ``only_vs_<baseline>`` and
-    ``<baseline>_only``) and drops ``probe_sentences`` (it is not written).
+    ``<baseline>_only``) and drops ``probe_sentences`` (it is not written). ``log`` gets a line as the probes of
+    each (model, data set) start training (a minute or more on a CPU).
     """
     options = options if options is not None else ProbingOptions()
     frame = tables.get("probe_sentences")
@@ -127,6 +128,8 @@ def train_probes(tables: Mapping[str, pd.DataFrame], statistics: Any, options: P
                          part.sort_values("index")[SENTENCE_COLUMNS[4:]].itertuples(index=False)]
             first = part.iloc[0]
             prov = {"path": first["source"], "revision": first["revision"]}
+            log(f"probing: training {len(PROBES)} probes on {model} / {dataset} ({len(sentences):,} sentences, "
+                f"{options.epochs} epochs)")
             rows += probe_rows(model, dataset, sentences, prov, options, seed)
     return {"probes": pd.DataFrame(rows, columns=PROBE_COLUMNS), "probe_sentences": None}
 
