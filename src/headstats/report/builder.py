@@ -111,7 +111,7 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
         report = _build_report(root, protocol, analysis, manifest, comparison=comparison, analyses=analyses,
                                formats=formats, log=log, figures=figures)
         render_tables(report, html_too=protocol.report.html)  # while the figures are drawn
-        figures.wait(log=log)  # a count of the figures drawn every few seconds
+        figures.wait(log=log)  # how many figures, then a count as each tenth is drawn
         log("report: writing report.md" + (" and report.html" if protocol.report.html else ""))
         write_report(report, root, html_too=protocol.report.html)
     return report

@@ -289,17 +289,21 @@ class FigureRenderer:
 
 
 def _count_drawn(futures: list[Future], log: Callable[[str], None], every: float, workers: int) -> None:
-    """Log ``report: drawing N figures in P processes``, then ``report: k of N figures drawn`` every ``every``
-    seconds while some are left (a failed figure counts as done: :meth:`FigureRenderer.wait` raises its error)."""
+    """Log ``report: drawing N figures in P processes``, then, while some are left, ``report: k of N figures
+    drawn`` when another tenth of them is drawn (looked at every ``every`` seconds), or after six looks without
+    a line (a failed figure counts as drawn: :meth:`FigureRenderer.wait` raises its error)."""
+    import time
     from concurrent.futures import wait as wait_for
 
     total = len(futures)
     log(f"report: drawing {total} figure{'s' if total != 1 else ''} in {workers} processes")
-    left = set(futures)
+    left, said, quiet_since = set(futures), 0, time.monotonic()
     while left:
         _, left = wait_for(left, timeout=every)
-        if left:
-            log(f"report: {total - len(left)} of {total} figures drawn")
+        done = total - len(left)
+        if left and (done - said >= max(1, total // 10) or time.monotonic() - quiet_since >= 6 * every):
+            log(f"report: {done} of {total} figures drawn")
+            said, quiet_since = done, time.monotonic()
 
 
 #: The renderers of the reports being built (innermost last): sections draw through them.
