@@ -296,7 +296,7 @@ def test_rebuild_a_comparison_run_without_torch(tmp_path, tiny_model_dir):
 
 def test_analysis_sections_use_the_registry_entrys_report(tmp_path):
     """An analysis' section is the ``section`` of its registry entry: a callable, or a reference imported here."""
-    from headstats.analyses import ANALYSES, register_analysis
+    from headstats.analyses import ANALYSES, get_analysis, register_analysis
     from headstats.engine.collector import Collector
     from headstats.report.blocks import Report
     from headstats.report.builder import analysis_sections
@@ -309,8 +309,13 @@ def test_analysis_sections_use_the_registry_entrys_report(tmp_path):
                                  "distance_mean": [1.0, 2.0], "distance_sd": 0.1, "uniform_mean": 2.0,
                                  "locality_mean": [0.5, 0.0]})
         report = Report("t")
+        lines: list[str] = []
         files = analysis_sections(report, tmp_path, {"section_test": {"a": pd.DataFrame({"x": [1]})},
-                                                     "distance": {"distance": distance}, "special_mass": {}})
+                                                     "distance": {"distance": distance}, "special_mass": {}},
+                                  log=lines.append)
+        sections = [name for name in ("section_test", "distance", "special_mass")
+                    if get_analysis(name).section_function() is not None]
+        assert lines == [f"report: the section of {name}" for name in sections]  # one line as each starts
         # each file its own description: the one its analysis' spec declares, else its analysis' named
         assert seen == [["a"]] and files["a"] == "a table of the section_test analysis (what)"
         assert files["distance"].startswith("per head, the mean distance attended over")

@@ -49,10 +49,12 @@ from headstats.report.sections.summary_section import summary_section
 # ============================================================================================ assembly
 
 def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, pd.DataFrame]],
-                      claims: pd.DataFrame | None = None) -> dict[str, str]:
+                      claims: pd.DataFrame | None = None,
+                      log: Callable[[str], None] = lambda message: None) -> dict[str, str]:
     """The section of each analysis of the protocol (the ``section`` of its registry entry, see
     :mod:`headstats.analyses`), given its tables and the run's ``claims`` (as ``tables["claims"]``: a section
-    states verdicts only from there); returns table -> what (each table's declared description)."""
+    states verdicts only from there); returns table -> what (each table's declared description). ``log`` gets a
+    line as each section starts (a Clark run's take most of a minute together)."""
     from headstats.analyses import get_analysis
 
     files = {}
@@ -60,6 +62,7 @@ def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, 
         spec = get_analysis(name)
         section = spec.section_function()
         if section is not None:
+            log(f"report: the section of {name}")
             section(report, root, {**tables, "claims": claims} if claims is not None else tables)
         files.update({table: spec.describe(table) for table in tables})
     return files
@@ -136,8 +139,7 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
     lead = analyses_lead(protocol, analyses)
     analysis_files: dict[str, str] = {}
     if lead:
-        log(f"report: the sections of {', '.join(analyses)}")
-        analysis_files = analysis_sections(report, root, analyses or {}, claims)
+        analysis_files = analysis_sections(report, root, analyses or {}, claims, log=log)
         methods_section(report, protocol, manifest, analysis.tests)
         inputs_section(report, manifest, analysis)
     log(f"report: summary and role grids of {n_sets} (model, data set)")
@@ -155,7 +157,7 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
         log("report: pretrained against fine-tuned")
         comparison_section(report, root, comparison, manifest, formats=formats, figures=figures)
     if not lead:
-        analysis_files = analysis_sections(report, root, analyses or {}, claims)
+        analysis_files = analysis_sections(report, root, analyses or {}, claims, log=log)
     files_section(report, analysis_files, formats=formats, tables=set(analysis.tables))
     return report
 
