@@ -222,16 +222,14 @@ def run(protocol: str | Path | Any, out: str | Path | None = None, *, overwrite:
     Returns the :class:`headstats.study.results.StudyResult` (tables, arrays, manifest, output folder). In Jupyter it
     shows as a table of the heads holding each role, and ``result.show_report()`` shows the run's report.
     """
-    from headstats.config.protocol import Protocol, load_protocol
+    from headstats.config.overrides import load_overridden, validate_with_overrides
+    from headstats.config.protocol import Protocol, validate_protocol
     from headstats.report.builder import build_report
     from headstats.study.run import run_study
 
     if not isinstance(protocol, Protocol):
-        protocol = load_protocol(protocol, overrides=overrides or {}, limit=limit)
+        protocol = load_overridden(protocol, overrides or {}, limit=limit)
     elif overrides or limit is not None:
-        from headstats.config.overrides import validate_with_overrides
-        from headstats.config.protocol import validate_protocol
-
         protocol = validate_with_overrides(protocol.model_dump(mode="json"), overrides or {}, limit=limit,
                                            validate=validate_protocol)
     bar, log = python_progress(progress)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from headstats.config.overrides import apply_overrides, parse_assignment
+from headstats.config.overrides import apply_overrides, load_overridden, parse_assignment
 from headstats.config.protocol import dump_protocol, load_protocol
 from headstats.errors import HeadstatsError, ProtocolError
 from headstats.registry import did_you_mean, nearest_name
@@ -60,7 +60,7 @@ def test_limit_caps_every_data_set_the_glue_sample_and_max_inputs():
 
 
 def test_overrides_are_validated_and_kept_in_the_resolved_protocol():
-    protocol = load_protocol(CLARK, overrides=["statistics.tau=2", "analysis_options.clustering.n_permutations=99",
+    protocol = load_overridden(CLARK, ["statistics.tau=2", "analysis_options.clustering.n_permutations=99",
                                                "datasets.ewt_dev.limit=7"], limit=50)
     assert protocol.statistics.tau == 2.0
     assert protocol.options_of("clustering").n_permutations == 99
@@ -97,7 +97,7 @@ def test_overrides_are_validated_and_kept_in_the_resolved_protocol():
 ])
 def test_a_bad_override_is_one_message_naming_it(overrides, needles):
     with pytest.raises(HeadstatsError) as caught:
-        load_protocol(CLARK, overrides=overrides)
+        load_overridden(CLARK, overrides)
     message = str(caught.value)
     assert "\n" not in message
     assert message.count("--set") == 1 or "KEY=VALUE" in message, message
@@ -109,10 +109,10 @@ def test_a_problem_of_the_file_itself_is_not_blamed_on_an_override(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text("datasets:\n  - {name: d, path: d.txt}\nstatistics: {test: tt}\n")
     with pytest.raises(HeadstatsError) as caught:
-        load_protocol(path, overrides=["statistics.tau=2"])
+        load_overridden(path, ["statistics.tau=2"])
     assert "--set" not in str(caught.value) and "unknown test 'tt'" in str(caught.value)
     with pytest.raises(ProtocolError, match="--limit must be a whole number >= 1"):
-        load_protocol(CLARK, limit=0)
+        load_overridden(CLARK, limit=0)
 
 
 def test_the_nearest_name_goes_to_the_first_registered_of_equals():

@@ -124,9 +124,9 @@ def _load(protocol: Path, data_root: Optional[Path], sets: Optional[list[str]] =
     """Load a protocol with ``--set`` and ``--limit`` applied (:mod:`headstats.config.overrides`), and apply
     ``--data-root`` (as ``run`` and ``validate`` both do)."""
     from headstats.errors import DataError
-    from headstats.config.protocol import load_protocol
+    from headstats.config.overrides import load_overridden
 
-    proto = load_protocol(protocol, overrides=sets or (), limit=limit)
+    proto = load_overridden(protocol, sets or (), limit=limit)
     if data_root is not None:
         if not data_root.is_dir():
             raise DataError(f"--data-root {str(data_root)!r} is not a folder; give the GLUE data folder")

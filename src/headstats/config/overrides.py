@@ -257,3 +257,20 @@ def _culprit(raw: Mapping, items: list, validate) -> str | None:
         except HeadstatsError:
             return items[k - 1][0] if k else None
     return None
+
+
+def load_overridden(path, assignments: Iterable[str] | Mapping[str, object] = (), *,
+                    limit: int | None = None):
+    """:func:`headstats.config.protocol.load_protocol` with ``--set`` ``assignments`` and ``--limit`` applied to
+    the file's mapping before validation (:func:`validate_with_overrides`), its paths resolved as the file's.
+
+    Raises
+    ------
+    ProtocolError, UnknownNameError
+        As :func:`~headstats.config.protocol.load_protocol`, and a malformed assignment or unknown key, or a bad
+        value named by the ``--set`` that brought it in.
+    """
+    from headstats.config.protocol import read_protocol_file, resolve_paths, validate_protocol
+
+    raw = read_protocol_file(path)
+    return resolve_paths(validate_with_overrides(raw, assignments, limit=limit, validate=validate_protocol), path)

@@ -14,7 +14,7 @@ from collections import Counter
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, ClassVar, Iterable, Literal, Mapping
+from typing import Annotated, ClassVar, Literal
 
 import yaml
 from pydantic import (
@@ -660,10 +660,9 @@ def validate_protocol(raw: dict) -> Protocol:
     return protocol
 
 
-def load_protocol(path: str | Path, *, overrides: Iterable[str] | Mapping[str, object] = (),
-                  limit: int | None = None) -> Protocol:
-    """Read, validate and resolve a YAML protocol, with ``--set`` ``overrides`` and ``--limit`` applied to its
-    mapping before validation (:mod:`headstats.config.overrides`: checked as the file's own keys are).
+def load_protocol(path: str | Path) -> Protocol:
+    """Read, validate and resolve a YAML protocol (with ``--set`` and ``--limit``:
+    :func:`headstats.config.overrides.load_overridden`).
 
     Relative data paths, model folders, ``data_root`` and GLUE roots are resolved against the current
     working directory first and the protocol's folder second, whichever exists. ``output`` and
@@ -676,15 +675,13 @@ def load_protocol(path: str | Path, *, overrides: Iterable[str] | Mapping[str, o
     UnknownNameError
         Unknown role, test or correction names (listing the valid ones).
     """
-    path = Path(path)
-    raw = read_protocol_file(path)
-    if overrides or limit is not None:
-        from headstats.config.overrides import validate_with_overrides
+    return resolve_paths(validate_protocol(read_protocol_file(path)), path)
 
-        protocol = validate_with_overrides(raw, overrides, limit=limit, validate=validate_protocol)
-    else:
-        protocol = validate_protocol(raw)
-    base = path.resolve().parent
+
+def resolve_paths(protocol: Protocol, path: str | Path) -> Protocol:
+    """``protocol``, read from the file ``path``, with its relative paths resolved (see :func:`load_protocol`),
+    in place."""
+    base = Path(path).resolve().parent
     for ds in protocol.datasets:
         if ds.path is not None:
             ds.path = str(_resolve(ds.path, base))
