@@ -78,6 +78,11 @@ def test_each_analysis_finish_step_says_when_it_starts_and_how_long_it_took(tmp_
     run_study(load_protocol(path), tmp_path / "out", log=lines.append)
     for name in ("surface", "clustering"):
         start = lines.index(f"finishing {name}: its tests and tables")
-        assert lines[start + 1].startswith(f"finished {name} in ") and lines[start + 1].endswith(" s")
+        end = next(k for k in range(start, len(lines)) if lines[k].startswith(f"finished {name} in "))
+        assert lines[end].endswith(" s")
+        assert all(line.startswith(f"{name}: ") for line in lines[start + 1:end])  # the step's own lines
+    # the clustering's permutation test says when it starts (one per model and data set)
+    assert [line for line in lines if line.startswith("clustering: permutation test")] == [
+        "clustering: permutation test of the layers of tiny / single (9,999 permutations of 4 heads)"]
     finished = next(k for k, line in enumerate(lines) if line.startswith("finished clustering in "))
     assert finished < lines.index(f"writing {tmp_path / 'out'}")
