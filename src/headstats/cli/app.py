@@ -68,7 +68,7 @@ def _name_values(param) -> None:
         name = (param.name or "value").upper() + ("..." if param.nargs != 1 else "")
         param.metavar = name
         param._usage_display_name = lambda: name if param.required else f"[{name}]"
-        param.display_type_rich = lambda ctx: word
+        param.display_type_rich = lambda ctx: None if word == name else word  # not "TEXT TEXT"
     elif word is not None:
         param.metavar = word
 
