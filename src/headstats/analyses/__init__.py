@@ -237,7 +237,7 @@ def analysis_options(name: str, given: Any = None, schema: Any = None) -> Any:
 
             known = list(options.model_fields)
             guess = did_you_mean(err["loc"][0], known) or f"; use one of {', '.join(known)}"
-            raise ProtocolError(f"unknown key analysis_options.{name}.{where}{guess}") from None
+            raise ProtocolError(f"invalid analysis_options.{name}.{where}: unknown key{guess}") from None
         raise ProtocolError(f"invalid analysis_options.{name}.{where}: {err['msg']}; see the analysis' options "
                             "in the README") from None
 
