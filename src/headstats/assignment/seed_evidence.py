@@ -14,6 +14,7 @@ import pandas as pd
 
 from headstats.stats.claims import Evidence, evidence_fields
 from headstats.stats.exact import signflip_bound, signflip_claim
+from headstats.stats.paper_claims import SEED_CLAIMS, seed_hypothesis
 from headstats.stats.seeds import corrected_level, seeds_needed
 
 __all__ = ["seed_claims", "seed_evidence"]
@@ -57,9 +58,15 @@ def seed_evidence(c: dict, *, alpha: float, confidence: float, m: int = 1, corre
         detectable=f"{st.k} seeds: smallest one-sided sign-flip p 1/2^{st.k} = {st.floor:.3g}; seeds needed: "
                    f"{need_alone} for one claim at alpha = {alpha:g}, {need_family} in this family of {m} seed "
                    f"claims under {correction} (smallest p <= {level:.3g})",
-        reason=reason, measure=f"{c['measure']}: mean over seeds", detail=(
+        reason=reason, measure=f"{c['measure']}: mean over seeds", hypothesis=_hypothesis(c), detail=(
             f"{c['detail']}; per-seed values {', '.join(f'{v:+.3g}' for v in per_seed)}; the other direction: "
             f"sign-flip p = {p_other:.3g} (not part of the verdict)"))
+
+
+def _hypothesis(c: dict) -> str:
+    """The H0/H1 text of the test this evidence ran, in the direction it ran (``c["alternative"]``); ``""`` (the
+    registry's text) for a claim the registry does not know."""
+    return seed_hypothesis(c["key"], c["alternative"]) if c.get("key") in SEED_CLAIMS else ""
 
 
 def seed_claims(claims: list[dict], *, alpha: float, confidence: float = 0.95,

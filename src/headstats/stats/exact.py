@@ -31,7 +31,7 @@ from scipy.special import comb
 from headstats.stats.seeds import seeds_needed, signflip_test, t_over_seeds
 
 __all__ = ["LabelPermutationTest", "label_permutation_test", "signflip_bound", "PositionTest", "RangeTest", "ShareTest", "SeedTest", "layer_sum_counts", "position_test", "range_test",
-           "share_test", "signflip_claim"]
+           "share_test", "signflip_claim", "signflip_hypothesis"]
 
 
 @dataclass(frozen=True)
@@ -266,6 +266,35 @@ def signflip_claim(values, *, alternative: str, confidence: float = 0.95, level:
     return SeedTest(k, float(t["mean"][0]), float(t["ci_low"][0]), float(t["ci_high"][0]), float(claimed["p"][0]),
                     float(opposite["p"][0]), float(claimed["floor"][0]),
                     seeds_needed(alpha=2 * level, m=1, correction="none", alternative="two-sided"))
+
+
+def signflip_hypothesis(quantities, alternatives) -> str:
+    """H0 and H1 of the exact one-sided sign-flip test over seeds that :func:`signflip_claim` runs, in words, with
+    the direction it tests (``"greater"``: H1 above 0, ``"less"``: below 0).
+
+    ``quantities`` and ``alternatives`` are one name and one direction, or tuples of them for a claim whose parts
+    must all hold (intersection-union: the claim's p is the largest of the parts'). The text is what the test
+    decides: under H0 the per-seed value is symmetric about 0 (each of the ``2^k`` sign patterns of the k values
+    equally likely); H1, one-sided in the claimed direction, is a shift of that law above (below) 0, detected by
+    the mean over seeds in the upper (lower) tail of its sign-flip law. The other direction is not tested by
+    the verdict.
+    """
+    if isinstance(alternatives, str):
+        quantities, alternatives = (quantities,), (alternatives,)
+    if len(quantities) != len(alternatives):
+        raise ValueError("one direction per quantity")
+    parts = []
+    for quantity, alternative in zip(quantities, alternatives):
+        if alternative not in ("greater", "less"):
+            raise ValueError(f"alternative must be 'greater' or 'less', not {alternative!r}")
+        side, sign, tail = ("above", ">", "upper") if alternative == "greater" else ("below", "<", "lower")
+        parts.append(f"H0: the per-seed {quantity} is symmetric about 0 (every sign pattern equally likely); "
+                     f"H1 (one-sided, {alternative}): it is shifted {side} 0 (mean over seeds {sign} 0; exact "
+                     f"sign-flip test, {tail} tail)")
+    if len(parts) == 1:
+        return parts[0]
+    return "both must hold (intersection-union, p the larger): " + "; and ".join(
+        f"({i + 1}) {part}" for i, part in enumerate(parts))
 
 
 def signflip_bound(values, *, alternative: str, confidence: float = 0.95) -> float:

@@ -34,7 +34,7 @@ from scipy import stats as sps
 
 from headstats.analyses.roles import role_family
 from headstats.stats.claims import ClaimSettings, Evidence, evidence_from_table, register_claim
-from headstats.stats.exact import position_test, range_test, share_test
+from headstats.stats.exact import position_test, range_test, share_test, signflip_hypothesis
 
 #: The paper's range for the share of heads that are both local and syntactic (Pande et al. 2021, by task).
 PAPER_LOCAL_SYNTACTIC = (0.42, 0.88)
@@ -301,37 +301,47 @@ def local_syntactic(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings)
 
 # ======================================================================================= fine-tuning, seeds
 
-#: The fine-tuning claims tested over seeds: key -> (sentence, hypothesis, test, measure).
-SEED_CLAIMS: dict[str, tuple[str, str, str, str]] = {
+#: The fine-tuning claims tested over seeds: key -> (sentence, per-seed quantity, claimed direction, test,
+#: measure); a claim whose parts must all hold gives a tuple of quantities and one of directions. The hypothesis
+#: text is :func:`headstats.stats.exact.signflip_hypothesis` of the quantity and the direction, the same that the
+#: evidence (:mod:`headstats.assignment.seed_evidence`) writes from the direction it tested.
+SEED_CLAIMS: dict[str, tuple[str, str | tuple[str, ...], str | tuple[str, ...], str, str]] = {
     "later_layers_change_most": (
         "later layers change most",
-        "H0: the per-seed slope of the change over layer index is symmetric about 0; H1: its mean is > 0",
-        "per seed the OLS slope of the per-layer change on layer index; exact sign-flip test over seeds",
+        "slope of the change over layer index", "greater",
+        "per seed the OLS slope of the per-layer change on layer index; exact one-sided sign-flip test over seeds",
         "mean over seeds of the slope (change per layer)"),
     "sep_attention_falls": (
         "attention to [SEP] falls and spreads to the other tokens",
-        "H0: the per-seed change of the mean attention mass on [SEP] is symmetric about 0; H1: its mean is < 0",
-        "per seed the mean over layers and heads of the mass on [SEP] minus the base's; exact sign-flip test "
-        "over seeds",
+        ("change of the mean attention mass on [SEP]", "change of the mean attention mass on the other tokens"),
+        ("less", "greater"),
+        "per seed the mean over layers and heads of the mass on [SEP] (and on the other tokens) minus the base's; "
+        "exact one-sided sign-flip tests over seeds, the larger p",
         "mean over seeds of the change of attention mass on [SEP]"),
     "delimiter_heads_lost": (
         "delimiter heads are lost",
-        "H0: the per-seed net change of heads holding a delimiter role is symmetric about 0; H1: its mean is < 0",
-        "per seed, heads holding any delimiter role after minus before; exact sign-flip test over seeds",
+        "net change of heads holding a delimiter role", "less",
+        "per seed, heads holding any delimiter role after minus before; exact one-sided sign-flip test over seeds",
         "mean over seeds of the net change of delimiter heads"),
     "syntactic_heads_gained": (
         "syntactic heads are gained",
-        "H0: the per-seed net change of heads holding a syntactic role is symmetric about 0; H1: its mean is > 0",
-        "per seed, heads holding any syntactic role after minus before; exact sign-flip test over seeds",
+        "net change of heads holding a syntactic role", "greater",
+        "per seed, heads holding any syntactic role after minus before; exact one-sided sign-flip test over seeds",
         "mean over seeds of the net change of syntactic heads"),
 }
 
 
-def _register_seed_claim(key: str) -> None:
-    sentence, hypothesis, test, measure = SEED_CLAIMS[key]
+def seed_hypothesis(key: str, alternative=None) -> str:
+    """The hypothesis of seed claim ``key`` as tested in ``alternative`` (default: its claimed direction)."""
+    _, quantity, claimed, _, _ = SEED_CLAIMS[key]
+    return signflip_hypothesis(quantity, claimed if alternative is None else alternative)
 
-    @register_claim(key, sentence=sentence, source=PANDE + " (fine-tuning)", hypothesis=hypothesis, unit="seeds",
-                    test=test, measure=measure, tables=("compare_seed_claims",))
+
+def _register_seed_claim(key: str) -> None:
+    sentence, _, _, test, measure = SEED_CLAIMS[key]
+
+    @register_claim(key, sentence=sentence, source=PANDE + " (fine-tuning)", hypothesis=seed_hypothesis(key),
+                    unit="seeds", test=test, measure=measure, tables=("compare_seed_claims",))
     def evaluate(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
         return evidence_from_table(tables["compare_seed_claims"], key)
 
