@@ -97,7 +97,7 @@ def test_a_claim_of_two_parts_states_both_directions():
 
     text = CLAIMS.get("sep_attention_falls").hypothesis
     assert text == seed_hypothesis("sep_attention_falls")
-    assert text.startswith("both must hold (intersection-union, p the larger): (1) H0: the per-seed change of the "
-                           "mean attention mass on [SEP]")
+    assert text.startswith("H0: one of the parts is null (intersection-union, p the larger of the parts'): (1) H0: "
+                           "the per-seed change of the mean attention mass on [SEP]")
     assert "(one-sided, less): it is shifted below 0" in text and "(one-sided, greater): it is shifted above 0" in text
     assert "H1 (one-sided, greater): it is shifted above 0" in CLAIMS.get("syntactic_heads_gained").hypothesis

@@ -283,18 +283,18 @@ def signflip_hypothesis(quantities, alternatives) -> str:
         quantities, alternatives = (quantities,), (alternatives,)
     if len(quantities) != len(alternatives):
         raise ValueError("one direction per quantity")
-    parts = []
+    nulls, alts = [], []
     for quantity, alternative in zip(quantities, alternatives):
         if alternative not in ("greater", "less"):
             raise ValueError(f"alternative must be 'greater' or 'less', not {alternative!r}")
         side, sign, tail = ("above", ">", "upper") if alternative == "greater" else ("below", "<", "lower")
-        parts.append(f"H0: the per-seed {quantity} is symmetric about 0 (every sign pattern equally likely); "
-                     f"H1 (one-sided, {alternative}): it is shifted {side} 0 (mean over seeds {sign} 0; exact "
-                     f"sign-flip test, {tail} tail)")
-    if len(parts) == 1:
-        return parts[0]
-    return "both must hold (intersection-union, p the larger): " + "; and ".join(
-        f"({i + 1}) {part}" for i, part in enumerate(parts))
+        nulls.append(f"the per-seed {quantity} is symmetric about 0 (every sign pattern equally likely)")
+        alts.append(f"H1 (one-sided, {alternative}): it is shifted {side} 0 (mean over seeds {sign} 0; exact "
+                    f"sign-flip test, {tail} tail)")
+    if len(nulls) == 1:
+        return f"H0: {nulls[0]}; {alts[0]}"
+    return ("H0: one of the parts is null (intersection-union, p the larger of the parts'): " + "; ".join(
+        f"({i + 1}) H0: {null}; {alt}" for i, (null, alt) in enumerate(zip(nulls, alts))))
 
 
 def signflip_bound(values, *, alternative: str, confidence: float = 0.95) -> float:
