@@ -35,7 +35,8 @@ class ImportanceOptions(BaseModel):
         Pieces per ablation forward pass (copies of a batch x padded length): the memory of the batched
         ablations.
     n_permutations : int
-        Permutations of the role claims' tests over heads.
+        Labelings of the role claims' layer-stratified permutation test over heads (each keeps the role heads per
+        layer): every labeling when there are at most this many (exact), else this many seeded draws.
     """
 
     model_config = ConfigDict(extra="forbid")
