@@ -46,6 +46,8 @@ PANDE = "Pande et al. 2021"
 #: The family the Pande claims of the role table are corrected in: one per model (over its data sets), declared up
 #: front, so that adding a model to a protocol does not change another model's verdicts.
 PANDE_FAMILY = "Pande claims of {model}"
+#: The family of the seed claims: one per comparison (``model`` is the replicate group); the evidence names it too.
+SEED_FAMILY = "seed claims of {model}"
 #: The smallest shift of the mean layer (in layers) that "sit in the early / late layers" means: one layer.
 SMALLEST_LAYER_SHIFT = 1.0
 _KEYS = ("model", "dataset", "layer", "head", "roles", "n_roles")
@@ -348,7 +350,8 @@ def _register_seed_claim(key: str) -> None:
     sentence, _, _, test, measure = SEED_CLAIMS[key]
 
     @register_claim(key, sentence=sentence, source=PANDE + " (fine-tuning)", hypothesis=seed_hypothesis(key),
-                    unit="seeds", test=test, measure=measure, tables=("compare_seed_claims",))
+                    unit="seeds", test=test, measure=measure, tables=("compare_seed_claims",),
+                    family=SEED_FAMILY)
     def evaluate(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
         return evidence_from_table(tables["compare_seed_claims"], key)
 
