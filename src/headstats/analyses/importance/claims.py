@@ -109,7 +109,7 @@ _ROLE_TEST = ("layer-stratified permutation test of the role labels over heads: 
 
 def _register_role_claim(role: str) -> None:
     @register_claim(
-        f"importance_role_{role}", sentence=f"{role} heads matter more to the model than heads without that role",
+        f"importance_role_{role}", sentence=f"{role} heads matter more to the model than other heads of their layers",
         source="headstats (issue 25)",
         hypothesis=f"H0: within each layer, the {role} labels are exchangeable over the heads' importance; H1: "
                    f"{role} heads' importance (loss change under ablation; cosine distance without a task head) is "
@@ -126,8 +126,8 @@ for _role in CLAIM_ROLES:
 
 
 @register_claim(
-    "delimiter_heads_least_important", sentence="heads that attend to [CLS]/[SEP] matter least (attention to "
-    "delimiters is a no-op)", source="Clark et al. 2019",
+    "delimiter_heads_least_important", sentence="heads that attend to [CLS]/[SEP] matter less than other heads of "
+    "their layers (attention to delimiters is a no-op)", source="Clark et al. 2019",
     hypothesis="H0: within each layer, the delimiter labels are exchangeable over the heads' importance; H1: "
                "delimiter heads' importance is smaller than that of other heads of the same layers",
     unit="heads", test=_ROLE_TEST, measure="mean importance of delimiter heads minus the other heads of the same layers",
