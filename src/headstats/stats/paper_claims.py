@@ -239,7 +239,8 @@ def multi_role(g: RoleGroup) -> np.ndarray:
 
 
 @register_claim(
-    "few_multi_role_late", sentence="few heads hold several roles in the last two layers", source=PANDE, family=PANDE_FAMILY,
+    "few_multi_role_late", sentence="few heads hold several roles in the last two layers", source=PANDE,
+    family=PANDE_FAMILY,
     hypothesis="H0: the share of heads holding roles of two or more kinds is the same in the last two layers as "
                "in the others; H1: it is lower in the last two (odds ratio late / other < 1)",
     unit="heads", test="Fisher's exact test on the 2x2 table of heads (last two layers or not x several kinds "
@@ -276,7 +277,8 @@ def few_multi_role_late(tables: Mapping[str, pd.DataFrame], settings: ClaimSetti
 
 
 @register_claim(
-    "local_syntactic", sentence="42-88 % of heads are both local and syntactic (by task)", source=PANDE, family=PANDE_FAMILY,
+    "local_syntactic", sentence="42-88 % of heads are both local and syntactic (by task)", source=PANDE,
+    family=PANDE_FAMILY,
     hypothesis="H0: the share pi of heads both local and syntactic is <= 0.42 or >= 0.88; H1: 0.42 < pi < 0.88",
     unit="heads", test="two one-sided exact binomial tests (TOST) of the share of heads; against: share outside "
                        "the range",

@@ -130,7 +130,8 @@ for _role in CLAIM_ROLES:
     "their layers (attention to delimiters is a no-op)", source="Clark et al. 2019",
     hypothesis="H0: within each layer, the delimiter labels are exchangeable over the heads' importance; H1: "
                "delimiter heads' importance is smaller than that of other heads of the same layers",
-    unit="heads", test=_ROLE_TEST, measure="mean importance of delimiter heads minus the other heads of the same layers",
+    unit="heads", test=_ROLE_TEST,
+    measure="mean importance of delimiter heads minus the other heads of the same layers",
     tables=("importance", "roles"), overwrite=True)
 def delimiter_heads_least_important(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
     return _role_evidence(tables, settings, "delimiter", direction="less")

@@ -104,7 +104,8 @@ def _claims_latex(table: pd.DataFrame, claims: pd.DataFrame) -> LatexTable:
     """``claims.tex``: the claims table with its method sentence."""
     correction = CORRECTIONS.describe(str(claims["correction"].iloc[0]), "short")
     caption = (f"Each claim is a hypothesis tested by its own test (named in `claims.csv`), with p-values "
-               f"{correction}-corrected within each family of claims (the `family` column) at alpha = {float(claims['alpha'].iloc[0]):g}. "
+               f"{correction}-corrected within each family of claims (the `family` column) at alpha = "
+               f"{float(claims['alpha'].iloc[0]):g}. "
                "Verdict and corrected p per data set, or why the data cannot tell.")
     columns = {"claim": "Claim", "source": "Source", **{c: latex_escape(c) for c in table.columns[2:]}}
     return LatexTable("claims.tex", caption, columns=columns)
