@@ -63,3 +63,41 @@ def test_twelve_seed_claims_over_eight_seeds_can_all_be_supported():
     assert out["family"].iloc[0] == "seed claims of g (12 that can reject)"
     # 1/2^k <= 0.05 / 12 from k = 8 on
     assert "8 in this family of 12 seed claims under holm" in out["detectable"].iloc[0]
+
+
+@pytest.mark.parametrize("alternative", ["less", "greater"])
+def test_the_hypothesis_text_states_the_direction_that_was_tested(alternative):
+    # issue 32: the hypothesis column said "its mean is < 0" whatever was tested; it now states the one-sided
+    # sign-flip test actually run, and p_for is that test's p (all 2^6 sign patterns enumerated here)
+    import itertools
+
+    from headstats.stats.claim_catalog import evaluate_all_claims
+    from headstats.stats.claims import ClaimSettings
+
+    values = np.array([-2.0, -3, -1, 2, -4, -2])
+    claim = {"key": "delimiter_heads_lost", "values": values, "alternative": alternative, "group": "g",
+             "dataset": "d", "measure": "role assignment", "detail": "planted"}
+    evidence = seed_claims([claim], alpha=0.05)
+    sums = np.array([(np.array(s) * np.abs(values)).sum() for s in itertools.product([-1, 1], repeat=6)])
+    tail = (sums >= values.sum() - 1e-12) if alternative == "greater" else (sums <= values.sum() + 1e-12)
+    assert evidence["p_for"].iloc[0] == pytest.approx(tail.mean(), rel=1e-12)
+    sign, side = (">", "above") if alternative == "greater" else ("<", "below")
+    other = "<" if sign == ">" else ">"
+    out = evaluate_all_claims({"compare_seed_claims": evidence}, ClaimSettings())
+    text = out["hypothesis"].iloc[0]
+    assert text == ("H0: the per-seed net change of heads holding a delimiter role is symmetric about 0 (every sign "
+                    f"pattern equally likely); H1 (one-sided, {alternative}): it is shifted {side} 0 (mean over "
+                    f"seeds {sign} 0; exact sign-flip test, {'upper' if sign == '>' else 'lower'} tail)")
+    assert f"mean over seeds {other} 0" not in text
+
+
+def test_a_claim_of_two_parts_states_both_directions():
+    from headstats.stats.claims import CLAIMS
+    from headstats.stats.paper_claims import seed_hypothesis
+
+    text = CLAIMS.get("sep_attention_falls").hypothesis
+    assert text == seed_hypothesis("sep_attention_falls")
+    assert text.startswith("H0: one of the parts is null (intersection-union, p the larger of the parts'): (1) H0: "
+                           "the per-seed change of the mean attention mass on [SEP]")
+    assert "(one-sided, less): it is shifted below 0" in text and "(one-sided, greater): it is shifted above 0" in text
+    assert "H1 (one-sided, greater): it is shifted above 0" in CLAIMS.get("syntactic_heads_gained").hypothesis

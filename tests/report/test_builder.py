@@ -103,7 +103,7 @@ def test_report_leads_with_the_claims_table_then_the_summary(built_run):
     # heads against 4 syntactic, 6 and 2 discordant -> binomial p = 0.145, doubled 0.289; five claims can reject
     # (floors in both directions, METHODS 5.4), and 0.289 is third smallest: Holm 3 x 0.289 = 0.87)
     claims = md[md.index("## Claims, tested"):md.index("## Summary")]
-    assert "the `family` column): the run's claims (5 that can reject); Holm's step-down correction" in claims
+    assert "the `family` column): Pande claims of m (5 that can reject); Holm's step-down correction" in claims
     assert "| delimiter heads are the largest group | Pande et al. 2021 | not shown (p = 0.87) |" in claims
     assert "| few heads hold several roles in the last two layers | Pande et al. 2021 | not shown (p = 1) |" in claims
     # each verdict is stated once: the claims table; the summary never repeats it nor gives its own

@@ -19,6 +19,10 @@ def test_the_builtin_claims_are_listed_with_their_hypotheses():
                 "later_layers_change_most", "sep_attention_falls", "delimiter_heads_lost", "syntactic_heads_gained"):
         assert key in listed.index
         assert listed.loc[key, "hypothesis"].startswith("H0:")
+    # each claim's family, declared up front
+    assert listed.loc["cls_early", "family"] == "Pande claims of {model}"
+    assert listed.loc["delimiter_heads_lost", "family"] == "seed claims of {model}"
+    assert listed.loc["previous_token_heads", "family"] == "the run's claims"
 
 
 def test_claims_are_ordered_pande_first_then_by_the_protocols_analyses():

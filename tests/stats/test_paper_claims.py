@@ -173,3 +173,33 @@ def test_cls_early_contradicted_on_a_shift_below_one_layer_says_the_effect_is_sm
     assert row["verdict"] == CONTRADICTED
     assert row["smallest_effect"] == 1.0
     assert "effect below the stated size (|estimate| 0.227 < 1)" in row["reason"]
+
+
+def test_each_models_pande_claims_are_corrected_in_their_own_family():
+    # METHODS 5.4 / issue 32: the Pande claims of each model form one family (over its data sets), declared up
+    # front; a second model in the protocol leaves the first's corrected p-values unchanged
+    from statsmodels.stats.multitest import multipletests
+
+    cls_m1 = {(0, h) for h in range(12)} | {(1, 0), (1, 1)}
+    multi = {(4, 0)} | {(0, h) for h in range(7)}
+    m1 = planted_roles({"delimiter_cls": cls_m1, "delimiter": cls_m1, "local": multi, "syntactic": multi})
+    m2 = planted_roles({"delimiter_cls": {(5, h) for h in range(6)} | {(2, 0)}, "local": {(3, 3)},
+                        "delimiter": {(h % 6, h) for h in range(12)}}).assign(model="m2")
+    ceil = ceilings()
+    both = pd.concat([m1, m2], ignore_index=True)
+    ceil2 = pd.concat([ceil, ceil.assign(model="m2")], ignore_index=True)
+    out = evaluate_all_claims({"roles": both, "ceilings": ceil2}, ClaimSettings(alpha=0.05, correction="holm"))
+    assert set(out["family"].str.split(" [(]").str[0]) == {"Pande claims of m", "Pande claims of m2"}
+    for model in ("m", "m2"):
+        part = out[(out["model"] == model) & ~out["family"].str.contains("cannot reject")]
+        assert len(part) >= 3 and part["family"].nunique() == 1
+        assert part["family"].iat[0] == f"Pande claims of {model} ({len(part)} that can reject)"
+        ref = multipletests(part["p_unc"].to_numpy(float), alpha=0.05, method="holm")[1]
+        np.testing.assert_allclose(part["p"].to_numpy(float), ref, rtol=1e-12)
+    alone = evaluate_all_claims({"roles": m1, "ceilings": ceil}, ClaimSettings(alpha=0.05, correction="holm"))
+    joint = out[out["model"] == "m"].set_index("claim")
+    np.testing.assert_allclose(joint["p"].to_numpy(float), alone.set_index("claim").loc[joint.index, "p"], rtol=1e-12)
+    # one family over both models would have given m's claims larger corrected p-values
+    pooled = out[~out["family"].str.contains("cannot reject")]
+    pooled_p = multipletests(pooled["p_unc"].to_numpy(float), method="holm")[1]
+    assert (pooled_p[pooled["model"].to_numpy() == "m"] > pooled["p"][pooled["model"] == "m"].to_numpy()).any()

@@ -14,6 +14,7 @@ import pandas as pd
 
 from headstats.stats.claims import Evidence, evidence_fields
 from headstats.stats.exact import signflip_bound, signflip_claim
+from headstats.stats.paper_claims import SEED_CLAIMS, SEED_FAMILY, seed_hypothesis
 from headstats.stats.seeds import corrected_level, seeds_needed
 
 __all__ = ["seed_claims", "seed_evidence"]
@@ -53,13 +54,19 @@ def seed_evidence(c: dict, *, alpha: float, confidence: float, m: int = 1, corre
     low, high = (bound, math.inf) if first == "greater" else (-math.inf, bound)
     return Evidence(
         c["group"], c["dataset"], estimate=st.mean, ci_low=low, ci_high=high, p_for=float(p_for),
-        floor=st.floor, family=f"seed claims of {c['group']}",
+        floor=st.floor, family=SEED_FAMILY.format(model=c["group"]),
         detectable=f"{st.k} seeds: smallest one-sided sign-flip p 1/2^{st.k} = {st.floor:.3g}; seeds needed: "
                    f"{need_alone} for one claim at alpha = {alpha:g}, {need_family} in this family of {m} seed "
                    f"claims under {correction} (smallest p <= {level:.3g})",
-        reason=reason, measure=f"{c['measure']}: mean over seeds", detail=(
+        reason=reason, measure=f"{c['measure']}: mean over seeds", hypothesis=_hypothesis(c), detail=(
             f"{c['detail']}; per-seed values {', '.join(f'{v:+.3g}' for v in per_seed)}; the other direction: "
             f"sign-flip p = {p_other:.3g} (not part of the verdict)"))
+
+
+def _hypothesis(c: dict) -> str:
+    """The H0/H1 text of the test this evidence ran, in the direction it ran (``c["alternative"]``); ``""`` (the
+    registry's text) for a claim the registry does not know."""
+    return seed_hypothesis(c["key"], c["alternative"]) if c.get("key") in SEED_CLAIMS else ""
 
 
 def seed_claims(claims: list[dict], *, alpha: float, confidence: float = 0.95,

@@ -17,7 +17,7 @@ from headstats.analyses import load_all_claims
 # importing a module registers its claims: Pande et al.'s roles and fine-tuning claims, then each analysis'
 from headstats.stats import paper_claims
 from headstats.stats import control_claims  # Pande et al.'s roles against random-init controls
-from headstats.stats.claims import CLAIMS, ClaimSettings, evaluate_claims
+from headstats.stats.claims import CLAIMS, RUN_FAMILY, ClaimSettings, evaluate_claims
 
 load_all_claims()
 
@@ -52,7 +52,11 @@ def ordered_claims(analyses: Sequence[str] = ()) -> list[str]:
 
 
 def list_claims() -> pd.DataFrame:
-    """The claims of the catalog: ``claim, sentence, source, hypothesis, unit, test, measure, tables``."""
+    """The claims of the catalog: ``claim, sentence, source, hypothesis, unit, test, measure, family, tables``
+    (``family``: the family its verdicts are corrected in, declared up front; ``{model}`` is filled in per model,
+    or per replicate group for the seed claims)."""
     return pd.DataFrame([{"claim": c.key, "sentence": c.sentence, "source": c.source, "hypothesis": c.hypothesis,
-                          "unit": c.unit, "test": c.test, "measure": c.measure, "tables": ", ".join(c.tables)}
+                          "unit": c.unit, "test": c.test, "measure": c.measure,
+                          "family": c.family or RUN_FAMILY,
+                          "tables": ", ".join(c.tables)}
                          for _, c in CLAIMS.items()])

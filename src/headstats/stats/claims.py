@@ -9,8 +9,9 @@ p-value in the claimed direction (``p_for``) and, where the claim has an opposit
 when the data cannot decide.
 
 :func:`evaluate_claims` runs the registered claims on a run's tables (:mod:`headstats.stats.claim_catalog`
-imports the built-in ones), corrects their p-values together (the family is every claim of the run whose test
-can reject) and gives each a verdict:
+imports the built-in ones), corrects their p-values within each family (the claims of one family whose test can
+reject; a claim declares its family up front: the Pande et al. claims of each model form one, the seed claims of
+each comparison one, every other claim of the run one; the ``family`` column names it) and gives each a verdict:
 
 - ``cannot tell``: the evidence names a reason (the role cannot reach tau: mean ceiling <= tau; the role was not
   tested; too few heads), or the design's smallest attainable p-value is above alpha (a sign-flip test over 3
@@ -150,8 +151,9 @@ class Evidence:
         The test gives p = 0 only by underflow (a count test: binomial, sign-flip, its normal approximation on
         finite data), so a p of 0 is a bound below the smallest double, never degenerate data.
     family : str
-        The family of claims this one is corrected with (``""``: :data:`RUN_FAMILY`, every claim of the run);
-        e.g. the seed claims of one comparison form their own family (METHODS 5.4).
+        The family of claims this one is corrected with (``""``: the claim's declared family,
+        :attr:`Claim.family`, else :data:`RUN_FAMILY`); e.g. the seed claims of one comparison form their own
+        family (METHODS 5.4).
     """
 
     model: str
@@ -206,6 +208,9 @@ class Claim:
     smallest_effect : float
         The smallest effect of interest, in the unit of ``measure`` as a distance of the estimate from 0 (NaN:
         none declared). A significant verdict on an estimate closer to 0 says so (METHODS 5.4).
+    family : str
+        The family its evidence is corrected in when the evidence names none, as a template of ``{model}`` and
+        ``{dataset}`` (``"Pande claims of {model}"``: one family per model); ``""``: :data:`RUN_FAMILY`.
     """
 
     key: str
@@ -218,6 +223,13 @@ class Claim:
     evaluate: Evaluate = field(repr=False)
     tables: tuple[str, ...] = ()
     smallest_effect: float = math.nan
+    family: str = ""
+
+    def family_of(self, ev: Evidence) -> str:
+        """The family ``ev`` is corrected in: its own, else this claim's template filled in, else the run's."""
+        if ev.family:
+            return ev.family
+        return self.family.format(model=ev.model, dataset=ev.dataset) if self.family else RUN_FAMILY
 
 
 #: Every claim the report may state. Built-in claims register when their module is imported (the catalog,
@@ -226,9 +238,12 @@ CLAIMS: Registry[Claim] = Registry("claim", hint="register one with headstats.st
 
 
 def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, unit: str, test: str, measure: str,
-                   tables: Iterable[str] = (), smallest_effect: float = math.nan,
+                   tables: Iterable[str] = (), smallest_effect: float = math.nan, family: str = "",
                    overwrite: bool = False) -> Callable[[Evaluate], Evaluate]:
     """Register the decorated ``evaluate(tables, settings)`` as claim ``key`` (see the module docstring).
+
+    ``family`` declares, up front, the family its verdicts are corrected in (:attr:`Claim.family`: a template of
+    ``{model}`` and ``{dataset}``; default every claim of the run).
 
     Returns the function unchanged, so that it can be called and tested on its own.
     """
@@ -238,7 +253,7 @@ def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, uni
 
     def wrap(evaluate: Evaluate) -> Evaluate:
         CLAIMS.register(key, Claim(key, sentence, source, hypothesis, unit, test, measure, evaluate,
-                                   tuple(tables), float(smallest_effect)), overwrite=overwrite)
+                                   tuple(tables), float(smallest_effect), str(family)), overwrite=overwrite)
         return evaluate
     return wrap
 
@@ -353,7 +368,7 @@ def evaluate_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings 
     -------
     DataFrame
         :data:`CLAIM_COLUMNS`, one row per (claim, model, data set). ``p_unc`` is the claim's p-value
-        (:func:`claim_p`), ``p`` the same corrected with ``correction`` over ``family`` (every row of the run
+        (:func:`claim_p`), ``p`` the same corrected with ``correction`` within ``family`` (the rows of that family
         whose test can reject; NaN outside it). ``floor`` is the smallest attainable ``p_unc``.
     """
     settings = settings or ClaimSettings()
@@ -368,7 +383,7 @@ def evaluate_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings 
         return pd.DataFrame(columns=CLAIM_COLUMNS)
     p_unc = np.array([evidence_p(ev) for _, ev in rows], dtype=float)
     member = np.array([_in_family(ev, settings.alpha) for _, ev in rows])
-    labels = np.array([ev.family or RUN_FAMILY for _, ev in rows], dtype=object)
+    labels = np.array([claim.family_of(ev) for claim, ev in rows], dtype=object)
     p_corr = np.full(len(rows), np.nan)
     sizes: dict[str, int] = {}
     for label in dict.fromkeys(labels):

@@ -31,7 +31,7 @@ from scipy.special import comb
 from headstats.stats.seeds import seeds_needed, signflip_test, t_over_seeds
 
 __all__ = ["LabelPermutationTest", "label_permutation_test", "signflip_bound", "PositionTest", "RangeTest", "ShareTest", "SeedTest", "layer_sum_counts", "position_test", "range_test",
-           "share_test", "signflip_claim"]
+           "share_test", "signflip_claim", "signflip_hypothesis"]
 
 
 @dataclass(frozen=True)
@@ -268,6 +268,35 @@ def signflip_claim(values, *, alternative: str, confidence: float = 0.95, level:
                     seeds_needed(alpha=2 * level, m=1, correction="none", alternative="two-sided"))
 
 
+def signflip_hypothesis(quantities, alternatives) -> str:
+    """H0 and H1 of the exact one-sided sign-flip test over seeds that :func:`signflip_claim` runs, in words, with
+    the direction it tests (``"greater"``: H1 above 0, ``"less"``: below 0).
+
+    ``quantities`` and ``alternatives`` are one name and one direction, or tuples of them for a claim whose parts
+    must all hold (intersection-union: the claim's p is the largest of the parts'). The text is what the test
+    decides: under H0 the per-seed value is symmetric about 0 (each of the ``2^k`` sign patterns of the k values
+    equally likely); H1, one-sided in the claimed direction, is a shift of that law above (below) 0, detected by
+    the mean over seeds in the upper (lower) tail of its sign-flip law. The other direction is not tested by
+    the verdict.
+    """
+    if isinstance(alternatives, str):
+        quantities, alternatives = (quantities,), (alternatives,)
+    if len(quantities) != len(alternatives):
+        raise ValueError("one direction per quantity")
+    nulls, alts = [], []
+    for quantity, alternative in zip(quantities, alternatives):
+        if alternative not in ("greater", "less"):
+            raise ValueError(f"alternative must be 'greater' or 'less', not {alternative!r}")
+        side, sign, tail = ("above", ">", "upper") if alternative == "greater" else ("below", "<", "lower")
+        nulls.append(f"the per-seed {quantity} is symmetric about 0 (every sign pattern equally likely)")
+        alts.append(f"H1 (one-sided, {alternative}): it is shifted {side} 0 (mean over seeds {sign} 0; exact "
+                    f"sign-flip test, {tail} tail)")
+    if len(nulls) == 1:
+        return f"H0: {nulls[0]}; {alts[0]}"
+    return ("H0: one of the parts is null (intersection-union, p the larger of the parts'): " + "; ".join(
+        f"({i + 1}) H0: {null}; {alt}" for i, (null, alt) in enumerate(zip(nulls, alts))))
+
+
 def signflip_bound(values, *, alternative: str, confidence: float = 0.95) -> float:
     r"""The one-sided confidence bound of a location shift that inverts the exact sign-flip test of ``values``.
 
@@ -296,8 +325,10 @@ def signflip_bound(values, *, alternative: str, confidence: float = 0.95) -> flo
 
 @dataclass(frozen=True)
 class LabelPermutationTest:
-    """The permutation test of two groups' means (k labelled units among n): both one-sided p-values, the floor,
-    how they were computed and the interval that inverts the test (see :func:`label_permutation_test`)."""
+    """The permutation test of labelled units against the others (within strata): both one-sided p-values, the
+    floor, how they were computed and the interval that inverts the test (see :func:`label_permutation_test`).
+    ``n_strata`` counts the strata that hold both labelled and other units (the others are fixed under the
+    permutation and left out)."""
 
     estimate: float
     ci_low: float
@@ -309,39 +340,80 @@ class LabelPermutationTest:
     exact: bool
     n_resamples: int
     seed: int
+    n_strata: int = 1
 
 
-def label_permutation_test(inside, outside, *, n_resamples: int = 9_999, seed: int = 0,
-                           confidence: float = 0.95) -> LabelPermutationTest:
-    r"""Permutation test of ``mean(inside) - mean(outside)`` over the labels, exact when it can be.
-
-    With k inside and n units, every one of the :math:`\binom{n}{k}` labelings is enumerated when there are at
-    most ``n_resamples`` of them (exact; ``p = #{at least as extreme} / C(n, k)``, floor :math:`1/\binom{n}{k}`;
-    equal to ``scipy.stats.permutation_test``'s exact p); otherwise ``n_resamples`` seeded random labelings with
-    ``p = (1 + #{at least as extreme}) / (1 + n_resamples)`` (floor ``1 / (n_resamples + 1)``). The interval
-    inverts the same test: the shifts :math:`\delta` of the inside group for which neither one-sided test of
-    ``inside - delta`` against ``outside`` rejects at ``(1 - confidence) / 2``, on the same labelings for every
-    shift (each labeling's statistic is linear in :math:`\delta`), so that it excludes 0 when, and only when, the
-    test rejects at that level (up to the discreteness of the law).
-    """
-    a = np.asarray(inside, dtype=float)
-    b = np.asarray(outside, dtype=float)
-    k, n = a.size, a.size + b.size
-    arrangements = float(comb(n, k, exact=False))
-    exact = arrangements <= n_resamples
+def _stratum_draws(n: int, k: int, exact: bool, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """The labelled positions of every k-subset of ``range(n)`` (exact) or of ``n_resamples`` random ones."""
     if exact:
-        chosen = np.array(list(itertools.combinations(range(n), k)), dtype=np.int64).reshape(-1, k)
+        return np.array(list(itertools.combinations(range(n), k)), dtype=np.int64).reshape(-1, k)
+    return rng.random((int(n_resamples), n)).argsort(axis=1)[:, :k]
+
+
+def label_permutation_test(values, held, *, strata=None, n_resamples: int = 9_999, seed: int = 0,
+                           confidence: float = 0.95) -> LabelPermutationTest:
+    r"""Permutation test of the labelled units (``held``) against the others, within strata, exact when it can be.
+
+    Under H0 the labels are exchangeable within each stratum (e.g. the heads of one layer): a draw keeps the
+    number :math:`k_l` of labelled units of every stratum l and labels a random :math:`k_l`-subset of its
+    :math:`n_l` units. The statistic is the weighted mean of the within-stratum differences,
+
+    .. math:: D = \sum_l w_l (ar x_{l, held} - ar x_{l, other}) / \sum_l w_l, \qquad w_l = k_l (n_l - k_l) / n_l,
+
+    which, given the strata's totals, is an increasing function of the sum of the labelled values (so the test is
+    the stratified permutation test of that sum), and is shifted by exactly :math:`\delta` when every labelled
+    value is; strata with no labelled or no other unit are fixed and drop out. Without strata (one stratum) D is
+    ``mean(held) - mean(others)``. Every one of the :math:`\prod_l inom{n_l}{k_l}` stratified labelings is
+    enumerated when there are at most ``n_resamples`` of them (exact; ``p = #{at least as extreme} / total``,
+    floor ``1 / total``; unstratified, equal to ``scipy.stats.permutation_test``'s exact p); otherwise
+    ``n_resamples`` seeded random stratified labelings with ``p = (1 + #{at least as extreme}) / (1 + n_resamples)``
+    (floor ``1 / (n_resamples + 1)``). The interval inverts the same test: the shifts :math:`\delta` of the
+    labelled units for which neither one-sided test rejects at ``(1 - confidence) / 2``, on the same labelings for
+    every shift (each labeling's statistic is linear in :math:`\delta`), so that it excludes 0 when, and only
+    when, the test rejects at that level (up to the discreteness of the law); a side whose floor is above
+    ``(1 - confidence) / 2`` rejects no shift and has no bound (infinite).
+
+    Raises
+    ------
+    ValueError
+        When no stratum holds both labelled and other units (nothing to compare).
+    """
+    x = np.asarray(values, dtype=float)
+    h = np.asarray(held, dtype=bool)
+    labels = np.zeros(x.size, dtype=np.int64) if strata is None else np.asarray(strata)
+    if not (x.size == h.size == labels.size):
+        raise ValueError("values, held and strata need one entry per unit")
+    groups = []  # per stratum: its values (labelled first), k, n
+    for label in dict.fromkeys(labels.tolist()):
+        inside = labels == label
+        k, n = int((inside & h).sum()), int(inside.sum())
+        if 0 < k < n:
+            groups.append((np.concatenate([x[inside & h], x[inside & ~h]]), k, n))
+    if not groups:
+        raise ValueError("no stratum holds both labelled and other units: nothing to compare")
+    weights = np.array([k * (n - k) / n for _, k, n in groups])
+    weights = weights / weights.sum()
+    arrangements = float(np.prod([comb(n, k, exact=False) for _, k, n in groups]))
+    exact = arrangements <= n_resamples
+    rng = np.random.default_rng(seed)
+    draws = [_stratum_draws(n, k, exact, n_resamples, rng) for _, k, n in groups]
+    if exact:  # every combination of the strata's subsets: the index of each stratum's subset per labeling
+        picks = np.unravel_index(np.arange(int(round(arrangements))), [len(d) for d in draws])
     else:
-        chosen = np.random.default_rng(seed).random((int(n_resamples), n)).argsort(axis=1)[:, :k]
-    base = np.concatenate([a, b])
-    total = base.sum()
-    sum_s = base[chosen].sum(axis=1)               # sum over the labelling's inside units, at delta = 0
-    from_a = (chosen < k).sum(axis=1)              # how many of them are inside units (shifted by delta)
-    est = float(a.mean() - b.mean())
+        picks = [np.arange(int(n_resamples))] * len(draws)
+    null0 = np.zeros(len(picks[0]))
+    slope = np.zeros(len(picks[0]))  # d null / d delta
+    est = 0.0
+    for (v, k, n), w, d, pick in zip(groups, weights, draws, picks):
+        total = v.sum()
+        sums, from_held = v[d].sum(axis=1)[pick], (d < k).sum(axis=1)[pick]
+        null0 += w * (sums / k - (total - sums) / (n - k))
+        slope += w * (-from_held / k - (from_held - k) / (n - k))
+        est += w * (v[:k].mean() - v[k:].mean())
+    est = float(est)
 
     def p_values(delta: float) -> tuple[float, float]:
-        s_delta = sum_s - delta * from_a
-        null = s_delta / k - (total - k * delta - s_delta) / (n - k)
+        null = null0 + delta * slope
         observed = est - delta
         tol = 1e-12 * max(1.0, abs(observed))
         ge, le = int((null >= observed - tol).sum()), int((null <= observed + tol).sum())
@@ -350,7 +422,7 @@ def label_permutation_test(inside, outside, *, n_resamples: int = 9_999, seed: i
         return (ge + 1) / (len(null) + 1), (le + 1) / (len(null) + 1)
 
     tail = (1 - confidence) / 2
-    spread = float(np.ptp(base)) or 1.0
+    spread = float(np.ptp(x[np.isfinite(x)])) or 1.0
 
     def bound(side: int) -> float:
         # side 0 (lower bound): the smallest shift the "greater" test does not reject; side 1: the largest
@@ -358,6 +430,8 @@ def label_permutation_test(inside, outside, *, n_resamples: int = 9_999, seed: i
         inner, outer = est, est - spread if side == 0 else est + spread
         while p_values(outer)[side] > tail and abs(outer - est) < 1e6 * spread:
             outer = est + 2 * (outer - est)
+        if p_values(outer)[side] > tail:  # no shift is rejected (the floor is above the tail): no bound
+            return -math.inf if side == 0 else math.inf
         for _ in range(60):
             mid = (inner + outer) / 2
             inner, outer = (inner, mid) if p_values(mid)[side] <= tail else (mid, outer)
@@ -366,4 +440,4 @@ def label_permutation_test(inside, outside, *, n_resamples: int = 9_999, seed: i
     greater, less = p_values(0.0)
     floor = 1.0 / arrangements if exact else 1.0 / (n_resamples + 1)
     return LabelPermutationTest(est, bound(0), bound(1), greater, less, floor, arrangements, exact,
-                                int(n_resamples), int(seed))
+                                int(n_resamples), int(seed), len(groups))

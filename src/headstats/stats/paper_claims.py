@@ -16,11 +16,15 @@ the ceilings (``ceilings``: per role, the mean score of a perfect head and wheth
 - ``local_syntactic``: the share of heads both local and syntactic (any relation) inside the paper's range
   42-88 % (:func:`range_test`, two one-sided exact binomial tests).
 
+The claims of the role table of one model form one family (:data:`PANDE_FAMILY`, over the model's data sets): a
+protocol with several models corrects each model's Pande claims within their own family, named in the ``family``
+column of ``claims.csv``.
+
 A role whose mean ceiling is at or below tau cannot be assigned to any head, so a claim that needs it reads
 ``cannot tell`` (role out of reach), never "does not hold". The fine-tuning claims (later layers change most,
 [SEP] attention falls and spreads, delimiter heads lost, syntactic heads gained) are tested over seeds by the
 comparison (:func:`headstats.assignment.replicates.replicate_comparison` writes their evidence to
-``seed_claims``) and registered here so that they are corrected with the others.
+``seed_claims``) and registered here; the seed claims of one comparison form their own family.
 """
 
 from __future__ import annotations
@@ -34,11 +38,16 @@ from scipy import stats as sps
 
 from headstats.analyses.roles import role_family
 from headstats.stats.claims import ClaimSettings, Evidence, evidence_from_table, register_claim
-from headstats.stats.exact import position_test, range_test, share_test
+from headstats.stats.exact import position_test, range_test, share_test, signflip_hypothesis
 
 #: The paper's range for the share of heads that are both local and syntactic (Pande et al. 2021, by task).
 PAPER_LOCAL_SYNTACTIC = (0.42, 0.88)
 PANDE = "Pande et al. 2021"
+#: The family the Pande claims of the role table are corrected in: one per model (over its data sets), declared up
+#: front, so that adding a model to a protocol does not change another model's verdicts.
+PANDE_FAMILY = "Pande claims of {model}"
+#: The family of the seed claims: one per comparison (``model`` is the replicate group); the evidence names it too.
+SEED_FAMILY = "seed claims of {model}"
 #: The smallest shift of the mean layer (in layers) that "sit in the early / late layers" means: one layer.
 SMALLEST_LAYER_SHIFT = 1.0
 _KEYS = ("model", "dataset", "layer", "head", "roles", "n_roles")
@@ -104,7 +113,7 @@ def _cannot(g: RoleGroup, reason: str, detail: str = "") -> Evidence:
 # ================================================================================ delimiter heads the largest
 
 @register_claim(
-    "delimiter_largest", sentence="delimiter heads are the largest group", source=PANDE,
+    "delimiter_largest", sentence="delimiter heads are the largest group", source=PANDE, family=PANDE_FAMILY,
     hypothesis="H0: for some other kind X within reach, no more heads hold a delimiter role than X "
                "(P(delimiter only) <= P(X only)); H1: for every X, P(delimiter only) > P(X only)",
     unit="heads", test="exact binomial (McNemar) test on the heads holding exactly one of delimiter and X, per "
@@ -196,7 +205,7 @@ def _position(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings, role:
 
 
 @register_claim(
-    "cls_early", sentence="[CLS] heads sit in the early layers", source=PANDE,
+    "cls_early", sentence="[CLS] heads sit in the early layers", source=PANDE, family=PANDE_FAMILY,
     hypothesis="H0: the heads holding delimiter_cls sit like a random subset of the tested heads; H1: their mean "
                "layer is lower (mean layer of delimiter_cls heads < mean layer of all tested heads)",
     unit="heads", test="exact permutation test of the layer labels (statistic: mean layer of the heads holding "
@@ -208,7 +217,7 @@ def cls_early(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> li
 
 
 @register_claim(
-    "sep_middle_late", sentence="[SEP] heads sit in the middle and late layers", source=PANDE,
+    "sep_middle_late", sentence="[SEP] heads sit in the middle and late layers", source=PANDE, family=PANDE_FAMILY,
     hypothesis="H0: the heads holding delimiter_sep sit like a random subset of the tested heads; H1: their mean "
                "layer is higher (mean layer of delimiter_sep heads > mean layer of all tested heads)",
     unit="heads", test="exact permutation test of the layer labels (statistic: mean layer of the heads holding "
@@ -231,6 +240,7 @@ def multi_role(g: RoleGroup) -> np.ndarray:
 
 @register_claim(
     "few_multi_role_late", sentence="few heads hold several roles in the last two layers", source=PANDE,
+    family=PANDE_FAMILY,
     hypothesis="H0: the share of heads holding roles of two or more kinds is the same in the last two layers as "
                "in the others; H1: it is lower in the last two (odds ratio late / other < 1)",
     unit="heads", test="Fisher's exact test on the 2x2 table of heads (last two layers or not x several kinds "
@@ -268,6 +278,7 @@ def few_multi_role_late(tables: Mapping[str, pd.DataFrame], settings: ClaimSetti
 
 @register_claim(
     "local_syntactic", sentence="42-88 % of heads are both local and syntactic (by task)", source=PANDE,
+    family=PANDE_FAMILY,
     hypothesis="H0: the share pi of heads both local and syntactic is <= 0.42 or >= 0.88; H1: 0.42 < pi < 0.88",
     unit="heads", test="two one-sided exact binomial tests (TOST) of the share of heads; against: share outside "
                        "the range",
@@ -301,37 +312,48 @@ def local_syntactic(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings)
 
 # ======================================================================================= fine-tuning, seeds
 
-#: The fine-tuning claims tested over seeds: key -> (sentence, hypothesis, test, measure).
-SEED_CLAIMS: dict[str, tuple[str, str, str, str]] = {
+#: The fine-tuning claims tested over seeds: key -> (sentence, per-seed quantity, claimed direction, test,
+#: measure); a claim whose parts must all hold gives a tuple of quantities and one of directions. The hypothesis
+#: text is :func:`headstats.stats.exact.signflip_hypothesis` of the quantity and the direction, the same that the
+#: evidence (:mod:`headstats.assignment.seed_evidence`) writes from the direction it tested.
+SEED_CLAIMS: dict[str, tuple[str, str | tuple[str, ...], str | tuple[str, ...], str, str]] = {
     "later_layers_change_most": (
         "later layers change most",
-        "H0: the per-seed slope of the change over layer index is symmetric about 0; H1: its mean is > 0",
-        "per seed the OLS slope of the per-layer change on layer index; exact sign-flip test over seeds",
+        "slope of the change over layer index", "greater",
+        "per seed the OLS slope of the per-layer change on layer index; exact one-sided sign-flip test over seeds",
         "mean over seeds of the slope (change per layer)"),
     "sep_attention_falls": (
         "attention to [SEP] falls and spreads to the other tokens",
-        "H0: the per-seed change of the mean attention mass on [SEP] is symmetric about 0; H1: its mean is < 0",
-        "per seed the mean over layers and heads of the mass on [SEP] minus the base's; exact sign-flip test "
-        "over seeds",
+        ("change of the mean attention mass on [SEP]", "change of the mean attention mass on the other tokens"),
+        ("less", "greater"),
+        "per seed the mean over layers and heads of the mass on [SEP] (and on the other tokens) minus the base's; "
+        "exact one-sided sign-flip tests over seeds, the larger p",
         "mean over seeds of the change of attention mass on [SEP]"),
     "delimiter_heads_lost": (
         "delimiter heads are lost",
-        "H0: the per-seed net change of heads holding a delimiter role is symmetric about 0; H1: its mean is < 0",
-        "per seed, heads holding any delimiter role after minus before; exact sign-flip test over seeds",
+        "net change of heads holding a delimiter role", "less",
+        "per seed, heads holding any delimiter role after minus before; exact one-sided sign-flip test over seeds",
         "mean over seeds of the net change of delimiter heads"),
     "syntactic_heads_gained": (
         "syntactic heads are gained",
-        "H0: the per-seed net change of heads holding a syntactic role is symmetric about 0; H1: its mean is > 0",
-        "per seed, heads holding any syntactic role after minus before; exact sign-flip test over seeds",
+        "net change of heads holding a syntactic role", "greater",
+        "per seed, heads holding any syntactic role after minus before; exact one-sided sign-flip test over seeds",
         "mean over seeds of the net change of syntactic heads"),
 }
 
 
-def _register_seed_claim(key: str) -> None:
-    sentence, hypothesis, test, measure = SEED_CLAIMS[key]
+def seed_hypothesis(key: str, alternative=None) -> str:
+    """The hypothesis of seed claim ``key`` as tested in ``alternative`` (default: its claimed direction)."""
+    _, quantity, claimed, _, _ = SEED_CLAIMS[key]
+    return signflip_hypothesis(quantity, claimed if alternative is None else alternative)
 
-    @register_claim(key, sentence=sentence, source=PANDE + " (fine-tuning)", hypothesis=hypothesis, unit="seeds",
-                    test=test, measure=measure, tables=("compare_seed_claims",))
+
+def _register_seed_claim(key: str) -> None:
+    sentence, _, _, test, measure = SEED_CLAIMS[key]
+
+    @register_claim(key, sentence=sentence, source=PANDE + " (fine-tuning)", hypothesis=seed_hypothesis(key),
+                    unit="seeds", test=test, measure=measure, tables=("compare_seed_claims",),
+                    family=SEED_FAMILY)
     def evaluate(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
         return evidence_from_table(tables["compare_seed_claims"], key)
 

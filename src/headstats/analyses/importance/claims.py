@@ -3,10 +3,20 @@ r"""The claims that tie head importance (Michel et al. 2019) to the roles and to
 Claims (:mod:`headstats.stats.claims`), on the per-head ``importance`` column (mean loss change with a task
 head, cosine distance without one) and the run's ``roles`` table:
 
-- ``importance_role_<role>``: heads holding the role matter more than heads without it (difference of means,
-  permutation test of the role labels over heads, ``scipy.stats.permutation_test``; bootstrap interval);
-- ``delimiter_heads_least_important``: delimiter heads matter less than the others (Clark et al. 2019's no-op
-  reading of attention to [SEP]);
+- ``importance_role_<role>``: heads holding the role matter more than random head sets drawn within the same
+  layers (issue 33): a layer-stratified permutation test of the role labels
+  (:func:`headstats.stats.exact.label_permutation_test` with ``strata`` = layer). Each labeling keeps the number
+  :math:`k_l` of role heads of every layer l (of its :math:`n_l` heads), so that a role concentrated in the
+  layers that matter most (or least) is not credited with their importance. Statistic and estimate: the
+  weighted mean over layers of (mean importance of the layer's role heads - that of its other heads), weights
+  :math:`k_l (n_l - k_l) / n_l` (an increasing function of the role heads' importance sum given the layers'
+  totals, shifted by exactly :math:`\delta` when every role head's importance is); layers where all or none of
+  the heads hold the role are fixed and drop out. All :math:`\prod_l \binom{n_l}{k_l}` labelings are enumerated
+  when there are at most ``analysis_options.importance.n_permutations`` of them (floor one over their number),
+  else that many labelings are drawn with the run's seed (floor ``1 / (n_permutations + 1)``). The interval
+  inverts the same test. ``cannot tell`` when no layer holds both role heads and others;
+- ``delimiter_heads_least_important``: delimiter heads matter less than the other heads of their layers (Clark
+  et al. 2019's no-op reading of attention to [SEP]), the same test in the other direction;
 - ``importance_tracks_change``: a fine-tuned model's important heads are those fine-tuning changed most
   (Spearman correlation over heads of importance and the mean |change| of the role scores, from
   ``compare_paired_tests``; exact-permutation-free t approximation of scipy).
@@ -49,6 +59,12 @@ def _joined(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return heads.merge(tables["roles"], on=["model", "dataset", "layer", "head"], how="inner")
 
 
+def _layer_counts(layers: np.ndarray, held: np.ndarray) -> str:
+    """``"layer 0: 2 of 12, layer 3: 1 of 12"``: the role's heads per layer (the layers that hold any)."""
+    return ", ".join(f"layer {layer}: {int(held[layers == layer].sum())} of {int((layers == layer).sum())}"
+                     for layer in np.unique(layers) if held[layers == layer].any())
+
+
 def _role_evidence(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings, role: str, *,
                    direction: str) -> list[Evidence]:
     joined = _joined(tables)
@@ -56,42 +72,50 @@ def _role_evidence(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings, 
     if role not in joined.columns:
         return out
     for (model, dataset), part in joined.groupby(["model", "dataset"], sort=False):
-        held = part[role].fillna(False).astype(bool).to_numpy()
         value = part["importance"].to_numpy(float)
         ok = np.isfinite(value)
-        inside, outside = value[held & ok], value[~held & ok]
+        held = part[role].fillna(False).astype(bool).to_numpy()[ok]
+        layers, value = part["layer"].to_numpy(int)[ok], value[ok]
         measure = (f"mean importance ({part['importance_measure'].iat[0]}) of {role} heads minus that of the "
-                   "other heads")
-        if inside.size < 2 or outside.size < 2:
-            out.append(Evidence(str(model), str(dataset), measure=measure,
-                                reason=f"too few heads: {inside.size} {role} heads, {outside.size} others"))
+                   "other heads of the same layers (layers weighted k(n - k)/n)")
+        mixed = [layer for layer in np.unique(layers) if 0 < held[layers == layer].sum() < (layers == layer).sum()]
+        if held.sum() < 2 or (~held).sum() < 2 or not mixed:
+            why = (f"too few heads: {int(held.sum())} {role} heads, {int((~held).sum())} others" if mixed else
+                   f"no layer holds both {role} heads and other heads ({_layer_counts(layers, held) or 'none'}): "
+                   "no head set of the same layers to compare with")
+            out.append(Evidence(str(model), str(dataset), measure=measure, reason=why))
             continue
         n_perm, seed = _permutation_settings(part)
-        res = label_permutation_test(inside, outside, n_resamples=n_perm, seed=seed, confidence=settings.confidence)
+        res = label_permutation_test(value, held, strata=layers, n_resamples=n_perm, seed=seed,
+                                     confidence=settings.confidence)
         p_for, p_against = (res.p_greater, res.p_less) if direction == "greater" else (res.p_less, res.p_greater)
-        how = (f"exact: all C({inside.size + outside.size}, {inside.size}) = {res.n_arrangements:.0f} labelings"
-               if res.exact else f"{n_perm} seeded random labelings (seed {seed}) of {inside.size + outside.size} "
-                                 "heads")
+        how = (f"exact: all {res.n_arrangements:.0f} labelings that keep the {role} heads per layer"
+               if res.exact else f"{n_perm} seeded random labelings (seed {seed}) that keep the {role} heads per "
+                                 "layer")
         out.append(Evidence(str(model), str(dataset), estimate=res.estimate, ci_low=res.ci_low, ci_high=res.ci_high,
                             p_for=p_for, p_against=p_against, floor=res.floor, measure=measure,
                             detectable=f"{how}: smallest one-sided p {res.floor:.2g}",
-                            detail=f"{inside.size} {role} heads: mean {inside.mean():.4g}; {outside.size} others: "
-                                   f"mean {outside.mean():.4g}"))
+                            detail=f"{int(held.sum())} {role} heads ({_layer_counts(layers, held)}): mean "
+                                   f"{value[held].mean():.4g}; {int((~held).sum())} others: mean "
+                                   f"{value[~held].mean():.4g}; {res.n_strata} layers hold both"))
     return out
 
 
-_ROLE_TEST = ("permutation test of the role labels over heads (exact over all C(n, k) labelings when there are at "
-              "most n_permutations of them, else n_permutations seeded ones: analysis_options.importance); the "
-              "interval inverts the same test")
+_ROLE_TEST = ("layer-stratified permutation test of the role labels over heads: each labeling keeps the number of "
+              "role heads of every layer (exact over all prod_l C(n_l, k_l) labelings when there are at most "
+              "n_permutations of them, else n_permutations seeded ones: analysis_options.importance); the interval "
+              "inverts the same test")
 
 
 def _register_role_claim(role: str) -> None:
     @register_claim(
-        f"importance_role_{role}", sentence=f"{role} heads matter more to the model than heads without that role",
+        f"importance_role_{role}", sentence=f"{role} heads matter more to the model than other heads of their layers",
         source="headstats (issue 25)",
-        hypothesis=f"H0: the {role} labels are exchangeable over the heads' importance; H1: {role} heads' mean "
-                   "importance (loss change under ablation; cosine distance without a task head) is larger",
-        unit="heads", test=_ROLE_TEST, measure=f"mean importance of {role} heads minus the others",
+        hypothesis=f"H0: within each layer, the {role} labels are exchangeable over the heads' importance; H1: "
+                   f"{role} heads' importance (loss change under ablation; cosine distance without a task head) is "
+                   "larger than that of other heads of the same layers",
+        unit="heads", test=_ROLE_TEST,
+        measure=f"mean importance of {role} heads minus the other heads of the same layers",
         tables=("importance", "roles"), overwrite=True)
     def evaluate(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
         return _role_evidence(tables, settings, role, direction="greater")
@@ -102,11 +126,12 @@ for _role in CLAIM_ROLES:
 
 
 @register_claim(
-    "delimiter_heads_least_important", sentence="heads that attend to [CLS]/[SEP] matter least (attention to "
-    "delimiters is a no-op)", source="Clark et al. 2019",
-    hypothesis="H0: the delimiter labels are exchangeable over the heads' importance; H1: delimiter heads' mean "
-               "importance is smaller than the other heads'",
-    unit="heads", test=_ROLE_TEST, measure="mean importance of delimiter heads minus the others",
+    "delimiter_heads_least_important", sentence="heads that attend to [CLS]/[SEP] matter less than other heads of "
+    "their layers (attention to delimiters is a no-op)", source="Clark et al. 2019",
+    hypothesis="H0: within each layer, the delimiter labels are exchangeable over the heads' importance; H1: "
+               "delimiter heads' importance is smaller than that of other heads of the same layers",
+    unit="heads", test=_ROLE_TEST,
+    measure="mean importance of delimiter heads minus the other heads of the same layers",
     tables=("importance", "roles"), overwrite=True)
 def delimiter_heads_least_important(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
     return _role_evidence(tables, settings, "delimiter", direction="less")

@@ -14,8 +14,10 @@ per head over inputs by the study (``importance_tests``: the protocol's one-side
   (``unit = inputs``), and for replicate groups the same over the seeds' means (``unit = seeds``);
 - ``importance_removable``: Michel et al.'s question, the largest share removable within the stated loss
   (``prune_tolerance``): the largest s such that every share up to it has mean drop <= tolerance
-  (``removable_share``), and the same with the upper confidence bound of the drop (``removable_share_confident``);
-  for replicate groups the mean over seeds with its t interval.
+  (``removable_share``), and the same with the upper confidence bound of the drop (``removable_share_confident``),
+  with a percentile bootstrap interval over inputs (``analysis_options.importance.n_bootstrap`` resamples, the
+  run's seed); for replicate groups the mean over seeds with a two-stage percentile bootstrap over seeds and
+  inputs (:func:`removable_table`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ PRUNING_COLUMNS = ["model", "dataset", "unit", "share", "n_removed", "n", "accur
                    "accuracy_ci_high", "loss", "loss_ci_low", "loss_ci_high", "drop", "drop_ci_low",
                    "drop_ci_high", "confidence", "ablation", "prune_by"]
 REMOVABLE_COLUMNS = ["model", "dataset", "unit", "n", "tolerance", "removable_share", "ci_low", "ci_high",
-                     "removable_share_confident", "confidence", "ablation", "prune_by"]
+                     "removable_share_confident", "confidence", "interval", "ablation", "prune_by"]
 
 
 def _t_interval(values: np.ndarray, confidence: float) -> tuple[float, float, float, int]:
@@ -143,36 +145,87 @@ def removable_share(shares: np.ndarray, drops: np.ndarray, tolerance: float) -> 
     return float(best)
 
 
-def removable_table(curve: pd.DataFrame, groups: Mapping[str, list[str]] | None, *, tolerance: float,
-                    confidence: float = 0.95) -> pd.DataFrame:
-    """Per model and data set the removable share (and with the drop's upper bound); per replicate group the
-    members' shares' mean with its t interval over seeds, cut to the shares tried (with two or three seeds the t
-    interval is wide enough to leave them). Columns :data:`REMOVABLE_COLUMNS`."""
-    rows = []
+def _removable_rows(shares: np.ndarray, drops: np.ndarray, tolerance: float) -> np.ndarray:
+    """:func:`removable_share` of every row of ``drops`` (replicates x shares, ``shares`` ascending)."""
+    within = np.isfinite(drops) & (drops <= tolerance + 1e-12)
+    leading = np.cumprod(within, axis=1).sum(axis=1)  # how many shares, from the first, stay within
+    return np.where(leading > 0, np.asarray(shares, float)[np.maximum(leading - 1, 0)], 0.0)
+
+
+def drop_matrix(inputs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """``(shares, drops)`` of one model and data set: the shares tried (ascending) and the per-input accuracy drop
+    :math:`c_i(0) - c_i(s)` (inputs x shares), inputs missing a share left out."""
+    wide = inputs.pivot_table(index="sentence_id", columns="share", values="correct").sort_index(axis=1)
+    drops = (wide[[0.0]].to_numpy(float) - wide.to_numpy(float))
+    return wide.columns.to_numpy(float), drops[np.isfinite(drops).all(axis=1)]
+
+
+def removable_draws(shares: np.ndarray, drops: np.ndarray, tolerance: float, *, n_resamples: int,
+                    rng: np.random.Generator) -> np.ndarray:
+    """``n_resamples`` bootstrap replicates of the removable share over inputs: the inputs (rows of ``drops``)
+    drawn with replacement (multinomial counts), the mean drop per share recomputed, then
+    :func:`removable_share` of that curve."""
+    n = drops.shape[0]
+    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=int(n_resamples))
+    return _removable_rows(shares, counts @ drops / n, tolerance)
+
+
+def percentile_interval(draws: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The percentile interval of bootstrap replicates (the inverse of their empirical CDF at (1 - confidence) / 2
+    and (1 + confidence) / 2; a discrete statistic's interval ends on values it takes)."""
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(draws, [tail, 1 - tail], method="inverted_cdf")
+    return float(low), float(high)
+
+
+def removable_table(inputs: pd.DataFrame, groups: Mapping[str, list[str]] | None, *, tolerance: float,
+                    curve: pd.DataFrame | None = None, confidence: float = 0.95, n_resamples: int = 1999,
+                    seed: int = 0) -> pd.DataFrame:
+    r"""The largest share of heads removable within ``tolerance``, with a percentile bootstrap interval.
+
+    Per model and data set: :func:`removable_share` of the mean drop per share (and, ``removable_share_confident``,
+    of the drop's upper t bound from ``curve``, :func:`pruning_curve` of ``inputs``), with the percentile interval
+    of ``n_resamples`` bootstrap replicates over inputs (:func:`removable_draws`; the inputs are the unit: each
+    keeps its drops at every share). Per replicate group: the mean of the members' shares, with a two-stage
+    percentile bootstrap over seeds and inputs: each replicate draws k members with replacement and, for each,
+    one of its bootstrap replicates over inputs (independent draws for a member drawn twice), so that seeds that
+    agree still carry their inputs' uncertainty (a t interval over k equal shares had zero width). Seeded with
+    ``seed``. Columns :data:`REMOVABLE_COLUMNS`; ``interval`` names the method.
+    """
+    curve = pruning_curve(inputs, confidence=confidence) if curve is None else curve
     per_model = curve[curve["unit"] == "inputs"]
-    for (model, dataset), part in per_model.groupby(["model", "dataset"], sort=False):
-        rows.append({"model": model, "dataset": dataset, "unit": "inputs", "n": int(part["n"].max()),
-                     "tolerance": tolerance,
-                     "removable_share": removable_share(part["share"], part["drop"], tolerance),
-                     "ci_low": math.nan, "ci_high": math.nan,
-                     "removable_share_confident": removable_share(part["share"], part["drop_ci_high"], tolerance),
-                     "confidence": confidence, "ablation": part["ablation"].iat[0],
-                     "prune_by": part["prune_by"].iat[0]})
+    rng = np.random.default_rng([int(seed), 25])
+    draws: dict[tuple[str, str], np.ndarray] = {}
+    rows = []
+    for (model, dataset), part in inputs.groupby(["model", "dataset"], sort=False):
+        shares, drops = drop_matrix(part)
+        line = per_model[(per_model["model"] == model) & (per_model["dataset"] == dataset)]
+        draws[(model, dataset)] = reps = removable_draws(shares, drops, tolerance, n_resamples=n_resamples, rng=rng)
+        low, high = percentile_interval(reps, confidence)
+        rows.append({"model": model, "dataset": dataset, "unit": "inputs", "n": int(drops.shape[0]),
+                     "tolerance": tolerance, "removable_share": removable_share(shares, drops.mean(axis=0), tolerance),
+                     "ci_low": low, "ci_high": high,
+                     "removable_share_confident": removable_share(line["share"], line["drop_ci_high"], tolerance),
+                     "confidence": confidence,
+                     "interval": f"percentile bootstrap over inputs ({n_resamples} resamples)",
+                     "ablation": part["ablation"].iat[0], "prune_by": part["prune_by"].iat[0]})
     table = pd.DataFrame(rows, columns=REMOVABLE_COLUMNS)
     extra = []
     for group, members in (groups or {}).items():
         for dataset, sub in table[table["model"].isin(members)].groupby("dataset", sort=False):
             if len(sub) < 2:
                 continue
-            mean, low, high, k = _t_interval(sub["removable_share"].to_numpy(), confidence)
-            # a share lies between the smallest and the largest share tried: the t interval is cut there
-            tried = per_model.loc[per_model["model"].isin(members) & (per_model["dataset"] == dataset), "share"]
-            low, high = float(np.clip(low, tried.min(), tried.max())), float(np.clip(high, tried.min(), tried.max()))
+            reps = np.stack([draws[(m, dataset)] for m in sub["model"]])  # members x resamples
+            k = reps.shape[0]
+            pick = rng.integers(0, k, size=(n_resamples, k)), rng.integers(0, n_resamples, size=(n_resamples, k))
+            low, high = percentile_interval(reps[pick].mean(axis=1), confidence)
             extra.append({"model": group, "dataset": dataset, "unit": "seeds", "n": k, "tolerance": tolerance,
-                          "removable_share": mean, "ci_low": low, "ci_high": high,
+                          "removable_share": float(sub["removable_share"].mean()), "ci_low": low, "ci_high": high,
                           "removable_share_confident": float(sub["removable_share_confident"].mean()),
-                          "confidence": confidence, "ablation": sub["ablation"].iat[0],
-                          "prune_by": sub["prune_by"].iat[0]})
+                          "confidence": confidence,
+                          "interval": f"two-stage percentile bootstrap over seeds and inputs ({n_resamples} "
+                                      "resamples)",
+                          "ablation": sub["ablation"].iat[0], "prune_by": sub["prune_by"].iat[0]})
     return pd.concat([table, pd.DataFrame(extra, columns=REMOVABLE_COLUMNS)], ignore_index=True) if extra else table
 
 
@@ -208,8 +261,9 @@ def finish_importance(tables: Mapping[str, pd.DataFrame], statistics: TestOption
     if inputs is not None and len(inputs):
         curve = pruning_curve(inputs, groups, confidence=confidence)
         out["importance_pruning"] = curve
-        out["importance_removable"] = removable_table(curve, groups, tolerance=options.prune_tolerance,
-                                                      confidence=confidence)
+        out["importance_removable"] = removable_table(inputs, groups, curve=curve, tolerance=options.prune_tolerance,
+                                                      confidence=confidence, n_resamples=options.n_bootstrap,
+                                                      seed=seed)
     return out
 
 

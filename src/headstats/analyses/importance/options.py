@@ -34,8 +34,12 @@ class ImportanceOptions(BaseModel):
     max_tokens : int
         Pieces per ablation forward pass (copies of a batch x padded length): the memory of the batched
         ablations.
+    n_bootstrap : int
+        Bootstrap resamples of the removable share's interval (over inputs; over seeds and inputs for a replicate
+        group), seeded with the run's seed.
     n_permutations : int
-        Permutations of the role claims' tests over heads.
+        Labelings of the role claims' layer-stratified permutation test over heads (each keeps the role heads per
+        layer): every labeling when there are at most this many (exact), else this many seeded draws.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -47,6 +51,7 @@ class ImportanceOptions(BaseModel):
     prune_tolerance: float = Field(0.01, ge=0, lt=1)
     max_tokens: int = Field(16384, ge=1)
     n_permutations: int = Field(9999, ge=99)
+    n_bootstrap: int = Field(1999, ge=99)
 
     @field_validator("prune_shares")
     @classmethod

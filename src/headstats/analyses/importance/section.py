@@ -88,4 +88,5 @@ def importance_section(report: Any, root: Path, tables: Mapping[str, pd.DataFram
         report.text(f"The largest share of heads removable with accuracy falling by at most "
                     f"{float(removable['tolerance'].iat[0]):g} (Michel et al.'s question; `importance_removable.csv`).")
         report.table(removable, "Largest removable share: from the mean drop, and from its upper confidence bound; "
-                     "over seeds, the mean and interval of the seeds' shares.", csv="importance_removable.csv")
+                     "percentile bootstrap interval over inputs; over seeds, the mean of the seeds' shares with a "
+                     "two-stage bootstrap interval over seeds and inputs.", csv="importance_removable.csv")

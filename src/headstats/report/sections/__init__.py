@@ -30,12 +30,19 @@ if TYPE_CHECKING:
 
     from headstats.report.blocks import Report
 
+def claim_family(row) -> str:
+    """The family a claim's p is corrected in, as prose: ``claims.csv``'s ``family`` without its count (``"Pande
+    claims of m"``, ``"seed claims of g"``, ``"the run's claims"``); the run's claims when the column is absent."""
+    family = row.get("family", "") if hasattr(row, "get") else ""
+    return family.split(" (")[0] if isinstance(family, str) and family else "the run's claims"
+
+
 def claim_lines(tables, keys, *, model: str | None = None, dataset: str | None = None) -> list[str]:
     """The registry's verdicts of the claims ``keys`` (:mod:`headstats.stats.claims`; ``tables["claims"]``, i.e.
     ``claims.csv``), one Markdown line per (claim, model, data set), optionally of one model and data set::
 
         - *some heads attend mostly to the previous token* (m on d; min Holm-corrected p ...): **supported**,
-          p = 0.003 after holm over the run's claims. <detail>.
+          p = 0.003 after holm over the run's claims (its family). <detail>.
 
     Empty when the run tested none of them.
     """
@@ -52,7 +59,7 @@ def claim_lines(tables, keys, *, model: str | None = None, dataset: str | None =
         p = float(r["p"])
         text = f"- *{r['sentence']}* ({r['model']} on {r['dataset']}; {r['test']}): **{r['verdict']}**"
         if math.isfinite(p):
-            text += f", p = {p:.2g} after {r['correction']} over the run's claims"
+            text += f", p = {p:.2g} after {r['correction']} over {claim_family(r)}"
         if isinstance(r["reason"], str) and r["reason"]:
             text += f"; {r['reason']}"
         if isinstance(r["detail"], str) and r["detail"]:

@@ -33,7 +33,7 @@ def _effect_text(row) -> str:
 
 def claim_cell(row) -> str:
     """One cell of the claims table: ``supported (p = 0.0047)``, ``not shown (p = 0.31)`` or
-    ``cannot tell (role out of reach)``; ``p`` is corrected over the run's claims."""
+    ``cannot tell (role out of reach)``; ``p`` is corrected within the claim's family."""
     verdict, p, reason = str(row["verdict"]), float(row["p"]), row["reason"]
     if verdict == "cannot tell":
         return f"cannot tell ({_reason_kind(reason)})" if isinstance(reason, str) and reason else verdict
@@ -104,7 +104,8 @@ def _claims_latex(table: pd.DataFrame, claims: pd.DataFrame) -> LatexTable:
     """``claims.tex``: the claims table with its method sentence."""
     correction = CORRECTIONS.describe(str(claims["correction"].iloc[0]), "short")
     caption = (f"Each claim is a hypothesis tested by its own test (named in `claims.csv`), with p-values "
-               f"{correction}-corrected over the run's claims at alpha = {float(claims['alpha'].iloc[0]):g}. "
+               f"{correction}-corrected within each family of claims (the `family` column) at alpha = "
+               f"{float(claims['alpha'].iloc[0]):g}. "
                "Verdict and corrected p per data set, or why the data cannot tell.")
     columns = {"claim": "Claim", "source": "Source", **{c: latex_escape(c) for c in table.columns[2:]}}
     return LatexTable("claims.tex", caption, columns=columns)
@@ -118,7 +119,7 @@ def claims_section(report: Report, claims: pd.DataFrame | None) -> None:
         return
     table = claims_by_dataset(claims)
     report.table(table, "The claims of the papers (and any registered claim) by data set: "
-                 "verdict and p-value after correction over the run's claims, or why the data cannot tell.",
+                 "verdict and p-value after correction within the claim's family, or why the data cannot tell.",
                  fold=False, latex=_claims_latex(table, claims))
     cols = ["claim", "model", "dataset", "unit", "test", "measure", "estimate", "ci_low", "ci_high", "p_unc", "p",
             "floor", "verdict", "reason", "detectable"]

@@ -12,6 +12,7 @@ import pandas as pd
 
 from headstats.report.blocks import Report, figure_tag
 from headstats.report.figures import FigureRenderer
+from headstats.report.sections import claim_family
 
 
 def has_seeds(comparison: dict | None) -> bool:
@@ -134,8 +135,8 @@ def seed_answers(tables: Mapping[str, pd.DataFrame], *, top_k: int = 12,
             for r in c.itertuples():
                 why = f" ({r.reason})" if r.reason else ""
                 lines.append(f"- Claim \"{r.sentence}\": **{r.verdict}**{why}; {r.measure} {r.estimate:+.3g} "
-                             f"[{r.ci_low:+.3g}, {r.ci_high:+.3g}], p = {r.p:.3g} after {r.correction} over the "
-                             f"run's claims ({r.test}). {r.detail}.")
+                             f"[{r.ci_low:+.3g}, {r.ci_high:+.3g}], p = {r.p:.3g} after {r.correction} over "
+                             f"{claim_family(r._asdict())} ({r.test}). {r.detail}.")
         answers.append((f"{group} on {ds}", "\n".join(lines).strip()))
     return answers
 
