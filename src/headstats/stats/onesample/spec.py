@@ -105,6 +105,12 @@ class OneSampleTestSpec:
         Asymptotic relative efficiency against the one-sample t-test under normal scores (1 for the tests
         of the mean, 3/pi for the signed-rank and 2/pi for the sign test): the power columns use the t-test's
         power at N x efficiency. None: power not available for this test (NaN with a note).
+    stream, stream_result, stream_bound : callable or None
+        For a resampling test read sequentially (:mod:`~headstats.stats.onesample.sequential`):
+        ``stream(x_sorted, taus, *, seed, n_resamples, confidence)`` its
+        :class:`~headstats.stats.onesample.draws.NullStream`, ``stream_result(x_sorted, stream, *, tau,
+        confidence, seed)`` the result from the draws taken, and ``stream_bound(x_sorted, q)`` the lower bound
+        from the quantile ``q`` of the null statistics (None: the bound does not come from the draws).
     """
 
     name: str
@@ -117,6 +123,9 @@ class OneSampleTestSpec:
     p_from_moments: Callable[..., np.ndarray] | None = None
     bound: Callable[..., np.ndarray] | None = None
     efficiency: float | None = None
+    stream: Callable[..., object] | None = None
+    stream_result: Callable[..., OneSampleResult] | None = None
+    stream_bound: Callable[..., np.ndarray] | None = None
 
     def lower_bound(self, x: np.ndarray, *, tau: float, confidence: float, seed: int, n_resamples: int) -> np.ndarray:
         """The one-sided lower bound ``ci_low`` of a ``(k, n)`` block at ``confidence``, by the fast path."""
@@ -152,6 +161,9 @@ def register_test(
     p_from_moments: Callable[..., np.ndarray] | None = None,
     bound: Callable[..., np.ndarray] | None = None,
     efficiency: float | None = None,
+    stream: Callable[..., object] | None = None,
+    stream_result: Callable[..., OneSampleResult] | None = None,
+    stream_bound: Callable[..., np.ndarray] | None = None,
     overwrite: bool = False,
 ) -> OneSampleTestSpec:
     """Add a one-sample test under ``name``.
@@ -178,6 +190,9 @@ def register_test(
     efficiency : float, optional
         Efficiency against the t-test for the power columns (see :class:`OneSampleTestSpec`); None: power
         is reported as not available.
+    stream, stream_result, stream_bound : callable, optional
+        How a resampling test is read sequentially (see :class:`OneSampleTestSpec`); without ``stream`` it
+        always draws ``n_resamples``.
     overwrite : bool
         Replace an existing test of that name instead of raising.
     """
@@ -190,7 +205,7 @@ def register_test(
     if name in ONE_SAMPLE_TESTS and not overwrite:
         raise HeadstatsError(f"test {name!r} is already registered; pass overwrite=True to replace it")
     spec = OneSampleTestSpec(name, fn, bool(resampling), parameter, effect_size, description, p_values,
-                             p_from_moments, bound, efficiency)
+                             p_from_moments, bound, efficiency, stream, stream_result, stream_bound)
     return ONE_SAMPLE_TESTS.register(name, spec, overwrite=overwrite)
 
 
