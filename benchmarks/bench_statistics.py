@@ -3,8 +3,8 @@
 Run:  python benchmarks/bench_statistics.py [--n 10000] [--repeats 2] [--smoke] [--replicates 20]
 
 ``--smoke`` runs every step on 200 inputs once (seconds; ``tests/test_benchmarks.py`` runs it), the
-quickstart-like comparison on a sixth of the quickstart's heads and the decision-error simulation on 2 small
-families.
+quickstart-like comparison on a sixth of the quickstart's heads without the sensitivity tables, and the
+decision-error simulation on 2 small families.
 
 Prints, measured in this one run:
 - the wall time of every table a study computes from the scores (``headstats.assignment.tables.analyse`` with the
@@ -247,7 +247,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"load average before: {', '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs)")
     parts = {
         "full": lambda: full_statistics(args.n, args.repeats),
-        "quickstart": lambda: quickstart_bootstrap(smoke=args.smoke, sensitivity=not args.no_sensitivity),
+        "quickstart": lambda: quickstart_bootstrap(smoke=args.smoke,
+                                                   sensitivity=not (args.no_sensitivity or args.smoke)),
         "error": lambda: print_decision_error(args.replicates, *((60, 25) if args.smoke else (300, 40))),
         "walsh": lambda: walsh_bound(args.repeats, **({"n": 1_000, "n_old": 300} if args.smoke else {})),
     }
