@@ -121,8 +121,8 @@ class TestOptions(StrictModel):
     #: ``auto``: enough resamples that the smallest attainable corrected p-value is alpha / 10
     #: (:func:`headstats.stats.onesample.auto_resamples`); a number too small to assign any head is refused.
     n_resamples: Annotated[int | str, BeforeValidator(_n_resamples)] = "auto"
-    #: With ``n_resamples: auto``, stop a head's resampling once its corrected decision is settled (risk <= 1e-3).
-    sequential: bool = True
+    sequential: bool = Field(True, description="with n_resamples auto: a head stops resampling once its "
+                                               "decision is settled (risk <= 0.001)")
     power_target: Float = Field(0.8, gt=0, lt=1)
     #: The standardised effect (location - tau) / sd at which power and the inputs needed are reported.
     effect_of_interest: Float = Field(0.5, gt=0, allow_inf_nan=False)

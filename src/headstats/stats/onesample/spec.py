@@ -45,8 +45,9 @@ class OneSampleResult:
         For example ``"cohen_d"`` or ``"rank_biserial"``.
     note : list of str
         One note per row ("" for none).
-    n_resamples : int or None
-        Resamples drawn (resampling tests only; the number of sign patterns when enumerated exactly).
+    n_resamples : int, numpy.ndarray or None
+        Resamples drawn (resampling tests only; the number of sign patterns when enumerated exactly), one
+        number for every row or one per row (a sequential run, where rows stop at different draws).
     """
 
     statistic: np.ndarray
@@ -56,7 +57,7 @@ class OneSampleResult:
     effect_size_type: str
     ci_low: np.ndarray
     note: list[str] = field(default_factory=list)
-    n_resamples: int | None = None
+    n_resamples: int | np.ndarray | None = None
 
 
 class OneSampleTest(Protocol):
