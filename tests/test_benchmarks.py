@@ -33,8 +33,8 @@ def test_statistics(capsys):
     assert "200 inputs x 144 heads x 10 roles (1,440 hypotheses, 288,000 scores)" in out
     assigned = int(re.search(r"heads assigned: (\d+) \(planted above tau: 30\)", out).group(1))
     assert 20 <= assigned <= 40  # 30 planted at mean 3.6 against tau = 3; 1,410 at mean 1.5
-    # the quickstart's layer 0 (12 heads x 10 roles x 2 data sets): sequential bootstrap against the t-test
-    assert "quickstart-like tests and tables, 240 hypotheses" in out
+    # the quickstart's layer 0 (12 heads x 10 roles x 2 data sets, 228 with scores): sequential bootstrap against the t-test
+    assert "quickstart-like tests and tables, 228 hypotheses (228 with a p-value)" in out
     assert re.search(r"bootstrap, n_resamples auto \(B = 23,999\), sequential: [\d.]+ s = [\d.]+ x the t-test", out)
     share = float(re.search(r"same assignment as the full-B run: [\d,]+ of [\d,]+ cells = ([\d.]+)%", out).group(1))
     assert share >= 99.0
