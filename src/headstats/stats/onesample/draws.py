@@ -119,24 +119,24 @@ class NullStream:
         An interpolation towards an infinite statistic gives +inf (no finite bound).
         """
         level = np.broadcast_to(np.asarray(level, dtype=float), (self.k,))
-        out = np.full(self.k, np.nan)
         if self.top is None:
-            return out
+            return np.full(self.k, np.nan)
         keep = self.top.shape[1]
         desc = -np.sort(-self.top, axis=1)
-        for i in range(self.k):
-            n_i = int(self.drawn[i])
-            if n_i == 0 or not np.isfinite(level[i]):
-                continue
-            h = (n_i - 1) * level[i]
-            lo = int(math.floor(h))
-            if n_i - 1 - lo >= keep:
-                continue
-            hi = min(lo + 1, n_i - 1)
-            a, b = desc[i, n_i - 1 - lo], desc[i, n_i - 1 - hi]
-            with np.errstate(invalid="ignore"):
-                out[i] = np.nan_to_num(np.quantile(np.array([a, b]), h - lo), nan=np.inf)
-        return out
+        n = self.drawn.astype(float)
+        h = (n - 1) * level
+        lo = np.floor(h)
+        ok = (n > 0) & np.isfinite(level) & (n - 1 - lo < keep)
+        lo_i = np.where(ok, lo, 0).astype(np.int64)
+        hi_i = np.minimum(lo_i + 1, np.maximum(self.drawn - 1, 0))
+        rows = np.arange(self.k)
+        a = desc[rows, np.clip(self.drawn - 1 - lo_i, 0, keep - 1)]
+        b = desc[rows, np.clip(self.drawn - 1 - hi_i, 0, keep - 1)]
+        t = h - lo
+        with np.errstate(invalid="ignore"):  # numpy's linear rule (its _lerp), +inf towards an infinite value
+            diff = b - a
+            out = np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)
+        return np.where(ok, np.nan_to_num(out, nan=np.inf), np.nan)
 
 
 class BootstrapStream(NullStream):
