@@ -68,3 +68,19 @@ def test_quantile_from_the_kept_largest_is_numpys_over_all_draws():
     for level in (0.9, 0.95, 0.999):
         np.testing.assert_allclose(few.quantile(level), np.quantile(every, level, axis=1), rtol=1e-13)
     assert np.isnan(few.quantile(0.5)).all()  # the median is not among the kept largest
+
+
+def test_sign_flip_tail_is_hoeffdings_bound_and_bounds_the_exact_p_value():
+    from itertools import product
+
+    rng = np.random.default_rng(8)
+    x = np.sort(rng.gamma(4.0, 0.9, (5, 12)) + np.array([0.0, 0.5, 1.0, 1.5, 2.0])[:, None], axis=1)
+    s = permutation_stream(x, 3.0, seed=0, n_resamples=10**6)  # 2^12 <= B: enumerated, exact p
+    s.advance(np.arange(5), s.total)
+    d = x - 3.0
+    hoeffding = np.where(d.sum(axis=1) > 0, np.exp(-d.sum(axis=1) ** 2 / (2 * (d * d).sum(axis=1))), 1.0)
+    np.testing.assert_allclose(s.tail[:, 0], hoeffding, rtol=1e-9)
+    signs = np.array(list(product([-1.0, 1.0], repeat=12)))
+    exact = ((signs @ d.T) >= d.sum(axis=1) - 1e-12).mean(axis=0)  # by brute force
+    np.testing.assert_allclose(s.pvalues()[:, 0], exact)
+    assert (exact <= s.tail[:, 0]).all() and (s.tail[:, 0] < 1).any()

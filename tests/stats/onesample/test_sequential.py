@@ -128,3 +128,21 @@ def test_decision_error_simulation_small():
     out = bench.decision_error(replicates=2, m=60, n=25)
     assert out["stopped_differ"] == 0 and out["cells"] == 2 * 60
     assert out["same"] / out["cells"] >= 0.99 and out["stopped"] > 0
+
+
+def test_sign_flip_cells_far_above_tau_stop_at_once_with_the_full_b_p_value():
+    # Hoeffding's bound shows that none of the B sign flips would reach a strong head's mean (but for the
+    # risk): such a head stops at the first look, with p = 1 / (B + 1), the fixed-B run's p-value
+    rng = np.random.default_rng(11)
+    means = np.r_[np.full(10, 6.0), np.full(50, 2.0)]  # 10 heads 3 sd above tau, 50 below
+    scores = pd.DataFrame([("m", "d", f"s{i}", h // 12, h % 12, "local", v) for h, mu in enumerate(means)
+                           for i, v in enumerate(rng.gamma(mu**2, 1.0 / mu, size=60))],
+                          columns=["model", "dataset", "sentence_id", "layer", "head", "role", "score"])
+    seq = test_roles(scores, test="permutation")
+    full = test_roles(scores, test="permutation", sequential=False)
+    b = int(full["n_resamples"].max())
+    early = (seq["n_resamples"] == 250) & seq["reject"]
+    assert early.sum() == 10 and seq["note"][early].str.contains("tail bound").all()
+    np.testing.assert_array_equal(seq.loc[early, "p_unc"], full.loc[early, "p_unc"])
+    assert (seq.loc[early, "p_unc"] == 1 / (b + 1)).all()
+    assert (seq["reject"] == full["reject"]).all()

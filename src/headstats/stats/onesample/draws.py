@@ -106,11 +106,21 @@ class NullStream:
         both = np.concatenate([self.top[rows], *nulls], axis=1)
         self.top[rows] = np.partition(both, both.shape[1] - keep, axis=1)[:, both.shape[1] - keep:]
 
+    #: ``(k, n_obs)`` upper bounds on each row's infinite-draw p-value known without drawing (None: none)
+    tail: np.ndarray | None = None
+    #: ``(k, n_obs)`` rows whose count of all ``total`` draws is known to be 0 but for a stated risk (set by
+    #: the sequential run from :attr:`tail`): their p-value is the fixed-B run's, ``1 / (1 + total)``
+    certified: np.ndarray | None = None
+
     def pvalues(self) -> np.ndarray:
-        """``(k, n_obs)``: ``count / total`` when enumerated, else ``(1 + count) / (1 + drawn)``."""
+        """``(k, n_obs)``: ``count / total`` when enumerated, else ``(1 + count) / (1 + drawn)``, and
+        ``1 / (1 + total)`` where :attr:`certified`."""
         if self.exact:
             return self.count / self.total
-        return (1.0 + self.count) / (1.0 + self.drawn[:, None])
+        p = (1.0 + self.count) / (1.0 + self.drawn[:, None])
+        if self.certified is not None:
+            p = np.where(self.certified, 1.0 / (1.0 + self.total), p)
+        return p
 
     def quantile(self, level: np.ndarray | float) -> np.ndarray:
         """The ``level`` quantile (numpy's linear rule) of each row's null statistics drawn so far.
@@ -188,7 +198,7 @@ class SignFlipStream(NullStream):
 
     ``x``: the block's scores, each row sorted; ``taus``: ``(k, n_obs)``. ``exact``: all :math:`2^N` sign
     vectors in order (when :math:`2^N \le B`). The signs are shared by every tau (one draw, one matmul per
-    tau), as the fixed-B test draws them.
+    tau), as the fixed-B test draws them. :attr:`tail` is Hoeffding's bound on the infinite-draw p-value.
     """
 
     def __init__(self, x: np.ndarray, taus: np.ndarray, *, seed: int, n_resamples: int) -> None:
@@ -200,6 +210,12 @@ class SignFlipStream(NullStream):
         self.exact = n < 63 and 2**n <= n_resamples
         super().__init__(obs, 2**n if self.exact else int(n_resamples))
         self._rng = np.random.default_rng(seed)
+        # Hoeffding (1963) for a Rademacher sum: P(sum e_i d_i >= s) <= exp(-s^2 / (2 sum d_i^2)), s > 0, with
+        # s the observed sum less twice the slack of the count's comparison (so it bounds what is counted)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = n * (obs - 2 * self._slack)
+            sq = np.stack([(d * d).sum(axis=1) for d in self.d], axis=1)
+            self.tail = np.where(s > 0, np.exp(-(s * s) / (2 * sq)), 1.0)
 
     def _generate(self, j: int, size: int):
         n = self.n

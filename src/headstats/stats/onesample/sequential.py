@@ -20,6 +20,11 @@ stops once its decision is settled:
    This is the rule of Gandy (2009) for one p-value, made safe for the correction by testing the whole box
    vector (a cell's threshold under Holm or BH depends on the others; the ends bound every threshold it can
    face); Besag & Clifford (1991) stop on the count alone, which a corrected level does not allow.
+   A test whose stream gives a bound on the infinite-draw p-value without drawing (the sign-flip test:
+   Hoeffding's :math:`\exp(-(\sum d_i)^2 / (2 \sum d_i^2))`) settles a cell with no exceedance yet and
+   :math:`B \times` bound :math:`\le \epsilon` at once: the count of all B draws is then 0 but with
+   probability :math:`\epsilon`, so its p-value is the fixed-B run's, :math:`1 / (1 + B)`, and its box
+   :math:`[0, 1 / (1 + B)]`. A strongly assigned head need not draw B to show it.
 3. Cells not settled run to B and get exactly the p-value of the fixed-B run. At the end the correction of
    the reported p-values must give every stopped cell its settled decision; a stopped cell for which it
    does not (an event of the resampling risk) is drawn again to B, until none is left.
@@ -130,6 +135,9 @@ class SequentialRun:
         for i in np.nonzero(self.stopped)[0]:
             out[i] = (f"sequential: stopped after {int(self.drawn[i]):,} of {self.total:,} draws, decision "
                       f"settled (p in [{self.low[0, i]:.2g}, {self.high[0, i]:.2g}])")
+            if self.high[0, i] == 1.0 / (1.0 + self.total):
+                out[i] += (f"; no draw reached the observed value and, by the test's tail bound, none of the "
+                           f"{self.total:,} would but with probability <= {self.eps:.1g}: p as with all of them")
         return out
 
 
@@ -242,11 +250,16 @@ def sequential_pvalues(
 def _collect(blocks, p, low, high, eps) -> None:
     """The p-values and boxes of every cell from its stream's count (in place)."""
     for rows, _, s in blocks:
+        if s.tail is not None and not s.exact:  # the rest of the B draws will not exceed, but for eps
+            s.certified = (s.count == 0) & (s.tail * s.total <= eps) & (s.drawn < s.total)[:, None]
         p_rows = s.pvalues().T  # (n_obs, k)
         ok = np.isfinite(s.obs).T
         lo, hi = clopper_pearson(s.count.T, np.broadcast_to(s.drawn, s.count.T.shape), eps)
         if s.exact:
             lo, hi = p_rows, p_rows
+        elif s.certified is not None:
+            lo = np.where(s.certified.T, 0.0, lo)
+            hi = np.where(s.certified.T, p_rows, hi)
         p[:, rows] = np.where(ok, p_rows, np.nan)
         low[:, rows] = np.where(ok, np.minimum(lo, p_rows), np.nan)
         high[:, rows] = np.where(ok, np.maximum(hi, p_rows), np.nan)
