@@ -1,8 +1,10 @@
 """Benchmark: the full statistics of a study on planted scores, and the Walsh bound at real size.
 
-Run:  python benchmarks/bench_statistics.py [--n 10000] [--repeats 2] [--smoke]
+Run:  python benchmarks/bench_statistics.py [--n 10000] [--repeats 2] [--smoke] [--replicates 20]
 
-``--smoke`` runs every step on 200 inputs once (seconds; ``tests/test_benchmarks.py`` runs it).
+``--smoke`` runs every step on 200 inputs once (seconds; ``tests/test_benchmarks.py`` runs it), the
+quickstart-like comparison on a sixth of the quickstart's heads without the sensitivity tables, and the
+decision-error simulation on 2 small families.
 
 Prints, measured in this one run:
 - the wall time of every table a study computes from the scores (``headstats.assignment.tables.analyse`` with the
@@ -15,6 +17,14 @@ Prints, measured in this one run:
   EWT train) against the former brute force (all n(n+1)/2 Walsh averages) at n = 3,000, extrapolated to
   12,544 by the number of Walsh averages.
 
+- the quickstart-like statistics (``analyse`` on the quickstart's scores, ``tests/golden/quickstart``; with
+  ``--no-sensitivity`` the tests alone) with ``test: bootstrap`` and ``n_resamples: auto`` (sequential)
+  against ``test: t``, as CPU-time ratio (target: within 5x), and the share of (head, role) cells whose
+  assignment is the same as with every cell drawing the full B (target: at least 99 %);
+- a simulation of the sequential bootstrap's decision error: planted families of m hypotheses whose means
+  straddle tau, each tested sequentially and with the full B; cells with another decision, among them
+  stopped cells (the rule's resampling risk bounds them), and the share of draws spent.
+
 The planted scores: gamma-distributed bias scores with mean 1.5 for most heads and 3.6 for three heads per
 role (above tau = 3); ``syntactic`` roles take part on a seeded share of inputs only (NaN elsewhere), the same
 inputs for every head, as in real data. The load average is printed: the machine may be shared.
@@ -25,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -102,6 +113,101 @@ def full_statistics(n: int, repeats: int) -> None:
     print(f"  heads assigned: {int(result.tests['reject'].sum())} (planted above tau: {3 * len(ROLES)})")
 
 
+QUICKSTART_SCORES = Path(__file__).resolve().parents[1] / "tests" / "golden" / "quickstart" / "scores.parquet"
+
+
+def cpu(fn) -> tuple[float, float, object]:
+    """CPU seconds (this process, every thread), wall seconds and the result of ``fn()``."""
+    c0, w0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return time.process_time() - c0, time.perf_counter() - w0, out
+
+
+def quickstart_bootstrap(*, smoke: bool, sensitivity: bool) -> None:
+    import pandas as pd
+
+    from headstats.assignment.tables import analyse
+    from headstats.config.protocol import StatisticsOptions
+    from headstats.stats.onesample import test_roles
+
+    scores = pd.read_parquet(QUICKSTART_SCORES)
+    if smoke:  # the first layer's heads only
+        scores = scores[scores["layer"] == 0]
+    test_roles(scores.head(2000))  # imports
+
+    def run(test: str):
+        return analyse(scores, StatisticsOptions(test=test, sensitivity=sensitivity), 0)
+
+    c_t, w_t, _ = cpu(lambda: run("t"))
+    c_b, w_b, boot = cpu(lambda: run("bootstrap"))
+    tests = boot.tests
+    b = int(tests["n_resamples"].max())
+    c_f, w_f, full = cpu(lambda: test_roles(scores, test="bootstrap", sequential=False))
+    tested = tests["p_unc"].notna().to_numpy()
+    same = (tests["reject"].to_numpy() == full["reject"].to_numpy())[tested]
+    drawn = tests["n_resamples"].to_numpy(dtype=float)[tested]
+    what = "statistics (tests, tables, tau sensitivity, robustness)" if sensitivity else "tests and tables"
+    print(f"quickstart-like {what}, {len(tests):,} hypotheses ({tested.sum():,} with a p-value), CPU time:")
+    print(f"  t-test: {c_t:.2f} s; bootstrap, n_resamples auto (B = {b:,}), sequential: {c_b:.2f} s "
+          f"= {c_b / c_t:.1f} x the t-test (target <= 5 x: {'met' if c_b <= 5 * c_t else 'NOT met'}); "
+          f"wall {w_t:.2f} s and {w_b:.2f} s")
+    print(f"  cells stopped before B: {np.mean(drawn < b):.1%}; draws spent: {drawn.sum() / (b * drawn.size):.1%} "
+          f"of every cell drawing B; the bootstrap's test table with every cell drawing B: {c_f:.1f} s CPU")
+    print(f"  same assignment as the full-B run: {same.sum():,} of {same.size:,} cells = {same.mean():.2%} "
+          f"(target >= 99 %)")
+
+
+def planted_family(m: int, n: int, rng) -> "pd.DataFrame":
+    """One family of m heads whose mean scores straddle tau = 3 (2 to 4.5, gamma with sd 1, n inputs)."""
+    import pandas as pd
+
+    means = rng.uniform(2.0, 4.5, m)
+    values = rng.gamma(means[:, None] ** 2, 1.0 / means[:, None], size=(m, n))
+    return pd.DataFrame({"model": "m", "dataset": "d", "sentence_id": np.tile(np.arange(n), m),
+                         "layer": np.repeat(np.arange(m) // 12, n), "head": np.repeat(np.arange(m) % 12, n),
+                         "role": "local", "score": values.ravel()})
+
+
+def decision_error(replicates: int = 20, m: int = 300, n: int = 40, seed: int = 0) -> dict:
+    """The sequential bootstrap against the full-B one on ``replicates`` planted families (Holm, alpha 0.05).
+
+    Returns the counts: ``cells``, ``same`` (same decision), ``stopped`` (stopped before B), ``stopped_differ``
+    (stopped with another decision than the full-B run's), ``draws`` (share of the full-B draws spent).
+    """
+    from headstats.stats.onesample import test_roles
+
+    rng = np.random.default_rng(seed)
+    out = {"cells": 0, "same": 0, "stopped": 0, "stopped_differ": 0, "draws": 0.0, "assigned": 0}
+    spent = total = 0.0
+    for r in range(replicates):
+        scores = planted_family(m, n, rng)
+        seq = test_roles(scores, test="bootstrap", seed=r)
+        full = test_roles(scores, test="bootstrap", seed=r, sequential=False)
+        b = int(full["n_resamples"].max())
+        drawn = seq["n_resamples"].to_numpy(dtype=float)
+        same = seq["reject"].to_numpy() == full["reject"].to_numpy()
+        stopped = drawn < b
+        out["cells"] += m
+        out["same"] += int(same.sum())
+        out["stopped"] += int(stopped.sum())
+        out["stopped_differ"] += int((stopped & ~same).sum())
+        out["assigned"] += int(full["reject"].sum())
+        spent += drawn.sum()
+        total += b * m
+    out["draws"] = spent / total
+    return out
+
+
+def print_decision_error(replicates: int, m: int, n: int) -> None:
+    c, w, out = cpu(lambda: decision_error(replicates, m, n))
+    print(f"decision error of the sequential bootstrap, {replicates} planted families of {m} heads x {n} inputs "
+          f"(Holm, alpha 0.05, means 2 to 4.5 around tau = 3), {c:.0f} s CPU:")
+    print(f"  {out['cells']:,} cells, {out['assigned']:,} assigned by the full-B run; same decision: {out['same']:,} "
+          f"({out['same'] / out['cells']:.2%}); stopped early: {out['stopped']:,} "
+          f"({out['stopped'] / out['cells']:.1%}), of which with another decision: {out['stopped_differ']}; "
+          f"draws spent: {out['draws']:.1%} of the full-B run's")
+
+
 def walsh_bound(repeats: int, *, n: int = 12_544, n_old: int = 3_000) -> None:
     from headstats.stats.ranks import signrank_critical_count, walsh_lower_bound
 
@@ -130,12 +236,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=10_000, help="inputs of the planted scores")
     parser.add_argument("--repeats", type=int, default=2, help="best of this many runs")
     parser.add_argument("--smoke", action="store_true", help="200 inputs, one run (seconds)")
+    parser.add_argument("--replicates", type=int, default=20, help="families of the decision-error simulation")
+    parser.add_argument("--no-sensitivity", action="store_true",
+                        help="quickstart-like comparison without the tau grid and robustness tables")
+    parser.add_argument("--only", choices=["full", "quickstart", "error", "walsh"], default=None,
+                        help="run one part only")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.n, args.repeats = 200, 1
+        args.n, args.repeats, args.replicates = 200, 1, 2
     print(f"load average before: {', '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs)")
-    full_statistics(args.n, args.repeats)
-    walsh_bound(args.repeats, **({"n": 1_000, "n_old": 300} if args.smoke else {}))
+    parts = {
+        "full": lambda: full_statistics(args.n, args.repeats),
+        "quickstart": lambda: quickstart_bootstrap(smoke=args.smoke,
+                                                   sensitivity=not (args.no_sensitivity or args.smoke)),
+        "error": lambda: print_decision_error(args.replicates, *((60, 25) if args.smoke else (300, 40))),
+        "walsh": lambda: walsh_bound(args.repeats, **({"n": 1_000, "n_old": 300} if args.smoke else {})),
+    }
+    for name, part in parts.items():
+        if args.only in (None, name):
+            part()
     print(f"load average after: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 

@@ -33,6 +33,16 @@ def test_statistics(capsys):
     assert "200 inputs x 144 heads x 10 roles (1,440 hypotheses, 288,000 scores)" in out
     assigned = int(re.search(r"heads assigned: (\d+) \(planted above tau: 30\)", out).group(1))
     assert 20 <= assigned <= 40  # 30 planted at mean 3.6 against tau = 3; 1,410 at mean 1.5
+    # the quickstart's layer 0 (12 heads x 10 roles x 2 data sets, 228 with scores): sequential bootstrap against the t-test
+    assert "quickstart-like tests and tables, 228 hypotheses (228 with a p-value)" in out
+    assert re.search(r"bootstrap, n_resamples auto \(B = 23,999\), sequential: [\d.]+ s = [\d.]+ x the t-test", out)
+    share = float(re.search(r"same assignment as the full-B run: [\d,]+ of [\d,]+ cells = ([\d.]+)%", out).group(1))
+    assert share >= 99.0
+    stopped = float(re.search(r"cells stopped before B: ([\d.]+)%", out).group(1))
+    assert stopped > 50.0
+    errors = re.search(r"(\d+) cells, [\d,]+ assigned by the full-B run; same decision: [\d,]+ \(([\d.]+)%\); "
+                       r"stopped early: [\d,]+ \([\d.]+%\), of which with another decision: (\d+)", out)
+    assert errors.group(1) == "120" and float(errors.group(2)) >= 99.0 and errors.group(3) == "0"
 
 
 def test_skew_check(capsys, tmp_path):

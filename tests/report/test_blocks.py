@@ -12,6 +12,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from headstats.report.blocks import (
+    screen_copy_of,
     Report,
     format_column,
     format_frame,
@@ -124,7 +125,10 @@ def test_render_html_inlines_figures_one_caption_each(tmp_path):
     report.figure(rel, caption="the line")
     page = render_html(report, tmp_path)
     sources = re.findall(r"src=['\"]([^'\"]*)['\"]", page)
-    assert sources == ["data:image/png;base64," + base64.b64encode(screen_copy(png)).decode()]
+    # the screen copy matplotlib drew with the figure (not the print PNG resampled; see the test below)
+    drawn = screen_copy_of(tmp_path / rel, png)
+    assert drawn != screen_copy(png)
+    assert sources == ["data:image/png;base64," + base64.b64encode(drawn).decode()]
     assert not re.search(r"(src|href)=['\"]?(https?:|//)", page)
     assert "<link" not in page and "<script" not in page
     assert "<title>A &lt;study&gt;</title>" in page
@@ -141,6 +145,8 @@ def test_render_html_inlines_figures_one_caption_each(tmp_path):
 
     write_report(report, tmp_path)
     assert (tmp_path / "report.html").read_text() == page
+    # written: the copy is dropped; a report written again from the files alone resamples the PNG
+    assert screen_copy_of(tmp_path / rel, png) == screen_copy(png)
     assert (tmp_path / "report.md").read_text() == render_markdown(report, tmp_path)
     assert "*the line* ([SVG](figures/line.svg))" in (tmp_path / "report.md").read_text()
 
@@ -221,3 +227,38 @@ def test_screen_copy_is_the_figure_at_screen_resolution_in_few_colours(tmp_path)
         (coarse,) = style.save(fig, tmp_path, "coarse")
     assert screen_copy(coarse.read_bytes()) == coarse.read_bytes()
     assert screen_copy(b"not a png") == b"not a png"
+
+
+def test_screen_copy_drawn_by_matplotlib_looks_like_the_resampled_print(tmp_path):
+    """The copy the HTML shows is drawn at SCREEN_DPI by matplotlib when the figure is saved (no resampling):
+    same pixel size as the print PNG resampled to that resolution (within a pixel), 256 colours, the same
+    printed width, and the same picture (mean pixel difference a few levels of 255, from anti-aliasing)."""
+    import io
+
+    from PIL import Image
+
+    from headstats.plots import style
+    from headstats.report.blocks import SCREEN_DPI, _css_width, png_dpi, save_figure
+
+    fig = Figure(figsize=(3, 2))
+    ax = fig.add_subplot()
+    ax.imshow(np.linspace(0, 1, 400).reshape(20, 20))
+    ax.set_title("a map")
+    with style.using(style.Preset(dpi=300, formats=("png", "svg"))):
+        rel = save_figure(fig, tmp_path, "map")
+    png = (tmp_path / rel).read_bytes()
+    drawn, resampled = screen_copy_of(tmp_path / rel, png), screen_copy(png)
+    assert drawn != resampled
+    assert png_dpi(drawn) == pytest.approx(SCREEN_DPI, abs=0.1) and _css_width(drawn) == _css_width(png)
+    with Image.open(io.BytesIO(drawn)) as a, Image.open(io.BytesIO(resampled)) as b:
+        assert a.mode == "P" and abs(a.width - b.width) <= 1 and abs(a.height - b.height) <= 1
+        w, h = min(a.width, b.width), min(a.height, b.height)
+        pa = np.asarray(a.convert("RGB"), dtype=float)[:h, :w]
+        pb = np.asarray(b.convert("RGB"), dtype=float)[:h, :w]
+    assert np.abs(pa - pb).mean() < 6
+    # a figure file changed after it was drawn is resampled from its bytes, never shown stale
+    with style.using(style.Preset(dpi=250, formats=("png",))):
+        (other,) = style.save(fig, tmp_path, "other")
+    changed = other.read_bytes()
+    (tmp_path / rel).write_bytes(changed)
+    assert screen_copy_of(tmp_path / rel, changed) == screen_copy(changed) != drawn

@@ -27,6 +27,18 @@ def test_methods_paragraph_names_the_parameter_the_test_is_about(test, parameter
     assert ("143999 resamples" in text) == (test == "bootstrap")
 
 
+def test_methods_paragraph_says_how_many_heads_stopped_resampling_early():
+    protocol = Protocol.model_validate({"name": "p", "models": ["m"], "datasets": [{"name": "d1", "path": "x.txt"}],
+                                        "statistics": {"test": "bootstrap"}})
+    manifest = {"protocol_sha256": "0" * 64, "models": {"m": {"architecture": "BertModel", "n_layers": 6,
+                                                              "n_heads": 2}},
+                "datasets": {"d1": {"n_read": 20, "pairs": 0, "parses": "none"}}}
+    drawn = pd.DataFrame({"n_resamples": pd.array([143999, 250, 500, 143999, None], dtype="Int64")})
+    text = methods_paragraph(protocol, manifest, drawn)
+    assert "The test drew up to 143999 resamples per head" in text
+    assert "2 of 4 heads stopped earlier, once their corrected decision was settled" in text
+
+
 def test_the_methods_paragraph_names_every_registered_test_and_correction_by_its_registry_entry():
     # The drift this catches: TEST_NAMES / CORRECTION_NAMES copied the registries' words and missed t_ddof0
     # (the methods paragraph then said "a one-sided t_ddof0"). Every registered name is described from its entry.

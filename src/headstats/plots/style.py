@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 import matplotlib
 
@@ -290,7 +290,8 @@ def role_colours(roles: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] | None = None) -> list[Path]:
+def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] | None = None,
+         screen: BinaryIO | None = None, screen_dpi: float | None = None) -> list[Path]:
     """Save ``fig`` as ``folder/name.<fmt>`` for each format (default: the preset's; PNG at the preset's
     ``dpi``, PDF with TrueType text, SVG with text as text); return the paths.
 
@@ -299,7 +300,9 @@ def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] | None 
     two (matplotlib draws once more before saving a figure with a layout engine or ``bbox_inches="tight"``).
     A figure without a layout engine is cropped to its tight bounding box, measured once here without that
     draw. A figure marked with :func:`laid_out` (its axes placed by
-    :func:`panel_rects`) is saved as it is: one draw per file.
+    :func:`panel_rects`) is saved as it is: one draw per file. ``screen``: a file object that also gets a PNG
+    of the same figure at ``screen_dpi`` (the report's screen copy, drawn by matplotlib at that resolution
+    rather than resampled from the print file).
     """
     paths = []
     formats = preset().formats if formats is None else formats
@@ -311,9 +314,11 @@ def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] | None 
             path = Path(folder) / f"{name}.{fmt}"
             fig.savefig(path, format=fmt, dpi=preset().dpi, metadata=_metadata(fmt), bbox_inches=bbox)
             paths.append(path)
-            if k == 0 and len(formats) > 1:
+            if k == 0 and (len(formats) > 1 or screen is not None):
                 with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
                     fig.set_layout_engine(None)  # laid out: keep the positions (no engine, not a placeholder)
+        if screen is not None:
+            fig.savefig(screen, format="png", dpi=screen_dpi, metadata=_metadata("png"), bbox_inches=bbox)
     return paths
 
 

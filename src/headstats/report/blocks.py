@@ -23,8 +23,9 @@ import base64
 import hashlib
 import html
 import io
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -432,7 +433,7 @@ def render_html(report: Report, root: Path) -> str:
             parts.append(str(block.content))
         elif block.kind == "figure":
             png = (root / str(block.content)).read_bytes()
-            data = base64.b64encode(screen_copy(png)).decode()
+            data = base64.b64encode(screen_copy_of(root / str(block.content), png)).decode()
             svg = _svg_of(str(block.content))
             link = f" <a href='{html.escape(svg)}'>SVG</a>" if (root / svg).exists() else ""
             caption = _inline(block.caption)
@@ -448,27 +449,93 @@ def render_html(report: Report, root: Path) -> str:
 SCREEN_DPI = 192
 
 
+def needs_screen_copy(dpi: float, screen_dpi: float = SCREEN_DPI) -> bool:
+    """Whether a PNG written at ``dpi`` is finer than the screen copy the HTML shows."""
+    return dpi > screen_dpi * 1.01
+
+
+def _on_white(image):
+    """A PIL image as RGB on white (its transparency composited)."""
+    from PIL import Image
+
+    rgba = image.convert("RGBA")
+    return Image.alpha_composite(Image.new("RGBA", rgba.size, "white"), rgba).convert("RGB")
+
+
+def _palette(rgb, dpi: float) -> bytes:
+    """An RGB PIL image in 256 colours (a palette PNG: figures hold few colours, and a heat map's colour map
+    has 256), its resolution recorded as ``dpi``."""
+    from PIL import Image
+
+    few = rgb.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    few.save(out, format="PNG", dpi=(dpi, dpi))
+    return out.getvalue()
+
+
+def palette_png(png: bytes, dpi: float = SCREEN_DPI) -> bytes:
+    """``png`` on white in 256 colours, its resolution recorded as ``dpi``; not resampled."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as image:
+        return _palette(_on_white(image), dpi)
+
+
+#: Screen copies drawn by matplotlib with their figure (:func:`remember_screen_copy`): absolute PNG path ->
+#: (SHA-256 of the print PNG they were drawn with, the copy's bytes).
+_SCREEN_COPIES: dict[str, tuple[str, bytes]] = {}
+
+
+def remember_screen_copy(path: Path, copy: bytes) -> None:
+    """Keep ``copy`` as the screen copy of the PNG file ``path`` (as it is now), for :func:`render_html`."""
+    png = Path(path).read_bytes()
+    _SCREEN_COPIES[str(Path(path).resolve())] = (hashlib.sha256(png).hexdigest(), copy)
+
+
+def screen_copy_of(path: Path, png: bytes) -> bytes:
+    """The screen copy of the PNG file ``path`` (bytes ``png``): the one matplotlib drew with the figure when
+    that file has not changed since, else :func:`screen_copy` of its bytes."""
+    kept = _SCREEN_COPIES.get(str(Path(path).resolve()))
+    if kept is not None and kept[0] == hashlib.sha256(png).hexdigest():
+        return kept[1]
+    return screen_copy(png)
+
+
+def forget_screen_copies(root: Path) -> None:
+    """Drop the kept screen copies of the figures under ``root`` (its report is written)."""
+    top = str(Path(root).resolve()) + os.sep
+    for key in [k for k in _SCREEN_COPIES if k.startswith(top)]:
+        del _SCREEN_COPIES[key]
+
+
 def screen_copy(png: bytes, dpi: float = SCREEN_DPI) -> bytes:
-    """A PNG for the screen: ``png`` resampled to ``dpi`` pixels per printed inch when it is finer (Lanczos), on
-    white, in 256 colours (a palette PNG; figures hold few colours, and a heat map's colour map has 256), with
-    its new resolution recorded. Shown at the same size (:func:`_css_width` reads the original); a PNG at
-    ``dpi`` or coarser, or bytes that are not a PNG, are returned as they are. The same bytes give the same copy.
+    """A PNG for the screen from a print PNG's bytes alone: resampled to ``dpi`` pixels per printed inch when
+    it is finer (Lanczos), then :func:`palette_png`. Shown at the same size (:func:`_css_width` reads the
+    original); a PNG at ``dpi`` or coarser, or bytes that are not a PNG, are returned as they are. The same
+    bytes give the same copy. The report's own figures do not need it: their copy is drawn by matplotlib at
+    ``dpi`` when the figure is saved (:func:`save_figure`, :mod:`headstats.report.figures`); this is for a
+    PNG written otherwise.
     """
     own = png_dpi(png, default=0.0)
-    if png[:8] != b"\x89PNG\r\n\x1a\n" or own <= dpi * 1.01:
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or not needs_screen_copy(own, dpi):
         return png
     from PIL import Image
 
     with Image.open(io.BytesIO(png)) as image:
         scale = dpi / own
         size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
-        rgba = image.convert("RGBA")
-        flat = Image.alpha_composite(Image.new("RGBA", rgba.size, "white"), rgba).convert("RGB")
-        small = flat.resize(size, Image.Resampling.LANCZOS, reducing_gap=2.0)
-        few = small.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
-        out = io.BytesIO()
-        few.save(out, format="PNG", dpi=(dpi, dpi))
-    return out.getvalue()
+        return _palette(_on_white(image).resize(size, Image.Resampling.LANCZOS, reducing_gap=2.0), dpi)
+
+
+def draw_screen_copy(save: Callable[..., object], dpi: float) -> bytes | None:
+    """``save(screen=file, screen_dpi=SCREEN_DPI)`` (a figure's save) and the palette copy of what it wrote;
+    None when the print PNG at ``dpi`` is not finer than the screen (it is shown as it is)."""
+    if not needs_screen_copy(dpi):
+        save(screen=None, screen_dpi=None)
+        return None
+    buffer = io.BytesIO()
+    save(screen=buffer, screen_dpi=SCREEN_DPI)
+    return palette_png(buffer.getvalue(), SCREEN_DPI)
 
 
 def _css_width(png: bytes) -> str:
@@ -549,7 +616,10 @@ def save_figure(fig, root: Path, name: str, *, formats: Sequence[str] | None = N
     rel = f"figures/{name}.png"
     if (Path(root) / rel).exists():
         raise RuntimeError(f"figure {rel} written twice; figure names must be unique (use figure_tag)")
-    style.save(fig, folder, name, formats=formats)
+    copy = draw_screen_copy(lambda **screen: style.save(fig, folder, name, formats=formats, **screen),
+                            style.preset().dpi)
+    if copy is not None:
+        remember_screen_copy(Path(root) / rel, copy)
     return rel
 
 
@@ -578,3 +648,4 @@ def write_report(report: Report, root: Path, *, html_too: bool = True) -> None:
     (root / "report.md").write_text(render_markdown(report, root), encoding="utf-8")
     if html_too:
         (root / "report.html").write_text(render_html(report, root), encoding="utf-8")
+    forget_screen_copies(root)

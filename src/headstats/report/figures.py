@@ -41,6 +41,7 @@ from pathlib import Path
 
 from headstats.errors import HeadstatsError
 from headstats.folders import record_helpers
+from headstats.report.blocks import draw_screen_copy, remember_screen_copy
 
 #: Environment variable: the number of processes that draw a report's figures (1: no worker processes).
 WORKERS_ENV = "HEADSTATS_FIGURE_WORKERS"
@@ -87,9 +88,14 @@ def _context():
 
 
 def draw_and_save(draw: Callable, args: tuple, kwargs: dict, folder: Path, name: str,
-                  formats: Sequence[str], preset=None) -> None:
+                  formats: Sequence[str], preset=None) -> bytes | None:
     """Build a figure with ``draw(*args, **kwargs)`` and save it as ``folder/name.<fmt>`` for each format,
-    both with ``preset`` (:class:`headstats.plots.style.Preset`: printed width and dpi; None: the current one)."""
+    both with ``preset`` (:class:`headstats.plots.style.Preset`: printed width and dpi; None: the current one).
+
+    Returns the figure's screen copy for the HTML, drawn by matplotlib at
+    :data:`~headstats.report.blocks.SCREEN_DPI` from the same laid-out figure
+    (:func:`~headstats.report.blocks.draw_screen_copy`); None when the PNG is not finer than that.
+    """
     import warnings
 
     from headstats.plots import style
@@ -99,11 +105,13 @@ def draw_and_save(draw: Callable, args: tuple, kwargs: dict, folder: Path, name:
         # a plotting function that does not (a registered analysis' own) must not print one warning per glyph
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
         warnings.filterwarnings("ignore", message=r"Matplotlib currently does not support")
-        style.save(draw(*args, **kwargs), folder, name, formats=formats)
+        fig = draw(*args, **kwargs)
+        return draw_screen_copy(lambda **screen: style.save(fig, folder, name, formats=formats, **screen),
+                                style.preset().dpi)
 
 
-def _draw_pickled(payload: bytes) -> None:
-    draw_and_save(*pickle.loads(payload))
+def _draw_pickled(payload: bytes) -> bytes | None:
+    return draw_and_save(*pickle.loads(payload))
 
 
 #: Linux's prctl option: the signal a process gets when the thread that created it ends.
@@ -211,7 +219,7 @@ class FigureRenderer:
             if payload is not None:
                 future = self._submit(payload)
         if future is None:
-            draw_and_save(*job)
+            self._keep(name, draw_and_save(*job))
         else:
             self._pending.append((name, payload, future))
         return rel
@@ -222,8 +230,15 @@ class FigureRenderer:
 
         rel = self._claim(name)
         with style.using(self.preset):
-            style.save(fig, self.folder, name, formats=self.formats)
+            copy = draw_screen_copy(lambda **screen: style.save(fig, self.folder, name, formats=self.formats,
+                                                                 **screen), self.preset.dpi)
+        self._keep(name, copy)
         return rel
+
+    def _keep(self, name: str, copy: bytes | None) -> None:
+        """Hand a figure's screen copy to the HTML writer (:func:`~headstats.report.blocks.remember_screen_copy`)."""
+        if copy is not None:
+            remember_screen_copy(self.folder / f"{name}.png", copy)
 
     def _submit(self, payload: bytes) -> Future | None:
         try:
@@ -256,12 +271,12 @@ class FigureRenderer:
             _count_drawn([future for _, _, future in pending], log, every, self.workers)
         for k, (name, payload, future) in enumerate(pending):
             try:
-                future.result()
+                self._keep(name, future.result())
             except BrokenProcessPool:  # a worker died (killed, out of memory): draw what is left here
                 self._pool_failed = True
                 self._shutdown()
-                for _, rest, _ in pending[k:]:
-                    _draw_pickled(rest)
+                for rest_name, rest, _ in pending[k:]:
+                    self._keep(rest_name, _draw_pickled(rest))
                 return
             except BaseException:
                 for _, _, other in pending[k + 1:]:

@@ -22,7 +22,16 @@ def _resampling_sentence(st, tests: pd.DataFrame | None) -> str:
         drawn = int(pd.to_numeric(tests["n_resamples"], errors="coerce").max())
     how = ("chosen from the family size and alpha so that the smallest attainable corrected p-value is "
            "alpha / 10" if st.n_resamples == "auto" else "as set in the protocol")
-    return f"The test drew {drawn if drawn is not None else st.n_resamples} resamples ({how}). "
+    sentence = f"The test drew {drawn if drawn is not None else st.n_resamples} resamples ({how}). "
+    if drawn is not None:
+        per_head = pd.to_numeric(tests["n_resamples"], errors="coerce").dropna()
+        stopped = int((per_head < drawn).sum())
+        if stopped:
+            sentence = (f"The test drew up to {drawn} resamples per head ({how}); {stopped} of {len(per_head)} "
+                        f"heads stopped earlier, once their corrected decision was settled (sequential Monte "
+                        f"Carlo: Clopper-Pearson boxes, resampling risk at most 0.001; the note of each gives "
+                        f"its draws and the box of its p-value). ")
+    return sentence
 
 
 def methods_paragraph(protocol, manifest: dict, tests: pd.DataFrame | None = None) -> str:

@@ -97,6 +97,11 @@ class TestOptions(StrictModel):
     n_resamples : int or "auto"
         Resamples of a resampling test, at least 99; ``auto``: enough that the smallest attainable corrected
         p-value is alpha / 10 (:func:`headstats.stats.onesample.auto_resamples`).
+    sequential : bool
+        With ``n_resamples: auto``, a resampling test stops drawing for a head once its corrected decision is
+        settled, so that only heads near their level draw all of them
+        (:mod:`headstats.stats.onesample.sequential`); false, or a number of resamples given: every head
+        draws them all.
     power_target, effect_of_interest : float
         The power of ``mde``/``n_for_power``, and the standardised effect at which power is reported.
     """
@@ -116,6 +121,8 @@ class TestOptions(StrictModel):
     #: ``auto``: enough resamples that the smallest attainable corrected p-value is alpha / 10
     #: (:func:`headstats.stats.onesample.auto_resamples`); a number too small to assign any head is refused.
     n_resamples: Annotated[int | str, BeforeValidator(_n_resamples)] = "auto"
+    sequential: bool = Field(True, description="with n_resamples auto: a head stops resampling once its "
+                                               "decision is settled (risk <= 0.001)")
     power_target: Float = Field(0.8, gt=0, lt=1)
     #: The standardised effect (location - tau) / sd at which power and the inputs needed are reported.
     effect_of_interest: Float = Field(0.5, gt=0, allow_inf_nan=False)

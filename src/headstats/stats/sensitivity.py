@@ -4,7 +4,9 @@ r"""How role assignments move with tau, alpha, the test and the correction.
 tau = 3 but their code tried 1 to 3.5). It packs the scores once. For a test whose p-value depends only on
 the per-head mean, sd and N (its registry entry says so; the t-test,
 :math:`p(\tau) = P\left(T_{N-1} \ge (\bar s - \tau)\sqrt N / s\right)`) the p-values of all taus come from
-them at once; other tests compute only their p-values at each tau. The corrected p-values do not depend on
+them at once; a resampling test reads one stream of draws for every tau (the bootstrap-t statistics do not
+depend on tau), each head stopping once its decisions at every tau and alpha are settled
+(:mod:`~headstats.stats.onesample.sequential`); other tests compute only their p-values at each tau. The corrected p-values do not depend on
 alpha, so each tau is corrected once (all taus of a family in one vectorised call of the correction's row-wise
 version) and compared with every alpha.
 
@@ -33,6 +35,7 @@ from headstats.stats.corrections import (
 from headstats.stats.matrix import HYPOTHESIS_KEYS, ScoresLike, score_matrix
 from headstats.stats.corrections import family_labels
 from headstats.stats.onesample import check_test, get_test, resolve_n_resamples, run_pvalues
+from headstats.stats.onesample.sequential import sequential_pvalues
 from headstats.stats.options import TestOptions, check_seed
 
 #: Columns of :func:`tau_sensitivity`.
@@ -64,6 +67,7 @@ def tau_sensitivity(
     seed: int = 0,
     min_n: int | None = None,
     n_resamples: int | str | None = None,
+    sequential: bool | None = None,
 ) -> pd.DataFrame:
     """Heads assigned per role for every tau and alpha.
 
@@ -73,7 +77,7 @@ def tau_sensitivity(
         The scores, in any form :func:`~headstats.stats.onesample.test_roles` takes.
     taus, alphas : sequence of float
         The grid (default tau = 1, 1.25, ..., 4 and alpha = 0.01, 0.05, 0.1).
-    options, test, correction, family, confidence, seed, min_n, n_resamples
+    options, test, correction, family, confidence, seed, min_n, n_resamples, sequential
         As in :func:`~headstats.stats.onesample.test_roles` (one :class:`~headstats.stats.options.TestOptions`,
         each field replaceable by its keyword); the options' tau and alpha are replaced by the grid.
 
@@ -87,7 +91,8 @@ def tau_sensitivity(
     taus = _check_grid(taus, "taus", open_unit=False)
     alphas = _check_grid(alphas, "alphas", open_unit=True)
     opts = TestOptions.of(options, tau=float(taus[0]), alpha=float(alphas[0]), test=test, correction=correction,
-                          family=family, confidence=confidence, min_n=min_n, n_resamples=n_resamples)
+                          family=family, confidence=confidence, min_n=min_n, n_resamples=n_resamples,
+                          sequential=sequential)
     check_seed(seed)
     test, correction, fam = check_test(opts.test), check_correction(opts.correction), tuple(opts.family)
     confidence, min_n, n_resamples = opts.confidence, opts.min_n, opts.n_resamples
@@ -100,6 +105,11 @@ def tau_sensitivity(
         mean, sd, _ = mat.moments()
         p_all = spec.p_from_moments(mean[None, :], sd[None, :], mat.n[None, :], taus[:, None])
         p_all[:, mat.n < max(min_n, 1)] = np.nan
+    elif spec.stream is not None:  # one stream of draws for every tau, each head stopping once settled
+        p_all = sequential_pvalues(mat, test=test, taus=np.broadcast_to(taus, (g, taus.size)), alphas=alphas,
+                                   correction=correction, labels=family_labels(mat.keys, fam).to_numpy(),
+                                   seed=seed, n_resamples=n_resamples, min_n=min_n,
+                                   sequential=opts.sequential and opts.n_resamples == "auto").p
     else:
         p_all = np.empty((taus.size, g))
         for i, tau in enumerate(taus):

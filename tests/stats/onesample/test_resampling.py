@@ -57,6 +57,11 @@ def test_auto_resamples_assign_where_the_old_default_could_not(test):
     few = test_roles(table, test=test, n_resamples=999)
     assert not few["reject"].any() and few["note"].str.contains("n_resamples too small").all()
     auto = test_roles(table, test=test)
-    assert (auto["n_resamples"] == os_.auto_resamples(150, alpha=0.05, correction="holm")).all()
+    b = os_.auto_resamples(150, alpha=0.05, correction="holm")
+    # sequential (the default with auto): the five assigned draw all B; the 145 far below stop early
+    assert (auto.loc[auto["reject"], "n_resamples"] == b).all()
+    assert (auto.loc[~auto["reject"], "n_resamples"] < b).all()
     assert auto["reject"].sum() == 5 and not auto["note"].str.contains("too small").any()
+    full = test_roles(table, test=test, sequential=False)
+    assert (full["n_resamples"] == b).all() and (full["reject"] == auto["reject"]).all()
 

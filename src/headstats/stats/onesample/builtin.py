@@ -11,6 +11,7 @@ import numpy as np
 from scipy import stats as sps
 
 from headstats.stats.effects import EFFECT_SD_FLOOR, SD_FLOOR_NOTE, cohen_d, cohen_g, rank_biserial
+from headstats.stats.onesample.draws import MIN_BEYOND, BootstrapStream, SignFlipStream
 from headstats.stats.onesample.spec import OneSampleResult, register_test
 from headstats.stats.ranks import (
     signed_rank_parts,
@@ -19,8 +20,6 @@ from headstats.stats.ranks import (
     walsh_lower_bound,
 )
 
-#: Resampling tests draw their resamples in blocks of this many, so results do not depend on memory.
-_RESAMPLE_BLOCK = 1000
 #: scipy.stats.wilcoxon's method="auto" uses the normal approximation above this N.
 _SCIPY_EXACT_MAX_N = 50
 #: Scores ranked at once by the signed-rank test (bounds its memory).
@@ -258,21 +257,53 @@ def sign_test(x: np.ndarray, *, tau: float, confidence: float, seed: int = 0, n_
     )
 
 
-#: Bytes of bootstrap t* kept at once (rows of heads are processed in chunks below this).
-_TSTAR_BYTES = 2**28
+def tau_matrix(k: int, taus) -> np.ndarray:
+    """``(k, n_obs)`` thresholds: one tau for all rows, one per row (``(k,)``), or ``(k, n_obs)`` as given."""
+    taus = np.asarray(taus, dtype=float)
+    if taus.ndim == 0:
+        return np.full((k, 1), float(taus))
+    return taus.reshape(k, -1)
 
 
-def _bootstrap_index_blocks(n: int, total: int, exact: bool, seed: int):
-    """Blocks of resampled input positions, ``(b, n)`` each: all ``n^n`` tuples in order when ``exact``, else
-    ``total`` draws from ``numpy.random.default_rng(seed)`` (the same draws on every call)."""
-    rng = np.random.default_rng(seed)
-    for start in range(0, total, _RESAMPLE_BLOCK):
-        b = min(_RESAMPLE_BLOCK, total - start)
-        if exact:
-            codes = np.arange(start, start + b)[:, None]
-            yield (codes // (n ** np.arange(n))[None, :]) % n
-        else:
-            yield rng.integers(0, n, size=(b, n))
+def keep_for(confidence: float, total: int) -> int:
+    """How many of the largest bootstrap-t statistics give the ``confidence`` quantile of ``total`` draws."""
+    return int(min(total, math.ceil((total - 1) * (1.0 - confidence)) + 2))
+
+
+def bootstrap_result(x: np.ndarray, stream: BootstrapStream, *, tau: float, confidence: float,
+                     seed: int) -> OneSampleResult:
+    """The :func:`bootstrap_test` result of sorted scores ``x`` from their stream (its first tau)."""
+    k, n = x.shape
+    mean, sd, t, _ = _t_parts(x, tau)
+    p = np.where(np.isnan(t), np.nan, stream.pvalues()[:, 0])
+    q = stream.quantile(confidence)
+    full = stream.drawn >= stream.total  # a stopped row: its bound only where its draws place the quantile
+    ci_low = _bootstrap_bound(x, np.where(full | (stream.drawn * (1 - confidence) >= MIN_BEYOND), q, np.nan))
+    how = (f"exact: all {n}^{n} bootstrap resamples" if stream.exact
+           else f"seed={seed}; bootstrap-t, B={stream.total}")
+    notes = ["; ".join(filter(None, [s, how])) for s in _sd_notes(sd)]
+    return OneSampleResult(
+        statistic=t, dof=_nan(k), p_unc=p, effect_size=cohen_d(mean, sd, tau), effect_size_type="cohen_d",
+        ci_low=ci_low, note=notes, n_resamples=stream.drawn.copy(),
+    )
+
+
+def _bootstrap_bound(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The bootstrap-t lower bound ``mean - q * sd / sqrt(N)`` from the quantile ``q`` of t*."""
+    mean, sd, _, n = _t_parts(x, 0.0)
+    with np.errstate(invalid="ignore"):
+        return np.where(sd > 0, mean - q * sd / math.sqrt(n), np.nan)
+
+
+def bootstrap_stream(x: np.ndarray, taus, *, seed: int, n_resamples: int,
+                     confidence: float | None = None) -> BootstrapStream:
+    """The bootstrap's :class:`~headstats.stats.onesample.draws.BootstrapStream` of sorted scores ``x``;
+    with ``confidence``, it keeps what the bound at that level (or any higher one) needs."""
+    taus = tau_matrix(x.shape[0], taus)
+    k, n = x.shape
+    total = n**n if (n <= 12 and n**n <= n_resamples) else int(n_resamples)
+    keep = keep_for(confidence, total) if confidence is not None else 0
+    return BootstrapStream(x, taus, seed=seed, n_resamples=n_resamples, keep=keep)
 
 
 def bootstrap_test(
@@ -289,7 +320,8 @@ def bootstrap_test(
     bound ``mean - q_confidence(t*) * sd / sqrt(N)``. Effect size: Cohen's d.
 
     Each head's scores are sorted before resampling, so the result depends only on its scores, ``seed`` and
-    ``n_resamples`` -- never on how inputs are ordered or on the type of ``sentence_id``.
+    ``n_resamples`` -- never on how inputs are ordered or on the type of ``sentence_id``. The draws are those
+    of :class:`~headstats.stats.onesample.draws.BootstrapStream` (which the sequential run reads too).
 
     Small N: when :math:`N^N \le` ``n_resamples`` (N <= 4 at any B >= 256, N = 5 from B = 3125) all
     :math:`N^N` equally likely resamples are enumerated and :math:`p = \#\{t^* \ge t\} / N^N` exactly (the
@@ -298,46 +330,31 @@ def bootstrap_test(
     N = 5 at alpha = 0.05; the p-value is defined and reproducible rather than a draw of a few hundred
     distinct values. All scores equal (sd = 0): p NaN (the rule of every test of the mean).
     """
-    k, n = x.shape
     x = np.sort(x, axis=1)
-    mean, sd, t, _ = _t_parts(x, tau)
-    xc = x - mean[:, None]
-    exact = n <= 12 and n**n <= n_resamples
-    total = n**n if exact else int(n_resamples)
-    count = np.zeros(k)
-    q = np.full(k, np.nan)
-    gamma = np.abs(np.finfo(float).eps * 100 * t)
-    chunk = max(1, _TSTAR_BYTES // (8 * total))
-    for r0 in range(0, k, chunk):
-        rows = slice(r0, min(k, r0 + chunk))
-        xr = xc[rows]
-        tstar = np.empty((xr.shape[0], total))
-        done = 0
-        for idx in _bootstrap_index_blocks(n, total, exact, seed):
-            b = idx.shape[0]
-            w = np.bincount((np.arange(b)[:, None] * n + idx).ravel(), minlength=b * n).reshape(b, n)
-            w = w.astype(float).T  # (n, b): how often each input is drawn in each resample
-            m1 = xr @ w / n
-            m2 = (xr * xr) @ w / n
-            var = np.maximum(m2 - m1 * m1, 0.0) * n / (n - 1) if n > 1 else np.full_like(m1, np.nan)
-            se = np.sqrt(var / n)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                moved = np.abs(m1) > 1e-12 * (np.abs(mean[rows])[:, None] + 1)
-                tstar[:, done:done + b] = np.where(se > 0, m1 / se, np.where(moved, np.sign(m1) * np.inf, 0.0))
-            done += b
-        count[rows] = (tstar >= (t[rows] - gamma[rows])[:, None]).sum(axis=1)
-        with np.errstate(invalid="ignore"):  # interpolating towards an infinite t*: no finite bound
-            q[rows] = np.nan_to_num(np.quantile(tstar, confidence, axis=1), nan=np.inf)
-    p = count / total if exact else (1.0 + count) / (total + 1.0)
-    p = np.where(np.isnan(t), np.nan, p)
-    with np.errstate(invalid="ignore"):
-        ci_low = np.where(sd > 0, mean - q * sd / math.sqrt(n), np.nan)
-    how = f"exact: all {n}^{n} bootstrap resamples" if exact else f"seed={seed}; bootstrap-t, B={n_resamples}"
+    stream = bootstrap_stream(x, tau, seed=seed, n_resamples=n_resamples, confidence=confidence)
+    stream.advance(np.arange(x.shape[0]), stream.total)
+    return bootstrap_result(x, stream, tau=tau, confidence=confidence, seed=seed)
+
+
+def permutation_result(x: np.ndarray, stream: SignFlipStream, *, tau: float, confidence: float,
+                       seed: int) -> OneSampleResult:
+    """The :func:`permutation_test` result of sorted scores ``x`` from their stream (its first tau)."""
+    k, n = x.shape
+    mean, sd, _, _ = _t_parts(x, tau)
+    p = np.where(sd > 0, stream.pvalues()[:, 0], np.nan)
+    how = f"exact: all 2^{n} sign flips" if stream.exact else f"seed={seed}; sign flips, B={stream.total}"
     notes = ["; ".join(filter(None, [s, how])) for s in _sd_notes(sd)]
     return OneSampleResult(
-        statistic=t, dof=_nan(k), p_unc=p, effect_size=cohen_d(mean, sd, tau), effect_size_type="cohen_d",
-        ci_low=ci_low, note=notes, n_resamples=total,
+        statistic=stream.obs[:, 0].copy(), dof=_nan(k), p_unc=p, effect_size=cohen_d(mean, sd, tau),
+        effect_size_type="cohen_d", ci_low=_t_lower_bound(mean, sd, n, confidence), note=notes,
+        n_resamples=stream.drawn.copy(),
     )
+
+
+def permutation_stream(x: np.ndarray, taus, *, seed: int, n_resamples: int,
+                       confidence: float | None = None) -> SignFlipStream:
+    """The permutation test's :class:`~headstats.stats.onesample.draws.SignFlipStream` of sorted scores ``x``."""
+    return SignFlipStream(x, tau_matrix(x.shape[0], taus), seed=seed, n_resamples=n_resamples)
 
 
 def permutation_test(
@@ -354,41 +371,12 @@ def permutation_test(
     Each head's ``d`` is sorted first, so the result does not depend on how inputs are ordered (or on the
     type of ``sentence_id``). All scores equal (sd = 0): p NaN, the rule of every test of the mean.
     A sign-flip test does not invert cheaply, so the bound is the t-based lower bound of the mean (as for ``t``).
-    Effect size: Cohen's d.
+    Effect size: Cohen's d. The draws are those of :class:`~headstats.stats.onesample.draws.SignFlipStream`.
     """
-    k, n = x.shape
     x = np.sort(x, axis=1)
-    d = x - tau
-    obs = d.mean(axis=1)
-    exact = n < 63 and 2**n <= n_resamples
-    rng = np.random.default_rng(seed)
-    gamma = np.abs(np.finfo(float).eps * 100 * obs)
-    count = np.zeros(k)
-    if exact:
-        total = 2**n
-        for start in range(0, total, _RESAMPLE_BLOCK):
-            codes = np.arange(start, min(start + _RESAMPLE_BLOCK, total))
-            signs = 1.0 - 2.0 * ((codes[:, None] >> np.arange(n)[None, :]) & 1)
-            null = d @ signs.T / n
-            count += (null >= (obs - gamma)[:, None]).sum(axis=1)
-        p = count / total
-        drawn = total
-    else:
-        for start in range(0, n_resamples, _RESAMPLE_BLOCK):
-            b = min(_RESAMPLE_BLOCK, n_resamples - start)
-            signs = rng.choice(np.array([-1.0, 1.0]), size=(b, n))
-            null = d @ signs.T / n
-            count += (null >= (obs - gamma)[:, None]).sum(axis=1)
-        p = (1.0 + count) / (n_resamples + 1.0)
-        drawn = n_resamples
-    mean, sd, _, _ = _t_parts(x, tau)
-    p = np.where(sd > 0, p, np.nan)
-    how = f"exact: all 2^{n} sign flips" if exact else f"seed={seed}; sign flips, B={n_resamples}"
-    notes = ["; ".join(filter(None, [s, how])) for s in _sd_notes(sd)]
-    return OneSampleResult(
-        statistic=obs, dof=_nan(k), p_unc=p, effect_size=cohen_d(mean, sd, tau), effect_size_type="cohen_d",
-        ci_low=_t_lower_bound(mean, sd, n, confidence), note=notes, n_resamples=drawn,
-    )
+    stream = permutation_stream(x, tau, seed=seed, n_resamples=n_resamples)
+    stream.advance(np.arange(x.shape[0]), stream.total)
+    return permutation_result(x, stream, tau=tau, confidence=confidence, seed=seed)
 
 
 def _skew_parts(x: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
@@ -469,9 +457,11 @@ register_test("wilcoxon", wilcoxon_test, parameter="pseudo-median", effect_size=
 register_test("sign", sign_test, parameter="median", effect_size="cohen_g", p_values=sign_pvalues,
               bound=_sign_bound, efficiency=2.0 / math.pi, description="sign test (median above tau)")
 register_test("bootstrap", bootstrap_test, resampling=True, parameter="mean", effect_size="cohen_d",
-              efficiency=1.0, description="studentized bootstrap test of the mean")
+              efficiency=1.0, description="studentized bootstrap test of the mean",
+              stream=bootstrap_stream, stream_result=bootstrap_result, stream_bound=_bootstrap_bound)
 register_test("permutation", permutation_test, resampling=True, parameter="mean", effect_size="cohen_d",
-              bound=_t_bound, efficiency=1.0, description="sign-flip permutation test")
+              bound=_t_bound, efficiency=1.0, description="sign-flip permutation test",
+              stream=permutation_stream, stream_result=permutation_result)
 register_test("skew_t", skew_t_test, parameter="mean", effect_size="cohen_d", p_values=skew_t_pvalues,
               bound=lambda x, **kw: skew_t_test(x, **kw).ci_low, efficiency=1.0,
               description="skewness-corrected t-test (Johnson 1978; Hall 1992)")

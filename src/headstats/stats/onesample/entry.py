@@ -6,11 +6,12 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from headstats.stats.corrections import check_correction
-from headstats.stats.matrix import ScoresLike, score_matrix
+from headstats.stats.corrections import check_correction, family_labels
+from headstats.stats.matrix import ScoresLike, score_matrix, tau_rows
 from headstats.stats.power import add_power
 from headstats.stats.onesample.spec import TEST_COLUMNS, check_test, get_test
 from headstats.stats.onesample.resampling import MIN_AUTO_RESAMPLES, resolve_n_resamples
+from headstats.stats.onesample.sequential import sequential_pvalues
 from headstats.stats.onesample.pieces import _note_resampling_floor, add_adjusted_bounds, apply_correction, run_test
 from headstats.stats.options import TestOptions, check_seed
 
@@ -30,6 +31,7 @@ def test_roles(
     seed: int = 0,
     min_n: int | None = None,
     n_resamples: int | str | None = None,
+    sequential: bool | None = None,
     power_target: float | None = None,
     effect_of_interest: float | None = None,
 ) -> pd.DataFrame:
@@ -73,6 +75,11 @@ def test_roles(
         (default) takes :func:`auto_resamples` of the largest family, so that the smallest attainable
         corrected p-value is alpha / 10; a number too small for any head to be assigned is kept, and every
         row of such a family says so in ``note`` (``headstats run`` refuses it before loading a model).
+    sequential : bool
+        With ``n_resamples="auto"``, ``bootstrap`` and ``permutation`` stop drawing for a head once its
+        corrected decision is settled (default; :mod:`headstats.stats.onesample.sequential`): the auto B is
+        then the most a head draws, the column ``n_resamples`` what it drew, and ``note`` the box of a head
+        that stopped early. False, or a number of resamples given: every head draws them all.
     min_n : int
         Hypotheses with fewer participating inputs get NaN statistic and p and a note; they stay in the table.
     power_target : float
@@ -102,7 +109,8 @@ def test_roles(
     ['model', 'dataset', 'role', 'layer', 'head']
     """
     opts = TestOptions.of(options, tau=tau, alpha=alpha, test=test, correction=correction, family=family,
-                          confidence=confidence, min_n=min_n, n_resamples=n_resamples, power_target=power_target,
+                          confidence=confidence, min_n=min_n, n_resamples=n_resamples, sequential=sequential,
+                          power_target=power_target,
                           effect_of_interest=effect_of_interest)
     check_seed(seed)
     test, correction, fam, alpha = check_test(opts.test), check_correction(opts.correction), tuple(opts.family), opts.alpha
@@ -113,14 +121,23 @@ def test_roles(
                                           min_n=min_n)
     else:
         n_resamples = MIN_AUTO_RESAMPLES if n_resamples == "auto" else n_resamples
-    frame = run_test(
-        mat, test=test, tau=tau, confidence=confidence, seed=seed, n_resamples=n_resamples, min_n=min_n
-    )
+    spec = get_test(test)
+    run = None
+    if spec.stream is not None:  # one pass of draws, each head stopping once settled (unless told not to)
+        run = sequential_pvalues(mat, test=test, taus=tau_rows(mat.keys, tau), alphas=[alpha],
+                                 correction=correction, labels=family_labels(mat.keys, fam).to_numpy(),
+                                 seed=seed, n_resamples=n_resamples, min_n=min_n, confidence=confidence,
+                                 sequential=opts.sequential and opts.n_resamples == "auto")
+    frame = run_test(mat, test=test, tau=tau, confidence=confidence, seed=seed, n_resamples=n_resamples,
+                     min_n=min_n, results=run.results if run is not None else None)
     frame = apply_correction(frame, correction=correction, family=fam, alpha=alpha)
-    if get_test(test).resampling:
-        _note_resampling_floor(frame, correction=correction, alpha=alpha)
+    if spec.resampling:
+        _note_resampling_floor(frame, correction=correction, alpha=alpha, n_resamples=n_resamples)
+    bound_of = None
+    if run is not None and spec.stream_bound is not None:
+        bound_of = lambda cells, level: run.lower_bound(cells, level, spec.stream_bound)  # noqa: E731
     frame = add_adjusted_bounds(frame, mat, test=test, tau=tau, correction=correction, confidence=confidence,
-                                seed=seed, n_resamples=n_resamples, min_n=min_n)
+                                seed=seed, n_resamples=n_resamples, min_n=min_n, bound_of=bound_of)
     frame = add_power(frame, power_target=opts.power_target, effect_of_interest=opts.effect_of_interest)
     return frame.loc[:, list(TEST_COLUMNS)].reset_index(drop=True)
 

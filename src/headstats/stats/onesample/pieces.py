@@ -4,7 +4,7 @@ hypothesis, the correction within families, the multiplicity-adjusted bounds and
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,7 @@ from headstats.stats.corrections import (
     reject,
 )
 from headstats.stats.matrix import HYPOTHESIS_KEYS, ScoreMatrix, by_tau, tau_rows
-from headstats.stats.onesample.spec import ALTERNATIVE, get_test
+from headstats.stats.onesample.spec import ALTERNATIVE, OneSampleResult, get_test
 from headstats.stats.onesample.builtin import _nan
 
 # ----------------------------------------------------------------------------------------------------------
@@ -71,12 +71,14 @@ def _skewness(x: np.ndarray) -> np.ndarray:
 
 
 def run_test(
-    mat: ScoreMatrix, *, test: str, tau: float, confidence: float, seed: int, n_resamples: int, min_n: int
+    mat: ScoreMatrix, *, test: str, tau: float, confidence: float, seed: int, n_resamples: int, min_n: int,
+    results: Sequence[tuple[np.ndarray, OneSampleResult]] | None = None,
 ) -> pd.DataFrame:
     """Uncorrected results of one test for every hypothesis of ``mat`` (no correction, power or BF); ``tau``
-    one number, or one per hypothesis (as in :func:`run_pvalues`)."""
+    one number, or one per hypothesis (as in :func:`run_pvalues`). ``results``: the test's result of each
+    block of ``mat.blocks(min_n)`` (rows, result), already computed (a sequential run); else the test runs."""
     tau = tau_rows(mat.keys, tau)
-    if np.ndim(tau):
+    if np.ndim(tau) and results is None:
         frames, order = [], []
         for value, rows in by_tau(np.asarray(tau, dtype=float)):
             frames.append(run_test(mat.take(rows), test=test, tau=value, confidence=confidence, seed=seed,
@@ -96,9 +98,14 @@ def run_test(
     notes = np.full(g, "", dtype=object)
     drawn = np.full(g, np.nan)
     skewness = _nan(g)
+    given = iter(results) if results is not None else None
     for rows, x in mat.blocks(min_n=min_n):
         skewness[rows] = _skewness(x)
-        res = fn(x, tau=float(tau), confidence=float(confidence), seed=int(seed), n_resamples=int(n_resamples))
+        if given is not None:
+            done, res = next(given)
+            assert np.array_equal(done, rows), "results must follow mat.blocks(min_n)"
+        else:
+            res = fn(x, tau=float(tau), confidence=float(confidence), seed=int(seed), n_resamples=int(n_resamples))
         for name in out:
             out[name][rows] = np.asarray(getattr(res, name), dtype=float)
         effect_type[rows] = res.effect_size_type
@@ -117,7 +124,7 @@ def run_test(
     frame["sd"] = sd
     frame["median"] = median
     frame["skewness"] = skewness
-    frame["tau"] = float(tau)
+    frame["tau"] = np.broadcast_to(np.asarray(tau, dtype=float), (g,))
     for name in ("statistic", "dof"):
         frame[name] = out[name]
     frame["alternative"] = ALTERNATIVE
@@ -199,13 +206,14 @@ def adjusted_confidence(frame: pd.DataFrame, *, correction: str, confidence: flo
 
 def add_adjusted_bounds(
     frame: pd.DataFrame, mat: ScoreMatrix, *, test: str, tau, correction: str, confidence: float,
-    seed: int, n_resamples: int, min_n: int,
+    seed: int, n_resamples: int, min_n: int, bound_of: Callable[[np.ndarray, float], np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """Add ``ci_low_adj, ci_high_adj, confidence_adj`` (:func:`adjusted_confidence`) to a corrected frame.
 
     The bound is the test's own lower bound (``ci_low``) at the adjusted level, row by row; ``ci_high_adj``
     is +inf where the bound is defined (one-sided), NaN where it is not (e.g. not selected under an FDR
-    correction).
+    correction). ``bound_of(rows, level)``: the bounds of those rows at that level from draws already made
+    (a sequential run, :meth:`~headstats.stats.onesample.sequential.SequentialRun.lower_bound`).
     """
     spec = get_test(test)
     out = frame.copy()
@@ -213,6 +221,10 @@ def add_adjusted_bounds(
     taus = np.broadcast_to(np.asarray(tau_rows(mat.keys, tau), dtype=float), (len(out),))
     low = _nan(len(out))
     for value in np.unique(level[np.isfinite(level)]):
+        if bound_of is not None:
+            cells = np.nonzero((level == value) & (mat.n >= max(min_n, 1)))[0]
+            low[cells] = bound_of(cells, float(value))
+            continue
         for rows, x in mat.blocks(min_n=min_n):
             for row_tau in np.unique(taus[rows]):
                 sel = (level[rows] == value) & (taus[rows] == row_tau)
@@ -225,16 +237,19 @@ def add_adjusted_bounds(
     return out
 
 
-def _note_resampling_floor(frame: pd.DataFrame, *, correction: str, alpha: float) -> None:
+def _note_resampling_floor(frame: pd.DataFrame, *, correction: str, alpha: float,
+                           n_resamples: int | None = None) -> None:
     """Note, in place, families where a resampling test cannot reach ``p_corr <= alpha`` at all.
 
     A resampling p-value is at least ``1 / (B + 1)`` (or ``1 / 2^N`` when enumerated); in a family of m
     hypotheses Bonferroni and Holm then need ``B + 1 >= m / alpha`` (:func:`resamples_needed`).
+    ``n_resamples``: the B every row could draw (a sequential run's rows that stopped drew fewer).
     """
     p = frame["p_unc"].to_numpy(float)
     drawn = frame["n_resamples"].to_numpy(dtype=float, na_value=np.nan)
     exact = frame["note"].str.startswith("exact").to_numpy() | frame["note"].str.contains("; exact").to_numpy()
-    floor = np.where(exact, 1.0 / np.maximum(drawn, 1), 1.0 / (drawn + 1.0))
+    most = drawn if n_resamples is None else np.where(np.isfinite(drawn), float(n_resamples), np.nan)
+    floor = np.where(exact, 1.0 / np.maximum(drawn, 1), 1.0 / (most + 1.0))
     for label in pd.unique(frame["family"]):
         idx = np.nonzero((frame["family"] == label).to_numpy() & np.isfinite(p))[0]
         if idx.size == 0:

@@ -45,8 +45,9 @@ class OneSampleResult:
         For example ``"cohen_d"`` or ``"rank_biserial"``.
     note : list of str
         One note per row ("" for none).
-    n_resamples : int or None
-        Resamples drawn (resampling tests only; the number of sign patterns when enumerated exactly).
+    n_resamples : int, numpy.ndarray or None
+        Resamples drawn (resampling tests only; the number of sign patterns when enumerated exactly), one
+        number for every row or one per row (a sequential run, where rows stop at different draws).
     """
 
     statistic: np.ndarray
@@ -56,7 +57,7 @@ class OneSampleResult:
     effect_size_type: str
     ci_low: np.ndarray
     note: list[str] = field(default_factory=list)
-    n_resamples: int | None = None
+    n_resamples: int | np.ndarray | None = None
 
 
 class OneSampleTest(Protocol):
@@ -105,6 +106,12 @@ class OneSampleTestSpec:
         Asymptotic relative efficiency against the one-sample t-test under normal scores (1 for the tests
         of the mean, 3/pi for the signed-rank and 2/pi for the sign test): the power columns use the t-test's
         power at N x efficiency. None: power not available for this test (NaN with a note).
+    stream, stream_result, stream_bound : callable or None
+        For a resampling test read sequentially (:mod:`~headstats.stats.onesample.sequential`):
+        ``stream(x_sorted, taus, *, seed, n_resamples, confidence)`` its
+        :class:`~headstats.stats.onesample.draws.NullStream`, ``stream_result(x_sorted, stream, *, tau,
+        confidence, seed)`` the result from the draws taken, and ``stream_bound(x_sorted, q)`` the lower bound
+        from the quantile ``q`` of the null statistics (None: the bound does not come from the draws).
     """
 
     name: str
@@ -117,6 +124,9 @@ class OneSampleTestSpec:
     p_from_moments: Callable[..., np.ndarray] | None = None
     bound: Callable[..., np.ndarray] | None = None
     efficiency: float | None = None
+    stream: Callable[..., object] | None = None
+    stream_result: Callable[..., OneSampleResult] | None = None
+    stream_bound: Callable[..., np.ndarray] | None = None
 
     def lower_bound(self, x: np.ndarray, *, tau: float, confidence: float, seed: int, n_resamples: int) -> np.ndarray:
         """The one-sided lower bound ``ci_low`` of a ``(k, n)`` block at ``confidence``, by the fast path."""
@@ -152,6 +162,9 @@ def register_test(
     p_from_moments: Callable[..., np.ndarray] | None = None,
     bound: Callable[..., np.ndarray] | None = None,
     efficiency: float | None = None,
+    stream: Callable[..., object] | None = None,
+    stream_result: Callable[..., OneSampleResult] | None = None,
+    stream_bound: Callable[..., np.ndarray] | None = None,
     overwrite: bool = False,
 ) -> OneSampleTestSpec:
     """Add a one-sample test under ``name``.
@@ -178,6 +191,9 @@ def register_test(
     efficiency : float, optional
         Efficiency against the t-test for the power columns (see :class:`OneSampleTestSpec`); None: power
         is reported as not available.
+    stream, stream_result, stream_bound : callable, optional
+        How a resampling test is read sequentially (see :class:`OneSampleTestSpec`); without ``stream`` it
+        always draws ``n_resamples``.
     overwrite : bool
         Replace an existing test of that name instead of raising.
     """
@@ -190,7 +206,7 @@ def register_test(
     if name in ONE_SAMPLE_TESTS and not overwrite:
         raise HeadstatsError(f"test {name!r} is already registered; pass overwrite=True to replace it")
     spec = OneSampleTestSpec(name, fn, bool(resampling), parameter, effect_size, description, p_values,
-                             p_from_moments, bound, efficiency)
+                             p_from_moments, bound, efficiency, stream, stream_result, stream_bound)
     return ONE_SAMPLE_TESTS.register(name, spec, overwrite=overwrite)
 
 

@@ -1,0 +1,229 @@
+r"""The seeded null draws of the resampling tests, on demand: a :class:`NullStream` per ``(k, n)`` block.
+
+A run with a fixed number B of resamples and a sequential run (:mod:`~headstats.stats.onesample.sequential`)
+read the same stream: the resamples are generated in blocks of :data:`RESAMPLE_BLOCK` from
+``numpy.random.default_rng(seed)`` (every row of a block sees the same resamples), and a row that is advanced
+to B has exactly the exceedance count, p-value and bound of the fixed-B run. A row may stop earlier; its count
+is then that of its first L draws.
+
+Each stream compares its null statistics with one or more observed statistics per row (one per tau of the
+sensitivity grid: the bootstrap-t statistics do not depend on tau, so one set of draws serves every tau).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: Resampling tests draw their resamples in blocks of this many, so results do not depend on memory.
+RESAMPLE_BLOCK = 1000
+#: A bound from a stopped cell's draws needs at least this many of them beyond the quantile (else NaN).
+MIN_BEYOND = 10
+#: Rows whose null statistics are computed at once (bounds the memory of one block: rows x draws).
+ROW_CHUNK = 2048
+#: Blocks of null statistics gathered before they are merged into the kept largest ones.
+TOP_EVERY = 16
+
+
+def _tolerance(obs: np.ndarray) -> np.ndarray:
+    """The slack of ``null >= obs``: 100 ulp of the observed statistic (rounding of the same sum)."""
+    return np.abs(np.finfo(float).eps * 100 * obs)
+
+
+class NullStream:
+    """Exceedance counts of one ``(k, n)`` block against ``obs`` (shape ``(k, n_obs)``), drawn on demand.
+
+    Subclasses give :meth:`_generate` (the ``j``-th block of resamples, in order) and :meth:`_null` (the null
+    statistics of some rows for a slice of a block: ``(rows, draws)`` when they do not depend on the observed
+    statistic, ``(rows, draws, n_obs)`` when they do). ``exact``: every resample is enumerated (``total`` of
+    them) and the p-value is ``count / total``; else ``(1 + count) / (1 + drawn)``.
+    """
+
+    exact: bool = False
+
+    def __init__(self, obs: np.ndarray, total: int, keep: int = 0) -> None:
+        self.obs = np.asarray(obs, dtype=float).reshape(obs.shape[0], -1)
+        self.k = self.obs.shape[0]
+        self.total = int(total)
+        self.count = np.zeros(self.obs.shape)
+        self.drawn = np.zeros(self.k, dtype=np.int64)
+        self._slack = _tolerance(self.obs)
+        self._block_no, self._block = -1, None
+        #: the ``keep`` largest null statistics of each row so far (``-inf``: none yet), for quantiles
+        self.top = np.full((self.k, keep), -np.inf) if keep else None
+
+    # -- to give ------------------------------------------------------------------------------------------
+    def _generate(self, j: int, size: int):
+        raise NotImplementedError
+
+    def _null(self, rows: np.ndarray, block, a: int, b: int) -> np.ndarray:
+        raise NotImplementedError
+
+    # -- reading ------------------------------------------------------------------------------------------
+    def _block_at(self, j: int):
+        if j < self._block_no:
+            raise ValueError("a NullStream reads its blocks in order; make a new one to read again")
+        while self._block_no < j:
+            self._block_no += 1
+            size = min(RESAMPLE_BLOCK, self.total - self._block_no * RESAMPLE_BLOCK)
+            self._block = self._generate(self._block_no, size)
+        return self._block
+
+    def advance(self, rows: np.ndarray, upto: int) -> None:
+        """Draw for ``rows`` (which have all drawn the same number so far) until each has ``upto`` draws."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.size == 0:
+            return
+        start = int(self.drawn[rows[0]])
+        upto = min(int(upto), self.total)
+        if (self.drawn[rows] != start).any():
+            raise ValueError("rows advanced together must have drawn the same number of resamples")
+        pos = start
+        pending: dict[int, list[np.ndarray]] = {}
+        while pos < upto:
+            j = pos // RESAMPLE_BLOCK
+            a = pos - j * RESAMPLE_BLOCK
+            b = min(RESAMPLE_BLOCK, upto - j * RESAMPLE_BLOCK)
+            block = self._block_at(j)
+            for r0 in range(0, rows.size, ROW_CHUNK):
+                part = rows[r0:r0 + ROW_CHUNK]
+                null = self._null(part, block, a, b)  # (len(part), b - a[, n_obs])
+                each = null if null.ndim == 3 else null[:, :, None]
+                self.count[part] += (each >= (self.obs[part] - self._slack[part])[:, None, :]).sum(axis=1)
+                if self.top is not None:
+                    pending.setdefault(r0, []).append(null)
+                    if len(pending[r0]) >= TOP_EVERY:
+                        self._keep_top(part, pending.pop(r0))
+            pos = j * RESAMPLE_BLOCK + b
+        for r0, nulls in pending.items():
+            self._keep_top(rows[r0:r0 + ROW_CHUNK], nulls)
+        self.drawn[rows] = upto
+
+    def _keep_top(self, rows: np.ndarray, nulls: list[np.ndarray]) -> None:
+        """Merge blocks of null statistics into the kept largest ones of ``rows``."""
+        keep = self.top.shape[1]
+        both = np.concatenate([self.top[rows], *nulls], axis=1)
+        self.top[rows] = np.partition(both, both.shape[1] - keep, axis=1)[:, both.shape[1] - keep:]
+
+    #: ``(k, n_obs)`` upper bounds on each row's infinite-draw p-value known without drawing (None: none)
+    tail: np.ndarray | None = None
+    #: ``(k, n_obs)`` rows whose count of all ``total`` draws is known to be 0 but for a stated risk (set by
+    #: the sequential run from :attr:`tail`): their p-value is the fixed-B run's, ``1 / (1 + total)``
+    certified: np.ndarray | None = None
+
+    def pvalues(self) -> np.ndarray:
+        """``(k, n_obs)``: ``count / total`` when enumerated, else ``(1 + count) / (1 + drawn)``, and
+        ``1 / (1 + total)`` where :attr:`certified`."""
+        if self.exact:
+            return self.count / self.total
+        p = (1.0 + self.count) / (1.0 + self.drawn[:, None])
+        if self.certified is not None:
+            p = np.where(self.certified, 1.0 / (1.0 + self.total), p)
+        return p
+
+    def quantile(self, level: np.ndarray | float) -> np.ndarray:
+        """The ``level`` quantile (numpy's linear rule) of each row's null statistics drawn so far.
+
+        From the kept largest values; NaN where they do not reach the order statistics the level needs.
+        An interpolation towards an infinite statistic gives +inf (no finite bound).
+        """
+        level = np.broadcast_to(np.asarray(level, dtype=float), (self.k,))
+        if self.top is None:
+            return np.full(self.k, np.nan)
+        keep = self.top.shape[1]
+        desc = -np.sort(-self.top, axis=1)
+        n = self.drawn.astype(float)
+        h = (n - 1) * level
+        lo = np.floor(h)
+        ok = (n > 0) & np.isfinite(level) & (n - 1 - lo < keep)
+        lo_i = np.where(ok, lo, 0).astype(np.int64)
+        hi_i = np.minimum(lo_i + 1, np.maximum(self.drawn - 1, 0))
+        rows = np.arange(self.k)
+        a = desc[rows, np.clip(self.drawn - 1 - lo_i, 0, keep - 1)]
+        b = desc[rows, np.clip(self.drawn - 1 - hi_i, 0, keep - 1)]
+        t = h - lo
+        with np.errstate(invalid="ignore"):  # numpy's linear rule (its _lerp), +inf towards an infinite value
+            diff = b - a
+            out = np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)
+        return np.where(ok, np.nan_to_num(out, nan=np.inf), np.nan)
+
+
+class BootstrapStream(NullStream):
+    r"""Bootstrap-t statistics :math:`t^*_b = (\bar s^*_b - \bar s) / (s^*_b / \sqrt N)` of each row.
+
+    ``x``: the block's scores, each row sorted (so the draws do not depend on how inputs are ordered);
+    ``taus``: ``(k, n_obs)``, the thresholds whose observed :math:`t = (\bar s - \tau) / (s / \sqrt N)` are
+    compared. ``exact``: all :math:`N^N` resamples in order (when :math:`N^N \le B`, N <= 12).
+    """
+
+    def __init__(self, x: np.ndarray, taus: np.ndarray, *, seed: int, n_resamples: int, keep: int = 0) -> None:
+        k, n = x.shape
+        self.n = n
+        self.mean = x.mean(axis=1)
+        sd = x.std(axis=1, ddof=1) if n > 1 else np.full(k, np.nan)
+        taus = np.asarray(taus, dtype=float).reshape(k, -1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where((sd > 0)[:, None], (self.mean[:, None] - taus) / (sd[:, None] / math.sqrt(n)), np.nan)
+        self.exact = n <= 12 and n**n <= n_resamples
+        super().__init__(t, n**n if self.exact else int(n_resamples), keep)
+        self.xc = x - self.mean[:, None]
+        self._rng = np.random.default_rng(seed)
+
+    def _generate(self, j: int, size: int):
+        n = self.n
+        if self.exact:
+            codes = np.arange(j * RESAMPLE_BLOCK, j * RESAMPLE_BLOCK + size)[:, None]
+            idx = (codes // (n ** np.arange(n))[None, :]) % n
+        else:
+            idx = self._rng.integers(0, n, size=(size, n))
+        w = np.bincount((np.arange(size)[:, None] * n + idx).ravel(), minlength=size * n).reshape(size, n)
+        return w.astype(float).T  # (n, b): how often each input is drawn in each resample
+
+    def _null(self, rows: np.ndarray, block, a: int, b: int) -> np.ndarray:
+        n = self.n
+        xr = self.xc[rows]
+        w = block[:, a:b]
+        m1 = xr @ w / n
+        m2 = (xr * xr) @ w / n
+        var = np.maximum(m2 - m1 * m1, 0.0) * n / (n - 1) if n > 1 else np.full_like(m1, np.nan)
+        se = np.sqrt(var / n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            moved = np.abs(m1) > 1e-12 * (np.abs(self.mean[rows])[:, None] + 1)
+            return np.where(se > 0, m1 / se, np.where(moved, np.sign(m1) * np.inf, 0.0))
+
+
+class SignFlipStream(NullStream):
+    r"""Sign-flip means :math:`\frac1N \sum_i \epsilon_i d_i` of ``d = x - tau`` for each row and each tau.
+
+    ``x``: the block's scores, each row sorted; ``taus``: ``(k, n_obs)``. ``exact``: all :math:`2^N` sign
+    vectors in order (when :math:`2^N \le B`). The signs are shared by every tau (one draw, one matmul per
+    tau), as the fixed-B test draws them. :attr:`tail` is Hoeffding's bound on the infinite-draw p-value.
+    """
+
+    def __init__(self, x: np.ndarray, taus: np.ndarray, *, seed: int, n_resamples: int) -> None:
+        k, n = x.shape
+        self.n = n
+        taus = np.asarray(taus, dtype=float).reshape(k, -1)
+        self.d = [x - taus[:, [j]] for j in range(taus.shape[1])]
+        obs = np.stack([d.mean(axis=1) for d in self.d], axis=1)
+        self.exact = n < 63 and 2**n <= n_resamples
+        super().__init__(obs, 2**n if self.exact else int(n_resamples))
+        self._rng = np.random.default_rng(seed)
+        # Hoeffding (1963) for a Rademacher sum: P(sum e_i d_i >= s) <= exp(-s^2 / (2 sum d_i^2)), s > 0, with
+        # s the observed sum less twice the slack of the count's comparison (so it bounds what is counted)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = n * (obs - 2 * self._slack)
+            sq = np.stack([(d * d).sum(axis=1) for d in self.d], axis=1)
+            self.tail = np.where(s > 0, np.exp(-(s * s) / (2 * sq)), 1.0)
+
+    def _generate(self, j: int, size: int):
+        n = self.n
+        if self.exact:
+            codes = np.arange(j * RESAMPLE_BLOCK, j * RESAMPLE_BLOCK + size)
+            return 1.0 - 2.0 * ((codes[:, None] >> np.arange(n)[None, :]) & 1)
+        return self._rng.choice(np.array([-1.0, 1.0]), size=(size, n))
+
+    def _null(self, rows: np.ndarray, block, a: int, b: int) -> np.ndarray:
+        signs = block[a:b].T
+        return np.stack([d[rows] @ signs / self.n for d in self.d], axis=2)

@@ -1,0 +1,265 @@
+r"""Resampling tests that stop when the answer is clear: sequential Monte Carlo p-values per cell.
+
+A resampling test with ``n_resamples: auto`` needs :math:`B = 10 f / \alpha` draws (``f = m`` for Holm over m
+hypotheses; 143,999 on the quickstart) so that a head can be assigned at all. Most cells do not need them: a
+head whose p-value is near 0.5 is clearly not assigned after a few hundred draws. Each cell (one hypothesis,
+at one tau of the sensitivity grid) here draws its resamples from the same seeded stream as the fixed-B run
+(:mod:`~headstats.stats.onesample.draws`), looks at its count after L = 250, 500, 1000, 2000, ... draws and
+stops once its decision is settled:
+
+1. After L draws with c exceedances, the cell's box is the two-sided Clopper-Pearson interval of the
+   infinite-draw p-value at level :math:`1 - \epsilon`, widened to contain the Monte Carlo p-value
+   :math:`(1 + c) / (1 + L)` that is reported. :math:`\epsilon = r / (\text{cells} \times \text{looks})` with
+   the resampling risk :math:`r` = :data:`RESAMPLING_RISK` (a union bound: with probability at least
+   :math:`1 - r` every box of every cell at every look contains its p-value).
+2. The correction (Holm, Bonferroni, Benjamini-Hochberg, Benjamini-Yekutieli, none: each corrected p-value
+   is a non-decreasing function of every uncorrected one) is applied within each family to the vector of the
+   boxes' low ends and to that of their high ends. A cell whose decision (``p_corr <= alpha``, at every alpha
+   asked) is the same at both ends is settled: its decision is the same for any p-values in the boxes (so,
+   with probability at least :math:`1 - r`, it is the decision of the infinite-draw test), and it stops.
+   This is the rule of Gandy (2009) for one p-value, made safe for the correction by testing the whole box
+   vector (a cell's threshold under Holm or BH depends on the others; the ends bound every threshold it can
+   face); Besag & Clifford (1991) stop on the count alone, which a corrected level does not allow.
+   A test whose stream gives a bound on the infinite-draw p-value without drawing (the sign-flip test:
+   Hoeffding's :math:`\exp(-(\sum d_i)^2 / (2 \sum d_i^2))`) settles a cell with no exceedance yet and
+   :math:`B \times` bound :math:`\le \epsilon` at once: the count of all B draws is then 0 but with
+   probability :math:`\epsilon`, so its p-value is the fixed-B run's, :math:`1 / (1 + B)`, and its box
+   :math:`[0, 1 / (1 + B)]`. A strongly assigned head need not draw B to show it.
+3. Cells not settled run to B and get exactly the p-value of the fixed-B run. At the end the correction of
+   the reported p-values must give every stopped cell its settled decision; a stopped cell for which it
+   does not (an event of the resampling risk) is drawn again to B, until none is left.
+
+The reported p-value of a stopped cell is :math:`(1 + c) / (1 + L)` (METHODS: ``(1 + #) / (1 + draws)``
+with the L draws it took); ``n_resamples`` gives L per row and the note its box. Corrections registered by a
+user are not known to be monotone: with them every cell runs to B.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats as sps
+
+from headstats.stats.corrections import correct_rows_within_families, reject
+from headstats.stats.matrix import ScoreMatrix
+from headstats.stats.onesample.builtin import tau_matrix
+from headstats.stats.onesample.draws import MIN_BEYOND
+from headstats.stats.onesample.spec import OneSampleResult, get_test
+
+#: Bound on the probability that any stopped cell's decision differs from that of the infinite-draw test.
+RESAMPLING_RISK = 1e-3
+#: The first look at a cell's count; then after every doubling.
+FIRST_LOOK = 250
+#: The corrections whose corrected p-values never decrease when an uncorrected one grows.
+MONOTONE_CORRECTIONS = frozenset({"holm", "bonferroni", "fdr_bh", "fdr_by", "none"})
+
+
+def looks(total: int, first: int = FIRST_LOOK) -> list[int]:
+    """The draws after which a cell's count is looked at: ``first, 2 first, 4 first, ...`` below
+    ``total``, then ``total``."""
+    out, look = [], int(first)
+    while look < total:
+        out.append(look)
+        look *= 2
+    return out + [int(total)]
+
+
+def clopper_pearson(count: np.ndarray, drawn: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Two-sided Clopper-Pearson interval at level :math:`1 - \epsilon` of a proportion, ``count`` of ``drawn``.
+
+    :math:`[B(\epsilon/2; c, L - c + 1), B(1 - \epsilon/2; c + 1, L - c)]` with B the beta quantile, 0 and 1
+    at the edges (Clopper & Pearson 1934); equal to ``statsmodels`` ``proportion_confint(method="beta")``.
+    """
+    c = np.asarray(count, dtype=float)
+    n = np.asarray(drawn, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(c > 0, sps.beta.ppf(eps / 2, c, n - c + 1), 0.0)
+        hi = np.where(c < n, sps.beta.ppf(1 - eps / 2, c + 1, n - c), 1.0)
+    return lo, hi
+
+
+@dataclass
+class SequentialRun:
+    """What :func:`sequential_pvalues` found, per cell (column) and observed statistic (row, one per tau).
+
+    Attributes
+    ----------
+    p, low, high : numpy.ndarray
+        ``(n_obs, g)``: the reported p-value and the box it was settled in (equal to p for enumerated cells
+        and cells drawn to B), NaN where the cell has no p-value.
+    drawn : numpy.ndarray
+        ``(g,)`` draws per cell (0 without a p-value).
+    stopped : numpy.ndarray
+        ``(g,)`` bool: stopped before B with its decision settled.
+    results : list
+        Per block of ``mat.blocks(min_n)`` (in order), the test's result when ``confidence`` was given.
+    """
+
+    p: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    drawn: np.ndarray
+    stopped: np.ndarray
+    total: int
+    eps: float
+    results: list[tuple[np.ndarray, OneSampleResult]] = field(default_factory=list)
+    streams: list = field(default_factory=list)
+
+    def lower_bound(self, cells: np.ndarray, level: float, bound) -> np.ndarray:
+        """The test's lower bound at ``level`` of the given cells, from the draws each took.
+
+        ``bound(mean, sd, n, q)`` turns the ``level`` quantile ``q`` of a cell's null statistics into its
+        bound. A cell drawn to B gets the bound of the fixed-B run; a stopped cell one only where its L
+        draws leave at least :data:`MIN_BEYOND` of them beyond the quantile (NaN otherwise: too few draws
+        to place it).
+        """
+        out = np.full(len(cells), np.nan)
+        where = {int(c): i for i, c in enumerate(cells)}
+        for rows, x, s in self.streams:
+            local = np.nonzero(np.isin(rows, cells))[0]
+            if local.size == 0:
+                continue
+            q = s.quantile(level)[local]
+            full = s.drawn[local] >= s.total
+            q = np.where(full | (s.drawn[local] * (1.0 - level) >= MIN_BEYOND), q, np.nan)
+            b = bound(x[local], q)
+            for j, r in enumerate(rows[local]):
+                out[where[int(r)]] = b[j]
+        return out
+
+    def notes(self) -> list[str]:
+        """Per cell: ``""``, or how it stopped and the box of its (first) p-value."""
+        out = [""] * self.p.shape[1]
+        for i in np.nonzero(self.stopped)[0]:
+            out[i] = (f"sequential: stopped after {int(self.drawn[i]):,} of {self.total:,} draws, decision "
+                      f"settled (p in [{self.low[0, i]:.2g}, {self.high[0, i]:.2g}])")
+            if self.high[0, i] == 1.0 / (1.0 + self.total):
+                out[i] += (f"; no draw reached the observed value and, by the test's tail bound, none of the "
+                           f"{self.total:,} would but with probability <= {self.eps:.1g}: p as with all of them")
+        return out
+
+
+def _settled(low: np.ndarray, high: np.ndarray, labels: np.ndarray, correction: str,
+             alphas: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """``(n_obs, g)`` whether the decision is the same at both ends of the boxes at every alpha, and the
+    decisions at the high end ``(n_alpha, n_obs, g)``."""
+    c_lo = correct_rows_within_families(low, labels, correction=correction)
+    c_hi = correct_rows_within_families(high, labels, correction=correction)
+    dec = np.stack([reject(c_hi, a) for a in alphas])
+    same = np.stack([reject(c_lo, a) == d for a, d in zip(alphas, dec)]).all(axis=0)
+    return same, dec
+
+
+def sequential_pvalues(
+    mat: ScoreMatrix, *, test: str, taus, alphas: Sequence[float], correction: str, labels: np.ndarray,
+    seed: int, n_resamples: int, min_n: int, confidence: float | None = None, sequential: bool = True,
+    risk: float = RESAMPLING_RISK,
+) -> SequentialRun:
+    """p-values of a resampling test for every cell of ``mat``, each cell stopping once settled (module doc).
+
+    ``taus``: one number, one per hypothesis ``(g,)``, or ``(g, n_obs)`` (the sensitivity grid: one row of
+    p-values per tau, the settled decision must hold at every tau and alpha). ``labels``: the family of each
+    hypothesis. ``confidence``: also build the test's result per block (bounds at that level and above).
+    ``sequential=False`` (or a correction not known to be monotone): every cell draws B, in one pass for
+    all taus.
+    """
+    spec = get_test(test)
+    if spec.stream is None:
+        raise ValueError(f"test {test!r} has no stream of draws to read sequentially")
+    g = len(mat.n)
+    tau_all = tau_matrix(g, np.broadcast_to(taus, (g,)) if np.ndim(taus) == 0 else taus)
+    n_obs = tau_all.shape[1]
+    labels = np.asarray(labels, dtype=object)
+    blocks = []
+    for rows, x in mat.blocks(min_n=min_n):
+        x = np.sort(x, axis=1)
+        blocks.append((rows, x, spec.stream(x, tau_all[rows], seed=seed, n_resamples=n_resamples,
+                                            confidence=confidence)))
+    defined = np.zeros(g, dtype=bool)
+    exact = np.zeros(g, dtype=bool)
+    for rows, _, s in blocks:
+        defined[rows] = np.isfinite(s.obs).all(axis=1)
+        exact[rows] = s.exact
+    total = int(n_resamples)
+    steps = looks(total) if sequential and correction in MONOTONE_CORRECTIONS else [total]
+    n_cells = int((defined & ~exact).sum()) * n_obs
+    eps = risk / max(n_cells * len(steps), 1)
+    low = np.full((n_obs, g), np.nan)
+    high = np.full((n_obs, g), np.nan)
+    p = np.full((n_obs, g), np.nan)
+    active = defined.copy()
+    stopped = np.zeros(g, dtype=bool)
+    decided = None  # (n_alpha, n_obs, g) decisions of the stopped cells
+    for rows, _, s in blocks:  # enumerated cells: everything at once
+        if s.exact:
+            s.advance(np.arange(len(rows)), s.total)
+            active[rows] = False
+    for look in steps:
+        for rows, _, s in blocks:
+            if s.exact:
+                continue
+            local = np.nonzero(active[rows])[0]
+            s.advance(local, look)
+        _collect(blocks, p, low, high, eps)
+        if look >= total:
+            break
+        same, dec = _settled(low, high, labels, correction, alphas)
+        now = active & same.all(axis=0)
+        if now.any():
+            stopped |= now
+            active &= ~now
+            decided = dec if decided is None else np.where(now[None, None, :], dec, decided)
+        if not active.any():
+            break
+    # the reported p-values must give every stopped cell its settled decision; redraw those they do not
+    while decided is not None and stopped.any():
+        p_corr = correct_rows_within_families(p, labels, correction=correction)
+        final = np.stack([reject(p_corr, a) for a in alphas])
+        wrong = stopped & (final != decided).any(axis=(0, 1))
+        if not wrong.any():
+            break
+        for b, (rows, x, s) in enumerate(blocks):
+            local = np.nonzero(wrong[rows])[0]
+            if local.size:
+                again = spec.stream(x[local], tau_all[rows][local], seed=seed, n_resamples=n_resamples,
+                                    confidence=confidence)
+                again.advance(np.arange(local.size), total)
+                s.count[local], s.drawn[local] = again.count, again.drawn
+                if s.top is not None and again.top is not None:
+                    s.top[local] = again.top
+        stopped &= ~wrong
+        _collect(blocks, p, low, high, eps)
+    drawn = np.zeros(g, dtype=np.int64)
+    for rows, _, s in blocks:
+        drawn[rows] = s.drawn
+        low[:, rows[s.drawn >= s.total]] = p[:, rows[s.drawn >= s.total]]
+        high[:, rows[s.drawn >= s.total]] = p[:, rows[s.drawn >= s.total]]
+    run = SequentialRun(p=p, low=low, high=high, drawn=drawn, stopped=stopped, total=total, eps=eps,
+                        streams=blocks)
+    if confidence is not None:
+        notes = run.notes()
+        for rows, x, s in blocks:
+            res = spec.stream_result(x, s, tau=tau_all[rows][:, 0], confidence=confidence, seed=seed)
+            res.note = ["; ".join(filter(None, [a, notes[r]])) for a, r in zip(res.note, rows)]
+            run.results.append((rows, res))
+    return run
+
+
+def _collect(blocks, p, low, high, eps) -> None:
+    """The p-values and boxes of every cell from its stream's count (in place)."""
+    for rows, _, s in blocks:
+        if s.tail is not None and not s.exact:  # the rest of the B draws will not exceed, but for eps
+            s.certified = (s.count == 0) & (s.tail * s.total <= eps) & (s.drawn < s.total)[:, None]
+        p_rows = s.pvalues().T  # (n_obs, k)
+        ok = np.isfinite(s.obs).T
+        lo, hi = clopper_pearson(s.count.T, np.broadcast_to(s.drawn, s.count.T.shape), eps)
+        if s.exact:
+            lo, hi = p_rows, p_rows
+        elif s.certified is not None:
+            lo = np.where(s.certified.T, 0.0, lo)
+            hi = np.where(s.certified.T, p_rows, hi)
+        p[:, rows] = np.where(ok, p_rows, np.nan)
+        low[:, rows] = np.where(ok, np.minimum(lo, p_rows), np.nan)
+        high[:, rows] = np.where(ok, np.maximum(hi, p_rows), np.nan)

@@ -1,0 +1,148 @@
+"""Sequential resampling (headstats.stats.onesample.sequential): each cell stops once its corrected decision is
+settled; the cells drawn to B are the fixed-B run's, the stopped ones keep its decision."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from headstats.stats.corrections import correct_rows_within_families, family_labels, reject
+from headstats.stats.matrix import score_matrix
+from headstats.stats.onesample import auto_resamples, test_roles
+from headstats.stats.onesample.sequential import clopper_pearson, looks, sequential_pvalues
+from headstats.stats.sensitivity import tau_sensitivity
+
+
+def planted(m: int = 120, n: int = 30, seed: int = 0) -> pd.DataFrame:
+    """One family of m hypotheses: means spread from 2 to 4.2 around tau = 3 (sd 1, gamma), some near the
+    corrected level, most far from it on either side; the last role has fewer inputs (a second block)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    means = np.linspace(2.0, 4.2, m)
+    for h, mu in enumerate(means):
+        role, k = ("local", n) if h % 3 else ("block", n - 7)
+        xs = rng.gamma(mu**2, 1.0 / mu, size=k)
+        rows += [("m", "d", f"s{i}", h // 12, h % 12, role, v) for i, v in enumerate(xs)]
+    return pd.DataFrame(rows, columns=["model", "dataset", "sentence_id", "layer", "head", "role", "score"])
+
+
+def test_looks_double_from_250_and_end_at_b():
+    assert looks(2999) == [250, 500, 1000, 2000, 2999]
+    assert looks(250) == [250]
+    assert looks(143999)[-2:] == [128000, 143999]
+
+
+def test_clopper_pearson_is_statsmodels_beta_interval():
+    counts = np.array([0, 3, 50, 250])
+    lo, hi = clopper_pearson(counts, np.full(4, 250), 1e-4)
+    ref_lo, ref_hi = proportion_confint(counts, 250, alpha=1e-4, method="beta")
+    np.testing.assert_allclose(lo, np.nan_to_num(ref_lo), rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(hi, np.nan_to_num(ref_hi, nan=1.0), rtol=1e-10)
+
+
+@pytest.mark.parametrize("test", ["bootstrap", "permutation"])
+@pytest.mark.parametrize("correction", ["holm", "fdr_bh"])
+def test_sequential_keeps_the_full_b_decisions(test, correction):
+    scores = planted()
+    seq = test_roles(scores, test=test, correction=correction)
+    full = test_roles(scores, test=test, correction=correction, sequential=False)
+    b = auto_resamples(120, alpha=0.05, correction=correction)
+    assert (full["n_resamples"] == b).all()
+    drawn = seq["n_resamples"].to_numpy(dtype=float)
+    stopped = drawn < b
+    # most cells stop early (far from their level), the strong ones and those near the level draw all B
+    assert stopped.mean() > 0.5 and set(drawn[stopped]) <= set(looks(b)[:-1])
+    assert np.mean(drawn[stopped] == 250) > 0.5  # most of them at the first look
+    assert seq.loc[stopped, "note"].str.contains("sequential: stopped after").all()
+    # cells drawn to B: the fixed-B run's p-value, bit for bit; same decision everywhere
+    np.testing.assert_array_equal(seq.loc[~stopped, "p_unc"], full.loc[~stopped, "p_unc"])
+    assert (seq["reject"] == full["reject"]).all()
+    assert 0 < seq["reject"].sum() < len(seq)
+    # a stopped cell's p is the Monte Carlo p of its own draws: (1 + count) / (1 + L), count an integer
+    count = seq.loc[stopped, "p_unc"] * (1 + drawn[stopped]) - 1
+    np.testing.assert_allclose(count, np.round(count), atol=1e-6)
+
+
+def test_bootstrap_bounds_of_cells_drawn_to_b_are_the_fixed_runs():
+    scores = planted(seed=3)
+    seq = test_roles(scores, test="bootstrap")
+    full = test_roles(scores, test="bootstrap", sequential=False)
+    whole = seq["n_resamples"].to_numpy(dtype=float) == full["n_resamples"].to_numpy(dtype=float)
+    assert whole.any() and (~whole).any()
+    for col in ("ci_low", "ci_low_adj"):
+        np.testing.assert_allclose(seq.loc[whole, col], full.loc[whole, col], rtol=1e-12)
+    # a stopped cell's marginal bound comes from its own draws (at least 10 beyond the 95 % quantile);
+    # its Holm-adjusted level 1 - 0.05/120 needs more draws than it took: NaN
+    assert seq.loc[~whole, "ci_low"].notna().all()
+    assert seq.loc[~whole, "ci_low_adj"].isna().all()
+    # and the marginal bound is close to the fixed run's (same stream, fewer draws)
+    assert (seq.loc[~whole, "ci_low"] - full.loc[~whole, "ci_low"]).abs().max() < 0.5
+
+
+def test_an_explicit_number_of_resamples_is_drawn_by_every_cell():
+    out = test_roles(planted(m=24), test="bootstrap", n_resamples=999)
+    assert (out["n_resamples"] == 999).all()
+
+
+def test_every_stopped_cell_has_the_decision_of_its_box_whatever_the_risk():
+    # with a huge risk the boxes are narrow and some stopped cells could be decided wrongly; the final
+    # correction of the reported p-values must still give each stopped cell the decision of both box ends
+    mat = score_matrix(planted(seed=5))
+    labels = family_labels(mat.keys, ("model", "dataset")).to_numpy()
+    for risk in (0.9, 1e-3):
+        run = sequential_pvalues(mat, test="bootstrap", taus=3.0, alphas=[0.05], correction="holm", labels=labels,
+                                 seed=0, n_resamples=29999, min_n=2, risk=risk)
+        final = reject(correct_rows_within_families(run.p, labels, correction="holm"), 0.05)
+        for end in (run.low, run.high):
+            ends = reject(correct_rows_within_families(end, labels, correction="holm"), 0.05)
+            assert (ends[:, run.stopped] == final[:, run.stopped]).all()
+        assert ((run.low <= run.p) & (run.p <= run.high))[:, np.isfinite(run.p[0])].all()
+
+
+@pytest.mark.parametrize("test", ["bootstrap", "permutation"])
+def test_tau_grid_reads_one_stream_and_keeps_the_full_b_counts(test):
+    scores = planted(m=60, seed=7)
+    taus = [2.5, 3.0, 3.5]
+    seq = tau_sensitivity(scores, test=test, taus=taus, alphas=[0.05, 0.1])
+    full = tau_sensitivity(scores, test=test, taus=taus, alphas=[0.05, 0.1], sequential=False)
+    pd.testing.assert_frame_equal(seq, full)
+    # the fixed run in one pass of draws for all taus is the per-tau test's, tau by tau
+    for tau in taus:
+        one = test_roles(scores, test=test, tau=tau, alpha=0.05, n_resamples=auto_resamples(
+            60, alpha=0.05, correction="holm"))
+        counts = full.query("tau == @tau and alpha == 0.05").set_index("role")["n_heads_assigned"]
+        assert (one.groupby("role")["reject"].sum() == counts).all()
+
+
+def test_decision_error_simulation_small():
+    """The simulation of docs/statistics.md at a small size: no stopped cell decided otherwise than by B."""
+    from importlib import util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_statistics.py"
+    spec = util.spec_from_file_location("bench_statistics", path)
+    bench = util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = bench.decision_error(replicates=2, m=60, n=25)
+    assert out["stopped_differ"] == 0 and out["cells"] == 2 * 60
+    assert out["same"] / out["cells"] >= 0.99 and out["stopped"] > 0
+
+
+def test_sign_flip_cells_far_above_tau_stop_at_once_with_the_full_b_p_value():
+    # Hoeffding's bound shows that none of the B sign flips would reach a strong head's mean (but for the
+    # risk): such a head stops at the first look, with p = 1 / (B + 1), the fixed-B run's p-value
+    rng = np.random.default_rng(11)
+    means = np.r_[np.full(10, 6.0), np.full(50, 2.0)]  # 10 heads 3 sd above tau, 50 below
+    scores = pd.DataFrame([("m", "d", f"s{i}", h // 12, h % 12, "local", v) for h, mu in enumerate(means)
+                           for i, v in enumerate(rng.gamma(mu**2, 1.0 / mu, size=60))],
+                          columns=["model", "dataset", "sentence_id", "layer", "head", "role", "score"])
+    seq = test_roles(scores, test="permutation")
+    full = test_roles(scores, test="permutation", sequential=False)
+    b = int(full["n_resamples"].max())
+    early = (seq["n_resamples"] == 250) & seq["reject"]
+    assert early.sum() == 10 and seq["note"][early].str.contains("tail bound").all()
+    np.testing.assert_array_equal(seq.loc[early, "p_unc"], full.loc[early, "p_unc"])
+    assert (seq.loc[early, "p_unc"] == 1 / (b + 1)).all()
+    assert (seq["reject"] == full["reject"]).all()
