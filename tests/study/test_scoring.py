@@ -70,7 +70,7 @@ def test_batched_equals_one_at_a_time(runs):
 
 def test_scores_table_layout(runs, tiny_model):
     frame = runs[7].scores
-    assert list(frame.columns) == SCORE_COLUMNS == ["model", "dataset", "sentence_id", "layer", "head", "role", "score"]
+    assert list(frame.columns) == SCORE_COLUMNS == ["model", "dataset", "measure", "sentence_id", "layer", "head", "role", "score"]
     kept = [r for r in RECORDS if r.sentence_id not in ("s5", "s7")]
     assert len(frame) == len(kept) * 2 * 2 * len(ROLES)
     # input order (not length order), then layer, head, role
@@ -135,11 +135,11 @@ def test_long_frame_order():
     frame = long_frame([MeasureArray("m", "d", np.array(["a", "b"]), ("local", "block"), values)])
     assert list(frame.columns) == SCORE_COLUMNS
     assert len(frame) == 24
-    assert frame.iloc[0].tolist() == ["m", "d", "a", 0, 0, "local", 0.0]
-    assert frame.iloc[1].tolist() == ["m", "d", "a", 0, 0, "block", 1.0]
-    assert frame.iloc[2].tolist() == ["m", "d", "a", 0, 1, "local", 2.0]
-    assert frame.iloc[6].tolist() == ["m", "d", "a", 1, 0, "local", 6.0]
-    assert frame.iloc[12].tolist() == ["m", "d", "b", 0, 0, "local", 12.0]
+    assert frame.iloc[0].tolist() == ["m", "d", "weights", "a", 0, 0, "local", 0.0]
+    assert frame.iloc[1].tolist() == ["m", "d", "weights", "a", 0, 0, "block", 1.0]
+    assert frame.iloc[2].tolist() == ["m", "d", "weights", "a", 0, 1, "local", 2.0]
+    assert frame.iloc[6].tolist() == ["m", "d", "weights", "a", 1, 0, "local", 6.0]
+    assert frame.iloc[12].tolist() == ["m", "d", "weights", "b", 0, 0, "local", 12.0]
     # every row holds values[s, l, h, r]
     idx = {"a": 0, "b": 1}
     roles = {"local": 0, "block": 1}

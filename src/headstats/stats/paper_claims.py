@@ -41,7 +41,7 @@ PAPER_LOCAL_SYNTACTIC = (0.42, 0.88)
 PANDE = "Pande et al. 2021"
 #: The smallest shift of the mean layer (in layers) that "sit in the early / late layers" means: one layer.
 SMALLEST_LAYER_SHIFT = 1.0
-_KEYS = ("model", "dataset", "layer", "head", "roles", "n_roles")
+_KEYS = ("model", "dataset", "layer", "head", "roles", "n_roles", "measure", "robust_across_measures")
 
 
 class RoleGroup:

@@ -75,7 +75,7 @@ def in_notebook() -> bool:
 class StudyResult:
     """Everything a study computed (also written to the output folder).
 
-    ``scores`` holds one :class:`~headstats.measures.MeasureArray` per (model, data set);
+    ``scores`` holds one :class:`~headstats.measures.MeasureArray` per (measure, model, data set);
     :meth:`scores_frame` makes the long table of ``scores.parquet``.
     """
 
@@ -87,7 +87,7 @@ class StudyResult:
     manifest: dict
 
     def scores_frame(self) -> pd.DataFrame:
-        """The long scores table ``model, dataset, sentence_id, layer, head, role, score``."""
+        """The long scores table ``model, dataset, measure, sentence_id, layer, head, role, score``."""
         from headstats.study.scoring import long_frame
 
         return long_frame(self.scores)
