@@ -130,17 +130,25 @@ class StudyResult:
                     '#ccc"></iframe></div>')
 
     def _summary_rows(self) -> list[list]:
-        """Per (model, data set): inputs scored, heads, heads with a role, and the heads per role."""
+        """Per (model, data set): inputs scored, heads, heads with a role, and the heads per role (under the
+        primary attention measure; with several, the heads whose roles hold under every measure too)."""
         from headstats.assignment.role_assignment import role_columns
+        from headstats.measures import attention_measures, on_measure
 
         roles = self.roles
         if roles.empty or not {"model", "dataset"} <= set(roles.columns):  # a shard: no statistics
             return []
+        measures = attention_measures(roles)
+        roles = on_measure(roles, measures[0])
         columns = role_columns(roles)
         rows = []
         for (model, dataset), group in roles.groupby(["model", "dataset"], sort=False):
             held = group[columns].astype("boolean")
             counts = ", ".join(f"{c} {int(held[c].sum())}" for c in columns if held[c].notna().any())
+            if len(measures) > 1:
+                robust = int(group["robust_across_measures"].fillna(False).astype(bool).sum())
+                counts = (f"under {measures[0]}: {counts}; heads whose roles all hold under "
+                          f"{' and '.join(measures)}: {robust}")
             scored = self.manifest.get("inputs", {}).get(f"{model}/{dataset}", {}).get("n_scored")
             rows.append([model, dataset, scored, len(group), int(held.fillna(False).any(axis=1).sum()), counts])
         return rows

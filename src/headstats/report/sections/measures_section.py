@@ -1,6 +1,6 @@
 """Across measures (METHODS 6.1): with ``scoring: {measures: [weights, norm]}``, how many heads hold each role under
 each attention measure and under all of them, and the registry's verdicts of the claims that read it
-(``survives_norm:<role>``, from ``claims.csv``).
+(``survives_norm:<role>``, from ``claims.csv``) beside each role's counts.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 from headstats.assignment.tables import Analysis
 from headstats.plots.style import order_roles
 from headstats.report.blocks import Report
-from headstats.report.sections import claim_lines
+from headstats.report.sections.claims_section import claim_cell
 
 
 def measure_counts(agreement: pd.DataFrame) -> pd.DataFrame:
@@ -42,11 +42,21 @@ def measures_section(report: Report, analysis: Analysis, claims: pd.DataFrame | 
         f"(`robust_across_measures` in `roles.csv` per head, `measure_agreement.csv` per head and role). Kobayashi "
         f"et al. (2020) found that attention to [CLS], [SEP] and punctuation carries vectors of small norm: a "
         f"delimiter head under `weights` that is not one under `norm` sends little to the tokens it looks at.")
-    report.table(measure_counts(agreement), "Heads holding each role under each measure and under all of them.",
-                 max_rows=200, csv="measure_agreement.csv")
-    lines = claim_lines({"claims": claims}, [k for k in (claims["claim"].astype(str).unique()
-                                                         if claims is not None and len(claims) else [])
-                                             if k.startswith("survives_")])
-    if lines:
-        report.text("The claims that read it (from the claims table, corrected with the run's other claims):\n\n"
-                    + "\n".join(lines))
+    counts = measure_counts(agreement)
+    verdicts = survives_cells(claims)
+    if verdicts:
+        counts["remains under norm (claim)"] = [verdicts.get((str(m), str(d), str(r)), "") for m, d, r in
+                                                zip(counts["model"], counts["dataset"], counts["role"])]
+    report.table(counts, "Heads holding each role under each measure and under all of them; the last column is "
+                 "the verdict of the claim `survives_norm:<role>` in the claims table (of the heads holding the role "
+                 "under weights, do most hold it under norm? exact binomial test against 1/2, corrected with the "
+                 "run's other claims).", max_rows=200, csv="measure_agreement.csv")
+
+
+def survives_cells(claims: pd.DataFrame | None) -> dict[tuple[str, str, str], str]:
+    """``(model, dataset, role)`` -> the claims table's cell of ``survives_norm:<role>`` (``contradicted (p = ...)``)."""
+    if claims is None or not len(claims):
+        return {}
+    part = claims[claims["claim"].astype(str).str.startswith("survives_norm:")]
+    return {(str(r["model"]), str(r["dataset"]), str(r["claim"]).split(":", 1)[1]): claim_cell(r)
+            for _, r in part.iterrows()}
