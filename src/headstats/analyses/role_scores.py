@@ -42,12 +42,6 @@ class RoleScores(PerInputCollector):
     def provenance(self) -> dict:
         return {**super().provenance(), "roles": list(self.roles), "settings": dict(vars(self.settings))}
 
-    def result(self):
-        """The scores as a :class:`~headstats.measures.MeasureArray` of the attention measure this job read."""
-        from dataclasses import replace
-
-        return replace(super().result(), attention_measure=str(self.context.options.get("measure", "weights")))
-
     def participation(self) -> dict[str, int]:
         """Inputs with a finite score, per role."""
         values = self.state().values
