@@ -50,7 +50,7 @@ def measures_section(report: Report, analysis: Analysis, claims: pd.DataFrame | 
     report.table(counts, "Heads holding each role under each measure and under all of them; the last column is "
                  "the verdict of the claim `survives_norm:<role>` in the claims table (of the heads holding the role "
                  "under weights, do most hold it under norm? exact binomial test against 1/2, corrected with the "
-                 "run's other claims).", max_rows=200, csv="measure_agreement.csv")
+                 "run's other claims). Per head and role: `measure_agreement.csv`.", max_rows=200)
 
 
 def survives_cells(claims: pd.DataFrame | None) -> dict[tuple[str, str, str], str]:
