@@ -335,7 +335,7 @@ def test_measure_is_the_one_element_measures_and_both_are_refused():
     both = ScoreSettings(measures=["norm", "weights"])
     assert both.measure == "norm" and measure_options(both) == {"measure": "norm"}
     assert measure_options(both, "weights") == {}
-    with pytest.raises(ValueError, match="give measure or measures, not both"):
+    with pytest.raises(ValueError, match="given as measure or as measures, not both"):
         ScoreSettings(measure="norm", measures=["norm"])
-    with pytest.raises(ValueError, match="names a measure twice"):
+    with pytest.raises(ValueError, match="names each measure once"):
         ScoreSettings(measures=["norm", "norm"])

@@ -139,7 +139,7 @@ class ScoreSettings(StrictModel):
         """``measure: norm`` is ``measures: [norm]``; both at once is refused."""
         if isinstance(data, dict) and "measure" in data:
             if "measures" in data:
-                raise ValueError("give measure or measures, not both (measure: X is measures: [X])")
+                raise ValueError("given as measure or as measures, not both (measure: X is measures: [X])")
             measure = data["measure"]
             data = {k: v for k, v in data.items() if k != "measure"}
             data["measures"] = measure if isinstance(measure, list) else [measure]
@@ -149,12 +149,12 @@ class ScoreSettings(StrictModel):
     @classmethod
     def _known_measures(cls, value: list[str]) -> list[str]:
         if not value:
-            raise ValueError("measures needs at least one measure: weights, norm")
+            raise ValueError(f"a list of at least one measure; the measures are {', '.join(MEASURES)}")
         for measure in value:
             if measure not in MEASURES:
-                raise ValueError(f"unknown measure {measure!r}; the measures are {', '.join(MEASURES)}")
+                raise ValueError(f"a list of known measures; the measures are {', '.join(MEASURES)}, not {measure!r}")
         if len(set(value)) != len(value):
-            raise ValueError(f"measures {value} names a measure twice")
+            raise ValueError("a list that names each measure once")
         return list(value)
 
     @property

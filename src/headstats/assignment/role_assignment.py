@@ -107,6 +107,7 @@ def strongest_heads(tests: pd.DataFrame, *, k: int = 10) -> pd.DataFrame:
     """
     ranked = tests.dropna(subset=["mean"]).assign(mean_minus_tau=lambda t: t["mean"] - t["tau"])
     ranked = ranked.sort_values("mean_minus_tau", ascending=False, kind="stable")
-    cols = ["model", "dataset", "role", "layer", "head", "n", "mean", "tau", "mean_minus_tau",
+    measure = ["measure"] if "measure" in ranked else []  # several attention measures: the top k of each
+    cols = ["model", "dataset", *measure, "role", "layer", "head", "n", "mean", "tau", "mean_minus_tau",
             *(["ceiling_share"] if "ceiling_share" in ranked else []), "ci_low", "p_corr", "reject"]
-    return ranked.groupby(["model", "dataset", "role"], sort=False).head(k)[cols].reset_index(drop=True)
+    return ranked.groupby(["model", "dataset", *measure, "role"], sort=False).head(k)[cols].reset_index(drop=True)
