@@ -47,8 +47,9 @@ def ordered_claims(analyses: Sequence[str] = ()) -> list[str]:
 
     def rank(key: str) -> int:
         module = CLAIMS.get(key).evaluate.__module__
-        return -1 if module in (paper_claims.__name__, control_claims.__name__, measure_claims.__name__) \
-            else owner.get(module, len(order))
+        # Pande et al.'s first, then against the controls, then across measures, whatever imported them first
+        first = (paper_claims.__name__, control_claims.__name__, measure_claims.__name__)
+        return first.index(module) - len(first) if module in first else owner.get(module, len(order))
 
     return sorted(CLAIMS.names(), key=rank)
 
