@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import headstats as hs
@@ -42,10 +43,29 @@ def test_score_test_and_roles_equal_the_layers_below(tiny_model):
     assert array.values.shape == (10, 2, 2, 2) and array.provenance["counts"]["n_scored"] == 10
     tests = hs.test_roles(array, tau=1.0)
     expected = test_roles(direct.scores, tau=1.0)
-    assert list(tests.columns) == list(expected.columns)
+    columns = list(expected.columns)
+    assert list(tests.columns) == [*columns[:2], "measure", *columns[2:]] and set(tests["measure"]) == {"weights"}
     for column in ["n", "mean", "statistic", "p_unc", "p_corr", "reject"]:
         np.testing.assert_array_equal(tests[column].to_numpy(), expected[column].to_numpy(), err_msg=column)
     assert hs.role_table(tests).shape[0] == 4  # 2 layers x 2 heads
+
+
+def test_score_and_test_several_measures_at_once(tiny_model):
+    """``hs.score(..., measures=[weights, norm])``: one array per measure from one pass, each equal to a score of that
+    measure alone; ``hs.test_roles`` tests each as its own run, a ``measure`` column telling them apart."""
+    records = hs.read_records(DEMO / "sentences.txt", limit=10)
+    roles = ["local", "delimiter_cls"]
+    both = hs.score(tiny_model, records, roles=roles, measures=["weights", "norm"], progress=False)
+    assert [a.attention_measure for a in both] == ["weights", "norm"]
+    for array in both:
+        alone = hs.score(tiny_model, records, roles=roles, measure=array.attention_measure, progress=False)
+        np.testing.assert_array_equal(array.values, alone.values)
+        one = hs.test_roles(alone, tau=1.0)
+        part = hs.test_roles(both, tau=1.0)
+        part = part[part["measure"] == array.attention_measure].reset_index(drop=True)
+        pd.testing.assert_frame_equal(part, one)
+    roles_table = hs.role_table(hs.test_roles(both, tau=1.0))
+    assert roles_table.shape[0] == 8 and roles_table["measure"].tolist() == ["weights"] * 4 + ["norm"] * 4
 
 
 def test_compare_pairs_by_input_and_refuses_other_inputs(tiny_model):

@@ -13,7 +13,7 @@ def planted():
 
 def test_to_frame_row_order_and_schema():
     frame = planted().to_frame()
-    assert list(frame.columns) == ["model", "dataset", "sentence_id", "layer", "head", "role", "score"]
+    assert list(frame.columns) == ["model", "dataset", "measure", "sentence_id", "layer", "head", "role", "score"]
     # row order: input, layer, head, measure; value k is the k-th planted number
     expected = np.arange(24, dtype=np.float32)
     expected[[9, 11, 13, 15]] = np.nan  # s1, every (layer, head), syntactic

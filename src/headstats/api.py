@@ -50,14 +50,18 @@ def score(
         Show a progress bar of the inputs scored (a notebook widget in Jupyter, else on stderr); ``False``: none.
     **options
         Any ``scoring`` option of the protocol (``window``, ``max_length``, ``too_long``, ``batch_size``,
-        ``count_special_queries``, ``arc_direction``, ``relations``).
+        ``count_special_queries``, ``arc_direction``, ``relations``, ``measure``, ``measures``).
+        ``measure="norm"`` scores norm-weighted attention (METHODS 6.1); ``measures=["weights", "norm"]`` both, in
+        one forward pass.
 
     Returns
     -------
-    MeasureArray
+    MeasureArray, or a list of them
         ``(inputs, layers, heads, roles)`` float32 scores with the inputs' sentence ids; ``.to_frame()`` gives
-        the long table of ``scores.parquet``; ``.provenance`` holds the model's and the counts. In Jupyter it
-        shows as a short table (shape, each role's inputs, mean and highest head, provenance).
+        the long table of ``scores.parquet``; ``.provenance`` holds the model's and the counts;
+        ``.attention_measure`` the measure. In Jupyter it shows as a short table (shape, each role's inputs, mean
+        and highest head, provenance). With several ``measures``, a list of one array per measure, in their order
+        (:func:`test_roles` takes it and tests each measure).
     """
     from headstats.analyses.sieves import ScoreSettings
     from headstats.model.loading import LoadedModel, load_model
@@ -76,8 +80,9 @@ def score(
         run = score_records(loaded, records, dataset=dataset, roles=scoring.roles,
                             settings=scoring, max_length=scoring.max_length,
                             too_long=scoring.too_long, batch_size=scoring.batch_size, progress=advance)
-    run.array.provenance.update(counts=with_skipped(run.counts, skipped))
-    return run.array
+    for array in run.arrays:
+        array.provenance.update(counts=with_skipped(run.counts, skipped))
+    return run.array if len(run.arrays) == 1 else run.arrays
 
 
 def read_records(path: str | Path, *, format: str | None = None, limit: int | None = None):
@@ -163,17 +168,33 @@ def test_roles(scores, **options):
 
     Design power is NaN, with a note, where tau is at or above the mean ceiling of the head's inputs (as in a
     run: :func:`headstats.stats.power.mark_out_of_reach`) when the scores carry their ceilings (MeasureArrays);
-    a long table read from disk carries none, and its power notes say that the power assumes tau reachable."""
+    a long table read from disk carries none, and its power notes say that the power assumes tau reachable.
+
+    Scores of several attention measures (:func:`score` with ``measures=[...]``, or ``scores.parquet`` of such a
+    run) are tested measure by measure, as a run does; the table has a ``measure`` column after ``dataset``
+    (``weights`` for scores that name none), the first measure's rows first."""
+    import pandas as pd
+
     from headstats.assignment.tables import add_ceilings
+    from headstats.measures import attention_measures, on_measure
     from headstats.stats.onesample import test_roles as tests_of
     from headstats.stats.power import mark_out_of_reach
 
-    tests = tests_of(scores, **options)
-    marked = mark_out_of_reach(add_ceilings(tests, scores))
-    if marked["score_ceiling"].isna().all() and "power_note" in marked:
-        notes = marked["power_note"].fillna("").astype(str)
-        marked["power_note"] = [f"{n}; " * bool(n) + NO_CEILING_NOTE for n in notes]
-    return _attach(marked[list(tests.columns)], _provenance(scores))
+    parts = []
+    for measure in attention_measures(scores):
+        mine = on_measure(scores, measure)
+        if isinstance(mine, pd.DataFrame) and "measure" in mine.columns:
+            mine = mine.drop(columns="measure")
+        tests = tests_of(mine, **options)
+        marked = mark_out_of_reach(add_ceilings(tests, mine))
+        if marked["score_ceiling"].isna().all() and "power_note" in marked:
+            notes = marked["power_note"].fillna("").astype(str)
+            marked["power_note"] = [f"{n}; " * bool(n) + NO_CEILING_NOTE for n in notes]
+        marked = marked[list(tests.columns)]
+        marked.insert(list(marked.columns).index("dataset") + 1, "measure", measure)
+        parts.append(marked)
+    out = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    return _attach(out, _provenance(scores))
 
 
 #: The power note of a test on scores without ceilings (a long table read from disk).

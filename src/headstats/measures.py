@@ -20,7 +20,9 @@ import pandas as pd
 from headstats.errors import IncompatibleResultsError
 
 #: Columns of the long scores table (``scores.parquet``); layers and heads are 0-indexed.
-SCORE_COLUMNS = ["model", "dataset", "sentence_id", "layer", "head", "role", "score"]
+SCORE_COLUMNS = ["model", "dataset", "measure", "sentence_id", "layer", "head", "role", "score"]
+#: The attention measure of scores that name none (a table written before the ``measure`` column, an array).
+WEIGHTS = "weights"
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,9 @@ class MeasureArray:
     ceilings : ndarray of float32, shape (N, M), optional
         Per input and measure, the largest value a head could reach (role scores: the score of a perfect
         head, METHODS 1.6); NaN where the input takes no part; None when unknown.
+    attention_measure : str
+        The attention the values were computed on (METHODS 6.1): ``weights`` (the maps the model returns) or
+        ``norm`` (norm-weighted); the ``measure`` column of the long scores table.
     """
 
     model: str
@@ -51,6 +56,7 @@ class MeasureArray:
     values: np.ndarray
     provenance: dict = field(default_factory=dict, compare=False)
     ceilings: np.ndarray | None = field(default=None, compare=False)
+    attention_measure: str = "weights"
 
     @property
     def origin(self):
@@ -101,13 +107,13 @@ class MeasureArray:
         index = [self.measures.index(m) for m in measures]
         return MeasureArray(self.model, self.dataset, self.sentence_ids, tuple(measures),
                             self.values[..., index], self.provenance,
-                            None if self.ceilings is None else self.ceilings[:, index])
+                            None if self.ceilings is None else self.ceilings[:, index], self.attention_measure)
 
     def to_frame(self, *, measure_column: str = "role", value_column: str = "score") -> pd.DataFrame:
         """The long table, row order (input, layer, head, measure), keys as categoricals.
 
-        With the default column names this is the schema of ``scores.parquet``: ``model, dataset,
-        sentence_id, layer, head, role, score``.
+        With the default column names this is the schema of ``scores.parquet``: ``model, dataset, measure,
+        sentence_id, layer, head, role, score`` (``measure``: :attr:`attention_measure`).
         """
         n, layers, heads, m = self.values.shape
         rows = n * layers * heads * m
@@ -118,6 +124,7 @@ class MeasureArray:
         return pd.DataFrame({
             "model": pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), [self.model]),
             "dataset": pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), [self.dataset]),
+            "measure": pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), [self.attention_measure]),
             "sentence_id": pd.Categorical.from_codes(s_idx, _unique_categories(self.sentence_ids)) if n else
             pd.Categorical([]),
             "layer": l_idx,
@@ -183,9 +190,13 @@ class MeasureArray:
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, *, measure_column: str = "role",
                    value_column: str = "score") -> list["MeasureArray"]:
-        """One array per (model, dataset) of a long table (the inverse of :meth:`to_frame`)."""
+        """One array per (model, dataset, measure) of a long table (the inverse of :meth:`to_frame`; a table without
+        a ``measure`` column is of the weights)."""
         out = []
-        for (model, dataset), part in frame.groupby(["model", "dataset"], sort=False, observed=True):
+        if "measure" not in frame.columns:
+            frame = frame.assign(measure=WEIGHTS)
+        for (model, dataset, attention), part in frame.groupby(["model", "dataset", "measure"], sort=False,
+                                                               observed=True):
             ids = pd.unique(part["sentence_id"].astype(str))
             measures = tuple(pd.unique(part[measure_column].astype(str)))
             layers = int(part["layer"].max()) + 1
@@ -194,7 +205,7 @@ class MeasureArray:
             s = pd.Index(ids).get_indexer(part["sentence_id"].astype(str))
             r = pd.Index(measures).get_indexer(part[measure_column].astype(str))
             values[s, part["layer"].to_numpy(), part["head"].to_numpy(), r] = part[value_column].to_numpy()
-            out.append(cls(str(model), str(dataset), ids, measures, values))
+            out.append(cls(str(model), str(dataset), ids, measures, values, attention_measure=str(attention)))
         return out
 
 
@@ -262,3 +273,26 @@ def check_same_inputs(a: MeasureArray, b: MeasureArray) -> None:
             f"{a.model}/{a.dataset} and {b.model}/{b.dataset} do not hold the same inputs and heads; "
             "pair results of one data set scored with the same options"
         )
+
+
+def attention_measures(scores) -> list[str]:
+    """The attention measures of scores (arrays, or a long table or a tests or roles table with a ``measure``
+    column), in the order they come in: the first is the run's primary measure (a table without the column is of
+    the weights)."""
+    if isinstance(scores, pd.DataFrame):
+        if "measure" not in scores.columns:
+            return [WEIGHTS]
+        return [str(m) for m in pd.unique(scores["measure"].astype(str))] or [WEIGHTS]
+    arrays = [scores] if isinstance(scores, MeasureArray) else list(scores)
+    return list(dict.fromkeys(a.attention_measure for a in arrays)) or [WEIGHTS]
+
+
+def on_measure(scores, measure: str):
+    """The part of ``scores`` (arrays, or a table with a ``measure`` column) computed on attention ``measure``;
+    a table without the column is taken as it is when ``measure`` is the weights."""
+    if isinstance(scores, pd.DataFrame):
+        if "measure" not in scores.columns:
+            return scores if measure == WEIGHTS else scores.iloc[:0]
+        return scores[scores["measure"].astype(str) == measure]
+    arrays = [scores] if isinstance(scores, MeasureArray) else list(scores)
+    return [a for a in arrays if a.attention_measure == measure]

@@ -24,7 +24,7 @@ def test_run_end_to_end(tmp_path, tiny_model_dir):
         assert (out / name).exists(), name
     assert list((out / "figures").glob("roles_grid_*.png"))
     scores = pd.read_parquet(out / "scores.parquet")
-    assert list(scores.columns) == ["model", "dataset", "sentence_id", "layer", "head", "role", "score"]
+    assert list(scores.columns) == ["model", "dataset", "measure", "sentence_id", "layer", "head", "role", "score"]
     # 24 + 12 + 6 inputs, 2 layers x 2 heads; block only on the pairs
     n_single_roles, n_pair_roles = 9, 10
     assert len(scores) == (24 * n_single_roles + 12 * n_pair_roles + 6 * n_single_roles) * 4

@@ -70,7 +70,7 @@ def test_batched_equals_one_at_a_time(runs):
 
 def test_scores_table_layout(runs, tiny_model):
     frame = runs[7].scores
-    assert list(frame.columns) == SCORE_COLUMNS == ["model", "dataset", "sentence_id", "layer", "head", "role", "score"]
+    assert list(frame.columns) == SCORE_COLUMNS == ["model", "dataset", "measure", "sentence_id", "layer", "head", "role", "score"]
     kept = [r for r in RECORDS if r.sentence_id not in ("s5", "s7")]
     assert len(frame) == len(kept) * 2 * 2 * len(ROLES)
     # input order (not length order), then layer, head, role
@@ -135,11 +135,11 @@ def test_long_frame_order():
     frame = long_frame([MeasureArray("m", "d", np.array(["a", "b"]), ("local", "block"), values)])
     assert list(frame.columns) == SCORE_COLUMNS
     assert len(frame) == 24
-    assert frame.iloc[0].tolist() == ["m", "d", "a", 0, 0, "local", 0.0]
-    assert frame.iloc[1].tolist() == ["m", "d", "a", 0, 0, "block", 1.0]
-    assert frame.iloc[2].tolist() == ["m", "d", "a", 0, 1, "local", 2.0]
-    assert frame.iloc[6].tolist() == ["m", "d", "a", 1, 0, "local", 6.0]
-    assert frame.iloc[12].tolist() == ["m", "d", "b", 0, 0, "local", 12.0]
+    assert frame.iloc[0].tolist() == ["m", "d", "weights", "a", 0, 0, "local", 0.0]
+    assert frame.iloc[1].tolist() == ["m", "d", "weights", "a", 0, 0, "block", 1.0]
+    assert frame.iloc[2].tolist() == ["m", "d", "weights", "a", 0, 1, "local", 2.0]
+    assert frame.iloc[6].tolist() == ["m", "d", "weights", "a", 1, 0, "local", 6.0]
+    assert frame.iloc[12].tolist() == ["m", "d", "weights", "b", 0, 0, "local", 12.0]
     # every row holds values[s, l, h, r]
     idx = {"a": 0, "b": 1}
     roles = {"local": 0, "block": 1}
@@ -273,3 +273,69 @@ def test_an_unknown_measure_is_refused_with_the_measures():
 
     with pytest.raises(ValueError, match="the measures are weights, norm"):
         ScoreSettings(measure="values")
+
+
+def test_both_measures_in_one_run_one_forward_pass_each_as_its_own_run(tmp_path, tiny_model_dir):
+    """``scoring: {measures: [weights, norm]}``: the role scores run once per measure over the same forward passes
+    as a run of one measure; each measure's scores and tests are those of a run of that measure alone, with a
+    ``measure`` column (the primary first); roles.csv gains robust_across_measures, the run measure_agreement.csv."""
+    import yaml
+    from tiny_study import tiny_protocol
+
+    from headstats.config.protocol import load_protocol
+    from headstats.study.run import run_study
+
+    path = tiny_protocol(tmp_path, tiny_model_dir, ["local", "delimiter_cls"])
+    raw = yaml.safe_load(path.read_text())
+    runs = {}
+    for label, scoring in (("both", {"measures": ["weights", "norm"]}), ("weights", {}), ("norm", {"measure": "norm"})):
+        raw["scoring"] = {"roles": ["local", "delimiter_cls"], **scoring}
+        path.write_text(yaml.safe_dump(raw))
+        runs[label] = run_study(load_protocol(path), tmp_path / label)
+    both = runs["both"]
+    # 12 inputs, one batch: one forward pass for both measures; each measure's states are those a run of that
+    # measure alone keys, so the runs of one measure after it find them in the cache
+    assert both.manifest["execution"]["forward_passes"] == 1
+    assert [runs[m].manifest["execution"]["forward_passes"] for m in ("weights", "norm")] == [0, 0]
+    assert [a.attention_measure for a in both.scores] == ["weights", "norm"]
+    for i, label in enumerate(("weights", "norm")):
+        np.testing.assert_array_equal(both.scores[i].values, runs[label].scores[0].values)
+    scores = pd.read_parquet(both.out / "scores.parquet")
+    assert list(scores.columns) == SCORE_COLUMNS and scores["measure"].astype(str).unique().tolist() == ["weights", "norm"]
+    tests = pd.read_csv(both.out / "tests.csv")
+    assert list(tests.columns[:3]) == ["model", "dataset", "measure"]
+    for label in ("weights", "norm"):
+        alone = pd.read_csv(runs[label].out / "tests.csv")
+        assert alone["measure"].unique().tolist() == [label]
+        pd.testing.assert_frame_equal(tests[tests["measure"] == label].reset_index(drop=True), alone,
+                                      check_dtype=False)  # a text column empty under one measure reads as float
+    roles = pd.read_csv(both.out / "roles.csv")
+    assert roles["measure"].unique().tolist() == ["weights", "norm"] and "robust_across_measures" in roles
+    assert pd.read_csv(runs["weights"].out / "roles.csv")["robust_across_measures"].isna().all()
+    agreement = pd.read_csv(both.out / "measure_agreement.csv")
+    assert list(agreement.columns[-3:]) == ["weights", "norm", "robust_across_measures"]
+    claims = pd.read_csv(both.out / "claims.csv")
+    assert {"survives_norm:local", "survives_norm:delimiter_cls"} <= set(claims["claim"])
+    assert not ({"survives_norm:local"} & set(pd.read_csv(runs["weights"].out / "claims.csv")["claim"]))
+    # Pande et al.'s claims read the primary measure: the same verdicts as the weights run
+    paper = ["delimiter_largest", "cls_early"]
+    pick = lambda c: c[c["claim"].isin(paper)][["claim", "verdict"]].reset_index(drop=True)  # noqa: E731
+    pd.testing.assert_frame_equal(pick(claims), pick(pd.read_csv(runs["weights"].out / "claims.csv")))
+    from headstats.analyses.sieves import ScoreSettings
+    from headstats.report.methods import _measure_text
+
+    text = _measure_text(ScoreSettings(measures=["weights", "norm"]))  # the Methods paragraph names each measure
+    assert "(`measures: [weights, norm]`)" in text and "norm-weighted attention (`norm`" in text
+
+
+def test_measure_is_the_one_element_measures_and_both_are_refused():
+    from headstats.analyses.sieves import ScoreSettings
+
+    assert ScoreSettings(measure="norm").measures == ["norm"] and ScoreSettings().measures == ["weights"]
+    both = ScoreSettings(measures=["norm", "weights"])
+    assert both.measure == "norm" and measure_options(both) == {"measure": "norm"}
+    assert measure_options(both, "weights") == {}
+    with pytest.raises(ValueError, match="given as measure or as measures, not both"):
+        ScoreSettings(measure="norm", measures=["norm"])
+    with pytest.raises(ValueError, match="names each measure once"):
+        ScoreSettings(measures=["norm", "norm"])

@@ -120,21 +120,47 @@ class ScoreSettings(StrictModel):
     first_sep_segment: Literal["A", "B"] = "A"
     local_edges: Literal["exact", "published"] = "exact"
     alignment: Literal["offsets", "first_occurrence"] = "offsets"
-    #: The attention every score of the run is computed on (METHODS 6.1): ``weights`` (the maps the model
-    #: returns) or ``norm`` (each key's weight times the norm of what the head passes on from it, ``alpha_ij
-    #: ||f_h(x_j)||``, renormalised per query; Kobayashi et al. 2020). The runner reads it from each job's
-    #: options (``measure``, added by the study only when not ``weights``, so that a weights run keeps its
-    #: cache keys); hence it is left out of this model's part of the keys.
-    measure: str = Field("weights", json_schema_extra=AFTER_PASS,
-                         description="attention measure of every score: weights, or norm (alpha_ij ||f_h(x_j)||, "
-                                     "renormalised per query; Kobayashi et al. 2020)")
+    #: The attentions every score of the run is computed on (METHODS 6.1), each in the same forward pass:
+    #: ``weights`` (the maps the model returns) and/or ``norm`` (each key's weight times the norm of what the head
+    #: passes on from it, ``alpha_ij ||f_h(x_j)||``, renormalised per query; Kobayashi et al. 2020). The role
+    #: scores run once per measure; the first listed is the run's *primary* measure, the one every analysis, the
+    #: comparisons, the report's role sections and Pande et al.'s claims read. ``measure: norm`` is accepted as the
+    #: one-element list. The runner reads each job's measure from its options (``measure``, added by the study only
+    #: when not ``weights``, so that a weights run keeps its cache keys); hence it is left out of this model's part
+    #: of the keys.
+    measures: list[str] = Field(default_factory=lambda: ["weights"], json_schema_extra=AFTER_PASS,
+                                description="attention measures the roles are scored on, the first the primary: "
+                                            "weights, norm (alpha_ij ||f_h(x_j)||, renormalised per query; "
+                                            "Kobayashi et al. 2020), or both; measure: X is measures: [X]")
 
-    @field_validator("measure")
+    @model_validator(mode="before")
     @classmethod
-    def _known_measure(cls, value: str) -> str:
-        if value not in MEASURES:
-            raise ValueError(f"unknown measure {value!r}; the measures are {', '.join(MEASURES)}")
-        return value
+    def _one_measure_is_a_list(cls, data):
+        """``measure: norm`` is ``measures: [norm]``; both at once is refused."""
+        if isinstance(data, dict) and "measure" in data:
+            if "measures" in data:
+                raise ValueError("given as measure or as measures, not both (measure: X is measures: [X])")
+            measure = data["measure"]
+            data = {k: v for k, v in data.items() if k != "measure"}
+            data["measures"] = measure if isinstance(measure, list) else [measure]
+        return data
+
+    @field_validator("measures")
+    @classmethod
+    def _known_measures(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError(f"a list of at least one measure; the measures are {', '.join(MEASURES)}")
+        for measure in value:
+            if measure not in MEASURES:
+                raise ValueError(f"a list of known measures; the measures are {', '.join(MEASURES)}, not {measure!r}")
+        if len(set(value)) != len(value):
+            raise ValueError("a list that names each measure once")
+        return list(value)
+
+    @property
+    def measure(self) -> str:
+        """The primary measure (the first of :attr:`measures`): what the analyses and the comparisons read."""
+        return self.measures[0]
 
     def scale_of(self, role: str) -> str:
         """The unit of ``role``'s score (``bias``, ``mass`` or ``ceiling``)."""

@@ -15,12 +15,22 @@ HEAD_KEYS = ["model", "dataset", "layer", "head"]
 
 
 def role_table(tests: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model, dataset, layer, head), a boolean column per role tested, and ``roles``.
+    """One row per (model, dataset, layer, head), a boolean column per role tested, and ``roles``; one row per
+    (model, dataset, measure, layer, head) when ``tests`` has a ``measure`` column (several attention measures).
 
     ``roles`` names the roles held, joined by ``+`` in the order they were tested (empty when none).
     A role that was tested for a head but could not be decided (too few participating inputs) is False;
     a role that was not tested on that data set at all (``block`` on single sentences) is missing (NA).
     """
+    if "measure" in tests.columns:  # a row per head and attention measure, the measures in the table's order
+        from headstats.measures import attention_measures, on_measure
+
+        parts = []
+        for measure in attention_measures(tests):
+            part = role_table(on_measure(tests, measure).drop(columns="measure"))
+            part.insert(2, "measure", measure)
+            parts.append(part)
+        return pd.concat(parts, ignore_index=True)
     roles = list(dict.fromkeys(tests["role"]))
     wide = (
         tests.assign(reject=tests["reject"].fillna(False).astype(bool))
@@ -43,7 +53,12 @@ def role_table(tests: pd.DataFrame) -> pd.DataFrame:
 
 def role_columns(roles: pd.DataFrame) -> list[str]:
     """The boolean role columns of a role table."""
-    return [c for c in roles.columns if c not in (*HEAD_KEYS, "roles", "n_roles")]
+    return [c for c in roles.columns if c not in (*HEAD_KEYS, *NOT_ROLES)]
+
+
+#: The columns of a role table that are not roles: the attention measure, the roles held, and whether they hold
+#: under every measure.
+NOT_ROLES = ("measure", "roles", "n_roles", "robust_across_measures")
 
 
 def heads_per_role_per_layer(roles: pd.DataFrame) -> pd.DataFrame:
@@ -92,6 +107,7 @@ def strongest_heads(tests: pd.DataFrame, *, k: int = 10) -> pd.DataFrame:
     """
     ranked = tests.dropna(subset=["mean"]).assign(mean_minus_tau=lambda t: t["mean"] - t["tau"])
     ranked = ranked.sort_values("mean_minus_tau", ascending=False, kind="stable")
-    cols = ["model", "dataset", "role", "layer", "head", "n", "mean", "tau", "mean_minus_tau",
+    measure = ["measure"] if "measure" in ranked else []  # several attention measures: the top k of each
+    cols = ["model", "dataset", *measure, "role", "layer", "head", "n", "mean", "tau", "mean_minus_tau",
             *(["ceiling_share"] if "ceiling_share" in ranked else []), "ci_low", "p_corr", "reject"]
-    return ranked.groupby(["model", "dataset", "role"], sort=False).head(k)[cols].reset_index(drop=True)
+    return ranked.groupby(["model", "dataset", *measure, "role"], sort=False).head(k)[cols].reset_index(drop=True)

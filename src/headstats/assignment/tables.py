@@ -15,7 +15,8 @@ from typing import Union
 import numpy as np
 import pandas as pd
 
-from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, role_table, strongest_heads
+from headstats.assignment.role_assignment import (colocation, heads_per_role_per_layer, role_columns, role_table,
+                                                  strongest_heads)
 from headstats.measures import MeasureArray
 
 #: The per-input scores of a study: one array per (model, dataset), or the long scores table.
@@ -45,6 +46,24 @@ class Analysis:
     tests: pd.DataFrame
     roles: pd.DataFrame
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    @property
+    def measures(self) -> list[str]:
+        """The attention measures of the run, the primary first (``["weights"]`` for tables without the column)."""
+        from headstats.measures import attention_measures
+
+        return attention_measures(self.tests)
+
+    def on_measure(self, measure: str | None = None) -> "Analysis":
+        """The tables of one attention measure (default: the primary), what the report's role sections, the
+        comparisons and Pande et al.'s claims read; the other tables (claims, analyses') are kept as they are."""
+        from headstats.measures import on_measure
+
+        measure = measure or self.measures[0]
+        tables = {name: on_measure(t, measure).reset_index(drop=True)
+                  if name in PER_MEASURE_TABLES and "measure" in t.columns else t for name, t in self.tables.items()}
+        return Analysis(on_measure(self.tests, measure).reset_index(drop=True),
+                        on_measure(self.roles, measure).reset_index(drop=True), tables)
 
 
 def participation(scores: Scores) -> pd.DataFrame:
@@ -173,19 +192,100 @@ def statistics_kwargs(options, seed: int) -> dict:
 
 def analyse(scores: Scores, statistics, seed: int = 0, *, scales: Mapping[str, str] | None = None,
             top_k: int = 10) -> Analysis:
-    """Run the tests on the scores and derive the role tables.
+    """Run the tests on the scores and derive the role tables, per attention measure.
 
     ``scores`` is a list of :class:`~headstats.measures.MeasureArray` or the long scores table; the tables
     are the same for both. ``statistics`` are the statistics options (``StatisticsOptions``: test, tau,
     correction, ..., sensitivity, power_target), ``seed`` seeds the resampling tests, ``scales`` gives each
     role's unit (``bias`` when not given; roles on a 0..1 scale get their own tau grid) and ``top_k`` the
     heads of ``strongest_heads``.
+
+    Scores of several attention measures (METHODS 6.1; ``scoring: {measures: [weights, norm]}``) are tested
+    measure by measure, each as a run of its own (its own families of the correction); every table gets a
+    ``measure`` column after ``dataset`` (one value when one measure was scored), rows of the primary measure
+    (the first) first. With several measures, ``roles`` gains ``robust_across_measures`` and the tables
+    ``measure_agreement`` (:func:`measure_agreement`).
     """
+    from headstats.measures import attention_measures, on_measure
+
+    measures = attention_measures(scores)
+    parts = [_analyse_measure(on_measure(scores, m), statistics, seed, scales=scales, top_k=top_k)
+             for m in measures]
+    tests = _joined([p.tests for p in parts], measures)
+    roles = _joined([p.roles for p in parts], measures)
+    tables = {name: _joined([p.tables[name] for p in parts if name in p.tables], measures)
+              for name in parts[0].tables}
+    roles["robust_across_measures"] = robust_across_measures(roles)
+    if len(measures) > 1:
+        tables["measure_agreement"] = measure_agreement(tests)
+    return Analysis(tests=tests, roles=roles, tables=tables)
+
+
+#: The tables of :func:`analyse` that hold one set of rows per attention measure (a ``measure`` column).
+PER_MEASURE_TABLES = ("tests", "roles", "heads_per_layer", "power_summary", "underpowered", "colocation",
+                      "strongest_heads", "participation", "ceilings", "tau_sensitivity", "robustness")
+
+
+def _joined(frames: Sequence[pd.DataFrame], measures: Sequence[str]) -> pd.DataFrame:
+    """The frames of each measure, each with its ``measure`` column after ``dataset`` (or first), stacked in
+    the order of ``measures``."""
+    marked = []
+    for frame, measure in zip(frames, measures):
+        at = list(frame.columns).index("dataset") + 1 if "dataset" in frame.columns else 0
+        frame = frame.copy()
+        frame.insert(at, "measure", measure)
+        marked.append(frame)
+    return marked[0] if len(marked) == 1 else pd.concat(marked, ignore_index=True)
+
+
+def measure_agreement(tests: pd.DataFrame) -> pd.DataFrame:
+    """Per head and role, whether it holds the role under each attention measure of the run (METHODS 6.1).
+
+    Returns ``model, dataset, role, layer, head``, a boolean column per measure (named by it, in the run's order:
+    the head holds the role under that measure, ``reject``) and ``robust_across_measures`` (it holds the role under
+    every measure). Only the (head, role) pairs tested under every measure.
+    """
+    from headstats.measures import attention_measures
+
+    measures = attention_measures(tests)
+    keys = ["model", "dataset", "role", "layer", "head"]
+    held = tests.assign(reject=tests["reject"].fillna(False).astype(bool), measure=tests["measure"].astype(str))
+    wide = held.pivot_table(index=keys, columns="measure", values="reject", aggfunc="any", sort=False)
+    wide = wide.reindex(columns=measures).dropna().astype(bool)
+    wide.columns.name = None
+    wide["robust_across_measures"] = wide[measures].all(axis=1)
+    return wide.reset_index()
+
+
+def robust_across_measures(roles: pd.DataFrame) -> pd.Series:
+    """Per row of a role table with a ``measure`` column: True when every role the head holds under that measure
+    it holds under every other measure of the run too, False when some role is lost under another measure; NA when
+    the run has one measure, or the head holds no role under that measure."""
+    from headstats.measures import attention_measures
+
+    out = pd.Series(pd.NA, index=roles.index, dtype="boolean")
+    measures = attention_measures(roles)
+    if len(measures) < 2 or roles.empty:
+        return out
+    cols = role_columns(roles)
+    held = roles[cols].fillna(False).astype(bool)
+    keys = roles[["model", "dataset", "layer", "head"]].astype(str).agg("\0".join, axis=1)
+    everywhere = held.groupby(keys.to_numpy()).transform("all")  # held under every measure of the run
+    any_role = held.any(axis=1)
+    kept = (~held | everywhere).all(axis=1)
+    out[any_role] = kept[any_role]
+    return out
+
+
+def _analyse_measure(scores: Scores, statistics, seed: int = 0, *, scales: Mapping[str, str] | None = None,
+                     top_k: int = 10) -> Analysis:
+    """:func:`analyse` on the scores of one attention measure (no ``measure`` column)."""
     from headstats.stats.matrix import score_matrix
     from headstats.stats.onesample import test_roles
 
     kwargs = statistics_kwargs(statistics, seed)
-    matrix = score_matrix(scores)
+    matrix = score_matrix(scores.drop(columns="measure") if isinstance(scores, pd.DataFrame) and "measure" in
+                          scores.columns else scores)
     # The robustness table (every head re-tested with three tests) needs nothing from the tests below: it is
     # computed in a thread meanwhile (its sorting runs without the GIL, on the second core).
     matrix.moments()  # computed once here, not by both threads

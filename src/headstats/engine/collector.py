@@ -266,10 +266,12 @@ class PerInputCollector(Collector):
         return {"model": self.context.provenance.get(self.context.model, {})}
 
     def result(self) -> MeasureArray:
-        """The measures as ``(inputs, layers, heads, measures)`` in data-set order."""
+        """The measures as ``(inputs, layers, heads, measures)`` in data-set order, marked with the attention
+        measure the job read (``options["measure"]``, the weights when absent)."""
         state = self.state()
         return MeasureArray(self.context.model, self.context.dataset, state.sentence_ids, state.roles, state.values,
-                            provenance=self.provenance(), ceilings=state.ceilings if self.keeps_ceilings else None)
+                            provenance=self.provenance(), ceilings=state.ceilings if self.keeps_ceilings else None,
+                            attention_measure=str(self.context.options.get("measure", "weights")))
 
 
 def refuse_non_finite(view: BatchView, values: np.ndarray, ceilings: np.ndarray | None,

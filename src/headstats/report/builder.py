@@ -38,6 +38,7 @@ from headstats.report.sections.claims_section import claims_section
 from headstats.report.sections.comparison_section import comparison_section
 from headstats.report.sections.files_section import files_section
 from headstats.report.sections.inputs_section import inputs_section
+from headstats.report.sections.measures_section import measures_section
 from headstats.report.sections.roles_section import role_sections
 from headstats.report.sections.seeds_section import has_seeds, seeds_answer_section
 from headstats.report.sections.skipped_section import skipped_section
@@ -123,6 +124,8 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
 def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, comparison: dict | None,
                   analyses: dict[str, dict[str, pd.DataFrame]] | None, formats: Sequence[str] | None,
                   log: Callable[[str], None], figures: FigureRenderer) -> Report:
+    # every section but "Across measures" reads the primary attention measure (the first of scoring.measures)
+    every_measure, analysis = analysis, analysis.on_measure()
     report = Report(title=f"headstats report: {protocol.name}")
     report.latex_caption = f"Protocol {protocol.name}. "
     if protocol.description:
@@ -148,6 +151,7 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
     if not lead:
         methods_section(report, protocol, manifest, analysis.tests)
         inputs_section(report, manifest, analysis)
+    measures_section(report, every_measure, claims)
     log(f"report: mean-score maps, heads per layer and co-location ({3 * n_sets} figures)")
     role_sections(report, root, analysis, protocol, formats=formats, figures=figures)
     log("report: p-values, power and tau sensitivity")
@@ -158,7 +162,7 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
         comparison_section(report, root, comparison, manifest, formats=formats, figures=figures)
     if not lead:
         analysis_files = analysis_sections(report, root, analyses or {}, claims, log=log)
-    files_section(report, analysis_files, formats=formats, tables=set(analysis.tables))
+    files_section(report, analysis_files, formats=formats, tables=set(every_measure.tables))
     return report
 
 

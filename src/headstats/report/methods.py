@@ -77,14 +77,27 @@ def methods_paragraph(protocol, manifest: dict, tests: pd.DataFrame | None = Non
     )
 
 
+#: What each attention measure is, in the Methods paragraph's words (METHODS 6.1).
+MEASURE_WORDS = {
+    "weights": "the attention weights the model returns (`{name}`)",
+    "norm": ("norm-weighted attention (`{name}`, Kobayashi et al. 2020): the weight of key j in query i's row times "
+             "the norm of what the head passes on from j, ||(x_j W_V + b_V) W_O||, renormalised over the row, so "
+             "that every formula above applies with these maps in place of the weights"),
+}
+
+
 def _measure_text(sc) -> str:
-    """The sentence that names the attention measure of every number, when it is not the weights."""
-    if getattr(sc, "measure", "weights") == "weights":
-        return ("Every score is computed on the attention weights the model returns (`measure: weights`). ")
-    return ("Every score is computed on norm-weighted attention (`measure: norm`, Kobayashi et al. 2020): the weight "
-            "of key j in query i's row times the norm of what the head passes on from j, ||(x_j W_V + b_V) W_O||, "
-            "renormalised over the row, so that every formula above applies with these maps in place of the "
-            "weights. ")
+    """The sentences that name the attention measure of every number: one measure, or each of several with the
+    primary one that the analyses, the comparisons, the role sections and the paper's claims read."""
+    measures = list(getattr(sc, "measures", None) or [getattr(sc, "measure", "weights")])
+    if len(measures) == 1:
+        return f"Every score is computed on {MEASURE_WORDS[measures[0]].format(name='measure: ' + measures[0])}. "
+    listed = "; and on ".join(MEASURE_WORDS[m].format(name=m) for m in measures)
+    return (f"Every role score is computed on each of {len(measures)} attention measures, in the same forward pass "
+            f"(`measures: [{', '.join(measures)}]`): on {listed}. Each measure is tested as a run of its own "
+            f"(`measure` column of `scores.parquet`, `tests.csv` and `roles.csv`); the role grids, maps, statistics "
+            f"sections, the comparisons, the other analyses and Pande et al.'s claims are of the first, "
+            f"`{measures[0]}`, and the section \"Across measures\" says which assignments hold under every measure. ")
 
 
 def _scale_text(sc) -> str:

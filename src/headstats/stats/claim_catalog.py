@@ -17,6 +17,7 @@ from headstats.analyses import load_all_claims
 # importing a module registers its claims: Pande et al.'s roles and fine-tuning claims, then each analysis'
 from headstats.stats import paper_claims
 from headstats.stats import control_claims  # Pande et al.'s roles against random-init controls
+from headstats.stats import measure_claims  # Pande et al.'s roles under norm-weighted attention
 from headstats.stats.claims import CLAIMS, RUN_FAMILY, ClaimSettings, evaluate_claims
 
 load_all_claims()
@@ -46,7 +47,9 @@ def ordered_claims(analyses: Sequence[str] = ()) -> list[str]:
 
     def rank(key: str) -> int:
         module = CLAIMS.get(key).evaluate.__module__
-        return -1 if module in (paper_claims.__name__, control_claims.__name__) else owner.get(module, len(order))
+        # Pande et al.'s first, then against the controls, then across measures, whatever imported them first
+        first = (paper_claims.__name__, control_claims.__name__, measure_claims.__name__)
+        return first.index(module) - len(first) if module in first else owner.get(module, len(order))
 
     return sorted(CLAIMS.names(), key=rank)
 

@@ -50,7 +50,7 @@ PANDE_FAMILY = "Pande claims of {model}"
 SEED_FAMILY = "seed claims of {model}"
 #: The smallest shift of the mean layer (in layers) that "sit in the early / late layers" means: one layer.
 SMALLEST_LAYER_SHIFT = 1.0
-_KEYS = ("model", "dataset", "layer", "head", "roles", "n_roles")
+_KEYS = ("model", "dataset", "layer", "head", "roles", "n_roles", "measure", "robust_across_measures")
 
 
 class RoleGroup:

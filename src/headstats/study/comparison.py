@@ -128,6 +128,10 @@ def run_comparisons(
 
         compared = {name for spec in protocol.compare for name in (spec.base, *spec.finetuned)}
         scores = long_frame([array for array in scores if array.model in compared])
+    if "measure" in scores.columns:  # the comparisons are of one measure, the primary (the study hands it those)
+        from headstats.measures import attention_measures, on_measure
+
+        scores = on_measure(scores, attention_measures(scores)[0]).drop(columns="measure")
 
     collected: dict[str, list[pd.DataFrame]] = {}
     for spec in protocol.compare:

@@ -37,8 +37,12 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, da
         "(head, role) pairs assigned")
     if protocol.compare:
         log("comparing fine-tuned with base models, head by head")
-    comparison = run_comparisons(protocol, passes.arrays, analysis.roles, passes.comparison_attention(),
-                                 provenance=passes.provenance)
+    # the comparisons read the primary measure (the first of scoring.measures), as the pass' other collectors do
+    from headstats.measures import on_measure
+
+    primary = analysis.on_measure()
+    comparison = run_comparisons(protocol, on_measure(passes.arrays, protocol.scoring.measure), primary.roles,
+                                 passes.comparison_attention(), provenance=passes.provenance)
     extra = {name: tables for name, tables in passes.tables.items() if name in protocol.analyses}
     analysis.tables["claims"] = run_claims(protocol, analysis, comparison, extra)
     manifest = {
@@ -107,7 +111,9 @@ def run_claims(protocol: Protocol, analysis, comparison: dict[str, pd.DataFrame]
     from headstats.stats.claims import ClaimSettings
     from headstats.stats.existence import claims_correction
 
-    tables = {"roles": analysis.roles, "tests": analysis.tests, **analysis.tables,
+    # every claim reads the primary measure's tables, but those across measures (measure_agreement)
+    primary = analysis.on_measure()
+    tables = {"roles": primary.roles, "tests": primary.tests, **primary.tables,
               **{f"compare_{name}": table for name, table in comparison.items()}}
     for analysis_tables in extra.values():
         tables.update(analysis_tables)

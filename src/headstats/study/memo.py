@@ -202,10 +202,13 @@ class RecordsFromCache(Sequence):
 
 
 def arrays_digest(arrays) -> str:
-    """sha256 of score arrays: per array its model, data set, measure names, sentence ids and values."""
-    h = hashlib.sha256()
+    """sha256 of score arrays: per array its model, data set, attention measure, measure names, sentence ids and
+    values (with the columns of ``scores.parquet``, so that a file of another schema is never reused)."""
+    from headstats.measures import SCORE_COLUMNS
+
+    h = hashlib.sha256(repr(SCORE_COLUMNS).encode())
     for array in arrays:
-        h.update(repr((array.model, array.dataset, list(array.measures), array.values.shape,
+        h.update(repr((array.model, array.dataset, array.attention_measure, list(array.measures), array.values.shape,
                        str(array.values.dtype))).encode())
         h.update("\0".join(map(str, array.sentence_ids)).encode())
         h.update(memoryview(array.values.tobytes()))

@@ -26,7 +26,8 @@ class StudyPasses:
     Attributes
     ----------
     arrays : list of MeasureArray
-        Role scores per (model, data set), models in protocol order, then data sets.
+        Role scores per (measure, model, data set): measures in the order of ``scoring.measures`` (the primary
+        first), then models in protocol order, then data sets.
     counts : dict
         ``"<model>/<dataset>"`` -> inputs read, scored, skipped (with reasons), roles not applicable,
         participation.
@@ -120,6 +121,9 @@ def assemble_passes(protocol: Protocol, jobs: list, passed: dict, data: dict[str
         if job.name != "role_scores":
             continue
         model, name = job.models[0], job.dataset
+        arrays.append(job.collector.result())
+        if f"{model}/{name}" in counts:  # another measure's scores: the same inputs, counted once
+            continue
         count = data[name].counted(passed[(model, name)])
         if count["n_scored"] == 0:
             raise DataError(
@@ -129,7 +133,6 @@ def assemble_passes(protocol: Protocol, jobs: list, passed: dict, data: dict[str
         counts[f"{model}/{name}"] = count | {"model": model, "dataset": name,
                                              "roles_not_applicable": dropped[name],
                                              "participation": job.collector.participation()}
-        arrays.append(job.collector.result())
     tables: dict[str, dict[str, list[pd.DataFrame]]] = {}
     for job in jobs:
         if job.name != "role_scores":

@@ -81,8 +81,10 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
     from headstats.study.scoring import measure_options
 
     measure = measure_options(settings)
-    jobs += [Job(RoleScores, (m.name,), name, {"roles": kept[name], "settings": settings, **measure},
-                 name="role_scores") for m in protocol.models for name in names]
+    # the role scores once per measure (one pass gives every measure's view); every other job reads the primary
+    jobs += [Job(RoleScores, (m.name,), name, {"roles": kept[name], "settings": settings,
+                                                **measure_options(settings, which)}, name="role_scores")
+             for which in settings.measures for m in protocol.models for name in names]
     jobs += comparison_jobs(protocol, names, measure)
     pairs = [(c.base, f) for c in protocol.compare for f in c.finetuned]
     specs = {d.name: d for d in protocol.datasets}
@@ -119,5 +121,7 @@ def data_source(spec: DatasetSpec) -> dict:
 
 
 def job_label(job) -> str:
-    """A job's name in shard folders and logs: ``<analysis>:<model>[+<model>]:<dataset>`` (unique in a study)."""
-    return f"{job.name}:{'+'.join(job.models)}:{job.dataset}"
+    """A job's name in shard folders and logs: ``<analysis>[@<measure>]:<model>[+<model>]:<dataset>`` (unique in a
+    study; the measure named when it is not the weights, as the role scores run once per measure)."""
+    measure = job.options.get("measure")
+    return f"{job.name}{'@' + str(measure) if measure else ''}:{'+'.join(job.models)}:{job.dataset}"

@@ -75,7 +75,7 @@ def in_notebook() -> bool:
 class StudyResult:
     """Everything a study computed (also written to the output folder).
 
-    ``scores`` holds one :class:`~headstats.measures.MeasureArray` per (model, data set);
+    ``scores`` holds one :class:`~headstats.measures.MeasureArray` per (measure, model, data set);
     :meth:`scores_frame` makes the long table of ``scores.parquet``.
     """
 
@@ -87,7 +87,7 @@ class StudyResult:
     manifest: dict
 
     def scores_frame(self) -> pd.DataFrame:
-        """The long scores table ``model, dataset, sentence_id, layer, head, role, score``."""
+        """The long scores table ``model, dataset, measure, sentence_id, layer, head, role, score``."""
         from headstats.study.scoring import long_frame
 
         return long_frame(self.scores)
@@ -130,17 +130,25 @@ class StudyResult:
                     '#ccc"></iframe></div>')
 
     def _summary_rows(self) -> list[list]:
-        """Per (model, data set): inputs scored, heads, heads with a role, and the heads per role."""
+        """Per (model, data set): inputs scored, heads, heads with a role, and the heads per role (under the
+        primary attention measure; with several, the heads whose roles hold under every measure too)."""
         from headstats.assignment.role_assignment import role_columns
+        from headstats.measures import attention_measures, on_measure
 
         roles = self.roles
         if roles.empty or not {"model", "dataset"} <= set(roles.columns):  # a shard: no statistics
             return []
+        measures = attention_measures(roles)
+        roles = on_measure(roles, measures[0])
         columns = role_columns(roles)
         rows = []
         for (model, dataset), group in roles.groupby(["model", "dataset"], sort=False):
             held = group[columns].astype("boolean")
             counts = ", ".join(f"{c} {int(held[c].sum())}" for c in columns if held[c].notna().any())
+            if len(measures) > 1:
+                robust = int(group["robust_across_measures"].fillna(False).astype(bool).sum())
+                counts = (f"under {measures[0]}: {counts}; heads whose roles all hold under "
+                          f"{' and '.join(measures)}: {robust}")
             scored = self.manifest.get("inputs", {}).get(f"{model}/{dataset}", {}).get("n_scored")
             rows.append([model, dataset, scored, len(group), int(held.fillna(False).any(axis=1).sum()), counts])
         return rows

@@ -150,13 +150,13 @@ def run_scores(
         sources, finetuned = build_models(protocol, log)
         loaded = read_data(protocol, finetuned, log, cache=cache)
         passes = run_passes(protocol, sources, finetuned, loaded, log=log, progress=progress, cache=cache)
-        array = replace(passes.arrays[0], model=model)  # the model as given
+        arrays = [replace(a, model=model) for a in passes.arrays]  # the model as given; a row per measure
         counts = passes.counts[f"{name}/{data_name}"] | {"model": model}  # no input scored: refused there
-        write_scores([array], claim.staging / "scores.parquet")
+        write_scores(arrays, claim.staging / "scores.parquet")
         manifest = {"models": {model: passes.provenance[name]}, "scoring": protocol.scoring.model_dump(),
                     "seed": protocol.seed, "device": protocol.device, "datasets": dataset_manifest(loaded),
                     "inputs": {f"{model}/{data_name}": counts}, "execution": passes.execution,
                     "wall_time_s": round(time.time() - started, 2)}
         write_manifest(claim.staging, manifest)
         claim.publish()
-    return StudyResult(claim.out, [array], pd.DataFrame(), pd.DataFrame(), {}, manifest)
+    return StudyResult(claim.out, arrays, pd.DataFrame(), pd.DataFrame(), {}, manifest)

@@ -30,6 +30,9 @@ def read_roles(path: Path) -> pd.DataFrame:
         roles[col] = roles[col].astype("boolean")
     if "roles" in roles.columns:
         roles["roles"] = roles["roles"].fillna("").astype(str)
+    if "robust_across_measures" in roles.columns:  # NA with one measure, or a head holding no role
+        roles["robust_across_measures"] = roles["robust_across_measures"].map(
+            lambda v: pd.NA if pd.isna(v) else str(v).strip().lower() in ("true", "1")).astype("boolean")
     return roles
 
 

@@ -31,16 +31,20 @@ class ScoreRun:
     Attributes
     ----------
     array : MeasureArray
-        ``(inputs, layers, heads, roles)`` float32 scores in input order; NaN where an input does not take
-        part in a role (e.g. no arc of the relation).
+        ``(inputs, layers, heads, roles)`` float32 scores in input order, on the primary attention measure; NaN
+        where an input does not take part in a role (e.g. no arc of the relation).
+    arrays : list of MeasureArray
+        One array per attention measure scored (``settings.measures``), the primary (``array``) first.
     counts : dict
         ``n_records``, ``n_scored``, ``skipped`` (reason -> count), ``notes`` (reason -> count),
         ``roles_not_applicable`` (roles left out of this data set, with the reason), ``max_length``,
         ``participation`` (role -> number of inputs with a finite score).
     """
 
-    def __init__(self, array: MeasureArray, counts: dict | None = None) -> None:
+    def __init__(self, array: MeasureArray, counts: dict | None = None,
+                 others: Sequence[MeasureArray] = ()) -> None:
         self.array = array
+        self.arrays = [array, *others]
         self.counts = counts or {}
 
     def __repr__(self) -> str:
@@ -53,8 +57,9 @@ class ScoreRun:
 
     @cached_property
     def scores(self) -> pd.DataFrame:
-        """The long table ``model, dataset, sentence_id, layer, head, role, score`` (built when first asked for)."""
-        return long_frame([self.array])
+        """The long table ``model, dataset, measure, sentence_id, layer, head, role, score`` (built when first asked
+        for; every measure scored, the primary first)."""
+        return long_frame(self.arrays)
 
 
 def long_frame(arrays: Iterable[MeasureArray]) -> pd.DataFrame:
@@ -72,6 +77,7 @@ def long_frame(arrays: Iterable[MeasureArray]) -> pd.DataFrame:
     categories = {
         "model": sorted({a.model for a in arrays}),
         "dataset": sorted({a.dataset for a in arrays}),
+        "measure": list(dict.fromkeys(a.attention_measure for a in arrays)),  # the primary first
         "sentence_id": sorted({str(s) for a in arrays for s in a.sentence_ids}),
         "role": sorted({m for a in arrays for m in a.measures}),
     }
@@ -82,6 +88,7 @@ def long_frame(arrays: Iterable[MeasureArray]) -> pd.DataFrame:
         rows = n * layers * heads * m
         parts["model"].append(np.full(rows, index["model"].get_loc(a.model), dtype=np.int32))
         parts["dataset"].append(np.full(rows, index["dataset"].get_loc(a.dataset), dtype=np.int32))
+        parts["measure"].append(np.full(rows, index["measure"].get_loc(a.attention_measure), dtype=np.int32))
         parts["sentence_id"].append(np.repeat(index["sentence_id"].get_indexer(a.sentence_ids).astype(np.int32),
                                               layers * heads * m))
         parts["layer"].append(np.tile(np.repeat(np.arange(layers, dtype=np.int16), heads * m), n))
@@ -94,11 +101,12 @@ def long_frame(arrays: Iterable[MeasureArray]) -> pd.DataFrame:
     return pd.DataFrame(data, columns=SCORE_COLUMNS)
 
 
-def measure_options(settings) -> dict:
-    """What every job of a run adds to its options for the scoring's attention ``measure`` (METHODS 6.1):
-    ``{"measure": "norm"}``, or nothing for ``weights`` (the runner's default), so that a weights run keeps
-    the cache keys it always had."""
-    return {} if settings.measure == "weights" else {"measure": settings.measure}
+def measure_options(settings, measure: str | None = None) -> dict:
+    """What a job adds to its options for the attention ``measure`` it reads (METHODS 6.1; default: the scoring's
+    primary measure, the first of ``measures``): ``{"measure": "norm"}``, or nothing for ``weights`` (the runner's
+    default), so that a weights job keeps the cache key it always had."""
+    measure = settings.measure if measure is None else measure
+    return {} if measure == "weights" else {"measure": measure}
 
 
 def record_kinds(records: Sequence[Record]) -> tuple[bool, bool]:
@@ -166,17 +174,20 @@ def score_records(
         yield progress or (lambda n: None)
 
     kept, dropped = applicable_roles(roles, records)
-    job = Job(RoleScores, (loaded.name,), dataset, {"roles": kept, "settings": settings, **measure_options(settings)},
-              name="role_scores")
+    # one job per measure, all fed by the same forward pass (the runner makes every measure's view of a batch)
+    jobs = [Job(RoleScores, (loaded.name,), dataset, {"roles": kept, "settings": settings,
+                                                      **measure_options(settings, measure)}, name="role_scores")
+            for measure in settings.measures]
     runner = Runner(batch_size=batch_size, max_length=max_length, too_long=too_long, progress=bar)
-    counts = runner.run(lambda name: loaded, {dataset: records}, [job])[(loaded.name, dataset)]
-    collector = job.collector
+    counts = runner.run(lambda name: loaded, {dataset: records}, jobs)[(loaded.name, dataset)]
+    collector = jobs[0].collector
     counts.update(roles_not_applicable=dropped, participation=collector.participation())
-    return ScoreRun(collector.result(), counts)
+    return ScoreRun(collector.result(), counts, [job.collector.result() for job in jobs[1:]])
 
 
 def write_scores(arrays: Iterable[MeasureArray], path: str | Path, *, inputs_per_group: int = 2048) -> int:
-    """Stream score arrays to ``scores.parquet``: one row per (model, dataset, sentence_id, layer, head, role).
+    """Stream score arrays to ``scores.parquet``: one row per (model, dataset, measure, sentence_id, layer, head,
+    role); ``measure`` is each array's attention measure (METHODS 6.1).
 
     Row order: arrays in the order given, then input, layer, head, role (as :meth:`MeasureArray.to_frame`).
     ``model``, ``dataset``, ``sentence_id`` and ``role`` are dictionary-encoded strings; ``layer`` and
@@ -192,7 +203,7 @@ def write_scores(arrays: Iterable[MeasureArray], path: str | Path, *, inputs_per
     import pyarrow.parquet as pq
 
     key = pa.dictionary(pa.int32(), pa.string())
-    schema = pa.schema([("model", key), ("dataset", key), ("sentence_id", key), ("layer", pa.int16()),
+    schema = pa.schema([("model", key), ("dataset", key), ("measure", key), ("sentence_id", key), ("layer", pa.int16()),
                         ("head", pa.int16()), ("role", key), ("score", pa.float64())])
     rows = 0
     with pq.ParquetWriter(str(path), schema) as writer:
@@ -206,6 +217,7 @@ def write_scores(arrays: Iterable[MeasureArray], path: str | Path, *, inputs_per
                 table = pa.table({
                     "model": _constant(array.model, k),
                     "dataset": _constant(array.dataset, k),
+                    "measure": _constant(array.attention_measure, k),
                     "sentence_id": pa.DictionaryArray.from_arrays(np.repeat(codes, per_input), ids),
                     "layer": np.tile(np.repeat(np.arange(layers, dtype=np.int16), heads * m), stop - start),
                     "head": np.tile(np.repeat(np.arange(heads, dtype=np.int16), m), (stop - start) * layers),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 import headstats as hs
@@ -46,3 +48,30 @@ def test_beside_a_run_the_page_shows_roles_tau_claims_and_where_each_head_scores
         panel = dom[dom.index('class="hs-info"'):]
         assert f"Roles held in the run (tiny on single): {', '.join(stats['roles'][held])}" in panel
         assert "tau = 1" in panel and "Where this head does it most" in panel
+
+
+def test_beside_a_run_of_two_measures_the_page_shows_the_primary_one(tiny_model_dir, tiny_model, tmp_path):
+    """``measures: [norm, weights]``: the roles and rankings beside the attention are the primary (norm) rows of
+    roles.csv and scores.parquet, never a mix of both measures."""
+    import pandas as pd
+    import yaml
+
+    from headstats.report.viewer.stats import run_stats
+
+    protocol = {"name": "tiny", "models": [{"name": "tiny", "path": str(tiny_model_dir)}],
+                "datasets": [{"name": "single", "path": str(Path(__file__).resolve().parents[3] / "data" / "demo"
+                                                            / "sentences.txt"), "limit": 12}],
+                "scoring": {"roles": ["local", "delimiter_cls"], "window": 1, "measures": ["norm", "weights"]},
+                "statistics": {"test": "t", "tau": 1.0, "sensitivity": False},
+                "report": {"html": False, "figures": {"formats": ["png"], "dpi": 72}}}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(protocol))
+    run = hs.run(tmp_path / "p.yaml", tmp_path / "run", progress=False).out
+    stats, _ = run_stats(run)
+    roles = pd.read_csv(run / "roles.csv").fillna({"roles": ""})
+    assert roles["measure"].unique().tolist() == ["norm", "weights"]
+    norm = roles[roles["measure"] == "norm"]
+    assert stats["roles"] == {f"{r.layer}-{r.head}": [x for x in r.roles.split("+") if x] for r in norm.itertuples()}
+    scores = pd.read_parquet(run / "scores.parquet").astype({"sentence_id": str, "role": str, "measure": str})
+    mine = scores[(scores["measure"] == "norm") & (scores["role"] == "local") & (scores["layer"] == 1)
+                  & (scores["head"] == 0)].sort_values("score", ascending=False, kind="stable").head(5)
+    np.testing.assert_allclose([e[1] for e in stats["rank"]["local"]["1-0"]], mine["score"], atol=5e-5)

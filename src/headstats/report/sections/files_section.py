@@ -23,6 +23,8 @@ RUN_TABLES = {
     "power_summary.csv": "per role the heads not assigned whose test could not have seen the effect of interest, "
                          "and the median minimum detectable effect",
     "underpowered.csv": "those heads, one row each, with their power and the inputs they would need",
+    "measure_agreement.csv": "with several attention measures: per head and role, whether it holds the role under "
+                             "each measure and under all (robust_across_measures)",
     "*.tex": "the main tables as LaTeX (booktabs) for a paper, each caption with its own method sentence",
 }
 

@@ -81,7 +81,26 @@ def _run_files(run: Path):
     except Exception as exc:  # noqa: BLE001 - any unreadable table means the same to the user
         raise HeadstatsError(f"{str(run)!r} cannot be read ({type(exc).__name__}: {' '.join(str(exc).split())[:160]}); "
                              "rerun `headstats run`") from None
-    return protocol, roles, frame, claims
+    # a run of several attention measures: the viewer shows the primary one (the first), as the report's grids do
+    from headstats.measures import attention_measures, on_measure
+
+    primary = attention_measures(roles)[0]
+    return protocol, on_measure(roles, primary), on_measure(frame, primary), claims
+
+
+def _measure_filter(path: Path, run: Path | None = None) -> list:
+    """The Parquet filter of ``scores.parquet`` rows of the run's primary attention measure (none for a run
+    written before the ``measure`` column)."""
+    import pyarrow.parquet as pq
+
+    if "measure" not in pq.read_schema(path).names:
+        return []
+    from headstats.measures import attention_measures
+
+    roles = (run or path.parent) / "roles.csv"
+    measure = attention_measures(pd.read_csv(roles, usecols=lambda c: c == "measure"))[0] if roles.is_file() \
+        else "weights"
+    return [("measure", "==", measure)]
 
 
 def run_stats(run_dir: str | Path, *, model: str | None = None, dataset: str | None = None) -> tuple[dict, object]:
@@ -128,7 +147,7 @@ def _ranking(path: Path, model: str, dataset: str, texts: dict[str, str]) -> dic
     import pyarrow.parquet as pq
 
     table = pq.read_table(path, columns=["model", "dataset", "sentence_id", "layer", "head", "role", "score"],
-                          filters=[("model", "==", model), ("dataset", "==", dataset)])
+                          filters=[("model", "==", model), ("dataset", "==", dataset), *_measure_filter(path)])
     frame = table.to_pandas()
     frame = frame[np.isfinite(frame["score"].to_numpy(float))]
     frame = frame.astype({"sentence_id": str, "role": str})
@@ -153,7 +172,7 @@ def stored_scores(run_dir: str | Path, model: str, dataset: str, sentence_ids: l
 
     frame = pq.read_table(path, columns=["sentence_id", "layer", "head", "role", "score"],
                           filters=[("model", "==", model), ("dataset", "==", dataset),
-                                   ("sentence_id", "in", list(sentence_ids))]).to_pandas()
+                                   ("sentence_id", "in", list(sentence_ids)), *_measure_filter(path)]).to_pandas()
     frame = frame.astype({"sentence_id": str, "role": str})
     out = []
     for sid in sentence_ids:
