@@ -117,6 +117,9 @@ def test_report_leads_with_the_claims_table_then_the_summary(built_run):
 
     held = [c for c in order_roles(ROLES) if str(first[c]) == "True"]
     assert f"| {first['layer']}-{first['head']} | {', '.join(held)} | {len(held)} |" in md
+    # and grouped by what the heads do, in a table short enough to stay open
+    row = next(line for line in md.splitlines() if line.startswith(f"| {', '.join(held)} | "))
+    assert f"{first['layer']}-{first['head']}" in row.split(" | ")[1]
     html = (built_run / "report.html").read_text()
     assert "<h2 id='summary'>Summary</h2>" in html and "<a href='#summary'>Summary</a>" in html
 

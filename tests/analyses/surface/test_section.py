@@ -31,7 +31,8 @@ def test_surface_claims_and_section(tmp_path):
     lines = surface_claims(tables["surface_tests"])
     assert "previous token" in lines[0] and "): 1 head(s) pass (1-2)" in lines[0]
     assert "next token" in lines[1] and "): 0 head(s) pass (none)" in lines[1]
-    assert "first layer attend broadly" in lines[2] and "): 3 of 3 heads of layer 0 pass (100%), 0 of 3" in lines[2]
+    assert "broad attention" in lines[2] and "): 3 of 3 heads of layer 0 pass (100%), 0 of 3" in lines[2]
+    assert not any("*" in line for line in lines)  # no claim sentence restated: each verdict is stated once
     assert not any("hold" in line for line in lines)  # counts only: the verdicts are the registry's
     claims = pd.DataFrame([{"claim": "broad_first_layer", "model": "m", "dataset": "d",
                             "sentence": "heads of the first layer attend broadly", "test": "Fisher's exact test",
@@ -43,5 +44,7 @@ def test_surface_claims_and_section(tmp_path):
     assert ("- *heads of the first layer attend broadly* (m on d; Fisher's exact test): **not shown**, p = 0.1 "
             "after holm over the run's claims; not significant after correction. 3 of 3 against 0 of 3.") in md
     assert "holm correction over model=m|dataset=d" in md
+    assert md.count("first layer attend broadly") == 1  # the verdict once, then its counts as detail
+    assert md.index("**not shown**") < md.index("Detail, per model and data set")
     for name in ("surface_position", "surface_kinds", "surface_sep", "surface_entropy"):
         assert list((tmp_path / "figures").glob(f"{name}_m__d.png"))

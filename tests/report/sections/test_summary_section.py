@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from headstats.report.sections.summary_section import multi_role_heads, role_summary
+import pandas as pd
+
+from headstats.report.sections.summary_section import heads_by_role_set, multi_role_heads, role_summary
 
 from conftest import planted_roles
 
@@ -34,3 +36,12 @@ def test_multi_role_heads_count_kinds_not_roles():
     assert multi[(0, 0)] and multi[(3, 0)] and multi[(0, 1)] and multi[(5, 1)]
     assert not multi[(3, 1)] and not multi[(1, 1)] and not multi[(4, 0)]
     assert sum(multi.values()) == 4  # as the built report says: "4 hold roles of two or more kinds"
+
+
+def test_heads_by_role_set_groups_heads_that_do_the_same_most_common_first():
+    each = pd.DataFrame({"head": ["0-0", "0-1", "1-0", "1-1"],
+                         "roles": ["local", "delimiter_cls", "local", "local, delimiter_cls"], "n_roles": [1, 1, 1, 2]})
+    sets = heads_by_role_set(each)
+    assert sets.to_dict("list") == {"roles": ["local", "delimiter_cls", "local, delimiter_cls"],
+                                    "heads": ["0-0, 1-0", "0-1", "1-1"], "n_heads": [2, 1, 1]}
+    assert list(heads_by_role_set(each.iloc[:0]).columns) == ["roles", "heads", "n_heads"]

@@ -18,8 +18,9 @@ from headstats.stats.hypotheses import passing_heads
 
 
 def surface_claims(tests: pd.DataFrame) -> list[str]:
-    """What ``surface_tests.csv`` found for the paper's claims on surface patterns, one line each (counts of
-    heads that pass; the verdicts are the registry's, :func:`headstats.report.sections.claim_lines`)."""
+    """The counts behind the surface claims' verdicts, per model and data set, one line each: how many heads pass
+    each declared hypothesis of ``surface_tests.csv``. A description, not a verdict: the verdicts are the
+    registry's (:func:`headstats.report.sections.claim_lines`), stated once above these lines."""
     lines = []
     for (model, dataset), part in tests.groupby(["model", "dataset"], sort=False):
         passed = part[part["reject"].fillna(False).astype(bool)]
@@ -30,9 +31,8 @@ def surface_claims(tests: pd.DataFrame) -> list[str]:
                 continue
             thr = float(hyp["threshold"].iloc[0])
             held = passed[passed["measure"] == measure]
-            lines.append(f"- *Some heads attend mostly to the {what} token* ({where}; test: H0 mean {measure} <= "
-                         f"{thr:g}, {tested_how(part)}): {len(held)} head(s) pass "
-                         f"({head_list(held)}).")
+            lines.append(f"- {what} token, {where} (per head H0: mean {measure} <= {thr:g}; {tested_how(part)}): "
+                         f"{len(held)} head(s) pass ({head_list(held)}).")
         hyp = part[part["measure"] == "entropy_ratio"]
         if not hyp.empty:
             thr = float(hyp["threshold"].iloc[0])
@@ -44,10 +44,9 @@ def surface_claims(tests: pd.DataFrame) -> list[str]:
             share0 = len(held0) / max(len(layer0), 1)
             share_other = len(held_other) / max(len(others), 1)
             lines.append(
-                f"- *Heads of the first layer attend broadly* ({where}; test: H0 mean entropy / ln n <= {thr:g} per "
-                f"head, {tested_how(part)}): {len(held0)} of {len(layer0)} heads "
-                f"of layer {first} pass ({share0:.0%}), {len(held_other)} of {len(others)} in the other layers "
-                f"({share_other:.0%}).")
+                f"- broad attention, {where} (per head H0: mean entropy / ln n <= {thr:g}; {tested_how(part)}): "
+                f"{len(held0)} of {len(layer0)} heads of layer {first} pass ({share0:.0%}), {len(held_other)} of "
+                f"{len(others)} in the other layers ({share_other:.0%}).")
     return lines
 
 
@@ -67,11 +66,12 @@ def surface_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame])
     )
     if tests is not None and len(tests):
         report.heading("What the paper claims, tested", level=3)
-        report.text("\n".join(surface_claims(tests)))
         verdicts = claim_lines(tables, ("previous_token_heads", "next_token_heads", "broad_first_layer",
                                         "sep_middle_layers"))
-        if verdicts:
+        if verdicts:  # each claim's verdict once, from the registry; the counts below are its detail
             report.text("The verdicts, tested over heads (claims.csv):\n\n" + "\n".join(verdicts))
+        report.text("Detail, per model and data set: the heads that pass each declared hypothesis (counts, not "
+                    "verdicts):\n\n" + "\n".join(surface_claims(tests)))
         report.table(passing_heads(tests), "Heads that pass each declared hypothesis (layer-head, 0-indexed).",
                      max_rows=60, csv="surface_tests.csv", fold=False)
     for (model, dataset), part in surface.groupby(["model", "dataset"], sort=False):

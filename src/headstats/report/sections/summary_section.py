@@ -143,6 +143,18 @@ def head_roles(group: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["head", "roles", "n_roles"])
 
 
+def heads_by_role_set(each: pd.DataFrame) -> pd.DataFrame:
+    """:func:`head_roles` grouped by what the heads do: ``roles`` (one set of roles), ``heads`` (every head that
+    holds exactly that set, ``layer-head`` in layer order) and ``n_heads``, the most common set first: the head ->
+    roles answer in a few rows, however many heads a model has."""
+    if each.empty:
+        return pd.DataFrame(columns=["roles", "heads", "n_heads"])
+    groups = each.groupby("roles", sort=False)["head"]
+    out = pd.DataFrame({"roles": list(groups.groups), "heads": [", ".join(h) for _, h in groups],
+                        "n_heads": [len(h) for _, h in groups]})
+    return out.sort_values("n_heads", ascending=False, kind="stable").reset_index(drop=True)
+
+
 def _summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "role": summary["role"], "heads": summary["n_heads"],
@@ -186,10 +198,14 @@ def summary_section(report: Report, root: Path, analysis: Analysis, protocol, ma
                       "assigned. Look for roles that fill whole layers and for heads with several filled slots.",
                       alt=f"role grid of {model} on {dataset}")
         each = head_roles(group)
-        report.table(each, f"What each head does ({model} on {dataset}): every head that holds at least one role, "
-                     f"with its roles ({len(group) - len(each)} of the {len(group)} heads hold none); heads are "
-                     "layer-head, 0-based. All heads, one column per role: `roles.csv`.", max_rows=200,
-                     csv="roles.csv", fold=len(each) > 24)
+        sets = heads_by_role_set(each)
+        report.table(sets, f"What each head does ({model} on {dataset}): the heads that hold each set of roles "
+                     f"({len(group) - len(each)} of the {len(group)} heads hold none); heads are layer-head, "
+                     "0-based. All heads, one column per role: `roles.csv`.", max_rows=200, csv="roles.csv",
+                     fold=len(sets) > 24)
+        if len(sets) < len(each):  # the same, one row per head, for a reader looking up a head
+            report.table(each, f"The same, one row per head ({model} on {dataset}).", max_rows=200,
+                         csv="roles.csv", fold=len(each) > 24)
         table = _summary_table(part)
         if notes:
             table["mean ceiling"] = [notes.get(str(r), "") for r in table["role"]]
