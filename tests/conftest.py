@@ -189,6 +189,11 @@ def long_frame(arrays: list[MeasureArray]) -> pd.DataFrame:
 
 
 #: Two sentences of a GUM document with entity brackets: Mary ... the old dog; She ... the dog (coreference).
+#: Two GAP rows (tests/inputs/test_coref.py: the first gives one query; the second names neither candidate).
+GAP = ("ID\tText\tPronoun\tPronoun-offset\tA\tA-offset\tA-coref\tB\tB-offset\tB-coref\tURL\n"
+       "t-1\tAnn met Bo Li. Later she left.\tshe\t21\tAnn\t0\tTRUE\tBo Li\t8\tFALSE\tx\n"
+       "t-2\tAnn met Bo. Then he left.\the\t17\tAnn\t0\tFALSE\tBo\t8\tFALSE\tx\n")
+
 GUM = """# newdoc id = doc1
 # sent_id = doc1-1
 # text = Mary saw the old dog .

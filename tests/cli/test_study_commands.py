@@ -248,7 +248,7 @@ def test_validate_ok_means_run_gets_past_the_checks(tmp_path, tiny_model_dir):
     # what run will do comes first: the model it loads, each data set with its inputs counted
     assert lines[0] == "run will:" and lines[1] == f"  loads 1 model(s): {tiny_model_dir}"
     assert "    single: 24 inputs from " in result.output and "    pairs: 12 pairs from " in result.output
-    assert "    gold: 6 inputs (parsed) from " in result.output
+    assert "    gold: 6 inputs (gold parses) from " in result.output
     assert lines[-1].startswith(f"ok: {protocol} (1 model(s), 3 data set(s), 10 roles; output ")
     assert not (tmp_path / "o").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["protocol.yaml"]
 

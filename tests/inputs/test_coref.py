@@ -8,11 +8,8 @@ from headstats.errors import DataError
 from headstats.inputs.coref import parse_entity_field, read_gap, read_gum_coref
 from headstats.inputs.readers import read_records
 
-from conftest import GUM
+from conftest import GAP, GUM
 
-GAP = ("ID\tText\tPronoun\tPronoun-offset\tA\tA-offset\tA-coref\tB\tB-offset\tB-coref\tURL\n"
-       "t-1\tAnn met Bo Li. Later she left.\tshe\t21\tAnn\t0\tTRUE\tBo Li\t8\tFALSE\tx\n"
-       "t-2\tAnn met Bo. Then he left.\the\t17\tAnn\t0\tFALSE\tBo\t8\tFALSE\tx\n")
 
 
 def test_entity_field():

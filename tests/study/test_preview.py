@@ -14,7 +14,8 @@ from headstats.config.protocol import load_protocol
 from headstats.errors import OutputError
 from headstats.model.finetune import SECONDS_OVERHEAD, SECONDS_PER_STEP, training_estimate
 from headstats.model.recipe import FinetuneRecipe
-from headstats.study.preview import run_plan, validate_run
+from headstats.config.protocol import DatasetSpec
+from headstats.study.preview import dataset_line, run_plan, validate_run
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,7 +60,7 @@ def test_plan_names_fine_tunings_models_and_counted_inputs(tmp_path, glue, tiny_
     assert counted["single"].startswith("30 inputs from ")
     assert counted["pairs"].startswith(f"{pairs} pairs from ")
     sentences = (REPO / "data" / "demo" / "mini.conllu").read_text().count("# sent_id")
-    assert counted["ud"].startswith(f"{sentences} inputs (parsed) from ")
+    assert counted["ud"].startswith(f"{sentences} inputs (gold parses) from ")
     assert counted["sst2"] == "5 inputs of GLUE sst2 dev (12 in the file)"
     assert counted["qnli"] == "20 inputs of GLUE qnli dev less the rows the fine-tuned models trained on (20 in the file)"
 
@@ -93,3 +94,13 @@ def test_existing_run_folder_validates_with_a_note(tmp_path, tiny_model_dir):
     (out / "mine.txt").write_text("not headstats'")  # run --overwrite would refuse it: so does validate
     with pytest.raises(OutputError):
         validate_run(protocol)
+
+
+def test_a_gap_file_is_words_without_a_parse(tmp_path):
+    """GAP's reader splits words and gives no arcs: validate must not call it parsed (issue 34)."""
+    from conftest import GAP
+
+    path = tmp_path / "g.tsv"
+    path.write_text(GAP)
+    line = dataset_line(DatasetSpec(name="gap", path=str(path), format="gap"), None)
+    assert line == f"1 inputs (words, no parse) from {path}"

@@ -103,6 +103,17 @@ def run_plan(protocol: Protocol, *, cache_dir: str | Path | None = None) -> list
     return lines
 
 
+def _parse_words(records) -> str:
+    """`` (gold parses)`` when every record carries dependency arcs (CoNLL-U), `` (words, no parse)`` when its
+    reader split words without arcs (GAP), nothing for raw text (``run`` parses it with spaCy where a role or
+    analysis needs arcs): the words ``run`` logs when it reads the data set (:data:`headstats.study.data.PARSE_WORDS`)."""
+    from headstats.study.data import has_arcs
+
+    if not records or not all(r.is_parsed for r in records):
+        return ""
+    return " (gold parses)" if all(has_arcs(r) for r in records) else " (words, no parse)"
+
+
 def dataset_line(spec: DatasetSpec, protocol: Protocol) -> str:
     """``224 inputs (data/demo/sentences.txt)``: a data set's inputs as ``run`` will read them (before
     inputs too long to ever fit are left out), and where they come from."""
@@ -113,7 +124,7 @@ def dataset_line(spec: DatasetSpec, protocol: Protocol) -> str:
             records = read_records(spec.path, format=spec.format, limit=spec.limit)
             pairs = sum(r.is_pair for r in records)
             kind = "pairs" if pairs == len(records) else ("inputs" if not pairs else f"inputs, {pairs:,} pairs")
-            parsed = " (parsed)" if records and all(r.is_parsed for r in records) else ""
+            parsed = _parse_words(records)
             return f"{len(records):,} {kind}{parsed} from {spec.path}"
         glue = spec.glue
         from headstats.inputs.glue import available_splits, get_task, glue_file, glue_root, tsv_rows
