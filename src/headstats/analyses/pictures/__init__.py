@@ -1,5 +1,5 @@
-"""Attention pictures: heat maps, line views and an offline interactive view of the heads that best show each
-BertViz pattern.
+"""Attention pictures: heat maps and an offline interactive view (with BertViz's line view) of the heads that best
+show each BertViz pattern; ``figures.line_view`` draws a line view for print.
 
 The package's files: see :mod:`headstats.analyses`."""
 
@@ -25,7 +25,7 @@ register_analysis(
             "the pieces of every input drawn, with their positions and segments",
             columns=("model", "dataset", "sentence_id", "position", "token", "segment", "special")),
     },
-    description="heat maps, line views and an offline interactive view of the heads that best show each BertViz "
+    description="heat maps and an offline interactive view (line views included) of the heads that best show each BertViz "
                 "pattern (next/previous word, identical words, same word in the other sentence, delimiters, broad "
                 "attention)",
 )

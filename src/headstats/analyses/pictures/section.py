@@ -81,7 +81,12 @@ PATTERN_WORDS = {
 
 
 def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
-    """The gallery of BertViz patterns: per pattern, a heat map and a line view; then the interactive view."""
+    """The gallery of BertViz patterns: per pattern, a heat map of the head that shows it best; then the
+    interactive view, which shows every head of every kept input as lines (BertViz's head view) and as a heat map.
+
+    The gallery's line views are not drawn as figures (they doubled the section's figures and repeat the
+    interactive view); :func:`headstats.analyses.pictures.figures.line_view` draws one for print from
+    ``attention_maps.csv``."""
     gallery, maps, tokens = tables["gallery"], tables["attention_maps"], tables["attention_tokens"]
     report.heading("Pictures of attention (BertViz patterns)")
     report.text(
@@ -99,7 +104,7 @@ def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]
     report.table(gallery, "The head chosen for each pattern, its mean over inputs and the input shown.",
                  csv="gallery.csv", fold=False)
     for r in gallery.itertuples():
-        weights, toks, segment = _picture(maps, tokens, r.model, r.dataset, r.sentence_id, int(r.layer), int(r.head))
+        weights, toks, _ = _picture(maps, tokens, r.model, r.dataset, r.sentence_id, int(r.layer), int(r.head))
         title = f"{r.pattern.replace('_', ' ')}: head {r.layer}-{r.head}, input #{short_id(r.sentence_id)}"
         tag = figure_tag(r.model, r.dataset, r.pattern)
         words = PATTERN_WORDS.get(r.pattern, r.pattern)
@@ -110,9 +115,6 @@ def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]
                       f"{weak}Head {r.layer}-{r.head} of {r.model} ({r.dataset}, input #{short_id(r.sentence_id)}), which {words} "
                       f"({r.measure} = {r.value:.2f} on this input, {r.mean:.2f} on average): each row is a query's "
                       "attention over the keys.", alt=title)
-        report.figure(draw_figure(root, f"attention_lines_{tag}", figures.line_view, weights, toks, segment=segment, title=title),
-                      f"The same map as lines from each query (left) to the keys it attends to (right), opacity = "
-                      f"weight: head {r.layer}-{r.head} {words}.", alt=f"line view, {title}")
     report.heading("Interactive view", level=3)
     from headstats.report.viewer.in_report import report_viewers
 
