@@ -48,9 +48,19 @@ def test_a_run_with_controls_scores_each_control_as_its_own_model(tmp_path, tiny
     raw = yaml.safe_load(path.read_text())
     raw["controls"] = {"random_init": {"seeds": [7]}}  # not 0: the tiny model is itself seed 0
     path.write_text(yaml.safe_dump(raw))
-    study = run_study(load_protocol(path), tmp_path / "run")
+    from headstats.report.builder import build_report
+
+    study = run_study(load_protocol(path), tmp_path / "run", report=build_report)
     scores = study.scores_frame()
     assert set(scores["model"]) == {"tiny", "tiny@random7"}
+    # the report puts the control's count beside each role count of the model it controls
+    roles = pd.read_csv(study.out / "roles.csv")
+    control = roles[roles["model"] == "tiny@random7"]
+    md = (study.out / "report.md").read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| role | heads |"))
+    at = [c.strip() for c in header.split("|")].index("heads in tiny@random7")
+    row = next(line for line in md.splitlines() if line.startswith("| delimiter | ") and line.count("|") == header.count("|"))
+    assert int(row.split("|")[at]) == int((control["delimiter"].astype(str) == "True").sum())
     by_model = {m: part.sort_values(["sentence_id", "layer", "head", "role"])["score"].to_numpy()
                 for m, part in scores.groupby("model")}
     assert len(by_model["tiny"]) == len(by_model["tiny@random7"]) == 12 * 2 * 2 * 2

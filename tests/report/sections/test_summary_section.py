@@ -7,7 +7,7 @@ import pytest
 
 import pandas as pd
 
-from headstats.report.sections.summary_section import heads_by_role_set, multi_role_heads, role_summary
+from headstats.report.sections.summary_section import heads_by_role_set, multi_role_heads, role_summary, with_controls
 
 from conftest import planted_roles
 
@@ -45,3 +45,14 @@ def test_heads_by_role_set_groups_heads_that_do_the_same_most_common_first():
     assert sets.to_dict("list") == {"roles": ["local", "delimiter_cls", "local, delimiter_cls"],
                                     "heads": ["0-0, 1-0", "0-1", "1-1"], "n_heads": [2, 1, 1]}
     assert list(heads_by_role_set(each.iloc[:0]).columns) == ["roles", "heads", "n_heads"]
+
+
+def test_each_role_count_has_its_random_init_controls_count_beside_it():
+    summary = pd.DataFrame({"model": ["m", "m", "m@random0", "m@random0", "m@random1"],
+                            "dataset": ["d", "d", "d", "e", "d"],
+                            "role": ["local", "delimiter", "local", "delimiter", "local"], "n_heads": [5, 30, 1, 7, 0]})
+    table = pd.DataFrame({"role": ["local", "delimiter"], "heads": [5, 30]})
+    out = with_controls(table, summary, ["m@random0", "m@random1"], "d")
+    assert out["heads in m@random0"].tolist() == [1, ""]  # delimiter's 7 heads are of another data set
+    assert out["heads in m@random1"].tolist() == [0, ""]
+    assert list(table.columns) == ["role", "heads"]  # the trained model's table itself is left as it was

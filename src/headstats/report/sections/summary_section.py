@@ -164,6 +164,19 @@ def _summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def with_controls(table: pd.DataFrame, summary: pd.DataFrame, controls: Sequence[str], dataset: str) -> pd.DataFrame:
+    """``table`` (:func:`_summary_table` of a trained model) with a column ``heads in <control>`` per random-init
+    control of that model (METHODS 6.3): how many of the control's heads hold each role on the same data set,
+    beside the trained model's count (the ``learned:<role>`` claims test the difference); empty where the control
+    was not tested for the role."""
+    out = table.copy()
+    for control in controls:
+        part = summary[(summary["model"] == control) & (summary["dataset"] == dataset)]
+        counts = dict(zip(part["role"], part["n_heads"].astype(int)))
+        out[f"heads in {control}"] = [counts.get(role, "") for role in out["role"]]
+    return out
+
+
 def summary_section(report: Report, root: Path, analysis: Analysis, protocol, manifest: dict, *,
                     formats: Sequence[str] | None = None, figures: FigureRenderer | None = None,
                     heading: str = "Summary") -> None:
@@ -207,8 +220,13 @@ def summary_section(report: Report, root: Path, analysis: Analysis, protocol, ma
             report.table(each, f"The same, one row per head ({model} on {dataset}).", max_rows=200,
                          csv="roles.csv", fold=len(each) > 24)
         table = _summary_table(part)
+        controls = [m.name for m in getattr(protocol, "models", []) if getattr(m, "control_of", None) == model]
+        if controls:
+            table = with_controls(table, summary, controls, dataset)
         if notes:
             table["mean ceiling"] = [notes.get(str(r), "") for r in table["role"]]
         report.table(table, "Heads holding each role, the median layer of those heads and the "
                      "layer(s) with most of them (share: of the heads the role was tested on); mean ceiling: the "
-                     "mean score a perfect head would get on these inputs (tau must be below it).", fold=False)
+                     "mean score a perfect head would get on these inputs (tau must be below it)"
+                     + ("; heads in a control: the same count in a model of this configuration with random weights "
+                        "(the learned: claims test the difference)" if controls else "") + ".", fold=False)
