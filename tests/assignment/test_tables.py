@@ -70,6 +70,8 @@ def test_ceiling_columns_and_table_by_hand():
                          {"local": "bias", "block": "bias"})
     lines = ceiling_warnings(high)
     assert len(lines) == 1 and "mean ceiling 2.17 of role block on d" in lines[0] and "\n" not in lines[0]
+    both = pd.concat([high.assign(measure="weights"), high.assign(measure="norm")])  # a run of two measures
+    assert ceiling_warnings(both) == lines  # said once, not once per measure
     # tau equal to the mean ceiling is out of reach too (H1 is mean > tau)
     at = ceiling_table([array], StatisticsOptions(tau=2.875))
     assert not at[at["role"] == "local"].iloc[0]["tau_reachable"]

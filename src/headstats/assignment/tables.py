@@ -168,9 +168,11 @@ def ceiling_table(scores: Scores, options, scales: Mapping[str, str] | None = No
 
 def ceiling_warnings(ceilings: pd.DataFrame) -> list[str]:
     """One line per (model, dataset, role) whose tau is at or above its mean ceiling: no head can be
-    assigned that role there."""
+    assigned that role there. A ceiling is the sieve's geometry, the same under every attention measure: a
+    table with a ``measure`` column gives each line once, not once per measure."""
     out = []
-    for r in ceilings.itertuples():
+    same = [c for c in ceilings.columns if c != "measure"]
+    for r in ceilings.drop_duplicates(same).itertuples():
         if r.n_taking_part and not r.tau_reachable:
             fix = ("lower statistics.tau for it or score it as scoring.scale: mass" if r.scale == "bias"
                    else "give it a tau below 1")
