@@ -88,7 +88,18 @@ def test_tables_compile_in_a_minimal_article_and_fit_the_text_width(tmp_path):
                            "source": ["Pande et al. 2021"] * 3,
                            **{f"data_set_{k}": ["supported (p = 1.4e-17)", "cannot tell (design floor above alpha)",
                                                 "contradicted (p = 0.0047)"] for k in range(6)}})
+    # the probes table of a reduced clark2019 run: 8 narrow columns, small p-values in powers of ten; laid out at 7
+    # pt with the 10 pt font's widths it was 348.8 pt wide against the 345 estimated to fit
+    probes = pd.DataFrame({"dataset": ["ewt_dev", "gum_dev"] * 2, "probe": ["attention + words", "distance + words"] * 2,
+                           "n_words": [170, 313] * 2, "uas": [0.553, 0.457] * 2,
+                           "interval": ["[0.478, 0.626]", "[0.403, 0.512]"] * 2, "paper": [0.77, 0.58] * 2,
+                           "p_corr_vs_right_branching": [3.7e-10, 6.5e-7] * 2,
+                           "p_corr_vs_distance_and_words": [8.7e-5, 3.5e-11] * 2})
     files = {"claims.tex": (claims, LatexTable("claims.tex", "Claims [CLS] <= τ, `claims.csv` 5%.")),
+             "probes.tex": (probes, LatexTable("probes.tex", "Probes.", columns={
+                 "dataset": "Data set", "probe": "Probe", "n_words": "Words", "uas": "UAS", "interval": "95\\% CI",
+                 "paper": "Paper", "p_corr_vs_right_branching": "$p$ vs. RB",
+                 "p_corr_vs_distance_and_words": "$p$ vs. D\\&W"})),
              "wide.tex": (_wide_frame(), LatexTable("wide.tex", "All 19 columns of a Table 1.")),
              "one.tex": (pd.DataFrame({"x": [1.0]}), LatexTable("one.tex", "One cell."))}
     for name, (frame, spec) in files.items():

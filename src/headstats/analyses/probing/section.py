@@ -52,11 +52,17 @@ def probing_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame])
             f"held-out words, one-sided, {att['correction'].iat[0]}-corrected: p = {p:.2g}).")))
 
 
+#: The probes as a paper's table names them (the ids, with their escaped underscores, overfilled the page).
+PROBE_WORDS = {"right_branching": "right-branching", "distance_and_words": "distance + words",
+               "attention_only": "attention only", "attention_and_words": "attention + words"}
+
+
 def _probes_latex(shown):
     """``probes.tex``: the paper's columns, the interval in one column, with the test's sentence."""
     from headstats.report.latex import LatexTable
 
-    frame = shown.assign(interval=[f"[{a:.3f}, {b:.3f}]" for a, b in zip(shown["ci_low"], shown["ci_high"])])
+    frame = shown.assign(interval=[f"[{a:.3f}, {b:.3f}]" for a, b in zip(shown["ci_low"], shown["ci_high"])],
+                         probe=[PROBE_WORDS.get(str(p), str(p)) for p in shown["probe"]])
     names = {"dataset": "Data set", "probe": "Probe", "n_words": "Words", "uas": "UAS", "interval": "95\\% CI",
              "paper_bert_base_uas": "Paper", "p_corr_vs_right_branching": "$p$ vs. RB",
              "p_corr_vs_distance_and_words": "$p$ vs. D\\&W"}
