@@ -113,6 +113,10 @@ def test_every_public_result_prints_in_at_most_15_lines(tiny_model, tiny_model_d
     text = _assert_short(tiny_model, "LoadedModel", "2 layers x 2 heads", "model.safetensors")
     assert "BertSelfAttention" not in text and "Linear(" not in text  # not the module tree
     records = hs.read_records(DEMO / "sentences.txt", limit=40)
+    assert isinstance(records, list) and len(records) == 40
+    first = records[0].text_a
+    assert repr(records) == f"RecordList(40 inputs; first {records[0].sentence_id!r}: " + (
+        f"{first!r})" if len(first) <= 40 else f"{first[:39] + '…'!r})")
     array = hs.score(tiny_model, records, dataset="demo")  # nine roles (no block on single sentences)
     _assert_short(array, "MeasureArray", "40 inputs x 2 layers x 2 heads x 9 measures", "syntactic")
     run = score_records(tiny_model, records, dataset="demo", roles=["local"], settings=ScoreSettings())
@@ -220,3 +224,15 @@ def test_run_takes_limit_and_overrides_as_the_cli_does(monkeypatch):
     assert (seen[0].statistics.tau, seen[1].statistics.correction) == (1.5, "fdr_bh")
     with pytest.raises(hs.HeadstatsError, match="did you mean 'statistics.tau'"):
         hs.run(quickstart, overrides={"statistics.tua": 1.5}, progress=False)
+
+
+def test_test_roles_names_every_option_of_the_statistics_it_runs():
+    """hs.test_roles shows its parameters (it took **options): the same keywords, defaults included, as
+    headstats.stats.onesample.test_roles, which it calls measure by measure."""
+    import inspect
+
+    from headstats.stats.onesample import test_roles
+
+    mine, theirs = inspect.signature(hs.test_roles).parameters, inspect.signature(test_roles).parameters
+    assert list(mine) == list(theirs)
+    assert {k: p.default for k, p in mine.items()} == {k: p.default for k, p in theirs.items()}

@@ -85,11 +85,26 @@ def score(
     return run.array if len(run.arrays) == 1 else run.arrays
 
 
-def read_records(path: str | Path, *, format: str | None = None, limit: int | None = None):
+class RecordList(list):
+    """The records :func:`read_records` gives: a plain list of :class:`~headstats.inputs.records.Record`, whose
+    repr is one line (a notebook cell ending in ``hs.read_records(...)`` printed every record, 42 KB for the
+    demo sentences)."""
+
+    def __repr__(self) -> str:
+        if not self:
+            return "RecordList(0 records)"
+        pairs = sum(r.is_pair for r in self)
+        kind = "pairs" if pairs == len(self) else "inputs" if not pairs else f"inputs, {pairs:,} pairs"
+        parsed = ", parsed" if all(r.is_parsed for r in self) else ""
+        first = self[0].text_a if len(self[0].text_a) <= 40 else self[0].text_a[:39] + "…"
+        return f"RecordList({len(self):,} {kind}{parsed}; first {self[0].sentence_id!r}: {first!r})"
+
+
+def read_records(path: str | Path, *, format: str | None = None, limit: int | None = None) -> RecordList:
     """Records of a data file (``.txt``, ``.jsonl``, GLUE ``.tsv``, ``.conllu``); see the README's formats."""
     from headstats.inputs.readers import read_records as read
 
-    return read(path, format=format, limit=limit)
+    return RecordList(read(path, format=format, limit=limit))
 
 
 def view(model: Any = "default", text: str | None = None, *, pair: str | None = None, data: str | Path | None = None,
@@ -161,7 +176,9 @@ def compare(before, after, *, test: str = "wilcoxon", alternative: str = "two-si
     return _attach(out, records)
 
 
-def test_roles(scores, **options):
+def test_roles(scores, *, options=None, tau=None, alpha=None, test=None, correction=None, family=None,
+               confidence=None, seed: int = 0, min_n=None, n_resamples=None, sequential=None, power_target=None,
+               effect_of_interest=None):
     """:func:`headstats.stats.onesample.test_roles` (the same arguments: ``tau``, ``test``, ``correction``,
     ``alpha``, ``family`` ...), with the scores' :class:`~headstats.provenance.Provenance` (model weights,
     tokenizer, inputs, versions) in the table's ``.attrs["provenance"]``.
@@ -180,6 +197,9 @@ def test_roles(scores, **options):
     from headstats.stats.onesample import test_roles as tests_of
     from headstats.stats.power import mark_out_of_reach
 
+    options = dict(options=options, tau=tau, alpha=alpha, test=test, correction=correction, family=family,
+                   confidence=confidence, seed=seed, min_n=min_n, n_resamples=n_resamples, sequential=sequential,
+                   power_target=power_target, effect_of_interest=effect_of_interest)
     parts = []
     for measure in attention_measures(scores):
         mine = on_measure(scores, measure)
