@@ -82,3 +82,13 @@ def test_the_size_at_005_of_the_exact_test_is_at_most_alpha(n, size):
 def test_the_law_sums_to_one_and_is_symmetric():
     pmf, off = signflip_law([2, 1, 0, 1])
     assert pmf.sum() == pytest.approx(1.0) and np.allclose(pmf, pmf[::-1]) and off == 2 + 2 + 4
+
+
+def test_no_test_gives_empty_p_values_with_or_without_counts():
+    """A data set with no unit for any test (coreference on a corpus without coreference) gives empty arrays:
+    it stopped a reduced Clark run with a traceback (reshape of 0 tests into (0, -1))."""
+    from headstats.stats.signflip import signflip_pvalues
+
+    for counts in (None, np.zeros((0, 3)), []):
+        p, method = signflip_pvalues([], [], counts)
+        assert p.shape == (0,) and method.shape == (0,)

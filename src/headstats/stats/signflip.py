@@ -76,7 +76,7 @@ def signflip_pvalues(sum_d, sum_d2, abs_counts=None, *, alternative: str = "grea
         raise ValueError(f"alternative must be 'greater' or 'two-sided', not {alternative!r}")
     d = np.atleast_1d(np.asarray(sum_d, dtype=float))
     d2 = np.atleast_1d(np.asarray(sum_d2, dtype=float))
-    counts = (np.zeros((len(d), 0), np.int64) if abs_counts is None
+    counts = (np.zeros((len(d), 0), np.int64) if abs_counts is None or not len(d)  # no test: nothing to shape
               else np.asarray(abs_counts, dtype=np.int64).reshape(len(d), -1))
     m = np.arange(1, counts.shape[1] + 1)
     p = np.ones(len(d))
