@@ -93,11 +93,11 @@ class RecordList(list):
     def __repr__(self) -> str:
         if not self:
             return "RecordList(0 records)"
-        pairs = sum(r.is_pair for r in self)
-        kind = "pairs" if pairs == len(self) else "inputs" if not pairs else f"inputs, {pairs:,} pairs"
+        from headstats.inputs.records import count_records
+
         parsed = ", parsed" if all(r.is_parsed for r in self) else ""
         first = self[0].text_a if len(self[0].text_a) <= 40 else self[0].text_a[:39] + "…"
-        return f"RecordList({len(self):,} {kind}{parsed}; first {self[0].sentence_id!r}: {first!r})"
+        return f"RecordList({count_records(self)}{parsed}; first {self[0].sentence_id!r}: {first!r})"
 
 
 def read_records(path: str | Path, *, format: str | None = None, limit: int | None = None) -> RecordList:

@@ -30,3 +30,13 @@ def test_records_are_frozen_and_meta_does_not_count_in_equality():
         a.text_a = "y"
     word = Word("cat", 4, 7, 1, "nsubj")
     assert "The cat"[word.start:word.end] == "cat"
+
+
+def test_count_records_says_how_many_and_what_kind():
+    from headstats.inputs.records import count_records
+
+    single = [Record(sentence_id=str(k), text_a="a b") for k in range(3)]
+    pairs = [Record(sentence_id=f"p{k}", text_a="a", text_b="b") for k in range(1200)]
+    assert count_records(single) == "3 inputs"
+    assert count_records(pairs) == "1,200 pairs"
+    assert count_records(single + pairs[:2]) == "5 inputs, 2 pairs"

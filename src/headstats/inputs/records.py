@@ -67,3 +67,12 @@ class Record:
     @property
     def is_parsed(self) -> bool:
         return self.words_a is not None and (self.text_b is None or self.words_b is not None)
+
+
+def count_records(records) -> str:
+    """How many records and what kind, as the CLI and a repr say it: ``264 inputs``, ``116 pairs`` or ``300
+    inputs, 116 pairs`` (a mix of single sentences and pairs)."""
+    pairs = sum(r.is_pair for r in records)
+    kind = "pairs" if pairs == len(records) else "inputs" if not pairs else f"inputs, {pairs:,} pairs"
+    return f"{len(records):,} {kind}"
+

@@ -118,14 +118,12 @@ def dataset_line(spec: DatasetSpec, protocol: Protocol) -> str:
     """``224 inputs (data/demo/sentences.txt)``: a data set's inputs as ``run`` will read them (before
     inputs too long to ever fit are left out), and where they come from."""
     from headstats.inputs.readers import read_records
+    from headstats.inputs.records import count_records
 
     try:
         if spec.path is not None:
             records = read_records(spec.path, format=spec.format, limit=spec.limit)
-            pairs = sum(r.is_pair for r in records)
-            kind = "pairs" if pairs == len(records) else ("inputs" if not pairs else f"inputs, {pairs:,} pairs")
-            parsed = _parse_words(records)
-            return f"{len(records):,} {kind}{parsed} from {spec.path}"
+            return f"{count_records(records)}{_parse_words(records)} from {spec.path}"
         glue = spec.glue
         from headstats.inputs.glue import available_splits, get_task, glue_file, glue_root, tsv_rows
 
