@@ -98,3 +98,21 @@ def test_per_input_collector_keeps_rows_in_data_set_order_across_shards():
     assert array.values[:, 0, 1, 0].tolist() == [0.0, 2.0, 4.0, 6.0, 8.0] and array.values.dtype == np.float32
     with pytest.raises(IncompatibleResultsError, match="twice"):
         Doubled.merge([first.state(), first.state()])
+
+
+def test_abs_histogram_counts_each_magnitude_as_a_loop_over_m_does():
+    from headstats.engine.collector import abs_histogram, add_histograms
+
+    d = np.random.default_rng(0).integers(-9, 10, size=(30, 3, 4))
+    counted = abs_histogram(d)
+    assert counted.shape == (9, 3, 4)  # as long as the largest |d|
+    for m in range(1, 10):
+        np.testing.assert_array_equal(counted[m - 1], (np.abs(d) == m).sum(0))
+    capped = abs_histogram(d, max_abs=4)  # a larger |d| is not counted (the test then falls to normal)
+    np.testing.assert_array_equal(capped, counted[:4])
+    assert abs_histogram(np.zeros((5, 2), int)).shape == (0, 2)
+    short = abs_histogram(np.array([[1, -2], [2, 0]]))
+    total = add_histograms(short, counted[:, 0, :2])
+    np.testing.assert_array_equal(total[:2], short + counted[:2, 0, :2])
+    np.testing.assert_array_equal(total[2:], counted[2:, 0, :2])
+    assert add_histograms(counted[:, 0, :2], short).tolist() == total.tolist()

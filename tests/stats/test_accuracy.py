@@ -42,9 +42,10 @@ def test_cluster_signflip_test_enumerates_the_sentences_signs():
     assert cluster_signflip_test(d) == pytest.approx(sum(v >= 5 for v in sums) / 16)  # 2/16
     assert cluster_signflip_test(d, alternative="two-sided") == pytest.approx(sum(abs(v) >= 5 for v in sums) / 16)
     assert cluster_signflip_test([0, 0]) == 1.0
-    # many sentences: Monte Carlo, p = (1 + hits) / (B + 1), never 0
-    p = cluster_signflip_test(np.ones(40), n_resamples=999)
-    assert p == pytest.approx(1 / 1000)
+    # 40 sentences of d = 1: the binomial law (the sign test), exact, 2^-40 (a Monte Carlo floor was 1 / (B + 1))
+    assert cluster_signflip_test(np.ones(40), n_resamples=999) == pytest.approx(2.0**-40, rel=1e-12)
+    # 40 distinct magnitudes that are not integers: Monte Carlo, p = (1 + hits) / (B + 1), never 0
+    assert cluster_signflip_test(np.linspace(0.1, 4, 40), n_resamples=999) == pytest.approx(1 / 1000)
 
 
 def test_cluster_bootstrap_interval_resamples_whole_sentences():

@@ -33,10 +33,33 @@ from headstats.engine.batch import BatchView, non_finite_heads
 from headstats.errors import HeadstatsError, IncompatibleResultsError
 from headstats.measures import MeasureArray
 
-#: A paired collector counts its clusters (sentences, inputs) with ``|d| = 1..SIGNFLIP_MAX_ABS`` one by one, so
-#: that the sign-flip test over clusters is exact (:mod:`headstats.stats.signflip`); a larger ``|d|`` leaves it
-#: normal.
-SIGNFLIP_MAX_ABS = 4
+#: A paired collector counts its clusters (sentences, inputs) with ``|d| = 1..SIGNFLIP_MAX_ABS`` one by one
+#: (:func:`abs_histogram`), so that the sign-flip test over clusters has its exact law (or Monte Carlo draws of
+#: it; :mod:`headstats.stats.signflip`); a cluster with a larger ``|d|`` leaves the test normal.
+SIGNFLIP_MAX_ABS = 64
+
+
+def abs_histogram(d: np.ndarray, max_abs: int = SIGNFLIP_MAX_ABS) -> np.ndarray:
+    """Counts of ``|d| = m`` over the first axis (the clusters) of an integer array: ``out[m - 1, ...]`` is the
+    number of clusters s with ``|d[s, ...]| = m``, for ``m = 1..min(max |d|, max_abs)`` (one ``np.bincount``;
+    the first axis is as long as the largest ``|d|`` counted, so a state grows only as far as its data need)."""
+    a = np.abs(np.asarray(d)).astype(np.int64)
+    rest = a.shape[1:]
+    k = int(min(a.max(initial=0), max_abs))
+    flat = a.reshape(len(a), -1)
+    cells = flat.shape[1]
+    counted = (flat >= 1) & (flat <= k)
+    index = (flat - 1) * cells + np.arange(cells)
+    return np.bincount(index[counted], minlength=k * cells).reshape(k, *rest)
+
+
+def add_histograms(a: np.ndarray, b: np.ndarray, axis: int = 0) -> np.ndarray:
+    """``a + b`` for two :func:`abs_histogram` counts of different lengths along ``axis`` (the shorter one is
+    padded with zeros: it saw no larger ``|d|``)."""
+    k = max(a.shape[axis], b.shape[axis])
+    pad = lambda x: np.pad(x, [(0, k - x.shape[axis]) if i == axis % x.ndim else (0, 0)  # noqa: E731
+                               for i in range(x.ndim)])
+    return pad(a) + pad(b)
 
 
 @dataclass(frozen=True)

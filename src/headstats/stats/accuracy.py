@@ -11,7 +11,8 @@ Wilson's score interval by default (``statsmodels.stats.proportion.proportion_co
 Words of one sentence share its attention and its parse, so counting them as independent pairs overstates
 the evidence (METHODS 5.3). The sentence (or document) is the unit of the clustered tests:
 :func:`cluster_signflip_test` tests the per-sentence differences ``d_j = (words the head gets right) - (words
-the baseline gets right)`` by flipping their signs (exact up to 2^16 sentences, else Monte Carlo);
+the baseline gets right)`` by flipping their signs (:mod:`headstats.stats.signflip`: binomial or exact when
+the law allows, else Monte Carlo);
 :func:`cluster_bootstrap_interval` resamples sentences for the interval of an accuracy or of a difference of
 accuracies. McNemar's test on words stays available under the name ``mcnemar_words``; the simulation
 ``simulations/clustered.py`` (``simulate_clustered_level``, outside the package) shows why it is not the default.
@@ -23,6 +24,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
+
+from headstats.stats.signflip import N_DRAWS, signflip_test
 
 
 #: Interval methods of :func:`proportion_interval` (statsmodels' names; ``beta`` is Clopper-Pearson).
@@ -75,28 +78,25 @@ def paired_exact_test(only_a, only_b, *, alternative: str = "greater") -> np.nda
 PAIRED_TESTS = ("signflip_sentences", "mcnemar_words")
 
 
-def cluster_signflip_test(diffs, *, alternative: str = "greater", n_resamples: int = 9_999, seed: int = 0) -> float:
+def cluster_signflip_test(diffs, *, alternative: str = "greater", n_resamples: int = N_DRAWS, seed: int = 0) -> float:
     r"""Sign-flip test over clusters of H0 "the two predictors are equally accurate", from per-cluster differences.
 
     ``diffs[j]`` is, in sentence j, the number of words predictor a gets right minus the number b gets right.
     Under H0 (exchangeable predictors within a sentence) each ``d_j`` is symmetric about 0 and the sentences
     are independent, so the sign of each is a fair coin: the statistic :math:`\sum_j d_j` is referred to its
-    sign-flip distribution (``scipy.stats.permutation_test``, ``permutation_type="samples"``): exact (all
-    ``2^J`` patterns of the J non-zero sentences) when ``2^J <= n_resamples``, otherwise ``n_resamples``
-    random patterns with p = (1 + #{at least as extreme}) / (n_resamples + 1). Sentences with ``d_j = 0`` do
-    not change the statistic and are left out. ``alternative``: ``greater`` (a more accurate) or
-    ``two-sided``. Without any non-zero sentence p = 1 (no evidence), as McNemar's test.
+    sign-flip law, which depends only on how many sentences have each ``|d_j|``. This counts them and calls
+    :func:`headstats.stats.signflip.signflip_test` (the test the analyses run from counts): the binomial law
+    when every non-zero ``|d_j|`` is equal, the exact law (all ``2^J`` patterns counted by value) for integer
+    ``|d_j|`` up to its support limit, else ``n_resamples`` seeded Monte Carlo draws with
+    p = (1 + #{at least as extreme}) / (n_resamples + 1). Sentences with ``d_j = 0`` do not change the statistic
+    and are left out. ``alternative``: ``greater`` (a more accurate), ``less`` or ``two-sided``. Without any
+    non-zero sentence p = 1 (no evidence), as McNemar's test.
     """
-    if alternative not in ("greater", "two-sided", "less"):
-        raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', not {alternative!r}")
-    d = np.asarray(diffs, dtype=float)
+    d = np.asarray(diffs, dtype=float).ravel()
     d = d[np.isfinite(d) & (d != 0)]
-    if d.size == 0:
-        return 1.0
-    res = sps.permutation_test((d,), lambda x, axis=-1: np.sum(x, axis=axis), permutation_type="samples",
-                               vectorized=True, n_resamples=n_resamples, alternative=alternative,
-                               random_state=np.random.default_rng(seed))
-    return float(res.pvalue)
+    magnitudes, counts = np.unique(np.abs(d), return_counts=True)
+    return signflip_test(float(d.sum()), magnitudes, counts, alternative=alternative, n_draws=n_resamples,
+                         seed=seed)[0]
 
 
 def signflip_normal_test(sum_d, sum_d2, *, alternative: str = "greater") -> np.ndarray:

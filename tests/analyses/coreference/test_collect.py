@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 import torch
 import yaml
 from conftest import GUM
@@ -90,3 +91,26 @@ def test_mentions_of_one_input_are_summed_before_squaring():
     assert heads.loc[0, "sum_d_vs_nearest_mention"] == 2 and heads.loc[0, "sum_d2_vs_nearest_mention"] == 4
     assert heads.loc[1, "sum_d_vs_nearest_mention"] == 0 and heads.loc[1, "sum_d2_vs_nearest_mention"] == 0
     assert merged["sum_d"]["nearest_mention"][3, 0, 0] == 4 and merged["sum_d2"]["nearest_mention"][3, 0, 0] == 8
+
+
+def test_inputs_with_a_difference_above_four_are_counted_and_tested_by_the_exact_law():
+    """Head 0 beats the nearest mention on 6 queries of one input (d = 6) and on 2 of another (d = 2); shards
+    with different largest |d| merge. The exact sign-flip law over the two inputs: only (+6, +2) reaches 8, p =
+    1/4 (counted only up to |d| = 4 it was normal: 8 / sqrt(40), p = 0.103)."""
+    from headstats.analyses.coreference.finish import coreference_tests
+
+    six = AntecedentSelection(Context(("m",), "d", 1, 2, {"queries": {"s": [QUERY] * 6}}))
+    six.update(view_of(planted(), [item()]))
+    two = AntecedentSelection(Context(("m",), "d", 1, 2, {"queries": {"s": [QUERY] * 2}}))
+    two.update(view_of(planted(), [item()]))
+    assert two.state()["absd"]["nearest_mention"].shape == (2, 4, 1, 2)  # as long as its largest |d|
+    merged = AntecedentSelection(Context(("m",), "d", 1, 2, {"queries": {}}))
+    merged.load_state(AntecedentSelection.merge([two.state(), six.state()]))
+    table = merged.tables()["coreference"]
+    heads = table[(table.predictor == "head") & (table.mention_type == "all")].set_index("head")
+    assert [heads.loc[0, f"absd_vs_nearest_mention_{m}"] for m in range(1, 7)] == [0, 1, 0, 0, 0, 1]
+    assert heads.loc[0, "sum_d2_vs_nearest_mention"] == 40
+    # the planted nearest mention is never right, a degenerate baseline that is not tested: give it 1/2
+    tests = coreference_tests(table.assign(accuracy=table.accuracy.where(table.predictor == "head", 0.5)))
+    row = tests[(tests.baseline == "nearest_mention") & (tests.mention_type == "all") & (tests["head"] == 0)].iloc[0]
+    assert row["method"] == "exact" and row["p_unc"] == pytest.approx(0.25, rel=1e-12)

@@ -254,3 +254,44 @@ def test_options_of_an_analysis_not_run_are_refused(tmp_path):
     path = options_protocol_file(tmp_path, analyses=["entropy"], analysis_options={"dependency": {"min_count": 5}})
     with pytest.raises(ProtocolError, match="not in 'analyses'"):
         load_protocol(path)
+
+
+def star(index: int) -> EncodedInput:
+    """[CLS] w1 .. w8 [SEP]: every word w1..w7 attaches to w8 (``dep``), w8 is the root."""
+    n = 10
+    special = np.zeros(n, bool)
+    special[[0, 9]] = True
+    return EncodedInput(index, f"star{index}", np.arange(n), np.zeros(n, int), special, special & (np.arange(n) == 0),
+                        special & (np.arange(n) == 9), np.zeros(n, int), False,
+                        word_pieces=[(i,) for i in range(1, 9)], arcs=[Arc((i,), (8,), "dep") for i in range(1, 8)])
+
+
+def test_a_sentence_difference_above_four_is_counted_and_tested_by_its_exact_law():
+    """Head 0 attends from every word to w8 (right on all 7 arcs); the best offset, +2, is right on w6 and w7
+    (clipped to w8): each sentence has d = 7 - 2 = 5. Counted only up to |d| = 4 it fell to the normal
+    approximation (p = 0.159 on the one tested sentence); counted now, one sentence of |d| = 5 gives the binomial
+    p = 1/2."""
+    from headstats.analyses.dependency.finish import dependency_table
+
+    attn = torch.zeros(2, 1, 2, 10, 10)
+    attn[:, 0, 0, :, 8] = 1.0
+    attn[:, 0, 1] = 1 / 10
+    collector = DependencyAccuracy(context())
+    collector.update(view_of(attn, [star(0), star(1)]))
+    collector.update(view_of(planted(), [sentence(2), sentence(3)]))  # a later batch with smaller |d|
+    counts = collector.tables()["dependency_counts"]
+    one = counts[(counts.relation == "dep") & (counts["head"] == 0) & (counts.direction == "dependent_to_head")
+                 & (counts.offset == 2)].iloc[0]
+    assert [one[f"absd{m}_test"] for m in range(1, 8)] == [0, 0, 0, 0, 1, 0, 0] and one["d2_test"] == 25
+    assert "absd8_test" not in counts  # as many columns as the largest |d| (here 7: head 0 against -3, -2, -1)
+    assert (counts[[c for c in counts if c.startswith("absd")]] >= 0).all().all()
+    # shards merge into the one pass, whatever their largest |d|
+    a, b = DependencyAccuracy(context()), DependencyAccuracy(context())
+    a.update(view_of(attn, [star(0), star(1)]))
+    b.update(view_of(planted(), [sentence(2), sentence(3)]))
+    merged = DependencyAccuracy(context())
+    merged.load_state(DependencyAccuracy.merge([b.state(), a.state()]))
+    pd.testing.assert_frame_equal(merged.tables()["dependency_counts"], counts)
+    row = dependency_table(counts[counts.relation == "dep"], min_count=1).iloc[0]
+    assert (row["tested_head"], row["tested_offset"]) == (0, 2)
+    assert row["method"] == "binomial" and row["p_unc"] == pytest.approx(0.5, rel=1e-12)

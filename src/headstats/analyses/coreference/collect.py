@@ -18,10 +18,11 @@ Table ``coreference``: ``model, dataset, mention_type, predictor, layer, head, n
 hold the discordant counts against each baseline (``only_vs_<baseline>``: queries only the head gets right,
 ``<baseline>_only``: only the baseline) and, with the input as the cluster (its mentions share its text),
 the sums over inputs of ``d = head_only - baseline_only`` and of ``d^2`` (``sum_d_vs_<baseline>``,
-``sum_d2_vs_<baseline>``). The study's finish step adds Wilson intervals (``ci_low``, ``ci_high``) and
-``coreference_tests``: every head against each baseline, one-sided, by the sign-flip test over inputs
-(:func:`headstats.stats.accuracy.signflip_normal_test`; McNemar's exact test on mentions only for states
-without the sums), corrected over the heads of one (model, dataset, mention type, baseline); every head is
+``sum_d2_vs_<baseline>``) and the inputs with ``|d| = m`` (``absd_vs_<baseline>_<m>``, m = 1 to the largest
+``|d|``, at most :data:`~headstats.engine.collector.SIGNFLIP_MAX_ABS`). The study's finish step adds Wilson
+intervals (``ci_low``, ``ci_high``) and ``coreference_tests``: every head against each baseline, one-sided, by
+the sign-flip test over inputs (:func:`headstats.stats.signflip.signflip_pvalues`: binomial, exact, Monte Carlo or
+normal, named in ``method``; McNemar's exact test on mentions only for states without the sums), corrected over the heads of one (model, dataset, mention type, baseline); every head is
 tested, so no selection inflates the test. A baseline right on no query or on every one (GAP's same head
 word: no name shares a pronoun's head word) is flagged and never tested.
 
@@ -31,14 +32,14 @@ rule-based sieve 69 % (not implemented here).
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, reduce
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from headstats.engine.batch import BatchView
-from headstats.engine.collector import SIGNFLIP_MAX_ABS, Collector, Context
+from headstats.engine.collector import Collector, Context, abs_histogram, add_histograms
 from headstats.lazy import torch
 
 
@@ -70,6 +71,9 @@ def queries_for(context: Context) -> dict[str, list[dict]]:
 class AntecedentSelection(Collector):
     """Counts of queries each head and each baseline gets right, per mention type."""
 
+    #: 2: the counts of ``|d|`` reach :data:`~headstats.engine.collector.SIGNFLIP_MAX_ABS` (64; 4 before).
+    version = "2"
+
     #: It reads its data set's file again (the queries): the study names it in ``options["source"]``, which is
     #: part of its cache key (with the file's sha256).
     reads_source = True
@@ -85,8 +89,9 @@ class AntecedentSelection(Collector):
                        # per input (sentence or document chunk): d = head_only - baseline_only; sums of d and d^2
                        "sum_d": {b: np.zeros(shape, np.float64) for b in BASELINES},
                        "sum_d2": {b: np.zeros(shape, np.float64) for b in BASELINES},
-                       # inputs with |d| = m, m = 1..SIGNFLIP_MAX_ABS: the exact sign-flip law
-                       "absd": {b: np.zeros((SIGNFLIP_MAX_ABS, *shape), np.int64) for b in BASELINES},
+                       # inputs with |d| = m, m = 1..K (K: the largest |d| seen, at most SIGNFLIP_MAX_ABS): the
+                       # sign-flip law of the test (headstats.stats.signflip)
+                       "absd": {b: np.zeros((0, *shape), np.int64) for b in BASELINES},
                        "dropped": 0}
 
     def update(self, view: BatchView) -> None:
@@ -106,8 +111,7 @@ class AntecedentSelection(Collector):
                 d = (self._state["head_only"][b] - self._state["baseline_only"][b] - before[b]).astype(np.float64)
                 self._state["sum_d"][b] += d
                 self._state["sum_d2"][b] += d * d
-                for m in range(1, SIGNFLIP_MAX_ABS + 1):
-                    self._state["absd"][b][m - 1] += np.abs(d) == m
+                self._state["absd"][b] = add_histograms(self._state["absd"][b], abs_histogram(d[None]))
 
     def _one(self, attn: torch.Tensor, unit: np.ndarray, query: dict) -> None:
         q = int(unit[query["head"]]) if query["head"] < len(unit) else -1
@@ -141,7 +145,7 @@ class AntecedentSelection(Collector):
                 "baseline_only": {b: sum(s["baseline_only"][b] for s in states) for b in BASELINES},
                 **({key: {b: sum(s[key][b] for s in states) for b in BASELINES} for key in ("sum_d", "sum_d2")}
                    if all("sum_d" in s for s in states) else {}),
-                **({"absd": {b: sum(s["absd"][b] for s in states) for b in BASELINES}}
+                **({"absd": {b: reduce(add_histograms, [s["absd"][b] for s in states]) for b in BASELINES}}
                    if all("absd" in s for s in states) else {}),
                 "dropped": sum(s["dropped"] for s in states)}
 
@@ -159,9 +163,8 @@ class AntecedentSelection(Collector):
                 if "sum_d" in s:  # a state cached before the sums were kept: McNemar on mentions only
                     heads[f"sum_d_vs_{name}"] = s["sum_d"][name][k].ravel()
                     heads[f"sum_d2_vs_{name}"] = s["sum_d2"][name][k].ravel()
-                if "absd" in s:
-                    for m in range(1, SIGNFLIP_MAX_ABS + 1):
-                        heads[f"absd_vs_{name}_{m}"] = s["absd"][name][m - 1][k].ravel()
+                for m in range(1, len(s["absd"][name]) + 1 if "absd" in s else 1):
+                    heads[f"absd_vs_{name}_{m}"] = s["absd"][name][m - 1][k].ravel()
             frames.append(heads)
             for name in BASELINES:
                 c = int(s["baselines"][name][k])

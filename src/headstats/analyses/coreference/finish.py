@@ -15,13 +15,15 @@ from headstats.stats.options import TestOptions
 from headstats.stats.signflip import abs_count_columns, signflip_pvalues
 
 
-def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
+def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05,
+                      seed: int = 0) -> pd.DataFrame:
     """Every head against each baseline of the ``coreference`` table, one-sided ("the head selects antecedents
     more accurately"), corrected over the heads of one (model, dataset, mention_type, baseline).
 
     Mentions of one input share its text, so the input is the unit: the sign-flip test over inputs of
     ``d = head_only - baseline_only`` from its sums and its counts of ``|d|`` (:func:`headstats.stats.signflip.
-    signflip_pvalues`, ``test = signflip_inputs``; ``method``: ``binomial``, ``exact`` or ``normal``).
+    signflip_pvalues`, ``test = signflip_inputs``; ``method``: ``binomial``, ``exact``, ``monte_carlo`` (seeded with
+    ``seed``) or, where an input has ``|d|`` above the 64 counted, ``normal``).
     A table without the sums (a state cached before they were kept) gets McNemar's exact test on mentions
     (``mcnemar_exact``), which treats mentions as independent.
 
@@ -58,7 +60,7 @@ def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: f
         abs_cols = abs_count_columns(out.columns, "absd")
         out["p_unc"], out["method"] = signflip_pvalues(
             out["sum_d"].to_numpy(float), out["sum_d2"].to_numpy(float),
-            out[abs_cols].fillna(0).to_numpy() if abs_cols else None)
+            out[abs_cols].fillna(0).to_numpy() if abs_cols else None, seed=seed)
     else:
         out["test"] = "mcnemar_exact"
         out["p_unc"] = paired_exact_test(out["head_only"], out["baseline_only"]).astype(float)
@@ -92,5 +94,5 @@ def finish_coreference(tables: Mapping[str, pd.DataFrame], statistics: TestOptio
     table = counted_only(tables["coreference"], "n").copy()
     table["ci_low"], table["ci_high"] = proportion_interval(table["correct"], table["n"], confidence=st.confidence)
     out["coreference"] = table
-    out["coreference_tests"] = coreference_tests(table, correction=st.correction, alpha=st.alpha)
+    out["coreference_tests"] = coreference_tests(table, correction=st.correction, alpha=st.alpha, seed=seed)
     return out

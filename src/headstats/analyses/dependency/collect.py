@@ -23,7 +23,9 @@ writes ``obj``. ``labels: canonical`` keeps every canonical name.
 What the collector keeps (no attention): per relation and per half of the data (inputs of even and odd
 position in the file), the number of words, the number each (layer, head, direction) gets right, the number
 each offset gets right, and for every (head, direction, offset) the words only the head gets right and the
-words only the offset gets right (the discordant pairs of a paired exact test). The halves make an honest
+words only the offset gets right (the discordant pairs of a paired exact test), and per sentence the sums and
+the histogram of ``|d_s|`` (``d_s``: words the head gets right minus words the offset gets right) that give the
+sign-flip test over sentences its law (:mod:`headstats.stats.signflip`). The halves make an honest
 test possible: the best head and offset are chosen on the even half and tested on the odd half
 (``selection: split``); the Table 1 numbers (best on all words, as in the paper) are given beside them. The
 tests, confidence intervals and correction over relations are added by the study's ``finish`` step
@@ -43,7 +45,7 @@ import pandas as pd
 from headstats.analyses import collector_options
 from headstats.analyses.dependency.options import DependencyOptions
 from headstats.engine.batch import BatchView
-from headstats.engine.collector import SIGNFLIP_MAX_ABS as MAX_ABS, Collector, Context
+from headstats.engine.collector import Collector, Context, abs_histogram, add_histograms
 from headstats.lazy import torch
 
 
@@ -106,8 +108,22 @@ def offset_predictions(textual: np.ndarray, offsets: Sequence[int]) -> np.ndarra
     return textual[np.clip(rank, 0, m - 1)]
 
 
+def _zero_filled(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The frames of every relation in one table; the counts of ``|d| = m`` that a relation has no column for
+    (its largest ``|d|`` is smaller) are 0."""
+    if not frames:
+        return pd.DataFrame()
+    table = pd.concat(frames, ignore_index=True)
+    absd = [c for c in table.columns if c.startswith("absd")]
+    table[absd] = table[absd].fillna(0).astype(np.int64)
+    return table
+
+
 class DependencyAccuracy(Collector):
     """Counts of words each head and each offset attach correctly, per relation and half (module docstring)."""
+
+    #: 2: the counts of ``|d_s|`` reach :data:`~headstats.engine.collector.SIGNFLIP_MAX_ABS` (64; 4 before).
+    version = "2"
 
     def __init__(self, context: Context) -> None:
         super().__init__(context)
@@ -126,8 +142,9 @@ class DependencyAccuracy(Collector):
                              # sentences of d_s^2 (d_s = words the head gets right - words the offset gets right),
                              # of c_s^2 and c_s n_s (c_s words right of n_s) for the clustered intervals
                              "n_sentences": np.zeros(2, np.int64), "d2": np.zeros((2, L, H, 2, O), np.int64),
-                             # the sentences with |d_s| = m, m = 1..MAX_ABS: the exact sign-flip law
-                             "absd": np.zeros((2, MAX_ABS, L, H, 2, O), np.int64),
+                             # the sentences with |d_s| = m, m = 1..K (K: the largest |d_s| seen, at most
+                             # SIGNFLIP_MAX_ABS): the sign-flip law of the test (headstats.stats.signflip)
+                             "absd": np.zeros((2, 0, L, H, 2, O), np.int64),
                              "head_c2": np.zeros((2, L, H, 2), np.int64), "head_cn": np.zeros((2, L, H, 2), np.int64),
                              "offset_c2": np.zeros((2, O), np.int64), "offset_cn": np.zeros((2, O), np.int64),
                              "nn": np.zeros(2, np.int64)}
@@ -197,9 +214,10 @@ class DependencyAccuracy(Collector):
                 d = c_head[..., None] - c_offset[:, None, None, None, :]  # (S, L, H, 2, O)
                 cell["n_sentences"][k] += len(n_s)
                 cell["d2"][k] += np.einsum("slhdo,slhdo->lhdo", d, d)
-                magnitude = np.abs(d)
-                for m in range(1, MAX_ABS + 1):
-                    cell["absd"][k, m - 1] += (magnitude == m).sum(0)
+                histogram = abs_histogram(d)  # (K, L, H, 2, O), K = the batch's largest |d_s|
+                counted = np.zeros((2, *histogram.shape), np.int64)
+                counted[k] = histogram
+                cell["absd"] = add_histograms(cell["absd"], counted, axis=1)
                 cell["head_c2"][k] += np.einsum("slhd,slhd->lhd", c_head, c_head)
                 cell["head_cn"][k] += np.einsum("slhd,s->lhd", c_head, n_s)
                 cell["offset_c2"][k] += np.einsum("so,so->o", c_offset, c_offset)
@@ -217,8 +235,12 @@ class DependencyAccuracy(Collector):
                     if relation not in out[where]:
                         out[where][relation] = {k: v.copy() for k, v in cell.items()}
                     else:
+                        mine = out[where][relation]
                         for k, v in cell.items():
-                            out[where][relation][k] += v
+                            if k == "absd":  # histograms of |d| as long as each state's largest |d|
+                                mine[k] = add_histograms(mine[k], v, axis=1)
+                            else:
+                                mine[k] += v
         return out
 
     def pooled(self) -> dict[str, dict[str, np.ndarray]]:
@@ -262,9 +284,8 @@ class DependencyAccuracy(Collector):
                 frame[f"offset_only_{half}"] = cell["offset_only"][k].ravel()
                 frame[f"n_sentences_{half}"] = int(cell["n_sentences"][k])
                 frame[f"d2_{half}"] = cell["d2"][k].ravel()
-                if "absd" in cell:
-                    for m in range(1, MAX_ABS + 1):
-                        frame[f"absd{m}_{half}"] = cell["absd"][k, m - 1].ravel()
+                for m in range(1, cell["absd"].shape[1] + 1 if "absd" in cell else 1):
+                    frame[f"absd{m}_{half}"] = cell["absd"][k, m - 1].ravel()
                 frame[f"head_c2_{half}"] = np.broadcast_to(cell["head_c2"][k][..., None], lo.shape).ravel()
                 frame[f"head_cn_{half}"] = np.broadcast_to(cell["head_cn"][k][..., None], lo.shape).ravel()
                 frame[f"offset_c2_{half}"] = np.broadcast_to(cell["offset_c2"][k], lo.shape).ravel()
@@ -273,7 +294,7 @@ class DependencyAccuracy(Collector):
             counts.append(pd.DataFrame(frame))
         columns = ["model", "dataset", "relation", "layer", "head", "direction", "n", "accuracy", "correct"]
         out = {"dependency_heads": pd.concat(heads, ignore_index=True) if heads else pd.DataFrame(columns=columns),
-               "dependency_counts": pd.concat(counts, ignore_index=True) if counts else pd.DataFrame()}
+               "dependency_counts": _zero_filled(counts)}
         out["dependency_notes"] = pd.DataFrame([{"model": ctx.model, "dataset": ctx.dataset, **self._state["notes"]}])
         return out
 

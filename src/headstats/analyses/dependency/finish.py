@@ -25,7 +25,7 @@ def _best(frame: pd.DataFrame, value: str) -> pd.Series:
 
 def dependency_table(counts: pd.DataFrame, *, min_count: int = 100, selection: str = "split",
                      alternative: str = "greater", correction: str = "holm", alpha: float = 0.05,
-                     confidence: float = 0.95, test: str = "signflip_sentences") -> pd.DataFrame:
+                     confidence: float = 0.95, test: str = "signflip_sentences", seed: int = 0) -> pd.DataFrame:
     r"""Table 1 of Clark et al. (2019) with a paired exact test of each best head against the best offset.
 
     Per (model, dataset, relation) with at least ``min_count`` words: the head and direction of highest
@@ -38,8 +38,11 @@ def dependency_table(counts: pd.DataFrame, *, min_count: int = 100, selection: s
 
     The test (``test``): ``signflip_sentences`` (default) takes the sentence as the unit: per sentence the
     words the head gets right minus those the offset gets right, tested by sign flips
-    (:func:`headstats.stats.signflip.signflip_pvalues`: the binomial law when every non-zero ``|d|`` is 1, the
-    exact law when every ``|d| <= 4``, the normal approximation otherwise, named in ``method``); ``mcnemar_words`` is McNemar's exact test on the discordant words, which
+    (:func:`headstats.stats.signflip.signflip_pvalues`, named in ``method``: ``binomial`` when every non-zero
+    ``|d|`` is 1, ``exact`` (the convolution of the law) when the law's half-support ``sum |d|`` is at most
+    :data:`~headstats.stats.signflip.MAX_EXACT_SUPPORT`, ``monte_carlo`` (:data:`~headstats.stats.signflip.N_DRAWS`
+    draws seeded with ``seed``) past that, ``normal`` only when a sentence has ``|d|`` above the 64 counted);
+    ``mcnemar_words`` is McNemar's exact test on the discordant words, which
     treats the words of one sentence as independent (anti-conservative when they cluster, METHODS 5.3). The
     intervals of ``accuracy`` and ``offset_accuracy`` are clustered on sentences
     (:func:`cluster_ratio_interval`) with ``signflip_sentences``, Wilson's with ``mcnemar_words``.
@@ -81,7 +84,7 @@ def dependency_table(counts: pd.DataFrame, *, min_count: int = 100, selection: s
         abs_cols = abs_count_columns(table.columns, "absd", suffix="_tested")
         table["p_unc"], table["method"] = signflip_pvalues(
             table["head_only"] - table["offset_only"], table["d2_tested"],
-            table[abs_cols].to_numpy() if abs_cols else None, alternative=alternative)
+            table[abs_cols].to_numpy() if abs_cols else None, alternative=alternative, seed=seed)
     else:
         table["p_unc"] = paired_exact_test(table["head_only"], table["offset_only"], alternative=alternative)
         table["method"] = "binomial"
@@ -148,7 +151,7 @@ def _sentence_sums(cell: pd.DataFrame, best: pd.Series, best_offset: pd.Series, 
         "offset_c2": float(sum(offset_row[f"offset_c2_{h}"] for h in halves)),
         "offset_cn": float(sum(offset_row[f"offset_cn_{h}"] for h in halves)),
         "d2_tested": float(sum(one[f"d2_{h}"] for h in tested)),
-        **{f"absd{m}_tested": int(sum(one[f"absd{m}_{h}"] for h in tested))
+        **{f"absd{m}_tested": int(np.nansum([one[f"absd{m}_{h}"] for h in tested]))  # NaN: a |d| the data set lacks
            for m in range(1, len(abs_count_columns(cell.columns, "absd", suffix="_test")) + 1)},
         "n_sentences_tested": float(sum(one[f"n_sentences_{h}"] for h in tested)),
     }
@@ -177,5 +180,5 @@ def finish_dependency(tables: Mapping[str, pd.DataFrame], statistics: TestOption
     out["dependency_table"] = dependency_table(
         tables["dependency_counts"], min_count=options.min_count, selection=options.selection,
         alternative=options.alternative, correction=st.correction, alpha=st.alpha, confidence=st.confidence,
-        test=options.test)
+        test=options.test, seed=seed)
     return out
