@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from headstats.stats.signflip import signflip_law, signflip_pvalues, signflip_test
+from headstats.stats.signflip import signflip_law, signflip_pvalues, signflip_histogram_test
 
 
 def enumerate_p(d, alternative="greater"):
@@ -50,7 +50,7 @@ def test_every_d_plus_or_minus_one_is_the_binomial_law_equal_to_enumeration(n, a
 def test_one_magnitude_is_scipys_binomial_test(alternative):
     # every |d| = 3 over 200 clusters, 117 positive: T = 3 (2 * 117 - 200) and the sign test of 117 of 200
     t = 3 * (2 * 117 - 200)
-    p, method = signflip_test(t, [3], [200], alternative=alternative)
+    p, method = signflip_histogram_test(t, [3], [200], alternative=alternative)
     assert method == "binomial"
     assert p == pytest.approx(sps.binomtest(117, 200, 0.5, alternative=alternative).pvalue, rel=1e-12)
     p, _ = signflip_pvalues([0], [200], [[200]], alternative="two-sided")  # T = 0: p = 1
@@ -92,9 +92,9 @@ def test_the_monte_carlo_law_agrees_with_the_exact_law_where_both_apply():
     d = d[d != 0]
     c = counts_of(d)[0]
     for t, alternative in ((d.sum(), "greater"), (14, "greater"), (-9, "less"), (30, "two-sided")):
-        exact, method = signflip_test(t, np.arange(1, 65), c, alternative=alternative)
+        exact, method = signflip_histogram_test(t, np.arange(1, 65), c, alternative=alternative)
         assert method == "exact"
-        mc, method = signflip_test(t, np.arange(1, 65), c, alternative=alternative, n_draws=40_000, seed=3,
+        mc, method = signflip_histogram_test(t, np.arange(1, 65), c, alternative=alternative, n_draws=40_000, seed=3,
                                    max_exact_support=0)
         assert method == "monte_carlo"
         assert abs(mc - exact) < 4 * np.sqrt(exact * (1 - exact) / 40_000) + 1 / 40_001
@@ -102,14 +102,14 @@ def test_the_monte_carlo_law_agrees_with_the_exact_law_where_both_apply():
     m, cm = np.array([1.0, 2.0, 5.0]), np.array([4, 3, 2])
     x = np.random.default_rng(11).binomial(cm, 0.5, size=(999, 3))
     by_hand = (1 + int((((2 * x - cm) @ m) >= 6).sum())) / 1000
-    assert signflip_test(6, m, cm, n_draws=999, seed=11, max_exact_support=0) == (by_hand, "monte_carlo")
+    assert signflip_histogram_test(6, m, cm, n_draws=999, seed=11, max_exact_support=0) == (by_hand, "monte_carlo")
     # never below 1 / (B + 1)
-    assert signflip_test(30, [1, 2], [10, 10], n_draws=99, max_exact_support=0)[0] == 1 / 100
+    assert signflip_histogram_test(30, [1, 2], [10, 10], n_draws=99, max_exact_support=0)[0] == 1 / 100
 
 
 def test_non_integer_magnitudes_are_drawn():
     d = np.array([0.5, 1.25, -0.75, 2.0, 1.5, -0.25, 1.0, 0.5])
-    p, method = signflip_test(d.sum(), *np.unique(np.abs(d), return_counts=True), n_draws=40_000, seed=1)
+    p, method = signflip_histogram_test(d.sum(), *np.unique(np.abs(d), return_counts=True), n_draws=40_000, seed=1)
     exact = enumerate_p(d)
     assert method == "monte_carlo" and abs(p - exact) < 4 * np.sqrt(exact * (1 - exact) / 40_000) + 1 / 40_001
 

@@ -25,7 +25,7 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
-from headstats.stats.signflip import N_DRAWS, signflip_test
+from headstats.stats.signflip import N_DRAWS, signflip_histogram_test
 
 
 #: Interval methods of :func:`proportion_interval` (statsmodels' names; ``beta`` is Clopper-Pearson).
@@ -85,7 +85,7 @@ def cluster_signflip_test(diffs, *, alternative: str = "greater", n_resamples: i
     Under H0 (exchangeable predictors within a sentence) each ``d_j`` is symmetric about 0 and the sentences
     are independent, so the sign of each is a fair coin: the statistic :math:`\sum_j d_j` is referred to its
     sign-flip law, which depends only on how many sentences have each ``|d_j|``. This counts them and calls
-    :func:`headstats.stats.signflip.signflip_test` (the test the analyses run from counts): the binomial law
+    :func:`headstats.stats.signflip.signflip_histogram_test` (the test the analyses run from counts): the binomial law
     when every non-zero ``|d_j|`` is equal, the exact law (all ``2^J`` patterns counted by value) for integer
     ``|d_j|`` up to its support limit, else ``n_resamples`` seeded Monte Carlo draws with
     p = (1 + #{at least as extreme}) / (n_resamples + 1). Sentences with ``d_j = 0`` do not change the statistic
@@ -95,7 +95,7 @@ def cluster_signflip_test(diffs, *, alternative: str = "greater", n_resamples: i
     d = np.asarray(diffs, dtype=float).ravel()
     d = d[np.isfinite(d) & (d != 0)]
     magnitudes, counts = np.unique(np.abs(d), return_counts=True)
-    return signflip_test(float(d.sum()), magnitudes, counts, alternative=alternative, n_draws=n_resamples,
+    return signflip_histogram_test(float(d.sum()), magnitudes, counts, alternative=alternative, n_draws=n_resamples,
                          seed=seed)[0]
 
 

@@ -10,7 +10,7 @@ fair coin, so :math:`T \overset{d}{=} \sum_s \epsilon_s |d_s|`. That law depends
 
 so an analysis need not keep its sentences: it counts, per batch, the clusters with ``|d_s| = m`` for
 ``m = 1..K`` (:data:`headstats.engine.collector.SIGNFLIP_MAX_ABS`, K = 64), beside ``sum d_s`` and ``sum d_s^2``.
-The p-value (:func:`signflip_pvalues`; one test: :func:`signflip_test`) takes the first law that applies, and its
+The p-value (:func:`signflip_pvalues`; one test: :func:`signflip_histogram_test`) takes the first law that applies, and its
 ``method`` column says which:
 
 - ``binomial``: every non-zero ``|d_s|`` is the same ``v`` (with counts: every one is 1, ``sum d^2 = c_1``):
@@ -33,7 +33,7 @@ not of its support: 0.03 s at ``S = 100,000`` (30 magnitudes), about 1 s at ``S 
 40,000 clusters), where 99,999 Monte Carlo draws of 30 magnitudes take about 0.8 s.
 
 :func:`headstats.stats.accuracy.cluster_signflip_test` is this same test from the per-cluster values: it counts
-their ``|d|`` and calls :func:`signflip_test`.
+their ``|d|`` and calls :func:`signflip_histogram_test`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import numpy as np
 from scipy import stats as sps
 
 __all__ = ["MAX_EXACT_SUPPORT", "N_DRAWS", "SIGNFLIP_METHODS", "abs_count_columns", "signflip_law",
-           "signflip_pvalues", "signflip_test"]
+           "signflip_pvalues", "signflip_histogram_test"]
 
 #: The largest half-support ``S = sum_v c_v v`` of the exact convolution (above it: Monte Carlo).
 MAX_EXACT_SUPPORT = 1_000_000
@@ -112,7 +112,7 @@ def _tail(t: float, values: np.ndarray, alternative: str) -> np.ndarray:
     return np.abs(values) >= abs(t) - eps
 
 
-def signflip_test(t: float, magnitudes, counts, *, alternative: str = "greater", n_draws: int = N_DRAWS,
+def signflip_histogram_test(t: float, magnitudes, counts, *, alternative: str = "greater", n_draws: int = N_DRAWS,
                   seed=0, max_exact_support: int = MAX_EXACT_SUPPORT) -> tuple[float, str]:
     r"""One sign-flip test of :math:`T = t` from the histogram of ``|d_s|`` (see the module docstring).
 
@@ -186,7 +186,7 @@ def signflip_pvalues(sum_d, sum_d2, abs_counts=None, *, alternative: str = "grea
     alternative : {"greater", "less", "two-sided"}
         ``greater``: H1 the first predictor is more accurate, ``P(T >= t)``; ``two-sided``: ``P(|T| >= |t|)``.
     n_draws, seed, max_exact_support
-        As :func:`signflip_test`; test i draws with the seed ``(seed, i)``.
+        As :func:`signflip_histogram_test`; test i draws with the seed ``(seed, i)``.
 
     Returns
     -------
@@ -209,7 +209,7 @@ def signflip_pvalues(sum_d, sum_d2, abs_counts=None, *, alternative: str = "grea
         elif d2[i] <= 0:
             continue
         elif complete[i]:
-            p[i], method[i] = signflip_test(round(d[i]), m, counts[i], alternative=alternative, n_draws=n_draws,
+            p[i], method[i] = signflip_histogram_test(round(d[i]), m, counts[i], alternative=alternative, n_draws=n_draws,
                                             seed=(seed, i), max_exact_support=max_exact_support)
         else:
             z = d[i] / np.sqrt(d2[i])
