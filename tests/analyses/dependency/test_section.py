@@ -37,3 +37,14 @@ def test_dependency_section_states_the_claim(tmp_path):
     assert "**supported**, p = " in text
     assert "det: 0-0 dependent_to_head" in text and "Not shown better than the offset: amod" in text
     assert (tmp_path / "figures").exists() and len(list((tmp_path / "figures").glob("*.png"))) == 2
+
+
+def test_the_section_names_the_law_of_each_p_value():
+    """The sign-flip p-values are binomial or exact (the normal approximation only past |d| = 64): the text said
+    "normal approximation" for every one."""
+    from headstats.analyses.dependency.section import _test_words
+
+    part = pd.DataFrame({"test": "signflip_sentences", "method": ["exact", "binomial", "exact", "none"]})
+    words = _test_words(part)
+    assert "p from the exact law for 2 relations, the binomial law for 1 relation, column `method`" in words
+    assert "normal" not in words

@@ -25,7 +25,9 @@ def coreference_section(report: Any, root: Path, tables: Mapping[str, pd.DataFra
         "`layer-head`, 0-based (the paper's best head, 5-4 in its 1-based count, is a head of BERT-base; it names "
         "no head of this model). Every head with Wilson intervals: "
         "`coreference.csv`; every head tested against each baseline (the sign-flip test over inputs, whose mentions "
-        "share their text; column `test`; one-sided, "
+        "share their text; column `test`; p from the binomial or the exact sign-flip law, Monte Carlo draws of it "
+        "past a support of 1,000,000, the normal approximation only where an input differs by more than 64 "
+        "mentions: column `method`; one-sided, "
         "corrected over the heads): `coreference_tests.csv`."
     )
     for (model, dataset), part in table.groupby(["model", "dataset"], sort=False):

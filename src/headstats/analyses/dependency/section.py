@@ -14,12 +14,23 @@ from headstats.report.figures import draw_figure
 from headstats.report.sections import claim_lines, detail_text, head_label
 
 
-def _test_words(row) -> str:
-    """The paired test of a Table 1 row, in words."""
-    if str(row.get("test", "")) == "signflip_sentences":
+#: The law each sign-flip p-value was referred to (``method`` of ``dependency_table``), in words.
+LAW_WORDS = {"binomial": "the binomial law", "exact": "the exact law",
+             "monte_carlo": "99,999 Monte Carlo draws of the law",
+             "normal": "the normal approximation (a sentence differs by more than 64 words)"}
+
+
+def _test_words(part: pd.DataFrame) -> str:
+    """The paired test of a Table 1 (its rows of one model and data set), in words, with the laws its p-values
+    were referred to."""
+    first = part.iloc[0]
+    if str(first.get("test", "")) == "signflip_sentences":
+        methods = part["method"].value_counts() if "method" in part else pd.Series(dtype=int)
+        laws = ", ".join(f"{LAW_WORDS[m]} for {k} relation{'s' * (k != 1)}" for m, k in methods.items()
+                         if m in LAW_WORDS)
         return ("the sign-flip test over sentences (per sentence, words the head gets right minus words the "
-                "offset gets right; the sentence is the unit, normal approximation; intervals clustered on "
-                "sentences)")
+                "offset gets right; the sentence is the unit; p from " + (laws or "no discordant sentence")
+                + ", column `method`; intervals clustered on sentences)")
     return "McNemar's exact test on words (each word counted as independent)"
 
 
@@ -70,7 +81,7 @@ def _dependency_block(report: Any, root: Path, model: str, dataset: str, part: p
     report.table(shown[cols], f"Table 1 of Clark et al. (2019) for {model} on {dataset}: per relation with at "
                  "least `min_count` words, the best head on all words and its accuracy, and the best offset and "
                  f"its accuracy. The test columns: {how}; `head_only` and `offset_only` are the words only one "
-                 f"of the two gets right, and p is {_test_words(first)} ({first['alternative']}: the head is more "
+                 f"of the two gets right, and p is {_test_words(part)} ({first['alternative']}: the head is more "
                  f"accurate), corrected with {first['correction']} over the relations of this model and data "
                  "set.", max_rows=60, csv="dependency_table.csv",
                  latex=_dependency_latex(shown, f"dependency_table_{figure_tag(model, dataset)}.tex", model,
@@ -90,7 +101,7 @@ def _dependency_block(report: Any, root: Path, model: str, dataset: str, part: p
                         f"({r.tested_accuracy:.3f} against offset {r.tested_offset:+d} at {r.tested_offset_accuracy:.3f})"
                         for r in passed.itertuples()) or "none"
     report.text(detail_text("per relation", (
-        f"{_test_words(first)}, chosen head against chosen offset on the same words, "
+        f"{_test_words(part)}, chosen head against chosen offset on the same words, "
         f"{first['alternative']}, {first['correction']}-corrected over relations at alpha = {first['alpha']:g}. "
         f"On {model} / {dataset}, {len(passed)} of {len(rel)} relations have a head that beats its offset: {listing}. "
         + (f"Not shown better than the offset: {', '.join(failed['relation'])}." if len(failed) else ""))))
@@ -103,7 +114,7 @@ def _dependency_latex(shown: pd.DataFrame, file: str, model: str, dataset: str, 
     names = {"relation": "Relation", "n": "$n$", "head": "Head", "accuracy": "Head acc.", "offset": "Offset",
              "offset_accuracy": "Offset acc.", "tested_head": "Tested head", "tested_accuracy": "Tested acc.",
              "tested_offset_accuracy": "Tested offset acc.", "p_corr": "$p$ (corr.)"}
-    test = _test_words(first).split(" (")[0]
+    test = _test_words(shown).split(" (")[0]
     return LatexTable(file, f"{test[0].upper()}{test[1:]}, one-sided ({first['alternative']}: the head is more "
                       f"accurate than the offset), {first['correction']}-corrected over the relations: Table 1 of "
                       f"Clark et al. (2019) for {model} on {dataset}, the best head and offset on all words and "
