@@ -1,8 +1,8 @@
 """Verdicts reachable and valid in every design (issue 32; docs/statistics.md, sections 11 and 12).
 
-    PYTHONPATH=src python -m simulations.claims_validity      # about half a CPU-minute
+    PYTHONPATH=src python -m simulations.claims_validity      # about 5 CPU-minutes
 
-Prints four tables:
+Prints five tables:
 
 1. existence claims (``previous_token_heads``): 24 previous-token heads exactly at H0 (uniform p), 48 heads of
    another hypothesis far from theirs (p < 1e-8), the protocol's per-head family spanning all 72. The old rule
