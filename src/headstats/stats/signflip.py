@@ -10,8 +10,8 @@ fair coin, so :math:`T \overset{d}{=} \sum_s \epsilon_s |d_s|`. That law depends
 
 so an analysis need not keep its sentences: it counts, per batch, the clusters with ``|d_s| = m`` for
 ``m = 1..K`` (:data:`headstats.engine.collector.SIGNFLIP_MAX_ABS`, K = 64), beside ``sum d_s`` and ``sum d_s^2``.
-The p-value (:func:`signflip_pvalues`; one test: :func:`signflip_histogram_test`) takes the first law that applies, and its
-``method`` column says which:
+The p-value (:func:`signflip_pvalues`; one test: :func:`signflip_histogram_test`) takes the first law that
+applies, and its ``method`` column says which:
 
 - ``binomial``: every non-zero ``|d_s|`` is the same ``v`` (with counts: every one is 1, ``sum d^2 = c_1``):
   ``T = v (2X - n)``, ``X ~ Binomial(n, 1/2)``, exact for any number of clusters (the sign test);
@@ -209,8 +209,9 @@ def signflip_pvalues(sum_d, sum_d2, abs_counts=None, *, alternative: str = "grea
         elif d2[i] <= 0:
             continue
         elif complete[i]:
-            p[i], method[i] = signflip_histogram_test(round(d[i]), m, counts[i], alternative=alternative, n_draws=n_draws,
-                                            seed=(seed, i), max_exact_support=max_exact_support)
+            p[i], method[i] = signflip_histogram_test(round(d[i]), m, counts[i], alternative=alternative,
+                                                      n_draws=n_draws, seed=(seed, i),
+                                                      max_exact_support=max_exact_support)
         else:
             z = d[i] / np.sqrt(d2[i])
             p[i] = {"greater": sps.norm.sf(z), "less": sps.norm.cdf(z),

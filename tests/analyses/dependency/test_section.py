@@ -46,5 +46,6 @@ def test_the_section_names_the_law_of_each_p_value():
 
     part = pd.DataFrame({"test": "signflip_sentences", "method": ["exact", "binomial", "exact", "none"]})
     words = _test_words(part)
-    assert "p from the exact law for 2 relations, the binomial law for 1 relation, column `method`" in words
+    assert ("p from the exact law for 2 relations, the binomial law for 1 relation, column `method` of "
+            "`dependency_table.csv`") in words
     assert "normal" not in words

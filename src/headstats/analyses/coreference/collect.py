@@ -21,9 +21,10 @@ the sums over inputs of ``d = head_only - baseline_only`` and of ``d^2`` (``sum_
 ``sum_d2_vs_<baseline>``) and the inputs with ``|d| = m`` (``absd_vs_<baseline>_<m>``, m = 1 to the largest
 ``|d|``, at most :data:`~headstats.engine.collector.SIGNFLIP_MAX_ABS`). The study's finish step adds Wilson
 intervals (``ci_low``, ``ci_high``) and ``coreference_tests``: every head against each baseline, one-sided, by
-the sign-flip test over inputs (:func:`headstats.stats.signflip.signflip_pvalues`: binomial, exact, Monte Carlo or
-normal, named in ``method``; McNemar's exact test on mentions only for states without the sums), corrected over the heads of one (model, dataset, mention type, baseline); every head is
-tested, so no selection inflates the test. A baseline right on no query or on every one (GAP's same head
+the sign-flip test over inputs (:func:`headstats.stats.signflip.signflip_pvalues`: binomial, exact, Monte Carlo
+or normal, named in ``method``; McNemar's exact test on mentions only for states without the sums), corrected
+over the heads of one (model, dataset, mention type, baseline); every head is tested, so no selection inflates
+the test. A baseline right on no query or on every one (GAP's same head
 word: no name shares a pronoun's head word) is flagged and never tested.
 
 Paper (BERT-base, CoNLL-2012): head 5-4 (1-based), 65 % overall; nearest mention 27 %, same head word 52 %,

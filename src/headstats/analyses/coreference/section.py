@@ -27,7 +27,7 @@ def coreference_section(report: Any, root: Path, tables: Mapping[str, pd.DataFra
         "`coreference.csv`; every head tested against each baseline (the sign-flip test over inputs, whose mentions "
         "share their text; column `test`; p from the binomial or the exact sign-flip law, Monte Carlo draws of it "
         "past a support of 1,000,000, the normal approximation only where an input differs by more than 64 "
-        "mentions: column `method`; one-sided, "
+        "mentions: column `method` of `coreference_tests.csv`; one-sided, "
         "corrected over the heads): `coreference_tests.csv`."
     )
     for (model, dataset), part in table.groupby(["model", "dataset"], sort=False):

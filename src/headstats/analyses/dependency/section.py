@@ -30,7 +30,7 @@ def _test_words(part: pd.DataFrame) -> str:
                          if m in LAW_WORDS)
         return ("the sign-flip test over sentences (per sentence, words the head gets right minus words the "
                 "offset gets right; the sentence is the unit; p from " + (laws or "no discordant sentence")
-                + ", column `method`; intervals clustered on sentences)")
+                + ", column `method` of `dependency_table.csv`; intervals clustered on sentences)")
     return "McNemar's exact test on words (each word counted as independent)"
 
 
