@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from headstats.stats.onesample.tailbound import bootstrap_t_tail
+
 #: Resampling tests draw their resamples in blocks of this many, so results do not depend on memory.
 RESAMPLE_BLOCK = 1000
 #: A bound from a stopped cell's draws needs at least this many of them beyond the quantile (else NaN).
@@ -155,6 +157,7 @@ class BootstrapStream(NullStream):
     ``x``: the block's scores, each row sorted (so the draws do not depend on how inputs are ordered);
     ``taus``: ``(k, n_obs)``, the thresholds whose observed :math:`t = (\bar s - \tau) / (s / \sqrt N)` are
     compared. ``exact``: all :math:`N^N` resamples in order (when :math:`N^N \le B`, N <= 12).
+    :attr:`tail` is Chernoff's bound on the infinite-draw p-value (:mod:`~headstats.stats.onesample.tailbound`).
     """
 
     def __init__(self, x: np.ndarray, taus: np.ndarray, *, seed: int, n_resamples: int, keep: int = 0) -> None:
@@ -169,6 +172,15 @@ class BootstrapStream(NullStream):
         super().__init__(t, n**n if self.exact else int(n_resamples), keep)
         self.xc = x - self.mean[:, None]
         self._rng = np.random.default_rng(seed)
+        self._tail = None
+
+    @property
+    def tail(self) -> np.ndarray:
+        """Chernoff's bound on each row's infinite-draw p-value at each observed t
+        (:func:`~headstats.stats.onesample.tailbound.bootstrap_t_tail`), computed on first use."""
+        if self._tail is None:
+            self._tail = bootstrap_t_tail(self.xc, self.obs, self._slack)
+        return self._tail
 
     def _generate(self, j: int, size: int):
         n = self.n

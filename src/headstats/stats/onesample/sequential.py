@@ -106,6 +106,8 @@ class SequentialRun:
     eps: float
     results: list[tuple[np.ndarray, OneSampleResult]] = field(default_factory=list)
     streams: list = field(default_factory=list)
+    #: ``(n_obs, g)``: the reported p-value is the test's draw-free bound (smaller than the Monte Carlo one)
+    bounded: np.ndarray | None = None
 
     def lower_bound(self, cells: np.ndarray, level: float, bound) -> np.ndarray:
         """The test's lower bound at ``level`` of the given cells, from the draws each took.
@@ -135,7 +137,10 @@ class SequentialRun:
         for i in np.nonzero(self.stopped)[0]:
             out[i] = (f"sequential: stopped after {int(self.drawn[i]):,} of {self.total:,} draws, decision "
                       f"settled (p in [{self.low[0, i]:.2g}, {self.high[0, i]:.2g}])")
-            if self.high[0, i] == 1.0 / (1.0 + self.total):
+            if self.bounded is not None and self.bounded[0, i]:
+                out[i] += ("; p is the test's bound on its p-value with infinitely many draws, computed without "
+                           "drawing (smaller than the Monte Carlo p of the draws taken)")
+            elif self.high[0, i] == 1.0 / (1.0 + self.total):
                 out[i] += (f"; no draw reached the observed value and, by the test's tail bound, none of the "
                            f"{self.total:,} would but with probability <= {self.eps:.1g}: p as with all of them")
         return out
@@ -189,6 +194,7 @@ def sequential_pvalues(
     low = np.full((n_obs, g), np.nan)
     high = np.full((n_obs, g), np.nan)
     p = np.full((n_obs, g), np.nan)
+    bounded = np.zeros((n_obs, g), dtype=bool)
     active = defined.copy()
     stopped = np.zeros(g, dtype=bool)
     decided = None  # (n_alpha, n_obs, g) decisions of the stopped cells
@@ -202,7 +208,7 @@ def sequential_pvalues(
                 continue
             local = np.nonzero(active[rows])[0]
             s.advance(local, look)
-        _collect(blocks, p, low, high, eps)
+        _collect(blocks, p, low, high, eps, bounded)
         if look >= total:
             break
         same, dec = _settled(low, high, labels, correction, alphas)
@@ -230,36 +236,43 @@ def sequential_pvalues(
                 if s.top is not None and again.top is not None:
                     s.top[local] = again.top
         stopped &= ~wrong
-        _collect(blocks, p, low, high, eps)
+        _collect(blocks, p, low, high, eps, bounded)
     drawn = np.zeros(g, dtype=np.int64)
     for rows, _, s in blocks:
         drawn[rows] = s.drawn
         low[:, rows[s.drawn >= s.total]] = p[:, rows[s.drawn >= s.total]]
         high[:, rows[s.drawn >= s.total]] = p[:, rows[s.drawn >= s.total]]
     run = SequentialRun(p=p, low=low, high=high, drawn=drawn, stopped=stopped, total=total, eps=eps,
-                        streams=blocks)
+                        streams=blocks, bounded=bounded)
     if confidence is not None:
         notes = run.notes()
         for rows, x, s in blocks:
             res = spec.stream_result(x, s, tau=tau_all[rows][:, 0], confidence=confidence, seed=seed)
+            res.p_unc = np.where(np.isnan(res.p_unc), np.nan, p[0, rows])  # the bound where it is reported
             res.note = ["; ".join(filter(None, [a, notes[r]])) for a, r in zip(res.note, rows)]
             run.results.append((rows, res))
     return run
 
 
-def _collect(blocks, p, low, high, eps) -> None:
-    """The p-values and boxes of every cell from its stream's count (in place)."""
+def _collect(blocks, p, low, high, eps, bounded) -> None:
+    """The p-values and boxes of every cell from its stream's count and draw-free bound (in place)."""
     for rows, _, s in blocks:
-        if s.tail is not None and not s.exact:  # the rest of the B draws will not exceed, but for eps
-            s.certified = (s.count == 0) & (s.tail * s.total <= eps) & (s.drawn < s.total)[:, None]
-        p_rows = s.pvalues().T  # (n_obs, k)
-        ok = np.isfinite(s.obs).T
-        lo, hi = clopper_pearson(s.count.T, np.broadcast_to(s.drawn, s.count.T.shape), eps)
+        short = (s.drawn < s.total)[:, None]
+        tail = s.tail if short.any() and not s.exact else None  # (computed on first use)
+        # certified: no draw yet and, by the bound, none of the B would exceed but with probability eps
+        s.certified = None if tail is None else (s.count == 0) & (tail * s.total <= eps) & short
+        p_rows = s.pvalues()  # (k, n_obs)
+        lo, hi = clopper_pearson(s.count, np.broadcast_to(s.drawn[:, None], s.count.shape), eps)
+        bounded[:, rows] = False
         if s.exact:
             lo, hi = p_rows, p_rows
-        elif s.certified is not None:
-            lo = np.where(s.certified.T, 0.0, lo)
-            hi = np.where(s.certified.T, p_rows, hi)
-        p[:, rows] = np.where(ok, p_rows, np.nan)
-        low[:, rows] = np.where(ok, np.minimum(lo, p_rows), np.nan)
-        high[:, rows] = np.where(ok, np.maximum(hi, p_rows), np.nan)
+        elif tail is not None:  # p_inf <= tail surely: it caps the box, and a cell not drawn to B reports
+            hi = np.where(s.certified, p_rows, np.minimum(hi, tail))  # the smaller of its MC p and the bound
+            lo = np.where(s.certified, 0.0, lo)
+            by_bound = short & ~s.certified & (tail < p_rows)
+            p_rows = np.where(by_bound, tail, p_rows)
+            bounded[:, rows] = by_bound.T
+        ok = np.isfinite(s.obs)
+        p[:, rows] = np.where(ok, p_rows, np.nan).T
+        low[:, rows] = np.where(ok, np.minimum(lo, p_rows), np.nan).T
+        high[:, rows] = np.where(ok, np.maximum(hi, p_rows), np.nan).T

@@ -1,0 +1,228 @@
+r"""A bound on the bootstrap-t p-value computed without drawing: Chernoff's inequality on the resampling law.
+
+The bootstrap-t test (:func:`~headstats.stats.onesample.builtin.bootstrap_test`) counts resamples with
+:math:`t^* \ge t`. With :math:`y_i = s_i - \bar s` (the centred scores) and :math:`M_1, M_2` the means of
+:math:`y^*` and :math:`y^{*2}` over a resample of N draws,
+:math:`t^* = M_1 \sqrt{N - 1} / \sqrt{M_2 - M_1^2}`, so for :math:`t > 0`
+
+.. math::
+    \{t^* \ge t\} = \{M_1 \ge c \sqrt{M_2}\}, \qquad c = t / \sqrt{N - 1 + t^2}
+
+(a resample of one repeated value, :math:`t^* = +\infty`, included). The infinite-draw p-value
+:math:`p_\infty = P^*(M_1 \ge c\sqrt{M_2})` is a probability under N iid draws from the empirical
+distribution, whose every moment generating function is known exactly: with
+:math:`\Lambda(\lambda, \mu) = \log \frac1N \sum_i e^{\lambda y_i - \mu y_i^2}`,
+:math:`E^* e^{N(\lambda M_1 - \mu M_2)} = e^{N \Lambda(\lambda, \mu)}`. Cut the range of
+:math:`u = \sqrt{M_2} \in [0, \max_i |y_i|]` into pieces :math:`[a, b]`; on a piece, for any
+:math:`\lambda \ge 0` and any :math:`\mu`, :math:`\lambda M_1 - \mu M_2 \ge \min_{u \in [a, b]} (\lambda c u -
+\mu u^2) = \min(\lambda c a - \mu a^2, \lambda c b - \mu b^2) =: h`, so by Markov's inequality (Chernoff 1952)
+
+.. math::
+    P^*(M_1 \ge c \sqrt{M_2},\ \sqrt{M_2} \in [a, b]) \le e^{N (\Lambda(\lambda, \mu) - h)},
+
+and the sum over pieces bounds :math:`p_\infty`. Every :math:`(\lambda, \mu)` gives a valid bound; each piece
+takes the one of a few Newton steps towards the saddle point of the piece's end nearest :math:`u = s_0` (the
+root mean square of y), where the resamples' spread concentrates. The bound holds for every sample, with no
+probability of error and no draws; it is within a small factor of :math:`p_\infty` when t is large (the
+Chernoff bound of a mean is :math:`e^{-t^2/2}` against the normal tail :math:`\approx e^{-t^2/2} / (t
+\sqrt{2\pi})`), so it settles heads assigned with a clear margin, the ones a count of draws can show only
+after about B of them.
+
+The counted event compares with a slack (``null >= obs - slack``, 100 ulp of t) and the null statistics are
+computed in floating point; the bound is taken at :math:`t (1 - 10^{-9})` less twice the slack, which covers
+both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+#: Edges of the pieces of :math:`u = \sqrt{M_2} / s_0` (fine near 1, where the resamples' spread lies); the
+#: last piece ends at :math:`\max_i |y_i| / s_0`, above which :math:`M_2` cannot lie.
+PIECE_EDGES = np.array([0.0, 0.6, 0.75, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.25, 1.4, 1.7, 2.2, 3.0, 5.0,
+                        10.0])
+#: Newton steps per piece (each a convex problem; any point gives a valid bound, the steps only tighten it).
+NEWTON_STEPS = 6
+#: The relative margin on t for the rounding of the null statistics.
+T_MARGIN = 1e-9
+#: Below this t no bound is computed (it could not settle a level below 0.05).
+T_MIN = 2.0
+#: Above this t the bound at T_CAP is used (far below any corrected level; the tilts stay well conditioned).
+T_CAP = 10.0
+
+
+def _log_mgf(z: np.ndarray, lam: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``Lambda(lam, mu)`` per row (``(k,)``) and the exponents ``(k, N)``."""
+    with np.errstate(all="ignore"):
+        e = lam[:, None] * z - mu[:, None] * (z * z)
+        return logsumexp(e, axis=1) - np.log(z.shape[1]), e
+
+
+def _saddle(z: np.ndarray, m1: np.ndarray, m2: np.ndarray, lam: np.ndarray, mu: np.ndarray,
+            steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Damped Newton steps from ``(lam, mu)`` towards the minimum of the convex
+    :math:`G = \Lambda(\lambda, \mu) - \lambda m_1 + \mu m_2` over :math:`\lambda \ge 0` (the tilt whose
+    means of z and :math:`z^2` are ``m1`` and ``m2``); each step is kept only where it lowers G."""
+    n = z.shape[1]
+    L, e = _log_mgf(z, lam, mu)
+    with np.errstate(all="ignore"):
+        g = L - lam * m1 + mu * m2
+    bad = ~np.isfinite(g) | (g > 0)  # start from (0, 0), where G = 0, when the given start is worse
+    if bad.any():
+        lam, mu, g, L = (np.where(bad, 0.0, lam), np.where(bad, 0.0, mu), np.where(bad, 0.0, g),
+                         np.where(bad, 0.0, L))
+        e = np.where(bad[:, None], 0.0, e)
+    z2 = z * z
+    for _ in range(steps):
+        q = np.exp(e - (L + np.log(n))[:, None])
+        e1, e2 = (q * z).sum(axis=1), (q * z2).sum(axis=1)
+        e3, e4 = (q * z2 * z).sum(axis=1), (q * z2 * z2).sum(axis=1)
+        g1, g2 = e1 - m1, m2 - e2
+        h11, h12, h22 = e2 - e1 * e1, e1 * e2 - e3, e4 - e2 * e2
+        with np.errstate(all="ignore"):
+            det = h11 * h22 - h12 * h12
+            d1 = np.nan_to_num((h22 * g1 - h12 * g2) / det)
+            d2 = np.nan_to_num((h11 * g2 - h12 * g1) / det)
+            todo = np.abs(g1 * d1 + g2 * d2) > 1e-10  # the Newton decrement: rows not yet at their minimum
+        if not todo.any():
+            break
+        for s in (1.0, 0.3, 0.1, 0.03):  # a damped step where the full one does not lower G
+            nl, nm = np.maximum(lam - s * d1, 0.0), mu - s * d2
+            nL, ne = _log_mgf(z, nl, nm)
+            with np.errstate(all="ignore"):
+                ng = nL - nl * m1 + nm * m2
+            better = np.isfinite(ng) & (ng < g)
+            lam, mu, g, L = (np.where(better, nl, lam), np.where(better, nm, mu), np.where(better, ng, g),
+                             np.where(better, nL, L))
+            e = np.where(better[:, None], ne, e)
+            todo &= ~better
+            if not todo.any():
+                break
+    return lam, mu, L
+
+
+def chernoff_tail(z: np.ndarray, c: np.ndarray, steps: int = NEWTON_STEPS) -> np.ndarray:
+    r"""Upper bound on :math:`P^*(M_1 \ge c \sqrt{M_2})` for N iid draws from each row of ``z`` (module doc).
+
+    Parameters
+    ----------
+    z : numpy.ndarray
+        ``(k, N)`` centred scores scaled to :math:`\frac1N \sum z_i^2 = 1`.
+    c : numpy.ndarray
+        ``(k,)`` the threshold of each row, in (0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(k,)`` bounds in (0, 1].
+    """
+    k, n = z.shape
+    if k == 0:
+        return np.zeros(0)
+    c = np.asarray(c, dtype=float)
+    top = np.abs(z).max(axis=1)
+    edges = np.minimum(np.broadcast_to(PIECE_EDGES, (k, PIECE_EDGES.size)), top[:, None])
+    edges = np.concatenate([edges[:, :-1], top[:, None]], axis=1)
+    n_pieces = edges.shape[1] - 1
+    log_piece = np.full((k, n_pieces), -np.inf)
+    centre = int(np.searchsorted(PIECE_EDGES, 1.0))  # pieces [.., 1] below, [1, ..] above
+    # each piece from its neighbour's tilt nearer u = 1 (where M_2 concentrates), starting at a normal law's
+    for order in (range(centre - 1, -1, -1), range(centre, n_pieces)):
+        lam = c / (1.0 - c * c).clip(1e-6)
+        mu = 0.5 * (1.0 / (1.0 - c * c).clip(1e-6) - 1.0)
+        first = True
+        for j in order:
+            a, b = edges[:, j], edges[:, j + 1]
+            v = np.where(b <= 1.0, b, a)  # the end nearest u = 1
+            lam, mu, L = _saddle(z, c * v, v * v, lam, mu, steps + (4 if first else 0))
+            first = False
+            h = np.minimum(lam * c * a - mu * a * a, lam * c * b - mu * b * b)
+            with np.errstate(all="ignore"):
+                piece = np.minimum(n * (L - h), 0.0)
+            log_piece[:, j] = np.where(b > a, np.where(np.isfinite(piece), piece, 0.0), -np.inf)
+    # the first piece, u in [0, b]: there M_1 >= c u >= (c / b) M_2, a linear event (Chernoff in one dimension)
+    log_piece[:, 0] = np.minimum(log_piece[:, 0], n * _linear_log_mgf(z - (c / edges[:, 1])[:, None] * z * z, steps))
+    # a piece [a, b] whose tilt did not settle (no saddle point: the event lies at the edge of what resamples
+    # can reach): M_1 >= c a there, Chernoff in one dimension again
+    for j in np.nonzero((log_piece > -20.0).any(axis=0))[0]:
+        if j > 0:
+            rows = log_piece[:, j] > -20.0
+            mean_only = n * _linear_log_mgf(z[rows] - (c[rows] * edges[rows, j])[:, None], steps)
+            log_piece[rows, j] = np.minimum(log_piece[rows, j], mean_only)
+    return np.minimum(np.exp(logsumexp(log_piece, axis=1)) * (1.0 + 1e-9), 1.0)
+
+
+def _linear_log_mgf(w: np.ndarray, steps: int) -> np.ndarray:
+    r"""Per row, the smallest over a few Newton steps from 0 of :math:`\log \frac1N \sum_i e^{\lambda w_i}`,
+    :math:`\lambda \ge 0`: the Chernoff exponent of :math:`P(\bar w^* \ge 0)` for N draws of ``w``'s row."""
+    k, n = w.shape
+    lam, best = np.zeros(k), np.zeros(k)
+    for _ in range(steps):
+        e = lam[:, None] * w
+        L = logsumexp(e, axis=1) - np.log(n)
+        q = np.exp(e - (L + np.log(n))[:, None])
+        m1 = (q * w).sum(axis=1)
+        var = (q * w * w).sum(axis=1) - m1 * m1
+        with np.errstate(all="ignore"):
+            step = np.nan_to_num(m1 / var)
+        todo = np.abs(m1 * step) > 1e-10
+        if not todo.any():
+            break
+        for s in (1.0, 0.3, 0.1):
+            nl = np.maximum(lam - s * step, 0.0)
+            with np.errstate(all="ignore"):
+                nL = logsumexp(nl[:, None] * w, axis=1) - np.log(n)
+            better = np.isfinite(nL) & (nL < best)
+            lam, best = np.where(better, nl, lam), np.where(better, nL, best)
+            todo &= ~better
+            if not todo.any():
+                break
+    return best
+
+
+def bootstrap_t_tail(x: np.ndarray, t: np.ndarray, slack: np.ndarray | float = 0.0) -> np.ndarray:
+    r"""Upper bounds on the infinite-draw bootstrap-t p-values :math:`P^*(t^* \ge t - \text{slack})`.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        ``(k, N)`` scores of k heads (any order).
+    t : numpy.ndarray
+        ``(k,)`` or ``(k, n_obs)`` observed statistics (one per tau of the sensitivity grid).
+    slack : numpy.ndarray or float
+        The slack of the count's comparison, broadcast to ``t``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Bounds shaped as ``t``; 1 where t is below :data:`T_MIN` or not finite (no bound worth computing),
+        or the scores are all equal. The bound at :data:`T_CAP` serves every larger t of a row (the p-value
+        only falls as t grows), and every bound of a row serves its larger t.
+    """
+    x = np.asarray(x, dtype=float)
+    t = np.asarray(t, dtype=float)
+    shape = t.shape
+    t2 = t.reshape(t.shape[0], -1)
+    k, n = x.shape
+    y = x - x.mean(axis=1, keepdims=True)
+    s0 = np.sqrt((y * y).mean(axis=1))
+    at = t2 * (1.0 - T_MARGIN) - 2.0 * np.broadcast_to(np.asarray(slack, dtype=float).reshape(k, -1)
+                                                        if np.ndim(slack) else slack, t2.shape)
+    capped = at >= T_CAP
+    at = np.where(capped, T_CAP, at)
+    want = np.isfinite(at) & (at >= T_MIN) & (s0 > 0)[:, None] & (n > 1)
+    out = np.ones(t2.shape)
+    rows, cols = np.nonzero(want)
+    if rows.size:
+        # one bound per distinct (row, t): the capped t of a row is computed once
+        pairs, inverse = np.unique(np.stack([rows, at[rows, cols]], axis=1), axis=0, return_inverse=True)
+        r, tt = pairs[:, 0].astype(np.int64), pairs[:, 1]
+        u = chernoff_tail(y[r] / s0[r, None], tt / np.sqrt(n - 1 + tt * tt))
+        out[rows, cols] = u[inverse.ravel()]
+    # a bound at a smaller t of the same row also bounds a larger t
+    order = np.argsort(t2, axis=1, kind="stable")
+    env = np.minimum.accumulate(np.take_along_axis(out, order, axis=1), axis=1)
+    np.put_along_axis(out, order, env, axis=1)
+    out = np.where(np.isfinite(t2), out, 1.0)
+    return out.reshape(shape)
