@@ -54,6 +54,8 @@ class NullStream:
         self._block_no, self._block = -1, None
         #: the ``keep`` largest null statistics of each row so far (``-inf``: none yet), for quantiles
         self.top = np.full((self.k, keep), -np.inf) if keep else None
+        #: how many of :attr:`top`'s columns hold a value, per row (all draws until there are ``keep``)
+        self.filled = np.zeros(self.k, dtype=np.int64)
 
     # -- to give ------------------------------------------------------------------------------------------
     def _generate(self, j: int, size: int):
@@ -105,8 +107,15 @@ class NullStream:
     def _keep_top(self, rows: np.ndarray, nulls: list[np.ndarray]) -> None:
         """Merge blocks of null statistics into the kept largest ones of ``rows``."""
         keep = self.top.shape[1]
-        both = np.concatenate([self.top[rows], *nulls], axis=1)
+        new = np.concatenate(nulls, axis=1)
+        f = int(self.filled[rows[0]])  # rows advanced together have drawn, so kept, the same number
+        if f + new.shape[1] <= keep:  # room for all of them: no selection yet
+            self.top[rows, f:f + new.shape[1]] = new
+            self.filled[rows] = f + new.shape[1]
+            return
+        both = np.concatenate([self.top[rows, :f], new], axis=1)
         self.top[rows] = np.partition(both, both.shape[1] - keep, axis=1)[:, both.shape[1] - keep:]
+        self.filled[rows] = keep
 
     #: ``(k, n_obs)`` upper bounds on each row's infinite-draw p-value known without drawing (None: none)
     tail: np.ndarray | None = None
@@ -134,16 +143,19 @@ class NullStream:
         if self.top is None:
             return np.full(self.k, np.nan)
         keep = self.top.shape[1]
-        desc = -np.sort(-self.top, axis=1)
         n = self.drawn.astype(float)
         h = (n - 1) * level
         lo = np.floor(h)
         ok = (n > 0) & np.isfinite(level) & (n - 1 - lo < keep)
         lo_i = np.where(ok, lo, 0).astype(np.int64)
         hi_i = np.minimum(lo_i + 1, np.maximum(self.drawn - 1, 0))
-        rows = np.arange(self.k)
-        a = desc[rows, np.clip(self.drawn - 1 - lo_i, 0, keep - 1)]
-        b = desc[rows, np.clip(self.drawn - 1 - hi_i, 0, keep - 1)]
+        a, b = np.full(self.k, -np.inf), np.full(self.k, -np.inf)
+        for f in np.unique(self.filled[self.filled > 0]):  # rows with the same number kept: sort only those
+            sel = np.nonzero(self.filled == f)[0]
+            desc = -np.sort(-self.top[sel, :f], axis=1)
+            at = np.arange(sel.size)
+            a[sel] = desc[at, np.clip(self.drawn[sel] - 1 - lo_i[sel], 0, f - 1)]
+            b[sel] = desc[at, np.clip(self.drawn[sel] - 1 - hi_i[sel], 0, f - 1)]
         t = h - lo
         with np.errstate(invalid="ignore"):  # numpy's linear rule (its _lerp), +inf towards an infinite value
             diff = b - a

@@ -160,7 +160,7 @@ def _settled(low: np.ndarray, high: np.ndarray, labels: np.ndarray, correction: 
 def sequential_pvalues(
     mat: ScoreMatrix, *, test: str, taus, alphas: Sequence[float], correction: str, labels: np.ndarray,
     seed: int, n_resamples: int, min_n: int, confidence: float | None = None, sequential: bool = True,
-    risk: float = RESAMPLING_RISK,
+    risk: float = RESAMPLING_RISK, keep_fixed_b: bool = True,
 ) -> SequentialRun:
     """p-values of a resampling test for every cell of ``mat``, each cell stopping once settled (module doc).
 
@@ -168,7 +168,11 @@ def sequential_pvalues(
     p-values per tau, the settled decision must hold at every tau and alpha). ``labels``: the family of each
     hypothesis. ``confidence``: also build the test's result per block (bounds at that level and above).
     ``sequential=False`` (or a correction not known to be monotone): every cell draws B, in one pass for
-    all taus.
+    all taus. ``keep_fixed_b=False`` (tables of decisions only, such as the tau grid): every cell, drawn to
+    B or not, takes the smaller of its Monte Carlo p-value and the test's draw-free bound (a strong head is
+    then decided by its bound at levels below ``1 / (1 + B)``, and a cell drawn to B for one tau keeps the
+    bound at the others); True: cells drawn to B keep the fixed-B run's p-value, and a cell the bound shows
+    would see no exceedance in B draws reports ``1 / (1 + B)``, the fixed-B run's.
     """
     spec = get_test(test)
     if spec.stream is None:
@@ -190,6 +194,7 @@ def sequential_pvalues(
     total = int(n_resamples)
     steps = looks(total) if sequential and correction in MONOTONE_CORRECTIONS else [total]
     n_cells = int((defined & ~exact).sum()) * n_obs
+    bound_all = not keep_fixed_b and len(steps) > 1  # (a run of B draws everywhere is the fixed-B run)
     eps = risk / max(n_cells * len(steps), 1)
     low = np.full((n_obs, g), np.nan)
     high = np.full((n_obs, g), np.nan)
@@ -208,7 +213,7 @@ def sequential_pvalues(
                 continue
             local = np.nonzero(active[rows])[0]
             s.advance(local, look)
-        _collect(blocks, p, low, high, eps, bounded)
+        _collect(blocks, p, low, high, eps, bounded, bound_all)
         if look >= total:
             break
         same, dec = _settled(low, high, labels, correction, alphas)
@@ -234,9 +239,9 @@ def sequential_pvalues(
                 again.advance(np.arange(local.size), total)
                 s.count[local], s.drawn[local] = again.count, again.drawn
                 if s.top is not None and again.top is not None:
-                    s.top[local] = again.top
+                    s.top[local], s.filled[local] = again.top, again.filled
         stopped &= ~wrong
-        _collect(blocks, p, low, high, eps, bounded)
+        _collect(blocks, p, low, high, eps, bounded, bound_all)
     drawn = np.zeros(g, dtype=np.int64)
     for rows, _, s in blocks:
         drawn[rows] = s.drawn
@@ -254,22 +259,26 @@ def sequential_pvalues(
     return run
 
 
-def _collect(blocks, p, low, high, eps, bounded) -> None:
-    """The p-values and boxes of every cell from its stream's count and draw-free bound (in place)."""
+def _collect(blocks, p, low, high, eps, bounded, bound_all) -> None:
+    """The p-values and boxes of every cell from its stream's count and draw-free bound (in place); the bound
+    serves the cells not drawn to B, or every cell with ``bound_all``."""
     for rows, _, s in blocks:
         short = (s.drawn < s.total)[:, None]
-        tail = s.tail if short.any() and not s.exact else None  # (computed on first use)
+        served = np.ones_like(short) if bound_all else short
+        tail = s.tail if served.any() and not s.exact else None  # (computed on first use)
         # certified: no draw yet and, by the bound, none of the B would exceed but with probability eps
-        s.certified = None if tail is None else (s.count == 0) & (tail * s.total <= eps) & short
+        s.certified = (None if tail is None or bound_all
+                       else (s.count == 0) & (tail * s.total <= eps) & short)
         p_rows = s.pvalues()  # (k, n_obs)
         lo, hi = clopper_pearson(s.count, np.broadcast_to(s.drawn[:, None], s.count.shape), eps)
         bounded[:, rows] = False
         if s.exact:
             lo, hi = p_rows, p_rows
-        elif tail is not None:  # p_inf <= tail surely: it caps the box, and a cell not drawn to B reports
-            hi = np.where(s.certified, p_rows, np.minimum(hi, tail))  # the smaller of its MC p and the bound
-            lo = np.where(s.certified, 0.0, lo)
-            by_bound = short & ~s.certified & (tail < p_rows)
+        elif tail is not None:  # p_inf <= tail surely: it caps the box, and a cell served reports the smaller
+            certified = s.certified if s.certified is not None else np.zeros(short.shape, dtype=bool)
+            hi = np.where(certified, p_rows, np.minimum(hi, tail))  # of its MC p and the bound
+            lo = np.where(certified, 0.0, lo)
+            by_bound = served & ~certified & (tail < p_rows)
             p_rows = np.where(by_bound, tail, p_rows)
             bounded[:, rows] = by_bound.T
         ok = np.isfinite(s.obs)

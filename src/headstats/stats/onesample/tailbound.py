@@ -52,32 +52,34 @@ T_MIN = 2.0
 T_CAP = 10.0
 
 
-def _log_mgf(z: np.ndarray, lam: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``Lambda(lam, mu)`` per row (``(k,)``) and the exponents ``(k, N)``."""
+def _log_mgf(z: np.ndarray, z2: np.ndarray, lam: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``Lambda(lam, mu)`` per row (``(k,)``) and the tilted law ``q_i = e^{lam z_i - mu z_i^2} / sum`` (``(k, N)``)."""
     with np.errstate(all="ignore"):
-        e = lam[:, None] * z - mu[:, None] * (z * z)
-        return logsumexp(e, axis=1) - np.log(z.shape[1]), e
+        e = lam[:, None] * z - mu[:, None] * z2
+        top = e.max(axis=1)
+        q = np.exp(e - top[:, None])
+        total = q.sum(axis=1)
+        q /= total[:, None]
+        return np.log(total) + top - np.log(z.shape[1]), q
 
 
-def _saddle(z: np.ndarray, m1: np.ndarray, m2: np.ndarray, lam: np.ndarray, mu: np.ndarray,
+def _saddle(z: np.ndarray, z2: np.ndarray, m1: np.ndarray, m2: np.ndarray, lam: np.ndarray, mu: np.ndarray,
             steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Damped Newton steps from ``(lam, mu)`` towards the minimum of the convex
     :math:`G = \Lambda(\lambda, \mu) - \lambda m_1 + \mu m_2` over :math:`\lambda \ge 0` (the tilt whose
     means of z and :math:`z^2` are ``m1`` and ``m2``); each step is kept only where it lowers G."""
-    n = z.shape[1]
-    L, e = _log_mgf(z, lam, mu)
+    L, q = _log_mgf(z, z2, lam, mu)
     with np.errstate(all="ignore"):
         g = L - lam * m1 + mu * m2
     bad = ~np.isfinite(g) | (g > 0)  # start from (0, 0), where G = 0, when the given start is worse
     if bad.any():
         lam, mu, g, L = (np.where(bad, 0.0, lam), np.where(bad, 0.0, mu), np.where(bad, 0.0, g),
                          np.where(bad, 0.0, L))
-        e = np.where(bad[:, None], 0.0, e)
-    z2 = z * z
+        q = np.where(bad[:, None], 1.0 / z.shape[1], q)
     for _ in range(steps):
-        q = np.exp(e - (L + np.log(n))[:, None])
-        e1, e2 = (q * z).sum(axis=1), (q * z2).sum(axis=1)
-        e3, e4 = (q * z2 * z).sum(axis=1), (q * z2 * z2).sum(axis=1)
+        qz, qz2 = q * z, q * z2
+        e1, e2 = qz.sum(axis=1), qz2.sum(axis=1)
+        e3, e4 = (qz2 * z).sum(axis=1), (qz2 * z2).sum(axis=1)
         g1, g2 = e1 - m1, m2 - e2
         h11, h12, h22 = e2 - e1 * e1, e1 * e2 - e3, e4 - e2 * e2
         with np.errstate(all="ignore"):
@@ -89,13 +91,13 @@ def _saddle(z: np.ndarray, m1: np.ndarray, m2: np.ndarray, lam: np.ndarray, mu: 
             break
         for s in (1.0, 0.3, 0.1, 0.03):  # a damped step where the full one does not lower G
             nl, nm = np.maximum(lam - s * d1, 0.0), mu - s * d2
-            nL, ne = _log_mgf(z, nl, nm)
+            nL, nq = _log_mgf(z, z2, nl, nm)
             with np.errstate(all="ignore"):
                 ng = nL - nl * m1 + nm * m2
-            better = np.isfinite(ng) & (ng < g)
+            better = todo & np.isfinite(ng) & (ng < g)
             lam, mu, g, L = (np.where(better, nl, lam), np.where(better, nm, mu), np.where(better, ng, g),
                              np.where(better, nL, L))
-            e = np.where(better[:, None], ne, e)
+            q = np.where(better[:, None], nq, q)
             todo &= ~better
             if not todo.any():
                 break
@@ -126,6 +128,7 @@ def chernoff_tail(z: np.ndarray, c: np.ndarray, steps: int = NEWTON_STEPS) -> np
     edges = np.concatenate([edges[:, :-1], top[:, None]], axis=1)
     n_pieces = edges.shape[1] - 1
     log_piece = np.full((k, n_pieces), -np.inf)
+    z2 = z * z
     centre = int(np.searchsorted(PIECE_EDGES, 1.0))  # pieces [.., 1] below, [1, ..] above
     # each piece from its neighbour's tilt nearer u = 1 (where M_2 concentrates), starting at a normal law's
     for order in (range(centre - 1, -1, -1), range(centre, n_pieces)):
@@ -135,14 +138,16 @@ def chernoff_tail(z: np.ndarray, c: np.ndarray, steps: int = NEWTON_STEPS) -> np
         for j in order:
             a, b = edges[:, j], edges[:, j + 1]
             v = np.where(b <= 1.0, b, a)  # the end nearest u = 1
-            lam, mu, L = _saddle(z, c * v, v * v, lam, mu, steps + (4 if first else 0))
+            lam, mu, L = _saddle(z, z2, c * v, v * v, lam, mu, steps + (4 if first else 0))
             first = False
             h = np.minimum(lam * c * a - mu * a * a, lam * c * b - mu * b * b)
             with np.errstate(all="ignore"):
                 piece = np.minimum(n * (L - h), 0.0)
             log_piece[:, j] = np.where(b > a, np.where(np.isfinite(piece), piece, 0.0), -np.inf)
     # the first piece, u in [0, b]: there M_1 >= c u >= (c / b) M_2, a linear event (Chernoff in one dimension)
-    log_piece[:, 0] = np.minimum(log_piece[:, 0], n * _linear_log_mgf(z - (c / edges[:, 1])[:, None] * z * z, steps))
+    with np.errstate(all="ignore"):
+        chord = n * _linear_log_mgf(z - (c / edges[:, 1])[:, None] * z2, steps)
+    log_piece[:, 0] = np.minimum(log_piece[:, 0], np.where(np.isnan(chord), 0.0, chord))
     # a piece [a, b] whose tilt did not settle (no saddle point: the event lies at the edge of what resamples
     # can reach): M_1 >= c a there, Chernoff in one dimension again
     for j in np.nonzero((log_piece > -20.0).any(axis=0))[0]:
@@ -157,11 +162,10 @@ def _linear_log_mgf(w: np.ndarray, steps: int) -> np.ndarray:
     r"""Per row, the smallest over a few Newton steps from 0 of :math:`\log \frac1N \sum_i e^{\lambda w_i}`,
     :math:`\lambda \ge 0`: the Chernoff exponent of :math:`P(\bar w^* \ge 0)` for N draws of ``w``'s row."""
     k, n = w.shape
+    zero = np.zeros_like(w)
     lam, best = np.zeros(k), np.zeros(k)
+    q = np.full(w.shape, 1.0 / n)
     for _ in range(steps):
-        e = lam[:, None] * w
-        L = logsumexp(e, axis=1) - np.log(n)
-        q = np.exp(e - (L + np.log(n))[:, None])
         m1 = (q * w).sum(axis=1)
         var = (q * w * w).sum(axis=1) - m1 * m1
         with np.errstate(all="ignore"):
@@ -170,11 +174,12 @@ def _linear_log_mgf(w: np.ndarray, steps: int) -> np.ndarray:
         if not todo.any():
             break
         for s in (1.0, 0.3, 0.1):
-            nl = np.maximum(lam - s * step, 0.0)
             with np.errstate(all="ignore"):
-                nL = logsumexp(nl[:, None] * w, axis=1) - np.log(n)
-            better = np.isfinite(nL) & (nL < best)
+                nl = np.maximum(lam - s * step, 0.0)
+            nL, nq = _log_mgf(w, zero, nl, np.zeros(k))
+            better = todo & np.isfinite(nL) & (nL < best)
             lam, best = np.where(better, nl, lam), np.where(better, nL, best)
+            q = np.where(better[:, None], nq, q)
             todo &= ~better
             if not todo.any():
                 break
@@ -203,6 +208,8 @@ def bootstrap_t_tail(x: np.ndarray, t: np.ndarray, slack: np.ndarray | float = 0
     x = np.asarray(x, dtype=float)
     t = np.asarray(t, dtype=float)
     shape = t.shape
+    if t.size == 0:
+        return np.ones(shape)
     t2 = t.reshape(t.shape[0], -1)
     k, n = x.shape
     y = x - x.mean(axis=1, keepdims=True)
