@@ -19,8 +19,9 @@ Prints, measured in this one run:
 
 - the quickstart-like statistics (``analyse`` on the quickstart's scores, ``tests/golden/quickstart``; with
   ``--no-sensitivity`` the tests alone) with ``test: bootstrap`` and ``n_resamples: auto`` (sequential)
-  against ``test: t``, as CPU-time ratio (target: within 5x), and the share of (head, role) cells whose
-  assignment is the same as with every cell drawing the full B (target: at least 99 %);
+  against ``test: t``, as CPU-time ratio (target: within 5x; runs interleaved, best of ``--repeats``), the
+  cells settled by the bootstrap's draw-free bound, and the share of (head, role) cells whose assignment is the
+  same as with every cell drawing the full B (target: at least 99 %);
 - a simulation of the sequential bootstrap's decision error: planted families of m hypotheses whose means
   straddle tau, each tested sequentially and with the full B; cells with another decision, among them
   stopped cells (the rule's resampling risk bounds them), and the share of draws spent.
@@ -123,7 +124,7 @@ def cpu(fn) -> tuple[float, float, object]:
     return time.process_time() - c0, time.perf_counter() - w0, out
 
 
-def quickstart_bootstrap(*, smoke: bool, sensitivity: bool) -> None:
+def quickstart_bootstrap(*, smoke: bool, sensitivity: bool, repeats: int = 1) -> None:
     import pandas as pd
 
     from headstats.assignment.tables import analyse
@@ -138,21 +139,32 @@ def quickstart_bootstrap(*, smoke: bool, sensitivity: bool) -> None:
     def run(test: str):
         return analyse(scores, StatisticsOptions(test=test, sensitivity=sensitivity), 0)
 
-    c_t, w_t, _ = cpu(lambda: run("t"))
-    c_b, w_b, boot = cpu(lambda: run("bootstrap"))
+    best = {"t": (float("inf"), 0.0), "bootstrap": (float("inf"), 0.0)}
+    boot = None
+    for _ in range(repeats):  # interleaved: t, bootstrap, t, bootstrap, ...
+        for test in best:
+            c, w, out = cpu(lambda: run(test))
+            best[test] = min(best[test], (c, w))
+            boot = out if test == "bootstrap" else boot
+    (c_t, w_t), (c_b, w_b) = best["t"], best["bootstrap"]
     tests = boot.tests
     b = int(tests["n_resamples"].max())
     c_f, w_f, full = cpu(lambda: test_roles(scores, test="bootstrap", sequential=False))
     tested = tests["p_unc"].notna().to_numpy()
     same = (tests["reject"].to_numpy() == full["reject"].to_numpy())[tested]
     drawn = tests["n_resamples"].to_numpy(dtype=float)[tested]
+    by_bound = tests["note"].str.contains("without drawing|none of the").to_numpy()[tested]
+    assigned = tests["reject"].to_numpy()[tested].astype(bool)
     what = "statistics (tests, tables, tau sensitivity, robustness)" if sensitivity else "tests and tables"
-    print(f"quickstart-like {what}, {len(tests):,} hypotheses ({tested.sum():,} with a p-value), CPU time:")
+    print(f"quickstart-like {what}, {len(tests):,} hypotheses ({tested.sum():,} with a p-value), CPU time, best "
+          f"of {repeats} interleaved:")
     print(f"  t-test: {c_t:.2f} s; bootstrap, n_resamples auto (B = {b:,}), sequential: {c_b:.2f} s "
           f"= {c_b / c_t:.1f} x the t-test (target <= 5 x: {'met' if c_b <= 5 * c_t else 'NOT met'}); "
           f"wall {w_t:.2f} s and {w_b:.2f} s")
-    print(f"  cells stopped before B: {np.mean(drawn < b):.1%}; draws spent: {drawn.sum() / (b * drawn.size):.1%} "
-          f"of every cell drawing B; the bootstrap's test table with every cell drawing B: {c_f:.1f} s CPU")
+    print(f"  cells stopped before B: {np.mean(drawn < b):.1%}; drawn to B: {int((drawn >= b).sum())}; settled by "
+          f"the draw-free bound: {int(by_bound.sum())} of the {int(assigned.sum())} assigned; draws spent: "
+          f"{drawn.sum() / (b * drawn.size):.2%} of every cell drawing B; the bootstrap's test table with every "
+          f"cell drawing B: {c_f:.1f} s CPU")
     print(f"  same assignment as the full-B run: {same.sum():,} of {same.size:,} cells = {same.mean():.2%} "
           f"(target >= 99 %)")
 
@@ -247,7 +259,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"load average before: {', '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs)")
     parts = {
         "full": lambda: full_statistics(args.n, args.repeats),
-        "quickstart": lambda: quickstart_bootstrap(smoke=args.smoke,
+        "quickstart": lambda: quickstart_bootstrap(smoke=args.smoke, repeats=args.repeats,
                                                    sensitivity=not (args.no_sensitivity or args.smoke)),
         "error": lambda: print_decision_error(args.replicates, *((60, 25) if args.smoke else (300, 40))),
         "walsh": lambda: walsh_bound(args.repeats, **({"n": 1_000, "n_old": 300} if args.smoke else {})),

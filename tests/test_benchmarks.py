@@ -40,6 +40,8 @@ def test_statistics(capsys):
     assert share >= 99.0
     stopped = float(re.search(r"cells stopped before B: ([\d.]+)%", out).group(1))
     assert stopped > 50.0
+    by_bound, assigned = map(int, re.search(r"settled by the draw-free bound: (\d+) of the (\d+) assigned", out).groups())
+    assert 0 < by_bound <= assigned
     errors = re.search(r"(\d+) cells, [\d,]+ assigned by the full-B run; same decision: [\d,]+ \(([\d.]+)%\); "
                        r"stopped early: [\d,]+ \([\d.]+%\), of which with another decision: (\d+)", out)
     assert errors.group(1) == "120" and float(errors.group(2)) >= 99.0 and errors.group(3) == "0"

@@ -106,3 +106,24 @@ def test_a_cell_settled_by_the_bound_keeps_the_full_b_decision():
     count = full.loc[strong, "p_unc"].to_numpy() * (b + 1) - 1
     lo, _ = clopper_pearson(np.round(count), np.full(4, b), 1e-9)
     assert (seq.loc[strong, "p_unc"].to_numpy() >= lo).all()
+
+
+def test_the_quantile_bound_is_above_the_exact_bootstrap_quantile():
+    # N = 7: over all 7^7 resamples, P*(t* >= t_gamma) <= gamma, so t_gamma is at least the 1 - gamma quantile
+    # (at so small an N the bound is loose: +inf where it cannot reach gamma)
+    from headstats.stats.onesample.tailbound import bootstrap_t_quantile
+
+    rng = np.random.default_rng(9)
+    x = np.vstack([rng.gamma(0.7, 1.0, 7), rng.normal(0, 1, 7), rng.gamma(3.0, 1.0, 7)])
+    for gamma in (0.05, 0.01):
+        q = bootstrap_t_quantile(x, gamma)
+        finite = np.isfinite(q)
+        assert finite.any()
+        assert (exact_bootstrap_p(x[finite], q[finite]) <= gamma).all()
+    # a larger N: the 1 - 1e-3 quantile bound is above the quantile of 100,000 draws, within 2.5 t-units
+    y = rng.gamma(2.0, 1.0, (3, 60))
+    q = bootstrap_t_quantile(y, 1e-3)
+    s = bootstrap_stream(np.sort(y, axis=1), tau_of(y, q)[:, None], seed=2, n_resamples=100_000, confidence=1 - 1e-3)
+    s.advance(np.arange(3), s.total)
+    drawn_q = s.quantile(1 - 1e-3)
+    assert (q >= drawn_q).all() and (q - drawn_q < 2.5).all()

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from headstats.stats.onesample.tailbound import bootstrap_t_tail
+from headstats.stats.onesample.tailbound import bootstrap_t_quantile, bootstrap_t_tail
 
 #: Resampling tests draw their resamples in blocks of this many, so results do not depend on memory.
 RESAMPLE_BLOCK = 1000
@@ -193,6 +193,11 @@ class BootstrapStream(NullStream):
         if self._tail is None:
             self._tail = bootstrap_t_tail(self.xc, self.obs, self._slack)
         return self._tail
+
+    def quantile_bound(self, level: float, rows: np.ndarray) -> np.ndarray:
+        """For ``rows``: a value at least the ``level`` quantile of the bootstrap-t law, from the bound without
+        drawing (:func:`~headstats.stats.onesample.tailbound.bootstrap_t_quantile`)."""
+        return bootstrap_t_quantile(self.xc[rows], 1.0 - level)
 
     def _generate(self, j: int, size: int):
         n = self.n

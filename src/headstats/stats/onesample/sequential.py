@@ -20,9 +20,11 @@ stops once its decision is settled:
    This is the rule of Gandy (2009) for one p-value, made safe for the correction by testing the whole box
    vector (a cell's threshold under Holm or BH depends on the others; the ends bound every threshold it can
    face); Besag & Clifford (1991) stop on the count alone, which a corrected level does not allow.
-   A test whose stream gives a bound on the infinite-draw p-value without drawing (the sign-flip test:
-   Hoeffding's :math:`\exp(-(\sum d_i)^2 / (2 \sum d_i^2))`) settles a cell with no exceedance yet and
-   :math:`B \times` bound :math:`\le \epsilon` at once: the count of all B draws is then 0 but with
+   A test whose stream gives a bound U on the infinite-draw p-value without drawing (the sign-flip test:
+   Hoeffding's :math:`\exp(-(\sum d_i)^2 / (2 \sum d_i^2))`; the bootstrap-t: Chernoff's bound on the
+   resampling law, :mod:`~headstats.stats.onesample.tailbound`) caps the box at U surely, and a cell not drawn
+   to B reports the smaller of its Monte Carlo p-value and U. A cell with no exceedance yet and
+   :math:`B \times U \le \epsilon` is settled at once: the count of all B draws is then 0 but with
    probability :math:`\epsilon`, so its p-value is the fixed-B run's, :math:`1 / (1 + B)`, and its box
    :math:`[0, 1 / (1 + B)]`. A strongly assigned head need not draw B to show it.
 3. Cells not settled run to B and get exactly the p-value of the fixed-B run. At the end the correction of
@@ -30,7 +32,8 @@ stops once its decision is settled:
    does not (an event of the resampling risk) is drawn again to B, until none is left.
 
 The reported p-value of a stopped cell is :math:`(1 + c) / (1 + L)` (METHODS: ``(1 + #) / (1 + draws)``
-with the L draws it took); ``n_resamples`` gives L per row and the note its box. Corrections registered by a
+with the L draws it took), or U where that is smaller; ``n_resamples`` gives L per row and the note its box
+(and when U is reported). Corrections registered by a
 user are not known to be monotone: with them every cell runs to B.
 """
 
@@ -113,9 +116,12 @@ class SequentialRun:
         """The test's lower bound at ``level`` of the given cells, from the draws each took.
 
         ``bound(mean, sd, n, q)`` turns the ``level`` quantile ``q`` of a cell's null statistics into its
-        bound. A cell drawn to B gets the bound of the fixed-B run; a stopped cell one only where its L
-        draws leave at least :data:`MIN_BEYOND` of them beyond the quantile (NaN otherwise: too few draws
-        to place it).
+        bound. A cell drawn to B gets the bound of the fixed-B run; a stopped cell one from its L draws where
+        they leave at least :data:`MIN_BEYOND` of them beyond the quantile. Otherwise (too few draws to place
+        it) a cell settled by the test's draw-free bound (a strong head, which before that bound drew B) gets
+        one from a value the stream shows to be at least the quantile without drawing, where it has one (the
+        bootstrap-t: :func:`~headstats.stats.onesample.tailbound.bootstrap_t_quantile`, a conservative
+        bound); the others NaN.
         """
         out = np.full(len(cells), np.nan)
         where = {int(c): i for i, c in enumerate(cells)}
@@ -126,10 +132,20 @@ class SequentialRun:
             q = s.quantile(level)[local]
             full = s.drawn[local] >= s.total
             q = np.where(full | (s.drawn[local] * (1.0 - level) >= MIN_BEYOND), q, np.nan)
+            few = np.isnan(q) & self.settled_by_bound()[rows[local]]
+            if few.any() and hasattr(s, "quantile_bound"):  # too few draws: the quantile's draw-free bound
+                q[few] = s.quantile_bound(level, local[few])
             b = bound(x[local], q)
             for j, r in enumerate(rows[local]):
                 out[where[int(r)]] = b[j]
         return out
+
+    def settled_by_bound(self) -> np.ndarray:
+        """``(g,)`` the stopped cells whose (first) p-value is the draw-free bound or, certified by it, the
+        fixed-B run's ``1 / (1 + B)``."""
+        certified = self.high[0] == 1.0 / (1.0 + self.total)
+        bounded = self.bounded[0] if self.bounded is not None else np.zeros_like(certified)
+        return self.stopped & (bounded | certified)
 
     def notes(self) -> list[str]:
         """Per cell: ``""``, or how it stopped and the box of its (first) p-value."""

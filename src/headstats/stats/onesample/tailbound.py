@@ -35,6 +35,8 @@ both.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.special import logsumexp
 
@@ -48,6 +50,8 @@ NEWTON_STEPS = 6
 T_MARGIN = 1e-9
 #: Below this t no bound is computed (it could not settle a level below 0.05).
 T_MIN = 2.0
+#: The largest quantile :func:`bootstrap_t_quantile` looks for (small N have far quantiles).
+T_QUANTILE_MAX = 100.0
 #: Above this t the bound at T_CAP is used (far below any corrected level; the tilts stay well conditioned).
 T_CAP = 10.0
 
@@ -104,6 +108,84 @@ def _saddle(z: np.ndarray, z2: np.ndarray, m1: np.ndarray, m2: np.ndarray, lam: 
     return lam, mu, L
 
 
+@dataclass
+class Tilts:
+    """The tilts of :func:`chernoff_tail`'s pieces for some c; with them the bound at any c is cheap
+    (:meth:`log_bound`), and valid (any tilt gives a bound), tight near the c they were found for."""
+
+    z: np.ndarray
+    edges: np.ndarray  # (k, P + 1)
+    lam: np.ndarray  # (k, P) the two-dimensional tilts and their log mgf
+    mu: np.ndarray
+    L: np.ndarray
+    chord_lam: np.ndarray  # (k,) the first piece's one-dimensional tilt
+    mean_lam: np.ndarray  # (k, P) the one-dimensional tilt of M_1 >= c a (0: none) and its log mgf
+    mean_L: np.ndarray
+
+    def log_bound(self, c: np.ndarray) -> np.ndarray:
+        """``(k, P)`` the log of each piece's bound at ``c`` (``(k,)``); -inf for an empty piece."""
+        z, n = self.z, self.z.shape[1]
+        a, b = self.edges[:, :-1], self.edges[:, 1:]
+        cc = np.asarray(c, dtype=float)[:, None]
+        with np.errstate(all="ignore"):
+            h = np.minimum(self.lam * cc * a - self.mu * a * a, self.lam * cc * b - self.mu * b * b)
+            piece = np.minimum(n * (self.L - h), 0.0)
+            piece = np.where(np.isfinite(piece), piece, 0.0)
+            piece = np.fmin(piece, n * (self.mean_L - self.mean_lam * cc * a))  # (fmin: a NaN term tells nothing)
+            kappa = cc[:, 0] / self.edges[:, 1]
+            e = self.chord_lam[:, None] * (z - kappa[:, None] * z * z)
+            top = e.max(axis=1)
+            chord = n * (np.log(np.exp(e - top[:, None]).mean(axis=1)) + top)
+        piece[:, 0] = np.fmin(piece[:, 0], chord)
+        return np.where(b > a, piece, -np.inf)
+
+    def bound(self, c: np.ndarray) -> np.ndarray:
+        """``(k,)`` the bound at ``c``: the sum over pieces, at most 1."""
+        return np.minimum(np.exp(logsumexp(self.log_bound(c), axis=1)) * (1.0 + 1e-9), 1.0)
+
+
+def find_tilts(z: np.ndarray, c: np.ndarray, steps: int = NEWTON_STEPS) -> Tilts:
+    r"""The tilts of every piece for the thresholds ``c`` (module doc): a few damped Newton steps per piece,
+    each piece starting from its neighbour's tilt nearer :math:`u = 1`; the first piece also gets the
+    one-dimensional tilt of :math:`M_1 \ge (c / b) M_2`, and a piece whose tilt stays far from small that of
+    :math:`M_1 \ge c a`."""
+    k, n = z.shape
+    c = np.asarray(c, dtype=float)
+    top = np.abs(z).max(axis=1)
+    edges = np.minimum(np.broadcast_to(PIECE_EDGES, (k, PIECE_EDGES.size)), top[:, None])
+    edges = np.concatenate([edges[:, :-1], top[:, None]], axis=1)
+    n_pieces = edges.shape[1] - 1
+    lam_all, mu_all, L_all = (np.zeros((k, n_pieces)) for _ in range(3))
+    z2 = z * z
+    centre = int(np.searchsorted(PIECE_EDGES, 1.0))  # pieces [.., 1] below, [1, ..] above
+    for order in (range(centre - 1, -1, -1), range(centre, n_pieces)):
+        lam = c / (1.0 - c * c).clip(1e-6)  # a normal law's saddle point at u = 1
+        mu = 0.5 * (1.0 / (1.0 - c * c).clip(1e-6) - 1.0)
+        first = True
+        for j in order:
+            a, b = edges[:, j], edges[:, j + 1]
+            v = np.where(b <= 1.0, b, a)  # the end nearest u = 1
+            lam, mu, L = _saddle(z, z2, c * v, v * v, lam, mu, steps + (4 if first else 0))
+            first = False
+            lam_all[:, j], mu_all[:, j], L_all[:, j] = lam, mu, L
+    with np.errstate(all="ignore"):
+        _, chord_lam = _linear_log_mgf(z - (c / edges[:, 1])[:, None] * z2, steps)
+    tilts = Tilts(z, edges, lam_all, mu_all, L_all, chord_lam, np.zeros((k, n_pieces)), np.zeros((k, n_pieces)))
+    # a piece [a, b] whose tilt did not settle (no saddle point: the event lies at the edge of what resamples
+    # can reach): M_1 >= c a there, Chernoff in one dimension
+    loose = tilts.log_bound(c) > -20.0
+    loose[:, 0] = False
+    for j in np.nonzero(loose.any(axis=0))[0]:
+        rows = loose[:, j]
+        tilts.mean_L[rows, j], tilts.mean_lam[rows, j] = _linear_log_mgf(z[rows] - (c[rows] * edges[rows, j])[:, None],
+                                                                         steps)
+        with np.errstate(all="ignore"):
+            tilts.mean_L[rows, j] += tilts.mean_lam[rows, j] * c[rows] * edges[rows, j]  # the log mgf of z itself
+    bad = ~(np.isfinite(tilts.mean_L) & np.isfinite(tilts.mean_lam))
+    tilts.mean_L[bad], tilts.mean_lam[bad] = 0.0, 0.0  # (no tilt: no bound from it)
+    return tilts
+
+
 def chernoff_tail(z: np.ndarray, c: np.ndarray, steps: int = NEWTON_STEPS) -> np.ndarray:
     r"""Upper bound on :math:`P^*(M_1 \ge c \sqrt{M_2})` for N iid draws from each row of ``z`` (module doc).
 
@@ -119,48 +201,15 @@ def chernoff_tail(z: np.ndarray, c: np.ndarray, steps: int = NEWTON_STEPS) -> np
     numpy.ndarray
         ``(k,)`` bounds in (0, 1].
     """
-    k, n = z.shape
-    if k == 0:
+    if z.shape[0] == 0:
         return np.zeros(0)
-    c = np.asarray(c, dtype=float)
-    top = np.abs(z).max(axis=1)
-    edges = np.minimum(np.broadcast_to(PIECE_EDGES, (k, PIECE_EDGES.size)), top[:, None])
-    edges = np.concatenate([edges[:, :-1], top[:, None]], axis=1)
-    n_pieces = edges.shape[1] - 1
-    log_piece = np.full((k, n_pieces), -np.inf)
-    z2 = z * z
-    centre = int(np.searchsorted(PIECE_EDGES, 1.0))  # pieces [.., 1] below, [1, ..] above
-    # each piece from its neighbour's tilt nearer u = 1 (where M_2 concentrates), starting at a normal law's
-    for order in (range(centre - 1, -1, -1), range(centre, n_pieces)):
-        lam = c / (1.0 - c * c).clip(1e-6)
-        mu = 0.5 * (1.0 / (1.0 - c * c).clip(1e-6) - 1.0)
-        first = True
-        for j in order:
-            a, b = edges[:, j], edges[:, j + 1]
-            v = np.where(b <= 1.0, b, a)  # the end nearest u = 1
-            lam, mu, L = _saddle(z, z2, c * v, v * v, lam, mu, steps + (4 if first else 0))
-            first = False
-            h = np.minimum(lam * c * a - mu * a * a, lam * c * b - mu * b * b)
-            with np.errstate(all="ignore"):
-                piece = np.minimum(n * (L - h), 0.0)
-            log_piece[:, j] = np.where(b > a, np.where(np.isfinite(piece), piece, 0.0), -np.inf)
-    # the first piece, u in [0, b]: there M_1 >= c u >= (c / b) M_2, a linear event (Chernoff in one dimension)
-    with np.errstate(all="ignore"):
-        chord = n * _linear_log_mgf(z - (c / edges[:, 1])[:, None] * z2, steps)
-    log_piece[:, 0] = np.minimum(log_piece[:, 0], np.where(np.isnan(chord), 0.0, chord))
-    # a piece [a, b] whose tilt did not settle (no saddle point: the event lies at the edge of what resamples
-    # can reach): M_1 >= c a there, Chernoff in one dimension again
-    for j in np.nonzero((log_piece > -20.0).any(axis=0))[0]:
-        if j > 0:
-            rows = log_piece[:, j] > -20.0
-            mean_only = n * _linear_log_mgf(z[rows] - (c[rows] * edges[rows, j])[:, None], steps)
-            log_piece[rows, j] = np.minimum(log_piece[rows, j], mean_only)
-    return np.minimum(np.exp(logsumexp(log_piece, axis=1)) * (1.0 + 1e-9), 1.0)
+    return find_tilts(z, c, steps).bound(c)
 
 
 def _linear_log_mgf(w: np.ndarray, steps: int) -> np.ndarray:
     r"""Per row, the smallest over a few Newton steps from 0 of :math:`\log \frac1N \sum_i e^{\lambda w_i}`,
-    :math:`\lambda \ge 0`: the Chernoff exponent of :math:`P(\bar w^* \ge 0)` for N draws of ``w``'s row."""
+    :math:`\lambda \ge 0`: the Chernoff exponent of :math:`P(\bar w^* \ge 0)` for N draws of ``w``'s row,
+    and the :math:`\lambda` that gives it."""
     k, n = w.shape
     zero = np.zeros_like(w)
     lam, best = np.zeros(k), np.zeros(k)
@@ -183,7 +232,7 @@ def _linear_log_mgf(w: np.ndarray, steps: int) -> np.ndarray:
             todo &= ~better
             if not todo.any():
                 break
-    return best
+    return best, lam
 
 
 def bootstrap_t_tail(x: np.ndarray, t: np.ndarray, slack: np.ndarray | float = 0.0) -> np.ndarray:
@@ -233,3 +282,41 @@ def bootstrap_t_tail(x: np.ndarray, t: np.ndarray, slack: np.ndarray | float = 0
     np.put_along_axis(out, order, env, axis=1)
     out = np.where(np.isfinite(t2), out, 1.0)
     return out.reshape(shape)
+
+
+def bootstrap_t_quantile(x: np.ndarray, gamma: float, *, bisections: int = 30) -> np.ndarray:
+    r"""Per row, a :math:`t_\gamma` with :math:`P^*(t^* \ge t_\gamma) \le \gamma` by the bound: at least the
+    :math:`1 - \gamma` quantile of the bootstrap-t law, found without drawing.
+
+    The tilts are found once, at the normal quantile :math:`z_{1 - \gamma}` (within :data:`T_MIN` and
+    :data:`T_CAP`); the bound with those tilts falls as t grows, and a bisection finds where it meets
+    :math:`\gamma`. ``mean - t_gamma * sd / sqrt(N)`` is then a bootstrap-t lower bound at level
+    :math:`1 - \gamma`, conservative by the bound's slack. NaN where the scores are all equal, +inf where even
+    the bound at :data:`T_QUANTILE_MAX` is above :math:`\gamma`.
+    """
+    from scipy.stats import norm
+
+    x = np.asarray(x, dtype=float)
+    k, n = x.shape
+    out = np.full(k, np.nan)
+    y = x - x.mean(axis=1, keepdims=True)
+    s0 = np.sqrt((y * y).mean(axis=1))
+    ok = (s0 > 0) & (n > 1)
+    if not ok.any():
+        return out
+    z = y[ok] / s0[ok, None]
+
+    def c_of(t):
+        return t / np.sqrt(n - 1 + t * t)
+
+    t0 = float(np.clip(norm.isf(gamma), T_MIN, T_CAP))
+    tilts = find_tilts(z, np.full(z.shape[0], c_of(t0)))
+    lo, hi = np.full(z.shape[0], c_of(T_MIN)), np.full(z.shape[0], c_of(T_QUANTILE_MAX))
+    reach = tilts.bound(hi) <= gamma
+    for _ in range(bisections):
+        mid = 0.5 * (lo + hi)
+        below = tilts.bound(mid) <= gamma
+        hi, lo = np.where(below, mid, hi), np.where(below, lo, mid)
+    t = hi * np.sqrt(n - 1) / np.sqrt(1.0 - hi * hi) * (1.0 + T_MARGIN)
+    out[ok] = np.where(reach, t, np.inf)
+    return out
