@@ -125,6 +125,7 @@ class SequentialRun:
         """
         out = np.full(len(cells), np.nan)
         where = {int(c): i for i, c in enumerate(cells)}
+        strong = self.settled_by_bound()
         for rows, x, s in self.streams:
             local = np.nonzero(np.isin(rows, cells))[0]
             if local.size == 0:
@@ -132,7 +133,7 @@ class SequentialRun:
             q = s.quantile(level)[local]
             full = s.drawn[local] >= s.total
             q = np.where(full | (s.drawn[local] * (1.0 - level) >= MIN_BEYOND), q, np.nan)
-            few = np.isnan(q) & self.settled_by_bound()[rows[local]]
+            few = np.isnan(q) & strong[rows[local]]
             if few.any() and hasattr(s, "quantile_bound"):  # too few draws: the quantile's draw-free bound
                 q[few] = s.quantile_bound(level, local[few])
             b = bound(x[local], q)
