@@ -193,7 +193,7 @@ def statistics_kwargs(options, seed: int) -> dict:
 
 
 def analyse(scores: Scores, statistics, seed: int = 0, *, scales: Mapping[str, str] | None = None,
-            top_k: int = 10) -> Analysis:
+            top_k: int = 10, offset_control: Sequence[MeasureArray] = ()) -> Analysis:
     """Run the tests on the scores and derive the role tables, per attention measure.
 
     ``scores`` is a list of :class:`~headstats.measures.MeasureArray` or the long scores table; the tables
@@ -207,11 +207,17 @@ def analyse(scores: Scores, statistics, seed: int = 0, *, scales: Mapping[str, s
     ``measure`` column after ``dataset`` (one value when one measure was scored), rows of the primary measure
     (the first) first. With several measures, ``roles`` gains ``robust_across_measures`` and the tables
     ``measure_agreement`` (:func:`measure_agreement`).
+
+    ``offset_control``: the offset-matched excess of the syntactic roles (METHODS 6.2), one array per (attention
+    measure, model, parsed data set), as the study computes it in the role scores' pass. Its one-sided tests fill
+    the ``offset_*`` columns of ``tests`` (:mod:`headstats.assignment.offset_gate`; NaN without it) and, when
+    ``statistics.offset_gate`` is on, a syntactic role is assigned only to the heads that beat their control too.
     """
     from headstats.measures import attention_measures, on_measure
 
     measures = attention_measures(scores)
-    parts = [_analyse_measure(on_measure(scores, m), statistics, seed, scales=scales, top_k=top_k)
+    parts = [_analyse_measure(on_measure(scores, m), statistics, seed, scales=scales, top_k=top_k,
+                              offset_control=[a for a in offset_control if a.attention_measure == m])
              for m in measures]
     tests = _joined([p.tests for p in parts], measures)
     roles = _joined([p.roles for p in parts], measures)
@@ -280,7 +286,7 @@ def robust_across_measures(roles: pd.DataFrame) -> pd.Series:
 
 
 def _analyse_measure(scores: Scores, statistics, seed: int = 0, *, scales: Mapping[str, str] | None = None,
-                     top_k: int = 10) -> Analysis:
+                     top_k: int = 10, offset_control: Sequence[MeasureArray] = ()) -> Analysis:
     """:func:`analyse` on the scores of one attention measure (no ``measure`` column)."""
     from headstats.stats.matrix import score_matrix
     from headstats.stats.onesample import test_roles
@@ -294,7 +300,11 @@ def _analyse_measure(scores: Scores, statistics, seed: int = 0, *, scales: Mappi
     robust = _in_background(_robustness, matrix, kwargs) if statistics.sensitivity else None
     from headstats.stats.power import mark_out_of_reach, power_summary, underpowered
 
+    from headstats.assignment.offset_gate import control_tests, with_offset_gate
+
     tests = mark_out_of_reach(add_ceilings(test_roles(matrix, **kwargs), scores))
+    tests = with_offset_gate(tests, control_tests(offset_control, kwargs),
+                             gate=bool(getattr(statistics, "offset_gate", False)))
     roles = role_table(tests)
 
     power_target = statistics.power_target

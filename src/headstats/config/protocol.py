@@ -108,9 +108,18 @@ class DatasetSpec(StrictModel):
 
 class StatisticsOptions(TestOptions):
     """The protocol's ``statistics:``: the tests' options (:class:`headstats.stats.options.TestOptions`, their
-    one set of defaults and checks) and whether to run the sensitivity tables."""
+    one set of defaults and checks), whether to run the sensitivity tables, and the assignment's offset gate."""
 
     sensitivity: bool = True
+    #: The offset gate of the role assignment (METHODS 6.2): a head is assigned a syntactic role (``syntactic``,
+    #: ``syntactic:<rel>`` of ``scoring.relations``) only when its score test rejects H0: mean <= tau *and* the
+    #: one-sided test of its offset-matched excess (H0: mean excess <= 0; this section's test and correction)
+    #: rejects too. The control is computed in the same forward pass on every parsed data set that scores a
+    #: syntactic role; ``tests.csv`` carries its estimate, interval and p whatever this is (NaN when it was not
+    #: computed). ``false`` assigns by the score test alone, as Pande et al. did (``paper_faithful.yaml``), and
+    #: computes no control unless ``analyses`` asks for ``offset_control``.
+    offset_gate: bool = Field(True, description="assign a syntactic role only if the head also beats its "
+                                                "offset-matched control (METHODS 6.2); false: as the paper")
 
 
 class CompareSpec(StrictModel):

@@ -65,7 +65,7 @@ def methods_paragraph(protocol, manifest: dict, tests: pd.DataFrame | None = Non
         f"against H1: {param} score > tau with a one-sided {ONE_SAMPLE_TESTS.describe(st.test)}, and controlled "
         f"multiple comparisons with {CORRECTIONS.describe(st.correction)} over families of "
         f"{family}. A head was assigned a role when its corrected p-value was at most alpha = {st.alpha:g} "
-        f"(p_corr <= alpha, as statsmodels decides). {_resampling_sentence(st, tests)}"
+        f"(p_corr <= alpha, as statsmodels decides). {_gate_text(sc, st, family)}{_resampling_sentence(st, tests)}"
         f"Each result reports the {param} score, a one-sided {st.confidence:.0%} lower confidence bound of the "
         f"{param} (marginal, `ci_low`) and the same bound adjusted to the correction (`ci_low_adj`: "
         f"{adjusted_bound_words(st.correction)}), the effect size, the skewness of the scores, the number of inputs "
@@ -75,6 +75,24 @@ def methods_paragraph(protocol, manifest: dict, tests: pd.DataFrame | None = Non
         f"restates the p-value). {_ceiling_text(manifest)}Seed {protocol.seed}; protocol sha256 "
         f"`{manifest['protocol_sha256'][:16]}`. Definitions and defaults: `docs/methods.md` of headstats."
     )
+
+
+def _gate_text(sc, st, family: str) -> str:
+    """The offset gate of the syntactic roles (METHODS 6.2), when a syntactic role was scored: applied, or off."""
+    from headstats.analyses.roles import get_role
+
+    if not any(get_role(role).kind == "arc" for role in sc.roles):
+        return ""
+    if not getattr(st, "offset_gate", False):
+        return ("Syntactic roles were assigned by that test alone, as Pande et al. (2021) did: the offset gate was "
+                "off (`statistics.offset_gate: false`). ")
+    return ("A syntactic role was assigned only when, in addition, the head beat its offset-matched control "
+            "(the offset gate, METHODS 6.2): per arc, the head's bias toward the arc's other end minus its mean bias "
+            "toward the words at the same word offset from the other words of the segment (Clark et al. 2019's "
+            "fixed-offset baseline, per sentence), averaged over the input's arcs of the role; per head, H0: mean "
+            f"excess <= 0 against H1: > 0 with the same one-sided test, corrected by {st.correction} over families "
+            f"of {family} (every head and syntactic role), rejected at alpha = {st.alpha:g} (`offset_excess`, "
+            "`offset_ci_low`, `offset_p_corr`, `offset_reject` and `gate_removed` in `tests.csv`). ")
 
 
 #: What each attention measure is, in the Methods paragraph's words (METHODS 6.1).

@@ -29,7 +29,8 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, da
         + (", with tau/alpha sensitivity and robustness" if st.sensitivity else ""))
     clock = time.perf_counter()
     scales = {role: protocol.scoring.scale_of(role) for role in protocol.scoring.roles}
-    analysis = analyse(passes.arrays, st, protocol.seed, scales=scales, top_k=protocol.report.top_k)
+    analysis = analyse(passes.arrays, st, protocol.seed, scales=scales, top_k=protocol.report.top_k,
+                       offset_control=passes.offset_control)
     warnings = ceiling_warnings(analysis.tables.get("ceilings", pd.DataFrame(columns=["n_taking_part"])))
     for warning in warnings:
         log(f"warning: {warning}")

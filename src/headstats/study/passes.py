@@ -46,6 +46,9 @@ class StudyPasses:
     tables: dict[str, dict[str, pd.DataFrame]]
     #: How the passes ran: executor, cache folder, chunks run and found in the cache, forward passes, loads.
     execution: dict = field(default_factory=dict)
+    #: The offset-matched excess of the scored syntactic roles per (measure, model, parsed data set), what the
+    #: role assignment's offset gate tests (METHODS 6.2; ``statistics.offset_gate``); empty with the gate off.
+    offset_control: list[MeasureArray] = field(default_factory=list)
 
     def comparison_attention(self) -> dict[str, pd.DataFrame]:
         """The ``similarity`` and ``special_mass`` tables the comparison step takes."""
@@ -133,6 +136,10 @@ def assemble_passes(protocol: Protocol, jobs: list, passed: dict, data: dict[str
         counts[f"{model}/{name}"] = count | {"model": model, "dataset": name,
                                              "roles_not_applicable": dropped[name],
                                              "participation": job.collector.participation()}
+    from headstats.study.plan import is_analysis_job, is_gate_job
+
+    gate = [job.collector.result() for job in jobs if is_gate_job(job, protocol)]
+    jobs = [job for job in jobs if job.name == "role_scores" or is_analysis_job(job, protocol)]
     tables: dict[str, dict[str, list[pd.DataFrame]]] = {}
     for job in jobs:
         if job.name != "role_scores":
@@ -146,4 +153,4 @@ def assemble_passes(protocol: Protocol, jobs: list, passed: dict, data: dict[str
 
     joined = finish_analyses(jobs, joined, protocol, log=log)
     order = {m.name: provenance[m.name] for m in protocol.models if m.name in provenance}
-    return StudyPasses(arrays, counts, order, joined, execution)
+    return StudyPasses(arrays, counts, order, joined, execution, gate)

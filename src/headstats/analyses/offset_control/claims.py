@@ -15,10 +15,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from headstats.analyses.offset_control.hypotheses import SUFFIX, tested_role
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
 from headstats.stats.corrections import correct_pvalues
-
-SUFFIX = "_beyond_offset"
 
 
 @register_claim(
@@ -36,7 +35,7 @@ def syntax_beyond_position(tables: Mapping[str, pd.DataFrame], settings: ClaimSe
         held = roles[(roles["model"].astype(str) == str(model)) & (roles["dataset"].astype(str) == str(dataset))]
         rows = []
         for r in part.itertuples():
-            role = str(r.role)[: -len(SUFFIX)] if str(r.role).endswith(SUFFIX) else str(r.role)
+            role = tested_role(str(r.role))
             if role not in held.columns:
                 continue
             mine = held[(held["layer"] == r.layer) & (held["head"] == r.head)][role]
@@ -54,5 +53,5 @@ def syntax_beyond_position(tables: Mapping[str, pd.DataFrame], settings: ClaimSe
             str(model), str(dataset), estimate=float(b.mean), ci_low=float(b.ci_low), ci_high=float(b.ci_high),
             p_for=float(p_holm[best]),
             detail=f"{passed} of {len(rows)} (head, syntactic role) assignments beat their offset control at the "
-                   f"run's corrected level; best: head {int(b.layer)}-{int(b.head)} on {str(b.role)[:-len(SUFFIX)]}"))
+                   f"run's corrected level; best: head {int(b.layer)}-{int(b.head)} on {tested_role(str(b.role))}"))
     return out

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from headstats.analyses import collector_options
+from headstats.analyses.offset_control.hypotheses import control_hypotheses, control_roles
 from headstats.analyses.offset_control.options import OffsetControlOptions
 from headstats.analyses.sieves import ARC_DIRECTIONS
 from headstats.engine.batch import BatchView, row_means
@@ -154,8 +155,7 @@ class OffsetControl(PerInputCollector):
 
     def __init__(self, context: Context) -> None:
         self.options = collector_options(context, OffsetControlOptions)
-        relations = list(self.options.relations)
-        self.roles = [("syntactic", tuple(relations))] + [(f"syntactic:{r}", (r,)) for r in relations]
+        self.roles = control_roles(self.options.relations)
         super().__init__(context, [name for name, _ in self.roles])
         self._left_out = np.zeros(len(self.roles), dtype=np.int64)
 
@@ -169,8 +169,7 @@ class OffsetControl(PerInputCollector):
 
     def hypotheses(self) -> list[dict]:
         """One per arc role: the head's bias toward the arc's other end beats its bias at the same offset."""
-        return [{"name": f"{name}_beyond_offset", "measure": name, "threshold": 0.0, "layers": None}
-                for name, _ in self.roles]
+        return control_hypotheses([name for name, _ in self.roles])
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """``offset_control_inputs``: per arc role, the inputs with an arc of it that has a control."""

@@ -18,3 +18,10 @@ class OffsetControlOptions(StrictModel):
 
     relations: Annotated[list[str], non_empty_list("relation")] = Field(default_factory=lambda: list(DEFAULT_RELATIONS))
     arc_direction: Literal["dependent_to_head", "head_to_dependent", "both"] = "dependent_to_head"
+
+    @classmethod
+    def of_scoring(cls, settings) -> "OffsetControlOptions":
+        """The control of the scored syntactic roles, which the role assignment's offset gate reads
+        (``statistics.offset_gate``): the scoring's ``relations`` and ``arc_direction``
+        (:class:`~headstats.analyses.sieves.ScoreSettings`)."""
+        return cls(relations=list(settings.relations), arc_direction=settings.arc_direction)

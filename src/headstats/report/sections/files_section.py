@@ -41,7 +41,10 @@ def files_section(report: Report, analysis_files: dict[str, str] | None = None, 
     report.heading("Files and reproduction")
     report.text(
         "- `scores.parquet`: one row per input, layer, head and role (column `score`)\n"
-        "- `tests.csv` / `tests.parquet`: one row per model, data set, role, layer and head\n"
+        "- `tests.csv` / `tests.parquet`: one row per model, data set, role, layer and head; on the syntactic roles' "
+        "rows the offset-matched control's test too (`offset_excess`, `offset_ci_low`/`offset_ci_high`, "
+        "`offset_p_unc`/`offset_p_corr`, `offset_reject`, `gate_removed`; NaN on the other roles' rows and where "
+        "the control was not computed)\n"
         "- `roles.csv`: one row per head, a boolean column per role\n"
         + "".join(f"- `{name}`: {what}\n" for name, what in RUN_TABLES.items()
                   if tables is None or name.removesuffix(".csv") in tables or name == "*.tex")

@@ -68,6 +68,7 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
     report.table(counts, "Heads assigned each role, of all heads of the model (blank: "
                  "the role was not tested on that data set, e.g. block on single sentences).", fold=False,
                  latex=_counts_latex(counts, protocol))
+    _gate_lines(report, tests, protocol)
     ceilings = analysis.tables.get("ceilings")
     if ceilings is not None and not ceilings.empty:
         shown = ceilings[["model", "dataset", "role", "scale", "tau", "mean_ceiling", "min_ceiling", "max_ceiling",
@@ -119,3 +120,26 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
         pairs = co[(co["kind"] == "pair") & (co["n_heads"] > 0)].sort_values("n_heads", ascending=False)
         report.table(pairs[["combination", "n_heads", "share"]], "Heads holding both roles of each pair, whatever "
                      "else they hold (pairs held by no head left out).", csv="colocation.csv", fold=True)
+
+
+def _gate_lines(report: Report, tests: pd.DataFrame, protocol) -> None:
+    """How many syntactic assignments the offset gate removed (METHODS 6.2), per model, data set and role; a line
+    saying the gate was off when a run scored syntactic roles without it."""
+    from headstats.assignment.offset_gate import gate_summary
+
+    summary = gate_summary(tests)
+    if summary.empty:
+        syntactic = tests["role"].astype(str).str.startswith("syntactic").any() if "role" in tests else False
+        if syntactic and not getattr(protocol.statistics, "offset_gate", True):
+            report.text("The offset gate was off (`statistics.offset_gate: false`): the syntactic roles above are "
+                        "assigned by the score test alone, as Pande et al. (2021) did.")
+        return
+    removed = int(summary["n_removed"].sum())
+    passed = int(summary["n_passed_tau"].sum())
+    report.text(f"The offset gate (METHODS 6.2) removed {removed:,} of the {passed:,} syntactic assignments that "
+                "passed the score test: a head keeps a syntactic role only when its bias toward the arc's other end "
+                "also beats its bias toward the words at the same word offset (one-sided, corrected; "
+                "`statistics.offset_gate: false` turns it off).")
+    report.table(summary, "Per syntactic role: heads whose score beat tau (`n_passed_tau`), those the offset gate "
+                 "removed because their offset-matched excess was not positive at the corrected level "
+                 "(`n_removed`; `gate_removed` in tests.csv), and those assigned (`n_assigned`).", fold=True)
