@@ -41,7 +41,7 @@ from statsmodels.stats.multitest import multipletests
 DELTA = 5e-5
 #: columns that are the same to the last bit whatever the summation order (functions of n and the design)
 EXACT_FLOATS = {"tau", "dof", "alpha", "confidence", "power", "n_for_power", "effect_of_interest", "mde",
-                "power_alpha", "seed", "n_resamples", "confidence_adj"}
+                "power_alpha", "seed", "n_resamples", "confidence_adj", "offset_n"}
 
 
 def _text(column: pd.Series) -> list[str]:
@@ -95,7 +95,26 @@ def tolerances(golden: pd.DataFrame) -> dict[str, np.ndarray]:
         tol["p_unc"] = _hazard(t + dt, dof) * dt
         tol["p_corr"] = _corrected_tolerance(golden, tol["p_unc"])
         tol["bf10_two_sided"] = _bf_slope(t, dt, dof) * dt / math.log(10)
+        if "offset_excess" in golden:
+            tol.update(_offset_tolerances(golden, mean, sd))
     return tol
+
+
+def _offset_tolerances(golden: pd.DataFrame, mean: np.ndarray, sd: np.ndarray) -> dict[str, np.ndarray]:
+    """The offset control's columns (METHODS 6.2), by the same rule: an input's excess is a mean of ``b - c``,
+    the arc's bias and its offset control, each moved by at most ``DELTA`` of itself; ``|b|`` is bounded as the
+    role's scores are (``|mean| + sd``, twice for the slack of averaging over fewer arcs) and ``|c| <= |b| + |e|``,
+    so ``delta_e = DELTA (2 (|mean| + sd) + |e| + sd_e)``; ``sd_e`` is read off the one-sided bound,
+    ``(e - ci_low) sqrt(n_e) / t_q``. The bound, t, ln p and the corrected ln p follow as for the scores' test."""
+    e, low, n = (golden[c].to_numpy(float) for c in ("offset_excess", "offset_ci_low", "offset_n"))
+    q = stats.t.ppf(golden["confidence"].to_numpy(float), n - 1)
+    sd_e = (e - low) * np.sqrt(n) / q
+    delta = DELTA * (2.0 * (np.abs(mean) + sd) + np.abs(e) + sd_e)
+    t = e * np.sqrt(n) / sd_e
+    dt = delta * (np.sqrt(n) + np.abs(t)) / sd_e
+    ln_p = _hazard(t + dt, n - 1) * dt
+    return {"offset_excess": delta, "offset_ci_low": delta * (1.0 + q), "offset_p_unc": ln_p,
+            "offset_p_corr": _corrected_tolerance(golden, ln_p, column="offset_p_unc")}
 
 
 def _corrected(p: np.ndarray, method: str) -> np.ndarray:
@@ -106,11 +125,11 @@ def _corrected(p: np.ndarray, method: str) -> np.ndarray:
     return out
 
 
-def _corrected_tolerance(golden: pd.DataFrame, ln_tol: np.ndarray) -> np.ndarray:
+def _corrected_tolerance(golden: pd.DataFrame, ln_tol: np.ndarray, column: str = "p_unc") -> np.ndarray:
     """The ``ln p_corr`` tolerance: every correction is non-decreasing in each raw p-value, so the corrected
     p-values of ``p_unc * exp(-tol)`` and of ``p_unc * exp(+tol)`` bound those of any raw p-values within
-    their tolerance."""
-    p = golden["p_unc"].to_numpy(float)
+    their tolerance (``column``: the raw p-values, ``offset_p_unc`` for the offset control's)."""
+    p = golden[column].to_numpy(float)
     low, high = np.exp(np.log(p) - ln_tol), np.minimum(1.0, np.exp(np.log(p) + ln_tol))
     out = np.full_like(p, np.nan)
     for (family, method), rows in golden.groupby(["family", "correction"]).indices.items():
@@ -140,11 +159,17 @@ def compare_scores(new: pd.DataFrame, old: pd.DataFrame) -> float:
     return float(used.max(initial=0.0))
 
 
-def borderline(golden: pd.DataFrame) -> np.ndarray:
-    """Rows whose corrected p-value lies within its tolerance of alpha (either decision is right)."""
-    tol = tolerances(golden)["p_corr"]
-    distance = np.abs(np.log(golden["p_corr"].to_numpy(float)) - np.log(golden["alpha"].to_numpy(float)))
-    return distance <= tol
+def borderline(golden: pd.DataFrame, columns: tuple[str, ...] = ("p_corr", "offset_p_corr")) -> np.ndarray:
+    """Rows whose corrected p-value, of the score test or of the offset control (``columns``), lies within its
+    tolerance of alpha (either decision is right)."""
+    tol = tolerances(golden)
+    out = np.zeros(len(golden), bool)
+    for column in columns:  # a decision of the score test or of the offset gate
+        if column in golden:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                distance = np.abs(np.log(golden[column].to_numpy(float)) - np.log(golden["alpha"].to_numpy(float)))
+            out |= distance <= tol[column]
+    return out
 
 
 def compare_tests(new: pd.DataFrame, old: pd.DataFrame) -> dict[str, float]:
@@ -160,9 +185,9 @@ def compare_tests(new: pd.DataFrame, old: pd.DataFrame) -> dict[str, float]:
     used: dict[str, float] = {}
     for column in old.columns:
         a, b = new[column], old[column]
-        if column == "reject":
+        if column in ("reject", "offset_reject", "gate_removed"):  # the decisions
             same = (np.array(_text(a)) == np.array(_text(b))) | loose
-            assert same.all(), f"reject differs for rows {np.flatnonzero(~same).tolist()}"
+            assert same.all(), f"{column} differs for rows {np.flatnonzero(~same).tolist()}"
         elif not pd.api.types.is_float_dtype(b):
             assert _text(a) == _text(b), column
         elif column in EXACT_FLOATS:

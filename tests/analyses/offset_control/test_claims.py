@@ -10,8 +10,13 @@ from statsmodels.stats.multitest import multipletests
 from headstats.analyses.offset_control.claims import syntax_beyond_position
 from headstats.stats.claims import ClaimSettings
 
-ROLES = pd.DataFrame({"model": "m", "dataset": "d", "layer": [0, 0, 1, 1], "head": [0, 1, 0, 1],
-                      "syntactic:amod": [True, False, True, False], "syntactic:nsubj": [False, False, True, True]})
+#: the score tests: 0-0 amod assigned, 1-0 amod taken away by the offset gate (still counted: the claim is about the
+#: heads that pass tau), 1-0 and 1-1 nsubj assigned; 0-1 amod and 1-1 amod not
+ROLE_TESTS = pd.DataFrame({
+    "model": "m", "dataset": "d", "layer": [0, 0, 1, 1, 0, 1, 1], "head": [0, 1, 0, 1, 0, 0, 1],
+    "role": ["syntactic:amod"] * 4 + ["syntactic:nsubj"] * 3,
+    "reject": [True, False, False, False, False, True, True],
+    "gate_removed": pd.array([False, False, True, False, False, False, False], dtype="boolean")})
 TESTS = pd.DataFrame({
     "model": "m", "dataset": "d", "layer": [0, 0, 1, 1, 0, 1, 1], "head": [0, 1, 0, 1, 0, 0, 1],
     "role": ["syntactic:amod_beyond_offset"] * 4 + ["syntactic:nsubj_beyond_offset"] * 3,
@@ -20,17 +25,17 @@ TESTS = pd.DataFrame({
     "reject": [True, True, False, True, True, True, False]})
 
 
-def test_the_claim_is_holm_over_the_held_pairs_smallest_p():
-    [evidence] = syntax_beyond_position({"roles": ROLES, "offset_control_tests": TESTS}, ClaimSettings())
-    # held pairs: (0-0 amod, 0.01), (1-0 amod, 0.3), (1-0 nsubj, 0.004), (1-1 nsubj, 0.4); 0-1 and 1-1 amod
-    # are not held, so their tiny p-values do not count
+def test_the_claim_is_holm_over_the_pairs_passing_tau_smallest_p():
+    [evidence] = syntax_beyond_position({"tests": ROLE_TESTS, "offset_control_tests": TESTS}, ClaimSettings())
+    # pairs that pass tau: (0-0 amod, 0.01), (1-0 amod, 0.3), (1-0 nsubj, 0.004), (1-1 nsubj, 0.4); 0-1 and 1-1 amod
+    # do not pass tau, so their tiny p-values do not count
     held = [0.01, 0.3, 0.004, 0.4]
     expected = multipletests(held, method="holm")[1].min()
     assert evidence.p_for == pytest.approx(expected, rel=1e-12)
     assert evidence.estimate == pytest.approx(0.8) and "2 of 4" in evidence.detail and "head 1-0" in evidence.detail
 
 
-def test_no_held_syntactic_role_cannot_tell():
-    roles = ROLES.assign(**{"syntactic:amod": False, "syntactic:nsubj": False})
-    [evidence] = syntax_beyond_position({"roles": roles, "offset_control_tests": TESTS}, ClaimSettings())
-    assert evidence.reason.startswith("no head holds a syntactic role")
+def test_no_head_passing_tau_cannot_tell():
+    tests = ROLE_TESTS.assign(reject=False, gate_removed=pd.NA)
+    [evidence] = syntax_beyond_position({"tests": tests, "offset_control_tests": TESTS}, ClaimSettings())
+    assert evidence.reason.startswith("no head passes the score test")

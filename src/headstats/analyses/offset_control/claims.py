@@ -1,7 +1,9 @@
-"""The claim of the offset-matched control (METHODS 6.2 and 5.4): some head assigned a syntactic role tracks
-syntax beyond position.
+"""The claim of the offset-matched control (METHODS 6.2 and 5.4): some head that passes the score test for a
+syntactic role tracks syntax beyond position.
 
-Per (model, data set): the (head, role) pairs where the head holds a syntactic role (``roles``) and the control
+Per (model, data set): the (head, role) pairs where the head's score test rejected H0: mean score <= tau for a
+syntactic role (``tests``: ``reject``, or ``gate_removed`` when the offset gate took the role away: the claim asks
+about the heads the score test finds, before the gate, so that it does not only restate the gate) and the control
 tested it (``offset_control_tests``, hypothesis ``<role>_beyond_offset``); per pair the uncorrected one-sided p of
 H0: mean excess <= 0; then Holm over those pairs, and the claim's p is the smallest (the existence rule of METHODS
 5.4, valid whatever the per-head correction). Its estimate is that pair's mean excess with its interval; the detail
@@ -27,31 +29,34 @@ from headstats.stats.corrections import correct_pvalues
     unit="heads", test="per (head, syntactic role held) the one-sided test of the mean excess; Holm over those "
                        "pairs, smallest p",
     measure="mean offset-matched excess of the best (head, role) pair (bias units)",
-    tables=("roles", "offset_control_tests"))
+    tables=("tests", "offset_control_tests"))
 def syntax_beyond_position(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
-    tests, roles = tables["offset_control_tests"], tables["roles"]
+    tests, passed = tables["offset_control_tests"], passed_score_test(tables["tests"])
     out = []
     for (model, dataset), part in tests.groupby(["model", "dataset"], sort=False):
-        held = roles[(roles["model"].astype(str) == str(model)) & (roles["dataset"].astype(str) == str(dataset))]
-        rows = []
-        for r in part.itertuples():
-            role = tested_role(str(r.role))
-            if role not in held.columns:
-                continue
-            mine = held[(held["layer"] == r.layer) & (held["head"] == r.head)][role]
-            if len(mine) and bool(mine.fillna(False).iloc[0]) and np.isfinite(float(r.p_unc)):
-                rows.append(r)
+        rows = [r for r in part.itertuples() if np.isfinite(float(r.p_unc))
+                and (str(model), str(dataset), tested_role(str(r.role)), int(r.layer), int(r.head)) in passed]
         if not rows:
-            out.append(Evidence(str(model), str(dataset), reason="no head holds a syntactic role that the control "
-                                                                  "tested"))
+            out.append(Evidence(str(model), str(dataset), reason="no head passes the score test for a syntactic "
+                                                                  "role that the control tested"))
             continue
         p_holm = correct_pvalues(np.array([float(r.p_unc) for r in rows]), "holm")
         best = int(np.argmin(p_holm))
         b = rows[best]
-        passed = sum(bool(r.reject) for r in rows if pd.notna(r.reject))
+        beat = sum(bool(r.reject) for r in rows if pd.notna(r.reject))
         out.append(Evidence(
             str(model), str(dataset), estimate=float(b.mean), ci_low=float(b.ci_low), ci_high=float(b.ci_high),
             p_for=float(p_holm[best]),
-            detail=f"{passed} of {len(rows)} (head, syntactic role) assignments beat their offset control at the "
-                   f"run's corrected level; best: head {int(b.layer)}-{int(b.head)} on {tested_role(str(b.role))}"))
+            detail=f"{beat} of {len(rows)} (head, syntactic role) pairs that pass tau beat their offset control at "
+                   f"the run's corrected level; best: head {int(b.layer)}-{int(b.head)} on {tested_role(str(b.role))}"))
     return out
+
+
+def passed_score_test(tests: pd.DataFrame) -> set[tuple]:
+    """The (model, data set, role, layer, head) whose score test rejected H0: mean score <= tau, before the offset
+    gate (``reject``, or ``gate_removed``: assigned by the score test, taken away by the gate)."""
+    passed = tests["reject"].fillna(False).astype(bool)
+    if "gate_removed" in tests:
+        passed |= tests["gate_removed"].fillna(False).astype(bool)
+    keys = tests.loc[passed, ["model", "dataset", "role", "layer", "head"]]
+    return {(str(m), str(d), str(r), int(layer), int(h)) for m, d, r, layer, h in keys.itertuples(index=False)}

@@ -1,0 +1,86 @@
+"""The offset gate in a study (METHODS 6.2; ``statistics.offset_gate``): the control is planned by default on every
+parsed data set that scores a syntactic role, once per attention measure, and serves ``analyses: [offset_control]``
+too (one control, not two); with the gate off none is planned; ``tests.csv`` carries the control's test, equal to
+``offset_control_tests.csv``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+import headstats as hs
+from headstats.config.protocol import Protocol, load_protocol
+from headstats.study.plan import is_analysis_job, is_gate_job, study_jobs
+
+DEMO = Path(__file__).resolve().parents[3] / "data" / "demo" / "mini.conllu"
+SYNTACTIC = ["syntactic", "syntactic:amod"]
+
+
+def protocol(tiny_model_dir, **extra) -> Protocol:
+    raw = {"name": "t", "models": [{"name": "tiny", "path": str(tiny_model_dir)}],
+           "datasets": [{"name": "ud", "path": str(DEMO)}, {"name": "plain", "path": str(DEMO)}],
+           "scoring": {"roles": ["local", *SYNTACTIC], "relations": ["nsubj", "amod"]},
+           "statistics": {"test": "t", "tau": 1.0, "sensitivity": False},
+           "report": {"figures": {"formats": ["png"], "dpi": 72}}}
+    for key, value in extra.items():
+        raw[key] = {**raw.get(key, {}), **value} if isinstance(value, dict) else value
+    return Protocol.model_validate(raw)
+
+
+#: the roles each data set keeps: ``plain`` stands for a data set without parses (its arc roles dropped)
+ROLES = {"ud": (["local", *SYNTACTIC], {}), "plain": (["local"], {r: "the data set has no parses" for r in SYNTACTIC})}
+
+
+def offset_jobs(p: Protocol) -> list:
+    return [j for j in study_jobs(p, roles=ROLES)[0] if j.name == "offset_control"]
+
+
+def test_the_gate_plans_one_control_per_measure_on_parsed_data_and_shares_it_with_the_analysis(tiny_model_dir):
+    p = protocol(tiny_model_dir)
+    [job] = offset_jobs(p)  # the parsed data set only, the scoring's relations and arc direction
+    assert job.dataset == "ud" and job.options["options"].relations == ["nsubj", "amod"]
+    assert is_gate_job(job, p) and not is_analysis_job(job, p)  # its tables are not written without the analysis
+    both = protocol(tiny_model_dir, scoring={"measures": ["weights", "norm"]})
+    assert [j.options.get("measure") for j in offset_jobs(both)] == [None, "norm"]
+    # analyses: [offset_control] with the scoring's options: the gate's job of the primary measure is its job
+    shared = protocol(tiny_model_dir, scoring={"measures": ["weights", "norm"]}, analyses=["offset_control"],
+                      analysis_options={"offset_control": {"relations": ["nsubj", "amod"]}})
+    jobs = offset_jobs(shared)
+    assert [(j.dataset, j.options.get("measure")) for j in jobs] == [("ud", None), ("ud", "norm"), ("plain", None)]
+    assert [is_analysis_job(j, shared) for j in jobs] == [True, False, True]
+    assert [is_gate_job(j, shared) for j in jobs] == [True, True, True]  # same options on plain: no arcs, no effect
+    # other options: the analysis runs its own control beside the gate's
+    other = protocol(tiny_model_dir, analyses=["offset_control"])  # the default relations, not the scoring's
+    assert [(j.dataset, is_gate_job(j, other), is_analysis_job(j, other)) for j in offset_jobs(other)] == [
+        ("ud", True, False), ("ud", False, True), ("plain", False, True)]
+    # the gate off: no control unless the analysis asks for it
+    off = protocol(tiny_model_dir, statistics={"offset_gate": False})
+    assert offset_jobs(off) == []
+
+
+def test_a_run_gates_its_syntactic_roles_with_the_control_the_analysis_reports(tmp_path, tiny_model_dir):
+    raw = protocol(tiny_model_dir, analyses=["offset_control"],
+                   analysis_options={"offset_control": {"relations": ["nsubj", "amod"]}}).model_dump(mode="json")
+    raw["datasets"] = raw["datasets"][:1]
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(raw))
+    study = hs.run(load_protocol(tmp_path / "p.yaml"), tmp_path / "run")  # with its report
+    tests = pd.read_csv(study.out / "tests.csv")
+    control = pd.read_csv(study.out / "offset_control_tests.csv")
+    control["role"] = control["role"].str.removesuffix("_beyond_offset")
+    merged = tests.merge(control, on=["model", "dataset", "role", "layer", "head"], suffixes=("", "_c"))
+    assert sorted(set(merged["role"])) == SYNTACTIC and len(merged) == 2 * 2 * 2  # 2 layers x 2 heads
+    for column, source in (("offset_n", "n"), ("offset_excess", "mean"), ("offset_ci_low", "ci_low"),
+                           ("offset_p_unc", "p_unc"), ("offset_p_corr", "p_corr")):
+        np.testing.assert_array_equal(merged[column].to_numpy(float), merged[f"{source}_c"].to_numpy(float))
+    assert tests.loc[tests["role"] == "local", ["offset_p_corr", "gate_removed"]].isna().all().all()
+    # the assignment is the score test's and the control's: reject = score test and offset_reject, where gated
+    gated = merged.assign(passed=merged["p_corr"] <= merged["alpha"])
+    assert (gated["reject"] == (gated["passed"] & gated["offset_reject"])).all()
+    assert (gated["gate_removed"] == (gated["passed"] & ~gated["offset_reject"])).all()
+    report = (study.out / "report.md").read_text()
+    assert "A syntactic role was assigned only when, in addition, the head beat its offset-matched control" in report
+    removed = int(gated["gate_removed"].sum())
+    assert f"The offset gate (METHODS 6.2) removed {removed} of the {int(gated['passed'].sum())} syntactic" in report
