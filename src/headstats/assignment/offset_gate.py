@@ -37,8 +37,8 @@ from headstats.measures import MeasureArray
 OFFSET_COLUMNS = ("offset_n", "offset_excess", "offset_ci_low", "offset_ci_high", "offset_p_unc", "offset_p_corr",
                   "offset_reject", "gate_removed")
 #: The control test's columns each of :data:`OFFSET_COLUMNS` is taken from.
-_FROM = {"offset_n": "n", "offset_excess": "mean", "offset_ci_low": "ci_low", "offset_ci_high": "ci_high", "offset_p_unc": "p_unc",
-         "offset_p_corr": "p_corr", "offset_reject": "reject"}
+_FROM = {"offset_n": "n", "offset_excess": "mean", "offset_ci_low": "ci_low", "offset_ci_high": "ci_high",
+         "offset_p_unc": "p_unc", "offset_p_corr": "p_corr", "offset_reject": "reject"}
 KEYS = ["model", "dataset", "role", "layer", "head"]
 
 

@@ -115,9 +115,9 @@ class StatisticsOptions(TestOptions):
     #: ``syntactic:<rel>`` of ``scoring.relations``) only when its score test rejects H0: mean <= tau *and* the
     #: one-sided test of its offset-matched excess (H0: mean excess <= 0; this section's test and correction)
     #: rejects too. The control is computed in the same forward pass on every parsed data set that scores a
-    #: syntactic role; ``tests.csv`` carries its estimate, interval and p whatever this is (NaN when it was not
-    #: computed). ``false`` assigns by the score test alone, as Pande et al. did (``paper_faithful.yaml``), and
-    #: computes no control unless ``analyses`` asks for ``offset_control``.
+    #: syntactic role, and ``tests.csv`` carries its estimate, interval and p (``offset_*``, ``gate_removed``).
+    #: ``false`` assigns by the score test alone, as Pande et al. did (``paper_faithful.yaml``): no control is
+    #: computed for the assignment and those columns are NaN (``analyses: [offset_control]`` still writes its own).
     offset_gate: bool = Field(True, description="assign a syntactic role only if the head also beats its "
                                                 "offset-matched control (METHODS 6.2); false: as the paper")
 

@@ -25,9 +25,10 @@ from headstats.stats.corrections import correct_pvalues
 @register_claim(
     "syntax_beyond_position", sentence="syntactic heads track syntax beyond position",
     source="offset-matched control (METHODS 6.2; Clark et al. 2019's fixed-offset baseline)",
-    hypothesis="H0: no head assigned a syntactic role has a mean offset-matched excess > 0; H1: some such head has",
-    unit="heads", test="per (head, syntactic role held) the one-sided test of the mean excess; Holm over those "
-                       "pairs, smallest p",
+    hypothesis="H0: no head whose score passes tau for a syntactic role has a mean offset-matched excess > 0; "
+               "H1: some such head has",
+    unit="heads", test="per (head, syntactic role) whose score test rejects (before the offset gate) the one-sided "
+                       "test of the mean excess; Holm over those pairs, smallest p",
     measure="mean offset-matched excess of the best (head, role) pair (bias units)",
     tables=("tests", "offset_control_tests"))
 def syntax_beyond_position(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:

@@ -140,6 +140,7 @@ def _gate_lines(report: Report, tests: pd.DataFrame, protocol) -> None:
                 "passed the score test: a head keeps a syntactic role only when its bias toward the arc's other end "
                 "also beats its bias toward the words at the same word offset (one-sided, corrected; "
                 "`statistics.offset_gate: false` turns it off).")
-    report.table(summary, "Per syntactic role: heads whose score beat tau (`n_passed_tau`), those the offset gate "
-                 "removed because their offset-matched excess was not positive at the corrected level "
+    report.table(summary[summary["n_passed_tau"] > 0],
+                 "Per syntactic role where some head's score beat tau: those heads (`n_passed_tau`), those the "
+                 "offset gate removed because their offset-matched excess was not positive at the corrected level "
                  "(`n_removed`; `gate_removed` in tests.csv), and those assigned (`n_assigned`).", fold=True)
