@@ -16,7 +16,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from headstats.analyses.offset_control.collect import offset_excess, word_arcs
-from headstats.analyses.offset_control.hypotheses import control_roles
+from headstats.analyses.offset_control.options import control_roles
 from headstats.analyses.sieves import ScoreSettings, score_and_ceilings
 from headstats.assignment.offset_gate import OFFSET_COLUMNS, gate_summary
 from headstats.assignment.tables import analyse

@@ -136,10 +136,11 @@ def assemble_passes(protocol: Protocol, jobs: list, passed: dict, data: dict[str
         counts[f"{model}/{name}"] = count | {"model": model, "dataset": name,
                                              "roles_not_applicable": dropped[name],
                                              "participation": job.collector.participation()}
-    from headstats.study.plan import is_analysis_job, is_gate_job
+    from headstats.assignment.offset_gate import gate_only, is_gate_job
 
-    gate = [job.collector.result() for job in jobs if is_gate_job(job, protocol)]
-    jobs = [job for job in jobs if job.name == "role_scores" or is_analysis_job(job, protocol)]
+    sc, st = protocol.scoring, protocol.statistics
+    gate = [job.collector.result() for job in jobs if is_gate_job(job, sc, st)]
+    jobs = [job for job in jobs if not gate_only(job, sc, st, protocol.analyses, protocol.options_of)]
     tables: dict[str, dict[str, list[pd.DataFrame]]] = {}
     for job in jobs:
         if job.name != "role_scores":

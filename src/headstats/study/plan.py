@@ -85,9 +85,11 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
     jobs += [Job(RoleScores, (m.name,), name, {"roles": kept[name], "settings": settings,
                                                 **measure_options(settings, which)}, name="role_scores")
              for which in settings.measures for m in protocol.models for name in names]
-    gated = offset_gate_datasets(protocol, kept)
-    jobs += [offset_gate_job(protocol, m.name, name, which) for which in settings.measures
-             for m in protocol.models for name in gated]
+    from headstats.assignment.offset_gate import gate_jobs
+
+    # the offset gate's controls of the syntactic roles (METHODS 6.2), in the same pass, once per measure
+    jobs += gate_jobs(settings, protocol.statistics, [m.name for m in protocol.models], kept,
+                      {which: measure_options(settings, which) for which in settings.measures}, seed=protocol.seed)
     jobs += comparison_jobs(protocol, names, measure)
     pairs = [(c.base, f) for c in protocol.compare for f in c.finetuned]
     specs = {d.name: d for d in protocol.datasets}
@@ -106,12 +108,9 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
 
         # an analysis' own ``datasets`` option (e.g. clustering's) runs it on those data sets only
         on = [d for d in names if getattr(mine, "datasets", None) is None or d in mine.datasets]
-        if analysis == OFFSET_CONTROL and _offset_options(options) == _offset_options(_gate_options(protocol)):
-            on = [d for d in on if d not in gated]  # the gate's job of the primary measure is this analysis' job
-        if getattr(collector, "pair", False):
-            jobs += [job(pair, d) for pair in pairs for d in on]
-        else:
-            jobs += [job((m.name,), d) for m in protocol.models for d in on]
+        planned = [job(pair, d) for pair in pairs for d in on] if getattr(collector, "pair", False) else \
+            [job((m.name,), d) for m in protocol.models for d in on]
+        jobs += [j for j in planned if j not in jobs]  # a job planned already (the gate's control) runs once
     return jobs, dropped
 
 
@@ -131,64 +130,3 @@ def job_label(job) -> str:
     measure = job.options.get("measure")
     return f"{job.name}{'@' + str(measure) if measure else ''}:{'+'.join(job.models)}:{job.dataset}"
 
-
-#: The analysis whose control the role assignment's offset gate reads (METHODS 6.2; ``statistics.offset_gate``).
-OFFSET_CONTROL = "offset_control"
-
-
-def offset_gate_datasets(protocol: Protocol, kept: dict[str, list[str]]) -> list[str]:
-    """The data sets whose syntactic roles the offset gate needs a control for: with the gate on, those scoring
-    an arc role (which only parsed data sets keep)."""
-    from headstats.analyses.roles import get_role
-
-    if not protocol.statistics.offset_gate:
-        return []
-    return [name for name, roles in kept.items() if any(get_role(role).kind == "arc" for role in roles)]
-
-
-def _gate_options(protocol: Protocol) -> dict:
-    from headstats.analyses.offset_control.options import OffsetControlOptions
-
-    return {"options": OffsetControlOptions.of_scoring(protocol.scoring)}
-
-
-def _offset_options(options: dict):
-    """The control's effective options in a job's options (the defaults when the job gives none)."""
-    from headstats.analyses.offset_control.options import OffsetControlOptions
-
-    return options.get("options") or OffsetControlOptions()
-
-
-def offset_gate_job(protocol: Protocol, model: str, dataset: str, measure: str):
-    """The offset-matched control of the scored syntactic roles of ``model`` on ``dataset`` under an attention
-    ``measure``, in the same forward pass as the role scores; for the primary measure it is also the job of
-    ``analyses: [offset_control]`` when that analysis' options are the scoring's (one control computed, not two)."""
-    from headstats.analyses import get_analysis
-    from headstats.engine.runner import Job
-    from headstats.study.scoring import measure_options
-
-    return Job(get_analysis(OFFSET_CONTROL).collector_class(), (model,), dataset,
-               {**_gate_options(protocol), **measure_options(protocol.scoring, measure)}, name=OFFSET_CONTROL,
-               seed=protocol.seed)
-
-
-def is_gate_job(job, protocol: Protocol) -> bool:
-    """Whether ``job`` computes the control the offset gate reads (:func:`offset_gate_job`)."""
-    return (job.name == OFFSET_CONTROL and protocol.statistics.offset_gate
-            and _offset_options(job.options) == _offset_options(_gate_options(protocol)))
-
-
-def is_analysis_job(job, protocol: Protocol) -> bool:
-    """Whether ``job``'s tables are an analysis' (or a comparison's): every job but the role scores and the offset
-    gate's controls that ``analyses: [offset_control]`` did not ask for (another measure than the primary, or
-    options other than that analysis')."""
-    from headstats.study.scoring import measure_options
-
-    if job.name == "role_scores":
-        return False
-    if job.name != OFFSET_CONTROL or not is_gate_job(job, protocol):
-        return True
-    primary = job.options.get("measure") == measure_options(protocol.scoring).get("measure")
-    mine = protocol.options_of(OFFSET_CONTROL) if OFFSET_CONTROL in protocol.analyses else None
-    return (OFFSET_CONTROL in protocol.analyses and primary
-            and _offset_options({"options": mine}) == _offset_options(job.options))

@@ -13,7 +13,8 @@ import yaml
 
 import headstats as hs
 from headstats.config.protocol import Protocol, load_protocol
-from headstats.study.plan import is_analysis_job, is_gate_job, study_jobs
+from headstats.assignment.offset_gate import gate_only, is_gate_job
+from headstats.study.plan import study_jobs
 
 DEMO = Path(__file__).resolve().parents[3] / "data" / "demo" / "mini.conllu"
 SYNTACTIC = ["syntactic", "syntactic:amod"]
@@ -34,6 +35,14 @@ def protocol(tiny_model_dir, **extra) -> Protocol:
 ROLES = {"ud": (["local", *SYNTACTIC], {}), "plain": (["local"], {r: "the data set has no parses" for r in SYNTACTIC})}
 
 
+def is_analysis_job(job, p: Protocol) -> bool:
+    return not gate_only(job, p.scoring, p.statistics, p.analyses, p.options_of)
+
+
+def gate_job(job, p: Protocol) -> bool:
+    return is_gate_job(job, p.scoring, p.statistics)
+
+
 def offset_jobs(p: Protocol) -> list:
     return [j for j in study_jobs(p, roles=ROLES)[0] if j.name == "offset_control"]
 
@@ -42,7 +51,7 @@ def test_the_gate_plans_one_control_per_measure_on_parsed_data_and_shares_it_wit
     p = protocol(tiny_model_dir)
     [job] = offset_jobs(p)  # the parsed data set only, the scoring's relations and arc direction
     assert job.dataset == "ud" and job.options["options"].relations == ["nsubj", "amod"]
-    assert is_gate_job(job, p) and not is_analysis_job(job, p)  # its tables are not written without the analysis
+    assert gate_job(job, p) and not is_analysis_job(job, p)  # its tables are not written without the analysis
     both = protocol(tiny_model_dir, scoring={"measures": ["weights", "norm"]})
     assert [j.options.get("measure") for j in offset_jobs(both)] == [None, "norm"]
     # analyses: [offset_control] with the scoring's options: the gate's job of the primary measure is its job
@@ -51,10 +60,10 @@ def test_the_gate_plans_one_control_per_measure_on_parsed_data_and_shares_it_wit
     jobs = offset_jobs(shared)
     assert [(j.dataset, j.options.get("measure")) for j in jobs] == [("ud", None), ("ud", "norm"), ("plain", None)]
     assert [is_analysis_job(j, shared) for j in jobs] == [True, False, True]
-    assert [is_gate_job(j, shared) for j in jobs] == [True, True, True]  # same options on plain: no arcs, no effect
+    assert [gate_job(j, shared) for j in jobs] == [True, True, True]  # same options on plain: no arcs, no effect
     # other options: the analysis runs its own control beside the gate's
     other = protocol(tiny_model_dir, analyses=["offset_control"])  # the default relations, not the scoring's
-    assert [(j.dataset, is_gate_job(j, other), is_analysis_job(j, other)) for j in offset_jobs(other)] == [
+    assert [(j.dataset, gate_job(j, other), is_analysis_job(j, other)) for j in offset_jobs(other)] == [
         ("ud", True, False), ("ud", False, True), ("plain", False, True)]
     # the gate off: no control unless the analysis asks for it
     off = protocol(tiny_model_dir, statistics={"offset_gate": False})

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from headstats.analyses.offset_control.hypotheses import SUFFIX, tested_role
+from headstats.analyses.offset_control.options import SUFFIX, tested_role
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
 from headstats.stats.corrections import correct_pvalues
 

@@ -28,8 +28,7 @@ import numpy as np
 import pandas as pd
 
 from headstats.analyses import collector_options
-from headstats.analyses.offset_control.hypotheses import control_hypotheses, control_roles
-from headstats.analyses.offset_control.options import OffsetControlOptions
+from headstats.analyses.offset_control.options import OffsetControlOptions, control_hypotheses, control_roles
 from headstats.analyses.sieves import ARC_DIRECTIONS
 from headstats.engine.batch import BatchView, row_means
 from headstats.engine.collector import Context, PerInputCollector
