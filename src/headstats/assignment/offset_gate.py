@@ -36,6 +36,9 @@ from headstats.measures import MeasureArray
 #: The analysis whose collector measures the control (METHODS 6.2): the gate plans its jobs itself, and they serve
 #: ``analyses: [offset_control]`` too when that analysis asks for the same control.
 OFFSET_CONTROL = "offset_control"
+#: The name of the gate's job on the primary measure when ``analyses: [offset_control]`` asks for a control of
+#: other options (relations, arc direction): the two jobs would otherwise share a label (a shard folder's name).
+GATE_ONLY = "offset_gate"
 
 #: The columns :func:`with_offset_gate` adds to a tests table, in this order (the last ones of ``tests.csv``).
 OFFSET_COLUMNS = ("offset_n", "offset_excess", "offset_ci_low", "offset_ci_high", "offset_p_unc", "offset_p_corr",
@@ -55,10 +58,14 @@ def control_options(scoring):
 
 
 def gate_jobs(scoring, statistics, models: Sequence[str], kept: Mapping[str, Sequence[str]],
-              measures: Mapping[str, dict], *, seed: int) -> list:
+              measures: Mapping[str, dict], *, seed: int, analyses: Sequence[str] = (),
+              options_of: Callable[[str], object] | None = None) -> list:
     """The engine jobs of the gate's control: per attention measure (``measures``: each measure's job options, the
     primary first), model, and data set that scores an arc role (``kept``: the roles each data set scores; only a
-    parsed one keeps arc roles); none when ``statistics.offset_gate`` is off."""
+    parsed one keeps arc roles); none when ``statistics.offset_gate`` is off. ``analyses`` and ``options_of`` (the
+    protocol's): a job of the primary measure is named :data:`GATE_ONLY` when ``analyses: [offset_control]`` asks
+    for a control of other options, else :data:`OFFSET_CONTROL` (and serves that analysis when it asks for this
+    one: the study plans a job once)."""
     from headstats.analyses import get_analysis
     from headstats.analyses.roles import get_role
     from headstats.engine.runner import Job
@@ -68,13 +75,16 @@ def gate_jobs(scoring, statistics, models: Sequence[str], kept: Mapping[str, Seq
     collector = get_analysis(OFFSET_CONTROL).collector_class()
     options = {"options": control_options(scoring)}
     gated = [name for name, roles in kept.items() if any(get_role(role).kind == "arc" for role in roles)]
-    return [Job(collector, (model,), dataset, {**options, **extra}, name=OFFSET_CONTROL, seed=seed)
-            for extra in measures.values() for model in models for dataset in gated]
+    asked = options_of(OFFSET_CONTROL) if OFFSET_CONTROL in analyses and options_of is not None else None
+    primary = next(iter(measures), None)
+    return [Job(collector, (model,), dataset, {**options, **extra}, seed=seed,
+                name=GATE_ONLY if asked not in (None, options["options"]) and measure == primary else OFFSET_CONTROL)
+            for measure, extra in measures.items() for model in models for dataset in gated]
 
 
 def is_gate_job(job, scoring, statistics) -> bool:
     """Whether ``job`` computes the control the gate reads (:func:`gate_jobs`)."""
-    return (job.name == OFFSET_CONTROL and bool(statistics.offset_gate)
+    return (job.name in (OFFSET_CONTROL, GATE_ONLY) and bool(statistics.offset_gate)
             and job.options.get("options") == control_options(scoring))
 
 
@@ -84,6 +94,8 @@ def gate_only(job, scoring, statistics, analyses: Sequence[str], options_of: Cal
     measure. ``options_of``: each analysis' typed options (the protocol's)."""
     if not is_gate_job(job, scoring, statistics):
         return False
+    if job.name == GATE_ONLY:
+        return True
     asked = options_of(OFFSET_CONTROL) if OFFSET_CONTROL in analyses else None
     primary = job.options.get("measure", "weights") == scoring.measure  # a weights job names no measure
     return not (asked is not None and primary and job.options.get("options") == asked)

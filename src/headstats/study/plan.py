@@ -89,7 +89,8 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
 
     # the offset gate's controls of the syntactic roles (METHODS 6.2), in the same pass, once per measure
     jobs += gate_jobs(settings, protocol.statistics, [m.name for m in protocol.models], kept,
-                      {which: measure_options(settings, which) for which in settings.measures}, seed=protocol.seed)
+                      {which: measure_options(settings, which) for which in settings.measures}, seed=protocol.seed,
+                      analyses=protocol.analyses, options_of=protocol.options_of)
     jobs += comparison_jobs(protocol, names, measure)
     pairs = [(c.base, f) for c in protocol.compare for f in c.finetuned]
     specs = {d.name: d for d in protocol.datasets}

@@ -14,7 +14,7 @@ import yaml
 import headstats as hs
 from headstats.config.protocol import Protocol, load_protocol
 from headstats.assignment.offset_gate import gate_only, is_gate_job
-from headstats.study.plan import study_jobs
+from headstats.study.plan import job_label, study_jobs
 
 DEMO = Path(__file__).resolve().parents[3] / "data" / "demo" / "mini.conllu"
 SYNTACTIC = ["syntactic", "syntactic:amod"]
@@ -63,8 +63,11 @@ def test_the_gate_plans_one_control_per_measure_on_parsed_data_and_shares_it_wit
     assert [gate_job(j, shared) for j in jobs] == [True, True, True]  # same options on plain: no arcs, no effect
     # other options: the analysis runs its own control beside the gate's
     other = protocol(tiny_model_dir, analyses=["offset_control"])  # the default relations, not the scoring's
-    assert [(j.dataset, gate_job(j, other), is_analysis_job(j, other)) for j in offset_jobs(other)] == [
-        ("ud", True, False), ("ud", False, True), ("plain", False, True)]
+    jobs = [j for j in study_jobs(other, roles=ROLES)[0] if j.name in ("offset_control", "offset_gate")]
+    assert [(j.name, j.dataset, gate_job(j, other), is_analysis_job(j, other)) for j in jobs] == [
+        ("offset_gate", "ud", True, False), ("offset_control", "ud", False, True),
+        ("offset_control", "plain", False, True)]  # two jobs of one data set and measure: two labels (shards)
+    assert len({job_label(j) for j in jobs}) == 3
     # the gate off: no control unless the analysis asks for it
     off = protocol(tiny_model_dir, statistics={"offset_gate": False})
     assert offset_jobs(off) == []
@@ -93,3 +96,23 @@ def test_a_run_gates_its_syntactic_roles_with_the_control_the_analysis_reports(t
     assert "A syntactic role was assigned only when, in addition, the head beat its offset-matched control" in report
     removed = int(gated["gate_removed"].sum())
     assert f"The offset gate (METHODS 6.2) removed {removed} of the {int(gated['passed'].sum())} syntactic" in report
+
+
+def test_sharded_and_merged_the_gate_gives_the_tests_of_one_machine(tmp_path, tiny_model_dir):
+    """Both measures and an offset control analysis of other options (so the primary gate job is named
+    ``offset_gate``): shards 1/2 and 2/2, merged, give the one-machine ``tests.csv`` and ``roles.csv``."""
+    from headstats.study.merge import merge_shards
+    from headstats.study.plan import Execution
+    from headstats.study.run import run_study
+
+    p = protocol(tiny_model_dir, scoring={"measures": ["weights", "norm"]}, analyses=["offset_control"],
+                 execution={"chunk_size": 2})
+    p = Protocol.model_validate({**p.model_dump(mode="json"), "datasets": p.model_dump(mode="json")["datasets"][:1]})
+    whole = run_study(p, tmp_path / "whole", execution=Execution(cache=False))
+    shards = [run_study(p, tmp_path / f"shard{i}", execution=Execution(cache=False, shard=(i, 2))).out for i in (1, 2)]
+    merge_shards(shards, tmp_path / "merged")
+    for table in ("tests", "roles", "offset_control_tests"):
+        a, b = (pd.read_csv(folder / f"{table}.csv") for folder in (whole.out, tmp_path / "merged"))
+        pd.testing.assert_frame_equal(a, b)
+    tests = pd.read_csv(whole.out / "tests.csv")
+    assert tests.groupby("measure")["offset_p_corr"].count().to_dict() == {"norm": 8, "weights": 8}
