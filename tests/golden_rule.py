@@ -194,7 +194,7 @@ def compare_tests(new: pd.DataFrame, old: pd.DataFrame) -> dict[str, float]:
             np.testing.assert_allclose(a.to_numpy(float), b.to_numpy(float), rtol=1e-12, atol=0, err_msg=column)
         else:
             x, y = a.to_numpy(float), b.to_numpy(float)
-            if column in ("p_unc", "p_corr"):
+            if column in ("p_unc", "p_corr", "offset_p_unc", "offset_p_corr"):
                 x, y = _log(x, "e"), _log(y, "e")
             elif column == "bf10_two_sided":
                 x, y = _log(x, "10"), _log(y, "10")

@@ -148,3 +148,24 @@ def test_bayes_factors_compared_on_the_log_scale():
     changed.loc[row, "bf10_two_sided"] = 2 * golden.loc[row, "bf10_two_sided"]
     with pytest.raises(AssertionError, match="bf10_two_sided"):
         compare_tests(changed, golden)
+
+
+def test_the_offset_controls_columns_have_their_rule():
+    """The offset control's columns (METHODS 6.2) are compared at the precision carried from the scores' DELTA: the
+    excess moved by a fraction of its tolerance passes, a p-value of a decided head halved fails on the ln scale."""
+    golden = pd.read_csv(GOLDEN / "tests.csv")
+    decided = golden["offset_reject"].eq(True).to_numpy()
+    # 72 heads x 5 syntactic roles x 2 data sets have a control; 187 of those heads beat it (12 of them hold the role)
+    assert golden["offset_p_unc"].notna().sum() == 720 and decided.sum() == 187
+    assert (decided & golden["reject"].eq(True)).sum() == 12
+    from golden_rule import tolerances
+
+    tol = tolerances(golden)
+    changed = golden.copy()
+    changed["offset_excess"] = golden["offset_excess"] + 0.5 * np.nan_to_num(tol["offset_excess"])
+    compare_tests(changed, golden)
+    changed = golden.copy()
+    row = int(np.flatnonzero(decided)[0])
+    changed.loc[row, "offset_p_unc"] = golden.loc[row, "offset_p_unc"] / 2
+    with pytest.raises(AssertionError, match="offset_p_unc"):
+        compare_tests(changed, golden)
