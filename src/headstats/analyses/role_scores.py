@@ -12,9 +12,11 @@ import numpy as np
 import pandas as pd
 
 from headstats.analyses import register_analysis
+from headstats.analyses.sieve_gather import gather_for_scores
 from headstats.analyses.sieves import ScoreSettings, score_and_ceilings
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Context, PerInputCollector, ScoreState
+from headstats.engine.mapfree import Gather
 
 __all__ = ["RoleScores", "ScoreState"]
 
@@ -34,6 +36,15 @@ class RoleScores(PerInputCollector):
         self.roles = tuple(context.options["roles"])
         self.settings = context.options.get("settings") or ScoreSettings()
         super().__init__(context, self.roles)
+
+    @property
+    def map_free(self) -> bool:
+        """The scores need only each query's mass inside each sieve: a pass of the role scores alone runs without
+        attention maps (:mod:`headstats.analyses.sieve_gather`)."""
+        return True
+
+    def gather(self, view: BatchView) -> Gather:
+        return gather_for_scores(view, self.roles, self.settings)
 
     def update(self, view: BatchView) -> None:
         values, ceilings = score_and_ceilings(view, self.roles, self.settings)

@@ -1,0 +1,234 @@
+"""Attention measures without attention maps: the fused SDPA kernel, and only the weights a collector needs.
+
+The eager path asks the model for every attention map, ``L x H x T x T`` weights per input, and derives the
+measures from them. Most role scores need far less: the mass of each query's row over a few keys. This
+module runs the model with an attention function registered through transformers' ``AttentionInterface``
+(:data:`MAP_FREE`) that calls the fused scaled-dot-product kernel, keeps each query row's log-sum-exp
+``lse_i = log sum_j exp(s_ij)`` (``s_ij = scale q_i . k_j + mask_ij``), and computes, layer by layer, what a
+:class:`Gather` asks for:
+
+``columns``
+    ``sum_j A[i, j] w_cj`` for key weights ``w_c`` that are the same for every query of an input (the delimiter
+    sieves, the real keys of the row means, one column per segment for ``block``): extra columns of the value
+    matrix of the same fused call (``[V | W]``; the kernel wants queries and keys as wide as the values, so
+    they get as many zero columns, which add nothing to ``s_ij``);
+``diagonals``
+    ``A[i, i + d] = exp(s_{i,i+d} - lse_i)``, a dot product per query and offset (the ``local`` sieve);
+``pairs``
+    ``A[i, j]`` at listed (input, query, key) positions, the same way (dependency arcs);
+``entropy``
+    ``-sum_j A[i, j] ln A[i, j] = lse_i - sum_j A[i, j] s_ij``, whose second term is one more value block,
+    ``V = K``: ``scale q_i . (sum_j A[i, j] k_j)`` (padded keys have weight exactly 0).
+
+So no ``layers x heads x T x T`` tensor is made, and the model's own attention output is the kernel's. The mask
+is registered with the function (transformers builds none for an attention name it does not know, and padded
+keys would then be attended) and is the eager one, additive float (the CPU kernel refuses a boolean mask for
+this call). The kernel returning the log-sum-exp is the CPU flash kernel
+(``aten._scaled_dot_product_flash_attention_for_cpu``) or, on CUDA, the memory-efficient one; on other devices
+the row is computed per layer (``B x H x T x T`` at a time, never for all layers).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from headstats.lazy import torch
+
+#: The attention name registered in transformers' ``AttentionInterface`` and ``AttentionMaskInterface``.
+MAP_FREE = "headstats_map_free"
+
+
+@dataclass
+class Gather:
+    """What a map-free pass computes of every layer's attention ``A`` (B, H, T, T) of one padded batch.
+
+    Attributes
+    ----------
+    columns : dict of str to Tensor (B, C, T)
+        Key weights, the same for every query of an input; the pass gives ``sum_j A[i, j] w[b, c, j]``.
+    diagonals : set of int
+        Offsets d; the pass gives ``A[i, i + d]`` (0 where ``i + d`` is outside the batch's width).
+    pairs : dict of str to (Tensor, Tensor, Tensor)
+        (input, query, key) positions, int64 (P,); the pass gives ``A[b, :, i, j]``.
+    entropy : bool
+        Whether the pass gives each row's entropy in nats, ``-sum_j A[i, j] ln A[i, j]``.
+    """
+
+    columns: dict[str, Any] = field(default_factory=dict)
+    diagonals: set[int] = field(default_factory=set)
+    pairs: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict)
+    entropy: bool = False
+
+    def update(self, other: "Gather") -> "Gather":
+        """Add what ``other`` asks for (a name asked twice must mean the same weights)."""
+        self.columns.update(other.columns)
+        self.diagonals |= set(other.diagonals)
+        self.pairs.update(other.pairs)
+        self.entropy = self.entropy or other.entropy
+        return self
+
+
+@dataclass
+class Gathered:
+    """What a :class:`Gather` asked for, over every layer: ``columns[name]`` (B, L, H, T, C), ``diagonals[d]``
+    (B, L, H, T), ``pairs[name]`` (P, L, H), ``entropy`` (B, L, H, T) or None; float32."""
+
+    columns: dict[str, Any]
+    diagonals: dict[int, Any]
+    pairs: dict[str, Any]
+    entropy: Any = None
+
+    def diagonal(self, d: int) -> torch.Tensor:
+        return self.diagonals[d]
+
+
+class _Recorder:
+    """The per-layer results of one map-free forward pass (the attention function appends one per call)."""
+
+    def __init__(self, gather: Gather) -> None:
+        self.gather = gather
+        self.names = list(gather.columns)
+        self.weights = (torch.cat([gather.columns[n] for n in self.names], 1).float() if self.names else None)
+        self.sizes = [int(gather.columns[n].shape[1]) for n in self.names]
+        self.layers: list[dict[str, Any]] = []
+
+    def result(self) -> Gathered:
+        if not self.layers:
+            raise RuntimeError("the model called no attention function: it does not dispatch through "
+                               "transformers' AttentionInterface, so it cannot run map-free")
+
+        def stack(key: str) -> torch.Tensor:
+            return torch.stack([layer[key] for layer in self.layers], 1)
+
+        columns = {}
+        if self.names:
+            every = stack("columns")  # (B, L, H, T, C)
+            start = 0
+            for name, size in zip(self.names, self.sizes):
+                columns[name] = every[..., start:start + size]
+                start += size
+        diagonals = {d: torch.stack([layer["diagonals"][d] for layer in self.layers], 1)
+                     for d in sorted(self.gather.diagonals)}
+        pairs = {name: torch.stack([layer["pairs"][name] for layer in self.layers], 1) for name in self.gather.pairs}
+        entropy = stack("entropy") if self.gather.entropy else None
+        return Gathered(columns, diagonals, pairs, entropy)
+
+
+_ACTIVE: ContextVar[_Recorder | None] = ContextVar("headstats_map_free_recorder", default=None)
+
+
+def _attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None,
+            scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``softmax(scale Q K^T + mask) V`` and each row's log-sum-exp (B, H, T), float32, from a fused kernel."""
+    if query.device.type == "cpu":
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(query, key, value, attn_mask=mask,
+                                                                               scale=scale)
+        return out, lse.float()
+    if query.device.type == "cuda":
+        try:
+            bias = None if mask is None else mask.to(query.dtype).expand(query.shape[0], query.shape[1], -1, -1)
+            out, lse, *_ = torch.ops.aten._scaled_dot_product_efficient_attention(query, key, value, bias, True,
+                                                                                  scale=scale)
+            return out, lse[..., : query.shape[2]].float()
+        except RuntimeError:  # a head size or alignment the kernel does not take: the per-layer form below
+            pass
+    scores = torch.matmul(query.float(), key.float().transpose(-1, -2)) * scale
+    if mask is not None:
+        scores = scores + mask.float()
+    lse = torch.logsumexp(scores, -1)
+    return torch.matmul(torch.exp(scores - lse[..., None]), value.float()).to(value.dtype), lse
+
+
+def _mask_at(mask: torch.Tensor | None, b: Any, i: Any, j: Any) -> Any:
+    return 0.0 if mask is None else mask[b, 0, i, j].float()
+
+
+def map_free_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                       attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
+                       **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """The attention function of :data:`MAP_FREE` (transformers' signature: query, key, value (B, H, T, d),
+    an additive float mask (B, 1, T, T) or None; returns the output (B, T, H, d) and no weights).
+
+    Outside :func:`gathering` it is plain SDPA; inside, it also records what the active :class:`Gather` asks for.
+    """
+    recorder = _ACTIVE.get()
+    if recorder is None or dropout:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      **kwargs)
+    if attention_mask is not None and attention_mask.dtype == torch.bool:  # the CPU kernel wants it additive
+        attention_mask = torch.zeros(attention_mask.shape, dtype=query.dtype, device=query.device).masked_fill(
+            ~attention_mask, torch.finfo(query.dtype).min)
+    B, H, T, d = query.shape
+    scale = float(scaling) if scaling is not None else d ** -0.5
+    gather = recorder.gather
+    extra = []
+    if gather.entropy:
+        extra.append(key)
+    if recorder.weights is not None:
+        extra.append(recorder.weights.transpose(1, 2)[:, None].to(value.dtype).expand(B, H, T, -1))
+    if extra:
+        extra_values = torch.cat(extra, -1)
+        zeros = query.new_zeros(B, H, T, extra_values.shape[-1])
+        out, lse = _attend(torch.cat([query, zeros], -1), torch.cat([key, zeros], -1),
+                           torch.cat([value, extra_values], -1), attention_mask, scale)
+    else:
+        out, lse = _attend(query, key, value, attention_mask, scale)
+    layer: dict[str, Any] = {}
+    rest = out[..., d:].float()
+    if gather.entropy:
+        layer["entropy"] = lse - scale * (query.float() * rest[..., :d]).sum(-1)
+        rest = rest[..., d:]
+    if recorder.weights is not None:
+        layer["columns"] = rest
+    q, k = query.float(), key.float()
+    layer["diagonals"] = {}
+    for offset in gather.diagonals:
+        rows = slice(max(0, -offset), T - max(0, offset))  # queries i with key i + offset inside the width
+        keys = slice(max(0, offset), T - max(0, -offset))
+        score = (q[:, :, rows] * k[:, :, keys]).sum(-1) * scale
+        if attention_mask is not None:
+            score = score + attention_mask[:, 0].float().diagonal(offset, -2, -1)[:, None]
+        weights = q.new_zeros(B, H, T)
+        weights[:, :, rows] = torch.exp(score - lse[:, :, rows])
+        layer["diagonals"][offset] = weights
+    layer["pairs"] = {}
+    for name, (b, i, j) in gather.pairs.items():
+        score = (q[b, :, i] * k[b, :, j]).sum(-1) * scale  # (P, H)
+        if attention_mask is not None:
+            score = score + attention_mask[b, 0, i, j].float()[:, None]
+        layer["pairs"][name] = torch.exp(score - lse[b, :, i])
+    recorder.layers.append(layer)
+    return out[..., :d].transpose(1, 2).contiguous(), None
+
+
+def register() -> None:
+    """Register :data:`MAP_FREE` with transformers (idempotent): the attention function, and the eager
+    (additive float) mask under the same name, without which the model would build no padding mask."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    AttentionInterface.register(MAP_FREE, map_free_attention)
+    AttentionMaskInterface.register(MAP_FREE, eager_mask)
+
+
+@contextmanager
+def gathering(model: Any, gather: Gather) -> Iterator[_Recorder]:
+    """Run ``model`` map-free inside the block: its attention is :data:`MAP_FREE` and every layer's call records
+    what ``gather`` asks for (``recorder.result()`` after the forward pass). The model's attention
+    implementation is restored on the way out."""
+    register()
+    config = model.config
+    before = config._attn_implementation
+    recorder = _Recorder(gather)
+    token = _ACTIVE.set(recorder)
+    config._attn_implementation = MAP_FREE
+    try:
+        yield recorder
+    finally:
+        config._attn_implementation = before
+        _ACTIVE.reset(token)
