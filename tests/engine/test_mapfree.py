@@ -55,7 +55,7 @@ def _records() -> list[Record]:
     return [
         Record("s1", a, words_a=space_words(a, [1, 2, -1, 5, 5, 2], ["det", "nsubj", "root", "case", "det", "obl"])),
         Record("s2", b, words_a=space_words(b, [2, 2, 3, -1, 7, 7, 7, 3, 3],
-                                            ["det", "amod", "nsubj", "root", "det", "amod", "amod", "obj", "advmod"])),
+                                            ["det", "amod", "nsubj", "root", "det", "amod", "amod", "dobj", "advmod"])),
         Record("s3", c, words_a=space_words(c, [1, -1], ["nsubj", "root"])),
         Record("p1", a, b), Record("p2", c, a), Record("p3", "unhappy yesterday", "she read a book"),
     ]
@@ -146,7 +146,13 @@ def user_roles():
 
 
 def test_user_sieves_of_every_shape_equal_the_eager_maps(user_roles, tokenizer):
+    from headstats.analyses.sieve_gather import _plans
+
     loaded = _loaded("bert", tokenizer)
+    _, free = _views(loaded, [*user_roles, *DEFAULT_ROLES[:5]], ScoreSettings())
+    kinds = [plan.kind for plan in _plans(free, [*user_roles, *DEFAULT_ROLES[:5]], ScoreSettings())[0]]
+    # a user sieve is per input: its diagonal is gathered weight by weight; local (the same for all) by diagonals
+    assert kinds == ["pairs", "rows", "pairs", "diagonals", "columns", "columns", "columns", "rows"]
     _same_scores(loaded, user_roles, ScoreSettings())
     _same_scores(loaded, user_roles, ScoreSettings(scale="mass"))
 
