@@ -97,13 +97,31 @@ def test_every_role_equals_the_eager_maps_on_every_family(family, tokenizer):
     _same_scores(_loaded(family, tokenizer), ROLES, ScoreSettings())
 
 
+@pytest.fixture(params=["scores", "gathers"])
+def path(request, monkeypatch):
+    """Both ways a layer's weights are read: from its (B, H, T, T) scores, or gathered one by one (wide batches)."""
+    from headstats.engine import mapfree
+
+    if request.param == "gathers":
+        monkeypatch.setattr(mapfree, "SCORES_MAX_WIDTH", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("settings", [
     ScoreSettings(scale={"default": "mass", "local": "ceiling"}),
     ScoreSettings(block_entropy=True, first_sep_segment="B", local_edges="published", window=3),
     ScoreSettings(arc_direction="both", count_special_queries=False, window=0),
 ], ids=["scales", "published", "both-directions"])
-def test_scales_and_the_published_variants_equal_the_eager_maps(settings, tokenizer):
+def test_scales_and_the_published_variants_equal_the_eager_maps(settings, tokenizer, path):
     _same_scores(_loaded("bert", tokenizer), ROLES, settings)
+
+
+@pytest.mark.parametrize("family", ["roberta", "distilbert"])
+def test_wide_batches_gather_without_a_score_matrix(family, tokenizer, monkeypatch):
+    from headstats.engine import mapfree
+
+    monkeypatch.setattr(mapfree, "SCORES_MAX_WIDTH", 0)
+    _same_scores(_loaded(family, tokenizer), ROLES, ScoreSettings())
 
 
 def test_published_arc_lengths_equal_the_eager_maps(tokenizer):
@@ -145,7 +163,7 @@ def user_roles():
         unregister_role(name)
 
 
-def test_user_sieves_of_every_shape_equal_the_eager_maps(user_roles, tokenizer):
+def test_user_sieves_of_every_shape_equal_the_eager_maps(user_roles, tokenizer, path):
     from headstats.analyses.sieve_gather import _plans
 
     loaded = _loaded("bert", tokenizer)
@@ -157,7 +175,7 @@ def test_user_sieves_of_every_shape_equal_the_eager_maps(user_roles, tokenizer):
     _same_scores(loaded, user_roles, ScoreSettings(scale="mass"))
 
 
-def test_gathered_weights_equal_the_maps(tokenizer):
+def test_gathered_weights_equal_the_maps(tokenizer, path):
     loaded = _loaded("albert", tokenizer)  # one attention module shared by the layers: one record per call
     items = encode_records(_records(), loaded.tokenizer, max_length=64).inputs
     with torch.inference_mode():
@@ -182,7 +200,7 @@ def test_gathered_weights_equal_the_maps(tokenizer):
     np.testing.assert_allclose(got.entropy, entropy, atol=2e-5)
 
 
-def test_padding_is_masked_in_a_padded_batch(tokenizer):
+def test_padding_is_masked_in_a_padded_batch(tokenizer, path):
     # the trap: a custom attention name gets attention_mask=None unless a mask function is registered too, and
     # padded keys are then attended; an input's scores must not depend on the inputs padded beside it
     loaded = _loaded("bert", tokenizer)
@@ -203,7 +221,7 @@ def test_padding_is_masked_in_a_padded_batch(tokenizer):
     np.testing.assert_allclose(together[short], alone[0], rtol=1e-5, atol=1e-6)
 
 
-def test_the_mask_is_registered_and_additive_float(tokenizer, monkeypatch):
+def test_the_mask_is_registered_and_additive_float(tokenizer, monkeypatch, path):
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 

@@ -12,7 +12,9 @@ row entropies for the published ``block``). Each sieve is gathered in the cheape
     at most :data:`MAX_ROW_PATTERNS` distinct rows in each input (``block``: one per segment): one key column
     per distinct row, each query reading its own;
 ``pairs``
-    anything else (a user's sieve): every (query, key) weight of the mask, one by one.
+    anything else (a user's sieve): every (query, key) weight of the mask, one by one;
+``none``
+    no query of the batch counts (``block`` on single sentences): nothing.
 
 Arcs are gathered weight by weight (the pieces of their two ends). The masses then go through the same
 formulas as the maps' (:func:`~headstats.analyses.sieves.bias_of_mass`,
@@ -50,6 +52,8 @@ class SievePlan:
         """``sum_{j in S(i)} A[i, j]`` over the real keys, (B, L, H, N), from the view's gathered weights."""
         gathered = view.gathered
         B, L, H, N = view.shape
+        if self.kind == "none":
+            return torch.zeros((B, L, H, N), dtype=torch.float32, device=view.device)
         if self.kind == "columns":
             return gathered.columns[self.name][..., 0]
         if self.kind == "rows":
@@ -67,6 +71,8 @@ class SievePlan:
 def plan_sieve(name: str, mask: torch.Tensor, queries: torch.Tensor, real: torch.Tensor) -> SievePlan:
     """The cheapest gather of a sieve ``mask`` (bool, broadcasting to (B, N, N)) over the real keys."""
     B, N = real.shape
+    if not bool((queries & real).any()):  # no query counts (block on single sentences): nothing to gather
+        return SievePlan("none", name, Gather())
     keys = mask & real[:, None, :]
     if mask.shape[1] == 1:
         return SievePlan("columns", name, Gather(columns={name: keys.expand(B, 1, N).to(torch.float32)}))

@@ -210,8 +210,6 @@ class MapFreeView(BatchView):
     weights, row entropies), over every layer. Only collectors that declare
     :attr:`~headstats.engine.collector.Collector.map_free` are given one.
 
-    The row means (METHODS 1.2's denominator) come from the ``"real"`` column that :func:`forward_map_free`
-    always gathers.
     """
 
     shape: tuple[int, int, int, int] = (0, 0, 0, 0)
@@ -244,14 +242,12 @@ class MapFreeView(BatchView):
 
     @property
     def row_means(self) -> torch.Tensor:
+        """``1 / n``: a softmax row's mass over the real keys is 1 (padded keys have weight exactly 0), so the
+        eager path's row means (METHODS 1.2's denominator) equal it to float32 rounding."""
         def compute() -> torch.Tensor:
-            realf = self.real.to(torch.float32)
-            return self.gathered.columns[REAL][..., 0] / realf.sum(-1)[:, None, None, None]
+            n = self.real.sum(-1).to(torch.float32)
+            return (1.0 / n)[:, None, None, None].expand(self.size, self.n_layers, self.n_heads, self.width)
         return self.cached("row_means", compute)
-
-
-#: The gathered column of every map-free pass: each row's mass over the real keys (its sum, 1 up to rounding).
-REAL = "real"
 
 
 def forward_map_free(loaded: LoadedModel, items: Sequence[EncodedInput], gather_of: Callable[[MapFreeView], Any],
@@ -259,13 +255,11 @@ def forward_map_free(loaded: LoadedModel, items: Sequence[EncodedInput], gather_
     """One forward pass of ``loaded`` over the padded batch of ``items`` without attention maps.
 
     ``gather_of(view)`` says what to compute of every layer's attention (a :class:`~headstats.engine.mapfree.Gather`,
-    from the view's layout before the pass); the view's :attr:`MapFreeView.gathered` holds it after. Every pass also
-    gathers the mass over the real keys (:data:`REAL`, for :attr:`MapFreeView.row_means`). Non-finite attention
-    among real positions stops as on the eager path (:func:`finite_attention`, which then runs the batch with
-    its maps to locate it). Call inside ``torch.inference_mode()``.
+    from the view's layout before the pass); the view's :attr:`MapFreeView.gathered` holds it after. Non-finite
+    attention (a row's log-sum-exp) stops as on the eager path (:func:`finite_attention`, which then runs the
+    batch with its maps to locate it). Call inside ``torch.inference_mode()``.
     """
     from headstats.engine import forward as extraction
-    from headstats.engine.mapfree import Gather
 
     device = next(loaded.model.parameters()).device
     pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
@@ -273,10 +267,8 @@ def forward_map_free(loaded: LoadedModel, items: Sequence[EncodedInput], gather_
     width = int(batch.input_ids.shape[1])
     view = MapFreeView(loaded.name, dataset, batch.inputs, None, batch.input_ids,
                        shape=(len(batch.inputs), loaded.n_layers, loaded.n_heads, width), on=device)
-    gather = Gather(columns={REAL: view.real[:, None, :].to(torch.float32)})
-    gather.update(gather_of(view))
-    gathered = extraction.forward_gathered(loaded, batch, gather)
-    if not bool(torch.isfinite(gathered.columns[REAL].sum())):
+    gathered = extraction.forward_gathered(loaded, batch, gather_of(view))
+    if not gathered.finite:
         finite_attention(extraction.forward_attentions(loaded, batch), batch.inputs, loaded, dataset)
     view.gathered = gathered
     return view

@@ -8,10 +8,10 @@ module runs the model with an attention function registered through transformers
 :class:`Gather` asks for:
 
 ``columns``
-    ``sum_j A[i, j] w_cj`` for key weights ``w_c`` that are the same for every query of an input (the delimiter
-    sieves, the real keys of the row means, one column per segment for ``block``): extra columns of the value
-    matrix of the same fused call (``[V | W]``; the kernel wants queries and keys as wide as the values, so
-    they get as many zero columns, which add nothing to ``s_ij``);
+    ``sum_j A[i, j] w_cj`` for key weights ``w_c`` that are the same for every query of an input: from the
+    scores of their keys when they are few (the delimiter sieves: [CLS], [SEP]), else (one column per segment
+    for ``block``) as extra columns of the value matrix of the same fused call (``[V | W]``; the kernel wants
+    queries and keys as wide as the values, so they get as many zero columns, which add nothing to ``s_ij``);
 ``diagonals``
     ``A[i, i + d] = exp(s_{i,i+d} - lse_i)``, a dot product per query and offset (the ``local`` sieve);
 ``pairs``
@@ -80,20 +80,47 @@ class Gathered:
     diagonals: dict[int, Any]
     pairs: dict[str, Any]
     entropy: Any = None
+    #: Whether every row's log-sum-exp was finite (else the model gave NaN or inf attention somewhere).
+    finite: bool = True
 
     def diagonal(self, d: int) -> torch.Tensor:
         return self.diagonals[d]
 
 
+#: Key columns with at most this many non-zero keys in every input are computed from their keys' scores alone
+#: (``exp(s_ij - lse_i)``); denser ones (``block``'s segments) as extra value columns of the fused call.
+MAX_SPARSE_KEYS = 32
+
+
 class _Recorder:
-    """The per-layer results of one map-free forward pass (the attention function appends one per call)."""
+    """The per-layer results of one map-free forward pass (the attention function appends one per call).
+
+    Key columns are split in two groups: *sparse* ones (every input has at most :data:`MAX_SPARSE_KEYS` keys with
+    a non-zero weight: [CLS], [SEP]) are read from the scores of those keys, gathered once per batch as ``index``
+    (B, K) with their weights (B, C, K); *dense* ones become extra value columns of the fused call.
+    """
 
     def __init__(self, gather: Gather) -> None:
         self.gather = gather
-        self.names = list(gather.columns)
-        self.weights = (torch.cat([gather.columns[n] for n in self.names], 1).float() if self.names else None)
-        self.sizes = [int(gather.columns[n].shape[1]) for n in self.names]
+        self.sparse_names, self.dense_names = [], []
+        for name, weights in gather.columns.items():
+            keys = int((weights != 0).any(1).sum(-1).max()) if weights.numel() else 0
+            (self.sparse_names if keys <= MAX_SPARSE_KEYS else self.dense_names).append(name)
+        self.dense = self._joined(self.dense_names)
+        self.index = self.sparse = None
+        joined = self._joined(self.sparse_names)
+        if joined is not None:
+            B, C, T = joined.shape
+            support = (joined != 0).any(1)  # (B, T)
+            K = max(1, int(support.sum(-1).max()))
+            # each input's keys with a weight first (stable: in position order), then position 0 with weight 0
+            self.index = torch.argsort((~support).to(torch.int8), dim=-1, stable=True)[:, :K]
+            kept = support.gather(1, self.index).to(torch.float32)
+            self.sparse = joined.gather(2, self.index[:, None, :].expand(B, C, K)) * kept[:, None, :]
         self.layers: list[dict[str, Any]] = []
+
+    def _joined(self, names: list[str]) -> torch.Tensor | None:
+        return torch.cat([self.gather.columns[n] for n in names], 1).float() if names else None
 
     def result(self) -> Gathered:
         if not self.layers:
@@ -104,17 +131,21 @@ class _Recorder:
             return torch.stack([layer[key] for layer in self.layers], 1)
 
         columns = {}
-        if self.names:
-            every = stack("columns")  # (B, L, H, T, C)
+        for group, names in (("sparse", self.sparse_names), ("dense", self.dense_names)):
+            if not names:
+                continue
+            every = stack(group)  # (B, L, H, T, C)
             start = 0
-            for name, size in zip(self.names, self.sizes):
+            for name in names:
+                size = int(self.gather.columns[name].shape[1])
                 columns[name] = every[..., start:start + size]
                 start += size
         diagonals = {d: torch.stack([layer["diagonals"][d] for layer in self.layers], 1)
                      for d in sorted(self.gather.diagonals)}
         pairs = {name: torch.stack([layer["pairs"][name] for layer in self.layers], 1) for name in self.gather.pairs}
         entropy = stack("entropy") if self.gather.entropy else None
-        return Gathered(columns, diagonals, pairs, entropy)
+        finite = bool(torch.stack([layer["finite"] for layer in self.layers]).all())
+        return Gathered(columns, diagonals, pairs, entropy, finite)
 
 
 _ACTIVE: ContextVar[_Recorder | None] = ContextVar("headstats_map_free_recorder", default=None)
@@ -146,6 +177,12 @@ def _mask_at(mask: torch.Tensor | None, b: Any, i: Any, j: Any) -> Any:
     return 0.0 if mask is None else mask[b, 0, i, j].float()
 
 
+#: Up to this width (pieces), a layer's weights are read from one product ``Q K^T`` of its (B, H, T, T) scores,
+#: made and dropped in the layer (one BLAS call is cheaper than gathering a few keys per query one by one, and
+#: than widening the fused call); wider batches gather each asked-for score on its own (module docstring).
+SCORES_MAX_WIDTH = 160
+
+
 def map_free_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                        attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                        **kwargs: Any) -> tuple[torch.Tensor, None]:
@@ -163,47 +200,104 @@ def map_free_attention(module: Any, query: torch.Tensor, key: torch.Tensor, valu
     if attention_mask is not None and attention_mask.dtype == torch.bool:  # the CPU kernel wants it additive
         attention_mask = torch.zeros(attention_mask.shape, dtype=query.dtype, device=query.device).masked_fill(
             ~attention_mask, torch.finfo(query.dtype).min)
-    B, H, T, d = query.shape
+    d = query.shape[-1]
     scale = float(scaling) if scaling is not None else d ** -0.5
+    if query.shape[2] <= SCORES_MAX_WIDTH:
+        out, lse = _attend(query, key, value, attention_mask, scale)
+        layer = _from_scores(recorder, query, key, attention_mask, scale, lse)
+    else:
+        out, layer = _from_gathers(recorder, query, key, value, attention_mask, scale)
+    recorder.layers.append(layer)
+    return out[..., :d].transpose(1, 2).contiguous(), None
+
+
+def _from_scores(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None,
+                 scale: float, lse: torch.Tensor) -> dict[str, Any]:
+    """A layer's asked-for weights read from its score matrix ``s = scale Q K^T + mask`` (B, H, T, T), formed here
+    and dropped on return: ``A[i, j] = exp(s_ij - lse_i)`` at the asked-for cells only, except for dense key
+    columns and the entropy, which need every weight of the row."""
     gather = recorder.gather
+    B, H, T, d = query.shape
+    scores = torch.matmul(query.float(), key.float().transpose(-1, -2)).mul_(scale)
+    if mask is not None:
+        scores += mask.float()
+    layer: dict[str, Any] = {"finite": torch.isfinite(lse).all(), "diagonals": {}, "pairs": {}}
+    for offset in gather.diagonals:
+        rows = slice(max(0, -offset), T - max(0, offset))  # queries i with key i + offset inside the width
+        weights = lse.new_zeros(B, H, T)
+        weights[..., rows] = torch.exp(scores.diagonal(offset, -2, -1) - lse[..., rows])
+        layer["diagonals"][offset] = weights
+    for name, (b, i, j) in gather.pairs.items():
+        layer["pairs"][name] = torch.exp(scores[b, :, i, j] - lse[b, :, i])  # (P, H)
+    if recorder.sparse is not None:
+        index = recorder.index  # (B, K): the keys of the sparse columns
+        picked = scores.gather(-1, index[:, None, None, :].expand(B, H, T, index.shape[1]))
+        layer["sparse"] = torch.matmul(torch.exp(picked - lse[..., None]), recorder.sparse.transpose(1, 2)[:, None])
+    if recorder.dense is not None or gather.entropy:
+        weights = torch.exp(scores - lse[..., None])
+        if recorder.dense is not None:
+            layer["dense"] = torch.matmul(weights, recorder.dense.transpose(1, 2)[:, None])
+        if gather.entropy:  # -sum_j A ln A = lse - sum_j A s_ij (a padded key's weight is exactly 0)
+            layer["entropy"] = lse - (weights * scores).sum(-1)
+    return layer
+
+
+def _from_gathers(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                  mask: torch.Tensor | None, scale: float) -> tuple[torch.Tensor, dict[str, Any]]:
+    """The fused call and a layer's asked-for weights for a wide batch, with no (T, T) matrix at all: dense key
+    columns and ``V = K`` (entropy) as extra value columns of the fused call, the other weights gathered one by
+    one as ``exp(scale q_i . k_j + mask_ij - lse_i)``. Returns the call's output (B, H, T, d + extra) and the layer."""
+    gather = recorder.gather
+    B, H, T, d = query.shape
     extra = []
     if gather.entropy:
         extra.append(key)
-    if recorder.weights is not None:
-        extra.append(recorder.weights.transpose(1, 2)[:, None].to(value.dtype).expand(B, H, T, -1))
-    if extra:
+    if recorder.dense is not None:
+        extra.append(recorder.dense.transpose(1, 2)[:, None].to(value.dtype).expand(B, H, T, -1))
+    if extra:  # more value columns; the kernel wants queries and keys as wide: zeros, which add nothing to s_ij
         extra_values = torch.cat(extra, -1)
         zeros = query.new_zeros(B, H, T, extra_values.shape[-1])
         out, lse = _attend(torch.cat([query, zeros], -1), torch.cat([key, zeros], -1),
-                           torch.cat([value, extra_values], -1), attention_mask, scale)
+                           torch.cat([value, extra_values], -1), mask, scale)
     else:
-        out, lse = _attend(query, key, value, attention_mask, scale)
-    layer: dict[str, Any] = {}
+        out, lse = _attend(query, key, value, mask, scale)
+    layer: dict[str, Any] = {"finite": torch.isfinite(lse).all()}
+    q, k = query.float(), key.float()
     rest = out[..., d:].float()
     if gather.entropy:
-        layer["entropy"] = lse - scale * (query.float() * rest[..., :d]).sum(-1)
+        layer["entropy"] = lse - scale * (q * rest[..., :d]).sum(-1)
         rest = rest[..., d:]
-    if recorder.weights is not None:
-        layer["columns"] = rest
-    q, k = query.float(), key.float()
+    if recorder.dense is not None:
+        layer["dense"] = rest
+    if recorder.sparse is not None:
+        index = recorder.index  # (B, K): the keys of the sparse columns
+        keys = k.gather(2, index[:, None, :, None].expand(B, H, index.shape[1], d))
+        score = torch.matmul(q, keys.transpose(-1, -2)) * scale  # (B, H, T, K)
+        if mask is not None:
+            score = score + mask[:, 0].float().gather(-1, index[:, None, :].expand(B, T, -1))[:, None]
+        layer["sparse"] = torch.matmul(torch.exp(score - lse[..., None]), recorder.sparse.transpose(1, 2)[:, None])
+    # the diagonals and pairs in (B, T, H, d) order: how the model's projections lay queries and keys out
+    qt, kt, lse_t = q.transpose(1, 2), k.transpose(1, 2), lse.transpose(1, 2)
     layer["diagonals"] = {}
     for offset in gather.diagonals:
         rows = slice(max(0, -offset), T - max(0, offset))  # queries i with key i + offset inside the width
         keys = slice(max(0, offset), T - max(0, -offset))
-        score = (q[:, :, rows] * k[:, :, keys]).sum(-1) * scale
-        if attention_mask is not None:
-            score = score + attention_mask[:, 0].float().diagonal(offset, -2, -1)[:, None]
-        weights = q.new_zeros(B, H, T)
-        weights[:, :, rows] = torch.exp(score - lse[:, :, rows])
-        layer["diagonals"][offset] = weights
+        score = (qt[:, rows] * kt[:, keys]).sum(-1) * scale  # (B, T - |offset|, H)
+        if mask is not None:
+            score = score + mask[:, 0].float().diagonal(offset, -2, -1)[:, :, None]
+        weights = q.new_zeros(B, T, H)
+        weights[:, rows] = torch.exp(score - lse_t[:, rows])
+        layer["diagonals"][offset] = weights.transpose(1, 2)
     layer["pairs"] = {}
+    if gather.pairs:
+        flat_q, flat_k, flat_lse = qt.reshape(B * T, H, d), kt.reshape(B * T, H, d), lse_t.reshape(B * T, H)
     for name, (b, i, j) in gather.pairs.items():
-        score = (q[b, :, i] * k[b, :, j]).sum(-1) * scale  # (P, H)
-        if attention_mask is not None:
-            score = score + attention_mask[b, 0, i, j].float()[:, None]
-        layer["pairs"][name] = torch.exp(score - lse[b, :, i])
-    recorder.layers.append(layer)
-    return out[..., :d].transpose(1, 2).contiguous(), None
+        rows, cols = b * T + i, b * T + j
+        score = (flat_q.index_select(0, rows) * flat_k.index_select(0, cols)).sum(-1) * scale  # (P, H)
+        if mask is not None:
+            score = score + mask[b, 0, i, j].float()[:, None]
+        layer["pairs"][name] = torch.exp(score - flat_lse.index_select(0, rows))
+    return out, layer
 
 
 def register() -> None:
