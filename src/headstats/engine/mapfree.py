@@ -177,9 +177,9 @@ def _mask_at(mask: torch.Tensor | None, b: Any, i: Any, j: Any) -> Any:
     return 0.0 if mask is None else mask[b, 0, i, j].float()
 
 
-#: Up to this width (pieces), a layer's weights are read from one product ``Q K^T`` of its (B, H, T, T) scores,
-#: made and dropped in the layer (one BLAS call is cheaper than gathering a few keys per query one by one, and
-#: than widening the fused call); wider batches gather each asked-for score on its own (module docstring).
+#: Dense key columns and the entropy need every weight of a row. Up to this width (pieces) they are read from
+#: the layer's (B, H, T, T) weights, formed from one product ``Q K^T`` and dropped in the layer; wider batches
+#: get them as extra value columns of the fused call (no (T, T) matrix at all).
 SCORES_MAX_WIDTH = 160
 
 
@@ -197,107 +197,101 @@ def map_free_attention(module: Any, query: torch.Tensor, key: torch.Tensor, valu
 
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
-    if attention_mask is not None and attention_mask.dtype == torch.bool:  # the CPU kernel wants it additive
-        attention_mask = torch.zeros(attention_mask.shape, dtype=query.dtype, device=query.device).masked_fill(
-            ~attention_mask, torch.finfo(query.dtype).min)
-    d = query.shape[-1]
+    mask = attention_mask
+    if mask is not None and mask.dtype == torch.bool:  # the CPU kernel wants it additive
+        mask = torch.zeros(mask.shape, dtype=query.dtype, device=query.device).masked_fill(
+            ~mask, torch.finfo(query.dtype).min)
+    gather = recorder.gather
+    B, H, T, d = query.shape
     scale = float(scaling) if scaling is not None else d ** -0.5
-    if query.shape[2] <= SCORES_MAX_WIDTH:
-        out, lse = _attend(query, key, value, attention_mask, scale)
-        layer = _from_scores(recorder, query, key, attention_mask, scale, lse)
+    whole_rows = recorder.dense is not None or gather.entropy
+    layer: dict[str, Any] = {}
+    if whole_rows and T > SCORES_MAX_WIDTH:
+        out, lse = _widened(recorder, query, key, value, mask, scale, layer)
     else:
-        out, layer = _from_gathers(recorder, query, key, value, attention_mask, scale)
+        out, lse = _attend(query, key, value, mask, scale)
+        if whole_rows:
+            _from_weights(recorder, query, key, mask, scale, lse, layer)
+    layer["finite"] = torch.isfinite(lse).all()
+    _gathered(recorder, query, key, mask, scale, lse, layer)
     recorder.layers.append(layer)
     return out[..., :d].transpose(1, 2).contiguous(), None
 
 
-def _from_scores(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None,
-                 scale: float, lse: torch.Tensor) -> dict[str, Any]:
-    """A layer's asked-for weights read from its score matrix ``s = scale Q K^T + mask`` (B, H, T, T), formed here
-    and dropped on return: ``A[i, j] = exp(s_ij - lse_i)`` at the asked-for cells only, except for dense key
-    columns and the entropy, which need every weight of the row."""
-    gather = recorder.gather
-    B, H, T, d = query.shape
+def _from_weights(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None,
+                  scale: float, lse: torch.Tensor, layer: dict[str, Any]) -> None:
+    """Dense key columns and the entropy from the layer's weights ``exp(s - lse)`` (B, H, T, T), formed here and
+    dropped on return (``s = scale Q K^T + mask``; a padded key's weight is exactly 0)."""
     scores = torch.matmul(query.float(), key.float().transpose(-1, -2)).mul_(scale)
     if mask is not None:
         scores += mask.float()
-    layer: dict[str, Any] = {"finite": torch.isfinite(lse).all(), "diagonals": {}, "pairs": {}}
-    for offset in gather.diagonals:
-        rows = slice(max(0, -offset), T - max(0, offset))  # queries i with key i + offset inside the width
-        weights = lse.new_zeros(B, H, T)
-        weights[..., rows] = torch.exp(scores.diagonal(offset, -2, -1) - lse[..., rows])
-        layer["diagonals"][offset] = weights
-    for name, (b, i, j) in gather.pairs.items():
-        layer["pairs"][name] = torch.exp(scores[b, :, i, j] - lse[b, :, i])  # (P, H)
-    if recorder.sparse is not None:
-        index = recorder.index  # (B, K): the keys of the sparse columns
-        picked = scores.gather(-1, index[:, None, None, :].expand(B, H, T, index.shape[1]))
-        layer["sparse"] = torch.matmul(torch.exp(picked - lse[..., None]), recorder.sparse.transpose(1, 2)[:, None])
-    if recorder.dense is not None or gather.entropy:
-        weights = torch.exp(scores - lse[..., None])
-        if recorder.dense is not None:
-            layer["dense"] = torch.matmul(weights, recorder.dense.transpose(1, 2)[:, None])
-        if gather.entropy:  # -sum_j A ln A = lse - sum_j A s_ij (a padded key's weight is exactly 0)
-            layer["entropy"] = lse - (weights * scores).sum(-1)
-    return layer
+    weights = torch.exp(scores - lse[..., None])
+    if recorder.dense is not None:
+        layer["dense"] = torch.matmul(weights, recorder.dense.transpose(1, 2)[:, None])
+    if recorder.gather.entropy:  # -sum_j A ln A = lse - sum_j A s_ij
+        layer["entropy"] = lse - (weights * scores).sum(-1)
 
 
-def _from_gathers(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                  mask: torch.Tensor | None, scale: float) -> tuple[torch.Tensor, dict[str, Any]]:
-    """The fused call and a layer's asked-for weights for a wide batch, with no (T, T) matrix at all: dense key
-    columns and ``V = K`` (entropy) as extra value columns of the fused call, the other weights gathered one by
-    one as ``exp(scale q_i . k_j + mask_ij - lse_i)``. Returns the call's output (B, H, T, d + extra) and the layer."""
-    gather = recorder.gather
+def _widened(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+             mask: torch.Tensor | None, scale: float, layer: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fused call with dense key columns and ``V = K`` (entropy) as extra value columns; the kernel wants
+    queries and keys as wide as the values: zeros, which add nothing to ``s_ij``."""
     B, H, T, d = query.shape
-    extra = []
-    if gather.entropy:
-        extra.append(key)
+    extra = [key] if recorder.gather.entropy else []
     if recorder.dense is not None:
         extra.append(recorder.dense.transpose(1, 2)[:, None].to(value.dtype).expand(B, H, T, -1))
-    if extra:  # more value columns; the kernel wants queries and keys as wide: zeros, which add nothing to s_ij
-        extra_values = torch.cat(extra, -1)
-        zeros = query.new_zeros(B, H, T, extra_values.shape[-1])
-        out, lse = _attend(torch.cat([query, zeros], -1), torch.cat([key, zeros], -1),
-                           torch.cat([value, extra_values], -1), mask, scale)
-    else:
-        out, lse = _attend(query, key, value, mask, scale)
-    layer: dict[str, Any] = {"finite": torch.isfinite(lse).all()}
-    q, k = query.float(), key.float()
+    extra_values = torch.cat(extra, -1)
+    zeros = query.new_zeros(B, H, T, extra_values.shape[-1])
+    out, lse = _attend(torch.cat([query, zeros], -1), torch.cat([key, zeros], -1),
+                       torch.cat([value, extra_values], -1), mask, scale)
     rest = out[..., d:].float()
-    if gather.entropy:
-        layer["entropy"] = lse - scale * (q * rest[..., :d]).sum(-1)
+    if recorder.gather.entropy:
+        layer["entropy"] = lse - scale * (query.float() * rest[..., :d]).sum(-1)
         rest = rest[..., d:]
     if recorder.dense is not None:
         layer["dense"] = rest
+    return out, lse
+
+
+def _gathered(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None,
+              scale: float, lse: torch.Tensor, layer: dict[str, Any]) -> None:
+    """The weights asked for one by one, ``A[i, j] = exp(scale q_i . k_j + mask_ij - lse_i)``: the keys of the
+    sparse columns, the diagonals, the pairs. Queries and keys are read in (B, T, H, d) order, how the model's
+    projections lay them out."""
+    gather = recorder.gather
+    B, H, T, d = query.shape
+    qt, kt, lse_t = query.float().transpose(1, 2), key.float().transpose(1, 2), lse.transpose(1, 2)
     if recorder.sparse is not None:
         index = recorder.index  # (B, K): the keys of the sparse columns
-        keys = k.gather(2, index[:, None, :, None].expand(B, H, index.shape[1], d))
-        score = torch.matmul(q, keys.transpose(-1, -2)) * scale  # (B, H, T, K)
+        keys = kt.gather(1, index[:, :, None, None].expand(B, index.shape[1], H, d))  # (B, K, H, d)
+        score = torch.einsum("bthd,bkhd->bhtk", qt, keys).mul_(scale)
         if mask is not None:
-            score = score + mask[:, 0].float().gather(-1, index[:, None, :].expand(B, T, -1))[:, None]
+            score += mask[:, 0].float().gather(-1, index[:, None, :].expand(B, T, -1))[:, None]
         layer["sparse"] = torch.matmul(torch.exp(score - lse[..., None]), recorder.sparse.transpose(1, 2)[:, None])
-    # the diagonals and pairs in (B, T, H, d) order: how the model's projections lay queries and keys out
-    qt, kt, lse_t = q.transpose(1, 2), k.transpose(1, 2), lse.transpose(1, 2)
-    layer["diagonals"] = {}
-    for offset in gather.diagonals:
-        rows = slice(max(0, -offset), T - max(0, offset))  # queries i with key i + offset inside the width
-        keys = slice(max(0, offset), T - max(0, -offset))
-        score = (qt[:, rows] * kt[:, keys]).sum(-1) * scale  # (B, T - |offset|, H)
+    offsets = sorted(gather.diagonals)
+    if offsets:
+        band = qt.new_full((B, T, H, len(offsets)), float("-inf"))  # A[i, i + o] for every offset o
+        for k, offset in enumerate(offsets):
+            rows = slice(max(0, -offset), T - max(0, offset))  # queries i with key i + offset inside the width
+            keys = slice(max(0, offset), T - max(0, -offset))
+            band[:, rows, :, k] = (qt[:, rows] * kt[:, keys]).sum(-1)
+        band.mul_(scale)
         if mask is not None:
-            score = score + mask[:, 0].float().diagonal(offset, -2, -1)[:, :, None]
-        weights = q.new_zeros(B, T, H)
-        weights[:, rows] = torch.exp(score - lse_t[:, rows])
-        layer["diagonals"][offset] = weights.transpose(1, 2)
+            at = torch.arange(T, device=band.device)[:, None] + torch.tensor(offsets, device=band.device)[None, :]
+            band += mask[:, 0].float().gather(-1, at.clamp(0, T - 1).expand(B, T, -1))[:, :, None, :]
+        band.sub_(lse_t[..., None]).exp_()
+        layer["diagonals"] = {offset: band[..., k].transpose(1, 2) for k, offset in enumerate(offsets)}
+    else:
+        layer["diagonals"] = {}
     layer["pairs"] = {}
     if gather.pairs:
         flat_q, flat_k, flat_lse = qt.reshape(B * T, H, d), kt.reshape(B * T, H, d), lse_t.reshape(B * T, H)
     for name, (b, i, j) in gather.pairs.items():
         rows, cols = b * T + i, b * T + j
-        score = (flat_q.index_select(0, rows) * flat_k.index_select(0, cols)).sum(-1) * scale  # (P, H)
+        score = (flat_q.index_select(0, rows) * flat_k.index_select(0, cols)).sum(-1).mul_(scale)  # (P, H)
         if mask is not None:
-            score = score + mask[b, 0, i, j].float()[:, None]
+            score += mask[b, 0, i, j].float()[:, None]
         layer["pairs"][name] = torch.exp(score - flat_lse.index_select(0, rows))
-    return out, layer
 
 
 def register() -> None:
