@@ -15,8 +15,9 @@ Prints, measured in this one run on the same inputs, as CPU time of this process
 - ``eager``: the same engine with the attention maps (``Runner(map_free=False)``), the path of a pass whose
   analyses need whole maps;
 - the largest difference between the two paths' scores over the whole run (parity: at most 1e-5);
-- peak resident memory of one batch at 512 pieces through a BERT-base-sized model (12 layers x 12 heads,
-  hidden 768, random weights), map-free against eager, each in a fresh process.
+- peak resident memory while scoring inputs of 512 pieces (``--memory-inputs``, one batch each within the default
+  memory budget) through a BERT-base-sized model (12 layers x 12 heads, hidden 768, random weights), map-free
+  against eager, each in a fresh process, the high-water mark reset after loading and a warm-up input.
 
 The machine may be shared: inputs are cut into chunks, and each chunk is run by every contender in turn (A B C,
 the first rotating), ``repeats`` times; the best CPU and wall time per chunk and contender are summed. The load
@@ -129,8 +130,10 @@ def memory_child(path: str, pieces: int, n: int, map_free: bool) -> None:
     words = "the cat sat on the mat while a dog watched it from the old garden wall".split()
     text = " ".join(words[i % len(words)] for i in range(pieces))  # one piece per word: truncated to ``pieces``
     records = [Record(str(i), text) for i in range(n)]
-    job = Job(RoleScores, (loaded.name,), "bench", {"roles": list(DEFAULT_ROLES)})
     runner = Runner(batch_size=n, max_length=pieces, too_long="truncate", map_free=map_free)
+    warm = Job(RoleScores, (loaded.name,), "bench", {"roles": list(DEFAULT_ROLES)})
+    runner.run(lambda _: loaded, {"bench": [Record("w", "the cat sat")]}, [warm])  # weights paged in, pools made
+    job = Job(RoleScores, (loaded.name,), "bench", {"roles": list(DEFAULT_ROLES)})
     clear = Path("/proc/self/clear_refs")
     if clear.exists():
         clear.write_text("5")  # reset VmHWM to the current RSS
@@ -183,6 +186,22 @@ def compare_memory(folder: Path, pieces: int, n: int, *, in_process: bool, threa
     return peaks
 
 
+def report_speed(speed: dict, batch_size: int) -> None:
+    (load0, load1) = speed["load"]
+    print(f"inputs: {speed['n_inputs']} from {speed['source']}, batch size {batch_size}, {speed['threads']} "
+          f"threads; chunks of {speed['chunk']} run in turn, best of {speed['repeats']} per chunk; load average "
+          f"{load0[0]:.1f} before, {load1[0]:.1f} after")
+    t = speed["total"]
+    for name, what in (("bare", "bare SDPA forward (no attention weights)"),
+                       ("map-free", "headstats role scores, map-free"), ("eager", "headstats role scores, eager maps")):
+        print(f"{what}: {t[name][1]:.3f} s CPU, {t[name][0]:.3f} s wall")
+    print(f"ratio map-free / bare SDPA: {t['map-free'][1] / t['bare'][1]:.3f} CPU, "
+          f"{t['map-free'][0] / t['bare'][0]:.3f} wall  (target <= 1.15)")
+    print(f"ratio eager / bare SDPA: {t['eager'][1] / t['bare'][1]:.3f} CPU, {t['eager'][0] / t['bare'][0]:.3f} wall")
+    print(f"parity map-free vs eager over every score: max abs difference {speed['max_abs']:.2e}, max relative "
+          f"{speed['max_rel']:.2e}, same NaN cells: {speed['same_nan']}  (target <= 1e-5)")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000)
@@ -194,6 +213,8 @@ def main(argv: list[str] | None = None) -> None:
                              "measures the contention)")
     parser.add_argument("--pieces", type=int, default=512)
     parser.add_argument("--memory-inputs", type=int, default=2)
+    parser.add_argument("--no-memory", action="store_true", help="time only")
+    parser.add_argument("--no-speed", action="store_true", help="memory only")
     parser.add_argument("--smoke", action="store_true", help="16 inputs; memory at 64 pieces on 2 layers (seconds)")
     parser.add_argument("--memory-child", nargs=4, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -209,20 +230,10 @@ def main(argv: list[str] | None = None) -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    speed = compare_speed(args.n, args.batch_size, chunk=args.chunk, repeats=args.repeats)
-    (load0, load1) = speed["load"]
-    print(f"inputs: {speed['n_inputs']} from {speed['source']}, batch size {args.batch_size}, {speed['threads']} "
-          f"threads; chunks of {speed['chunk']} run in turn, best of {speed['repeats']} per chunk; load average "
-          f"{load0[0]:.1f} before, {load1[0]:.1f} after")
-    t = speed["total"]
-    for name, what in (("bare", "bare SDPA forward (no attention weights)"),
-                       ("map-free", "headstats role scores, map-free"), ("eager", "headstats role scores, eager maps")):
-        print(f"{what}: {t[name][1]:.3f} s CPU, {t[name][0]:.3f} s wall")
-    print(f"ratio map-free / bare SDPA: {t['map-free'][1] / t['bare'][1]:.3f} CPU, "
-          f"{t['map-free'][0] / t['bare'][0]:.3f} wall  (target <= 1.15)")
-    print(f"ratio eager / bare SDPA: {t['eager'][1] / t['bare'][1]:.3f} CPU, {t['eager'][0] / t['bare'][0]:.3f} wall")
-    print(f"parity map-free vs eager over every score: max abs difference {speed['max_abs']:.2e}, max relative "
-          f"{speed['max_rel']:.2e}, same NaN cells: {speed['same_nan']}  (target <= 1e-5)")
+    if not args.no_speed:
+        report_speed(compare_speed(args.n, args.batch_size, chunk=args.chunk, repeats=args.repeats), args.batch_size)
+    if args.no_memory:
+        return
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:

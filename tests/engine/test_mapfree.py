@@ -97,12 +97,15 @@ def test_every_role_equals_the_eager_maps_on_every_family(family, tokenizer):
     _same_scores(_loaded(family, tokenizer), ROLES, ScoreSettings())
 
 
-@pytest.fixture(params=["scores", "gathers"])
+@pytest.fixture(params=["sparse", "weights", "widened"])
 def path(request, monkeypatch):
-    """Both ways a layer's weights are read: from its (B, H, T, T) scores, or gathered one by one (wide batches)."""
+    """Every way a key column is read: from its keys' scores (sparse), from the layer's (B, H, T, T) weights, or
+    as extra value columns of the fused call (wide batches; the entropy too)."""
     from headstats.engine import mapfree
 
-    if request.param == "gathers":
+    if request.param != "sparse":
+        monkeypatch.setattr(mapfree, "MAX_SPARSE_KEYS", 0)
+    if request.param == "widened":
         monkeypatch.setattr(mapfree, "SCORES_MAX_WIDTH", 0)
     return request.param
 
@@ -117,11 +120,12 @@ def test_scales_and_the_published_variants_equal_the_eager_maps(settings, tokeni
 
 
 @pytest.mark.parametrize("family", ["roberta", "distilbert"])
-def test_wide_batches_gather_without_a_score_matrix(family, tokenizer, monkeypatch):
+def test_wide_batches_widen_the_fused_call(family, tokenizer, monkeypatch):
     from headstats.engine import mapfree
 
     monkeypatch.setattr(mapfree, "SCORES_MAX_WIDTH", 0)
-    _same_scores(_loaded(family, tokenizer), ROLES, ScoreSettings())
+    monkeypatch.setattr(mapfree, "MAX_SPARSE_KEYS", 0)
+    _same_scores(_loaded(family, tokenizer), ROLES, ScoreSettings(block_entropy=True))
 
 
 def test_published_arc_lengths_equal_the_eager_maps(tokenizer):

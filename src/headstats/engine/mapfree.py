@@ -5,27 +5,36 @@ measures from them. Most role scores need far less: the mass of each query's row
 module runs the model with an attention function registered through transformers' ``AttentionInterface``
 (:data:`MAP_FREE`) that calls the fused scaled-dot-product kernel, keeps each query row's log-sum-exp
 ``lse_i = log sum_j exp(s_ij)`` (``s_ij = scale q_i . k_j + mask_ij``), and computes, layer by layer, what a
-:class:`Gather` asks for:
+:class:`Gather` asks for, each weight as ``A[i, j] = exp(s_ij - lse_i)``:
 
 ``columns``
-    ``sum_j A[i, j] w_cj`` for key weights ``w_c`` that are the same for every query of an input: from the
-    scores of their keys when they are few (the delimiter sieves: [CLS], [SEP]), else (one column per segment
-    for ``block``) as extra columns of the value matrix of the same fused call (``[V | W]``; the kernel wants
-    queries and keys as wide as the values, so they get as many zero columns, which add nothing to ``s_ij``);
+    ``sum_j A[i, j] w_cj`` for key weights ``w_c`` that are the same for every query of an input. *Sparse* ones
+    (at most :data:`MAX_SPARSE_KEYS` keys per input: [CLS], [SEP], the delimiter sieves) from the scores of their
+    keys alone; *dense* ones (one column per segment for ``block`` on pairs) need every weight of the row (below);
 ``diagonals``
-    ``A[i, i + d] = exp(s_{i,i+d} - lse_i)``, a dot product per query and offset (the ``local`` sieve);
+    ``A[i, i + d]`` per offset d (the ``local`` sieve): one dot product per query and offset;
 ``pairs``
-    ``A[i, j]`` at listed (input, query, key) positions, the same way (dependency arcs);
+    ``A[i, j]`` at listed (input, query, key) positions (dependency arcs), the same way;
 ``entropy``
-    ``-sum_j A[i, j] ln A[i, j] = lse_i - sum_j A[i, j] s_ij``, whose second term is one more value block,
-    ``V = K``: ``scale q_i . (sum_j A[i, j] k_j)`` (padded keys have weight exactly 0).
+    ``-sum_j A[i, j] ln A[i, j] = lse_i - sum_j A[i, j] s_ij``, which needs every weight of the row.
 
-So no ``layers x heads x T x T`` tensor is made, and the model's own attention output is the kernel's. The mask
-is registered with the function (transformers builds none for an attention name it does not know, and padded
-keys would then be attended) and is the eager one, additive float (the CPU kernel refuses a boolean mask for
-this call). The kernel returning the log-sum-exp is the CPU flash kernel
-(``aten._scaled_dot_product_flash_attention_for_cpu``) or, on CUDA, the memory-efficient one; on other devices
-the row is computed per layer (``B x H x T x T`` at a time, never for all layers).
+What needs every weight of a row (dense columns, entropy) is read, up to :data:`SCORES_MAX_WIDTH` pieces, from
+the layer's weights ``exp(s - lse)`` (B, H, T, T), formed from one product ``Q K^T`` and dropped within the
+layer; in wider batches, as extra value columns of the same fused call (``[V | K | W]``; the kernel wants
+queries and keys as wide as the values, so they get zero columns, which add nothing to ``s_ij``). So no
+``layers x heads x T x T`` tensor is ever made, and the model's own attention output is the kernel's.
+
+The mask is registered with the function: transformers builds none for an attention name it does not know
+(padded keys would then be attended). It is the eager one, additive float, which the CPU kernel needs (it
+refuses a boolean mask for this call; one that arrives anyway is made additive). The kernel that returns the
+log-sum-exp is the CPU flash kernel (``aten._scaled_dot_product_flash_attention_for_cpu``) or, on CUDA, the
+memory-efficient one (``aten._scaled_dot_product_efficient_attention``); on other devices, or where that kernel
+refuses the shapes, the layer's rows are computed in plain torch (``B x H x T x T`` at a time).
+
+Not served map-free: the norm-weighted measure (METHODS 6.1, which reweights every key by its value norm: its
+pass keeps the maps), and every analysis that reads whole maps (clustering, pictures, dependency, ...): the
+runner runs a pass map-free only when all its collectors declare it
+(:attr:`~headstats.engine.collector.Collector.map_free`, :func:`~headstats.engine.runner.runs_map_free`).
 """
 
 from __future__ import annotations
