@@ -272,8 +272,13 @@ def _gathered(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, mask:
     qt, kt, lse_t = query.float().transpose(1, 2), key.float().transpose(1, 2), lse.transpose(1, 2)
     if recorder.sparse is not None:
         index = recorder.index  # (B, K): the keys of the sparse columns
-        keys = kt.gather(1, index[:, :, None, None].expand(B, index.shape[1], H, d))  # (B, K, H, d)
-        score = torch.einsum("bthd,bkhd->bhtk", qt, keys).mul_(scale)
+        K = index.shape[1]
+        keys = kt.gather(1, index[:, :, None, None].expand(B, K, H, d))  # (B, K, H, d)
+        if K <= 4:  # a few keys ([CLS], [SEP]): one dot product per key, cheaper than a batched product
+            score = torch.stack([torch.linalg.vecdot(qt, keys[:, k:k + 1]) for k in range(K)], -1)
+            score = score.transpose(1, 2).mul_(scale)  # (B, H, T, K)
+        else:
+            score = torch.einsum("bthd,bkhd->bhtk", qt, keys).mul_(scale)
         if mask is not None:
             score += mask[:, 0].float().gather(-1, index[:, None, :].expand(B, T, -1))[:, None]
         layer["sparse"] = torch.matmul(torch.exp(score - lse[..., None]), recorder.sparse.transpose(1, 2)[:, None])
@@ -283,7 +288,7 @@ def _gathered(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, mask:
         for k, offset in enumerate(offsets):
             rows = slice(max(0, -offset), T - max(0, offset))  # queries i with key i + offset inside the width
             keys = slice(max(0, offset), T - max(0, -offset))
-            band[:, rows, :, k] = (qt[:, rows] * kt[:, keys]).sum(-1)
+            band[:, rows, :, k] = torch.linalg.vecdot(qt[:, rows], kt[:, keys])
         band.mul_(scale)
         if mask is not None:
             at = torch.arange(T, device=band.device)[:, None] + torch.tensor(offsets, device=band.device)[None, :]
@@ -297,7 +302,7 @@ def _gathered(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, mask:
         flat_q, flat_k, flat_lse = qt.reshape(B * T, H, d), kt.reshape(B * T, H, d), lse_t.reshape(B * T, H)
     for name, (b, i, j) in gather.pairs.items():
         rows, cols = b * T + i, b * T + j
-        score = (flat_q.index_select(0, rows) * flat_k.index_select(0, cols)).sum(-1).mul_(scale)  # (P, H)
+        score = torch.linalg.vecdot(flat_q.index_select(0, rows), flat_k.index_select(0, cols)).mul_(scale)  # (P, H)
         if mask is not None:
             score += mask[b, 0, i, j].float()[:, None]
         layer["pairs"][name] = torch.exp(score - flat_lse.index_select(0, rows))
