@@ -12,7 +12,7 @@ import transformers
 
 from conftest import space_words
 from headstats.analyses.role_scores import RoleScores
-from headstats.analyses.roles import register_role, unregister_role
+from headstats.analyses.sieve_gather import map_free_scores
 from headstats.analyses.sieves import DEFAULT_ROLES, ScoreSettings, score_and_ceilings
 from headstats.engine.batch import MapFreeView, forward_map_free, forward_views
 from headstats.engine.collector import Context
@@ -81,7 +81,7 @@ def _same_scores(loaded, roles, settings):
     assert free.attention is None and isinstance(free, MapFreeView)
     with torch.inference_mode():
         expected, expected_ceilings = score_and_ceilings(eager, roles, settings)
-        scores, ceilings = score_and_ceilings(free, roles, settings)
+        scores, ceilings = map_free_scores(free, roles, settings)
     assert torch.isfinite(expected).any(0).any(0).any(0).all()  # every role scored on some input
     np.testing.assert_allclose(scores.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(np.isnan(scores.numpy()), np.isnan(expected.numpy()))
@@ -141,42 +141,8 @@ def test_published_arc_lengths_equal_the_eager_maps(tokenizer):
                                        {"roles": roles, "settings": settings}))
         free = forward_map_free(loaded, items, collector.gather)
         expected, _ = score_and_ceilings(eager, roles, settings)
-        scores, _ = score_and_ceilings(free, roles, settings)
+        scores, _ = map_free_scores(free, roles, settings)
     np.testing.assert_allclose(scores.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
-
-
-@pytest.fixture
-def user_roles():
-    def previous(layout, options):  # one diagonal
-        return np.eye(layout.length, k=-1, dtype=bool)
-
-    def halves(layout, options):  # two distinct rows: gathered as two key columns
-        n = layout.length
-        mask = np.zeros((n, n), dtype=bool)
-        mask[: n // 2, : n // 2] = True
-        mask[n // 2:, n // 2:] = True
-        return mask
-
-    def scattered(layout, options):  # many distinct rows off few diagonals: gathered weight by weight
-        return np.random.default_rng(layout.length).random((layout.length, layout.length)) < 0.3
-
-    for name, sieve in (("t_previous", previous), ("t_halves", halves), ("t_scattered", scattered)):
-        register_role(name, sieve)
-    yield ["t_previous", "t_halves", "t_scattered"]
-    for name in ("t_previous", "t_halves", "t_scattered"):
-        unregister_role(name)
-
-
-def test_user_sieves_of_every_shape_equal_the_eager_maps(user_roles, tokenizer, path):
-    from headstats.analyses.sieve_gather import _plans
-
-    loaded = _loaded("bert", tokenizer)
-    _, free = _views(loaded, [*user_roles, *DEFAULT_ROLES[:5]], ScoreSettings())
-    kinds = [plan.kind for plan in _plans(free, [*user_roles, *DEFAULT_ROLES[:5]], ScoreSettings())[0]]
-    # a user sieve is per input: its diagonal is gathered weight by weight; local (the same for all) by diagonals
-    assert kinds == ["pairs", "rows", "pairs", "diagonals", "columns", "columns", "columns", "rows"]
-    _same_scores(loaded, user_roles, ScoreSettings())
-    _same_scores(loaded, user_roles, ScoreSettings(scale="mass"))
 
 
 def test_gathered_weights_equal_the_maps(tokenizer, path):
@@ -216,7 +182,7 @@ def test_padding_is_masked_in_a_padded_batch(tokenizer, path):
         collector = RoleScores(Context(("m",), "d", loaded.n_layers, loaded.n_heads,
                                        {"roles": ROLES, "settings": settings}))
         with torch.inference_mode():
-            return score_and_ceilings(forward_map_free(loaded, items, collector.gather), ROLES, settings)[0]
+            return map_free_scores(forward_map_free(loaded, items, collector.gather), ROLES, settings)[0]
 
     alone = scores_of([records[2]])  # "he ran": the shortest, padded to the longest in the batch
     together = scores_of(records)

@@ -33,7 +33,7 @@ from headstats.engine.batch import MapFreeView
 from headstats.engine.mapfree import Gather
 from headstats.analyses.sieves import (ScoreSettings, _arc_tensors, _divisors, _few_diagonals, _general, _put,
                                        _sieve_ceiling, _sieves_of, arc_scores_of, bias_of_mass, diagonal_offsets,
-                                       mass_of_diagonals, sieve_scores_of_mass)
+                                       mass_of_diagonals, score_and_ceilings, sieve_scores_of_mass)
 
 #: A sieve whose mask has at most this many distinct rows in every input is gathered as key columns.
 MAX_ROW_PATTERNS = 16
@@ -133,6 +133,15 @@ def gather_for_scores(view: MapFreeView, roles: Sequence[str], settings: ScoreSe
     if arcs is not None:
         gather.update(arcs["gather"])
     return gather
+
+
+def role_scores_of(view, roles: Sequence[str], settings: ScoreSettings) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scores and ceilings of every role for one batch view: from its maps
+    (:func:`~headstats.analyses.sieves.score_and_ceilings`), or from what a map-free pass gathered
+    (:func:`map_free_scores`)."""
+    if view.attention is None:
+        return map_free_scores(view, roles, settings)
+    return score_and_ceilings(view, roles, settings)
 
 
 def map_free_scores(view: MapFreeView, roles: Sequence[str],

@@ -529,10 +529,9 @@ def score_and_ceilings(
         The score a perfect head would get on each input (``mean_i n / |S_f(i)|`` on the ``bias`` scale,
         1 on ``mass`` and ``ceiling``); NaN where the input does not take part.
     """
-    if view.attention is None:  # a map-free pass (headstats.engine.mapfree): the same scores from gathered masses
-        from headstats.analyses.sieve_gather import map_free_scores
-
-        return map_free_scores(view, roles, settings)
+    if view.attention is None:
+        raise ValueError("a map-free view holds no attention maps: score it with "
+                         "headstats.analyses.sieve_gather.role_scores_of")
     attn = view.attention
     B, L, H, N, _ = attn.shape
     device = attn.device

@@ -152,7 +152,7 @@ class _Recorder:
         diagonals = {d: torch.stack([layer["diagonals"][d] for layer in self.layers], 1)
                      for d in sorted(self.gather.diagonals)}
         pairs = {name: torch.stack([layer["pairs"][name] for layer in self.layers], 1) for name in self.gather.pairs}
-        entropy = stack("entropy") if self.gather.entropy else None
+        entropy = stack("row_entropy") if self.gather.entropy else None
         finite = bool(torch.stack([layer["finite"] for layer in self.layers]).all())
         return Gathered(columns, diagonals, pairs, entropy, finite)
 
@@ -238,7 +238,7 @@ def _from_weights(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, m
     if recorder.dense is not None:
         layer["dense"] = torch.matmul(weights, recorder.dense.transpose(1, 2)[:, None])
     if recorder.gather.entropy:  # -sum_j A ln A = lse - sum_j A s_ij
-        layer["entropy"] = lse - (weights * scores).sum(-1)
+        layer["row_entropy"] = lse - (weights * scores).sum(-1)
 
 
 def _widened(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -255,7 +255,7 @@ def _widened(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, value:
                        torch.cat([value, extra_values], -1), mask, scale)
     rest = out[..., d:].float()
     if recorder.gather.entropy:
-        layer["entropy"] = lse - scale * (query.float() * rest[..., :d]).sum(-1)
+        layer["row_entropy"] = lse - scale * (query.float() * rest[..., :d]).sum(-1)
         rest = rest[..., d:]
     if recorder.dense is not None:
         layer["dense"] = rest
