@@ -283,3 +283,16 @@ def test_the_norm_measure_keeps_the_maps():
     assert not runs_map_free([job], ("norm",))
     assert not runs_map_free([job], ("weights", "norm"))
     assert not runs_map_free([job], ("weights",), paired=True)
+
+
+def test_non_finite_attention_stops_the_map_free_pass_naming_where(tokenizer):
+    from headstats.errors import ModelError
+
+    loaded = _loaded("bert", tokenizer)
+    with torch.no_grad():
+        loaded.model.encoder.layer[1].attention.self.query.weight[0, 0] = float("nan")  # head 0 of layer 1
+    items = encode_records(_records(), loaded.tokenizer, max_length=64).inputs
+    with torch.inference_mode(), pytest.raises(ModelError) as raised:  # the row's log-sum-exp is NaN: located
+        forward_map_free(loaded, items, lambda view: Gather(diagonals={0}))  # on the maps, as the eager path does
+    assert "gave non-finite attention (NaN or inf)" in str(raised.value)
+    assert "(layer 1, head 0, counted from 0" in str(raised.value)
