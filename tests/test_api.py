@@ -59,7 +59,8 @@ def test_score_and_test_several_measures_at_once(tiny_model):
     assert [a.attention_measure for a in both] == ["weights", "norm"]
     for array in both:
         alone = hs.score(tiny_model, records, roles=roles, measure=array.attention_measure, progress=False)
-        np.testing.assert_array_equal(array.values, alone.values)
+        # weights alone run map-free (the fused kernel), beside norm with the maps: the same to float32 rounding
+        np.testing.assert_allclose(array.values, alone.values, rtol=1e-5, atol=1e-6)
         one = hs.test_roles(alone, tau=1.0)
         part = hs.test_roles(both, tau=1.0)
         part = part[part["measure"] == array.attention_measure].reset_index(drop=True)
