@@ -402,9 +402,10 @@ class Runner:
         (``execution.memory_budget_mb``).
     map_free : bool
         Run a pass without attention maps when all its collectors allow it (:func:`runs_map_free`; the role
-        scores alone do): the fused attention kernel and only the weights the scores read (benchmarks/
-        bench_map_free.py: 1.12x the bare SDPA forward against 1.25x with the maps, and no attention maps in memory). False: every pass with its maps. The scores agree to float32
-        rounding (about 1e-6), so the choice is not part of the cache keys.
+        scores alone do): the fused attention kernel and only the weights the scores read
+        (``benchmarks/bench_map_free.py``: 1.12x the bare SDPA forward against 1.25x with the maps, and no
+        attention maps in memory). False: every pass with its maps. The scores agree to float32 rounding
+        (1e-5 relative at most), so the choice is not part of the cache keys.
     """
 
     def __init__(self, *, batch_size: int | str = 32, max_length: int = 128, too_long: str = "skip",
