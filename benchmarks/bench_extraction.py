@@ -7,9 +7,10 @@ by ``tests/test_benchmarks.py``: it checks that the benchmark runs, not its figu
 
 Prints, measured in this one run on the same inputs:
 - the time of the bare forward pass with ``output_attentions=True`` (the same length-sorted batches,
-  tokenised with the fast tokenizer's batch call) against headstats' engine: encoding (offsets, word
-  alignment), one forward pass per batch and the role-score collector (all nine roles of single sentences):
-  the ratio should be at most 1.10;
+  tokenised with the fast tokenizer's batch call) against headstats' engine on the same eager maps (a pass that
+  an analysis reading whole maps shares; ``Runner(map_free=False)``): encoding (offsets, word alignment), one
+  forward pass per batch and the role-score collector (all nine roles of single sentences): the ratio should be
+  at most 1.10 (``bench_map_free.py`` measures the role scores' own, map-free pass against bare SDPA);
 - the same engine on norm-weighted attention (``measure: norm``, METHODS 6.1: the value-vector norms read by
   hooks in the same pass) against weights: the ratio should be at most 1.20;
 - peak resident memory of a scoring run over 200 and over 1,000 inputs, each in a fresh process: it
@@ -90,7 +91,9 @@ def compare_speed(n: int, batch_size: int, *, chunk: int = 128, repeats: int = 3
     def engine(k: int, measure: str = "weights") -> None:
         options = {"roles": ROLES} if measure == "weights" else {"roles": ROLES, "measure": measure}
         job = Job(RoleScores, (loaded.name,), "bench", options)
-        Runner(batch_size=batch_size, max_length=128).run(lambda name: loaded, {"bench": chunks[k]}, [job])
+        # with the maps, as the bare pass it is measured against (benchmarks/bench_map_free.py: the map-free path)
+        Runner(batch_size=batch_size, max_length=128, map_free=False).run(lambda name: loaded, {"bench": chunks[k]},
+                                                                          [job])
         assert job.collector.result().n_inputs == len(encoded[k])
 
     def norm(k: int) -> None:

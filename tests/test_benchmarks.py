@@ -111,3 +111,15 @@ def test_paper_faithful_share(capsys):
     out = smoke("paper_faithful_share", capsys)
     assert out.startswith("mrpc: first 3 test rows, 3 scored")
     assert re.search(r"local\s+100\.00% of \d+ scores equal", out)
+
+
+@pytest.mark.slow
+def test_map_free(capsys):
+    out = smoke("bench_map_free", capsys)
+    assert out.startswith("inputs: 16 from")
+    assert re.search(r"ratio map-free / bare SDPA: [\d.]+ CPU, [\d.]+ wall", out)
+    assert re.search(r"ratio eager / bare SDPA: [\d.]+ CPU", out)
+    # the two paths' scores over the whole run: float32 rounding of the attention logits, and the same NaN cells
+    relative = float(re.search(r"max relative ([\d.e+-]+), same NaN cells: True", out).group(1))
+    assert relative < 1e-4
+    assert "peak memory, 2 inputs x 64 pieces, 2 layers x 4 heads" in out

@@ -1,6 +1,7 @@
 """The sieve bias scores of every role, as a collector whose result is a MeasureArray (METHODS 1.2-1.3).
 
-The maths is :func:`headstats.analyses.sieves.score_and_ceilings`; this module keeps each batch's scores (inputs x layers x
+The maths is :func:`headstats.analyses.sieves.score_and_ceilings` (on a map-free pass,
+:func:`headstats.analyses.sieve_gather.map_free_scores`, the same formulas from the gathered masses); this module keeps each batch's scores (inputs x layers x
 heads x roles, float32, the precision they are computed in) with the inputs' positions and ceilings, and returns
 them in data-set order as a :class:`~headstats.measures.MeasureArray` (the keeping is
 :class:`~headstats.engine.collector.PerInputCollector`'s). Attention is never kept.
@@ -12,9 +13,11 @@ import numpy as np
 import pandas as pd
 
 from headstats.analyses import register_analysis
-from headstats.analyses.sieves import ScoreSettings, score_and_ceilings
+from headstats.analyses.sieve_gather import gather_for_scores, role_scores_of
+from headstats.analyses.sieves import ScoreSettings
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Context, PerInputCollector, ScoreState
+from headstats.engine.mapfree import Gather
 
 __all__ = ["RoleScores", "ScoreState"]
 
@@ -35,8 +38,17 @@ class RoleScores(PerInputCollector):
         self.settings = context.options.get("settings") or ScoreSettings()
         super().__init__(context, self.roles)
 
+    @property
+    def map_free(self) -> bool:
+        """The scores need only each query's mass inside each sieve: a pass of the role scores alone runs without
+        attention maps (:mod:`headstats.analyses.sieve_gather`)."""
+        return True
+
+    def gather(self, view: BatchView) -> Gather:
+        return gather_for_scores(view, self.roles, self.settings)
+
     def update(self, view: BatchView) -> None:
-        values, ceilings = score_and_ceilings(view, self.roles, self.settings)
+        values, ceilings = role_scores_of(view, self.roles, self.settings)
         self.keep(view, values, ceilings)
 
     def provenance(self) -> dict:

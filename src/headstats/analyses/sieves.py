@@ -204,9 +204,19 @@ def sieve_bias_of_keys(attn: torch.Tensor, keys: torch.Tensor, queries: torch.Te
         Mean over counted queries with a non-empty sieve of ``b_f(i)``; NaN when there is none.
     """
     size = keys.sum(-1)
-    inside = torch.einsum("blhij,brij->blhri", attn, keys) / size[:, None, None]
+    return bias_of_mass(torch.einsum("blhij,brij->blhri", attn, keys), size, queries, real, means)
+
+
+def bias_of_mass(mass: torch.Tensor, size: torch.Tensor, queries: torch.Tensor, real: torch.Tensor,
+                 means: torch.Tensor) -> torch.Tensor:
+    """Per-input sieve bias scores (METHODS 1.2) from each query's mass inside its sieve,
+    ``mass[b, l, h, r, i] = sum_{j in S_r(i)} A[i, j]`` (B, L, H, R, N), however it was computed (from the maps, or
+    map-free: :mod:`headstats.engine.mapfree`); ``size`` (B, R, N) ``|S_r(i)|``; ``queries`` (B, R, N) bool; ``real``
+    (B, N); ``means`` (B, L, H, N) the row means. Returns (B, L, H, R): the mean over counted queries with a
+    non-empty sieve of ``(mass / |S|) / mean``; NaN when there is none."""
+    inside = mass / size[:, None, None]
     bias = inside / means[:, :, :, None, :]
-    counted = (queries & real[:, None, :] & (size > 0)).to(attn.dtype)
+    counted = (queries & real[:, None, :] & (size > 0)).to(mass.dtype)
     total = _counted_sum(bias, counted)
     return total / counted.sum(-1)[:, None, None]
 
@@ -244,19 +254,28 @@ def sieve_scores_of_keys(
         ``bias`` (times ``ln |S_f(i)|`` with the entropy factor), 1 for ``mass`` and ``ceiling``; NaN when no
         query counts.
     """
-    size = keys.sum(-1)
+    return sieve_scores_of_mass(torch.einsum("blhij,brij->blhri", attn, keys), keys.sum(-1), queries, real, means,
+                                divisor=divisor, entropy=entropy, entropy_roles=entropy_roles, scales=scales)
+
+
+def sieve_scores_of_mass(
+    mass: torch.Tensor, size: torch.Tensor, queries: torch.Tensor, real: torch.Tensor, means: torch.Tensor,
+    *, divisor: torch.Tensor | None = None, entropy: torch.Tensor | None = None,
+    entropy_roles: Sequence[int] = (), scales: Sequence[str] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`sieve_scores_of_keys` from each query's mass inside each sieve (B, L, H, R, N) and the sieves' sizes
+    ``|S_r(i)|`` (B, R, N), however the mass was computed (:func:`bias_of_mass`)."""
     divisor = size if divisor is None else divisor
-    mass = torch.einsum("blhij,brij->blhri", attn, keys)
     inside = mass / divisor[:, None, None]
     bias = inside / means[:, :, :, None, :]
-    counted = (queries & real[:, None, :] & (size > 0)).to(attn.dtype)
-    n = real.sum(-1).to(attn.dtype)
+    counted = (queries & real[:, None, :] & (size > 0)).to(mass.dtype)
+    n = real.sum(-1).to(mass.dtype)
     per_query_ceiling = n[:, None, None] / divisor
     for r in entropy_roles:
         bias[:, :, :, r] = bias[:, :, :, r] * entropy
         # a perfect head spreads its row evenly over the sieve: entropy ln |S_f(i)|
         per_query_ceiling[:, r] = per_query_ceiling[:, r] * torch.log(size[:, r].clamp(min=1))
-    scales = list(scales) if scales is not None else ["bias"] * keys.shape[1]
+    scales = list(scales) if scales is not None else ["bias"] * size.shape[1]
     mass_roles = [r for r, scale in enumerate(scales) if scale == "mass"]
     if mass_roles:
         bias[:, :, :, mass_roles] = mass[:, :, :, mass_roles]
@@ -292,10 +311,7 @@ def sieve_bias_of_columns(attn: torch.Tensor, columns: torch.Tensor, queries: to
     B, L, H, N, _ = attn.shape
     size = columns.sum(-1)  # (B, R)
     inside = torch.bmm(attn.reshape(B, L * H * N, N), columns.transpose(1, 2)).reshape(B, L, H, N, -1)
-    bias = inside.transpose(-1, -2) / size[:, None, None, :, None] / means[:, :, :, None, :]
-    counted = (queries & real[:, None, :] & (size > 0)[:, :, None]).to(attn.dtype)
-    total = _counted_sum(bias, counted)
-    return total / counted.sum(-1)[:, None, None]
+    return bias_of_mass(inside.transpose(-1, -2), size[:, :, None].expand(-1, -1, N), queries, real, means)
 
 
 #: A sieve the same for every input whose keys lie on at most this many diagonals is summed diagonal by diagonal.
@@ -319,21 +335,35 @@ def sieve_bias_of_diagonals(attn: torch.Tensor, mask: torch.Tensor, queries: tor
     inside the sieve of query i is ``sum_d A[i, i + d] mask[i, i + d] real[i + d]`` over the mask's diagonal
     offsets d, read from strided views of the attention (no product over all keys). Returns (B, L, H).
     """
-    n = mask.shape[-1]
-    realf = real.to(attn.dtype)
-    maskf = mask.to(attn.dtype)
-    size = realf @ maskf.T  # (B, N): real keys in the sieve of each query
-    inside = torch.zeros(means.shape, dtype=attn.dtype, device=attn.device)
+    mass, size = mass_of_diagonals(lambda d: attn.diagonal(d, -2, -1), mask, real, means.shape)
+    return bias_of_mass(mass[..., None, :], size[:, None], queries[:, None], real, means)[..., 0]
+
+
+def diagonal_offsets(mask: torch.Tensor) -> list[int]:
+    """The offsets d of the diagonals on which ``mask`` (N, N) is non-zero."""
     rows, cols = mask.nonzero(as_tuple=True)
-    for d in torch.unique(cols - rows).tolist():
+    return [int(d) for d in torch.unique(cols - rows).tolist()]
+
+
+def mass_of_diagonals(diagonal, mask: torch.Tensor, real: torch.Tensor,
+                      shape: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each query's mass inside a sieve that lies on a few diagonals, ``sum_d A[i, i + d] mask[i, i + d]
+    real[i + d]`` (``shape``, (B, L, H, N)), and the sieve's size (B, N).
+
+    ``diagonal(d)`` gives ``A[i, i + d]`` for the queries i with key i + d inside the map, (B, L, H, N - |d|): a
+    strided view of the maps, or the weights a map-free pass gathered (:mod:`headstats.engine.mapfree`).
+    """
+    n = mask.shape[-1]
+    realf = real.to(torch.float32)
+    maskf = mask.to(torch.float32)
+    size = realf @ maskf.T  # (B, N): real keys in the sieve of each query
+    inside = torch.zeros(tuple(shape), dtype=torch.float32, device=real.device)
+    for d in diagonal_offsets(mask):
         q = slice(max(0, -d), n - max(0, d))  # queries i with key i + d inside the map
         k = slice(max(0, d), n - max(0, -d))
         weight = maskf.diagonal(d)[None] * realf[:, k]  # (B, n - |d|)
-        inside[..., q] += attn.diagonal(d, -2, -1) * weight[:, None, None]
-    bias = inside / size[:, None, None] / means
-    counted = (queries & real & (size > 0)).to(attn.dtype)
-    total = _counted_sum(bias, counted)
-    return total / counted.sum(-1)[:, None, None]
+        inside[..., q] += diagonal(d) * weight[:, None, None]
+    return inside, size
 
 
 def arc_scores(
@@ -367,21 +397,35 @@ def arc_scores(
     # the query end's weighted rows of every map (one batched product with K rows), then their key end
     rows = torch.matmul(query_weights[:, None], attn.reshape(B, L * H, N, N))  # (B, L*H, K, N)
     numerator = (rows * key_weights[:, None]).sum(-1).reshape(B, L, H, -1)
-    key_size = (key_weights > 0).sum(-1).to(attn.dtype)  # |P_g| per arc
     if lengths is None:
         means = row_means(attn, real) if means is None else means
         denominator = torch.einsum("blha,bka->blhk", means, query_weights)
-        n = real.sum(-1).to(attn.dtype)
+    else:
+        cut = (torch.arange(N, device=attn.device)[None, :] < lengths[:, None]) & real
+        denominator = ((rows * cut[:, None, None].to(attn.dtype)).sum(-1).reshape(B, L, H, -1)
+                       / lengths.to(attn.dtype)[:, None, None, None])
+    return arc_scores_of(numerator, denominator, query_weights, key_weights, membership, real, scales=scales,
+                         lengths=lengths)
+
+
+def arc_scores_of(numerator: torch.Tensor, denominator: torch.Tensor, query_weights: torch.Tensor,
+                  key_weights: torch.Tensor, membership: torch.Tensor, real: torch.Tensor, *,
+                  scales: Sequence[str] | None = None,
+                  lengths: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`arc_scores` from each arc's numerator ``mean_a mean_b A[a, b]`` and denominator (the query end's
+    mean row mean, or with ``lengths`` its mean row sum over the first n keys over n), both (B, L, H, K), however
+    they were computed (from the maps, or map-free: :mod:`headstats.engine.mapfree`)."""
+    key_size = (key_weights > 0).sum(-1).to(numerator.dtype)  # |P_g| per arc
+    if lengths is None:
+        n = real.sum(-1).to(numerator.dtype)
         arc_ceiling = torch.nan_to_num(n[:, None] / key_size, nan=0.0, posinf=0.0)
     else:
-        n = lengths.to(attn.dtype)
-        cut = (torch.arange(N, device=attn.device)[None, :] < lengths[:, None]) & real
-        denominator = (rows * cut[:, None, None].to(attn.dtype)).sum(-1).reshape(B, L, H, -1) / n[:, None, None, None]
+        n = lengths.to(numerator.dtype)
         arc_ceiling = n[:, None] * key_weights.amax(-1)
     # padding arcs (no query piece) are 0 / 0: left out; a real arc's ratio stays what it is, NaN included
     real_arc = (query_weights > 0).any(-1)[:, None, None]
     bias = torch.where(real_arc, numerator / denominator, numerator.new_zeros(()))
-    member = membership.to(attn.dtype)
+    member = membership.to(numerator.dtype)
     count = member.sum(1)
     scores = torch.einsum("blhk,bkr->blhr", bias, member) / count[:, None, None]
     ceilings = torch.einsum("bk,bkr->br", arc_ceiling, member) / count
@@ -485,30 +529,16 @@ def score_and_ceilings(
         The score a perfect head would get on each input (``mean_i n / |S_f(i)|`` on the ``bias`` scale,
         1 on ``mass`` and ``ceiling``); NaN where the input does not take part.
     """
+    if view.attention is None:
+        raise ValueError("a map-free view holds no attention maps: score it with "
+                         "headstats.analyses.sieve_gather.role_scores_of")
     attn = view.attention
     B, L, H, N, _ = attn.shape
     device = attn.device
     layout = view.layout
     out = torch.full((B, L, H, len(roles)), float("nan"), dtype=attn.dtype, device=device)
     ceilings = torch.full((B, len(roles)), float("nan"), dtype=attn.dtype, device=device)
-
-    sieve_cols, sieve_masks, query_masks = [], [], []
-    arc_cols, arc_roles = [], []
-    base_queries = layout.real if settings.count_special_queries else layout.real & ~layout.special
-    for col, name in enumerate(roles):
-        spec = get_role(name)
-        if spec.kind == "arc":
-            arc_cols.append(col)
-            arc_roles.append((col, role_relation(name)))
-            continue
-        if spec.batched is not None:
-            mask = spec.batched(_layout_for(name, layout, settings), settings.window)
-        else:
-            mask = _user_sieve(spec, view.inputs, N, settings, device)
-        queries = base_queries & layout.is_pair[:, None] if spec.pairs_only else base_queries
-        sieve_cols.append(col)
-        sieve_masks.append(mask)
-        query_masks.append(queries)
+    sieve_cols, sieve_masks, query_masks, arc_cols, arc_roles = _sieves_of(view, roles, settings)
     names = [roles[c] for c in sieve_cols]
     general = [r for r, name in enumerate(names) if _general(name, settings)]
     # sieves that give every query the same keys (shape (B, 1, N): the delimiters) take one product with the
@@ -545,7 +575,7 @@ def score_and_ceilings(
         entropy_roles = [k for k, name in enumerate(gnames) if name == "block" and settings.block_entropy]
         scores, ceiling = sieve_scores_of_keys(
             attn, keys, torch.stack([query_masks[r] for r in general], 1), layout.real, view.row_means,
-            divisor=_divisors(keys, gnames, layout, settings),
+            divisor=_divisors(keys.sum(-1), gnames, layout, settings),
             entropy=view.cached("row_entropy", lambda: row_entropy(attn, layout.real)) if entropy_roles else None,
             entropy_roles=entropy_roles, scales=[settings.scale_of(name) for name in gnames],
         )
@@ -565,6 +595,35 @@ def score_and_ceilings(
     return out, ceilings
 
 
+def _sieves_of(view: BatchView, roles: Sequence[str], settings: ScoreSettings):
+    """The sieve roles' columns, masks (broadcasting to (B, N, N)) and counted queries (B, N), and the arc roles'
+    columns and relations, of one batch (computed once per view and options)."""
+    key = (f"sieves/{','.join(roles)}/{settings.window}/{settings.first_sep_segment}/"
+           f"{settings.count_special_queries}")
+
+    def compute():
+        layout = view.layout
+        sieve_cols, sieve_masks, query_masks = [], [], []
+        arc_cols, arc_roles = [], []
+        base_queries = layout.real if settings.count_special_queries else layout.real & ~layout.special
+        for col, name in enumerate(roles):
+            spec = get_role(name)
+            if spec.kind == "arc":
+                arc_cols.append(col)
+                arc_roles.append((col, role_relation(name)))
+                continue
+            if spec.batched is not None:
+                mask = spec.batched(_layout_for(name, layout, settings), settings.window)
+            else:
+                mask = _user_sieve(spec, view.inputs, view.width, settings, view.device)
+            queries = base_queries & layout.is_pair[:, None] if spec.pairs_only else base_queries
+            sieve_cols.append(col)
+            sieve_masks.append(mask)
+            query_masks.append(queries)
+        return sieve_cols, sieve_masks, query_masks, arc_cols, arc_roles
+    return view.cached(key, compute)
+
+
 def row_entropy(attn: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
     """``-sum_{j < n} A[i, j] ln A[i, j]`` (nats; 0 ln 0 = 0) of every row, shape (B, L, H, N)."""
     keys = real[:, None, None, None, :].to(attn.dtype)
@@ -582,13 +641,13 @@ def _layout_for(name: str, layout: BatchLayout, settings: ScoreSettings) -> Batc
     return replace(layout, segment=torch.where(moved, torch.ones_like(layout.segment), layout.segment))
 
 
-def _divisors(keys: torch.Tensor, names: Sequence[str], layout: BatchLayout,
+def _divisors(size: torch.Tensor, names: Sequence[str], layout: BatchLayout,
               settings: ScoreSettings) -> torch.Tensor | None:
-    """What each query's sieve sum is divided by: ``|S_f(i)|``, or ``|S_f(i)| + 1`` for the last w queries of
-    ``local`` with ``local_edges="published"`` (the published code: 5 and 4 instead of 4 and 3 at w = 2)."""
+    """What each query's sieve sum is divided by (``size`` (B, R, N) is ``|S_f(i)|``): ``|S_f(i)|``, or
+    ``|S_f(i)| + 1`` for the last w queries of ``local`` with ``local_edges="published"`` (the published code:
+    5 and 4 instead of 4 and 3 at w = 2)."""
     if settings.local_edges == "exact" or "local" not in names or settings.window == 0:
         return None
-    size = keys.sum(-1)
     n = layout.real.sum(-1)
     position = torch.arange(size.shape[-1], device=size.device)
     last = (position[None, :] >= (n[:, None] - settings.window)) & layout.real

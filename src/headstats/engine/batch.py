@@ -91,6 +91,10 @@ class BatchView:
 
     # ------------------------------------------------------------------ shape and identity
     @property
+    def device(self) -> torch.device:
+        return self.attention.device
+
+    @property
     def size(self) -> int:
         """B, the number of inputs."""
         return int(self.attention.shape[0])
@@ -135,7 +139,7 @@ class BatchView:
     @property
     def layout(self) -> BatchLayout:
         """Masks of the batch's positions (computed once)."""
-        return self.cached("layout", lambda: BatchLayout.from_inputs(self.inputs, self.width, self.attention.device))
+        return self.cached("layout", lambda: BatchLayout.from_inputs(self.inputs, self.width, self.device))
 
     @property
     def real(self) -> torch.Tensor:
@@ -179,7 +183,7 @@ class BatchView:
     @property
     def word_units(self) -> "WordUnits":
         """The word-level units of the batch (:class:`WordUnits`): rows and columns of :meth:`word_attention`."""
-        return self.cached("word_units", lambda: WordUnits.from_inputs(self.inputs, self.width, self.attention.device))
+        return self.cached("word_units", lambda: WordUnits.from_inputs(self.inputs, self.width, self.device))
 
     def word_attention(self, from_word: str = "mean") -> torch.Tensor:
         """Word-level attention (B, L, H, U, U) of :func:`word_attention`, computed once per ``from_word`` and
@@ -196,6 +200,78 @@ class BatchView:
         if key not in self._cache:
             self._cache[key] = compute()
         return self._cache[key]
+
+
+@dataclass(eq=False)
+class MapFreeView(BatchView):
+    """A view of a batch run without attention maps (:mod:`headstats.engine.mapfree`): :attr:`attention` is
+    None, and :attr:`gathered` holds what the pass's collectors asked for in their
+    :meth:`~headstats.engine.collector.Collector.gather` (row masses over given keys, a few diagonals, listed
+    weights, row entropies), over every layer. Only collectors that declare
+    :attr:`~headstats.engine.collector.Collector.map_free` are given one.
+
+    """
+
+    shape: tuple[int, int, int, int] = (0, 0, 0, 0)
+    on: Any = "cpu"
+    gathered: Any = None
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device(self.on)
+
+    @property
+    def size(self) -> int:
+        return int(self.shape[0])
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.shape[1])
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.shape[2])
+
+    @property
+    def width(self) -> int:
+        return int(self.shape[3])
+
+    @property
+    def masked_attention(self) -> torch.Tensor:
+        raise RuntimeError("a map-free view has no attention maps; declare map_free = False on the collector")
+
+    @property
+    def row_means(self) -> torch.Tensor:
+        """``1 / n``: a softmax row's mass over the real keys is 1 (padded keys have weight exactly 0), so the
+        eager path's row means (METHODS 1.2's denominator) equal it to float32 rounding."""
+        def compute() -> torch.Tensor:
+            n = self.real.sum(-1).to(torch.float32)
+            return (1.0 / n)[:, None, None, None].expand(self.size, self.n_layers, self.n_heads, self.width)
+        return self.cached("row_means", compute)
+
+
+def forward_map_free(loaded: LoadedModel, items: Sequence[EncodedInput], gather_of: Callable[[MapFreeView], Any],
+                     *, dataset: str = "") -> MapFreeView:
+    """One forward pass of ``loaded`` over the padded batch of ``items`` without attention maps.
+
+    ``gather_of(view)`` says what to compute of every layer's attention (a :class:`~headstats.engine.mapfree.Gather`,
+    from the view's layout before the pass); the view's :attr:`MapFreeView.gathered` holds it after. Non-finite
+    attention (a row's log-sum-exp) stops as on the eager path (:func:`finite_attention`, which then runs the
+    batch with its maps to locate it). Call inside ``torch.inference_mode()``.
+    """
+    from headstats.engine import forward as extraction
+
+    device = next(loaded.model.parameters()).device
+    pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
+    batch = extraction.pad_batch(list(items), pad_id, device)
+    width = int(batch.input_ids.shape[1])
+    view = MapFreeView(loaded.name, dataset, batch.inputs, None, batch.input_ids,
+                       shape=(len(batch.inputs), loaded.n_layers, loaded.n_heads, width), on=device)
+    gathered = extraction.forward_gathered(loaded, batch, gather_of(view))
+    if not gathered.finite:
+        finite_attention(extraction.forward_attentions(loaded, batch), batch.inputs, loaded, dataset)
+    view.gathered = gathered
+    return view
 
 
 def view_of(attention: torch.Tensor, inputs: Sequence[EncodedInput], *, model: str = "", dataset: str = "",

@@ -155,6 +155,19 @@ class Collector(ABC):
         self.context = context
         self._state: Any = None
 
+    @property
+    def map_free(self) -> bool:
+        """Whether :meth:`update` can read a :class:`~headstats.engine.batch.MapFreeView` (no attention maps, only
+        what :meth:`gather` asks for). When every collector of a model's pass can, and the pass reads the weights
+        only, the runner runs it map-free (:mod:`headstats.engine.mapfree`); otherwise with the maps. Default
+        False: the collector reads :attr:`~headstats.engine.batch.BatchView.attention`."""
+        return False
+
+    def gather(self, view: BatchView) -> Any:
+        """What a map-free pass must compute for :meth:`update` (a :class:`~headstats.engine.mapfree.Gather`),
+        from the view's inputs and layout, before the forward pass; only called when :attr:`map_free`."""
+        raise NotImplementedError(f"{type(self).__name__} declares no map-free gather")
+
     @abstractmethod
     def update(self, view: BatchView) -> None:
         """Take what is needed from one batch's view."""

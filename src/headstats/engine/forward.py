@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from headstats.lazy import torch
@@ -16,6 +16,9 @@ from headstats.lazy import torch
 from headstats.model.encoding import EncodedInput
 from headstats.errors import HeadstatsError
 from headstats.model.loading import LoadedModel
+
+if TYPE_CHECKING:
+    from headstats.engine.mapfree import Gather, Gathered
 
 
 @dataclass
@@ -146,3 +149,32 @@ def forward_attentions(loaded: LoadedModel, batch: Batch) -> torch.Tensor:
             "attn_implementation='eager' (headstats.model.loading.load_model does this)"
         )
     return torch.stack(attentions, dim=1).float()
+
+
+class MapFreeUnsupported(HeadstatsError):
+    """A model whose attention cannot be run map-free (it does not call transformers' attention functions)."""
+
+
+def forward_gathered(loaded: LoadedModel, batch: Batch, gather: "Gather") -> "Gathered":
+    """Run the model on a batch without attention maps and return what ``gather`` asks of every layer
+    (:mod:`headstats.engine.mapfree`: the fused kernel, each row's log-sum-exp, the asked-for weights only).
+
+    Raises
+    ------
+    MapFreeUnsupported
+        If the model's attention does not dispatch through transformers' ``AttentionInterface`` (the runner
+        then runs it with its maps).
+    """
+    from headstats.engine.mapfree import gathering
+
+    model = loaded.model
+    kwargs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
+    if _accepts_token_type_ids(model):
+        kwargs["token_type_ids"] = batch.token_type_ids
+    with gathering(model, gather) as recorder:
+        model(**kwargs)
+    if len(recorder.layers) != loaded.n_layers:
+        raise MapFreeUnsupported(
+            f"model {loaded.name!r} called the map-free attention {len(recorder.layers)} times for its "
+            f"{loaded.n_layers} layers; its attention does not dispatch through transformers' AttentionInterface")
+    return recorder.result()

@@ -38,10 +38,10 @@ from typing import Any, Callable, ContextManager, Iterable, Mapping, Sequence
 from headstats.lazy import torch
 
 from headstats.model.encoding import EncodedInput, encode_records
-from headstats.engine.batch import WEIGHTS, BatchView, forward_views
+from headstats.engine.batch import WEIGHTS, BatchView, forward_map_free, forward_views
 from headstats.engine.collector import Collector, Context
 from headstats.errors import HeadstatsError, IncompatibleResultsError
-from headstats.engine.forward import length_sorted_batches, progress_order
+from headstats.engine.forward import MapFreeUnsupported, length_sorted_batches, progress_order
 from headstats.inputs.records import Record
 from headstats.engine.cache import digest, records_digest
 from headstats.model.loading import LoadedModel
@@ -158,6 +158,7 @@ def feed(
     batch_size: int = 32,
     max_cells: int | None = None,
     advance: Advance | None = None,
+    map_free: bool = True,
 ) -> int:
     """Run encoded inputs through every model that ``jobs`` need, once per batch, and update every collector.
 
@@ -178,6 +179,9 @@ def feed(
         smaller batches (:func:`~headstats.engine.forward.length_sorted_batches`). None: ``batch_size`` only.
     advance : callable, optional
         Called with the number of inputs done after each batch.
+    map_free : bool
+        Run a model's pass without attention maps where its collectors allow it (:func:`runs_map_free`); False:
+        always with the maps (the eager path).
 
     Returns
     -------
@@ -192,13 +196,23 @@ def feed(
     pairs = [job for job in jobs if job.is_pair]
     measures = {m: tuple(dict.fromkeys(job_measure(job) for job in jobs if m in job.models)) for m in needed}
     kept = {(m, job_measure(job)) for job in pairs for m in job.models}
+    without_maps = {m: map_free and runs_map_free(singles[m], measures[m], paired=any(m in j.models for j in pairs))
+                    for m in needed}
     passes = 0
     batches = length_sorted_batches(inputs, batch_size, max_cells=max_cells)
     for items in (batches[i] for i in progress_order(len(batches))):  # the time left is right early
         views: dict[tuple[str, str], BatchView] = {}
         with torch.inference_mode():
             for m in needed:
-                by_measure = forward_views(loaded[m], items, dataset=dataset, measures=measures[m])
+                by_measure = None
+                if without_maps[m]:
+                    try:
+                        by_measure = {WEIGHTS: forward_map_free(loaded[m], items, _gather_of(singles[m]),
+                                                                dataset=dataset)}
+                    except MapFreeUnsupported:
+                        without_maps[m] = False  # a model that does not call transformers' attention functions
+                if by_measure is None:
+                    by_measure = forward_views(loaded[m], items, dataset=dataset, measures=measures[m])
                 passes += 1
                 for job in singles[m]:
                     view = by_measure[job_measure(job)]
@@ -216,6 +230,28 @@ def feed(
         if advance is not None:
             advance(len(items))
     return passes
+
+
+def runs_map_free(jobs: Sequence[Job], measures: Sequence[str], *, paired: bool = False) -> bool:
+    """Whether a model's pass runs without attention maps (:mod:`headstats.engine.mapfree`): when it reads the
+    weights only, no pair collector reads it, and every collector of the pass declares
+    :attr:`~headstats.engine.collector.Collector.map_free` (the role scores do; analyses that need whole maps,
+    such as clustering, pictures or dependency's argmax, do not, and their pass keeps the maps for all)."""
+    return (bool(jobs) and not paired and tuple(measures) == (WEIGHTS,)
+            and all(job.collector is not None and job.collector.map_free and not job.collector.needs_gradients
+                    for job in jobs))
+
+
+def _gather_of(jobs: Sequence[Job]) -> Callable[[BatchView], Any]:
+    """What the collectors of ``jobs`` ask a map-free pass to compute of a batch, together."""
+    from headstats.engine.mapfree import Gather
+
+    def gather_of(view: BatchView) -> Any:
+        gather = Gather()
+        for job in jobs:
+            gather.update(job.collector.gather(view))
+        return gather
+    return gather_of
 
 
 def job_measure(job: Job) -> str:
@@ -364,13 +400,19 @@ class Runner:
         each batch is sized from its own longest input (:func:`attention_cells`), so that the memory of the
         pass does not depend on the longest input of the data. Default :data:`DEFAULT_MEMORY_BUDGET`
         (``execution.memory_budget_mb``).
+    map_free : bool
+        Run a pass without attention maps when all its collectors allow it (:func:`runs_map_free`; the role
+        scores alone do): the fused attention kernel and only the weights the scores read
+        (``benchmarks/bench_map_free.py``: 1.12x the bare SDPA forward against 1.25x with the maps, and no
+        attention maps in memory). False: every pass with its maps. The scores agree to float32 rounding
+        (1e-5 relative at most), so the choice is not part of the cache keys.
     """
 
     def __init__(self, *, batch_size: int | str = 32, max_length: int = 128, too_long: str = "skip",
                  chunk_size: int = 1024, progress: ProgressFactory = no_progress,
                  log: Callable[[str], None] = lambda message: None, cache: Any = None,
                  shard: tuple[int, int] | None = None, keep_chunks: bool = False,
-                 memory_budget: int = DEFAULT_MEMORY_BUDGET) -> None:
+                 memory_budget: int = DEFAULT_MEMORY_BUDGET, map_free: bool = True) -> None:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, not {chunk_size}")
         if memory_budget < 1:
@@ -385,6 +427,7 @@ class Runner:
         self.shard = shard
         self.keep_chunks = keep_chunks
         self.memory_budget = memory_budget
+        self.map_free = map_free
         self._task_models = TaskModels()
         #: Forward passes run (one per model and batch) and models loaded, by the last :meth:`run`.
         self.forward_passes = 0
@@ -599,7 +642,8 @@ class Runner:
             advance(len(chunk) - len(encoding.inputs))  # skipped inputs are done too
         for job in jobs:
             job.collector = build_collector(job, infos, task_models=self._task_models)
-        self.forward_passes += feed(loaded, encoding.inputs, jobs, dataset=dataset, advance=advance, **batching)
+        self.forward_passes += feed(loaded, encoding.inputs, jobs, dataset=dataset, advance=advance,
+                                     map_free=self.map_free, **batching)
         entries = {id(job): {"state": job.collector.state(), "counts": chunk_counts} for job in jobs}
         for job in jobs:
             job.collector = None

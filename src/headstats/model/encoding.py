@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -199,6 +199,48 @@ def _tokenize(tokenizer: Any, record: Record, **kwargs: Any) -> Any:
         ) from None
 
 
+#: What every tokenizer call of the encoding returns beside the ids.
+_ENCODING_OUTPUTS = dict(return_offsets_mapping=True, return_special_tokens_mask=True, return_token_type_ids=True)
+
+
+class _ItemEncoding:
+    """Item ``i`` of a batch call's ``BatchEncoding``, read as the encoding of a single call is
+    (``encoding[key]``, ``encoding.get(key)``, ``encoding.sequence_ids()``)."""
+
+    def __init__(self, batch: Any, i: int) -> None:
+        self.batch, self.i = batch, i
+
+    def __getitem__(self, key: str) -> Any:
+        return self.batch[key][self.i]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.batch[key][self.i] if key in self.batch else default
+
+    def sequence_ids(self) -> list[int | None]:
+        return self.batch.sequence_ids(self.i)
+
+
+def _tokenize_all(tokenizer: Any, records: Sequence[Record]) -> list[Any]:
+    """The untruncated encoding of every record, single sentences and pairs each in one call of the fast
+    tokenizer (its per-call cost is most of a short sentence's); the same encodings as one call per record.
+    A tokenizer without batch encodings (not a fast one) gets None: one call per record then."""
+    out: list[Any] = [None] * len(records)
+    for pairs in (False, True):
+        rows = [k for k, record in enumerate(records) if record.is_pair == pairs]
+        if not rows:
+            continue
+        texts = [records[k].text_a for k in rows]
+        others = [records[k].text_b for k in rows] if pairs else None
+        try:
+            batch = tokenizer(texts, others, split_special_tokens=True, truncation=False, **_ENCODING_OUTPUTS)
+            batch.sequence_ids(0)
+        except (TypeError, ValueError):  # not a fast tokenizer, or an old transformers: one call per record
+            return [None] * len(records)
+        for n, k in enumerate(rows):
+            out[k] = _ItemEncoding(batch, n)
+    return out
+
+
 def _has_empty_side(sequence_ids: list[int | None], is_pair: bool) -> bool:
     sides = {s for s in sequence_ids if s is not None}
     return not {0, 1} <= sides if is_pair else 0 not in sides
@@ -213,8 +255,12 @@ def encode_record(
     too_long: str = "skip",
     notes: Counter | None = None,
     skipped: Counter | None = None,
+    encoding: Any = None,
 ) -> EncodedInput | None:
     """Tokenise one record; return None when it is skipped (and count the reason in ``skipped``).
+
+    ``encoding``: the record's untruncated encoding when already made (:func:`encode_records` tokenises a chunk's
+    records in one call of the fast tokenizer, :class:`_ItemEncoding`).
 
     It is skipped when it is longer than ``max_length`` pieces and ``too_long="skip"`` (``"too_long"``), or
     when a side yields no piece at all (``"no_pieces"``: text the tokenizer's normaliser deletes entirely).
@@ -224,8 +270,9 @@ def encode_record(
     """
     notes = Counter() if notes is None else notes
     skipped = Counter() if skipped is None else skipped
-    kwargs = dict(return_offsets_mapping=True, return_special_tokens_mask=True, return_token_type_ids=True)
-    encoding = _tokenize(tokenizer, record, truncation=False, **kwargs)
+    kwargs = _ENCODING_OUTPUTS
+    if encoding is None:
+        encoding = _tokenize(tokenizer, record, truncation=False, **kwargs)
     if _has_empty_side(encoding.sequence_ids(), record.is_pair):
         skipped[SKIP_NO_PIECES] += 1
         return None
@@ -313,12 +360,13 @@ def encode_records(
     skipped: Counter = Counter()
     notes: Counter = Counter()
     inputs = []
-    for index, record in enumerate(records):
-        if is_empty_record(record):
-            skipped[SKIP_EMPTY] += 1
-            continue
-        encoded = encode_record(record, tokenizer, index=index, max_length=max_length, too_long=too_long,
-                                notes=notes, skipped=skipped)
+    kept = [index for index, record in enumerate(records) if not is_empty_record(record)]
+    if len(kept) < len(records):
+        skipped[SKIP_EMPTY] += len(records) - len(kept)
+    encodings = _tokenize_all(tokenizer, [records[index] for index in kept])
+    for index, encoding in zip(kept, encodings):
+        encoded = encode_record(records[index], tokenizer, index=index, max_length=max_length, too_long=too_long,
+                                notes=notes, skipped=skipped, encoding=encoding)
         if encoded is not None:
             inputs.append(encoded)
     return EncodingResult(inputs=inputs, skipped=skipped, notes=notes)

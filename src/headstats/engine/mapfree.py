@@ -1,0 +1,336 @@
+"""Attention measures without attention maps: the fused SDPA kernel, and only the weights a collector needs.
+
+The eager path asks the model for every attention map, ``L x H x T x T`` weights per input, and derives the
+measures from them. Most role scores need far less: the mass of each query's row over a few keys. This
+module runs the model with an attention function registered through transformers' ``AttentionInterface``
+(:data:`MAP_FREE`) that calls the fused scaled-dot-product kernel, keeps each query row's log-sum-exp
+``lse_i = log sum_j exp(s_ij)`` (``s_ij = scale q_i . k_j + mask_ij``), and computes, layer by layer, what a
+:class:`Gather` asks for, each weight as ``A[i, j] = exp(s_ij - lse_i)``:
+
+``columns``
+    ``sum_j A[i, j] w_cj`` for key weights ``w_c`` that are the same for every query of an input. *Sparse* ones
+    (at most :data:`MAX_SPARSE_KEYS` keys per input: [CLS], [SEP], the delimiter sieves) from the scores of their
+    keys alone; *dense* ones (one column per segment for ``block`` on pairs) need every weight of the row (below);
+``diagonals``
+    ``A[i, i + d]`` per offset d (the ``local`` sieve): one dot product per query and offset;
+``pairs``
+    ``A[i, j]`` at listed (input, query, key) positions (dependency arcs), the same way;
+``entropy``
+    ``-sum_j A[i, j] ln A[i, j] = lse_i - sum_j A[i, j] s_ij``, which needs every weight of the row.
+
+What needs every weight of a row (dense columns, entropy) is read, up to :data:`SCORES_MAX_WIDTH` pieces, from
+the layer's weights ``exp(s - lse)`` (B, H, T, T), formed from one product ``Q K^T`` and dropped within the
+layer; in wider batches, as extra value columns of the same fused call (``[V | K | W]``; the kernel wants
+queries and keys as wide as the values, so they get zero columns, which add nothing to ``s_ij``). So no
+``layers x heads x T x T`` tensor is ever made, and the model's own attention output is the kernel's.
+
+The mask is registered with the function: transformers builds none for an attention name it does not know
+(padded keys would then be attended). It is the eager one, additive float, which the CPU kernel needs (it
+refuses a boolean mask for this call; one that arrives anyway is made additive). The kernel that returns the
+log-sum-exp is the CPU flash kernel (``aten._scaled_dot_product_flash_attention_for_cpu``) or, on CUDA, the
+memory-efficient one (``aten._scaled_dot_product_efficient_attention``); on other devices, or where that kernel
+refuses the shapes, the layer's rows are computed in plain torch (``B x H x T x T`` at a time).
+
+Not served map-free: the norm-weighted measure (METHODS 6.1, which reweights every key by its value norm: its
+pass keeps the maps), and every analysis that reads whole maps (clustering, pictures, dependency, ...): the
+runner runs a pass map-free only when all its collectors declare it
+(:attr:`~headstats.engine.collector.Collector.map_free`, :func:`~headstats.engine.runner.runs_map_free`).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from headstats.lazy import torch
+
+#: The attention name registered in transformers' ``AttentionInterface`` and ``AttentionMaskInterface``.
+MAP_FREE = "headstats_map_free"
+
+
+@dataclass
+class Gather:
+    """What a map-free pass computes of every layer's attention ``A`` (B, H, T, T) of one padded batch.
+
+    Attributes
+    ----------
+    columns : dict of str to Tensor (B, C, T)
+        Key weights, the same for every query of an input; the pass gives ``sum_j A[i, j] w[b, c, j]``.
+    diagonals : set of int
+        Offsets d; the pass gives ``A[i, i + d]`` (0 where ``i + d`` is outside the batch's width).
+    pairs : dict of str to (Tensor, Tensor, Tensor)
+        (input, query, key) positions, int64 (P,); the pass gives ``A[b, :, i, j]``.
+    entropy : bool
+        Whether the pass gives each row's entropy in nats, ``-sum_j A[i, j] ln A[i, j]``.
+    """
+
+    columns: dict[str, Any] = field(default_factory=dict)
+    diagonals: set[int] = field(default_factory=set)
+    pairs: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict)
+    entropy: bool = False
+
+    def update(self, other: "Gather") -> "Gather":
+        """Add what ``other`` asks for (a name asked twice must mean the same weights)."""
+        self.columns.update(other.columns)
+        self.diagonals |= set(other.diagonals)
+        self.pairs.update(other.pairs)
+        self.entropy = self.entropy or other.entropy
+        return self
+
+
+@dataclass
+class Gathered:
+    """What a :class:`Gather` asked for, over every layer: ``columns[name]`` (B, L, H, T, C), ``diagonals[d]``
+    (B, L, H, T), ``pairs[name]`` (P, L, H), ``entropy`` (B, L, H, T) or None; float32."""
+
+    columns: dict[str, Any]
+    diagonals: dict[int, Any]
+    pairs: dict[str, Any]
+    entropy: Any = None
+    #: Whether every row's log-sum-exp was finite (else the model gave NaN or inf attention somewhere).
+    finite: bool = True
+
+    def diagonal(self, d: int) -> torch.Tensor:
+        return self.diagonals[d]
+
+
+#: Key columns with at most this many non-zero keys in every input are computed from their keys' scores alone
+#: (``exp(s_ij - lse_i)``); denser ones (``block``'s segments) as extra value columns of the fused call.
+MAX_SPARSE_KEYS = 32
+
+
+class _Recorder:
+    """The per-layer results of one map-free forward pass (the attention function appends one per call).
+
+    Key columns are split in two groups: *sparse* ones (every input has at most :data:`MAX_SPARSE_KEYS` keys with
+    a non-zero weight: [CLS], [SEP]) are read from the scores of those keys, gathered once per batch as ``index``
+    (B, K) with their weights (B, C, K); *dense* ones become extra value columns of the fused call.
+    """
+
+    def __init__(self, gather: Gather) -> None:
+        self.gather = gather
+        self.sparse_names, self.dense_names = [], []
+        for name, weights in gather.columns.items():
+            keys = int((weights != 0).any(1).sum(-1).max()) if weights.numel() else 0
+            (self.sparse_names if keys <= MAX_SPARSE_KEYS else self.dense_names).append(name)
+        self.dense = self._joined(self.dense_names)
+        self.index = self.sparse = None
+        joined = self._joined(self.sparse_names)
+        if joined is not None:
+            B, C, T = joined.shape
+            support = (joined != 0).any(1)  # (B, T)
+            K = max(1, int(support.sum(-1).max()))
+            # each input's keys with a weight first (stable: in position order), then position 0 with weight 0
+            self.index = torch.argsort((~support).to(torch.int8), dim=-1, stable=True)[:, :K]
+            kept = support.gather(1, self.index).to(torch.float32)
+            self.sparse = joined.gather(2, self.index[:, None, :].expand(B, C, K)) * kept[:, None, :]
+        self.layers: list[dict[str, Any]] = []
+
+    def _joined(self, names: list[str]) -> torch.Tensor | None:
+        return torch.cat([self.gather.columns[n] for n in names], 1).float() if names else None
+
+    def result(self) -> Gathered:
+        if not self.layers:
+            raise RuntimeError("the model called no attention function: it does not dispatch through "
+                               "transformers' AttentionInterface, so it cannot run map-free")
+
+        def stack(key: str) -> torch.Tensor:
+            return torch.stack([layer[key] for layer in self.layers], 1)
+
+        columns = {}
+        for group, names in (("sparse", self.sparse_names), ("dense", self.dense_names)):
+            if not names:
+                continue
+            every = stack(group)  # (B, L, H, T, C)
+            start = 0
+            for name in names:
+                size = int(self.gather.columns[name].shape[1])
+                columns[name] = every[..., start:start + size]
+                start += size
+        diagonals = {d: torch.stack([layer["diagonals"][d] for layer in self.layers], 1)
+                     for d in sorted(self.gather.diagonals)}
+        pairs = {name: torch.stack([layer["pairs"][name] for layer in self.layers], 1) for name in self.gather.pairs}
+        entropy = stack("row_entropy") if self.gather.entropy else None
+        finite = bool(torch.stack([layer["finite"] for layer in self.layers]).all())
+        return Gathered(columns, diagonals, pairs, entropy, finite)
+
+
+_ACTIVE: ContextVar[_Recorder | None] = ContextVar("headstats_map_free_recorder", default=None)
+
+
+def _attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None,
+            scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``softmax(scale Q K^T + mask) V`` and each row's log-sum-exp (B, H, T), float32, from a fused kernel."""
+    if query.device.type == "cpu":
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(query, key, value, attn_mask=mask,
+                                                                               scale=scale)
+        return out, lse.float()
+    if query.device.type == "cuda":
+        try:
+            bias = None if mask is None else mask.to(query.dtype).expand(query.shape[0], query.shape[1], -1, -1)
+            out, lse, *_ = torch.ops.aten._scaled_dot_product_efficient_attention(query, key, value, bias, True,
+                                                                                  scale=scale)
+            return out, lse[..., : query.shape[2]].float()
+        except RuntimeError:  # a head size or alignment the kernel does not take: the per-layer form below
+            pass
+    scores = torch.matmul(query.float(), key.float().transpose(-1, -2)) * scale
+    if mask is not None:
+        scores = scores + mask.float()
+    lse = torch.logsumexp(scores, -1)
+    return torch.matmul(torch.exp(scores - lse[..., None]), value.float()).to(value.dtype), lse
+
+
+def _mask_at(mask: torch.Tensor | None, b: Any, i: Any, j: Any) -> Any:
+    return 0.0 if mask is None else mask[b, 0, i, j].float()
+
+
+#: Dense key columns and the entropy need every weight of a row. Up to this width (pieces) they are read from
+#: the layer's (B, H, T, T) weights, formed from one product ``Q K^T`` and dropped in the layer; wider batches
+#: get them as extra value columns of the fused call (no (T, T) matrix at all).
+SCORES_MAX_WIDTH = 160
+
+
+def map_free_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                       attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
+                       **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """The attention function of :data:`MAP_FREE` (transformers' signature: query, key, value (B, H, T, d),
+    an additive float mask (B, 1, T, T) or None; returns the output (B, T, H, d) and no weights).
+
+    Outside :func:`gathering` it is plain SDPA; inside, it also records what the active :class:`Gather` asks for.
+    """
+    recorder = _ACTIVE.get()
+    if recorder is None or dropout:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      **kwargs)
+    mask = attention_mask
+    if mask is not None and mask.dtype == torch.bool:  # the CPU kernel wants it additive
+        mask = torch.zeros(mask.shape, dtype=query.dtype, device=query.device).masked_fill(
+            ~mask, torch.finfo(query.dtype).min)
+    gather = recorder.gather
+    B, H, T, d = query.shape
+    scale = float(scaling) if scaling is not None else d ** -0.5
+    whole_rows = recorder.dense is not None or gather.entropy
+    layer: dict[str, Any] = {}
+    if whole_rows and T > SCORES_MAX_WIDTH:
+        out, lse = _widened(recorder, query, key, value, mask, scale, layer)
+    else:
+        out, lse = _attend(query, key, value, mask, scale)
+        if whole_rows:
+            _from_weights(recorder, query, key, mask, scale, lse, layer)
+    layer["finite"] = torch.isfinite(lse).all()
+    _gathered(recorder, query, key, mask, scale, lse, layer)
+    recorder.layers.append(layer)
+    return out[..., :d].transpose(1, 2).contiguous(), None
+
+
+def _from_weights(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None,
+                  scale: float, lse: torch.Tensor, layer: dict[str, Any]) -> None:
+    """Dense key columns and the entropy from the layer's weights ``exp(s - lse)`` (B, H, T, T), formed here and
+    dropped on return (``s = scale Q K^T + mask``; a padded key's weight is exactly 0)."""
+    scores = torch.matmul(query.float(), key.float().transpose(-1, -2)).mul_(scale)
+    if mask is not None:
+        scores += mask.float()
+    weights = torch.exp(scores - lse[..., None])
+    if recorder.dense is not None:
+        layer["dense"] = torch.matmul(weights, recorder.dense.transpose(1, 2)[:, None])
+    if recorder.gather.entropy:  # -sum_j A ln A = lse - sum_j A s_ij
+        layer["row_entropy"] = lse - (weights * scores).sum(-1)
+
+
+def _widened(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+             mask: torch.Tensor | None, scale: float, layer: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fused call with dense key columns and ``V = K`` (entropy) as extra value columns; the kernel wants
+    queries and keys as wide as the values: zeros, which add nothing to ``s_ij``."""
+    B, H, T, d = query.shape
+    extra = [key] if recorder.gather.entropy else []
+    if recorder.dense is not None:
+        extra.append(recorder.dense.transpose(1, 2)[:, None].to(value.dtype).expand(B, H, T, -1))
+    extra_values = torch.cat(extra, -1)
+    zeros = query.new_zeros(B, H, T, extra_values.shape[-1])
+    out, lse = _attend(torch.cat([query, zeros], -1), torch.cat([key, zeros], -1),
+                       torch.cat([value, extra_values], -1), mask, scale)
+    rest = out[..., d:].float()
+    if recorder.gather.entropy:
+        layer["row_entropy"] = lse - scale * (query.float() * rest[..., :d]).sum(-1)
+        rest = rest[..., d:]
+    if recorder.dense is not None:
+        layer["dense"] = rest
+    return out, lse
+
+
+def _gathered(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None,
+              scale: float, lse: torch.Tensor, layer: dict[str, Any]) -> None:
+    """The weights asked for one by one, ``A[i, j] = exp(scale q_i . k_j + mask_ij - lse_i)``: the keys of the
+    sparse columns, the diagonals, the pairs. Queries and keys are read in (B, T, H, d) order, how the model's
+    projections lay them out."""
+    gather = recorder.gather
+    B, H, T, d = query.shape
+    qt, kt, lse_t = query.float().transpose(1, 2), key.float().transpose(1, 2), lse.transpose(1, 2)
+    if recorder.sparse is not None:
+        index = recorder.index  # (B, K): the keys of the sparse columns
+        K = index.shape[1]
+        keys = kt.gather(1, index[:, :, None, None].expand(B, K, H, d))  # (B, K, H, d)
+        if K <= 4:  # a few keys ([CLS], [SEP]): one dot product per key, cheaper than a batched product
+            score = torch.stack([torch.linalg.vecdot(qt, keys[:, k:k + 1]) for k in range(K)], -1)
+            score = score.transpose(1, 2).mul_(scale)  # (B, H, T, K)
+        else:
+            score = torch.einsum("bthd,bkhd->bhtk", qt, keys).mul_(scale)
+        if mask is not None:
+            score += mask[:, 0].float().gather(-1, index[:, None, :].expand(B, T, -1))[:, None]
+        layer["sparse"] = torch.matmul(torch.exp(score - lse[..., None]), recorder.sparse.transpose(1, 2)[:, None])
+    offsets = sorted(gather.diagonals)
+    if offsets:
+        band = qt.new_full((B, T, H, len(offsets)), float("-inf"))  # A[i, i + o] for every offset o
+        for k, offset in enumerate(offsets):
+            rows = slice(max(0, -offset), T - max(0, offset))  # queries i with key i + offset inside the width
+            keys = slice(max(0, offset), T - max(0, -offset))
+            band[:, rows, :, k] = torch.linalg.vecdot(qt[:, rows], kt[:, keys])
+        band.mul_(scale)
+        if mask is not None:
+            at = torch.arange(T, device=band.device)[:, None] + torch.tensor(offsets, device=band.device)[None, :]
+            band += mask[:, 0].float().gather(-1, at.clamp(0, T - 1).expand(B, T, -1))[:, :, None, :]
+        band.sub_(lse_t[..., None]).exp_()
+        layer["diagonals"] = {offset: band[..., k].transpose(1, 2) for k, offset in enumerate(offsets)}
+    else:
+        layer["diagonals"] = {}
+    layer["pairs"] = {}
+    if gather.pairs:
+        flat_q, flat_k, flat_lse = qt.reshape(B * T, H, d), kt.reshape(B * T, H, d), lse_t.reshape(B * T, H)
+    for name, (b, i, j) in gather.pairs.items():
+        rows, cols = b * T + i, b * T + j
+        score = torch.linalg.vecdot(flat_q.index_select(0, rows), flat_k.index_select(0, cols)).mul_(scale)  # (P, H)
+        if mask is not None:
+            score += mask[b, 0, i, j].float()[:, None]
+        layer["pairs"][name] = torch.exp(score - flat_lse.index_select(0, rows))
+
+
+def register() -> None:
+    """Register :data:`MAP_FREE` with transformers (idempotent): the attention function, and the eager
+    (additive float) mask under the same name, without which the model would build no padding mask."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    AttentionInterface.register(MAP_FREE, map_free_attention)
+    AttentionMaskInterface.register(MAP_FREE, eager_mask)
+
+
+@contextmanager
+def gathering(model: Any, gather: Gather) -> Iterator[_Recorder]:
+    """Run ``model`` map-free inside the block: its attention is :data:`MAP_FREE` and every layer's call records
+    what ``gather`` asks for (``recorder.result()`` after the forward pass). The model's attention
+    implementation is restored on the way out."""
+    register()
+    config = model.config
+    before = config._attn_implementation
+    recorder = _Recorder(gather)
+    token = _ACTIVE.set(recorder)
+    config._attn_implementation = MAP_FREE
+    try:
+        yield recorder
+    finally:
+        config._attn_implementation = before
+        _ACTIVE.reset(token)
