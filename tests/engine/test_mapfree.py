@@ -296,3 +296,15 @@ def test_non_finite_attention_stops_the_map_free_pass_naming_where(tokenizer):
         forward_map_free(loaded, items, lambda view: Gather(diagonals={0}))  # on the maps, as the eager path does
     assert "gave non-finite attention (NaN or inf)" in str(raised.value)
     assert "(layer 1, head 0, counted from 0" in str(raised.value)
+
+
+def test_the_cuda_bias_is_aligned_and_equal_to_the_mask():
+    # the CUDA memory-efficient kernel refuses a bias whose strides are not multiples of 16 elements (a (B, 1, T, T)
+    # mask of odd T: "attn_bias is not correctly aligned"), and the code then falls back to the per-layer product
+    from headstats.engine.mapfree import BIAS_ALIGNMENT, _aligned_bias
+
+    mask = torch.randn(2, 1, 37, 37)
+    bias = _aligned_bias(mask, 3)
+    assert bias.shape == (2, 3, 37, 37)
+    assert bias.stride()[-1] == 1 and all(stride % BIAS_ALIGNMENT == 0 for stride in bias.stride()[:-1])
+    np.testing.assert_array_equal(bias, mask.expand(2, 3, 37, 37))

@@ -169,7 +169,7 @@ def _attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: t
         return out, lse.float()
     if query.device.type == "cuda":
         try:
-            bias = None if mask is None else mask.to(query.dtype).expand(query.shape[0], query.shape[1], -1, -1)
+            bias = None if mask is None else _aligned_bias(mask.to(query.dtype), query.shape[1])
             out, lse, *_ = torch.ops.aten._scaled_dot_product_efficient_attention(query, key, value, bias, True,
                                                                                   scale=scale)
             return out, lse[..., : query.shape[2]].float()
@@ -180,6 +180,21 @@ def _attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: t
         scores = scores + mask.float()
     lse = torch.logsumexp(scores, -1)
     return torch.matmul(torch.exp(scores - lse[..., None]), value.float()).to(value.dtype), lse
+
+
+#: The CUDA memory-efficient kernel takes an additive bias only with strides that are multiples of this
+#: (elements); a (B, 1, T, T) mask of odd T is refused ("attn_bias is not correctly aligned"), as
+#: ``F.scaled_dot_product_attention`` knows and pads for.
+BIAS_ALIGNMENT = 16
+
+
+def _aligned_bias(mask: torch.Tensor, heads: int) -> torch.Tensor:
+    """``mask`` (B, 1, T, S) as a (B, heads, T, S) view of a tensor whose last dimension is padded to a multiple of
+    :data:`BIAS_ALIGNMENT`, so that the kernel's stride checks pass (the head dimension is broadcast, stride 0)."""
+    B, _, T, S = mask.shape
+    padded = torch.zeros(B, 1, T, S + (-S) % BIAS_ALIGNMENT, dtype=mask.dtype, device=mask.device)
+    padded[..., :S] = mask
+    return padded[..., :S].expand(B, heads, T, S)
 
 
 def _mask_at(mask: torch.Tensor | None, b: Any, i: Any, j: Any) -> Any:
