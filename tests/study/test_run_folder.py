@@ -11,7 +11,7 @@ from headstats.config.protocol import Protocol, dump_protocol
 from headstats.errors import HeadstatsError
 from headstats.study.run_folder import load_run_tables, read_roles
 from headstats.study.storage import write_manifest
-from headstats.tables.run import write_table
+from headstats.tables.run_tables import write_table
 
 TESTS = pd.DataFrame({"model": ["m", "m"], "dataset": ["d", "d"], "role": ["local", "block"], "layer": [0, 0],
                       "head": [0, 1], "p_unc": [0.1 + 0.2, 1e-300], "reject": [False, True]})

@@ -24,7 +24,9 @@ Passes that need more than attention are the runner's too. A collector declares 
 (:attr:`~headstats.engine.collector.Collector.needs_task_model`, :attr:`~headstats.engine.collector.Collector.
 needs_gradients`): the runner loads the model again with its task head once per group (:class:`TaskModels`,
 freed with the group), hands it over through the collector's context, and calls the collector's ``update`` on
-each batch with gradients enabled, so that no collector loads a model or leaves the runner's inference mode.
+each batch with gradients enabled; a collector that :attr:`~headstats.engine.collector.Collector.needs_ablations`
+gets its ablation batches run once its chunk's batches are done (:func:`headstats.engine.ablation.run_ablations`),
+so that no collector loads a model, runs a pass of its own or leaves the runner's inference mode.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Any, Callable, ContextManager, Iterable, Mapping, Sequence
 from headstats.lazy import torch
 
 from headstats.model.encoding import EncodedInput, encode_records
+from headstats.engine.ablation import run_ablations
 from headstats.engine.batch import WEIGHTS, BatchView, forward_map_free, forward_views
 from headstats.engine.collector import Collector, Context
 from headstats.errors import HeadstatsError, IncompatibleResultsError
@@ -429,8 +432,10 @@ class Runner:
         self.memory_budget = memory_budget
         self.map_free = map_free
         self._task_models = TaskModels()
-        #: Forward passes run (one per model and batch) and models loaded, by the last :meth:`run`.
+        #: Forward passes run (one per model and batch), ablation passes (:mod:`headstats.engine.ablation`) and
+        #: models loaded, by the last :meth:`run`.
         self.forward_passes = 0
+        self.ablation_passes = 0
         self.loads = 0
 
     def run(
@@ -479,7 +484,7 @@ class Runner:
             if job.dataset not in data:
                 raise ValueError(f"job {job.name!r} names data set {job.dataset!r}, which is not among {list(data)}")
         return_freed_memory()
-        self.forward_passes = self.loads = 0
+        self.forward_passes = self.ablation_passes = self.loads = 0
         self.pass_counts: dict[tuple[str, str], PassCounts] = {}
         counts: dict[tuple[str, str], dict] = {}
         groups = plan_groups(order, [tuple(j.models) for j in jobs if j.is_pair])  # type: ignore[misc]
@@ -644,6 +649,9 @@ class Runner:
             job.collector = build_collector(job, infos, task_models=self._task_models)
         self.forward_passes += feed(loaded, encoding.inputs, jobs, dataset=dataset, advance=advance,
                                      map_free=self.map_free, **batching)
+        for job in jobs:
+            if job.collector.needs_ablations:  # the chunk's ablation batches, before its state is taken
+                self.ablation_passes += run_ablations(job.collector)
         entries = {id(job): {"state": job.collector.state(), "counts": chunk_counts} for job in jobs}
         for job in jobs:
             job.collector = None

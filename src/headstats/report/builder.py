@@ -46,7 +46,7 @@ from headstats.report.sections.statistics_section import statistics_sections
 from headstats.report.sections.strongest_section import strongest_section
 from headstats.report.sections.summary_section import summary_section
 from headstats.tables import RunTables
-from headstats.tables.spec import STUDY
+from headstats.tables.declared import STUDY
 
 
 # ============================================================================================ assembly

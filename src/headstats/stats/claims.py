@@ -205,7 +205,7 @@ class Claim:
     evaluate : callable
         ``evaluate(tables, settings) -> iterable of Evidence``; ``tables`` is the run's
         :class:`~headstats.tables.RunTables`, indexed by a declared table (``tables[ROLES]``, ``tables[SEED_CLAIMS]``
-        of :mod:`headstats.tables.study`) or an analysis' table name (``tables["surface_tests"]``).
+        of :mod:`headstats.tables.study_tables`) or an analysis' table name (``tables["surface_tests"]``).
     tables : tuple of str
         The tables it reads (their file names, from the specs given to :func:`register_claim`): the claim is
         evaluated only when all are present and not empty.
@@ -249,7 +249,7 @@ def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, uni
     ``family`` declares, up front, the family its verdicts are corrected in (:attr:`Claim.family`: a template of
     ``{model}`` and ``{dataset}``; default every claim of the run).
 
-    ``tables`` are the tables it reads: declared specs (:mod:`headstats.tables.study`: ``ROLES``,
+    ``tables`` are the tables it reads: declared specs (:mod:`headstats.tables.study_tables`: ``ROLES``,
     ``SEED_CLAIMS`` ...) or an analysis' table names.
 
     Returns the function, which takes the run's :class:`~headstats.tables.RunTables` (or a mapping of table names

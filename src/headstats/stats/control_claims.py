@@ -22,7 +22,7 @@ from headstats.analyses.sieves import DEFAULT_ROLES
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
 from headstats.stats.exact import share_test
 from headstats.stats.paper_claims import RoleGroup, role_groups
-from headstats.tables.study import CONTROLS, ROLES
+from headstats.tables.study_tables import CONTROLS, ROLES
 
 SOURCE = "random-init control (METHODS 6.3)"
 

@@ -27,7 +27,7 @@ from scipy import stats as sps
 
 from headstats.analyses.sieves import DEFAULT_ROLES
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
-from headstats.tables.study import MEASURE_AGREEMENT
+from headstats.tables.study_tables import MEASURE_AGREEMENT
 
 SOURCE = "Kobayashi et al. 2020 (norm-weighted attention, METHODS 6.1)"
 #: The measure the heads are assigned under, and the one they must keep the role under.

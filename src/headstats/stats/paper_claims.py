@@ -39,7 +39,7 @@ from scipy import stats as sps
 from headstats.analyses.roles import role_family
 from headstats.stats.claims import ClaimSettings, Evidence, evidence_from_table, register_claim
 from headstats.stats.exact import position_test, range_test, share_test, signflip_hypothesis
-from headstats.tables.study import ROLES, SEED_CLAIMS as SEED_CLAIMS_TABLE
+from headstats.tables.study_tables import ROLES, SEED_CLAIMS as SEED_CLAIMS_TABLE
 
 #: The paper's range for the share of heads that are both local and syntactic (Pande et al. 2021, by task).
 PAPER_LOCAL_SYNTACTIC = (0.42, 0.88)

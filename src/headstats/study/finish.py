@@ -13,8 +13,8 @@ from headstats.study.passes import StudyPasses
 from headstats.study.results import Log, ReportWriter, StudyResult
 from headstats.study.storage import write_manifest
 from headstats.tables import RunTables
-from headstats.tables.spec import COMPARISON
-from headstats.tables.study import CONTROLS
+from headstats.tables.declared import COMPARISON
+from headstats.tables.study_tables import CONTROLS
 
 
 def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, datasets: dict, *,

@@ -34,7 +34,7 @@ from scipy import stats as sps
 
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
 from headstats.stats.exact import label_permutation_test
-from headstats.tables.study import PAIRED_TESTS, ROLES
+from headstats.tables.study_tables import PAIRED_TESTS, ROLES
 
 
 #: Roles whose claim ``importance_role_<role>`` is registered (Pande et al.'s roles).

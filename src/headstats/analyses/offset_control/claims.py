@@ -20,7 +20,7 @@ import pandas as pd
 from headstats.analyses.offset_control.options import SUFFIX, tested_role
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
 from headstats.stats.corrections import correct_pvalues
-from headstats.tables.study import TESTS
+from headstats.tables.study_tables import TESTS
 
 
 @register_claim(

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from headstats.report.blocks import Report
 from headstats.tables import TABLES, RunTables
-from headstats.tables.spec import STUDY
-from headstats.tables.study import SCORES
+from headstats.tables.declared import STUDY
+from headstats.tables.study_tables import SCORES
 
 
 def files_section(report: Report, tables: RunTables, *, formats: Sequence[str] | None = None) -> None:

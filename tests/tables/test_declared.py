@@ -3,7 +3,7 @@
 import pytest
 
 from headstats.tables import TABLES, TableSpec, declare_tables, table_spec
-from headstats.tables.spec import COMPARISON
+from headstats.tables.declared import COMPARISON
 
 
 def test_a_declared_table_gets_its_name_owner_and_files():

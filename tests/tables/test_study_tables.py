@@ -1,7 +1,7 @@
 """The study's own tables, declared as the analyses' are."""
 
 from headstats.tables import TABLES
-from headstats.tables.study import PAIRED_TESTS, ROLES, SCORES, SEED_CLAIMS, TESTS
+from headstats.tables.study_tables import PAIRED_TESTS, ROLES, SCORES, SEED_CLAIMS, TESTS
 
 
 def test_the_study_declares_its_files_in_the_formats_it_writes():

@@ -6,7 +6,7 @@ import pytest
 from headstats.folders import WRITTEN_BY
 from headstats.tables import RunTables
 from headstats.tables.schemas import DamagedRunError
-from headstats.tables.study import PAIRED_TESTS, ROLES, SEED_CLAIMS
+from headstats.tables.study_tables import PAIRED_TESTS, ROLES, SEED_CLAIMS
 
 
 def _tables() -> RunTables:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from headstats.tables.spec import COMPARISON, STUDY, TABLES, TableSpec, table_spec
+from headstats.tables.declared import COMPARISON, STUDY, TABLES, TableSpec, table_spec
 
 
 def write_table(frame: pd.DataFrame, folder: Path, name: str, *, csv: bool = True, parquet: bool = True) -> None:
@@ -24,7 +24,7 @@ def write_table(frame: pd.DataFrame, folder: Path, name: str, *, csv: bool = Tru
 class RunTables(Mapping[str, pd.DataFrame]):
     """The tables of a run, by file name without suffix (``"roles"``, ``"compare_paired_tests"``,
     ``"dependency_table"``), each owned by the study, the comparison or an analysis and described by its declared
-    :class:`~headstats.tables.spec.TableSpec` (:data:`~headstats.tables.spec.TABLES`).
+    :class:`~headstats.tables.declared.TableSpec` (:data:`~headstats.tables.declared.TABLES`).
 
     A mapping: ``tables["roles"]`` or ``tables[ROLES]`` (a declared spec) gives the frame. What the study hands
     the claims (:func:`headstats.stats.claims.evaluate_claims`), the report and the user (``StudyResult.tables``,

@@ -4,7 +4,7 @@ al.'s roles with the tables made from them, the claims, and the comparison's and
 
 from __future__ import annotations
 
-from headstats.tables.spec import COMPARISON, STUDY, TableSpec, declare_tables
+from headstats.tables.declared import COMPARISON, STUDY, TableSpec, declare_tables
 
 _KEYS = ("model", "dataset", "layer", "head")
 
