@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from headstats.analyses.sieves import DEFAULT_ROLES
-from headstats.stats.claims import ClaimSettings, Evidence, register_claim
+from headstats.stats.claims import ClaimSettings, Evidence, as_run_tables, register_claim
 from headstats.stats.exact import share_test
 from headstats.stats.paper_claims import RoleGroup, role_groups
 from headstats.tables.study_tables import CONTROLS, ROLES
@@ -28,7 +28,9 @@ SOURCE = "random-init control (METHODS 6.3)"
 
 
 def learned_evidence(tables: Mapping[str, pd.DataFrame], role: str) -> list[Evidence]:
-    """One :class:`Evidence` per (trained model, data set) that has controls, for ``role``."""
+    """One :class:`Evidence` per (trained model, data set) that has controls, for ``role`` (``tables``: the run's
+    :class:`~headstats.tables.RunTables`, or a mapping of table names to frames)."""
+    tables = as_run_tables(tables)
     controls = tables.get(CONTROLS)
     if controls is None or not len(controls):
         return []

@@ -37,7 +37,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from headstats.analyses.roles import role_family
-from headstats.stats.claims import ClaimSettings, Evidence, evidence_from_table, register_claim
+from headstats.stats.claims import ClaimSettings, Evidence, as_run_tables, evidence_from_table, register_claim
 from headstats.stats.exact import position_test, range_test, share_test, signflip_hypothesis
 from headstats.tables.study_tables import ROLES, SEED_CLAIMS as SEED_CLAIMS_TABLE
 
@@ -103,6 +103,7 @@ class RoleGroup:
 
 
 def role_groups(tables: Mapping[str, pd.DataFrame]) -> list[RoleGroup]:
+    tables = as_run_tables(tables)
     roles, ceilings = tables[ROLES], tables.get("ceilings")
     return [RoleGroup(m, d, g, ceilings) for (m, d), g in roles.groupby(["model", "dataset"], sort=False)]
 
