@@ -22,8 +22,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "headstats"
 
-#: Lowest first. Base modules (errors, registry, fields, provenance, measures, folders, hub, lazy, tables) may be used by every
-#: layer. The ``analysis.*`` layers are the files of an analysis package by their role (:data:`ROLES`).
+#: Lowest first. Base modules (errors, registry, fields, provenance, measures, folders, hub, lazy, tables) may be used
+#: by every layer. The ``analysis.*`` layers are the files of an analysis package by their role (:data:`ROLES`).
 LAYERS = ["errors", "registry", "fields", "provenance", "measures", "folders", "hub", "lazy", "tables", "inputs",
           "model", "engine", "analyses", "stats", "analysis.statistics", "config", "assignment", "study", "plots",
           "analysis.figures", "report", "analysis.section", "analysis.spec", "cli", "api", "testing", "__init__"]

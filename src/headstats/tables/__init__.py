@@ -2,8 +2,9 @@
 and :class:`RunTables`, the one object that holds a run's tables, writes them, reads them back from a run folder
 (checked against the schemas the run recorded: :mod:`headstats.tables.schemas`) and says what each holds.
 
-A base module: every layer may use it. The study's own tables are declared in :mod:`headstats.tables.study_tables`, each
-analysis' in its spec (:func:`headstats.analyses.register_analysis`), both through :func:`declare_tables`.
+A base module: every layer may use it. The study's own tables are declared in
+:mod:`headstats.tables.study_tables`, each analysis' in its spec (:func:`headstats.analyses.register_analysis`), both
+through :func:`declare_tables`.
 """
 
 from __future__ import annotations

@@ -26,7 +26,8 @@ def test_each_file_has_its_own_line_and_the_formats_are_named():
                          "- `roles.csv`: one row per head, a boolean column per role",
                          "- `heads_per_layer.csv`: heads holding each role in each layer"]
     assert not [line for line in lines if "colocation" in line or "compare_" in line]  # not written; not listed
-    assert "- `distance.csv`: per head, the mean distance attended over (pieces), against the uniform reference" in lines
+    assert ("- `distance.csv`: per head, the mean distance attended over (pieces), against the uniform reference"
+            in lines)
     assert "- `mine.csv`: a table of mine" in lines
     assert "- `figures/`: every figure as PNG (shown here) and PDF, SVG (for papers)" in lines
     assert lines[-1].startswith("- `protocol.resolved.yaml`: rerun with `headstats run protocol.resolved.yaml`")
