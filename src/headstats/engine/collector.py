@@ -88,6 +88,9 @@ class Context:
         model again with its task head (:func:`headstats.model.loading.load_model` with ``head="task"``), loaded
         by the runner at the first call of its group and freed with the group (read it through
         :meth:`task_model`).
+    tokenizer : tokenizer, optional
+        Set by the runner for the pass: the tokenizer of the model it loaded (a collector that reads the pieces'
+        text, e.g. which ids are punctuation, takes it from here; None for a collector built by hand).
     """
 
     models: tuple[str, ...]
@@ -98,6 +101,7 @@ class Context:
     provenance: Mapping[str, dict] = field(default_factory=dict)
     seed: int = 0
     task_models: Callable[[str], Any] | None = field(default=None, compare=False, repr=False)
+    tokenizer: Any = field(default=None, compare=False, repr=False)
 
     def task_model(self, dtype: str = "float32") -> Any:
         """The :class:`~headstats.model.loading.LoadedModel` of :attr:`model` with its task head, in ``dtype``:

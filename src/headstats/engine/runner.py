@@ -646,7 +646,7 @@ class Runner:
         if len(chunk) > len(encoding.inputs):
             advance(len(chunk) - len(encoding.inputs))  # skipped inputs are done too
         for job in jobs:
-            job.collector = build_collector(job, infos, task_models=self._task_models)
+            job.collector = build_collector(job, infos, task_models=self._task_models, tokenizer=first.tokenizer)
         self.forward_passes += feed(loaded, encoding.inputs, jobs, dataset=dataset, advance=advance,
                                      map_free=self.map_free, **batching)
         for job in jobs:
@@ -718,9 +718,11 @@ class TaskModels:
         self._loaded.clear()
 
 
-def build_collector(job: Job, loaded: Mapping[str, Any], *, task_models: TaskModels | None = None) -> Collector:
+def build_collector(job: Job, loaded: Mapping[str, Any], *, task_models: TaskModels | None = None,
+                    tokenizer: Any = None) -> Collector:
     """The collector of ``job``, bound to the shapes of its models (LoadedModel or ModelInfo; a pair's must match),
-    and, for a collector that needs its model with a task head, to the runner's ``task_models``."""
+    for a collector that needs its model with a task head to the runner's ``task_models``, and for a pass to the
+    loaded models' ``tokenizer``."""
     shapes = {(loaded[m].n_layers, loaded[m].n_heads) for m in job.models}
     if len(shapes) > 1:
         a, b = job.models
@@ -735,7 +737,7 @@ def build_collector(job: Job, loaded: Mapping[str, Any], *, task_models: TaskMod
     if task_models is not None and getattr(job.factory, "needs_task_model", False):
         task = lambda dtype: task_models.get(provenance[name], name, dtype)  # noqa: E731
     context = Context(job.models, job.dataset, model.n_layers, model.n_heads, dict(job.options), provenance,
-                      seed=int(job.seed), task_models=task)
+                      seed=int(job.seed), task_models=task, tokenizer=tokenizer)
     collector = job.factory(context)
     if collector.pair != job.is_pair:
         kind = "pair" if collector.pair else "single-model"
