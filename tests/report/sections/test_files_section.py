@@ -9,6 +9,7 @@ from headstats.analyses import list_analyses
 from headstats.report.blocks import Report
 from headstats.report.sections.files_section import files_section
 from headstats.tables import RunTables
+from headstats.tables.study_tables import TESTS
 
 
 def test_each_file_has_its_own_line_and_the_formats_are_named():
@@ -22,9 +23,10 @@ def test_each_file_has_its_own_line_and_the_formats_are_named():
     assert heading.content == "Files and reproduction"
     lines = text.content.splitlines()
     assert lines[:4] == ["- `scores.parquet`: one row per input, layer, head and role (column `score`)",
-                         "- `tests.csv` / `tests.parquet`: one row per model, data set, role, layer and head",
+                         f"- `tests.csv` / `tests.parquet`: {TESTS.description}",
                          "- `roles.csv`: one row per head, a boolean column per role",
                          "- `heads_per_layer.csv`: heads holding each role in each layer"]
+    assert TESTS.description.startswith("one row per model, data set, role, layer and head")
     assert not [line for line in lines if "colocation" in line or "compare_" in line]  # not written; not listed
     assert ("- `distance.csv`: per head, the mean distance attended over (pieces), against the uniform reference"
             in lines)
