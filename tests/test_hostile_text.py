@@ -21,7 +21,7 @@ from test_bad_input import Sandbox, bad_model_dir, runner, sandbox  # noqa: F401
 from headstats.cli.main import app
 from headstats.folders import STAGING_MARKER
 from headstats.report.blocks import Report, markdown_text, render_html, render_markdown
-from headstats.study.schemas import from_spreadsheet_safe, spreadsheet_safe
+from headstats.tables.schemas import from_spreadsheet_safe, spreadsheet_safe
 
 HOSTILE = ["<!-- swallow", "<script>alert(1)</script>", "</script><b>x", "[click](javascript:alert(1))",
            "=HYPERLINK(\"http://x\")", "+1+2", "-3-4", "@SUM(A1)", "'quoted", "a & b > c"]
@@ -160,7 +160,7 @@ def forge_table(run: Path, name: str, frame: pd.DataFrame) -> None:
     """Replace a table of a run and its size, sha256 and schema in the manifest (as someone forging a folder would)."""
     import hashlib
 
-    from headstats.study.schemas import table_schema
+    from headstats.tables.schemas import table_schema
 
     path = run / name
     frame.to_csv(path, index=False)

@@ -22,10 +22,10 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "headstats"
 
-#: Lowest first. Base modules (errors, registry, fields, provenance, measures, folders, hub, lazy) may be used by every
-#: layer. The ``analysis.*`` layers are the files of an analysis package by their role (:data:`ROLES`).
-LAYERS = ["errors", "registry", "fields", "provenance", "measures", "folders", "hub", "lazy", "inputs", "model",
-          "engine", "analyses", "stats", "analysis.statistics", "config", "assignment", "study", "plots",
+#: Lowest first. Base modules (errors, registry, fields, provenance, measures, folders, hub, lazy, tables) may be used
+#: by every layer. The ``analysis.*`` layers are the files of an analysis package by their role (:data:`ROLES`).
+LAYERS = ["errors", "registry", "fields", "provenance", "measures", "folders", "hub", "lazy", "tables", "inputs",
+          "model", "engine", "analyses", "stats", "analysis.statistics", "config", "assignment", "study", "plots",
           "analysis.figures", "report", "analysis.section", "analysis.spec", "cli", "api", "testing", "__init__"]
 #: The file roles of an analysis package ``analyses/<name>/`` and the layer of each.
 ROLES = {"__init__": "analysis.spec", "options": "analyses", "collect": "analyses", "finish": "analysis.statistics",

@@ -291,10 +291,9 @@ def open_run(run_dir: str | Path):
     from headstats.study.run_folder import load_run_tables
 
     folder = Path(run_dir).expanduser()
-    _, analysis, manifest, comparison = load_run_tables(folder)
-    tables = {**analysis.tables, **{f"compare_{k}": v for k, v in (comparison or {}).items()}}
-    return StudyResult(out=folder, scores=[], tests=analysis.tests, roles=analysis.roles, tables=tables,
-                       manifest=manifest)
+    _, tables, manifest = load_run_tables(folder)
+    return StudyResult(out=folder, scores=[], tests=tables["tests"], roles=tables["roles"],
+                       tables=tables.without("tests", "roles"), manifest=manifest)
 
 
 def python_progress(enabled: bool = True):

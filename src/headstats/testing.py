@@ -23,7 +23,6 @@ moves float64 sums in their last digits, and a t statistic of a measure near 0 m
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -113,11 +112,10 @@ def _merged(folder: Path, protocol: dict) -> Path:
 
 
 def _tables(run: Path, name: str) -> dict:
-    """The tables the run folder's manifest lists for the analysis, read back."""
-    import pandas as pd
+    """The analysis' tables of the run folder, read back (:meth:`headstats.tables.RunTables.read`)."""
+    from headstats.tables import RunTables
 
-    listed = json.loads((run / "manifest.json").read_text())["analysis_tables"].get(name, [])
-    return {table: pd.read_csv(run / f"{table}.csv") for table in listed if (run / f"{table}.csv").exists()}
+    return RunTables.read(run)[0].of(name)
 
 
 def _same(reference: dict, other: dict, check: str) -> None:

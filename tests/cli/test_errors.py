@@ -19,19 +19,12 @@ def _score_args(tiny_model_dir, out: Path) -> list[str]:
 
 def _fail_while_writing(monkeypatch, action) -> None:
     """Make the first table write of a command do ``action`` (inside the staging folder)."""
-    import headstats.study.finish  # noqa: F401 - imported first, so that it binds the real write_table, not the patch
     import headstats.study.scoring
-    import headstats.study.storage
-
-    def write_table(frame, folder, name, **kwargs):
-        (folder / f"{name}.parquet").write_bytes(b"half")
-        action(folder / f"{name}.parquet")
 
     def write_scores(arrays, path, **kwargs):
         path.write_bytes(b"half")
         action(path)
 
-    monkeypatch.setattr(headstats.study.storage, "write_table", write_table)
     monkeypatch.setattr(headstats.study.scoring, "write_scores", write_scores)
 
 

@@ -362,5 +362,8 @@ def test_load_model_loads_the_head_asked_for_and_refuses_an_untrained_masked_lm_
     assert fallback.head == "encoder" and type(fallback.model).__name__ == "BertModel"
     assert fallback.head_note.startswith("the checkpoint names a masked_lm head but its weights lack cls.")
     tokenizer = provenance_tokenizer({"path": str(tiny_model_dir)})
-    assert tokenizer is load_tokenizer(str(tiny_model_dir)) and tokenizer.convert_tokens_to_ids("cat") == 8  # [PAD] [UNK] [CLS] [SEP] [MASK] the a an cat
+    # loaded again at each call (no cache in the model layer): the same vocabulary
+    assert tokenizer is not load_tokenizer(str(tiny_model_dir))
+    assert tokenizer.get_vocab() == load_tokenizer(str(tiny_model_dir)).get_vocab()
+    assert tokenizer.convert_tokens_to_ids("cat") == 8  # [PAD] [UNK] [CLS] [SEP] [MASK] the a an cat
     assert provenance_tokenizer({}) is None

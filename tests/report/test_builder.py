@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from headstats.assignment.tables import Analysis
 from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, role_table, strongest_heads
 from headstats.errors import HeadstatsError
 from headstats.folders import STAGING_MARKER
@@ -24,6 +23,7 @@ from headstats.config.protocol import Protocol, dump_protocol
 from headstats.report.builder import build_report, rebuild_report
 from headstats.stats.claim_catalog import evaluate_all_claims
 from headstats.stats.claims import ClaimSettings
+from headstats.tables import RunTables
 
 from conftest import PLANTED_HELD, process_running, wait_until
 from report.test_figures import drawing_workers, end_processes
@@ -75,7 +75,7 @@ def write_run(folder: Path) -> Path:
         "inputs": {"m/d1": {"model": "m", "dataset": "d1", "n_records": 20, "n_scored": 20, "skipped": {},
                             "notes": {}, "roles_not_applicable": {}}},
     }
-    build_report(folder, protocol, Analysis(tests=tests, roles=roles, tables=tables), manifest)
+    build_report(folder, protocol, RunTables({"tests": tests, "roles": roles, **tables}), manifest)
     write_manifest(folder, manifest)
     return folder
 
@@ -313,15 +313,15 @@ def test_analysis_sections_use_the_registry_entrys_report(tmp_path):
                                  "locality_mean": [0.5, 0.0]})
         report = Report("t")
         lines: list[str] = []
-        files = analysis_sections(report, tmp_path, {"section_test": {"a": pd.DataFrame({"x": [1]})},
-                                                     "distance": {"distance": distance}, "special_mass": {}},
-                                  log=lines.append)
+        tables = RunTables().add("section_test", {"a": pd.DataFrame({"x": [1]})})
+        tables.add("distance", {"distance": distance}).add("special_mass", {})
+        analysis_sections(report, tmp_path, tables, log=lines.append)
         sections = [name for name in ("section_test", "distance", "special_mass")
                     if get_analysis(name).section_function() is not None]
         assert lines == [f"report: the section of {name}" for name in sections]  # one line as each starts
         # each file its own description: the one its analysis' spec declares, else its analysis' named
-        assert seen == [["a"]] and files["a"] == "a table of the section_test analysis (what)"
-        assert files["distance"].startswith("per head, the mean distance attended over")
+        assert seen == [["a"]] and tables.describe("a") == "a table of section_test"
+        assert tables.describe("distance").startswith("per head, the mean distance attended over")
         assert [b.content for b in report.blocks if b.kind == "heading"] == ["Attention distance"]
     finally:
         ANALYSES.unregister("section_test")
@@ -359,8 +359,9 @@ def test_a_protocol_of_analyses_leads_with_them_and_says_a_skip_once(tmp_path):
     manifest = {"protocol_sha256": "0" * 64, "seed": 0, "models": {}, "datasets": {},
                 "inputs": {"m/d1": {"model": "m", "dataset": "d1", "n_records": 20, "n_scored": 20, "skipped": {},
                                     "notes": {}, "roles_not_applicable": {}}}}
-    build_report(tmp_path, protocol, Analysis(tests=tests, roles=roles, tables=tables), manifest,
-                 analyses={"distance": {"distance": distance}, "gradients": {"gradients_skipped": skipped}}, workers=1)
+    run_tables = RunTables({"tests": tests, "roles": roles, **tables})
+    run_tables.add("distance", {"distance": distance}).add("gradients", {"gradients_skipped": skipped})
+    build_report(tmp_path, protocol, run_tables, manifest, workers=1)
     md = (tmp_path / "report.md").read_text()
     heads = [line for line in md.splitlines() if line.startswith("## ")]
     assert heads.index("## Roles of Pande et al. (2021): summary") > max(

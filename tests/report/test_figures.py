@@ -15,6 +15,7 @@ from headstats.errors import HeadstatsError
 from headstats.plots import roles_plots, stats_plots
 from headstats.report import figures as figures_module
 from headstats.report.figures import WORKERS_ENV, FigureRenderer, available_cpus, figure_workers
+from headstats.tables import RunTables
 
 from conftest import process_running, wait_until
 
@@ -159,7 +160,6 @@ def _svg_text_sizes(path: Path) -> tuple[float, list[float]]:
 def quickstart_report(tmp_path_factory) -> tuple[Path, float]:
     """The quickstart's report built from its golden tables with ``report.figures.width: column``."""
     from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, strongest_heads
-    from headstats.assignment.tables import Analysis
     from headstats.config.protocol import Protocol
     from headstats.report.builder import build_report
     from headstats.study.run_folder import read_roles
@@ -177,7 +177,7 @@ def quickstart_report(tmp_path_factory) -> tuple[Path, float]:
                            for d in ("demo_single", "demo_pairs")}, "models": {}, "datasets": {},
                 "protocol_sha256": "0" * 64, "seed": 0}
     root = tmp_path_factory.mktemp("print")
-    build_report(root, protocol, Analysis(tests=tests, roles=roles, tables=tables), manifest)
+    build_report(root, protocol, RunTables({"tests": tests, "roles": roles, **tables}), manifest)
     return root, 3.5
 
 

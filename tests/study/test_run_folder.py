@@ -10,7 +10,8 @@ import pytest
 from headstats.config.protocol import Protocol, dump_protocol
 from headstats.errors import HeadstatsError
 from headstats.study.run_folder import load_run_tables, read_roles
-from headstats.study.storage import write_manifest, write_table
+from headstats.study.storage import write_manifest
+from headstats.tables.run_tables import write_table
 
 TESTS = pd.DataFrame({"model": ["m", "m"], "dataset": ["d", "d"], "role": ["local", "block"], "layer": [0, 0],
                       "head": [0, 1], "p_unc": [0.1 + 0.2, 1e-300], "reject": [False, True]})
@@ -32,14 +33,15 @@ def _run(folder):
 
 
 def test_a_run_folder_reads_back_as_the_run_wrote_it(tmp_path):
-    protocol, analysis, manifest, comparison = load_run_tables(_run(tmp_path / "run"))
+    protocol, tables, manifest = load_run_tables(_run(tmp_path / "run"))
     assert protocol.name == "read-back" and manifest["headstats_run"] == "read-back"
-    pd.testing.assert_frame_equal(analysis.tests, TESTS)  # from tests.parquet: 0.1 + 0.2 and 1e-300 exactly
-    assert analysis.roles["local"].tolist() == [True, False]
-    assert analysis.roles["block"].isna().tolist() == [True, False] and analysis.roles["block"].iloc[1]
-    assert str(analysis.roles["block"].dtype) == "boolean" and analysis.roles["roles"].tolist() == ["local", ""]
-    assert set(analysis.tables) == {"heads_per_layer", "colocation"}
-    assert list(comparison) == ["paired_tests"] and comparison["paired_tests"]["delta"].tolist() == [0.25]
+    pd.testing.assert_frame_equal(tables["tests"], TESTS)  # from tests.parquet: 0.1 + 0.2 and 1e-300 exactly
+    roles = tables["roles"]
+    assert roles["local"].tolist() == [True, False]
+    assert roles["block"].isna().tolist() == [True, False] and roles["block"].iloc[1]
+    assert str(roles["block"].dtype) == "boolean" and roles["roles"].tolist() == ["local", ""]
+    assert set(tables.of("study")) == {"tests", "roles", "heads_per_layer", "colocation"}
+    assert list(tables.comparison) == ["paired_tests"] and tables.comparison["paired_tests"]["delta"].tolist() == [0.25]
 
 
 def test_read_roles_takes_true_and_1_as_held(tmp_path):

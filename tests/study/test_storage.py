@@ -9,7 +9,8 @@ from importlib import metadata
 
 import pandas as pd
 
-from headstats.study.storage import file_hashes, write_manifest, write_table
+from headstats.study.storage import file_hashes, write_manifest
+from headstats.tables.run_tables import write_table
 
 
 def test_write_table_and_hashes(tmp_path):

@@ -58,6 +58,7 @@ from typing import Any, Callable, Mapping
 
 from headstats.errors import ProtocolError
 from headstats.registry import Registry
+from headstats.tables import TableSpec, declare_tables
 
 #: ``section(report, root, tables)``: add a section to a :class:`headstats.report.blocks.Report` from the analysis'
 #: tables (name -> frame concatenated over models and data sets); figures go under ``root / "figures"``.
@@ -66,23 +67,6 @@ ReportSection = Callable[[Any, Path, Mapping[str, Any]], None]
 #: analysis' tables, from its tables, the study's statistics options (alpha, correction, confidence, ...),
 #: the analysis' own options (an instance of its ``options`` model, or None) and the study's seed.
 Finish = Callable[[Mapping[str, Any], Any, Any, int], Mapping[str, Any]]
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """A table an analysis writes (``<name>.csv`` in the run folder).
-
-    Attributes
-    ----------
-    description : str
-        What it holds, one line: the run folder's "Files and reproduction" section lists it.
-    columns : tuple of str
-        Its schema: the columns it always has (it may have more, e.g. a test's columns that depend on the options);
-        :func:`headstats.testing.check_analysis` checks that the written table has them.
-    """
-
-    description: str
-    columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,7 +96,8 @@ class AnalysisSpec:
     claims : str, optional
         The module (``"headstats.analyses.<name>.claims"``) whose import registers the analysis' claims.
     tables : mapping of str to TableSpec
-        The tables it writes, with their descriptions and schemas.
+        The tables it writes, with their descriptions and schemas (declared in
+        :data:`headstats.tables.TABLES`, which :class:`~headstats.tables.RunTables` reads).
     requires : tuple of str
         The analyses whose code this one uses (a declared dependency; ``tests/test_layers.py`` checks that a
         package imports no other undeclared).
@@ -198,7 +183,7 @@ def register_analysis(name: str, collector: Callable[..., Any] | str, *, descrip
     alone); returns its spec."""
     if not name.replace("_", "").isalnum():
         raise ValueError(f"analysis name {name!r} must be letters, digits and '_'")
-    declared = {t: s if isinstance(s, TableSpec) else TableSpec(str(s)) for t, s in (tables or {}).items()}
+    declared = declare_tables(name, tables or {}, overwrite=overwrite)
     spec = AnalysisSpec(name, collector, description, section, selectable, options, finish, claims, declared,
                         tuple(requires), tuple(needs), fix)
     return ANALYSES.register(name, spec, overwrite=overwrite)

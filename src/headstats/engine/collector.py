@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Generator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -88,6 +88,9 @@ class Context:
         model again with its task head (:func:`headstats.model.loading.load_model` with ``head="task"``), loaded
         by the runner at the first call of its group and freed with the group (read it through
         :meth:`task_model`).
+    tokenizer : tokenizer, optional
+        Set by the runner for the pass: the tokenizer of the model it loaded (a collector that reads the pieces'
+        text, e.g. which ids are punctuation, takes it from here; None for a collector built by hand).
     """
 
     models: tuple[str, ...]
@@ -98,6 +101,7 @@ class Context:
     provenance: Mapping[str, dict] = field(default_factory=dict)
     seed: int = 0
     task_models: Callable[[str], Any] | None = field(default=None, compare=False, repr=False)
+    tokenizer: Any = field(default=None, compare=False, repr=False)
 
     def task_model(self, dtype: str = "float32") -> Any:
         """The :class:`~headstats.model.loading.LoadedModel` of :attr:`model` with its task head, in ``dtype``:
@@ -150,6 +154,10 @@ class Collector(ABC):
     #: True for collectors whose :meth:`update` differentiates (a grad-enabled pass): the runner calls it with
     #: gradients enabled, outside the inference mode of the attention pass.
     needs_gradients: ClassVar[bool] = False
+    #: True for collectors that run batches again with heads gated once their chunk's batches are done: the runner
+    #: runs each :class:`~headstats.engine.ablation.AblationBatch` that :meth:`ablations` yields and sends back
+    #: its result (:func:`headstats.engine.ablation.run_ablations`), before it takes the chunk's state.
+    needs_ablations: ClassVar[bool] = False
 
     def __init__(self, context: Context) -> None:
         self.context = context
@@ -171,6 +179,13 @@ class Collector(ABC):
     @abstractmethod
     def update(self, view: BatchView) -> None:
         """Take what is needed from one batch's view."""
+
+    def ablations(self) -> Generator[Any, Any, None]:
+        """For a collector that :attr:`needs_ablations`: the :class:`~headstats.engine.ablation.AblationBatch` es
+        of the chunk, yielded one at a time; each ``yield`` receives that batch's result (``{name: (B, K)
+        array}``). Default: none."""
+        return
+        yield
 
     def state(self) -> Any:
         """The collector's state (not a copy): what :meth:`merge` joins."""

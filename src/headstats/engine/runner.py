@@ -24,7 +24,9 @@ Passes that need more than attention are the runner's too. A collector declares 
 (:attr:`~headstats.engine.collector.Collector.needs_task_model`, :attr:`~headstats.engine.collector.Collector.
 needs_gradients`): the runner loads the model again with its task head once per group (:class:`TaskModels`,
 freed with the group), hands it over through the collector's context, and calls the collector's ``update`` on
-each batch with gradients enabled, so that no collector loads a model or leaves the runner's inference mode.
+each batch with gradients enabled; a collector that :attr:`~headstats.engine.collector.Collector.needs_ablations`
+gets its ablation batches run once its chunk's batches are done (:func:`headstats.engine.ablation.run_ablations`),
+so that no collector loads a model, runs a pass of its own or leaves the runner's inference mode.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Any, Callable, ContextManager, Iterable, Mapping, Sequence
 from headstats.lazy import torch
 
 from headstats.model.encoding import EncodedInput, encode_records
+from headstats.engine.ablation import run_ablations
 from headstats.engine.batch import WEIGHTS, BatchView, forward_map_free, forward_views
 from headstats.engine.collector import Collector, Context
 from headstats.errors import HeadstatsError, IncompatibleResultsError
@@ -429,8 +432,10 @@ class Runner:
         self.memory_budget = memory_budget
         self.map_free = map_free
         self._task_models = TaskModels()
-        #: Forward passes run (one per model and batch) and models loaded, by the last :meth:`run`.
+        #: Forward passes run (one per model and batch), ablation passes (:mod:`headstats.engine.ablation`) and
+        #: models loaded, by the last :meth:`run`.
         self.forward_passes = 0
+        self.ablation_passes = 0
         self.loads = 0
 
     def run(
@@ -479,7 +484,7 @@ class Runner:
             if job.dataset not in data:
                 raise ValueError(f"job {job.name!r} names data set {job.dataset!r}, which is not among {list(data)}")
         return_freed_memory()
-        self.forward_passes = self.loads = 0
+        self.forward_passes = self.ablation_passes = self.loads = 0
         self.pass_counts: dict[tuple[str, str], PassCounts] = {}
         counts: dict[tuple[str, str], dict] = {}
         groups = plan_groups(order, [tuple(j.models) for j in jobs if j.is_pair])  # type: ignore[misc]
@@ -641,9 +646,12 @@ class Runner:
         if len(chunk) > len(encoding.inputs):
             advance(len(chunk) - len(encoding.inputs))  # skipped inputs are done too
         for job in jobs:
-            job.collector = build_collector(job, infos, task_models=self._task_models)
+            job.collector = build_collector(job, infos, task_models=self._task_models, tokenizer=first.tokenizer)
         self.forward_passes += feed(loaded, encoding.inputs, jobs, dataset=dataset, advance=advance,
                                      map_free=self.map_free, **batching)
+        for job in jobs:
+            if job.collector.needs_ablations:  # the chunk's ablation batches, before its state is taken
+                self.ablation_passes += run_ablations(job.collector)
         entries = {id(job): {"state": job.collector.state(), "counts": chunk_counts} for job in jobs}
         for job in jobs:
             job.collector = None
@@ -710,9 +718,11 @@ class TaskModels:
         self._loaded.clear()
 
 
-def build_collector(job: Job, loaded: Mapping[str, Any], *, task_models: TaskModels | None = None) -> Collector:
+def build_collector(job: Job, loaded: Mapping[str, Any], *, task_models: TaskModels | None = None,
+                    tokenizer: Any = None) -> Collector:
     """The collector of ``job``, bound to the shapes of its models (LoadedModel or ModelInfo; a pair's must match),
-    and, for a collector that needs its model with a task head, to the runner's ``task_models``."""
+    for a collector that needs its model with a task head to the runner's ``task_models``, and for a pass to the
+    loaded models' ``tokenizer``."""
     shapes = {(loaded[m].n_layers, loaded[m].n_heads) for m in job.models}
     if len(shapes) > 1:
         a, b = job.models
@@ -727,7 +737,7 @@ def build_collector(job: Job, loaded: Mapping[str, Any], *, task_models: TaskMod
     if task_models is not None and getattr(job.factory, "needs_task_model", False):
         task = lambda dtype: task_models.get(provenance[name], name, dtype)  # noqa: E731
     context = Context(job.models, job.dataset, model.n_layers, model.n_heads, dict(job.options), provenance,
-                      seed=int(job.seed), task_models=task)
+                      seed=int(job.seed), task_models=task, tokenizer=tokenizer)
     collector = job.factory(context)
     if collector.pair != job.is_pair:
         kind = "pair" if collector.pair else "single-model"

@@ -24,7 +24,6 @@ from __future__ import annotations
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -212,13 +211,10 @@ def random_init_model(model: Any, seed: int) -> Any:
 
 
 def load_tokenizer(spec: str, *, revision: str | None = None) -> Any:
-    """The tokenizer of a model (a local folder or a hub id), loaded once per process, refusing a broken one
-    in one line (as :func:`load_model` does)."""
-    return _tokenizer(str(spec), revision)
-
-
-@lru_cache(maxsize=8)
-def _tokenizer(spec: str, revision: str | None) -> Any:
+    """The tokenizer of a model (a local folder or a hub id), refusing a broken one in one line (as
+    :func:`load_model` does). Loaded at each call: nothing is cached here (during a pass a collector reads the
+    runner's, :attr:`headstats.engine.collector.Context.tokenizer`)."""
+    spec = str(spec)
     source = inspect_source(spec, revision)
     if source.tokenizer is not None:
         return source.tokenizer

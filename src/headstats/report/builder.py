@@ -45,28 +45,25 @@ from headstats.report.sections.skipped_section import skipped_section
 from headstats.report.sections.statistics_section import statistics_sections
 from headstats.report.sections.strongest_section import strongest_section
 from headstats.report.sections.summary_section import summary_section
+from headstats.tables import RunTables
+from headstats.tables.declared import STUDY
 
 
 # ============================================================================================ assembly
 
-def analysis_sections(report: Report, root: Path, analyses: dict[str, dict[str, pd.DataFrame]],
-                      claims: pd.DataFrame | None = None,
-                      log: Callable[[str], None] = lambda message: None) -> dict[str, str]:
-    """The section of each analysis of the protocol (the ``section`` of its registry entry, see
+def analysis_sections(report: Report, root: Path, tables: RunTables, claims: pd.DataFrame | None = None,
+                      log: Callable[[str], None] = lambda message: None) -> None:
+    """The section of each analysis of the run (the ``section`` of its registry entry, see
     :mod:`headstats.analyses`), given its tables and the run's ``claims`` (as ``tables["claims"]``: a section
-    states verdicts only from there); returns table -> what (each table's declared description). ``log`` gets a
-    line as each section starts (a Clark run's take most of a minute together)."""
+    states verdicts only from there). ``log`` gets a line as each section starts (a Clark run's take most of a
+    minute together)."""
     from headstats.analyses import get_analysis
 
-    files = {}
-    for name, tables in analyses.items():
-        spec = get_analysis(name)
-        section = spec.section_function()
+    for name, own in tables.analyses().items():
+        section = get_analysis(name).section_function()
         if section is not None:
             log(f"report: the section of {name}")
-            section(report, root, {**tables, "claims": claims} if claims is not None else tables)
-        files.update({table: spec.describe(table) for table in tables})
-    return files
+            section(report, root, {**own, "claims": claims} if claims is not None else own)
 
 
 def analyses_lead(protocol, analyses: dict | None) -> bool:
@@ -75,8 +72,7 @@ def analyses_lead(protocol, analyses: dict | None) -> bool:
     return bool(analyses) and bool(getattr(protocol, "analyses", None))
 
 
-def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, comparison: dict | None = None,
-                 analyses: dict[str, dict[str, pd.DataFrame]] | None = None,
+def build_report(root: Path, protocol, tables: RunTables, manifest: dict, *,
                  formats: Sequence[str] | None = None, log: Callable[[str], None] = lambda message: None,
                  workers: int | None = None) -> Report:
     """Build the report of a study and write ``report.md``, ``report.html`` and ``figures/`` into ``root``.
@@ -90,14 +86,11 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
         The folder to write into (a run's staging folder).
     protocol : Protocol
         The resolved protocol.
-    analysis : Analysis
-        The tests, role table and analysis tables.
+    tables : RunTables
+        The run's tables: the tests, role table and role tables, the comparison's (pretrained vs fine-tuned) and
+        each analysis' (:mod:`headstats.analyses`; each adds its own section).
     manifest : dict
         The run's manifest (models, datasets, inputs, protocol hash).
-    comparison : dict, optional
-        Comparison tables (pretrained vs fine-tuned), without the ``compare_`` prefix.
-    analyses : dict, optional
-        Analysis name -> its tables (:mod:`headstats.analyses`); each adds its own section.
     formats : sequence of str, optional
         Figure formats beside the PNG (default PNG and SVG).
     log : callable
@@ -112,8 +105,7 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
     formats = list(formats) if formats is not None else list(preset.formats)
     with style.using(preset), FigureRenderer(root, formats=formats, workers=workers, preset=preset) as figures, \
             active_renderer(figures):
-        report = _build_report(root, protocol, analysis, manifest, comparison=comparison, analyses=analyses,
-                               formats=formats, log=log, figures=figures)
+        report = _build_report(root, protocol, tables, manifest, formats=formats, log=log, figures=figures)
         render_tables(report, html_too=protocol.report.html)  # while the figures are drawn
         figures.wait(log=log)  # how many figures, then a count as each tenth is drawn
         log("report: writing report.md" + (" and report.html" if protocol.report.html else ""))
@@ -121,11 +113,13 @@ def build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, co
     return report
 
 
-def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, comparison: dict | None,
-                  analyses: dict[str, dict[str, pd.DataFrame]] | None, formats: Sequence[str] | None,
+def _build_report(root: Path, protocol, tables: RunTables, manifest: dict, *, formats: Sequence[str] | None,
                   log: Callable[[str], None], figures: FigureRenderer) -> Report:
     # every section but "Across measures" reads the primary attention measure (the first of scoring.measures)
-    every_measure, analysis = analysis, analysis.on_measure()
+    every_measure = Analysis(tests=tables["tests"], roles=tables["roles"],
+                             tables={name: frame for name, frame in tables.of(STUDY).items()
+                                     if name not in ("tests", "roles")})
+    analysis, comparison, analyses = every_measure.on_measure(), tables.comparison, tables.analyses()
     report = Report(title=f"headstats report: {protocol.name}")
     report.latex_caption = f"Protocol {protocol.name}. "
     if protocol.description:
@@ -133,16 +127,15 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
     report.contents(levels=(2, 3))
     n_sets = len(by_model_and_dataset(analysis.roles, protocol))
     claims = analysis.tables.get("claims")
-    skipped_section(report, analyses or {})
+    skipped_section(report, analyses)
     claims_section(report, claims)
     if has_seeds(comparison):
         seeds_answer_section(report, comparison, claims)
     # the protocol's own analyses lead when it names any: their sections come right after the claims, and the
     # roles of Pande et al. (always scored) follow; a protocol of roles alone leads with the roles
     lead = analyses_lead(protocol, analyses)
-    analysis_files: dict[str, str] = {}
     if lead:
-        analysis_files = analysis_sections(report, root, analyses or {}, claims, log=log)
+        analysis_sections(report, root, tables, claims, log=log)
         methods_section(report, protocol, manifest, analysis.tests)
         inputs_section(report, manifest, analysis)
     log(f"report: summary and role grids of {n_sets} (model, data set)")
@@ -161,8 +154,8 @@ def _build_report(root: Path, protocol, analysis: Analysis, manifest: dict, *, c
         log("report: pretrained against fine-tuned")
         comparison_section(report, root, comparison, manifest, formats=formats, figures=figures)
     if not lead:
-        analysis_files = analysis_sections(report, root, analyses or {}, claims, log=log)
-    files_section(report, analysis_files, formats=formats, tables=set(every_measure.tables))
+        analysis_sections(report, root, tables, claims, log=log)
+    files_section(report, tables, formats=formats)
     return report
 
 
@@ -223,9 +216,8 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
     from headstats.assignment.role_assignment import strongest_heads
     from headstats.folders import (STAGING_MARKER, _acquire_lock, _owner_record, _sweep_stale_staging, output_file_list,
                                    replace_outputs)
-    from headstats.study.schemas import spreadsheet_safe
     from headstats.study.run_folder import load_run_tables
-    from headstats.study.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema, unchecked_tables_fail_in_one_line
+    from headstats.tables.schemas import SCHEMAS_KEY, TABLE_SUFFIXES, table_schema, unchecked_tables_fail_in_one_line
 
     run = Path(run_dir).expanduser()
     if run.is_symlink():
@@ -233,15 +225,15 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
     run = run.resolve()
     log(f"reading the tables of {run}")
     with unchecked_tables_fail_in_one_line(run):
-        protocol, analysis, manifest, comparison = load_run_tables(run)
+        protocol, tables, manifest = load_run_tables(run)
     _check_rebuildable(run, manifest)
     if top_k is not None:
         if int(top_k) < 1:
             raise HeadstatsError(f"top_k must be at least 1, not {top_k}")
         protocol.report.top_k = int(top_k)
-        analysis.tables["strongest_heads"] = strongest_heads(analysis.tests, k=int(top_k))
-    elif "strongest_heads" not in analysis.tables:
-        analysis.tables["strongest_heads"] = strongest_heads(analysis.tests, k=protocol.report.top_k)
+        tables = tables.replaced({"strongest_heads": strongest_heads(tables["tests"], k=int(top_k))})
+    elif "strongest_heads" not in tables:
+        tables = tables.replaced({"strongest_heads": strongest_heads(tables["tests"], k=protocol.report.top_k)})
     if html is not None:
         protocol.report.html = bool(html)
     lock = run.parent / f".{run.name}.headstats-lock"
@@ -252,13 +244,10 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
         stage = Path(tempfile.mkdtemp(prefix=f".{run.name}.partial-", dir=run.parent))
         (stage / STAGING_MARKER).write_text(_owner_record(), encoding="utf-8")
         log("drawing the figures and writing the report")
-        analyses = {name: {t: analysis.tables.pop(t) for t in names if t in analysis.tables}
-                    for name, names in (manifest.get("analysis_tables") or {}).items()}
         with unchecked_tables_fail_in_one_line(run):
-            build_report(stage, protocol, analysis, manifest, comparison=comparison or None, analyses=analyses,
-                         formats=formats, log=log, workers=workers)
+            build_report(stage, protocol, tables, manifest, formats=formats, log=log, workers=workers)
         if top_k is not None:
-            spreadsheet_safe(analysis.tables["strongest_heads"]).to_csv(stage / "strongest_heads.csv", index=False)
+            tables.without(*(name for name in tables if name != "strongest_heads")).write(stage)
         new_tables = {p.name: table_schema(p) for p in stage.iterdir() if p.suffix in TABLE_SUFFIXES}
         n_new = len(output_file_list(stage))
         stale, left = replace_outputs(run, stage, manifest,

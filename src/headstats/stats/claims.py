@@ -42,6 +42,7 @@ The evaluation is the statistics layer: tables in, one tidy table out; nothing h
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -52,6 +53,7 @@ import pandas as pd
 from headstats.registry import Registry
 from headstats.stats.corrections import correct_pvalues, reject
 from headstats.stats.seeds import corrected_level
+from headstats.tables import RunTables, TableSpec
 
 __all__ = [
     "CANNOT_TELL", "CLAIMS", "CLAIM_COLUMNS", "CONTRADICTED", "P_BOUND", "effect_note", "p_text", "NOT_SHOWN", "SUPPORTED", "VERDICTS", "Claim",
@@ -201,10 +203,12 @@ class Claim:
     measure : str
         What the estimate is (e.g. ``conditional odds ratio, last two layers against the others``).
     evaluate : callable
-        ``evaluate(tables, settings) -> iterable of Evidence``; ``tables`` maps table names of the run
-        (``roles``, ``ceilings``, ``surface_tests``, ``compare_seed_claims``, ...) to frames.
+        ``evaluate(tables, settings) -> iterable of Evidence``; ``tables`` is the run's
+        :class:`~headstats.tables.RunTables`, indexed by a declared table (``tables[ROLES]``, ``tables[SEED_CLAIMS]``
+        of :mod:`headstats.tables.study_tables`) or an analysis' table name (``tables["surface_tests"]``).
     tables : tuple of str
-        The tables it reads: the claim is evaluated only when all are present and not empty.
+        The tables it reads (their file names, from the specs given to :func:`register_claim`): the claim is
+        evaluated only when all are present and not empty.
     smallest_effect : float
         The smallest effect of interest, in the unit of ``measure`` as a distance of the estimate from 0 (NaN:
         none declared). A significant verdict on an estimate closer to 0 says so (METHODS 5.4).
@@ -238,24 +242,39 @@ CLAIMS: Registry[Claim] = Registry("claim", hint="register one with headstats.st
 
 
 def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, unit: str, test: str, measure: str,
-                   tables: Iterable[str] = (), smallest_effect: float = math.nan, family: str = "",
+                   tables: Iterable[TableSpec | str] = (), smallest_effect: float = math.nan, family: str = "",
                    overwrite: bool = False) -> Callable[[Evaluate], Evaluate]:
     """Register the decorated ``evaluate(tables, settings)`` as claim ``key`` (see the module docstring).
 
     ``family`` declares, up front, the family its verdicts are corrected in (:attr:`Claim.family`: a template of
     ``{model}`` and ``{dataset}``; default every claim of the run).
 
-    Returns the function unchanged, so that it can be called and tested on its own.
+    ``tables`` are the tables it reads: declared specs (:mod:`headstats.tables.study_tables`: ``ROLES``,
+    ``SEED_CLAIMS`` ...) or an analysis' table names.
+
+    Returns the function, which takes the run's :class:`~headstats.tables.RunTables` (or a mapping of table names
+    to frames, made one), so that it can be called and tested on its own.
     """
     for name, value in (("sentence", sentence), ("hypothesis", hypothesis), ("unit", unit), ("test", test)):
         if not isinstance(value, str) or not value.strip():
             raise ValueError(f"claim {key!r} needs a non-empty {name}")
 
+    names = tuple(t.name if isinstance(t, TableSpec) else str(t) for t in tables)
+
     def wrap(evaluate: Evaluate) -> Evaluate:
-        CLAIMS.register(key, Claim(key, sentence, source, hypothesis, unit, test, measure, evaluate,
-                                   tuple(tables), float(smallest_effect), str(family)), overwrite=overwrite)
-        return evaluate
+        @functools.wraps(evaluate)
+        def on_run_tables(run_tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> Iterable[Evidence]:
+            return evaluate(as_run_tables(run_tables), settings)
+
+        CLAIMS.register(key, Claim(key, sentence, source, hypothesis, unit, test, measure, on_run_tables,
+                                   names, float(smallest_effect), str(family)), overwrite=overwrite)
+        return on_run_tables
     return wrap
+
+
+def as_run_tables(tables: Mapping[str, pd.DataFrame]) -> RunTables:
+    """``tables`` as :class:`~headstats.tables.RunTables` (a mapping of file names to frames made one)."""
+    return tables if isinstance(tables, RunTables) else RunTables(tables)
 
 
 def claim_p(p_for: float, p_against: float) -> float:
@@ -356,9 +375,8 @@ def evaluate_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings 
 
     Parameters
     ----------
-    tables : mapping of str to DataFrame
-        The run's tables by name (``roles``, ``ceilings``, ``tests``, the analyses' tables, the comparison
-        tables with their ``compare_`` prefix).
+    tables : RunTables, or a mapping of str to DataFrame
+        The run's tables (:class:`~headstats.tables.RunTables`; a mapping of file names to frames is made one).
     settings : ClaimSettings, optional
         alpha, the correction over the run's claims and the confidence of the intervals.
     claims : iterable of str, optional
@@ -372,6 +390,7 @@ def evaluate_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings 
         whose test can reject; NaN outside it). ``floor`` is the smallest attainable ``p_unc``.
     """
     settings = settings or ClaimSettings()
+    tables = as_run_tables(tables)
     keys = CLAIMS.names() if claims is None else list(claims)
     rows: list[tuple[Claim, Evidence]] = []
     for key in keys:

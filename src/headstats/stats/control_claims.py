@@ -19,16 +19,19 @@ from collections.abc import Mapping
 import pandas as pd
 
 from headstats.analyses.sieves import DEFAULT_ROLES
-from headstats.stats.claims import ClaimSettings, Evidence, register_claim
+from headstats.stats.claims import ClaimSettings, Evidence, as_run_tables, register_claim
 from headstats.stats.exact import share_test
 from headstats.stats.paper_claims import RoleGroup, role_groups
+from headstats.tables.study_tables import CONTROLS, ROLES
 
 SOURCE = "random-init control (METHODS 6.3)"
 
 
 def learned_evidence(tables: Mapping[str, pd.DataFrame], role: str) -> list[Evidence]:
-    """One :class:`Evidence` per (trained model, data set) that has controls, for ``role``."""
-    controls = tables.get("controls")
+    """One :class:`Evidence` per (trained model, data set) that has controls, for ``role`` (``tables``: the run's
+    :class:`~headstats.tables.RunTables`, or a mapping of table names to frames)."""
+    tables = as_run_tables(tables)
+    controls = tables.get(CONTROLS)
     if controls is None or not len(controls):
         return []
     groups = {(g.model, g.dataset): g for g in role_groups(tables)}
@@ -75,7 +78,7 @@ def _register(role: str) -> None:
         unit="heads", test="Fisher's exact test on the 2x2 table of heads per control seed; intersection-union over "
                            "the seeds (p = max)",
         measure=f"share of heads holding {role} in the trained model minus the largest control share",
-        tables=("roles", "controls"))
+        tables=(ROLES, CONTROLS))
     def evaluate(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
         return learned_evidence(tables, role)
 

@@ -27,6 +27,7 @@ from scipy import stats as sps
 
 from headstats.analyses.sieves import DEFAULT_ROLES
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
+from headstats.tables.study_tables import MEASURE_AGREEMENT
 
 SOURCE = "Kobayashi et al. 2020 (norm-weighted attention, METHODS 6.1)"
 #: The measure the heads are assigned under, and the one they must keep the role under.
@@ -73,9 +74,9 @@ def _register(role: str) -> None:
         test="exact binomial test of the k of n heads assigned under weights that keep the role under norm, "
              "against 1/2; one-sided each way",
         measure=f"share of the heads holding {role} under weights that hold it under norm",
-        tables=("measure_agreement",))
+        tables=(MEASURE_AGREEMENT,))
     def evaluate(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
-        return survives_evidence(tables.get("measure_agreement"), role, settings)
+        return survives_evidence(tables.get(MEASURE_AGREEMENT), role, settings)
 
 
 for _role in DEFAULT_ROLES:

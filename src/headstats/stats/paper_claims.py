@@ -37,8 +37,9 @@ import pandas as pd
 from scipy import stats as sps
 
 from headstats.analyses.roles import role_family
-from headstats.stats.claims import ClaimSettings, Evidence, evidence_from_table, register_claim
+from headstats.stats.claims import ClaimSettings, Evidence, as_run_tables, evidence_from_table, register_claim
 from headstats.stats.exact import position_test, range_test, share_test, signflip_hypothesis
+from headstats.tables.study_tables import ROLES, SEED_CLAIMS as SEED_CLAIMS_TABLE
 
 #: The paper's range for the share of heads that are both local and syntactic (Pande et al. 2021, by task).
 PAPER_LOCAL_SYNTACTIC = (0.42, 0.88)
@@ -102,7 +103,8 @@ class RoleGroup:
 
 
 def role_groups(tables: Mapping[str, pd.DataFrame]) -> list[RoleGroup]:
-    roles, ceilings = tables["roles"], tables.get("ceilings")
+    tables = as_run_tables(tables)
+    roles, ceilings = tables[ROLES], tables.get("ceilings")
     return [RoleGroup(m, d, g, ceilings) for (m, d), g in roles.groupby(["model", "dataset"], sort=False)]
 
 
@@ -119,7 +121,7 @@ def _cannot(g: RoleGroup, reason: str, detail: str = "") -> Evidence:
     unit="heads", test="exact binomial (McNemar) test on the heads holding exactly one of delimiter and X, per "
                        "kind X; intersection-union over the kinds (p = max)",
     measure="share of heads holding a delimiter role minus the share holding the closest other kind",
-    tables=("roles",))
+    tables=(ROLES,))
 def delimiter_largest(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
     out = []
     for g in role_groups(tables):
@@ -210,7 +212,7 @@ def _position(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings, role:
                "layer is lower (mean layer of delimiter_cls heads < mean layer of all tested heads)",
     unit="heads", test="exact permutation test of the layer labels (statistic: mean layer of the heads holding "
                        "the role; all C(n, k) subsets)",
-    measure="mean layer of the delimiter_cls heads minus that of all tested heads", tables=("roles",),
+    measure="mean layer of the delimiter_cls heads minus that of all tested heads", tables=(ROLES,),
     smallest_effect=SMALLEST_LAYER_SHIFT)
 def cls_early(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
     return _position(tables, settings, "delimiter_cls", early=True, what="[CLS]")
@@ -222,7 +224,7 @@ def cls_early(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> li
                "layer is higher (mean layer of delimiter_sep heads > mean layer of all tested heads)",
     unit="heads", test="exact permutation test of the layer labels (statistic: mean layer of the heads holding "
                        "the role; all C(n, k) subsets)",
-    measure="mean layer of the delimiter_sep heads minus that of all tested heads", tables=("roles",),
+    measure="mean layer of the delimiter_sep heads minus that of all tested heads", tables=(ROLES,),
     smallest_effect=SMALLEST_LAYER_SHIFT)
 def sep_middle_late(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
     return _position(tables, settings, "delimiter_sep", early=False, what="[SEP]")
@@ -246,7 +248,7 @@ def multi_role(g: RoleGroup) -> np.ndarray:
     unit="heads", test="Fisher's exact test on the 2x2 table of heads (last two layers or not x several kinds "
                        "or not)",
     measure="conditional odds ratio of holding several kinds, last two layers against the others",
-    tables=("roles",))
+    tables=(ROLES,))
 def few_multi_role_late(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
     out = []
     for g in role_groups(tables):
@@ -282,7 +284,7 @@ def few_multi_role_late(tables: Mapping[str, pd.DataFrame], settings: ClaimSetti
     hypothesis="H0: the share pi of heads both local and syntactic is <= 0.42 or >= 0.88; H1: 0.42 < pi < 0.88",
     unit="heads", test="two one-sided exact binomial tests (TOST) of the share of heads; against: share outside "
                        "the range",
-    measure="share of heads both local and syntactic (any relation)", tables=("roles",))
+    measure="share of heads both local and syntactic (any relation)", tables=(ROLES,))
 def local_syntactic(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
     out = []
     low, high = PAPER_LOCAL_SYNTACTIC
@@ -352,10 +354,10 @@ def _register_seed_claim(key: str) -> None:
     sentence, _, _, test, measure = SEED_CLAIMS[key]
 
     @register_claim(key, sentence=sentence, source=PANDE + " (fine-tuning)", hypothesis=seed_hypothesis(key),
-                    unit="seeds", test=test, measure=measure, tables=("compare_seed_claims",),
+                    unit="seeds", test=test, measure=measure, tables=(SEED_CLAIMS_TABLE,),
                     family=SEED_FAMILY)
     def evaluate(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
-        return evidence_from_table(tables["compare_seed_claims"], key)
+        return evidence_from_table(tables[SEED_CLAIMS_TABLE], key)
 
 
 for _key in SEED_CLAIMS:

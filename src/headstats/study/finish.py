@@ -11,7 +11,10 @@ from headstats.config.protocol import Protocol, dump_protocol
 from headstats.folders import OutputClaim
 from headstats.study.passes import StudyPasses
 from headstats.study.results import Log, ReportWriter, StudyResult
-from headstats.study.storage import write_manifest, write_table
+from headstats.study.storage import write_manifest
+from headstats.tables import RunTables
+from headstats.tables.declared import COMPARISON
+from headstats.tables.study_tables import CONTROLS
 
 
 def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, datasets: dict, *,
@@ -44,8 +47,9 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, da
     primary = analysis.on_measure()
     comparison = run_comparisons(protocol, on_measure(passes.arrays, protocol.scoring.measure), primary.roles,
                                  passes.comparison_attention(), provenance=passes.provenance)
-    extra = {name: tables for name, tables in passes.tables.items() if name in protocol.analyses}
-    analysis.tables["claims"] = run_claims(protocol, analysis, comparison, extra)
+    analyses = {name: tables for name, tables in passes.tables.items() if name in protocol.analyses}
+    analysis.tables["claims"] = run_claims(protocol, analysis, study_tables(analysis, comparison, analyses))
+    tables = study_tables(analysis, comparison, analyses)
     manifest = {
         "headstats_run": protocol.name,
         "protocol_sha256": protocol.fingerprint(),
@@ -56,34 +60,34 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, da
         "inputs": passes.counts,
         "tau": protocol.statistics.tau,
         "warnings": warnings,
-        #: which tables each analysis wrote, so that ``headstats report`` rebuilds its section
-        "analysis_tables": {name: list(tables) for name, tables in extra.items()},
+        #: which tables each analysis wrote (read back for an analysis not registered where the folder is read)
+        "analysis_tables": tables.recorded_owners(),
         "execution": passes.execution,
         "wall_time_s": None,
     }
     stage = claim.staging
     log(f"writing {claim.out}")
     write_scores_memoised(passes.arrays, stage / "scores.parquet", cache=passes.execution.get("cache_dir"))
-    write_table(analysis.tests, stage, "tests")
-    write_table(analysis.roles, stage, "roles", parquet=False)
-    for name, table in analysis.tables.items():
-        write_table(table, stage, name, parquet=False)
-    for name, table in comparison.items():
-        write_table(table, stage, f"compare_{name}", parquet=name == "paired_tests")
-    for tables in extra.values():
-        for name, table in tables.items():
-            write_table(table, stage, name, parquet=False)
+    tables.write(stage)
     (stage / "protocol.resolved.yaml").write_text(dump_protocol(protocol))
     if report is not None:
         log("drawing the figures and writing the report")
-        report(stage, protocol, analysis, manifest, comparison=comparison, analyses=extra, log=log)
+        report(stage, protocol, tables, manifest, log=log)
     manifest["wall_time_s"] = round(time.time() - started, 2)
     write_manifest(stage, manifest)
     claim.publish()
-    tables = {**analysis.tables, **{f"compare_{k}": v for k, v in comparison.items()}}
-    for analysis_tables in extra.values():
-        tables.update(analysis_tables)
-    return StudyResult(claim.out, passes.arrays, analysis.tests, analysis.roles, tables, manifest)
+    return StudyResult(claim.out, passes.arrays, analysis.tests, analysis.roles, tables.without("tests", "roles"),
+                       manifest)
+
+
+def study_tables(analysis, comparison: dict[str, pd.DataFrame],
+               analyses: dict[str, dict[str, pd.DataFrame]]) -> RunTables:
+    """The run's tables: the tests, roles and role tables of every measure, the comparison's, each analysis'."""
+    tables = RunTables({"tests": analysis.tests, "roles": analysis.roles, **analysis.tables})
+    tables.add(COMPARISON, comparison)
+    for name, frames in analyses.items():
+        tables.add(name, frames)
+    return tables
 
 
 def run_provenance(models: dict[str, dict], datasets: dict[str, dict]) -> dict[str, dict]:
@@ -104,8 +108,7 @@ def run_provenance(models: dict[str, dict], datasets: dict[str, dict]) -> dict[s
             for name, prov in models.items()}
 
 
-def run_claims(protocol: Protocol, analysis, comparison: dict[str, pd.DataFrame],
-               extra: dict[str, dict[str, pd.DataFrame]]) -> pd.DataFrame:
+def run_claims(protocol: Protocol, analysis, tables: RunTables) -> pd.DataFrame:
     """Every registered claim tested on the run's tables, corrected over the run's claims (``claims.csv``;
     :func:`headstats.stats.claim_catalog.evaluate_all_claims`)."""
     from headstats.stats.claim_catalog import evaluate_all_claims
@@ -114,13 +117,10 @@ def run_claims(protocol: Protocol, analysis, comparison: dict[str, pd.DataFrame]
 
     # every claim reads the primary measure's tables, but those across measures (measure_agreement)
     primary = analysis.on_measure()
-    tables = {"roles": primary.roles, "tests": primary.tests, **primary.tables,
-              **{f"compare_{name}": table for name, table in comparison.items()}}
-    for analysis_tables in extra.values():
-        tables.update(analysis_tables)
-    tables["controls"] = pd.DataFrame([{"model": model, "control": control} for model, controls
-                                       in protocol.controls_of().items() for control in controls],
-                                      columns=["model", "control"])
+    controls = pd.DataFrame([{"model": model, "control": control} for model, controls
+                             in protocol.controls_of().items() for control in controls], columns=["model", "control"])
+    tables = tables.replaced({"roles": primary.roles, "tests": primary.tests, **primary.tables,
+                              CONTROLS.name: controls})
     st = protocol.statistics
     return evaluate_all_claims(tables, ClaimSettings(alpha=st.alpha, correction=claims_correction(st.correction),
                                                      confidence=st.confidence), analyses=protocol.analyses)

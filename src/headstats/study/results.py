@@ -13,6 +13,7 @@ from headstats.config.protocol import DatasetSpec
 from headstats.errors import HeadstatsError
 from headstats.inputs.records import Record
 from headstats.measures import MeasureArray
+from headstats.tables import RunTables
 
 #: Called with each line of a study's log.
 Log = Callable[[str], None]
@@ -83,7 +84,7 @@ class StudyResult:
     scores: list[MeasureArray]
     tests: pd.DataFrame
     roles: pd.DataFrame
-    tables: dict[str, pd.DataFrame]
+    tables: RunTables
     manifest: dict
 
     def scores_frame(self) -> pd.DataFrame:

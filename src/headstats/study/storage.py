@@ -1,4 +1,4 @@
-"""Writing a run's tables and its manifest.
+"""Writing a run's manifest (its tables: :meth:`headstats.tables.RunTables.write`).
 
 Output folders themselves (safety checks, lock, staging, atomic publish) are :mod:`headstats.folders`;
 ``check_output_folder`` is re-exported here (the preflight's check of an output folder).
@@ -10,24 +10,12 @@ import json
 import sys
 from pathlib import Path
 
-import pandas as pd
 
 from headstats.folders import WRITTEN_BY, check_output_folder, output_listing
 from headstats.model.identity import sha256_file_memo
 from headstats.provenance import package_versions
 
-__all__ = ["check_output_folder", "write_table", "write_manifest", "file_hashes"]
-
-
-def write_table(frame: pd.DataFrame, folder: Path, name: str, *, csv: bool = True, parquet: bool = True) -> None:
-    """Write ``name.parquet`` and/or ``name.csv`` (no index; the CSV's text cells
-    :func:`headstats.study.schemas.spreadsheet_safe`)."""
-    if parquet:
-        frame.to_parquet(folder / f"{name}.parquet", index=False)
-    if csv:
-        from headstats.study.schemas import spreadsheet_safe
-
-        spreadsheet_safe(frame).to_csv(folder / f"{name}.csv", index=False)
+__all__ = ["check_output_folder", "write_manifest", "file_hashes"]
 
 
 def file_hashes(paths) -> dict[str, str]:
@@ -42,7 +30,7 @@ def write_manifest(folder: Path, manifest: dict) -> None:
     ``--overwrite`` or ``headstats report`` check that the folder holds only what headstats wrote, unchanged
     (:func:`headstats.folders.is_headstats_output`, :func:`headstats.folders.unchanged_outputs`).
     """
-    from headstats.study.schemas import SCHEMAS_KEY, table_schemas
+    from headstats.tables.schemas import SCHEMAS_KEY, table_schemas
 
     manifest = {"written_by": WRITTEN_BY, **manifest, "versions": package_versions(), "command": sys.argv,
                 **output_listing(folder), SCHEMAS_KEY: table_schemas(folder)}

@@ -34,6 +34,7 @@ from scipy import stats as sps
 
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
 from headstats.stats.exact import label_permutation_test
+from headstats.tables.study_tables import PAIRED_TESTS, ROLES
 
 
 #: Roles whose claim ``importance_role_<role>`` is registered (Pande et al.'s roles).
@@ -56,7 +57,7 @@ def _joined(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     keep = ["model", "dataset", "layer", "head", "importance", "importance_measure", "n_permutations",
             "permutation_seed"]
     heads = tables["importance"][[c for c in keep if c in tables["importance"].columns]]
-    return heads.merge(tables["roles"], on=["model", "dataset", "layer", "head"], how="inner")
+    return heads.merge(tables[ROLES], on=["model", "dataset", "layer", "head"], how="inner")
 
 
 def _layer_counts(layers: np.ndarray, held: np.ndarray) -> str:
@@ -116,7 +117,7 @@ def _register_role_claim(role: str) -> None:
                    "larger than that of other heads of the same layers",
         unit="heads", test=_ROLE_TEST,
         measure=f"mean importance of {role} heads minus the other heads of the same layers",
-        tables=("importance", "roles"), overwrite=True)
+        tables=("importance", ROLES), overwrite=True)
     def evaluate(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
         return _role_evidence(tables, settings, role, direction="greater")
 
@@ -132,7 +133,7 @@ for _role in CLAIM_ROLES:
                "delimiter heads' importance is smaller than that of other heads of the same layers",
     unit="heads", test=_ROLE_TEST,
     measure="mean importance of delimiter heads minus the other heads of the same layers",
-    tables=("importance", "roles"), overwrite=True)
+    tables=("importance", ROLES), overwrite=True)
 def delimiter_heads_least_important(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
     return _role_evidence(tables, settings, "delimiter", direction="less")
 
@@ -153,11 +154,11 @@ def spearman_interval(rho: float, n: int, confidence: float = 0.95) -> tuple[flo
                "H1: rho > 0",
     unit="heads", test="Spearman's rank correlation over heads (scipy.stats.spearmanr), Fisher-z interval with "
                        "Bonett and Wright's (2000) variance (1 + rho^2 / 2) / (n - 3)",
-    measure="Spearman's rho", tables=("importance", "compare_paired_tests"), overwrite=True)
+    measure="Spearman's rho", tables=("importance", PAIRED_TESTS), overwrite=True)
 def importance_tracks_change(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
     heads = tables["importance"]
     heads = heads[heads["importance_measure"] == "delta_loss"]
-    paired = tables["compare_paired_tests"]
+    paired = tables[PAIRED_TESTS]
     change = (paired.assign(abs_change=paired["mean_diff"].abs())
               .groupby(["model_after", "dataset", "layer", "head"], as_index=False)["abs_change"].mean()
               .rename(columns={"model_after": "model"}))

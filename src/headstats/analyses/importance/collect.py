@@ -38,8 +38,10 @@ correctness (``importance_pruning_inputs``).
 
 **The pass.** The engine's own forward pass carries attention only; the collector declares that it needs the
 checkpoint with its head and gradients (``needs_task_model``, ``needs_gradients``): the runner loads it once per
-group of models and, per batch, calls ``update`` with gradients enabled, which runs one forward and backward pass (base metrics, gradients and the sums of every head's output). The ablations need the
-mean over the data set, so they run when the chunk's state is taken (:meth:`ImportanceCollector.state`): all
+group of models and, per batch, calls ``update`` with gradients enabled, which runs one forward and backward pass
+(base metrics, gradients and the sums of every head's output). The ablations need the mean over the data set, so
+the collector declares them too (``needs_ablations``): once a chunk's batches are done, the runner runs the
+:class:`~headstats.engine.ablation.AblationBatch` es that :meth:`ImportanceCollector.ablations` yields, all
 ``L x H`` single-head ablations of a batch as copies of it in a few forward passes of at most ``max_tokens``
 pieces (a batch of head masks per pass), then the pruning passes. The mean is the chunk's (``execution.
 chunk_size`` records, 1,024 by default): the data set's whenever it fits in one chunk.
@@ -53,13 +55,14 @@ import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Generator, Sequence
 
 import numpy as np
 import pandas as pd
 
 from headstats.analyses import collector_options
 from headstats.analyses.importance.options import ImportanceOptions
+from headstats.engine.ablation import AblationBatch
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, ScoreState
 from headstats.engine.forward import pad_batch
@@ -167,6 +170,8 @@ class ImportanceCollector(Collector):
     #: The runner hands it the model with its task head, and runs its batches with gradients enabled.
     needs_task_model: ClassVar[bool] = True
     needs_gradients: ClassVar[bool] = True
+    #: The runner runs its ablation batches (:meth:`ablations`) once a chunk's batches are done.
+    needs_ablations: ClassVar[bool] = True
 
     def __init__(self, context: Context) -> None:
         super().__init__(context)
@@ -234,20 +239,19 @@ class ImportanceCollector(Collector):
             prep["target"] = labels
         return prep
 
-    def _run(self, prep: dict, gates: Any, copies: int, *, replacement: Any = None, record: Any = None):
-        """Forward ``copies`` repeats of a prepared batch with ``gates`` ``(copies B, L, H)``: metrics per copy
-        ``(copies B,)`` each (classifier/mlm) or the pooled last layer ``(copies B, D)`` (no task head)."""
+    def _run(self, prep: dict, gates: Any, *, record: Any):
+        """The grad-enabled pass of a prepared batch with ``gates`` ``(B, L, H)``, adding every head's output at the
+        ``record`` positions to the sums its mean ablation replaces it by."""
         from headstats.model.task_heads import HeadPatch
 
         task = self._task
-        kwargs = {"input_ids": prep["ids"].repeat(copies, 1), "attention_mask": prep["mask"].repeat(copies, 1)}
+        kwargs = {"input_ids": prep["ids"], "attention_mask": prep["mask"]}
         if prep["types"] is not None:
-            kwargs["token_type_ids"] = prep["types"].repeat(copies, 1)
-        with HeadPatch(task.model, self.context.n_heads, gates=gates, replacement=replacement, record=record) as patch:
+            kwargs["token_type_ids"] = prep["types"]
+        with HeadPatch(task.model, self.context.n_heads, gates=gates, record=record) as patch:
             out = task.model(**kwargs)
-        if record is not None:
-            self._sums = patch.sums if self._sums is None else self._sums + patch.sums
-            self._count += patch.count
+        self._sums = patch.sums if self._sums is None else self._sums + patch.sums
+        self._count += patch.count
         return out
 
     def _metrics(self, out: Any, target: Any, mask: Any) -> dict[str, Any]:
@@ -279,7 +283,7 @@ class ImportanceCollector(Collector):
         device = prep["ids"].device
         has_task = self._kind is not None
         gates = torch.ones((B, L, H), device=device, requires_grad=has_task)
-        out = self._run(prep, gates, 1, record=prep["mask"].bool())
+        out = self._run(prep, gates, record=prep["mask"].bool())
         if self._kind == "classifier":
             missing = prep["target"] < 0
             self._state.info["n_predicted_labels"] += int(missing.sum())
@@ -295,26 +299,17 @@ class ImportanceCollector(Collector):
                               "base": base, "grad": grad})
 
     # ------------------------------------------------------------------ ablations and pruning, per chunk
-    def _copies_per_pass(self, B: int, T: int) -> int:
-        sequences = max(1, self.options.max_tokens // max(T, 1))
-        if self._kind == "mlm":
-            vocab = int(self._task.model.config.vocab_size)
-            sequences = min(sequences, max(1, MLM_LOGIT_BYTES // (4 * T * vocab)))
-        return max(1, sequences // B)
-
-    def _evaluate(self, entry: dict, gates: np.ndarray, replacement: Any) -> dict[str, np.ndarray]:
-        """Metrics of every input of a pending batch under every gate pattern: ``gates`` ``(K, B, L, H)`` ->
-        ``{metric: (B, K)}`` (``pooled``: the cosine distance to the unablated pooling)."""
+    def _ablation(self, entry: dict, gates: np.ndarray, replacement: Any) -> AblationBatch:
+        """A pending batch under every gate pattern ``gates`` ``(K, B, L, H)``, for the runner; its result is
+        ``{metric: (B, K)}`` (``cosine_distance`` to the unablated pooling without a task head)."""
         prep, base = entry["prep"], entry["base"]
-        K, B = gates.shape[:2]
+        inputs = {"input_ids": prep["ids"], "attention_mask": prep["mask"]}
+        if prep["types"] is not None:
+            inputs["token_type_ids"] = prep["types"]
         T = prep["ids"].shape[1]
-        step = self._copies_per_pass(B, T)
-        device = prep["ids"].device
-        out: dict[str, list] = {}
-        for start in range(0, K, step):
-            g = torch.from_numpy(gates[start:start + step]).to(device)
-            n = g.shape[0]
-            result = self._run(prep, g.reshape(n * B, *g.shape[2:]), n, replacement=replacement)
+        vocab = int(self._task.model.config.vocab_size) if self._kind == "mlm" else 0
+
+        def reduce(result: Any, n: int) -> dict[str, Any]:
             target = prep.get("target")
             target = None if target is None else target.repeat(n, *([1] * (target.dim() - 1)))
             metrics = self._metrics(result, target, prep["mask"].repeat(n, 1))
@@ -322,60 +317,63 @@ class ImportanceCollector(Collector):
                 ref = base["pooled"].repeat(n, 1)
                 metrics = {"cosine_distance": 1 - torch.nn.functional.cosine_similarity(
                     metrics["pooled"].double(), ref.double(), dim=-1)}
-            for key, value in metrics.items():
-                out.setdefault(key, []).append(value.reshape(n, B).T.double().cpu().numpy())
-        return {k: np.concatenate(v, axis=1) for k, v in out.items()}
+            return metrics
+
+        return AblationBatch(self._task.model, inputs, gates, reduce, replacement=replacement,
+                             max_tokens=self.options.max_tokens, max_bytes=MLM_LOGIT_BYTES if vocab else 0,
+                             bytes_per_sequence=4 * T * vocab)
 
     def _replacement(self) -> Any:
         if self.options.ablation == "zero" or self._sums is None:
             return None
         return (self._sums / max(self._count, 1)).float()
 
-    def _finalize(self) -> None:
-        """Run the ablations and the pruning passes of the batches kept since the last state (module docstring)."""
+    def ablations(self) -> Generator[AblationBatch, dict, None]:
+        """The ablation batches of the batches kept since the last state, for the runner (``needs_ablations``):
+        every single-head ablation of each batch, then, with the orders estimated on the other half, the pruning
+        passes (module docstring); each ``yield`` receives the batch's metrics ``{metric: (B, K)}``."""
         if not self._pending:
             return
         L, H = self.context.n_layers, self.context.n_heads
         replacement = self._replacement()
         single = single_head_gates(L, H)
         heads, bases, indexes, ids = [], [], [], []
-        with torch.inference_mode(False), torch.no_grad():
+        for entry in self._pending:
+            B = len(entry["items"])
+            res = yield self._ablation(entry, np.repeat(single[:, None], B, axis=1), replacement)
+            values = np.full((B, L, H, len(MEASURES)), np.nan, np.float64)
+            if self._kind is not None:
+                base = {k: entry["base"][k].double().cpu().numpy() for k in METRICS}
+                for m, name in ((0, "loss"), (1, "p_correct"), (2, "correct")):
+                    values[..., m] = (res[name] - base[name][:, None]).reshape(B, L, H)
+                values[..., 3] = entry["grad"].double().cpu().numpy()
+                bases.append(np.stack([base[k] for k in METRICS], -1))
+            else:
+                values[..., 4] = res["cosine_distance"].reshape(B, L, H)
+                bases.append(np.full((B, len(METRICS)), np.nan))
+            heads.append(values)
+            indexes.append(np.array([it.index for it in entry["items"]], np.int64))
+            ids.append(np.array([it.sentence_id for it in entry["items"]], dtype=object))
+        index = np.concatenate(indexes)
+        all_heads = np.concatenate(heads)
+        half = split_halves(index, self.seed)
+        shares = self.options.prune_shares
+        pruned = np.full((index.size, len(shares), len(METRICS)), np.nan)
+        if self._kind is not None:
+            which = MEASURES.index("gradient" if self.options.prune_by == "gradient" else "delta_loss")
+            orders = []
+            for h in (0, 1):  # the order used on half h is estimated on the other half
+                other = all_heads[half != h, ..., which]
+                score = np.nanmean(other, 0).reshape(-1) if other.shape[0] else np.zeros(L * H)
+                orders.append(pruning_gates(np.argsort(score, kind="stable"), shares, L, H))
+            start = 0
             for entry in self._pending:
                 B = len(entry["items"])
-                res = self._evaluate(entry, np.repeat(single[:, None], B, axis=1), replacement)
-                values = np.full((B, L, H, len(MEASURES)), np.nan, np.float64)
-                if self._kind is not None:
-                    base = {k: entry["base"][k].double().cpu().numpy() for k in METRICS}
-                    for m, name in ((0, "loss"), (1, "p_correct"), (2, "correct")):
-                        values[..., m] = (res[name] - base[name][:, None]).reshape(B, L, H)
-                    values[..., 3] = entry["grad"].double().cpu().numpy()
-                    bases.append(np.stack([base[k] for k in METRICS], -1))
-                else:
-                    values[..., 4] = res["cosine_distance"].reshape(B, L, H)
-                    bases.append(np.full((B, len(METRICS)), np.nan))
-                heads.append(values)
-                indexes.append(np.array([it.index for it in entry["items"]], np.int64))
-                ids.append(np.array([it.sentence_id for it in entry["items"]], dtype=object))
-            index = np.concatenate(indexes)
-            all_heads = np.concatenate(heads)
-            half = split_halves(index, self.seed)
-            shares = self.options.prune_shares
-            pruned = np.full((index.size, len(shares), len(METRICS)), np.nan)
-            if self._kind is not None:
-                which = MEASURES.index("gradient" if self.options.prune_by == "gradient" else "delta_loss")
-                orders = []
-                for h in (0, 1):  # the order used on half h is estimated on the other half
-                    other = all_heads[half != h, ..., which]
-                    score = np.nanmean(other, 0).reshape(-1) if other.shape[0] else np.zeros(L * H)
-                    orders.append(pruning_gates(np.argsort(score, kind="stable"), shares, L, H))
-                start = 0
-                for entry in self._pending:
-                    B = len(entry["items"])
-                    mine = half[start:start + B]
-                    gates = np.stack([orders[h] for h in mine], axis=1)  # (S, B, L, H)
-                    res = self._evaluate(entry, gates, replacement)
-                    pruned[start:start + B] = np.stack([res[k] for k in METRICS], -1)
-                    start += B
+                mine = half[start:start + B]
+                gates = np.stack([orders[h] for h in mine], axis=1)  # (S, B, L, H)
+                res = yield self._ablation(entry, gates, replacement)
+                pruned[start:start + B] = np.stack([res[k] for k in METRICS], -1)
+                start += B
         info = self._state.info
         if replacement is not None:
             info["mean_norm"] = replacement.norm(dim=-1).double().cpu().numpy().tolist()
@@ -391,7 +389,9 @@ class ImportanceCollector(Collector):
 
     # ------------------------------------------------------------------ collector interface
     def state(self) -> ImportanceState:
-        self._finalize()
+        if self._pending:
+            raise RuntimeError("importance: the chunk's ablation batches have not run; the runner runs them "
+                               "(needs_ablations) before it takes the state")
         return self._state
 
     def load_state(self, state: ImportanceState) -> None:

@@ -40,7 +40,7 @@ import pandas as pd
 from headstats.analyses import collector_options
 from headstats.analyses.pictures.options import PicturesOptions
 from headstats.analyses.surface.options import SURFACE_MEASURES
-from headstats.analyses.surface.collect import provenance_punctuation_ids, provenance_tokenizer, surface_of
+from headstats.analyses.surface.collect import context_punctuation_ids, context_tokenizer, surface_of
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
 
@@ -131,12 +131,13 @@ class AttentionPictures(Collector):
         self.heads = [tuple(int(x) for x in h) for h in option("heads")]
         self._punct = options.get("punct_ids")
         self._tokens = options.get("tokens")  # optional callable ids -> tokens (tests)
+        self._tokenizer: Any = None
         self._state = PicturesState(Moments.zeros((context.n_layers, context.n_heads, len(SURFACE_MEASURES))))
 
     @property
     def punct_ids(self) -> tuple[int, ...]:
         if self._punct is None:
-            self._punct = provenance_punctuation_ids(self.context.provenance.get(self.context.model, {}))
+            self._punct = context_punctuation_ids(self.context)
         return tuple(self._punct)
 
     def _key(self, sentence_id: str, index: int, length: int) -> tuple:
@@ -204,8 +205,10 @@ class AttentionPictures(Collector):
     def _token_strings(self, ids: np.ndarray) -> list[str]:
         if self._tokens is not None:
             return list(self._tokens(ids))
-        tokenizer = provenance_tokenizer(self.context.provenance.get(self.context.model, {}))
-        if tokenizer is None:
+        if self._tokenizer is None:  # read once per collector (after the pass: loaded from the model's folder)
+            self._tokenizer = context_tokenizer(self.context) or False
+        tokenizer = self._tokenizer
+        if not tokenizer:
             return [str(i) for i in ids]
         return list(tokenizer.convert_ids_to_tokens([int(i) for i in ids]))
 

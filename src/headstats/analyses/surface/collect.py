@@ -30,7 +30,7 @@ Attention", BlackboxNLP 2019; their code ``clarkkev/attention-analysis`` (``Gene
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,9 +55,17 @@ SURFACE_COLUMNS: tuple[str, ...] = (
 )
 
 
-def provenance_punctuation_ids(provenance: Mapping[str, Any]) -> tuple[int, ...]:
-    """Punctuation ids of the tokenizer of a loaded model, found from its provenance (local folder or hub id)."""
-    tokenizer = provenance_tokenizer(provenance)
+def context_tokenizer(context: Context) -> Any | None:
+    """The tokenizer of a collector's model: the runner's (:attr:`~headstats.engine.collector.Context.tokenizer`),
+    else, for a collector built by hand or read after the pass, loaded from its provenance (local folder or hub id)."""
+    if context.tokenizer is not None:
+        return context.tokenizer
+    return provenance_tokenizer(context.provenance.get(context.model, {}))
+
+
+def context_punctuation_ids(context: Context) -> tuple[int, ...]:
+    """Punctuation ids of the tokenizer of a collector's model (:func:`context_tokenizer`)."""
+    tokenizer = context_tokenizer(context)
     return () if tokenizer is None else punctuation_ids(tokenizer)
 
 
@@ -140,7 +148,7 @@ class SurfacePatterns(PerInputCollector):
     @property
     def punct_ids(self) -> tuple[int, ...]:
         if self._punct is None:
-            self._punct = provenance_punctuation_ids(self.context.provenance.get(self.context.model, {}))
+            self._punct = context_punctuation_ids(self.context)
         return tuple(self._punct)
 
     def update(self, view: BatchView) -> None:

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from headstats.errors import OutputError
-from headstats.study.schemas import DamagedRunError, check_run_tables, table_schema
-from headstats.study.storage import write_manifest, write_table
+from headstats.tables.schemas import DamagedRunError, check_run_tables, table_schema
+from headstats.study.storage import write_manifest
+from headstats.tables.run_tables import write_table
 
 FRAME = pd.DataFrame({"role": ["local", "block"], "layer": [0, 1], "mean": [0.5, 1.5], "p": [0.01, np.nan],
                       "reject": [True, False]})
