@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     from transformers.utils import logging as hf_logging
 
     from headstats.analyses.importance.collect import ImportanceCollector, single_head_gates
+    from headstats.engine.ablation import run_ablation
     from headstats.engine.batch import forward_view
     from headstats.engine.collector import Context
     from headstats.engine.runner import TaskModels
@@ -107,7 +108,8 @@ def main(argv: list[str] | None = None) -> None:
         entry = collector._pending[-1]
         with torch.no_grad():
             start = time.perf_counter()
-            collector._evaluate(entry, np.repeat(single[:, None], len(items), axis=1), collector._replacement())
+            run_ablation(collector._ablation(entry, np.repeat(single[:, None], len(items), axis=1),
+                                             collector._replacement()), H)
             ablation += time.perf_counter() - start
     load = os.getloadavg()
     print(f"{len(inputs)} inputs, {len(batches)} batches, {L} x {H} = {L * H} heads; load average "
