@@ -69,6 +69,24 @@ def test_analyses(capsys):
 
 
 @pytest.mark.slow
+def test_clark_run(capsys, tmp_path):
+    """Both protocols run (in fresh processes) and the ratio is printed; the kept folders compare as identical
+    with themselves, and the role-only run has none of the analyses' tables."""
+    out = smoke("bench_clark_run", capsys, "--keep", str(tmp_path), "--compare", str(tmp_path))
+    assert out.startswith("inputs: 4 pairs + 4 sentences of the demo corpus; 1 round; load average before: ")
+    assert re.search(r"round 1 roles: +[\d.]+ s CPU", out) and re.search(r"round 1 clark: +[\d.]+ s CPU", out)
+    assert re.search(r"ratio clark / roles: [\d.]+ x CPU \(target <= 2\)", out)
+    assert re.search(r"clark: \d+ tables identical to .*; differ: none", out)
+    assert (tmp_path / "clark" / "probes.csv").exists() and (tmp_path / "clark" / "surface.csv").exists()
+    assert (tmp_path / "roles" / "tests.csv").exists() and not (tmp_path / "roles" / "surface.csv").exists()
+    bench = benchmark("bench_clark_run")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "tests.csv").write_text("changed\n")
+    same, differ = bench.compare_tables(tmp_path / "other", tmp_path / "roles")
+    assert same == 0 and "tests.csv" in differ and len(differ) > 1  # the changed table and the missing ones
+
+
+@pytest.mark.slow
 def test_importance(capsys):
     out = smoke("bench_importance", capsys)
     assert "4 inputs, 1 batches, 6 x 12 = 72 heads" in out

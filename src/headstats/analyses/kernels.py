@@ -9,7 +9,8 @@ are put together in block order, so that they do not depend on the number of thr
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence, TypeVar
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 from headstats.lazy import torch
@@ -31,6 +32,24 @@ def thread_map(function: Callable[[T], R], items: Iterable[T]) -> list[R]:
 
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(function, items))
+
+
+@contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """Run the block with torch's intra-op thread count set to ``threads`` (at most the current count), and put
+    the count back after it.
+
+    For many small operations in a row, such as a probe's training steps on a few sentences: each one is too
+    small to share among threads, and the threads that wait between them spin on their CPUs. Training the
+    probes in one thread took a tenth of the CPU time of two threads on 2 cores (about 1 s against 9 s on 99
+    EWT sentences at load 8; ``benchmarks/bench_clark_run.py``), with the same predictions.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, min(int(threads), before)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def row_entropies(attention: torch.Tensor, lengths: Sequence[int], smoothing: float) -> np.ndarray:

@@ -31,6 +31,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.font_manager import FontProperties  # noqa: E402
+from matplotlib.layout_engine import PlaceHolderLayoutEngine  # noqa: E402
 
 from headstats.analyses.roles import role_family  # noqa: E402,F401 - the paper's kind of a role
 
@@ -300,26 +301,36 @@ def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] | None 
     two (matplotlib draws once more before saving a figure with a layout engine or ``bbox_inches="tight"``).
     A figure without a layout engine is cropped to its tight bounding box, measured once here without that
     draw. A figure marked with :func:`laid_out` (its axes placed by
-    :func:`panel_rects`) is saved as it is: one draw per file. ``screen``: a file object that also gets a PNG
-    of the same figure at ``screen_dpi`` (the report's screen copy, drawn by matplotlib at that resolution
-    rather than resampled from the print file).
+    :func:`panel_rects`) or laid out by ``fig.tight_layout()`` is saved as it is: one draw per file. ``screen``: a file object that also gets the
+    same figure's RGBA pixels at ``screen_dpi`` (``savefig(format="rgba")``; the report's screen copy, drawn
+    by matplotlib at that resolution rather than resampled from the print file).
     """
+    from headstats.plots.fonts import quick_subsets
+
     paths = []
     formats = preset().formats if formats is None else formats
-    with context():
-        bbox = None if fig.get_layout_engine() is not None or is_laid_out(fig) else "tight"
+    with context(), quick_subsets():  # PDF fonts subset from a kept base: the same bytes, faster
+        engine = fig.get_layout_engine()
+        bbox = None if engine is not None or is_laid_out(fig) else "tight"
         if bbox == "tight":  # measured here, without the whole draw matplotlib makes before saving to find it
             bbox = fig.get_tightbbox().padded(matplotlib.rcParams["savefig.pad_inches"])
+        if isinstance(engine, PlaceHolderLayoutEngine):  # laid out by fig.tight_layout(): nothing to run at draw,
+            _drop_layout_engine(fig)  # so no draw before the first file's either
         for k, fmt in enumerate(formats):
             path = Path(folder) / f"{name}.{fmt}"
             fig.savefig(path, format=fmt, dpi=preset().dpi, metadata=_metadata(fmt), bbox_inches=bbox)
             paths.append(path)
             if k == 0 and (len(formats) > 1 or screen is not None):
-                with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
-                    fig.set_layout_engine(None)  # laid out: keep the positions (no engine, not a placeholder)
+                _drop_layout_engine(fig)  # laid out: keep the positions
         if screen is not None:
-            fig.savefig(screen, format="png", dpi=screen_dpi, metadata=_metadata("png"), bbox_inches=bbox)
+            fig.savefig(screen, format="rgba", dpi=screen_dpi, bbox_inches=bbox)
     return paths
+
+
+def _drop_layout_engine(fig: Figure) -> None:
+    """Keep ``fig``'s axes where they are: no layout engine (not even a placeholder), whatever the rc says."""
+    with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)
 
 
 # ------------------------------------------------------------------------------------------ fixed layouts

@@ -473,14 +473,6 @@ def _palette(rgb, dpi: float) -> bytes:
     return out.getvalue()
 
 
-def palette_png(png: bytes, dpi: float = SCREEN_DPI) -> bytes:
-    """``png`` on white in 256 colours, its resolution recorded as ``dpi``; not resampled."""
-    from PIL import Image
-
-    with Image.open(io.BytesIO(png)) as image:
-        return _palette(_on_white(image), dpi)
-
-
 #: Screen copies drawn by matplotlib with their figure (:func:`remember_screen_copy`): absolute PNG path ->
 #: (SHA-256 of the print PNG they were drawn with, the copy's bytes).
 _SCREEN_COPIES: dict[str, tuple[str, bytes]] = {}
@@ -510,7 +502,7 @@ def forget_screen_copies(root: Path) -> None:
 
 def screen_copy(png: bytes, dpi: float = SCREEN_DPI) -> bytes:
     """A PNG for the screen from a print PNG's bytes alone: resampled to ``dpi`` pixels per printed inch when
-    it is finer (Lanczos), then :func:`palette_png`. Shown at the same size (:func:`_css_width` reads the
+    it is finer (Lanczos), then in 256 colours on white (:func:`_palette`). Shown at the same size (:func:`_css_width` reads the
     original); a PNG at ``dpi`` or coarser, or bytes that are not a PNG, are returned as they are. The same
     bytes give the same copy. The report's own figures do not need it: their copy is drawn by matplotlib at
     ``dpi`` when the figure is saved (:func:`save_figure`, :mod:`headstats.report.figures`); this is for a
@@ -527,15 +519,37 @@ def screen_copy(png: bytes, dpi: float = SCREEN_DPI) -> bytes:
         return _palette(_on_white(image).resize(size, Image.Resampling.LANCZOS, reducing_gap=2.0), dpi)
 
 
+class _Pixels:
+    """A file object for ``savefig(format="rgba")`` that keeps what the figure's canvas writes, its pixels as
+    an (height, width, 4) array (matplotlib writes the renderer's buffer, which has that shape)."""
+
+    def __init__(self) -> None:
+        self.array: np.ndarray | None = None
+
+    def seek(self, *args) -> int:
+        return 0
+
+    def write(self, data) -> int:
+        array = np.asarray(data)
+        if array.ndim != 3 or array.shape[-1] != 4:
+            raise TypeError(f"expected the canvas' (height, width, 4) buffer, got an array of shape {array.shape}")
+        self.array = array.copy()
+        return array.nbytes
+
+
 def draw_screen_copy(save: Callable[..., object], dpi: float) -> bytes | None:
-    """``save(screen=file, screen_dpi=SCREEN_DPI)`` (a figure's save) and the palette copy of what it wrote;
-    None when the print PNG at ``dpi`` is not finer than the screen (it is shown as it is)."""
+    """``save(screen=file, screen_dpi=SCREEN_DPI)`` (a figure's save, which writes the figure's RGBA pixels at
+    that dpi into ``file``: :func:`headstats.plots.style.save`) and the palette copy of those pixels; None when
+    the print PNG at ``dpi`` is not finer than the screen (it is shown as it is). The pixels go straight to the
+    palette copy, with no PNG written and read back between."""
     if not needs_screen_copy(dpi):
         save(screen=None, screen_dpi=None)
         return None
-    buffer = io.BytesIO()
-    save(screen=buffer, screen_dpi=SCREEN_DPI)
-    return palette_png(buffer.getvalue(), SCREEN_DPI)
+    from PIL import Image
+
+    pixels = _Pixels()
+    save(screen=pixels, screen_dpi=SCREEN_DPI)
+    return _palette(_on_white(Image.fromarray(pixels.array, "RGBA")), SCREEN_DPI)
 
 
 def _css_width(png: bytes) -> str:

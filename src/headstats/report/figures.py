@@ -246,6 +246,11 @@ class FigureRenderer:
             if started:
                 import threading
 
+                if {"pdf", "ps", "eps"} & set(self.formats):  # the font's base subset, made once for all workers
+                    from headstats.plots.fonts import warm
+
+                    warm()
+
                 main = threading.current_thread() is threading.main_thread()
                 self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context(),
                                                  initializer=_die_with_parent, initargs=(os.getpid(), main))

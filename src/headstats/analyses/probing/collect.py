@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from headstats.analyses import collector_options
+from headstats.analyses.kernels import torch_threads
 from headstats.analyses.probing.options import ProbingOptions
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context
@@ -289,6 +290,15 @@ def run_probes(kinds: Sequence[str], train: Sequence[dict], test: Sequence[dict]
         return out
     if not usable:
         return out | {k: np.zeros(sum(int(_scored(s).sum()) for s in test), bool) for k in learned}
+    with torch_threads(1):  # small steps: one thread (kernels.torch_threads says why)
+        return out | _train_and_score(learned, usable, test, vectors, seed=seed, lr=lr, hidden=hidden,
+                                      batch_size=batch_size, epochs=epochs)
+
+
+def _train_and_score(learned: Sequence[str], usable: Sequence[dict], test: Sequence[dict], vectors: Any, *,
+                     seed: int, lr: float, hidden: int, batch_size: int, epochs: int) -> dict[str, np.ndarray]:
+    """:func:`run_probes`' learned probes: trained on ``usable``, then whether each scored word of ``test`` gets
+    its head."""
     torch.manual_seed(seed)
     K, D = usable[0]["attention"].shape[0], (vectors[2] if vectors is not None else 0)
     probes = {k: _probe_class()(k, K, D, hidden) for k in learned}
@@ -314,7 +324,7 @@ def run_probes(kinds: Sequence[str], train: Sequence[dict], test: Sequence[dict]
             keep = batch["keep"]
             for k, probe in probes.items():
                 right[k].append((_batch_logits(probe, batch).argmax(-1)[keep] == batch["gold"][keep]).numpy())
-    return out | {k: np.concatenate(v) for k, v in right.items()}
+    return {k: np.concatenate(v) for k, v in right.items()}
 
 
 def _padded(sentences: Sequence[dict], vectors: Any, words: bool) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def probing_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame])
         "file was given (column `vectors`). p-values: McNemar's exact test, one-sided, on the same held-out "
         "words. All rows: `probes.csv`."
     )
-    shown = probes.assign(paper_bert_base_uas=probes["probe"].map(PAPER_UAS) / 100)
+    shown = probes.assign(paper_bert_base_uas=probes["probe"].map(PAPER_UAS).astype(float) / 100)  # float when empty
     cols = [c for c in ["model", "dataset", "probe", "vectors", "n_words", "uas", "ci_low", "ci_high",
                         "paper_bert_base_uas", "p_corr_vs_right_branching", "p_corr_vs_distance_and_words"]
             if c in shown.columns]
