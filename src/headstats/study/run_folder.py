@@ -23,7 +23,7 @@ def typed_roles(roles: pd.DataFrame) -> pd.DataFrame:
         roles[col] = roles[col].map(lambda v: pd.NA if pd.isna(v) else str(v).strip().lower() in ("true", "1"))
         roles[col] = roles[col].astype("boolean")
     if "roles" in roles.columns:
-        roles["roles"] = roles["roles"].fillna("").astype(str)
+        roles["roles"] = roles["roles"].astype(object).fillna("").astype(str)  # all-empty: read as float
     if "robust_across_measures" in roles.columns:  # NA with one measure, or a head holding no role
         roles["robust_across_measures"] = roles["robust_across_measures"].map(
             lambda v: pd.NA if pd.isna(v) else str(v).strip().lower() in ("true", "1")).astype("boolean")
