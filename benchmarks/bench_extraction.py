@@ -39,12 +39,13 @@ ROLES = ["local", "delimiter", "delimiter_cls", "delimiter_sep", "syntactic",
          "syntactic:nsubj", "syntactic:dobj", "syntactic:amod", "syntactic:advmod"]
 
 
-def load_inputs(n: int):
+def load_inputs(n: int, path: Path = EWT):
+    """The first ``n`` records of ``path`` (UD EWT dev), else the demo sentences parsed and repeated."""
     from headstats.inputs.readers import read_records
 
-    if EWT.exists():
-        records = read_records(EWT)
-        source = str(EWT)
+    if path.exists():
+        records = read_records(path, limit=n)
+        source = str(path)
     else:
         from headstats.inputs.parsing import parse_records
 
@@ -52,7 +53,21 @@ def load_inputs(n: int):
         source = "data/demo/sentences.txt (repeated)"
     while len(records) < n:
         records = records + records
-    return records[:n], source
+    return list(records[:n]), source
+
+
+def interleaved_best(contenders, n_chunks: int, repeats: int) -> dict[str, np.ndarray]:
+    """Run every ``(name, fn)`` of ``contenders`` on each chunk ``fn(k)``, ``repeats`` rounds, each contender going
+    first in turn; returns per name the best ``[wall, cpu]`` seconds of each chunk, shape (2, n_chunks)."""
+    best = {name: np.full((2, n_chunks), np.inf) for name, _ in contenders}
+    for round_ in range(repeats):
+        for k in range(n_chunks):
+            shift = (round_ + k) % len(contenders)  # each goes first in turn
+            for name, fn in contenders[shift:] + contenders[:shift]:
+                wall, cpu = time.perf_counter(), time.process_time()
+                fn(k)
+                best[name][:, k] = np.minimum(best[name][:, k], [time.perf_counter() - wall, time.process_time() - cpu])
+    return best
 
 
 def compare_speed(n: int, batch_size: int, *, chunk: int = 128, repeats: int = 3) -> dict:
@@ -103,14 +118,7 @@ def compare_speed(n: int, batch_size: int, *, chunk: int = 128, repeats: int = 3
     engine(0)
     norm(0)
     contenders = (("bare", bare), ("engine", engine), ("norm", norm))
-    best = {name: np.full((2, len(chunks)), np.inf) for name, _ in contenders}
-    for round_ in range(repeats):
-        for k in range(len(chunks)):
-            shift = (round_ + k) % len(contenders)  # each goes first in turn
-            for name, fn in contenders[shift:] + contenders[:shift]:
-                wall, cpu = time.perf_counter(), time.process_time()
-                fn(k)
-                best[name][:, k] = np.minimum(best[name][:, k], [time.perf_counter() - wall, time.process_time() - cpu])
+    best = interleaved_best(contenders, len(chunks), repeats)
     t_bare, t_engine, t_norm = best["bare"].sum(1), best["engine"].sum(1), best["norm"].sum(1)
     return {"n_inputs": len(records), "source": source, "batch_size": batch_size, "chunk": chunk,
             "bare_forward_s": round(t_bare[0], 3), "headstats_s": round(t_engine[0], 3),

@@ -34,7 +34,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -42,20 +41,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 EWT = REPO.parent / "shared" / "data" / "ud" / "en_ewt" / "en_ewt-ud-train.conllu"
 
-
-def load_inputs(n: int):
-    from headstats.inputs.readers import read_records
-
-    if EWT.exists():
-        records, source = read_records(EWT, limit=n), EWT.name
-    else:
-        from headstats.inputs.parsing import parse_records
-
-        records = parse_records(read_records(REPO / "data" / "demo" / "sentences.txt"))
-        source = "data/demo/sentences.txt (repeated)"
-    while len(records) < n:
-        records = records + records
-    return list(records[:n]), source
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_extraction import _status_kib, interleaved_best, load_inputs as load_records  # noqa: E402
 
 
 def compare_speed(n: int, batch_size: int, *, chunk: int, repeats: int) -> dict:
@@ -70,7 +57,7 @@ def compare_speed(n: int, batch_size: int, *, chunk: int, repeats: int) -> dict:
     from headstats.model.loading import load_model
 
     loaded = load_model("default")
-    records, source = load_inputs(n)
+    records, source = load_records(n, EWT)
     tokenizer, model = loaded.tokenizer, loaded.model
     chunks = [records[start:start + chunk] for start in range(0, len(records), chunk)]
     encoded = [encode_records(part, tokenizer, max_length=128).inputs for part in chunks]
@@ -100,14 +87,7 @@ def compare_speed(n: int, batch_size: int, *, chunk: int, repeats: int) -> dict:
     for _, fn in contenders:
         fn(0)  # warm-up
     load_before = os.getloadavg()
-    best = {name: np.full((2, len(chunks)), np.inf) for name, _ in contenders}
-    for round_ in range(repeats):
-        for k in range(len(chunks)):
-            shift = (round_ + k) % len(contenders)  # each goes first in turn
-            for name, fn in contenders[shift:] + contenders[:shift]:
-                wall, cpu = time.perf_counter(), time.process_time()
-                fn(k)
-                best[name][:, k] = np.minimum(best[name][:, k], [time.perf_counter() - wall, time.process_time() - cpu])
+    best = interleaved_best(contenders, len(chunks), repeats)
     total = {name: best[name].sum(1) for name in best}
     free, eager = np.concatenate(scores["map-free"]), np.concatenate(scores["eager"])
     both = np.isfinite(eager)
@@ -143,13 +123,6 @@ def memory_child(path: str, pieces: int, n: int, map_free: bool) -> None:
     assert job.collector.state().values.shape[0] == n
     print(json.dumps({"pieces": pieces, "n": n,
                       "peak_mib": round(peak / 1024, 1), "growth_mib": round((peak - before) / 1024, 1)}))
-
-
-def _status_kib(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
 
 
 def base_sized_model(folder: Path, *, layers: int, heads: int, hidden: int, positions: int) -> Path:
