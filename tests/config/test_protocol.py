@@ -515,3 +515,24 @@ def test_a_paired_test_and_a_test_over_seeds_registered_in_python_are_valid_in_y
         SEED_TESTS.unregister("my_seeds")
     with pytest.raises(HeadstatsError, match="unknown paired test .my_paired."):
         load_protocol(write(tmp_path, text))
+
+
+def test_an_analysis_turned_on_by_a_protocol_section_runs_when_that_section_is_not_empty(tmp_path):
+    """``protocol_field``: the analysis runs when its section has a value, before those of ``analyses``, and
+    its options are that section's value."""
+    from headstats.analyses import ANALYSES, register_analysis
+
+    register_analysis("compare_field_test", "headstats.analyses.distance.collect:AttentionDistance",
+                      selectable=False, protocol_field="compare")
+    try:
+        plain = Protocol.model_validate({"name": "x", "datasets": [{"name": "d", "path": "x.txt"}],
+                                         "analyses": ["distance"]})
+        assert plain.enabled_analyses() == ["distance"]
+        compared = Protocol.model_validate({
+            "name": "x", "models": [{"name": "a", "path": "a"}, {"name": "b", "path": "b"}],
+            "datasets": [{"name": "d", "path": "x.txt"}], "analyses": ["distance"],
+            "compare": [{"base": "a", "finetuned": ["b"]}]})
+        assert compared.enabled_analyses() == ["compare_field_test", "distance"]
+        assert compared.options_of("compare_field_test") is compared.compare
+    finally:
+        ANALYSES.unregister("compare_field_test")

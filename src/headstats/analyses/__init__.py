@@ -106,6 +106,14 @@ class AnalysisSpec:
         a model that shares one attention module across its layers is refused).
     fix : str
         How to make it run where it was skipped (its ``<name>_skipped`` table), for the report's **Not run** lines.
+    protocol_field : str, optional
+        For an analysis that a protocol turns on by a section of its own rather than by ``analyses:`` (not
+        selectable): that top-level protocol field, whose value is the analysis' options; the analysis runs
+        whenever the field is not empty (:meth:`headstats.config.protocol.Protocol.enabled_analyses`).
+    plan : callable or str, optional
+        ``plan(options, context) -> list of engine Jobs`` (or the reference of one in its ``collect.py``), for an
+        analysis whose jobs are not one per model and data set (one per compared pair for a pair collector);
+        ``context`` is a :class:`PlanContext`.
     """
 
     name: str
@@ -120,6 +128,8 @@ class AnalysisSpec:
     requires: tuple[str, ...] = ()
     needs: tuple[str, ...] = ()
     fix: str = ""
+    protocol_field: str | None = None
+    plan: Callable[..., Any] | str | None = None
 
     def collector_class(self) -> Callable[..., Any]:
         """The collector, imported if it was named by reference."""
@@ -128,6 +138,10 @@ class AnalysisSpec:
     def section_function(self) -> ReportSection | None:
         """The report section, imported if it was named by reference."""
         return _load(self.section)
+
+    def plan_function(self) -> Callable[..., Any] | None:
+        """The analysis' own planner (:attr:`plan`), imported if it was named by reference; None for the default."""
+        return _load(self.plan)
 
     def load_claims(self) -> None:
         """Import the module that registers the analysis' claims (no-op without one)."""
@@ -156,6 +170,32 @@ class AnalysisSpec:
         return {name: table for name, table in out.items() if table is not None}
 
 
+@dataclass(frozen=True)
+class PlanContext:
+    """What an analysis' planner (:attr:`AnalysisSpec.plan`) knows of the study besides its own options.
+
+    Attributes
+    ----------
+    models : tuple of str
+        The study's models, in protocol order.
+    datasets : tuple of str
+        The study's data sets, in protocol order.
+    measure : mapping
+        What every job adds to its options for the scoring's primary attention measure.
+    seed : int
+        The study's seed.
+    extra : mapping
+        Study facts an analysis reads (documented by the analysis that reads them), e.g. per data set the roles
+        scored on it.
+    """
+
+    models: tuple[str, ...]
+    datasets: tuple[str, ...]
+    measure: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
 def _load(part: Any) -> Any:
     return resolve(part) if isinstance(part, str) else part
 
@@ -178,14 +218,15 @@ def register_analysis(name: str, collector: Callable[..., Any] | str, *, descrip
                       section: ReportSection | str | None = None, selectable: bool = True, options: Any = None,
                       finish: Finish | str | tuple | None = None, claims: str | None = None,
                       tables: Mapping[str, TableSpec | str] | None = None, requires: tuple[str, ...] = (),
-                      needs: tuple[str, ...] = (), fix: str = "", overwrite: bool = False) -> AnalysisSpec:
+                      needs: tuple[str, ...] = (), fix: str = "", protocol_field: str | None = None,
+                      plan: Callable[..., Any] | str | None = None, overwrite: bool = False) -> AnalysisSpec:
     """Register an analysis under ``name`` (see :class:`AnalysisSpec`; a table may be given by its description
     alone); returns its spec."""
     if not name.replace("_", "").isalnum():
         raise ValueError(f"analysis name {name!r} must be letters, digits and '_'")
     declared = declare_tables(name, tables or {}, overwrite=overwrite)
     spec = AnalysisSpec(name, collector, description, section, selectable, options, finish, claims, declared,
-                        tuple(requires), tuple(needs), fix)
+                        tuple(requires), tuple(needs), fix, protocol_field, plan)
     return ANALYSES.register(name, spec, overwrite=overwrite)
 
 

@@ -378,9 +378,23 @@ class Protocol(StrictModel):
         """The typed options of ``analysis`` (its registered ``options`` model with ``analysis_options[analysis]``;
         the defaults when none are given), or None for an analysis without options: the piece of the protocol
         that the study hands to the analysis' jobs and finish step."""
-        from headstats.analyses import analysis_options
+        from headstats.analyses import analysis_options, get_analysis
 
+        field = get_analysis(analysis).protocol_field
+        if field is not None:  # an analysis the protocol turns on by a section of its own: that section
+            return getattr(self, field)
         return analysis_options(analysis, (self.analysis_options or {}).get(analysis))
+
+    def enabled_analyses(self) -> list[str]:
+        """Every analysis the study runs: those turned on by a protocol section of their own (a registered
+        analysis' ``protocol_field``: the roles by ``scoring``, the comparison by ``compare``) when that section
+        is not empty, in the registry's order, then those of ``analyses``."""
+        from headstats.analyses import ANALYSES, list_analyses
+
+        list_analyses()  # imports every analysis package
+        builtin = [name for name, spec in ANALYSES.items()
+                   if spec.protocol_field is not None and getattr(self, spec.protocol_field, None)]
+        return builtin + [name for name in self.analyses if name not in builtin]
 
     def pass_fingerprint(self) -> str:
         """sha256 of the parts of the protocol that can change a collector's state (:attr:`PASS_KEYS`)."""
