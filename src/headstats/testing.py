@@ -189,6 +189,7 @@ def _check_section(spec, run: Path, tables: dict) -> None:
     from headstats.plots.style import Preset
     from headstats.report.blocks import Report, render_markdown
     from headstats.report.figures import FigureRenderer
+    from headstats.tables import RunTables
 
     section = spec.section_function()
     if section is None:
@@ -196,7 +197,7 @@ def _check_section(spec, run: Path, tables: dict) -> None:
     report = Report("check")
     claims = pd.read_csv(run / "claims.csv", keep_default_na=False, na_values=[""])
     with FigureRenderer(run, workers=1, preset=Preset(dpi=72, formats=("png",))):  # drawn as a quick report's
-        section(report, run, {**tables, "claims": claims})
+        section(report, run, RunTables(tables, owner=spec.name).replaced({"claims": claims}))
     if not report.blocks:
         raise AnalysisCheckError(f"the section renders: the section of {spec.name} added nothing")
     render_markdown(report, run)

@@ -6,8 +6,13 @@ report draws its section, only through its :class:`AnalysisSpec`; no other folde
 
 ========================  ============================================================================================
 ``__init__.py``           the spec: ``register_analysis(name, collector=..., options=..., finish=..., claims=...,
-                          section=..., tables={...})``, each part named by the ``"module:attribute"`` reference of
-                          a file of its own package (imported at first use), the options class imported
+                          section=..., tables=DECLARED)``, each part named by the ``"module:attribute"`` reference
+                          of a file of its own package (imported at first use), the options class and the tables
+                          imported
+``tables.py``             its tables, declared once (``DECLARED = declare_tables(name, {table: TableSpec(...)})``,
+                          one constant per table: ``DEPENDENCY_TABLE``); its claims, finish step and section name a
+                          table by its spec (``tables[DEPENDENCY_TABLE]``, ``register_claim(...,
+                          tables=(DEPENDENCY_TABLE,))``), never by a string (imports only :mod:`headstats.tables`)
 ``options.py``            its options (pydantic, no torch): the protocol's ``analysis_options: {name: {...}}``
 ``collect.py``            the collector (``update(view)``, ``merge(states)``, ``tables()``), torch allowed
 ``finish.py``             tables in, tables out after the pass: intervals, tests, corrections (no torch, no
@@ -15,20 +20,30 @@ report draws its section, only through its :class:`AnalysisSpec`; no other folde
 ``claims.py``             its registered claims (:func:`headstats.stats.claims.register_claim`; no torch, no
                           matplotlib)
 ``figures.py``            its figures (matplotlib, :mod:`headstats.plots.style`; no statistics)
-``section.py``            its report section, ``section(report, root, tables)``, from its tables
+``section.py``            its report section, ``section(report, root, tables)``, from its tables (a
+                          :class:`~headstats.tables.RunTables`, indexed by a table's spec)
 ========================  ============================================================================================
 
 An analysis uses another's code only when its spec declares it (``requires=("surface",)``). Adding one::
 
+    # headstats/analyses/distance/tables.py
+    from headstats.tables import TableSpec, declare_tables
+
+    DECLARED = declare_tables("distance", {
+        "distance": TableSpec("per head, the mean distance attended over", columns=(...)),
+        "distance_tests": TableSpec("one row per head: the one-sided test of the attended distance", ...)})
+    DISTANCE, DISTANCE_TESTS = DECLARED.values()
+
     # headstats/analyses/distance/__init__.py
-    from headstats.analyses import TableSpec, register_analysis
+    from headstats.analyses import register_analysis
     from headstats.analyses.distance.options import DistanceOptions
+    from headstats.analyses.distance.tables import DECLARED
 
     register_analysis(
         "distance", "headstats.analyses.distance.collect:AttentionDistance", options=DistanceOptions,
-        section="headstats.analyses.distance.section:distance_section",
-        tables={"distance": TableSpec("per head, the mean distance attended over", columns=(...))},
-        description="...")
+        section="headstats.analyses.distance.section:distance_section", tables=DECLARED, description="...")
+
+    # headstats/analyses/distance/section.py reads them by their specs: tables[DISTANCE], tables.get(DISTANCE_TESTS)
 
 Every package of this folder is imported the first time the registry is asked for a name. A protocol enables
 it with ``analyses: [distance]``; the study runs its collector over every model and data set in the same forward
@@ -58,13 +73,16 @@ from typing import Any, Callable, Mapping
 
 from headstats.errors import ProtocolError
 from headstats.registry import Registry
-from headstats.tables import TableSpec, declare_tables
+from headstats.tables import RunTables, TableSpec, declare_tables
 
 #: ``section(report, root, tables)``: add a section to a :class:`headstats.report.blocks.Report` from the analysis'
-#: tables (name -> frame concatenated over models and data sets); figures go under ``root / "figures"``.
+#: tables (a :class:`~headstats.tables.RunTables`, each frame concatenated over models and data sets, indexed by a
+#: declared spec or its name; with the run's ``claims``); figures go under ``root / "figures"``.
 ReportSection = Callable[[Any, Path, Mapping[str, Any]], None]
 #: ``finish(tables, statistics, options, seed) -> {name: frame}``: the tables to add to or replace in the
-#: analysis' tables, from its tables, the study's statistics options (alpha, correction, confidence, ...),
+#: analysis' tables (by name: ``{DEPENDENCY_TABLE.name: frame}``), from its tables (a
+#: :class:`~headstats.tables.RunTables`, indexed by a declared spec), the study's statistics options (alpha,
+#: correction, confidence, ...),
 #: the analysis' own options (an instance of its ``options`` model, or None) and the study's seed.
 Finish = Callable[[Mapping[str, Any], Any, Any, int], Mapping[str, Any]]
 
@@ -96,8 +114,8 @@ class AnalysisSpec:
     claims : str, optional
         The module (``"headstats.analyses.<name>.claims"``) whose import registers the analysis' claims.
     tables : mapping of str to TableSpec
-        The tables it writes, with their descriptions and schemas (declared in
-        :data:`headstats.tables.TABLES`, which :class:`~headstats.tables.RunTables` reads).
+        The tables it writes, with their descriptions and schemas (declared in its package's ``tables.py`` and
+        in :data:`headstats.tables.TABLES`, which :class:`~headstats.tables.RunTables` reads).
     requires : tuple of str
         The analyses whose code this one uses (a declared dependency; ``tests/test_layers.py`` checks that a
         package imports no other undeclared).
@@ -166,7 +184,7 @@ class AnalysisSpec:
             finish = _load(step)
             if finish is not None:
                 extra = {"log": log} if log is not None and "log" in inspect.signature(finish).parameters else {}
-                out.update(finish(out, statistics, options, seed, **extra))
+                out.update(finish(RunTables(out, owner=self.name), statistics, options, seed, **extra))
         return {name: table for name, table in out.items() if table is not None}
 
 

@@ -63,7 +63,8 @@ def analysis_sections(report: Report, root: Path, tables: RunTables, claims: pd.
         section = get_analysis(name).section_function()
         if section is not None:
             log(f"report: the section of {name}")
-            section(report, root, {**own, "claims": claims} if claims is not None else own)
+            mine = RunTables(own, owner=name)
+            section(report, root, mine.replaced({"claims": claims}) if claims is not None else mine)
 
 
 def analyses_lead(protocol, analyses: dict | None) -> bool:

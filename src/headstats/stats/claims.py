@@ -24,17 +24,19 @@ A claim with an opposite is tested both ways, each one-sided, and its p-value is
 p_against))`` (Bonferroni over the two directions, so that the verdict's direction is part of the test). A claim
 without an opposite (an existence claim: "some head attends mostly to the previous token") has ``p = p_for``.
 
-Registering a claim (from an analysis' statistics module, e.g. ``headstats.stats.mine``, which the analysis
-names as its ``finish`` step)::
+Registering a claim (from an analysis' ``claims.py``, which its spec names; the tables it reads are the specs its
+``tables.py`` declares)::
 
+    from headstats.analyses.mine.tables import MINE_TESTS
     from headstats.stats.claims import Evidence, register_claim
 
     @register_claim("my_heads_exist", sentence="some head is a my-head", source="my analysis",
                     hypothesis="H0: no head's mean my-score exceeds 0.5; H1: some head's does "
                                "(max_h mean_h > 0.5)",
                     unit="heads", test="min Holm-corrected p over the per-head t-tests",
-                    measure="largest mean my-score - 0.5", tables=("my_tests",))
+                    measure="largest mean my-score - 0.5", tables=(MINE_TESTS,))
     def my_heads_exist(tables, settings):
+        tests = tables[MINE_TESTS]
         return [Evidence(model, dataset, estimate=..., p_for=...) for ...]
 
 The evaluation is the statistics layer: tables in, one tidy table out; nothing here reads a protocol.
@@ -205,7 +207,7 @@ class Claim:
     evaluate : callable
         ``evaluate(tables, settings) -> iterable of Evidence``; ``tables`` is the run's
         :class:`~headstats.tables.RunTables`, indexed by a declared table (``tables[ROLES]``, ``tables[SEED_CLAIMS]``
-        of :mod:`headstats.tables.study_tables`) or an analysis' table name (``tables["surface_tests"]``).
+        of :mod:`headstats.tables.study_tables`, ``tables[SURFACE_TESTS]`` of an analysis' ``tables.py``).
     tables : tuple of str
         The tables it reads (their file names, from the specs given to :func:`register_claim`): the claim is
         evaluated only when all are present and not empty.
@@ -250,7 +252,7 @@ def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, uni
     ``{model}`` and ``{dataset}``; default every claim of the run).
 
     ``tables`` are the tables it reads: declared specs (:mod:`headstats.tables.study_tables`: ``ROLES``,
-    ``SEED_CLAIMS`` ...) or an analysis' table names.
+    ``SEED_CLAIMS`` ...; an analysis' own from its ``tables.py``), or table names.
 
     Returns the function, which takes the run's :class:`~headstats.tables.RunTables` (or a mapping of table names
     to frames, made one), so that it can be called and tested on its own.

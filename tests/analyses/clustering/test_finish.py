@@ -10,6 +10,7 @@ import pytest
 
 from headstats.analyses.clustering.finish import CLUSTERING_TEST_COLUMNS, finish_clustering
 from headstats.stats.grouping import group_permutation_test
+from headstats.tables import RunTables
 
 
 def test_finish_clustering_tests_the_js_table():
@@ -21,7 +22,7 @@ def test_finish_clustering_tests_the_js_table():
     from headstats.analyses.clustering.options import ClusteringOptions
 
     statistics, options = SimpleNamespace(alpha=0.05), ClusteringOptions(n_permutations=199)
-    out = finish_clustering({"js_distance": js}, statistics, options, 3)["clustering_tests"]
+    out = finish_clustering(RunTables({"js_distance": js}), statistics, options, 3)["clustering_tests"]
     ref = group_permutation_test(d, k // 3, n_permutations=199, seed=3)
     row = out.iloc[0]
     assert row["p_value"] == pytest.approx(ref.p_value) and row["within_mean"] == pytest.approx(0.1)
@@ -34,11 +35,11 @@ def test_finish_clustering_tests_the_js_table():
     js12 = pd.DataFrame({"model": "m", "dataset": "d", "layer_a": (a12 // 4).ravel(), "head_a": (a12 % 4).ravel(),
                          "layer_b": (b12 // 4).ravel(), "head_b": (b12 % 4).ravel(),
                          "js_mean": (np.where((a12 // 4) == (b12 // 4), 0.1, 0.4) * (a12 != b12)).ravel()})
-    edge = finish_clustering({"js_distance": js12}, SimpleNamespace(alpha=0.01), ClusteringOptions(n_permutations=99),
-                             3)["clustering_tests"].iloc[0]
+    edge = finish_clustering(RunTables({"js_distance": js12}), SimpleNamespace(alpha=0.01),
+                             ClusteringOptions(n_permutations=99), 3)["clustering_tests"].iloc[0]
     assert edge["p_value"] == pytest.approx(0.01) and bool(edge["reject"])
     assert "claim" not in out and out["hypothesis"].iloc[0].startswith("H1: same-layer pairs")
-    empty = finish_clustering({}, statistics, options, 3)["clustering_tests"]
+    empty = finish_clustering(RunTables(), statistics, options, 3)["clustering_tests"]
     assert empty.empty and list(empty.columns) == CLUSTERING_TEST_COLUMNS
 
 
@@ -49,7 +50,7 @@ def test_finish_clustering_defaults_to_9999_permutations():
                        "layer_b": (b // 2).ravel(), "head_b": (b % 2).ravel(), "js_mean": (a != b).ravel() * 0.2})
     from headstats.analyses.clustering.options import ClusteringOptions
 
-    out = finish_clustering({"js_distance": js}, SimpleNamespace(alpha=0.05), ClusteringOptions(), 0)
+    out = finish_clustering(RunTables({"js_distance": js}), SimpleNamespace(alpha=0.05), ClusteringOptions(), 0)
     assert out["clustering_tests"]["n_permutations"].tolist() == [9999]
 
 
@@ -64,7 +65,7 @@ def test_finish_clustering_rejects_at_p_equal_to_alpha():
                        "layer_b": (b // 3).ravel(), "head_b": (b % 3).ravel(), "js_mean": d.ravel()})
     ref = group_permutation_test(d, k // 3, n_permutations=99, seed=1)
     for alpha, expected in ((ref.p_value, True), (np.nextafter(ref.p_value, 0), False)):
-        out = finish_clustering({"js_distance": js}, SimpleNamespace(alpha=alpha),
+        out = finish_clustering(RunTables({"js_distance": js}), SimpleNamespace(alpha=alpha),
                                 ClusteringOptions(n_permutations=99), 1)
         assert bool(out["clustering_tests"]["reject"].iat[0]) is expected
 

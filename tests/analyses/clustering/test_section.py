@@ -7,6 +7,7 @@ import pandas as pd
 
 from headstats.analyses.clustering.section import clustering_claims, clustering_section
 from headstats.report.blocks import Report, render_markdown
+from headstats.tables import RunTables
 
 
 def test_clustering_claims_and_section(tmp_path):
@@ -26,8 +27,8 @@ def test_clustering_claims_and_section(tmp_path):
 
     claims = evaluate_all_claims({"clustering_tests": tests}, claims=["layer_heads_cluster"])
     report = Report("t")
-    clustering_section(report, tmp_path, {"js_distance": js, "mds": mds, "clustering_tests": tests,
-                                          "claims": claims})
+    clustering_section(report, tmp_path, RunTables({"js_distance": js, "mds": mds, "clustering_tests": tests,
+                                                    "claims": claims}))
     md = render_markdown(report, tmp_path)
     # 9 permutations: the smallest p is 1 / 10 > alpha, so the registry cannot tell
     assert claims["verdict"].tolist() == ["cannot tell"]

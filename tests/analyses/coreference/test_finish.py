@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from headstats.stats.accuracy import paired_exact_test
+from headstats.tables import RunTables
 
 
 def test_coreference_tests_every_head_against_each_baseline():
@@ -90,14 +91,14 @@ def test_data_sets_where_nothing_was_counted_are_left_out_not_given_p_1():
         for d, n, rows in (("parsed", 40, [("right_branching", 10, 0, 0), ("attention_only", 30, 25, 5)]),
                            ("raw", 0, [("right_branching", 0, 0, 0), ("attention_only", 0, 0, 0)]))
         for probe, c, a, b in rows])
-    out = finish_probes({"probes": probes}, statistics)["probes"]
+    out = finish_probes(RunTables({"probes": probes}), statistics)["probes"]
     assert out["dataset"].tolist() == ["parsed", "parsed"]
     assert out["p_vs_right_branching"].iloc[1] == pytest.approx(paired_exact_test(25, 5)[0])
     coref = pd.DataFrame([
         {"model": "m", "dataset": d, "mention_type": "all", "predictor": "head", "layer": 0, "head": 0, "n": n,
          "accuracy": a, "correct": c, "only_vs_nearest_mention": 3 if n else 0, "nearest_mention_only": 1 if n else 0}
         for d, n, a, c in (("gum", 20, 0.5, 10), ("wiki", 0, float("nan"), 0))])
-    finished = finish_coreference({"coreference": coref}, statistics)
+    finished = finish_coreference(RunTables({"coreference": coref}), statistics)
     assert finished["coreference"]["dataset"].tolist() == ["gum"]
     assert set(finished["coreference_tests"]["dataset"]) <= {"gum"}
 

@@ -7,6 +7,7 @@ import pandas as pd
 
 from headstats.analyses.coreference.section import coreference_section
 from headstats.report.blocks import Report, render_markdown
+from headstats.tables import RunTables
 
 
 def coreference_tables(*, passing: bool) -> dict[str, pd.DataFrame]:
@@ -24,7 +25,7 @@ def coreference_tables(*, passing: bool) -> dict[str, pd.DataFrame]:
 
 def test_coreference_section_names_the_best_head_and_the_heads_that_pass(tmp_path):
     report = Report("t")
-    coreference_section(report, tmp_path, coreference_tables(passing=True))
+    coreference_section(report, tmp_path, RunTables(coreference_tables(passing=True)))
     shown = [b for b in report.blocks if b.kind == "table"][0].content.iloc[0]
     assert shown["best_head"] == "0-1" and shown["accuracy"] == 0.8 and shown["nearest_mention_accuracy"] == 0.4
     assert shown["heads_beating_nearest_mention"] == "0-1" and shown["heads_beating_same_head_word"] == "none"
@@ -40,7 +41,7 @@ def test_coreference_verdict_is_the_registrys(tmp_path):
                             "test": "paired exact test", "verdict": "not shown", "p": 0.2, "correction": "holm",
                             "reason": "not significant after correction", "detail": "head 0-1"}])
     report = Report("t")
-    coreference_section(report, tmp_path, {**coreference_tables(passing=False), "claims": claims})
+    coreference_section(report, tmp_path, RunTables({**coreference_tables(passing=False), "claims": claims}))
     assert ("- *a head finds coreferent antecedents better than the baselines* (m on d; paired exact test): "
             "**not shown**, p = 0.2 after holm over the run's claims; not significant after correction. head 0-1."
             ) in render_markdown(report, tmp_path)
@@ -50,7 +51,7 @@ def test_coreference_section_without_queries(tmp_path):
     tables = coreference_tables(passing=False)
     tables["coreference"]["n"] = 0
     report = Report("t")
-    coreference_section(report, tmp_path, tables)
+    coreference_section(report, tmp_path, RunTables(tables))
     assert "m / d: no query (no coreference annotation in this data set)." in render_markdown(report, tmp_path)
 
 
@@ -60,7 +61,7 @@ def test_a_degenerate_baseline_is_named_not_beaten(tmp_path):
     tests = tables["coreference_tests"]
     tables["coreference_tests"] = tests.assign(baseline_degenerate=tests["baseline"] == "same_head_word")
     report = Report("t")
-    coreference_section(report, tmp_path, tables)
+    coreference_section(report, tmp_path, RunTables(tables))
     shown = [b for b in report.blocks if b.kind == "table"][0].content.iloc[0]
     assert shown["heads_beating_same_head_word"] == "not tested: baseline 0 by construction"
     assert shown["heads_beating_nearest_mention"] == "0-1"

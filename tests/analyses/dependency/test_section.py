@@ -9,6 +9,7 @@ from headstats.analyses.dependency.finish import dependency_table
 from headstats.analyses.dependency.section import dependency_section
 from headstats.report.blocks import Report, render_markdown
 from headstats.stats.claim_catalog import evaluate_all_claims
+from headstats.tables import RunTables
 
 
 def test_dependency_section_states_the_claim(tmp_path):
@@ -28,7 +29,8 @@ def test_dependency_section_states_the_claim(tmp_path):
                           "direction": "dependent_to_head", "n": 200, "accuracy": [0.9, 0.1]})
     report = Report("r")
     claims = evaluate_all_claims({"dependency_table": table}, claims=["head_beats_offset"])
-    dependency_section(report, tmp_path, {"dependency_table": table, "dependency_heads": heads, "claims": claims})
+    dependency_section(report, tmp_path, RunTables({"dependency_table": table, "dependency_heads": heads,
+                                                   "claims": claims}))
     text = render_markdown(report, tmp_path)
     # det: 45 against 5 discordant words -> rejected; amod: 7 against 5 -> not
     assert "On m / d, 1 of 2 relations have a head that beats its offset" in text

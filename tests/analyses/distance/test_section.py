@@ -7,6 +7,7 @@ import pytest
 
 from headstats.analyses.distance.section import distance_by_layer, distance_section
 from headstats.report.blocks import Report, render_markdown
+from headstats.tables import RunTables
 
 
 def tables() -> dict[str, pd.DataFrame]:
@@ -30,7 +31,7 @@ def test_distance_by_layer():
 
 def test_distance_section_names_the_test(tmp_path):
     report = Report("t")
-    distance_section(report, tmp_path, tables())
+    distance_section(report, tmp_path, RunTables(tables()))
     md = render_markdown(report, tmp_path)
     assert "## Attention distance" in md
     assert "mean locality is above 0.5: one-sided t test per head, holm correction over model=m|dataset=d" in md

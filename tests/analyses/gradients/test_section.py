@@ -7,6 +7,7 @@ import pytest
 
 from headstats.analyses.gradients.section import gradients_section
 from headstats.report.blocks import Report, render_markdown
+from headstats.tables import RunTables
 
 
 def test_gradients_section_states_skips_and_averages_each_layer(tmp_path):
@@ -16,7 +17,7 @@ def test_gradients_section_states_skips_and_averages_each_layer(tmp_path):
             for target, value in (("sep", 0.1 * (layer + 1) + 0.1 * head), ("other", 1.0))]
     skipped = pd.DataFrame([{"model": "bare", "dataset": "d", "reason": "the checkpoint has no trained head"}])
     report = Report("t")
-    gradients_section(report, tmp_path, {"gradients": pd.DataFrame(rows), "gradients_skipped": skipped})
+    gradients_section(report, tmp_path, RunTables({"gradients": pd.DataFrame(rows), "gradients_skipped": skipped}))
     md = render_markdown(report, tmp_path)
     # said once at the top of the report (skipped_section.skipped_analyses, with the fix); here, where and a pointer
     assert "Not run for bare on d: the reason and the fix are at the top of the report." in md
@@ -35,5 +36,6 @@ def test_gradients_section_states_skips_and_averages_each_layer(tmp_path):
 
 def test_gradients_section_without_gradients_has_no_figure(tmp_path):
     report = Report("t")
-    gradients_section(report, tmp_path, {"gradients": pd.DataFrame(columns=["model", "dataset", "layer", "target"])})
+    empty = pd.DataFrame(columns=["model", "dataset", "layer", "target"])
+    gradients_section(report, tmp_path, RunTables({"gradients": empty}))
     assert not [b for b in report.blocks if b.kind in ("figure", "table")]

@@ -8,6 +8,7 @@ import pandas as pd
 
 from headstats.analyses.importance.section import importance_section, importance_summary
 from headstats.report.blocks import Report, render_markdown
+from headstats.tables import RunTables
 
 
 def tables() -> dict[str, pd.DataFrame]:
@@ -42,7 +43,7 @@ def test_a_task_free_model_is_not_said_to_have_no_heads_that_matter():
 
 def test_importance_section_writes_the_note_and_the_removable_share(tmp_path):
     report = Report("t")
-    importance_section(report, tmp_path, tables())
+    importance_section(report, tmp_path, RunTables(tables()))
     md = render_markdown(report, tmp_path)
     assert "## Head importance (ablation and gradients)" in md
     assert "**task-free** for base on d: no task head." in md

@@ -12,6 +12,7 @@ import pandas as pd
 
 from headstats.analyses.pictures.section import pictures_section
 from headstats.report.blocks import Report, render_html, render_markdown
+from headstats.tables import RunTables
 
 
 def test_pictures_section_inlines_the_interactive_view_in_html_only(tmp_path):
@@ -23,7 +24,8 @@ def test_pictures_section_inlines_the_interactive_view_in_html_only(tmp_path):
     tokens = pd.DataFrame({"model": "m", "dataset": "d", "sentence_id": "7", "position": [5, 6, 7],
                            "token": ["a", "b", "c"], "segment": [0, 0, 1], "special": False})
     report = Report("t")
-    pictures_section(report, tmp_path, {"gallery": gallery, "attention_maps": maps, "attention_tokens": tokens})
+    pictures_section(report, tmp_path, RunTables({"gallery": gallery, "attention_maps": maps,
+                                                 "attention_tokens": tokens}))
     figure = [b for b in report.blocks if b.kind == "figure"][0]
     assert "attends to the previous word" in figure.caption
     html = render_html(report, tmp_path)
@@ -49,7 +51,8 @@ def test_a_weak_gallery_example_is_labelled_weak(tmp_path):
     tokens = pd.DataFrame({"model": "m", "dataset": "d", "sentence_id": "7", "position": [0, 1], "token": ["a", "a"],
                            "segment": [0, 1], "special": False})
     report = Report("t")
-    pictures_section(report, tmp_path, {"gallery": gallery, "attention_maps": maps, "attention_tokens": tokens})
+    pictures_section(report, tmp_path, RunTables({"gallery": gallery, "attention_maps": maps,
+                                                 "attention_tokens": tokens}))
     figure = [b for b in report.blocks if b.kind == "figure"][0]
     assert figure.caption.startswith("Weak example: even the best head's mean 0.25 is below the stated strength 0.5")
 
@@ -69,7 +72,8 @@ def test_html_of_long_pictures_stays_small(tmp_path):
                            "token": [f"piece{i}" for i in range(n)], "segment": np.arange(n) >= n // 2,
                            "special": False})
     report = Report("t")
-    pictures_section(report, tmp_path, {"gallery": gallery, "attention_maps": maps, "attention_tokens": tokens})
+    pictures_section(report, tmp_path, RunTables({"gallery": gallery, "attention_maps": maps,
+                                                 "attention_tokens": tokens}))
     figures = [b.content for b in report.blocks if b.kind == "figure"]
     on_disk = sum((tmp_path / f).stat().st_size for f in figures)
     html = render_html(report, tmp_path)

@@ -8,6 +8,7 @@ from scipy.stats import binomtest
 from statsmodels.stats.proportion import proportion_confint
 
 from headstats.analyses.probing.finish import finish_probes
+from headstats.tables import RunTables
 
 STATISTICS = SimpleNamespace(confidence=0.95, correction="holm", alpha=0.05)
 
@@ -24,7 +25,7 @@ def probes() -> pd.DataFrame:
 
 
 def test_intervals_and_tests_match_statsmodels_and_scipy_and_holm_over_the_probes():
-    out = finish_probes({"probes": probes()}, STATISTICS)["probes"]
+    out = finish_probes(RunTables({"probes": probes()}), STATISTICS)["probes"]
     assert out["dataset"].tolist() == ["d"] * 4  # the data set with nothing counted is left out, not given p = 1
     low, high = proportion_confint(out["correct"], out["n_words"], alpha=0.05, method="wilson")
     assert np.allclose(out["ci_low"], low) and np.allclose(out["ci_high"], high)

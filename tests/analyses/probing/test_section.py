@@ -12,6 +12,7 @@ from headstats.analyses.probing.finish import finish_probes
 from headstats.analyses.probing.section import PAPER_UAS, probing_section
 from headstats.report.blocks import Report, render_markdown
 from headstats.stats.claim_catalog import evaluate_all_claims
+from headstats.tables import RunTables
 
 
 def probes(attention_only_wins: int) -> pd.DataFrame:
@@ -30,10 +31,10 @@ def statistics():
 
 
 def test_probing_section_states_the_claim_with_its_test(tmp_path):
-    table = finish_probes({"probes": probes(45)}, statistics())["probes"]
+    table = finish_probes(RunTables({"probes": probes(45)}), statistics())["probes"]
     report = Report("t")
     claims = evaluate_all_claims({"probes": table}, claims=["probes_beat_baselines"])
-    probing_section(report, tmp_path, {"probes": table, "claims": claims})
+    probing_section(report, tmp_path, RunTables({"probes": table, "claims": claims}))
     block = [b for b in report.blocks if b.kind == "table"][0]
     shown = block.content
     # the paper's BERT-base UAS as a fraction beside this model's fractions, labelled as the paper's
@@ -51,8 +52,8 @@ def test_probing_section_states_the_claim_with_its_test(tmp_path):
 
 
 def test_probing_claim_does_not_hold_when_the_discordant_words_tie(tmp_path):
-    table = finish_probes({"probes": probes(5)}, statistics())["probes"]
+    table = finish_probes(RunTables({"probes": probes(5)}), statistics())["probes"]
     report = Report("t")
-    probing_section(report, tmp_path, {"probes": table})
+    probing_section(report, tmp_path, RunTables({"probes": table}))
     md = render_markdown(report, tmp_path)
     assert "*Detail against one baseline (the verdict is the claim's line):* on m / d the attention-only probe's UAS is 0.700 against right-branching's 0.300" in md and "hold" not in md  # no verdict without the registry

@@ -7,6 +7,7 @@ import pandas as pd
 
 from headstats.analyses.surface.section import surface_claims, surface_section
 from headstats.report.blocks import Report, render_markdown
+from headstats.tables import RunTables
 
 
 def surface_tables():
@@ -39,7 +40,7 @@ def test_surface_claims_and_section(tmp_path):
                             "verdict": "not shown", "p": 0.1, "correction": "holm",
                             "reason": "not significant after correction", "detail": "3 of 3 against 0 of 3"}])
     report = Report("t")
-    surface_section(report, tmp_path, {**tables, "claims": claims})
+    surface_section(report, tmp_path, RunTables({**tables, "claims": claims}))
     md = render_markdown(report, tmp_path)
     assert ("- *heads of the first layer attend broadly* (m on d; Fisher's exact test): **not shown**, p = 0.1 "
             "after holm over the run's claims; not significant after correction. 3 of 3 against 0 of 3.") in md

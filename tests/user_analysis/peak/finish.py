@@ -3,11 +3,12 @@
 import pandas as pd
 
 from headstats.stats.accuracy import proportion_interval
+from user_analysis.peak.tables import PEAK, PEAK_SHARE
 
 
 def finish_peak(tables, statistics, options, seed):
     rows = []
-    for (model, dataset), part in tables["peak"].groupby(["model", "dataset"], sort=False):
+    for (model, dataset), part in tables[PEAK].groupby(["model", "dataset"], sort=False):
         peaked = int((part["peak"] > options.threshold).sum())
         rows.append({"model": model, "dataset": dataset, "n_heads": len(part), "n_peaked": peaked})
     share = pd.DataFrame(rows)
@@ -15,4 +16,4 @@ def finish_peak(tables, statistics, options, seed):
     share["ci_low"], share["ci_high"] = proportion_interval(share["n_peaked"], share["n_heads"],
                                                             confidence=statistics.confidence)
     share["threshold"] = options.threshold
-    return {"peak_share": share}
+    return {PEAK_SHARE.name: share}

@@ -8,11 +8,11 @@ r"""The claim of Clark et al. (2019, "What Does BERT Look At?") on the clusterin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import pandas as pd
 
+from headstats.analyses.clustering.tables import CLUSTERING_TESTS
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
+from headstats.tables import RunTables
 
 CLARK = "Clark et al. 2019"
 
@@ -22,10 +22,10 @@ CLARK = "Clark et al. 2019"
     hypothesis="H0: the layer labels are exchangeable over the heads' JS divergences; H1: heads of one layer are "
                "closer (mean between-layer JS - mean within-layer JS > 0)",
     unit="heads", test="permutation test of the layer labels (clustering_tests.csv), seeded",
-    measure="mean JS divergence between layers minus within layers", tables=("clustering_tests",))
-def layer_heads_cluster(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
+    measure="mean JS divergence between layers minus within layers", tables=(CLUSTERING_TESTS,))
+def layer_heads_cluster(tables: RunTables, settings: ClaimSettings) -> list[Evidence]:
     out = []
-    for r in tables["clustering_tests"].itertuples():
+    for r in tables[CLUSTERING_TESTS].itertuples():
         floor = 1.0 / (int(r.n_permutations) + 1)
         out.append(Evidence(
             str(r.model), str(r.dataset), estimate=float(r.statistic), p_for=float(r.p_value), floor=floor,

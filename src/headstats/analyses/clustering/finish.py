@@ -3,15 +3,17 @@ attend more alike than heads of different layers (:func:`headstats.stats.groupin
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from headstats.analyses.clustering.options import ClusteringOptions
+from headstats.analyses.clustering.tables import CLUSTERING_TESTS, JS_DISTANCE
 from headstats.stats.corrections import reject
 from headstats.stats.grouping import group_permutation_test
 from headstats.stats.options import TestOptions
+from headstats.tables import RunTables
 
 
 #: Columns of ``clustering_tests.csv`` (:func:`finish_clustering`).
@@ -19,7 +21,7 @@ CLUSTERING_TEST_COLUMNS = ["model", "dataset", "hypothesis", "n_items", "n_group
                            "statistic", "ratio", "p_value", "n_permutations", "seed", "alpha", "reject"]
 
 
-def finish_clustering(tables: Mapping[str, pd.DataFrame], statistics: TestOptions, options: ClusteringOptions,
+def finish_clustering(tables: RunTables, statistics: TestOptions, options: ClusteringOptions,
                       seed: int, log: Callable[[str], None] = lambda message: None) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``clustering`` analysis: ``clustering_tests``, per (model, data set),
     heads of one layer against heads of different layers.
@@ -31,9 +33,9 @@ def finish_clustering(tables: Mapping[str, pd.DataFrame], statistics: TestOption
     (one test each); ``log`` gets a line as each test starts. The claim it decides ("heads of one layer attend alike") is the registry's
     ``layer_heads_cluster`` (:mod:`headstats.analyses.clustering.claims`), corrected with the run's other claims.
     """
-    js = tables.get("js_distance")
+    js = tables.get(JS_DISTANCE)
     if js is None or js.empty:
-        return {"clustering_tests": pd.DataFrame(columns=CLUSTERING_TEST_COLUMNS)}
+        return {CLUSTERING_TESTS.name: pd.DataFrame(columns=CLUSTERING_TEST_COLUMNS)}
     n_perm = options.n_permutations
     alpha = statistics.alpha
     rows = []
@@ -50,4 +52,4 @@ def finish_clustering(tables: Mapping[str, pd.DataFrame], statistics: TestOption
         rows.append({"model": model, "dataset": dataset,
                      "hypothesis": "H1: same-layer pairs' mean JS divergence < different-layer pairs'",
                      **res.to_dict(), "alpha": alpha, "reject": bool(reject(res.p_value, alpha))})
-    return {"clustering_tests": pd.DataFrame(rows)[CLUSTERING_TEST_COLUMNS]}
+    return {CLUSTERING_TESTS.name: pd.DataFrame(rows)[CLUSTERING_TEST_COLUMNS]}

@@ -5,14 +5,16 @@ the MDS by layer and by behaviour, and the layer-clustering test with the regist
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
 from headstats.analyses.clustering import figures
+from headstats.analyses.clustering.tables import CLUSTERING_TESTS, JS_DISTANCE, MDS
 from headstats.report.blocks import figure_tag
 from headstats.report.figures import draw_figure
 from headstats.report.sections import claim_lines
+from headstats.tables import RunTables
 
 
 def clustering_claims(tests: pd.DataFrame) -> list[str]:
@@ -27,10 +29,10 @@ def clustering_claims(tests: pd.DataFrame) -> list[str]:
     return lines
 
 
-def clustering_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+def clustering_section(report: Any, root: Path, tables: RunTables) -> None:
     """JS divergence between heads, the MDS by layer and by behaviour, and the layer-clustering test."""
-    js, mds = tables["js_distance"], tables["mds"]
-    tests = tables.get("clustering_tests")
+    js, mds = tables[JS_DISTANCE], tables[MDS]
+    tests = tables.get(CLUSTERING_TESTS)
     report.heading("Clustering heads (Clark et al. 2019)")
     report.text(
         "The distance between two heads is the Jensen-Shannon divergence of their attention rows for the same "

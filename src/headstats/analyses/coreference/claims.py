@@ -9,13 +9,13 @@ r"""The claim of Clark et al. (2019, "What Does BERT Look At?") on the coreferen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 
+from headstats.analyses.coreference.tables import COREFERENCE_TESTS
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
 from headstats.stats.existence import beats_every_p
+from headstats.tables import RunTables
 
 CLARK = "Clark et al. 2019"
 
@@ -38,10 +38,10 @@ def degenerate_baselines(table: pd.DataFrame, accuracy: str = "baseline_accuracy
     unit="mentions", test="per head and baseline the sign-flip test over inputs (coreference_tests.csv, uncorrected "
                           "p); per head the largest p over the baselines (intersection-union), Holm over the heads, "
                           "claim p = the smallest adjusted p",
-    measure="best head's accuracy minus the best baseline's", tables=("coreference_tests",))
-def coreference_head_beats_baselines(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
+    measure="best head's accuracy minus the best baseline's", tables=(COREFERENCE_TESTS,))
+def coreference_head_beats_baselines(tables: RunTables, settings: ClaimSettings) -> list[Evidence]:
     out = []
-    tests = tables["coreference_tests"]
+    tests = tables[COREFERENCE_TESTS]
     for (model, dataset), part in tests.groupby(["model", "dataset"], sort=False):
         flat = degenerate_baselines(part)
         note = (f"; left out (0 or 1 by construction, never beaten): {', '.join(flat)}" if flat else "")

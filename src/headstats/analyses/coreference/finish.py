@@ -4,15 +4,15 @@ the sign-flip test over inputs), corrected within (model, data set, mention type
 
 from __future__ import annotations
 
-from typing import Mapping
-
 import numpy as np
 import pandas as pd
 
+from headstats.analyses.coreference.tables import COREFERENCE, COREFERENCE_TESTS
 from headstats.stats.accuracy import counted_only, paired_exact_test, proportion_interval
 from headstats.stats.corrections import correct_within_families, family_labels, reject
 from headstats.stats.options import TestOptions
 from headstats.stats.signflip import abs_count_columns, signflip_pvalues
+from headstats.tables import RunTables
 
 
 def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05,
@@ -84,15 +84,15 @@ def coreference_tests(table: pd.DataFrame, *, correction: str = "holm", alpha: f
     return out[cols].reset_index(drop=True)
 
 
-def finish_coreference(tables: Mapping[str, pd.DataFrame], statistics: TestOptions, options: None = None,
+def finish_coreference(tables: RunTables, statistics: TestOptions, options: None = None,
                        seed: int = 0) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``coreference`` analysis: Wilson intervals and the head tests, on the
     data sets that have mentions with antecedents. Returns the tables to add or replace (``coreference``,
     ``coreference_tests``)."""
     st = statistics
     out: dict[str, pd.DataFrame] = {}
-    table = counted_only(tables["coreference"], "n").copy()
+    table = counted_only(tables[COREFERENCE], "n").copy()
     table["ci_low"], table["ci_high"] = proportion_interval(table["correct"], table["n"], confidence=st.confidence)
-    out["coreference"] = table
-    out["coreference_tests"] = coreference_tests(table, correction=st.correction, alpha=st.alpha, seed=seed)
+    out[COREFERENCE.name] = table
+    out[COREFERENCE_TESTS.name] = coreference_tests(table, correction=st.correction, alpha=st.alpha, seed=seed)
     return out

@@ -5,18 +5,20 @@ head per mention type against the baselines, the heads that pass and the claim's
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
+from headstats.analyses.coreference.tables import COREFERENCE, COREFERENCE_TESTS
 from headstats.report.blocks import figure_tag
 from headstats.report.sections import claim_lines, detail_text, head_label, test_name
+from headstats.tables import RunTables
 
 
-def coreference_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+def coreference_section(report: Any, root: Path, tables: RunTables) -> None:
     """Antecedent selection: best head per mention type against the baselines, and the heads that pass."""
-    table = tables["coreference"]
-    tests = tables.get("coreference_tests", pd.DataFrame())
+    table = tables[COREFERENCE]
+    tests = tables.get(COREFERENCE_TESTS, pd.DataFrame())
     report.heading("Coreference: antecedent selection (Clark et al. 2019)")
     report.text(
         "For each mention with an antecedent in the same input, a head selects the candidate mention its head "

@@ -7,13 +7,13 @@ r"""The claim of Clark et al. (2019, "What Does BERT Look At?") on the dependenc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 
+from headstats.analyses.dependency.tables import DEPENDENCY_TABLE
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
 from headstats.stats.existence import some_unit_p
+from headstats.tables import RunTables
 
 CLARK = "Clark et al. 2019"
 
@@ -27,10 +27,10 @@ CLARK = "Clark et al. 2019"
                                           "(dependency_table.csv: sign-flip over sentences by default, uncorrected p), "
                                           "Holm over the relations; claim p = the smallest adjusted p",
     measure="accuracy of the head minus the offset's, for the relation with the smallest p",
-    tables=("dependency_table",))
-def head_beats_offset(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
+    tables=(DEPENDENCY_TABLE,))
+def head_beats_offset(tables: RunTables, settings: ClaimSettings) -> list[Evidence]:
     out = []
-    table = tables["dependency_table"]
+    table = tables[DEPENDENCY_TABLE]
     for (model, dataset), part in table.groupby(["model", "dataset"], sort=False):
         rel = part[~part["relation"].astype(str).str.startswith("all")]
         rel = rel[np.isfinite(rel["p_unc"].astype(float))]

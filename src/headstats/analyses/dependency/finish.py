@@ -6,16 +6,18 @@ choice does not inflate the test; ``selection: same`` chooses and tests on every
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from headstats.analyses.dependency.options import DependencyOptions
+from headstats.analyses.dependency.tables import DEPENDENCY_COUNTS, DEPENDENCY_HEADS, DEPENDENCY_TABLE
 from headstats.stats.accuracy import PAIRED_TESTS, cluster_ratio_interval, paired_exact_test, proportion_interval
 from headstats.stats.corrections import correct_within_families, family_labels, reject
 from headstats.stats.options import TestOptions
 from headstats.stats.signflip import abs_count_columns, signflip_pvalues
+from headstats.tables import RunTables
 
 
 def _best(frame: pd.DataFrame, value: str) -> pd.Series:
@@ -161,7 +163,7 @@ def _sentence_sums(cell: pd.DataFrame, best: pd.Series, best_offset: pd.Series, 
 HALVES_OF_COUNTS = ("choose", "test")
 
 
-def finish_dependency(tables: Mapping[str, pd.DataFrame], statistics: TestOptions, options: DependencyOptions,
+def finish_dependency(tables: RunTables, statistics: TestOptions, options: DependencyOptions,
                       seed: int = 0) -> dict[str, pd.DataFrame]:
     """The study's ``finish`` step of the ``dependency`` analysis: intervals on every head's accuracy and
     ``dependency_table`` (:func:`dependency_table`) with the ``statistics``' correction, alpha and confidence
@@ -169,16 +171,16 @@ def finish_dependency(tables: Mapping[str, pd.DataFrame], statistics: TestOption
     Returns the tables to add or replace (``dependency_heads``, ``dependency_table``)."""
     st = statistics
     out: dict[str, pd.DataFrame] = {}
-    heads = tables["dependency_heads"].copy()
+    heads = tables[DEPENDENCY_HEADS].copy()
     if options.test == "signflip_sentences" and "c2" in heads:
         heads["ci_low"], heads["ci_high"] = cluster_ratio_interval(heads["correct"], heads["n"], heads["c2"],
                                                                    heads["cn"], heads["nn"], heads["n_sentences"],
                                                                    confidence=st.confidence)
     else:
         heads["ci_low"], heads["ci_high"] = proportion_interval(heads["correct"], heads["n"], confidence=st.confidence)
-    out["dependency_heads"] = heads
-    out["dependency_table"] = dependency_table(
-        tables["dependency_counts"], min_count=options.min_count, selection=options.selection,
+    out[DEPENDENCY_HEADS.name] = heads
+    out[DEPENDENCY_TABLE.name] = dependency_table(
+        tables[DEPENDENCY_COUNTS], min_count=options.min_count, selection=options.selection,
         alternative=options.alternative, correction=st.correction, alpha=st.alpha, confidence=st.confidence,
         test=options.test, seed=seed)
     return out

@@ -5,13 +5,15 @@ the best head per relation and per layer, and the claim's verdict (the registry'
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
+from headstats.analyses.dependency.tables import DEPENDENCY_HEADS, DEPENDENCY_TABLE
 from headstats.report.blocks import figure_tag
 from headstats.report.figures import draw_figure
 from headstats.report.sections import claim_lines, detail_text, head_label
+from headstats.tables import RunTables
 
 
 #: The law each sign-flip p-value was referred to (``method`` of ``dependency_table``), in words.
@@ -34,11 +36,11 @@ def _test_words(part: pd.DataFrame) -> str:
     return "McNemar's exact test on words (each word counted as independent)"
 
 
-def dependency_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+def dependency_section(report: Any, root: Path, tables: RunTables) -> None:
     """Dependency relations in single heads: Table 1 with the paired tests, figures, the claim checked."""
 
-    table = tables.get("dependency_table", pd.DataFrame())
-    heads = tables["dependency_heads"]
+    table = tables.get(DEPENDENCY_TABLE, pd.DataFrame())
+    heads = tables[DEPENDENCY_HEADS]
     report.heading("Dependency relations in single heads (Clark et al. 2019)")
     report.text(
         "On word-level attention (a split word's row is the mean of its pieces' rows, attention to it the sum "

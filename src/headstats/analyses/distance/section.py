@@ -4,11 +4,13 @@ heads that pass the ``local`` hypothesis."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
+from headstats.analyses.distance.tables import DISTANCE, DISTANCE_TESTS
 from headstats.report.sections import head_list, tested_how
+from headstats.tables import RunTables
 
 
 def distance_by_layer(distance: pd.DataFrame, tests: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -27,9 +29,9 @@ def distance_by_layer(distance: pd.DataFrame, tests: pd.DataFrame | None = None)
     return out
 
 
-def distance_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+def distance_section(report: Any, root: Path, tables: RunTables) -> None:
     """Attention distance per layer (one table), with the ``local`` test's passing heads."""
-    tests = tables.get("distance_tests")
+    tests = tables.get(DISTANCE_TESTS)
     report.heading("Attention distance")
     report.text(
         "Per head, the attention-weighted distance in tokens from each query to the keys, sum_j a_ij |i - j|, "
@@ -41,6 +43,6 @@ def distance_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]
     if tests is not None and len(tests):
         report.text(f"A head is **local** when its mean locality is above {tests['threshold'].iat[0]:g}: "
                     f"{tested_how(tests)} (`distance_tests.csv`).")
-    report.table(distance_by_layer(tables["distance"], tests), "Mean, lowest and highest head distance per layer "
+    report.table(distance_by_layer(tables[DISTANCE], tests), "Mean, lowest and highest head distance per layer "
                  "(tokens), the uniform reference, the mean locality and the heads that pass `local`.",
                  max_rows=60, csv="distance.csv")

@@ -4,16 +4,12 @@ The package's files: see :mod:`headstats.analyses`."""
 
 from __future__ import annotations
 
-from headstats.analyses import TableSpec, register_analysis
+from headstats.analyses import register_analysis
+from headstats.analyses.entropy.tables import DECLARED
 
 register_analysis(
     "entropy", "headstats.analyses.entropy.collect:AttentionEntropy",
     section="headstats.analyses.entropy.section:entropy_section",
-    tables={
-        "entropy": TableSpec(
-            "per head, the mean row entropy of attention and its ratio to ln n",
-            columns=("model", "dataset", "layer", "head", "n", "entropy", "entropy_sd", "entropy_cls",
-                     "entropy_cls_sd", "entropy_uniform")),
-    },
+    tables=DECLARED,
     description="mean attention entropy per head, with the uniform reference (Clark et al. 2019)",
 )

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
+from headstats.analyses.entropy.tables import ENTROPY
+from headstats.tables import RunTables
 
-def entropy_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+
+def entropy_section(report: Any, root: Path, tables: RunTables) -> None:
     """Report section: mean entropy per layer against the uniform reference; every head in ``entropy.csv``."""
-    frame = tables["entropy"]
+    frame = tables[ENTROPY]
     report.heading("Attention entropy")
     report.text(
         "Mean entropy (nats) of each head's attention rows, smoothed as 0.9999 A + 0.0001 / n and averaged over "

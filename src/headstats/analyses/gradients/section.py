@@ -5,15 +5,17 @@ layer and kind of token, or why it was skipped.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
+from headstats.analyses.gradients.tables import GRADIENTS, GRADIENTS_SKIPPED
 from headstats.report.blocks import figure_tag
 from headstats.report.figures import draw_figure
+from headstats.tables import RunTables
 
 
-def gradients_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+def gradients_section(report: Any, root: Path, tables: RunTables) -> None:
     """Gradient importance: the per-layer figure and table, or the reason the analysis was skipped."""
     from headstats.analyses.gradients import figures
 
@@ -24,11 +26,11 @@ def gradients_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame
         "inputs. Clark et al. found attention to [SEP] large but its gradient small after the middle layers: "
         "attending to [SEP] there works as a no-op. Every head: `gradients.csv`."
     )
-    skipped = tables.get("gradients_skipped")
+    skipped = tables.get(GRADIENTS_SKIPPED)
     if skipped is not None and len(skipped):
         where = ", ".join(f"{m} on {d}" for m, d in skipped[["model", "dataset"]].itertuples(index=False))
         report.text(f"Not run for {where}: the reason and the fix are at the top of the report.")
-    grads = tables.get("gradients")
+    grads = tables.get(GRADIENTS)
     if grads is None or grads.empty:
         return
     for (model, dataset), part in grads.groupby(["model", "dataset"], sort=False):

@@ -26,14 +26,15 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from headstats.analyses.importance.tables import IMPORTANCE
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
 from headstats.stats.exact import label_permutation_test
+from headstats.tables import RunTables
 from headstats.tables.study_tables import PAIRED_TESTS, ROLES
 
 
@@ -53,10 +54,10 @@ def _permutation_settings(part: pd.DataFrame) -> tuple[int, int]:
     return n, seed
 
 
-def _joined(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+def _joined(tables: RunTables) -> pd.DataFrame:
     keep = ["model", "dataset", "layer", "head", "importance", "importance_measure", "n_permutations",
             "permutation_seed"]
-    heads = tables["importance"][[c for c in keep if c in tables["importance"].columns]]
+    heads = tables[IMPORTANCE][[c for c in keep if c in tables[IMPORTANCE].columns]]
     return heads.merge(tables[ROLES], on=["model", "dataset", "layer", "head"], how="inner")
 
 
@@ -66,7 +67,7 @@ def _layer_counts(layers: np.ndarray, held: np.ndarray) -> str:
                      for layer in np.unique(layers) if held[layers == layer].any())
 
 
-def _role_evidence(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings, role: str, *,
+def _role_evidence(tables: RunTables, settings: ClaimSettings, role: str, *,
                    direction: str) -> list[Evidence]:
     joined = _joined(tables)
     out = []
@@ -117,8 +118,8 @@ def _register_role_claim(role: str) -> None:
                    "larger than that of other heads of the same layers",
         unit="heads", test=_ROLE_TEST,
         measure=f"mean importance of {role} heads minus the other heads of the same layers",
-        tables=("importance", ROLES), overwrite=True)
-    def evaluate(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
+        tables=(IMPORTANCE, ROLES), overwrite=True)
+    def evaluate(tables: RunTables, settings: ClaimSettings) -> list[Evidence]:
         return _role_evidence(tables, settings, role, direction="greater")
 
 
@@ -133,8 +134,8 @@ for _role in CLAIM_ROLES:
                "delimiter heads' importance is smaller than that of other heads of the same layers",
     unit="heads", test=_ROLE_TEST,
     measure="mean importance of delimiter heads minus the other heads of the same layers",
-    tables=("importance", ROLES), overwrite=True)
-def delimiter_heads_least_important(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
+    tables=(IMPORTANCE, ROLES), overwrite=True)
+def delimiter_heads_least_important(tables: RunTables, settings: ClaimSettings) -> list[Evidence]:
     return _role_evidence(tables, settings, "delimiter", direction="less")
 
 
@@ -154,9 +155,9 @@ def spearman_interval(rho: float, n: int, confidence: float = 0.95) -> tuple[flo
                "H1: rho > 0",
     unit="heads", test="Spearman's rank correlation over heads (scipy.stats.spearmanr), Fisher-z interval with "
                        "Bonett and Wright's (2000) variance (1 + rho^2 / 2) / (n - 3)",
-    measure="Spearman's rho", tables=("importance", PAIRED_TESTS), overwrite=True)
-def importance_tracks_change(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
-    heads = tables["importance"]
+    measure="Spearman's rho", tables=(IMPORTANCE, PAIRED_TESTS), overwrite=True)
+def importance_tracks_change(tables: RunTables, settings: ClaimSettings) -> list[Evidence]:
+    heads = tables[IMPORTANCE]
     heads = heads[heads["importance_measure"] == "delta_loss"]
     paired = tables[PAIRED_TESTS]
     change = (paired.assign(abs_change=paired["mean_diff"].abs())

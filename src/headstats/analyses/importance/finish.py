@@ -31,9 +31,12 @@ import pandas as pd
 from scipy import stats as sps
 
 from headstats.analyses.importance.options import ImportanceOptions
+from headstats.analyses.importance.tables import (IMPORTANCE, IMPORTANCE_PRUNING, IMPORTANCE_PRUNING_INPUTS,
+                                                  IMPORTANCE_REMOVABLE, IMPORTANCE_SEEDS)
 from headstats.stats.corrections import correct_pvalues, reject
 from headstats.stats.options import TestOptions
 from headstats.stats.seeds import moderated_t_over_seeds
+from headstats.tables import RunTables
 
 __all__ = ["PRUNING_COLUMNS", "REMOVABLE_COLUMNS", "SEED_COLUMNS", "finish_importance", "pruning_curve",
            "removable_share", "seed_tests"]
@@ -239,7 +242,7 @@ def replicate_groups(models) -> dict[str, list[str]]:
     return {g: members for g, members in groups.items() if len(members) >= 2}
 
 
-def finish_importance(tables: Mapping[str, pd.DataFrame], statistics: TestOptions,
+def finish_importance(tables: RunTables, statistics: TestOptions,
                       options: ImportanceOptions | Mapping | None, seed: int) -> dict[str, pd.DataFrame]:
     """The ``importance`` analysis' finish step: ``importance_seeds``, ``importance_pruning`` and
     ``importance_removable`` (module docstring). ``options``: the analysis' ImportanceOptions (or a mapping)."""
@@ -250,20 +253,20 @@ def finish_importance(tables: Mapping[str, pd.DataFrame], statistics: TestOption
     correction = getattr(statistics, "correction", "holm")
     confidence = getattr(statistics, "confidence", 0.95)
     out: dict[str, pd.DataFrame] = {}
-    heads = tables.get("importance")
+    heads = tables.get(IMPORTANCE)
     if heads is not None and len(heads):  # the role claims read their permutations and seed here
-        out["importance"] = heads.assign(n_permutations=int(options.n_permutations), permutation_seed=int(seed))
+        out[IMPORTANCE.name] = heads.assign(n_permutations=int(options.n_permutations), permutation_seed=int(seed))
     groups = replicate_groups(heads["model"]) if heads is not None and len(heads) else {}
     if groups:
-        out["importance_seeds"] = seed_tests(heads, groups, correction=correction, alpha=alpha,
-                                             confidence=confidence)
-    inputs = tables.get("importance_pruning_inputs")
+        out[IMPORTANCE_SEEDS.name] = seed_tests(heads, groups, correction=correction, alpha=alpha,
+                                                confidence=confidence)
+    inputs = tables.get(IMPORTANCE_PRUNING_INPUTS)
     if inputs is not None and len(inputs):
         curve = pruning_curve(inputs, groups, confidence=confidence)
-        out["importance_pruning"] = curve
-        out["importance_removable"] = removable_table(inputs, groups, curve=curve, tolerance=options.prune_tolerance,
-                                                      confidence=confidence, n_resamples=options.n_bootstrap,
-                                                      seed=seed)
+        out[IMPORTANCE_PRUNING.name] = curve
+        out[IMPORTANCE_REMOVABLE.name] = removable_table(inputs, groups, curve=curve,
+                                                         tolerance=options.prune_tolerance, confidence=confidence,
+                                                         n_resamples=options.n_bootstrap, seed=seed)
     return out
 
 

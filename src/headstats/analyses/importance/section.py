@@ -4,12 +4,15 @@ models without a task head."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
+from headstats.analyses.importance.tables import (IMPORTANCE, IMPORTANCE_NOTES, IMPORTANCE_PRUNING,
+                                                  IMPORTANCE_REMOVABLE, IMPORTANCE_SEEDS, IMPORTANCE_TESTS)
 from headstats.report.blocks import figure_tag, save_figure
 from headstats.report.sections import head_list
+from headstats.tables import RunTables
 
 
 def importance_summary(heads: pd.DataFrame, tests: pd.DataFrame | None) -> pd.DataFrame:
@@ -34,7 +37,7 @@ def importance_summary(heads: pd.DataFrame, tests: pd.DataFrame | None) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def importance_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+def importance_section(report: Any, root: Path, tables: RunTables) -> None:
     """Importance per head (table and grid), the seeds' tests, the pruning curve and the removable share."""
     from headstats.analyses.importance import figures
 
@@ -48,14 +51,14 @@ def importance_section(report: Any, root: Path, tables: Mapping[str, pd.DataFram
         "ablation may come from moving the model off its inputs' distribution, which mean ablation avoids. Every "
         "head: `importance.csv`."
     )
-    notes = tables.get("importance_notes")
+    notes = tables.get(IMPORTANCE_NOTES)
     if notes is not None and len(notes):
         for row in notes.itertuples():
             report.text(f"**{row.status}** for {row.model} on {row.dataset}: {row.reason}.")
-    heads = tables.get("importance")
+    heads = tables.get(IMPORTANCE)
     if heads is None or heads.empty:
         return
-    report.table(importance_summary(heads, tables.get("importance_tests")),
+    report.table(importance_summary(heads, tables.get(IMPORTANCE_TESTS)),
                  "Per model and data set: the unablated accuracy, the heads whose ablation raises the loss (after "
                  "correction) and the three with the largest mean effect.", csv="importance.csv")
     for (model, dataset), part in heads.groupby(["model", "dataset"], sort=False):
@@ -63,7 +66,7 @@ def importance_section(report: Any, root: Path, tables: Mapping[str, pd.DataFram
         report.figure(save_figure(fig, root, f"importance__{figure_tag(model, dataset)}"),
                       f"Mean importance per head ({part['importance_measure'].iat[0]}, {part['ablation'].iat[0]} "
                       "ablation).", alt="head importance grid")
-    seeds = tables.get("importance_seeds")
+    seeds = tables.get(IMPORTANCE_SEEDS)
     if seeds is not None and len(seeds):
         held = seeds[seeds["reject"].fillna(False).astype(bool)]
         per = (seeds.groupby(["model", "dataset"], sort=False)
@@ -74,8 +77,8 @@ def importance_section(report: Any, root: Path, tables: Mapping[str, pd.DataFram
         report.text("Over fine-tuning seeds (each seed's mean loss change is one replicate; moderated t, one-sided, "
                     "corrected over heads; `importance_seeds.csv`):")
         report.table(per, "Heads whose ablation raises the loss over seeds.", csv="importance_seeds.csv")
-    removable = tables.get("importance_removable")
-    curve = tables.get("importance_pruning")
+    removable = tables.get(IMPORTANCE_REMOVABLE)
+    curve = tables.get(IMPORTANCE_PRUNING)
     if curve is not None and len(curve):
         tolerance = float(removable["tolerance"].iat[0]) if removable is not None and len(removable) else None
         for dataset, part in curve.groupby("dataset", sort=False):

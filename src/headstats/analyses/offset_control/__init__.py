@@ -6,21 +6,15 @@ Enable it with ``analyses: [offset_control]`` on parsed data. The package's file
 
 from __future__ import annotations
 
-from headstats.analyses import TableSpec, register_analysis
+from headstats.analyses import register_analysis
 from headstats.analyses.offset_control.options import OffsetControlOptions
+from headstats.analyses.offset_control.tables import DECLARED
 
 register_analysis(
     "offset_control", "headstats.analyses.offset_control.collect:OffsetControl",
     options=OffsetControlOptions,
     claims="headstats.analyses.offset_control.claims",
-    tables={
-        "offset_control_tests": TableSpec(
-            "one row per head and arc role (`role`: <role>_beyond_offset): the one-sided test of the mean "
-            "offset-matched excess > 0 (METHODS 6.2)",
-            ("model", "dataset", "role", "layer", "head", "mean", "p_unc", "p_corr", "reject")),
-        "offset_control_inputs": TableSpec("per arc role, the inputs with an arc of it that has a control",
-                                           ("model", "dataset", "role", "n_taking_part")),
-    },
+    tables=DECLARED,
     description="offset-matched control of the syntactic roles: bias toward an arc's other end minus the bias at "
                 "the same word offset, per head (METHODS 6.2; Clark et al.'s fixed-offset baseline per sentence)",
 )

@@ -12,14 +12,14 @@ counts the pairs that beat their control at the run's corrected level.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 
 from headstats.analyses.offset_control.options import SUFFIX, tested_role
+from headstats.analyses.offset_control.tables import OFFSET_CONTROL_TESTS
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
 from headstats.stats.corrections import correct_pvalues
+from headstats.tables import RunTables
 from headstats.tables.study_tables import TESTS
 
 
@@ -31,9 +31,9 @@ from headstats.tables.study_tables import TESTS
     unit="heads", test="per (head, syntactic role) whose score test rejects (before the offset gate) the one-sided "
                        "test of the mean excess; Holm over those pairs, smallest p",
     measure="mean offset-matched excess of the best (head, role) pair (bias units)",
-    tables=(TESTS, "offset_control_tests"))
-def syntax_beyond_position(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
-    tests, passed = tables["offset_control_tests"], passed_score_test(tables[TESTS])
+    tables=(TESTS, OFFSET_CONTROL_TESTS))
+def syntax_beyond_position(tables: RunTables, settings: ClaimSettings) -> list[Evidence]:
+    tests, passed = tables[OFFSET_CONTROL_TESTS], passed_score_test(tables[TESTS])
     out = []
     for (model, dataset), part in tests.groupby(["model", "dataset"], sort=False):
         rows = [r for r in part.itertuples() if np.isfinite(float(r.p_unc))

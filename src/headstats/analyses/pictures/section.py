@@ -5,14 +5,16 @@ and a line view, then the offline interactive view of those heads.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from headstats.analyses.pictures import figures
+from headstats.analyses.pictures.tables import ATTENTION_MAPS, ATTENTION_TOKENS, GALLERY
 from headstats.report.blocks import figure_tag
 from headstats.report.figures import draw_figure
+from headstats.tables import RunTables
 
 
 def _picture(maps: pd.DataFrame, tokens: pd.DataFrame, model: str, dataset: str, sentence_id: str, layer: int,
@@ -80,14 +82,14 @@ PATTERN_WORDS = {
 }
 
 
-def pictures_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+def pictures_section(report: Any, root: Path, tables: RunTables) -> None:
     """The gallery of BertViz patterns: per pattern, a heat map of the head that shows it best; then the
     interactive view, which shows every head of every kept input as lines (BertViz's head view) and as a heat map.
 
     The gallery's line views are not drawn as figures (they doubled the section's figures and repeat the
     interactive view); :func:`headstats.analyses.pictures.figures.line_view` draws one for print from
     ``attention_maps.csv``."""
-    gallery, maps, tokens = tables["gallery"], tables["attention_maps"], tables["attention_tokens"]
+    gallery, maps, tokens = tables[GALLERY], tables[ATTENTION_MAPS], tables[ATTENTION_TOKENS]
     report.heading("Pictures of attention (BertViz patterns)")
     report.text(
         "For each of the six patterns BertViz shows, the head whose mean over all inputs of the matching "

@@ -5,8 +5,9 @@ The package's files: see :mod:`headstats.analyses`."""
 
 from __future__ import annotations
 
-from headstats.analyses import TableSpec, register_analysis
+from headstats.analyses import register_analysis
 from headstats.analyses.probing.options import ProbingOptions
+from headstats.analyses.probing.tables import DECLARED
 
 register_analysis(
     "probing", "headstats.analyses.probing.collect:ProbeFeatures",
@@ -14,12 +15,7 @@ register_analysis(
     finish=("headstats.analyses.probing.collect:train_probes", "headstats.analyses.probing.finish:finish_probes"),
     claims="headstats.analyses.probing.claims",
     section="headstats.analyses.probing.section:probing_section",
-    tables={
-        "probes": TableSpec(
-            "UAS of each probing classifier, with intervals and the tests against the baselines",
-            columns=("model", "dataset", "probe", "vectors", "n_train", "n_test", "n_words", "correct", "uas",
-                     "ci_low", "ci_high")),
-    },
+    tables=DECLARED,
     description="attention-only and attention-and-words dependency probes over all heads, against right-branching and "
                 "distance-plus-words baselines (Clark et al. 2019, section 5)",
 )

@@ -8,13 +8,13 @@ r"""The claim of Clark et al. (2019, "What Does BERT Look At?") on the probing a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 
+from headstats.analyses.probing.tables import PROBES_TABLE
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
 from headstats.stats.existence import beats_every_p
+from headstats.tables import RunTables
 
 CLARK = "Clark et al. 2019"
 
@@ -25,10 +25,10 @@ CLARK = "Clark et al. 2019"
     unit="words (held out)", test="per probe and baseline McNemar's exact test (probes.csv, uncorrected p); per "
                                   "probe the larger p of the two baselines, Holm over the probes, claim p = the "
                                   "smallest adjusted p",
-    measure="best attention probe's UAS minus the better baseline's", tables=("probes",))
-def probes_beat_baselines(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
+    measure="best attention probe's UAS minus the better baseline's", tables=(PROBES_TABLE,))
+def probes_beat_baselines(tables: RunTables, settings: ClaimSettings) -> list[Evidence]:
     out = []
-    probes = tables["probes"]
+    probes = tables[PROBES_TABLE]
     bases = [c.removeprefix("p_vs_") for c in probes.columns if c.startswith("p_vs_")]
     for (model, dataset), part in probes.groupby(["model", "dataset"], sort=False):
         attention = part[part["probe"].astype(str).str.startswith("attention")]

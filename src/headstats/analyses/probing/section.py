@@ -5,20 +5,22 @@ paper's numbers and the tests against the baselines.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
+from headstats.analyses.probing.tables import PROBES_TABLE
 from headstats.report.sections import claim_lines, detail_text
+from headstats.tables import RunTables
 
 #: UAS of Clark et al. (2019), BERT-base on WSJ (their Table 3), for the report.
 #: Clark et al. (2019) Table 3: UAS in percent of BERT-base on the WSJ (the paper's numbers, not this model's).
 PAPER_UAS = {"right_branching": 26, "distance_and_words": 58, "attention_only": 61, "attention_and_words": 77}
 
 
-def probing_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+def probing_section(report: Any, root: Path, tables: RunTables) -> None:
     """Probing classifiers: UAS of each probe with intervals and the tests against the baselines."""
-    probes = tables["probes"]
+    probes = tables[PROBES_TABLE]
     report.heading("Probing classifiers over all heads (Clark et al. 2019)")
     report.text(
         "Four ways of attaching every word to its head, scored by unlabeled attachment score (UAS, punctuation "

@@ -17,14 +17,14 @@ Each reads ``surface_tests``, the per-head tests of the surface analysis' declar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 
+from headstats.analyses.surface.tables import SURFACE_TESTS
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
 from headstats.stats.existence import some_unit_p
 from headstats.stats.exact import share_test
+from headstats.tables import RunTables
 
 CLARK = "Clark et al. 2019"
 
@@ -33,14 +33,14 @@ def _passed(part: pd.DataFrame) -> np.ndarray:
     return part["reject"].fillna(False).astype(bool).to_numpy()
 
 
-def _surface(tables: Mapping[str, pd.DataFrame], measure: str):
+def _surface(tables: RunTables, measure: str):
     """(model, dataset, the rows of the hypotheses on ``measure``) per (model, dataset) of ``surface_tests``."""
-    tests = tables["surface_tests"]
+    tests = tables[SURFACE_TESTS]
     for (model, dataset), part in tests.groupby(["model", "dataset"], sort=False):
         yield str(model), str(dataset), part[part["measure"].astype(str) == measure]
 
 
-def _some_head(tables: Mapping[str, pd.DataFrame], measure: str, what: str) -> list[Evidence]:
+def _some_head(tables: RunTables, measure: str, what: str) -> list[Evidence]:
     out = []
     for model, dataset, part in _surface(tables, measure):
         if part.empty:
@@ -73,24 +73,24 @@ def _some_head(tables: Mapping[str, pd.DataFrame], measure: str, what: str) -> l
 _EXISTENCE = dict(unit="heads", test="one-sided per-head tests of the surface hypothesis (surface_tests.csv, "
                                      "uncorrected p), Holm over the heads tested; claim p = the smallest adjusted "
                                      "p, min(1, m min p)",
-                  measure="best head's mean attention minus the threshold", tables=("surface_tests",))
+                  measure="best head's mean attention minus the threshold", tables=(SURFACE_TESTS,))
 
 
 @register_claim("previous_token_heads", sentence="some heads attend mostly to the previous token", source=CLARK,
                 hypothesis="H0: every head's mean attention to the previous token <= 0.5; H1: some head's > 0.5",
                 **_EXISTENCE)
-def previous_token_heads(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
+def previous_token_heads(tables: RunTables, settings: ClaimSettings) -> list[Evidence]:
     return _some_head(tables, "prev", "previous")
 
 
 @register_claim("next_token_heads", sentence="some heads attend mostly to the next token", source=CLARK,
                 hypothesis="H0: every head's mean attention to the next token <= 0.5; H1: some head's > 0.5",
                 **_EXISTENCE)
-def next_token_heads(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
+def next_token_heads(tables: RunTables, settings: ClaimSettings) -> list[Evidence]:
     return _some_head(tables, "next", "next")
 
 
-def _share_where(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings, measure: str, inside, where: str,
+def _share_where(tables: RunTables, settings: ClaimSettings, measure: str, inside, where: str,
                  elsewhere: str) -> list[Evidence]:
     out = []
     for model, dataset, part in _surface(tables, measure):
@@ -120,8 +120,8 @@ def _share_where(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings, me
     hypothesis="H0: the share of heads passing the broad-attention hypothesis (mean entropy / ln n > threshold) "
                "is the same in layer 0 as in the other layers; H1: it is larger in layer 0 (odds ratio > 1)",
     unit="heads", test="Fisher's exact test on the 2x2 table of heads (layer 0 or not x passes or not)",
-    measure="conditional odds ratio of passing, layer 0 against the other layers", tables=("surface_tests",))
-def broad_first_layer(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
+    measure="conditional odds ratio of passing, layer 0 against the other layers", tables=(SURFACE_TESTS,))
+def broad_first_layer(tables: RunTables, settings: ClaimSettings) -> list[Evidence]:
     return _share_where(tables, settings, "entropy_ratio", lambda layers, n: layers == 0, "of layer 0",
                         "in the other layers")
 
@@ -135,7 +135,7 @@ def _middle_third(layers: np.ndarray, n_layers: int) -> np.ndarray:
     hypothesis="H0: the share of heads passing the [SEP] hypothesis (mean attention to [SEP] > threshold) is the "
                "same in the middle third of the layers (L/3 <= layer < 2L/3) as elsewhere; H1: it is larger there",
     unit="heads", test="Fisher's exact test on the 2x2 table of heads (middle third or not x passes or not)",
-    measure="conditional odds ratio of passing, middle third against the other layers", tables=("surface_tests",))
-def sep_middle_layers(tables: Mapping[str, pd.DataFrame], settings: ClaimSettings) -> list[Evidence]:
+    measure="conditional odds ratio of passing, middle third against the other layers", tables=(SURFACE_TESTS,))
+def sep_middle_layers(tables: RunTables, settings: ClaimSettings) -> list[Evidence]:
     return _share_where(tables, settings, "sep", _middle_third, "in the middle third of the layers",
                         "in the first and last thirds")

@@ -6,15 +6,17 @@ decide, with the registry's verdicts (``claims.csv``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
 from headstats.analyses.surface import figures
+from headstats.analyses.surface.tables import SURFACE, SURFACE_TESTS
 from headstats.report.blocks import figure_tag
 from headstats.report.figures import draw_figure
 from headstats.report.sections import claim_lines, head_list, tested_how
 from headstats.stats.hypotheses import passing_heads
+from headstats.tables import RunTables
 
 
 def surface_claims(tests: pd.DataFrame) -> list[str]:
@@ -50,10 +52,10 @@ def surface_claims(tests: pd.DataFrame) -> list[str]:
     return lines
 
 
-def surface_section(report: Any, root: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+def surface_section(report: Any, root: Path, tables: RunTables) -> None:
     """Surface patterns by layer (Clark et al. Figures 1, 2, 4), the tests and the paper's claims."""
-    surface = tables["surface"]
-    tests = tables.get("surface_tests")
+    surface = tables[SURFACE]
+    tests = tables.get(SURFACE_TESTS)
     report.heading("Surface patterns (Clark et al. 2019)")
     report.text(
         "Per head, the mean attention to the previous, current and next piece, to [CLS], to [SEP] and to "
