@@ -5,10 +5,11 @@ references close a circle. A reference is any import (at the top or inside a fun
 entry, :meth:`headstats.registry.Registry.register_lazy`, or a part of an analysis' spec). Statistics never import
 torch, matplotlib or rich, and plots never compute statistics.
 
-Each analysis is a package ``analyses/<name>/`` whose files have fixed roles, and a file's role is its layer: the
-options and the collector sit with the registry, above the engine; ``finish.py`` and ``claims.py`` above the
-statistics toolkit; ``figures.py`` above the plots toolkit; ``section.py`` above the report toolkit; the spec
-(``__init__.py``) above them all, naming only its own package. The horizontal folders (the toolkits, the study
+Each analysis is a package ``analyses/<name>/`` whose files have fixed roles, and a file's role is its layer: its
+tables (``tables.py``, the declared specs) just above the base modules; the options and the collector sit with the
+registry, above the engine; ``finish.py`` and ``claims.py`` above the statistics toolkit; ``figures.py`` above the
+plots toolkit; ``section.py`` above the report toolkit; the spec (``__init__.py``) above them all, naming only its own
+package. Its claims, finish step and section name its tables by their specs, never by a string. The horizontal folders (the toolkits, the study
 and the report) name no analysis: they reach one only through the registry.
 """
 
@@ -23,19 +24,23 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "headstats"
 
 #: Lowest first. Base modules (errors, registry, fields, provenance, measures, folders, hub, lazy, tables) may be used
-#: by every layer. The ``analysis.*`` layers are the files of an analysis package by their role (:data:`ROLES`).
-LAYERS = ["errors", "registry", "fields", "provenance", "measures", "folders", "hub", "lazy", "tables", "inputs",
-          "model", "engine", "analyses", "stats", "analysis.statistics", "config", "assignment", "study", "plots",
-          "analysis.figures", "report", "analysis.section", "analysis.spec", "cli", "api", "testing", "__init__"]
+#: by every layer. The ``analysis.*`` layers are the files of an analysis package by their role (:data:`ROLES`):
+#: ``analysis.tables`` (each package's ``tables.py``) sits just above the base modules and imports only
+#: ``headstats.tables`` (tested).
+LAYERS = ["errors", "registry", "fields", "provenance", "measures", "folders", "hub", "lazy", "tables",
+          "analysis.tables", "inputs", "model", "engine", "analyses", "stats", "analysis.statistics", "config",
+          "assignment", "study", "plots", "analysis.figures", "report", "analysis.section", "analysis.spec", "cli",
+          "api", "testing", "__init__"]
 #: The file roles of an analysis package ``analyses/<name>/`` and the layer of each.
-ROLES = {"__init__": "analysis.spec", "options": "analyses", "collect": "analyses", "finish": "analysis.statistics",
-         "claims": "analysis.statistics", "figures": "analysis.figures", "section": "analysis.section"}
+ROLES = {"__init__": "analysis.spec", "tables": "analysis.tables", "options": "analyses", "collect": "analyses",
+         "finish": "analysis.statistics", "claims": "analysis.statistics", "figures": "analysis.figures",
+         "section": "analysis.section"}
 ANALYSES_DIR = SRC / "analyses"
 #: ``from headstats import __version__`` is the only use of the package root allowed below the API.
 ROOT_NAMES = {"__version__"}
 #: Options modules of upper layers that the protocol (config) composes; each imports only base modules (tested).
 LEAF_OPTIONS = {"headstats.report.options"}
-BASE = LAYERS[:LAYERS.index("inputs")]
+BASE = LAYERS[:LAYERS.index("tables") + 1]
 
 
 def _analysis_package(module: str) -> str | None:
@@ -202,6 +207,97 @@ def test_an_analysis_uses_another_only_through_a_declared_dependency(package):
     declared = {r for spec in mine for r in spec.requires}
     used = {_analysis_package(m) for f in package.glob("*.py") for m, _ in _imports(f)} - {None, package.name}
     assert used <= declared, f"{package.name} uses {sorted(used - declared)} without declaring it (requires=...)"
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.name)
+def test_a_packages_tables_import_only_the_tables_base_module(package):
+    """``tables.py`` declares the package's tables (:func:`headstats.tables.declare_tables`) and nothing else, so
+    that every other file of the package, the collector included, can import it."""
+    path = package / "tables.py"
+    if not path.is_file():
+        pytest.skip(f"{package.name} declares no tables of its own")
+    imported = {m for m, _ in _imports(path)} - {"__future__"}
+    assert imported <= {"headstats.tables"}, f"{_name(path)} imports {sorted(imported - {'headstats.tables'})}"
+
+
+
+@pytest.mark.parametrize("path", sorted(ANALYSES_DIR.rglob("*.py")), ids=_name)
+def test_no_analysis_loads_a_model(path):
+    """The runner owns every model load and pass (``engine/runner.py``): an analysis declares what it needs of its
+    model (``needs_task_model``, ``needs_gradients``, ``needs_ablations``, ``needs_input_embeddings``) and reads it
+    from its context; no module under ``analyses/`` refers to ``load_model`` or to transformers' loaders."""
+    tree = ast.parse(path.read_text())
+    named = {a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for a in node.names}
+    named |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    named |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    loaders = named & {"load_model", "from_pretrained", "from_config"}
+    assert not loaders, f"{_name(path)} loads a model ({sorted(loaders)}); declare what it needs of it instead"
+
+#: The files of a package that read or return its tables; each names them by their specs (``tables[ENTROPY]``).
+TABLE_READERS = ("claims", "finish", "section")
+
+
+def _table_literals(path: Path, names: set[str]) -> list[tuple[int, str]]:
+    """``(line, string)`` of each string constant of ``path`` that names one of the tables ``names``: any string
+    equal to one, except one that is also a column of them (the ``entropy`` table's ``entropy`` column), which is
+    read as a table only where it is one: ``tables[...]``, ``tables.get(...)``, a ``tables=`` argument, or a key
+    (subscript or dict literal) of what a finish step returns."""
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        key = None
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in ("tables", "out"):
+            key = node.slice
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+              and isinstance(node.func.value, ast.Name) and node.func.value.id == "tables" and node.args):
+            key = node.args[0]
+        elif isinstance(node, ast.keyword) and node.arg == "tables":
+            found += [(c.lineno, c.value) for c in ast.walk(node.value)
+                      if isinstance(c, ast.Constant) and c.value in names]
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
+            found += [(k.lineno, k.value) for k in node.value.keys if isinstance(k, ast.Constant) and k.value in names]
+        if isinstance(key, ast.Constant) and key.value in names:
+            found.append((key.lineno, key.value))
+    return found
+
+
+def _columns_of(specs) -> set[str]:
+    return {column for spec in specs for column in spec.columns}
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.name)
+def test_an_analysis_names_its_own_tables_by_their_specs(package):
+    """No claims.py, finish.py or section.py of a package names one of its own declared tables in a string: it
+    imports the table's spec from its ``tables.py`` (``tables=(DEPENDENCY_TABLE,)``, ``tables[DEPENDENCY_TABLE]``,
+    ``{DEPENDENCY_TABLE.name: frame}``), so that a renamed or mistyped table fails at import, not in a run."""
+    specs = [spec for spec in _registry().values() if isinstance(spec.collector, str)
+             and spec.collector.startswith(f"headstats.analyses.{package.name}.")]
+    declared = [table for spec in specs for table in spec.tables.values()]
+    names = {table.name for table in declared}
+    strict = names - _columns_of(declared)
+    named = []
+    for role in TABLE_READERS:
+        path = package / f"{role}.py"
+        if path.is_file():
+            anywhere = [(node.lineno, node.value) for node in ast.walk(ast.parse(path.read_text()))
+                        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in strict]
+            named += [f"{path.name}:{line} {value!r}" for line, value in sorted(set(anywhere)
+                                                                                | set(_table_literals(path, names)))]
+    assert not named, f"{package.name} names its tables by string: {named}; import their specs from its tables.py"
+
+
+def test_the_table_names_scan_sees_every_way_of_naming_a_table(tmp_path):
+    """The scan of the test above finds a table named in each place a claim, finish step or section names one, and
+    leaves a column of the same name alone."""
+    path = tmp_path / "section.py"
+    path.write_text('register_claim("k", tables=("t_tests",))\n'
+                    'a = tables["t"]\n'
+                    'b = tables.get("t")\n'
+                    'out["t"] = a\n'
+                    'c = a["t"].mean()\n'
+                    'def finish(tables):\n'
+                    '    return {"t": tables.get("u")}\n')
+    assert sorted(_table_literals(path, {"t", "t_tests"})) == [(1, "t_tests"), (2, "t"), (3, "t"), (4, "t"), (7, "t")]
 
 
 def test_tests_mirror_the_tree():

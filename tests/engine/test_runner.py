@@ -380,3 +380,66 @@ def test_jobs_of_two_measures_share_one_forward_pass(tiny_model):
             alone.update(view_of(view.attention, view.inputs, dataset="d"))
         np.testing.assert_allclose(job.collector.state().values, alone.state().values, rtol=1e-5)  # other padding
     assert not np.allclose(jobs[0].collector.state().values, jobs[1].collector.state().values, equal_nan=True)
+
+
+class EmbeddingReader(Collector):
+    """A collector that reads its model's input embeddings after the pass, unless its options give vectors of its
+    own; its state counts the inputs it saw."""
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._state = 0
+
+    @property
+    def needs_input_embeddings(self):
+        return not self.context.options.get("own_vectors", False)
+
+    def update(self, view):
+        self._state += len(view.inputs)
+
+    @classmethod
+    def merge(cls, states):
+        return sum(states)
+
+    def tables(self):
+        return {}
+
+
+def test_a_collector_that_needs_input_embeddings_gets_its_models_matrix_after_the_pass(two_models, tmp_path):
+    """The runner hands the collector whose states it merged the input embeddings of the model it loaded for the
+    pass (one float32 copy per model), loading the model for them when every chunk came from the cache, and
+    never for a shard (whose states are merged elsewhere) or a collector that needs none."""
+    from headstats.engine.cache import StateCache
+    from headstats.engine.runner import ModelInfo
+
+    loads: Counter = Counter()
+
+    def load(name):
+        loads[name] += 1
+        return two_models[name]
+
+    def describe(name):  # as the study does: no load to describe a model
+        return ModelInfo(dict(two_models[name].provenance), two_models[name].max_input_length)
+
+    data = {"d": RECORDS, "e": RECORDS[:7]}
+
+    def jobs():
+        return ([Job(EmbeddingReader, (m,), ds) for m in ("base", "other") for ds in data]
+                + [Job(EmbeddingReader, ("base",), "d", {"own_vectors": True})])
+
+    for expected_loads in ({"base": 1, "other": 1}, {"base": 2, "other": 2}):  # the passes, then all from the cache
+        run = jobs()
+        Runner(batch_size=5, chunk_size=4, cache=StateCache(tmp_path / "c")).run(load, data, run, describe=describe)
+        assert loads == expected_loads
+        for job in run[:4]:
+            weight = two_models[job.models[0]].model.get_input_embeddings().weight.detach().numpy()
+            got = job.collector.context.input_embeddings
+            np.testing.assert_array_equal(got, weight)
+            assert got.dtype == np.float32 and not np.shares_memory(got, weight)
+            assert job.collector.state() == len(data[job.dataset])
+        assert run[0].collector.context.input_embeddings is run[1].collector.context.input_embeddings
+        assert run[-1].collector.context.input_embeddings is None
+    shard = jobs()
+    Runner(batch_size=5, chunk_size=4, cache=StateCache(tmp_path / "c"), shard=(1, 1)).run(load, data, shard,
+                                                                                         describe=describe)
+    assert loads == {"base": 2, "other": 2} and shard[0].collector.context.input_embeddings is None

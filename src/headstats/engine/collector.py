@@ -91,6 +91,12 @@ class Context:
     tokenizer : tokenizer, optional
         Set by the runner for the pass: the tokenizer of the model it loaded (a collector that reads the pieces'
         text, e.g. which ids are punctuation, takes it from here; None for a collector built by hand).
+    input_embeddings : numpy.ndarray, optional
+        Set for a collector that :attr:`~Collector.needs_input_embeddings`, on the collector whose states were
+        merged (the one whose ``tables()`` the study reads): the (vocabulary, hidden) float32 input-embedding
+        matrix of :attr:`model`, on the CPU, taken by the runner from the model it loaded for the pass
+        (:class:`headstats.engine.runner.InputEmbeddings`; by ``headstats merge`` from the model of the shards).
+        None otherwise.
     """
 
     models: tuple[str, ...]
@@ -102,6 +108,7 @@ class Context:
     seed: int = 0
     task_models: Callable[[str], Any] | None = field(default=None, compare=False, repr=False)
     tokenizer: Any = field(default=None, compare=False, repr=False)
+    input_embeddings: Any = field(default=None, compare=False, repr=False)
 
     def task_model(self, dtype: str = "float32") -> Any:
         """The :class:`~headstats.model.loading.LoadedModel` of :attr:`model` with its task head, in ``dtype``:
@@ -162,6 +169,15 @@ class Collector(ABC):
     def __init__(self, context: Context) -> None:
         self.context = context
         self._state: Any = None
+
+    @property
+    def needs_input_embeddings(self) -> bool:
+        """Whether the collector reads its model's input embeddings after the pass (``tables()``, e.g. the
+        probing analysis' word vectors): the runner then hands the collector whose states it merged the matrix of
+        the model it loaded for the pass (:attr:`Context.input_embeddings`), loading the model for it only when
+        every chunk came from the cache; a collector never loads a model itself. Default False (read from the
+        built collector, so that it may depend on its options)."""
+        return False
 
     @property
     def map_free(self) -> bool:

@@ -25,8 +25,11 @@ Passes that need more than attention are the runner's too. A collector declares 
 needs_gradients`): the runner loads the model again with its task head once per group (:class:`TaskModels`,
 freed with the group), hands it over through the collector's context, and calls the collector's ``update`` on
 each batch with gradients enabled; a collector that :attr:`~headstats.engine.collector.Collector.needs_ablations`
-gets its ablation batches run once its chunk's batches are done (:func:`headstats.engine.ablation.run_ablations`),
-so that no collector loads a model, runs a pass of its own or leaves the runner's inference mode.
+gets its ablation batches run once its chunk's batches are done (:func:`headstats.engine.ablation.run_ablations`);
+a collector that :attr:`~headstats.engine.collector.Collector.needs_input_embeddings` after the pass gets its
+model's input-embedding matrix, taken from the model loaded for the pass (:class:`InputEmbeddings`), on the
+collector whose states the runner merged. So no collector loads a model, runs a pass of its own or leaves the
+runner's inference mode.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from __future__ import annotations
 import gc
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ContextManager, Iterable, Mapping, Sequence
 
 from headstats.lazy import torch
@@ -432,6 +435,7 @@ class Runner:
         self.memory_budget = memory_budget
         self.map_free = map_free
         self._task_models = TaskModels()
+        self._input_embeddings: InputEmbeddings | None = None
         #: Forward passes run (one per model and batch), ablation passes (:mod:`headstats.engine.ablation`) and
         #: models loaded, by the last :meth:`run`.
         self.forward_passes = 0
@@ -503,6 +507,10 @@ class Runner:
                     check_same_tokenizer(*loaded.values(), names=list(loaded))  # they share batches
                 return loaded
 
+            # a shard's collectors make no tables (their chunks' states are merged by `headstats merge`)
+            self._input_embeddings = (InputEmbeddings(lambda name, ensure=ensure_loaded: ensure()[name])
+                                      if self.shard is None else None)
+
             try:
                 if describe is None:
                     infos = {m: ModelInfo(dict(lm.provenance), lm.max_input_length)
@@ -522,6 +530,7 @@ class Runner:
                 loaded.clear()
                 self.loads += self._task_models.loads
                 self._task_models.clear()
+                self._input_embeddings = None
                 if number + 1 < len(groups):
                     gc.collect()  # free this group's models before the next group's are loaded
         return counts
@@ -591,8 +600,8 @@ class Runner:
                     if self.keep_chunks:
                         job.chunks[k] = entries[id(job)]
                 del entries
-        for job in jobs:
-            job.collector = build_collector(job, infos)  # the merged states: no pass left to run
+        for job in jobs:  # the merged states: no pass left to run
+            job.collector = build_collector(job, infos, input_embeddings=self._input_embeddings)
             if states[id(job)]:
                 cls = type(job.collector)
                 job.collector.load_state(cls.merge([self._state(s) for s in states[id(job)]]))
@@ -718,11 +727,32 @@ class TaskModels:
         self._loaded.clear()
 
 
+class InputEmbeddings:
+    """The input-embedding matrix of each model, for the collectors that
+    :attr:`~headstats.engine.collector.Collector.needs_input_embeddings`: taken once per model, at the first
+    :meth:`get`, from ``model(name)`` (the runner's: the model it loaded for the pass, loaded then only when every
+    chunk came from the cache), as a (vocabulary, hidden) float32 copy on the CPU, the model's weights cast as
+    stored (a model loaded in float16 gives its float16 embeddings).
+    """
+
+    def __init__(self, model: Callable[[str], LoadedModel]) -> None:
+        self._model = model
+        self._matrices: dict[str, Any] = {}
+
+    def get(self, name: str) -> Any:
+        """The (vocabulary, hidden) float32 numpy matrix of model ``name``'s input embeddings."""
+        if name not in self._matrices:
+            weight = self._model(name).model.get_input_embeddings().weight
+            self._matrices[name] = weight.detach().float().cpu().numpy().copy()
+        return self._matrices[name]
+
+
 def build_collector(job: Job, loaded: Mapping[str, Any], *, task_models: TaskModels | None = None,
-                    tokenizer: Any = None) -> Collector:
+                    tokenizer: Any = None, input_embeddings: InputEmbeddings | None = None) -> Collector:
     """The collector of ``job``, bound to the shapes of its models (LoadedModel or ModelInfo; a pair's must match),
-    for a collector that needs its model with a task head to the runner's ``task_models``, and for a pass to the
-    loaded models' ``tokenizer``."""
+    for a collector that needs its model with a task head to the runner's ``task_models``, for a pass to the
+    loaded models' ``tokenizer``, and for one that :attr:`~Collector.needs_input_embeddings` (asked of the built
+    collector, which is then built again with them) to its model's matrix from ``input_embeddings``."""
     shapes = {(loaded[m].n_layers, loaded[m].n_heads) for m in job.models}
     if len(shapes) > 1:
         a, b = job.models
@@ -739,6 +769,8 @@ def build_collector(job: Job, loaded: Mapping[str, Any], *, task_models: TaskMod
     context = Context(job.models, job.dataset, model.n_layers, model.n_heads, dict(job.options), provenance,
                       seed=int(job.seed), task_models=task, tokenizer=tokenizer)
     collector = job.factory(context)
+    if input_embeddings is not None and collector.needs_input_embeddings:
+        collector = job.factory(replace(context, input_embeddings=input_embeddings.get(name)))
     if collector.pair != job.is_pair:
         kind = "pair" if collector.pair else "single-model"
         raise ValueError(f"job {job.name!r} binds {len(job.models)} model(s) to a {kind} collector")

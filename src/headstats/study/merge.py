@@ -34,6 +34,7 @@ import pandas as pd
 from headstats.config.protocol import Protocol, dump_protocol, validate_protocol
 from headstats.errors import IncompatibleResultsError, OutputError
 from headstats.folders import OutputClaim, claim_output, manifest_of, member_path
+from headstats.model.identity import provenance_source
 from headstats.engine.runner import ProgressFactory, no_progress
 from headstats.study.finish import finish_study
 from headstats.study.models import model_functions
@@ -268,8 +269,11 @@ def check_shards(shards: Sequence[ShardFolder]) -> None:
 
 def passes_from_shards(protocol: Protocol, parts: Sequence[ShardResult], data: dict[str, LoadedData],
                        execution: dict, *, log: Log = lambda message: None) -> StudyPasses:
-    """The study's passes from the chunk states of every shard, merged in chunk order (as one run merges them)."""
-    from headstats.engine.runner import ModelInfo, PassCounts, build_collector
+    """The study's passes from the chunk states of every shard, merged in chunk order (as one run merges them).
+    A collector that needs its model's input embeddings after the pass gets them from the model loaded on the CPU
+    with the protocol's dtype (:class:`~headstats.engine.runner.InputEmbeddings`; the weights cast as the shards
+    cast them), only then."""
+    from headstats.engine.runner import InputEmbeddings, ModelInfo, PassCounts, build_collector
 
     first = parts[0]
     roles = {name: (list(kept), dict(dropped)) for name, (kept, dropped) in first.roles.items()}
@@ -278,6 +282,9 @@ def passes_from_shards(protocol: Protocol, parts: Sequence[ShardResult], data: d
     for part in parts:
         provenance.update(part.provenance)
     infos = {name: ModelInfo(prov, 0) for name, prov in provenance.items()}
+    sources = {name: provenance_source(prov, name) for name, prov in provenance.items()}
+    load = model_functions(protocol.model_copy(update={"device": "cpu"}), sources, {}, log)[0]
+    embeddings = InputEmbeddings(load)
     passed: dict[tuple[str, str], dict] = {}
     for job in jobs:
         label = job_label(job)
@@ -291,7 +298,7 @@ def passes_from_shards(protocol: Protocol, parts: Sequence[ShardResult], data: d
         if sorted(chunks) != expected:
             missing = sorted(set(expected) - set(chunks))
             raise IncompatibleResultsError(f"chunks {missing[:5]} of {label} are in no shard; give every shard folder")
-        job.collector = build_collector(job, infos)
+        job.collector = build_collector(job, infos, input_embeddings=embeddings)
         if chunks:
             job.collector.load_state(type(job.collector).merge([chunks[k]["state"] for k in expected]))
         for m in job.models:

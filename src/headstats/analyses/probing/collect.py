@@ -18,7 +18,8 @@ others (held out, 20 %):
   before).
 
 Word vectors default to the model's own input embeddings (a word's vector is the mean of its pieces'
-embeddings; GloVe, the paper's choice, cannot be had offline); ``analysis_options.probing.vectors`` names a
+embeddings; GloVe, the paper's choice, cannot be had offline), which the runner hands the collector from the model
+it loaded for the pass (:attr:`~headstats.engine.collector.Context.input_embeddings`: nothing here loads a model); ``analysis_options.probing.vectors`` names a
 text file of ``word v1 v2 ...`` lines instead (lower-cased look-up; unknown words get zeros). The score is the
 unlabeled attachment score (UAS) on the held-out words, punctuation left out (as the paper); root words have
 no head word and are neither trained on nor scored. Candidates are the other words of the input.
@@ -59,6 +60,11 @@ class ProbeFeatures(Collector):
         self.options: ProbingOptions = collector_options(context, ProbingOptions)
         self._state = {"sentences": []}
 
+    @property
+    def needs_input_embeddings(self) -> bool:
+        """The default word vectors are the model's input embeddings (none needed with a ``vectors`` file)."""
+        return self.options.vectors is None
+
     def update(self, view: BatchView) -> None:
         if not any(item.arcs for item in view.inputs):
             return
@@ -96,18 +102,23 @@ class ProbeFeatures(Collector):
     def tables(self) -> dict[str, pd.DataFrame]:
         """``probe_sentences``: one row per parsed input (``model, dataset, source, revision, index,
         attention, gold, punct, pieces``), what the analysis' finish step trains the probes on
-        (:func:`train_probes`; it replaces this table by ``probes``). Nothing is trained here, so a shard
-        merge or a second call costs nothing."""
+        (:func:`train_probes`; it replaces this table by ``probes``), and ``probe_embeddings``: one row (``model,
+        dataset, embeddings``), the input-embedding matrix the runner handed over (None without one), the word
+        vectors' default. Nothing is trained here, so a shard merge or a second call costs nothing."""
         ctx = self.context
         prov = ctx.provenance.get(ctx.model, {})
         rows = [{"model": ctx.model, "dataset": ctx.dataset, "source": provenance_source(prov, ctx.model),
                  "revision": prov.get("revision"), **s}
                 for s in sorted(self._state["sentences"], key=lambda s: s["index"])]
-        return {"probe_sentences": pd.DataFrame(rows, columns=SENTENCE_COLUMNS)}
+        embeddings = pd.DataFrame([{"model": ctx.model, "dataset": ctx.dataset, "embeddings": ctx.input_embeddings}],
+                                  columns=EMBEDDING_COLUMNS)
+        return {"probe_sentences": pd.DataFrame(rows, columns=SENTENCE_COLUMNS), "probe_embeddings": embeddings}
 
 
 #: Columns of the ``probe_sentences`` table that :meth:`ProbeFeatures.tables` hands to :func:`train_probes`.
 SENTENCE_COLUMNS = ["model", "dataset", "source", "revision", "index", "attention", "gold", "punct", "pieces"]
+#: Columns of its ``probe_embeddings`` table: the (vocabulary, hidden) input-embedding matrix of the model.
+EMBEDDING_COLUMNS = ["model", "dataset", "embeddings"]
 
 
 def train_probes(tables: Mapping[str, pd.DataFrame], statistics: Any, options: ProbingOptions | None,
@@ -117,11 +128,14 @@ def train_probes(tables: Mapping[str, pd.DataFrame], statistics: Any, options: P
 
     Returns ``probes`` (``model, dataset, probe, vectors, n_train, n_test, n_words, correct, uas, seed`` and
     the discordant counts against both baselines on the same held-out words, ``only_vs_<baseline>`` and
-    ``<baseline>_only``) and drops ``probe_sentences`` (it is not written). ``log`` gets a line as the probes of
+    ``<baseline>_only``) and drops ``probe_sentences`` and ``probe_embeddings`` (they are not written). ``log`` gets a line as the probes of
     each (model, data set) start training (a minute or more on a CPU).
     """
     options = options if options is not None else ProbingOptions()
     frame = tables.get("probe_sentences")
+    embeddings = tables.get("probe_embeddings")
+    matrices = ({} if embeddings is None else
+                {(m, d): e for m, d, e in embeddings[EMBEDDING_COLUMNS].itertuples(index=False)})
     rows = []
     if frame is not None and not frame.empty:
         for (model, dataset), part in frame.groupby(["model", "dataset"], sort=False):
@@ -131,8 +145,9 @@ def train_probes(tables: Mapping[str, pd.DataFrame], statistics: Any, options: P
             prov = {"path": first["source"], "revision": first["revision"]}
             log(f"probing: training {len(PROBES)} probes on {model} / {dataset} ({len(sentences):,} sentences, "
                 f"{options.epochs} epochs)")
-            rows += probe_rows(model, dataset, sentences, prov, options, seed)
-    return {"probes": pd.DataFrame(rows, columns=PROBE_COLUMNS), "probe_sentences": None}
+            rows += probe_rows(model, dataset, sentences, prov, options, seed,
+                               embeddings=matrices.get((model, dataset)))
+    return {"probes": pd.DataFrame(rows, columns=PROBE_COLUMNS), "probe_sentences": None, "probe_embeddings": None}
 
 
 #: Columns of ``probes`` as :func:`train_probes` makes it.
@@ -142,11 +157,12 @@ PROBE_COLUMNS = ["model", "dataset", "probe", "vectors", "n_train", "n_test", "n
 
 
 def probe_rows(model: str, dataset: str, sentences: Sequence[dict], provenance: Mapping[str, Any],
-               options: ProbingOptions, seed: int) -> list[dict]:
-    """The rows of ``probes`` for one (model, data set): each probe trained and scored on the same words."""
+               options: ProbingOptions, seed: int, *, embeddings: Any = None) -> list[dict]:
+    """The rows of ``probes`` for one (model, data set): each probe trained and scored on the same words
+    (``embeddings``: the model's input-embedding matrix, the word vectors' default)."""
     train = [s for s in sentences if not held_out(s["index"])]
     test = [s for s in sentences if held_out(s["index"])]
-    vectors, source = word_vectors(provenance, options, model)
+    vectors, source = word_vectors(provenance, options, model, embeddings=embeddings)
     right = run_probes(PROBES, train, test, vectors, seed=seed, lr=options.lr, hidden=options.hidden,
                        batch_size=options.batch_size, epochs=options.epochs)
     rows = []
@@ -162,20 +178,24 @@ def probe_rows(model: str, dataset: str, sentences: Sequence[dict], provenance: 
     return rows
 
 
-def word_vectors(provenance: Mapping[str, Any], options: ProbingOptions, model: str = "") -> tuple[Any, str]:
-    """``(kind, table, dim, tokenizer)`` of the word vectors, and a label of their source (the model and its
-    tokenizer, found from its ``provenance``, loaded by the model layer: :func:`headstats.model.loading.load_model`)."""
-    from headstats.model.loading import load_model, load_tokenizer
-
-    source, revision = provenance_source(provenance, model), provenance.get("revision")
+def word_vectors(provenance: Mapping[str, Any], options: ProbingOptions, model: str = "", *,
+                 embeddings: Any = None) -> tuple[Any, str]:
+    """``(kind, table, dim, tokenizer)`` of the word vectors, and a label of their source: the ``vectors`` file
+    of the options (the words found by the model's tokenizer, read from its ``provenance``), else ``embeddings``,
+    the model's input-embedding matrix that the runner handed the collector
+    (:attr:`~headstats.engine.collector.Context.input_embeddings`)."""
     if options.vectors:
+        from headstats.model.loading import load_tokenizer
+
+        source, revision = provenance_source(provenance, model), provenance.get("revision")
         table = _read_vectors(options.vectors)
         dim = len(next(iter(table.values())))
         return ("file", table, dim, load_tokenizer(source, revision=revision)), f"file:{options.vectors}"
-    with torch.inference_mode(False):
-        embeddings = load_model(source, revision=revision).model.get_input_embeddings()
-        matrix = embeddings.weight.detach().float().numpy().copy()
-    return ("embeddings", matrix, matrix.shape[1], None), "input_embeddings"
+    if embeddings is None:
+        raise ValueError(f"no input embeddings of model {model!r} for the probes' word vectors: run the probing "
+                         "collector through headstats.engine.runner.Runner (which hands them over), or give "
+                         "analysis_options.probing.vectors")
+    return ("embeddings", embeddings, embeddings.shape[1], None), "input_embeddings"
 
 
 def _read_vectors(path: str) -> dict[str, np.ndarray]:
