@@ -10,9 +10,10 @@ report draws its section, only through its :class:`AnalysisSpec`; no other folde
                           of a file of its own package (imported at first use), the options class and the tables
                           imported
 ``tables.py``             its tables, declared once (``DECLARED = declare_tables(name, {table: TableSpec(...)})``,
-                          one constant per table: ``DEPENDENCY_TABLE``); its claims, finish step and section name a
-                          table by its spec (``tables[DEPENDENCY_TABLE]``, ``register_claim(...,
-                          tables=(DEPENDENCY_TABLE,))``), never by a string (imports only :mod:`headstats.tables`)
+                          one constant per table: ``DEPENDENCY_TABLE``); the package's other files name a table by
+                          its spec (``tables[DEPENDENCY_TABLE]``, ``register_claim(...,
+                          tables=(DEPENDENCY_TABLE,))``, ``{DEPENDENCY_TABLE.name: frame}``), never by a string
+                          (imports only :mod:`headstats.tables`)
 ``options.py``            its options (pydantic, no torch): the protocol's ``analysis_options: {name: {...}}``
 ``collect.py``            the collector (``update(view)``, ``merge(states)``, ``tables()``), torch allowed
 ``finish.py``             tables in, tables out after the pass: intervals, tests, corrections (no torch, no

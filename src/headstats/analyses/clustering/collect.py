@@ -37,6 +37,7 @@ import pandas as pd
 
 from headstats.analyses import collector_options
 from headstats.analyses.clustering.options import ClusteringOptions
+from headstats.analyses.clustering.tables import JS_DISTANCE, MDS
 from headstats.analyses.kernels import thread_map
 from headstats.analyses.surface.collect import SURFACE_COLUMNS, SurfacePatterns, dominant_behaviour, surface_of
 from headstats.analyses.surface.options import SURFACE_MEASURES
@@ -276,7 +277,7 @@ class HeadClustering(Collector):
         mds = ctx.head_frame(model=ctx.model, dataset=ctx.dataset, x=xy[:, 0], y=xy[:, 1])
         mds["stress"] = stress
         mds["behaviour"] = dominant_behaviour(surface, broad=self.broad_share).to_numpy() if s.n_inputs else ""
-        return {"js_distance": js[JS_COLUMNS], "mds": mds[MDS_COLUMNS]}
+        return {JS_DISTANCE.name: js[JS_COLUMNS], MDS.name: mds[MDS_COLUMNS]}
 
 
 def mds_embedding(distance: np.ndarray, *, seed: int = 0, dimensions: int = 2) -> tuple[np.ndarray, float]:

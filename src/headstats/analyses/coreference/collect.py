@@ -39,6 +39,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from headstats.analyses.coreference.tables import COREFERENCE, COREFERENCE_NOTES
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, abs_histogram, add_histograms
 from headstats.lazy import torch
@@ -178,6 +179,6 @@ class AntecedentSelection(Collector):
         table["layer"] = table["layer"].astype("Int64")
         table["head"] = table["head"].astype("Int64")
         notes = pd.DataFrame([{"model": ctx.model, "dataset": ctx.dataset, "queries_dropped": s["dropped"]}])
-        return {"coreference": table, "coreference_notes": notes}
+        return {COREFERENCE.name: table, COREFERENCE_NOTES.name: notes}
 
 

@@ -44,6 +44,7 @@ import pandas as pd
 
 from headstats.analyses import collector_options
 from headstats.analyses.dependency.options import DependencyOptions
+from headstats.analyses.dependency.tables import DEPENDENCY_COUNTS, DEPENDENCY_HEADS, DEPENDENCY_NOTES
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, abs_histogram, add_histograms
 from headstats.lazy import torch
@@ -293,9 +294,10 @@ class DependencyAccuracy(Collector):
                 frame[f"nn_{half}"] = int(cell["nn"][k])
             counts.append(pd.DataFrame(frame))
         columns = ["model", "dataset", "relation", "layer", "head", "direction", "n", "accuracy", "correct"]
-        out = {"dependency_heads": pd.concat(heads, ignore_index=True) if heads else pd.DataFrame(columns=columns),
-               "dependency_counts": _zero_filled(counts)}
-        out["dependency_notes"] = pd.DataFrame([{"model": ctx.model, "dataset": ctx.dataset, **self._state["notes"]}])
+        out = {DEPENDENCY_HEADS.name: pd.concat(heads, ignore_index=True) if heads else pd.DataFrame(columns=columns),
+               DEPENDENCY_COUNTS.name: _zero_filled(counts)}
+        notes = {"model": ctx.model, "dataset": ctx.dataset, **self._state["notes"]}
+        out[DEPENDENCY_NOTES.name] = pd.DataFrame([notes])
         return out
 
 

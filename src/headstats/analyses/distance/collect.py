@@ -35,6 +35,7 @@ import pandas as pd
 
 from headstats.analyses import collector_options
 from headstats.analyses.distance.options import DistanceOptions
+from headstats.analyses.distance.tables import DISTANCE
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Context, PerInputCollector
 from headstats.lazy import torch
@@ -86,7 +87,7 @@ class AttentionDistance(PerInputCollector):
             warnings.simplefilter("ignore", RuntimeWarning)  # no input, or n = 1 everywhere: NaN stays NaN
             means = np.nanmean(values, axis=0)
             sd = np.nanstd(values[..., 0], axis=0, ddof=1)
-        return {"distance": self.context.head_frame(
+        return {DISTANCE.name: self.context.head_frame(
             model=self.context.model, dataset=self.context.dataset, n=np.full(means.shape[:2], len(values)),
             distance_mean=means[..., 0], distance_sd=sd, uniform_mean=means[..., 1], locality_mean=means[..., 2])}
 

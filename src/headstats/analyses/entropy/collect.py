@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from headstats.analyses.entropy.tables import ENTROPY
 from headstats.analyses.kernels import row_entropies
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, Moments
@@ -91,6 +92,6 @@ class AttentionEntropy(Collector):
             entropy_cls=s["cls_entropy"].mean_or_nan, entropy_cls_sd=s["cls_entropy"].sd,
         )
         frame["entropy_uniform"] = float(s["uniform"].mean_or_nan)
-        return {"entropy": frame.loc[:, list(ENTROPY_COLUMNS)]}
+        return {ENTROPY.name: frame.loc[:, list(ENTROPY_COLUMNS)]}
 
 

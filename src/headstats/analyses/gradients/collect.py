@@ -37,6 +37,7 @@ import pandas as pd
 
 from headstats.analyses import collector_options
 from headstats.analyses.gradients.options import GradientOptions
+from headstats.analyses.gradients.tables import GRADIENTS, GRADIENTS_SKIPPED
 from headstats.engine.batch import BatchView, non_finite_cause, refuse_non_finite_maps
 from headstats.engine.collector import Collector, Context, Moments
 from headstats.engine.forward import pad_batch
@@ -191,7 +192,7 @@ class GradientImportance(Collector):
         or ``gradients_skipped``: ``model, dataset, reason`` when the model offers no loss."""
         ctx, s = self.context, self._state
         if s["skipped"] is not None:
-            return {"gradients_skipped": pd.DataFrame([{"model": ctx.model, "dataset": ctx.dataset,
+            return {GRADIENTS_SKIPPED.name: pd.DataFrame([{"model": ctx.model, "dataset": ctx.dataset,
                                                         "reason": s["skipped"]}])}
         frames = [ctx.head_frame(model=ctx.model, dataset=ctx.dataset, target=t, n=s["moments"][t].n,
                                  mean_abs_grad=s["moments"][t].mean_or_nan, sd=s["moments"][t].sd)
@@ -199,6 +200,6 @@ class GradientImportance(Collector):
         table = pd.concat(frames, ignore_index=True)
         table["loss"] = s.get("loss_name", s["kind"])
         table["mean_loss"] = float(s["loss"].mean_or_nan)
-        return {"gradients": table}
+        return {GRADIENTS.name: table}
 
 

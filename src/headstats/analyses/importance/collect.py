@@ -62,6 +62,7 @@ import pandas as pd
 
 from headstats.analyses import collector_options
 from headstats.analyses.importance.options import ImportanceOptions
+from headstats.analyses.importance.tables import IMPORTANCE, IMPORTANCE_NOTES, IMPORTANCE_PRUNING_INPUTS
 from headstats.engine.ablation import AblationBatch
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context, ScoreState
@@ -431,7 +432,7 @@ class ImportanceCollector(Collector):
                                "reason": info.get("reason") or "no input"}]) if status != "task" else \
             pd.DataFrame(columns=["model", "dataset", "status", "reason"])
         if status == "skipped":
-            return {"importance_notes": notes}
+            return {IMPORTANCE_NOTES.name: notes}
         v = state.heads.values.astype(np.float64)
         n = v.shape[0]
         with warnings.catch_warnings():
@@ -450,7 +451,7 @@ class ImportanceCollector(Collector):
         frame["base_loss"] = base[0]
         frame["base_accuracy"] = base[2]
         frame["n_predicted_labels"] = int(info.get("n_predicted_labels", 0))
-        out = {"importance": frame, "importance_notes": notes}
+        out = {IMPORTANCE.name: frame, IMPORTANCE_NOTES.name: notes}
         if task and n:
             shares = info["shares"]
             K = ctx.n_layers * ctx.n_heads
@@ -462,7 +463,7 @@ class ImportanceCollector(Collector):
                 "share": np.tile(np.asarray(shares, float), n),
                 "n_removed": np.tile([int(round(s * K)) for s in shares], n),
                 "loss": p[..., 0].ravel(), "p_correct": p[..., 1].ravel(), "correct": p[..., 2].ravel()})
-            out["importance_pruning_inputs"] = rows
+            out[IMPORTANCE_PRUNING_INPUTS.name] = rows
         return out
 
 

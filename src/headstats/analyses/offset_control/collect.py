@@ -29,6 +29,7 @@ import pandas as pd
 
 from headstats.analyses import collector_options
 from headstats.analyses.offset_control.options import OffsetControlOptions, control_hypotheses, control_roles
+from headstats.analyses.offset_control.tables import OFFSET_CONTROL_INPUTS
 from headstats.analyses.sieves import ARC_DIRECTIONS
 from headstats.engine.batch import BatchView, row_means
 from headstats.engine.collector import Context, PerInputCollector
@@ -173,6 +174,6 @@ class OffsetControl(PerInputCollector):
     def tables(self) -> dict[str, pd.DataFrame]:
         """``offset_control_inputs``: per arc role, the inputs with an arc of it that has a control."""
         values = self.state().values
-        return {"offset_control_inputs": pd.DataFrame({
+        return {OFFSET_CONTROL_INPUTS.name: pd.DataFrame({
             "model": self.context.model, "dataset": self.context.dataset, "role": [n for n, _ in self.roles],
             "n_taking_part": [int(np.isfinite(values[:, 0, 0, r]).sum()) for r in range(len(self.roles))]})}

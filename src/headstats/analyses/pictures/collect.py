@@ -39,6 +39,7 @@ import pandas as pd
 
 from headstats.analyses import collector_options
 from headstats.analyses.pictures.options import PicturesOptions
+from headstats.analyses.pictures.tables import ATTENTION_MAPS, ATTENTION_TOKENS, GALLERY
 from headstats.analyses.surface.options import SURFACE_MEASURES
 from headstats.analyses.surface.collect import context_punctuation_ids, context_tokenizer, surface_of
 from headstats.engine.batch import BatchView
@@ -254,7 +255,7 @@ class AttentionPictures(Collector):
                                         "special": item.special[shown].astype(bool)}))
         maps_frame = pd.concat(maps, ignore_index=True) if maps else pd.DataFrame(columns=MAP_COLUMNS)
         token_frame = pd.concat(tokens, ignore_index=True) if tokens else pd.DataFrame(columns=TOKEN_COLUMNS)
-        return {"gallery": gallery, "attention_maps": maps_frame[MAP_COLUMNS],
-                "attention_tokens": token_frame[TOKEN_COLUMNS]}
+        return {GALLERY.name: gallery, ATTENTION_MAPS.name: maps_frame[MAP_COLUMNS],
+                ATTENTION_TOKENS.name: token_frame[TOKEN_COLUMNS]}
 
 

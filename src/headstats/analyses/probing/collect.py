@@ -38,6 +38,7 @@ import pandas as pd
 from headstats.analyses import collector_options
 from headstats.analyses.kernels import torch_threads
 from headstats.analyses.probing.options import ProbingOptions
+from headstats.analyses.probing.tables import PROBES_TABLE
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Collector, Context
 from headstats.lazy import torch
@@ -147,7 +148,8 @@ def train_probes(tables: Mapping[str, pd.DataFrame], statistics: Any, options: P
                 f"{options.epochs} epochs)")
             rows += probe_rows(model, dataset, sentences, prov, options, seed,
                                embeddings=matrices.get((model, dataset)))
-    return {"probes": pd.DataFrame(rows, columns=PROBE_COLUMNS), "probe_sentences": None, "probe_embeddings": None}
+    return {PROBES_TABLE.name: pd.DataFrame(rows, columns=PROBE_COLUMNS), "probe_sentences": None,
+            "probe_embeddings": None}
 
 
 #: Columns of ``probes`` as :func:`train_probes` makes it.

@@ -38,6 +38,7 @@ import pandas as pd
 from headstats.analyses import collector_options
 from headstats.analyses.entropy.collect import entropy_of
 from headstats.analyses.surface.options import DEFAULT_HYPOTHESES, SURFACE_MEASURES, SurfaceOptions
+from headstats.analyses.surface.tables import SURFACE
 from headstats.engine.batch import BatchView
 from headstats.engine.collector import Context, PerInputCollector
 from headstats.lazy import torch
@@ -166,7 +167,7 @@ class SurfacePatterns(PerInputCollector):
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """``surface``: the columns of :data:`SURFACE_COLUMNS`, means over inputs (NaN left out)."""
-        return {"surface": surface_table(self.result())}
+        return {SURFACE.name: surface_table(self.result())}
 
 
 def surface_table(array: MeasureArray) -> pd.DataFrame:
