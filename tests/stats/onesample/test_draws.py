@@ -84,3 +84,32 @@ def test_sign_flip_tail_is_hoeffdings_bound_and_bounds_the_exact_p_value():
     exact = ((signs @ d.T) >= d.sum(axis=1) - 1e-12).mean(axis=0)  # by brute force
     np.testing.assert_allclose(s.pvalues()[:, 0], exact)
     assert (exact <= s.tail[:, 0]).all() and (s.tail[:, 0] < 1).any()
+
+
+def test_the_bootstrap_screen_counts_what_every_null_statistic_counts():
+    """The counts-only path (no quantiles kept) computes t* only for draws that can reach a limit; its counts
+    equal those of every null statistic against every limit, on rows where the screen serves and where it
+    does not (limits <= 0, above SCREEN_MAX, NaN), near-constant rows (t* = +-inf or 0) and N = 2."""
+    from headstats.stats.onesample.draws import SCREEN_MAX, _counts
+
+    rng = np.random.default_rng(7)
+    for n in (2, 5, 40):
+        x = np.sort(np.vstack([
+            rng.gamma(3.0, 1.0, (6, n)),
+            np.full((1, n), 2.0) + np.r_[0.0, np.full(n - 1, 1e-13)],  # near-constant: se 0 in most resamples
+            np.full((1, n), 2.0),  # constant: no t
+            rng.normal(0.0, 1e-9, (1, n)) + 5.0,  # a tiny spread far from 0
+        ]), axis=1)
+        k = x.shape[0]
+        s = BootstrapStream(x, np.zeros((k, 1)), seed=3, n_resamples=3000)
+        block = s._block_at(0)
+        null = s._null(np.arange(k), block, 0, RESAMPLE_BLOCK)
+        # limits at the null's own quantiles (draws exactly at a limit), plus the edge cases of the screen
+        at = np.quantile(np.where(np.isfinite(null), null, 0.0), [0.5, 0.9, 0.99, 0.999], axis=1).T
+        rows = [at, at - 1e-12, np.c_[at[:, :2], np.full((k, 2), -1.0)], np.full((k, 4), 2 * SCREEN_MAX),
+                np.c_[at[:, :3], np.full(k, np.nan)], np.full((k, 4), np.nan), np.c_[np.full(k, 1e-9), at[:, 1:]]]
+        for limit in rows:
+            for part in (np.arange(k), np.array([0, 6, 8])):
+                got = s._exceedances(part, block, 0, RESAMPLE_BLOCK, limit[part])
+                np.testing.assert_array_equal(got, _counts(null[part], limit[part]))
+        assert _counts(null, at).sum() > 0  # the limits are reached: the screen has draws to keep
