@@ -1,6 +1,6 @@
 """Benchmark: the full statistics of a study on planted scores, and the Walsh bound at real size.
 
-Run:  python benchmarks/bench_statistics.py [--n 10000] [--repeats 2] [--smoke] [--replicates 20]
+Run:  python benchmarks/bench_statistics.py [--n 10000] [--repeats 2] [--smoke] [--replicates 20] [--only grid]
 
 ``--smoke`` runs every step on 200 inputs once (seconds; ``tests/test_benchmarks.py`` runs it), the
 quickstart-like comparison on a sixth of the quickstart's heads without the sensitivity tables, and the
@@ -22,6 +22,11 @@ Prints, measured in this one run:
   against ``test: t``, as CPU-time ratio (target: within 5x; runs interleaved, best of ``--repeats``), the
   cells settled by the bootstrap's draw-free bound, and the share of (head, role) cells whose assignment is the
   same as with every cell drawing the full B (target: at least 99 %);
+- the bootstrap's tau grid on the quickstart's scores (``--only grid``; 13 taus x 3 alphas, B = 719,999, the
+  auto B of alpha 0.01): every head drawing B (the reference), then sequential at the auto B and at the smaller
+  B of ``--grid-b``, each with its CPU time, the part spent generating resample blocks, the heads drawn to B,
+  and its (head, role, tau, alpha) decisions against the reference's; and the floor of any grid equal to the
+  reference: the resample indices alone of every stream to B (``--smoke``: 4 heads of the first layer);
 - a simulation of the sequential bootstrap's decision error: planted families of m hypotheses whose means
   straddle tau, each tested sequentially and with the full B; cells with another decision, among them
   stopped cells (the rule's resampling risk bounds them), and the share of draws spent.
@@ -169,6 +174,77 @@ def quickstart_bootstrap(*, smoke: bool, sensitivity: bool, repeats: int = 1) ->
           f"(target >= 99 %)")
 
 
+def grid_options(*, smoke: bool, grid_b: list[int]) -> None:
+    """The bootstrap's tau grid (13 taus x 3 alphas) on the quickstart's scores: the full-B grid, the sequential
+    grid at the auto B and at each of ``grid_b``, per-cell decisions against the full-B grid's, and the floor of
+    the full-B draws (the resample indices alone)."""
+    from unittest import mock
+
+    import pandas as pd
+
+    import headstats.stats.onesample.draws as draws
+    import headstats.stats.sensitivity as sens
+    from headstats.stats.corrections import correct_rows_within_families, family_labels, reject
+    from headstats.stats.matrix import score_matrix
+
+    scores = pd.read_parquet(QUICKSTART_SCORES).drop(columns="measure")
+    if smoke:  # 4 heads of the first layer
+        scores = scores[(scores["layer"] == 0) & (scores["head"] < 4)]
+    mat = score_matrix(scores)
+    labels = family_labels(mat.keys, ("model", "dataset")).to_numpy()
+    alphas = (0.01, 0.05, 0.1)
+    runs: list = []
+    generating = [0.0]
+    make_blocks = draws.BootstrapStream._generate
+
+    def timed_generate(self, j, size):  # the resample blocks' CPU time (this thread)
+        c0 = time.thread_time()
+        out = make_blocks(self, j, size)
+        generating[0] += time.thread_time() - c0
+        return out
+
+    def grid(b: int | None = None, **kw):
+        runs.clear()
+        generating[0] = 0.0
+        keep = sens.sequential_pvalues
+        with mock.patch.object(sens, "sequential_pvalues", lambda *a, **k: runs.append(keep(*a, **k)) or runs[-1]), \
+                mock.patch.object(draws.BootstrapStream, "_generate", timed_generate), \
+                mock.patch.object(sens, "resolve_n_resamples", (lambda *a, **k: b) if b else sens.resolve_n_resamples):
+            c, _, table = cpu(lambda: sens.tau_sensitivity(mat, test="bootstrap", seed=0, **kw))
+        run = runs[-1]
+        p_corr = correct_rows_within_families(run.p, labels, correction="holm")
+        return c, table, run, np.stack([reject(p_corr, a) for a in alphas])
+
+    c_full, t_full, r_full, d_full = grid(sequential=False)
+    b_auto = r_full.total
+    print(f"bootstrap tau grid of the quickstart{' (4 heads of layer 0)' if smoke else ''}: {len(mat.n):,} heads x 13 taus x 3 "
+          f"alphas = {d_full.size:,} decisions, CPU time, one BLAS thread:")
+    print(f"  every head drawing B = {b_auto:,} (the reference): {c_full:.2f} s, of which the resample blocks "
+          f"{generating[0]:.2f} s")
+    for b in [None, *grid_b]:
+        c, table, run, dec = grid(b)
+        differ = dec != d_full
+        extra, missing = (dec & ~d_full).sum(axis=(1, 2)), (~dec & d_full).sum(axis=(1, 2))
+        rows = int((table["n_heads_assigned"].to_numpy() == t_full["n_heads_assigned"].to_numpy()).sum())
+        print(f"  sequential, B = {run.total:,}{' (auto)' if b is None else ''}: {c:.2f} s, of which the resample "
+              f"blocks {generating[0]:.2f} s; heads drawn to B: {int((run.drawn >= run.total).sum())}; decisions "
+              f"differing from the reference: {int(differ.sum())} of {differ.size:,} (at alpha 0.01 / 0.05 / 0.1: "
+              f"extra {'/'.join(map(str, extra))}, missing {'/'.join(map(str, missing))}); count rows equal: "
+              f"{rows} of {len(table)}")
+    ns = [n for n in np.unique(mat.n) if n >= 2]
+    blocks = -(-b_auto // draws.RESAMPLE_BLOCK)
+
+    def indices() -> None:  # what every stream drawn to B needs at the least: its resample indices
+        for n in ns:
+            rng = np.random.default_rng(0)
+            for j in range(blocks):
+                rng.integers(0, n, size=(min(draws.RESAMPLE_BLOCK, b_auto - j * draws.RESAMPLE_BLOCK), n))
+
+    c_idx, _, _ = cpu(indices)
+    print(f"  floor of a grid equal to the reference: the resample indices alone of {len(ns)} streams (N = "
+          f"{', '.join(map(str, ns))}) to B = {b_auto:,}: {c_idx:.2f} s")
+
+
 def planted_family(m: int, n: int, rng) -> "pd.DataFrame":
     """One family of m heads whose mean scores straddle tau = 3 (2 to 4.5, gamma with sd 1, n inputs)."""
     import pandas as pd
@@ -251,7 +327,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--replicates", type=int, default=20, help="families of the decision-error simulation")
     parser.add_argument("--no-sensitivity", action="store_true",
                         help="quickstart-like comparison without the tau grid and robustness tables")
-    parser.add_argument("--only", choices=["full", "quickstart", "error", "walsh"], default=None,
+    parser.add_argument("--grid-b", type=int, nargs="*", default=[143_999, 71_999, 23_999],
+                        help="smaller B at which the bootstrap's tau grid is also run (--only grid)")
+    parser.add_argument("--only", choices=["full", "quickstart", "grid", "error", "walsh"], default=None,
                         help="run one part only")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -261,6 +339,7 @@ def main(argv: list[str] | None = None) -> None:
         "full": lambda: full_statistics(args.n, args.repeats),
         "quickstart": lambda: quickstart_bootstrap(smoke=args.smoke, repeats=args.repeats,
                                                    sensitivity=not (args.no_sensitivity or args.smoke)),
+        "grid": lambda: grid_options(smoke=args.smoke, grid_b=[9_999] if args.smoke else args.grid_b),
         "error": lambda: print_decision_error(args.replicates, *((60, 25) if args.smoke else (300, 40))),
         "walsh": lambda: walsh_bound(args.repeats, **({"n": 1_000, "n_old": 300} if args.smoke else {})),
     }

@@ -42,6 +42,11 @@ def test_statistics(capsys):
     assert stopped > 50.0
     by_bound, assigned = map(int, re.search(r"settled by the draw-free bound: (\d+) of the (\d+) assigned", out).groups())
     assert 0 < by_bound <= assigned
+    # the bootstrap's tau grid at its auto B: every decision that of the grid with every head drawing B
+    assert "bootstrap tau grid of the quickstart (4 heads of layer 0): 76 heads x 13 taus x 3 alphas" in out
+    differ = re.search(r"B = 39,999 \(auto\): [\d.]+ s, .*decisions differing from the reference: (\d+) of 2,964", out)
+    assert differ is not None and differ.group(1) == "0"
+    assert re.search(r"the resample indices alone of 10 streams .* to B = 39,999: [\d.]+ s", out)
     errors = re.search(r"(\d+) cells, [\d,]+ assigned by the full-B run; same decision: [\d,]+ \(([\d.]+)%\); "
                        r"stopped early: [\d,]+ \([\d.]+%\), of which with another decision: (\d+)", out)
     assert errors.group(1) == "120" and float(errors.group(2)) >= 99.0 and errors.group(3) == "0"
