@@ -126,6 +126,58 @@ def test_tau_grid_reads_one_stream_and_keeps_the_full_b_counts(test):
         assert (one.groupby("role")["reject"].sum() == counts).all()
 
 
+def test_a_settled_tau_stops_counting_while_its_head_draws_on_for_another():
+    """In the tau grid each (head, tau) cell stops counting once its decisions are settled: a head near its
+    level at one tau draws to B, its count there is the full-B count, and its other taus keep the count (and the
+    draws) they had when they settled, their boxes still deciding them as the final p-values do."""
+    mat = score_matrix(planted(m=60, seed=7))
+    labels = family_labels(mat.keys, ("model", "dataset")).to_numpy()
+    taus = np.tile([2.0, 3.0, 4.0], (60, 1))
+    kw = dict(test="bootstrap", taus=taus, alphas=[0.05, 0.1], correction="holm", labels=labels, seed=0,
+              n_resamples=23999, min_n=2)
+    run = sequential_pvalues(mat, keep_fixed_b=False, **kw)
+    full = sequential_pvalues(mat, sequential=False, **kw)
+    both = run.drawn >= run.total
+    assert both.any()
+    cells = np.zeros(run.p.shape, dtype=bool)
+    for rows, _, s in run.streams:
+        per_cell = s.drawn_obs.T  # (taus, rows)
+        cells[:, rows] = per_cell < s.total
+        assert (per_cell <= s.drawn[None, :]).all()
+        # counted over all B draws: the full run's count (the draws are the same stream's)
+        fs = next(f for r, _, f in full.streams if np.array_equal(r, rows))
+        at_b = (per_cell >= s.total).T
+        np.testing.assert_array_equal(s.count[at_b], fs.count[at_b])
+    assert (cells[:, both]).any()  # some head drew B for one tau and stopped counting at another
+    for a in (0.05, 0.1):
+        dec = reject(correct_rows_within_families(run.p, labels, correction="holm"), a)
+        ref = reject(correct_rows_within_families(full.p, labels, correction="holm"), a)
+        assert (dec == ref).all()
+
+
+def test_a_stream_counts_only_the_cells_asked_and_keeps_the_others():
+    from headstats.stats.onesample.builtin import bootstrap_stream
+
+    rng = np.random.default_rng(2)
+    x = np.sort(rng.gamma(4.0, 0.8, (4, 25)), axis=1)
+    taus = np.tile([2.5, 3.0, 3.5], (4, 1))
+    whole = bootstrap_stream(x, taus, seed=1, n_resamples=3000)
+    whole.advance(np.arange(4), 3000)
+    part = bootstrap_stream(x, taus, seed=1, n_resamples=3000)
+    part.advance(np.arange(4), 1000)
+    first = part.count.copy()
+    on = np.array([[True, False, True]] * 4)
+    part.advance(np.arange(4), 3000, counted=on)
+    np.testing.assert_array_equal(part.count[:, [0, 2]], whole.count[:, [0, 2]])
+    np.testing.assert_array_equal(part.count[:, 1], first[:, 1])
+    assert (part.drawn_obs == np.where(on, 3000, 1000)).all() and (part.drawn == 3000).all()
+    p = part.pvalues()
+    np.testing.assert_array_equal(p[:, 1], (1 + first[:, 1]) / 1001)
+    kept = bootstrap_stream(x, taus, seed=1, n_resamples=3000, confidence=0.95)
+    with pytest.raises(ValueError, match="counts every observed statistic"):
+        kept.advance(np.arange(4), 1000, counted=on)
+
+
 def test_decision_error_simulation_small():
     """The simulation of docs/statistics.md at a small size: no stopped cell decided otherwise than by B."""
     from importlib import util

@@ -64,6 +64,9 @@ class NullStream:
         self.total = int(total)
         self.count = np.zeros(self.obs.shape)
         self.drawn = np.zeros(self.k, dtype=np.int64)
+        #: ``(k, n_obs)`` draws counted per observed statistic: a row's :attr:`drawn`, or fewer where the count of
+        #: one observed statistic was stopped while the row drew on (:meth:`advance`'s ``counted``)
+        self.drawn_obs = np.zeros(self.obs.shape, dtype=np.int64)
         self._slack = _tolerance(self.obs)
         self._block_no, self._block = -1, None
         #: the ``keep`` largest null statistics of each row so far (``-inf``: none yet), for quantiles
@@ -88,8 +91,11 @@ class NullStream:
             self._block = self._generate(self._block_no, size)
         return self._block
 
-    def advance(self, rows: np.ndarray, upto: int) -> None:
-        """Draw for ``rows`` (which have all drawn the same number so far) until each has ``upto`` draws."""
+    def advance(self, rows: np.ndarray, upto: int, counted: np.ndarray | None = None) -> None:
+        """Draw for ``rows`` (which have all drawn the same number so far) until each has ``upto`` draws.
+
+        ``counted``: ``(len(rows), n_obs)``, the observed statistics whose counts go on (default: all); the
+        others keep the count of the draws they had (their :attr:`drawn_obs`)."""
         rows = np.asarray(rows, dtype=np.int64)
         if rows.size == 0:
             return
@@ -100,7 +106,12 @@ class NullStream:
         pos = start
         pending: dict[int, list[np.ndarray]] = {}
         parts = [rows[r0:r0 + ROW_CHUNK] for r0 in range(0, rows.size, ROW_CHUNK)]
-        limits = [self.obs[part] - self._slack[part] for part in parts]  # null >= limit is counted
+        on = np.ones((rows.size, self.obs.shape[1]), dtype=bool) if counted is None else np.asarray(counted, bool)
+        if self.top is not None and not on.all():
+            raise ValueError("a stream that keeps null statistics counts every observed statistic")
+        # null >= limit is counted; NaN (never reached) where a count does not go on
+        limits = [np.where(on[r0:r0 + ROW_CHUNK], self.obs[part] - self._slack[part], np.nan)
+                  for r0, part in zip(range(0, rows.size, ROW_CHUNK), parts)]
         while pos < upto:
             j = pos // RESAMPLE_BLOCK
             a = pos - j * RESAMPLE_BLOCK
@@ -119,6 +130,7 @@ class NullStream:
         for r0, nulls in pending.items():
             self._keep_top(rows[r0:r0 + ROW_CHUNK], nulls)
         self.drawn[rows] = upto
+        self.drawn_obs[rows] = np.where(on, upto, self.drawn_obs[rows])
 
     def _exceedances(self, rows: np.ndarray, block, a: int, b: int, limit: np.ndarray) -> np.ndarray:
         """``(len(rows), n_obs)``: how many null statistics of the slice are ``>= limit``; a stream may
@@ -145,11 +157,11 @@ class NullStream:
     certified: np.ndarray | None = None
 
     def pvalues(self) -> np.ndarray:
-        """``(k, n_obs)``: ``count / total`` when enumerated, else ``(1 + count) / (1 + drawn)``, and
+        """``(k, n_obs)``: ``count / total`` when enumerated, else ``(1 + count) / (1 + drawn_obs)``, and
         ``1 / (1 + total)`` where :attr:`certified`."""
         if self.exact:
             return self.count / self.total
-        p = (1.0 + self.count) / (1.0 + self.drawn[:, None])
+        p = (1.0 + self.count) / (1.0 + self.drawn_obs)
         if self.certified is not None:
             p = np.where(self.certified, 1.0 / (1.0 + self.total), p)
         return p

@@ -219,7 +219,8 @@ def sequential_pvalues(
     bounded = np.zeros((n_obs, g), dtype=bool)
     active = defined.copy()
     stopped = np.zeros(g, dtype=bool)
-    decided = None  # (n_alpha, n_obs, g) decisions of the stopped cells
+    settled = np.zeros((n_obs, g), dtype=bool)  # cells whose decision is settled: their counts stop
+    decided = np.zeros((len(alphas), n_obs, g), dtype=bool)  # the decisions of the settled cells
     for rows, _, s in blocks:  # enumerated cells: everything at once
         if s.exact:
             s.advance(np.arange(len(rows)), s.total)
@@ -228,24 +229,25 @@ def sequential_pvalues(
         for rows, _, s in blocks:
             if s.exact:
                 continue
-            local = np.nonzero(active[rows])[0]
-            s.advance(local, look)
+            local = np.nonzero(active[rows])[0]  # a stream that keeps null statistics counts every cell
+            s.advance(local, look, counted=None if s.top is not None else ~settled[:, rows[local]].T)
         _collect(blocks, p, low, high, eps, bounded, bound_all)
         if look >= total:
             break
         same, dec = _settled(low, high, labels, correction, alphas)
-        now = active & same.all(axis=0)
-        if now.any():
-            stopped |= now
-            active &= ~now
-            decided = dec if decided is None else np.where(now[None, None, :], dec, decided)
+        now = same & active[None, :] & ~settled
+        decided = np.where(now[None], dec, decided)
+        settled |= now
+        done = active & settled.all(axis=0)  # every cell of the row settled: the row stops drawing
+        stopped |= done
+        active &= ~done
         if not active.any():
             break
-    # the reported p-values must give every stopped cell its settled decision; redraw those they do not
-    while decided is not None and stopped.any():
+    # the reported p-values must give every settled cell its decision; redraw (to B) the rows they do not
+    while settled.any():
         p_corr = correct_rows_within_families(p, labels, correction=correction)
         final = np.stack([reject(p_corr, a) for a in alphas])
-        wrong = stopped & (final != decided).any(axis=(0, 1))
+        wrong = (settled & (final != decided).any(axis=0)).any(axis=0)
         if not wrong.any():
             break
         for b, (rows, x, s) in enumerate(blocks):
@@ -254,16 +256,18 @@ def sequential_pvalues(
                 again = spec.stream(x[local], tau_all[rows][local], seed=seed, n_resamples=n_resamples,
                                     confidence=confidence)
                 again.advance(np.arange(local.size), total)
-                s.count[local], s.drawn[local] = again.count, again.drawn
+                s.count[local], s.drawn[local], s.drawn_obs[local] = again.count, again.drawn, again.drawn_obs
                 if s.top is not None and again.top is not None:
                     s.top[local], s.filled[local] = again.top, again.filled
         stopped &= ~wrong
+        settled[:, wrong] = False
         _collect(blocks, p, low, high, eps, bounded, bound_all)
     drawn = np.zeros(g, dtype=np.int64)
     for rows, _, s in blocks:
         drawn[rows] = s.drawn
-        low[:, rows[s.drawn >= s.total]] = p[:, rows[s.drawn >= s.total]]
-        high[:, rows[s.drawn >= s.total]] = p[:, rows[s.drawn >= s.total]]
+        full = (s.drawn_obs >= s.total).T  # (n_obs, k): cells counted over all B draws
+        low[:, rows] = np.where(full, p[:, rows], low[:, rows])
+        high[:, rows] = np.where(full, p[:, rows], high[:, rows])
     run = SequentialRun(p=p, low=low, high=high, drawn=drawn, stopped=stopped, total=total, eps=eps,
                         streams=blocks, bounded=bounded)
     if confidence is not None:
@@ -280,14 +284,14 @@ def _collect(blocks, p, low, high, eps, bounded, bound_all) -> None:
     """The p-values and boxes of every cell from its stream's count and draw-free bound (in place); the bound
     serves the cells not drawn to B, or every cell with ``bound_all``."""
     for rows, _, s in blocks:
-        short = (s.drawn < s.total)[:, None]
+        short = s.drawn_obs < s.total
         served = np.ones_like(short) if bound_all else short
         tail = s.tail if served.any() and not s.exact else None  # (computed on first use)
         # certified: no draw yet and, by the bound, none of the B would exceed but with probability eps
         s.certified = (None if tail is None or bound_all
                        else (s.count == 0) & (tail * s.total <= eps) & short)
         p_rows = s.pvalues()  # (k, n_obs)
-        lo, hi = clopper_pearson(s.count, np.broadcast_to(s.drawn[:, None], s.count.shape), eps)
+        lo, hi = clopper_pearson(s.count, s.drawn_obs, eps)
         bounded[:, rows] = False
         if s.exact:
             lo, hi = p_rows, p_rows
