@@ -93,9 +93,10 @@ class SequentialRun:
         ``(n_obs, g)``: the reported p-value and the box it was settled in (equal to p for enumerated cells
         and cells drawn to B), NaN where the cell has no p-value.
     drawn : numpy.ndarray
-        ``(g,)`` draws per cell (0 without a p-value).
+        ``(g,)`` draws per hypothesis (0 without a p-value; with several taus, those of its tau counted longest;
+        each tau's are its stream's ``drawn_obs``).
     stopped : numpy.ndarray
-        ``(g,)`` bool: stopped before B with its decision settled.
+        ``(g,)`` bool: stopped before B with its decisions settled at every tau.
     results : list
         Per block of ``mat.blocks(min_n)`` (in order), the test's result when ``confidence`` was given.
     """
@@ -182,7 +183,8 @@ def sequential_pvalues(
     """p-values of a resampling test for every cell of ``mat``, each cell stopping once settled (module doc).
 
     ``taus``: one number, one per hypothesis ``(g,)``, or ``(g, n_obs)`` (the sensitivity grid: one row of
-    p-values per tau, the settled decision must hold at every tau and alpha). ``labels``: the family of each
+    p-values per tau; each (hypothesis, tau) cell stops counting once its decisions at every alpha are settled,
+    keeping its count and draws, and a hypothesis stops drawing once all its taus are settled). ``labels``: the family of each
     hypothesis. ``confidence``: also build the test's result per block (bounds at that level and above).
     ``sequential=False`` (or a correction not known to be monotone): every cell draws B, in one pass for
     all taus. ``keep_fixed_b=False`` (tables of decisions only, such as the tau grid): every cell, drawn to
