@@ -296,3 +296,11 @@ def on_measure(scores, measure: str):
         return scores[scores["measure"].astype(str) == measure]
     arrays = [scores] if isinstance(scores, MeasureArray) else list(scores)
     return [a for a in arrays if a.attention_measure == measure]
+
+
+def measure_options(settings, measure: str | None = None) -> dict:
+    """What a job adds to its options for the attention ``measure`` it reads (METHODS 6.1; default: the scoring's
+    primary measure, the first of ``measures``): ``{"measure": "norm"}``, or nothing for ``weights`` (the runner's
+    default), so that a weights job keeps the cache key it always had."""
+    measure = settings.measure if measure is None else measure
+    return {} if measure == "weights" else {"measure": measure}

@@ -27,6 +27,7 @@ and a protocol names it (``roles: [local, previous]``). YAML never runs code.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Callable, Literal
 
 import numpy as np
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     import torch
 
     from headstats.engine.batch import BatchLayout
+    from headstats.inputs.records import Record
 
 RoleKind = Literal["sieve", "arc"]
 SYNTACTIC_PREFIX = "syntactic:"
@@ -229,3 +231,27 @@ def role_relation(name: str) -> str | None:
 
         return normalize_relation_name(name[len(SYNTACTIC_PREFIX):])
     return None
+
+
+def record_kinds(records: Sequence["Record"]) -> tuple[bool, bool]:
+    """Whether some record is a sentence pair, and whether some record is parsed (what decides which roles
+    apply, :func:`applicable_roles`)."""
+    return any(r.is_pair for r in records), any(r.words_a is not None for r in records)
+
+
+def applicable_roles(roles: Sequence[str], records: Sequence["Record"] | None = None, *,
+                     has_pairs: bool | None = None, has_parses: bool | None = None) -> tuple[list[str], dict[str, str]]:
+    """Drop pair-only roles (``block``) from a data set that has no pairs, and arc roles from one without
+    parses; say why. ``has_pairs`` and ``has_parses`` stand for ``records`` when they are known without them."""
+    if has_pairs is None or has_parses is None:
+        has_pairs, has_parses = record_kinds(records or ())
+    kept, dropped = [], {}
+    for role in roles:
+        spec = get_role(role)
+        if spec.pairs_only and not has_pairs:
+            dropped[role] = "the data set has no sentence pairs"
+        elif spec.kind == "arc" and not has_parses:
+            dropped[role] = "the data set has no dependency parses"
+        else:
+            kept.append(role)
+    return kept, dropped

@@ -26,19 +26,12 @@ not syntactic, a data set without parses, a run with the gate off):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from headstats.measures import MeasureArray
-
-#: The analysis whose collector measures the control (METHODS 6.2): the gate plans its jobs itself, and they serve
-#: ``analyses: [offset_control]`` too when that analysis asks for the same control.
-OFFSET_CONTROL = "offset_control"
-#: The name of the gate's job on the primary measure when ``analyses: [offset_control]`` asks for a control of
-#: other options (relations, arc direction): the two jobs would otherwise share a label (a shard folder's name).
-GATE_ONLY = "offset_gate"
 
 #: The columns :func:`with_offset_gate` adds to a tests table, in this order (the last ones of ``tests.csv``).
 OFFSET_COLUMNS = ("offset_n", "offset_excess", "offset_ci_low", "offset_ci_high", "offset_p_unc", "offset_p_corr",
@@ -49,56 +42,17 @@ _FROM = {"offset_n": "n", "offset_excess": "mean", "offset_ci_low": "ci_low", "o
 KEYS = ["model", "dataset", "role", "layer", "head"]
 
 
-def control_options(scoring):
-    """The options of the control the gate reads: the scoring's relations and arc direction
-    (:meth:`~headstats.analyses.offset_control.options.OffsetControlOptions.of_scoring`)."""
-    from headstats.analyses.offset_control.options import OffsetControlOptions
-
-    return OffsetControlOptions.of_scoring(scoring)
-
-
-def gate_jobs(scoring, statistics, models: Sequence[str], kept: Mapping[str, Sequence[str]],
-              measures: Mapping[str, dict], *, seed: int, analyses: Sequence[str] = (),
-              options_of: Callable[[str], object] | None = None) -> list:
-    """The engine jobs of the gate's control: per attention measure (``measures``: each measure's job options, the
-    primary first), model, and data set that scores an arc role (``kept``: the roles each data set scores; only a
-    parsed one keeps arc roles); none when ``statistics.offset_gate`` is off. ``analyses`` and ``options_of`` (the
-    protocol's): a job of the primary measure is named :data:`GATE_ONLY` when ``analyses: [offset_control]`` asks
-    for a control of other options, else :data:`OFFSET_CONTROL` (and serves that analysis when it asks for this
-    one: the study plans a job once)."""
-    from headstats.analyses import get_analysis
-    from headstats.analyses.roles import get_role
-    from headstats.engine.runner import Job
+def gate_controls(jobs: Sequence, scoring, statistics) -> list[MeasureArray]:
+    """The per-input values of the gate's control, one array per (attention measure, model, parsed data set): the
+    results of the roles' jobs (``jobs``, in plan order) that compute the control the gate reads
+    (:func:`headstats.analyses.pande_roles.collect.gate_jobs`); none with ``statistics.offset_gate`` off."""
+    from headstats.analyses.pande_roles.collect import GATE_ONLY, OFFSET_CONTROL, control_options
 
     if not statistics.offset_gate:
         return []
-    collector = get_analysis(OFFSET_CONTROL).collector_class()
-    options = {"options": control_options(scoring)}
-    gated = [name for name, roles in kept.items() if any(get_role(role).kind == "arc" for role in roles)]
-    asked = options_of(OFFSET_CONTROL) if OFFSET_CONTROL in analyses and options_of is not None else None
-    primary = next(iter(measures), None)
-    return [Job(collector, (model,), dataset, {**options, **extra}, seed=seed,
-                name=GATE_ONLY if asked not in (None, options["options"]) and measure == primary else OFFSET_CONTROL)
-            for measure, extra in measures.items() for model in models for dataset in gated]
-
-
-def is_gate_job(job, scoring, statistics) -> bool:
-    """Whether ``job`` computes the control the gate reads (:func:`gate_jobs`)."""
-    return (job.name in (OFFSET_CONTROL, GATE_ONLY) and bool(statistics.offset_gate)
-            and job.options.get("options") == control_options(scoring))
-
-
-def gate_only(job, scoring, statistics, analyses: Sequence[str], options_of: Callable[[str], object]) -> bool:
-    """Whether ``job`` is a control of the gate that no analysis asked for, whose tables are not an analysis': a
-    gate job (:func:`is_gate_job`) unless ``analyses: [offset_control]`` asks for the same control on the primary
-    measure. ``options_of``: each analysis' typed options (the protocol's)."""
-    if not is_gate_job(job, scoring, statistics):
-        return False
-    if job.name == GATE_ONLY:
-        return True
-    asked = options_of(OFFSET_CONTROL) if OFFSET_CONTROL in analyses else None
-    primary = job.options.get("measure", "weights") == scoring.measure  # a weights job names no measure
-    return not (asked is not None and primary and job.options.get("options") == asked)
+    ours = control_options(scoring)
+    return [job.collector.result() for job in jobs
+            if job.name in (OFFSET_CONTROL, GATE_ONLY) and job.options.get("options") == ours]
 
 
 def control_tests(arrays: Sequence[MeasureArray], kwargs: dict) -> pd.DataFrame:

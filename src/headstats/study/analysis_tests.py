@@ -34,7 +34,7 @@ def hypothesis_tests(jobs, protocol) -> dict[str, pd.DataFrame]:
     declared: dict[str, list] = {}
     for job in jobs:
         collector = job.collector
-        if job.name == "role_scores" or collector is None or not callable(getattr(collector, "hypotheses", None)):
+        if collector is None or not callable(getattr(collector, "hypotheses", None)):
             continue
         result = collector.result()
         if not isinstance(result, MeasureArray):

@@ -47,7 +47,7 @@ def check_comparable(protocol, sources: dict[str, str], *, cache=None) -> None:
 def comparison_jobs(protocol, datasets: Sequence[str], measure: dict | None = None) -> list:
     """The engine jobs of a protocol's comparisons: the [CLS]/[SEP] mass of every compared model and the
     attention similarity of every (base, fine-tuned) pair, on each compared data set; ``measure``: what every
-    job adds to its options for the scoring's attention measure (:func:`headstats.study.scoring.measure_options`).
+    job adds to its options for the scoring's attention measure (:func:`headstats.measures.measure_options`).
 
     They run in the same forward passes as the scores (:class:`headstats.engine.runner.Runner`): a
     comparison costs no pass of its own.

@@ -120,7 +120,7 @@ def load_data(spec: DatasetSpec, protocol: Protocol, *, exclude_ids: set[str] | 
     info["pairs"] = sum(r.is_pair for r in records)
     records, skipped, how = prepare_records(records, protocol.scoring, name=spec.name, parse=spec.parse)
     info.update(how)
-    from headstats.study.scoring import record_kinds
+    from headstats.analyses.roles import record_kinds
 
     has_pairs, has_parses = record_kinds(records)
     return LoadedData(spec=spec, records=records, files=files, info=info, skipped=skipped, has_pairs=has_pairs,

@@ -21,7 +21,9 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, da
                  started: float, log: Log, report: ReportWriter | None = None) -> StudyResult:
     """Statistics, comparisons, tables and manifest of a study's passes, written to ``claim``, with the report
     that ``report`` writes (:data:`~headstats.study.results.ReportWriter`) before the manifest lists the files."""
+    from headstats.assignment.offset_gate import gate_controls
     from headstats.assignment.tables import analyse, ceiling_warnings
+    from headstats.study.plan import scores_analysis
     from headstats.study.comparison import run_comparisons
     from headstats.study.memo import write_scores_memoised
 
@@ -32,8 +34,9 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, da
         + (", with tau/alpha sensitivity and robustness" if st.sensitivity else ""))
     clock = time.perf_counter()
     scales = {role: protocol.scoring.scale_of(role) for role in protocol.scoring.roles}
+    controls = gate_controls(passes.planned.get(scores_analysis(), []), protocol.scoring, st)
     analysis = analyse(passes.arrays, st, protocol.seed, scales=scales, top_k=protocol.report.top_k,
-                       offset_control=passes.offset_control)
+                       offset_control=controls)
     warnings = ceiling_warnings(analysis.tables.get("ceilings", pd.DataFrame(columns=["n_taking_part"])))
     for warning in warnings:
         log(f"warning: {warning}")

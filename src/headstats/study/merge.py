@@ -8,7 +8,7 @@ Its output folder (written through :mod:`headstats.folders`, like every output) 
 - ``states.hsc``: every job's state of every chunk of the shard, in the state cache's checksummed format
   (:mod:`headstats.engine.cache`);
 - ``protocol.resolved.yaml`` and ``manifest.json`` (``headstats_shard``: which shard, the protocol's
-  fingerprints, the models' provenance, the data sets' files and hashes, the roles of each data set).
+  fingerprints, the models' provenance, the data sets' files and hashes, what each data set holds: pairs, parses).
 
 ``headstats merge SHARD... --out DIR`` checks that the shards belong together (same protocol, models with the
 same weights, tokenizer, dtype and device type, same data files, every shard of ``n`` present once, every chunk
@@ -39,7 +39,7 @@ from headstats.engine.runner import ProgressFactory, no_progress
 from headstats.study.finish import finish_study
 from headstats.study.models import model_functions
 from headstats.study.passes import StudyPasses, assemble_passes, make_runner, runner_summary
-from headstats.study.plan import job_label, study_jobs, study_roles
+from headstats.study.plan import job_label, study_facts, study_jobs
 from headstats.study.results import LoadedData, Log, ReportWriter, StudyResult
 from headstats.study.storage import write_manifest
 
@@ -47,7 +47,7 @@ STATES_FILE = "states.hsc"
 SHARD_KEY = "headstats_shard"
 #: What a shard's manifest must hold under :data:`SHARD_KEY`, and of which type (a forged one is refused).
 SHARD_FIELDS = {"index": int, "of": int, "pass_sha256": str, "protocol_sha256": str, "chunk_size": int,
-                "max_length": dict, "n_records": dict, "n_chunks": dict, "roles": dict, "skipped_before_parsing": dict,
+                "max_length": dict, "n_records": dict, "n_chunks": dict, "facts": dict, "skipped_before_parsing": dict,
                 "chunks": dict}
 
 
@@ -66,8 +66,9 @@ class ShardResult:
         ``"<model>/<dataset>"`` -> the effective maximum length of that pass.
     n_records, n_chunks : dict
         Data set -> records and chunks of the whole data set.
-    roles : dict
-        Data set -> (roles scored, roles left out with the reason).
+    facts : dict
+        Data set -> whether it has sentence pairs and parses (:func:`headstats.study.plan.study_facts`: what the
+        analyses' planners read).
     summary : dict
         Chunks run and found in the cache, forward passes, model loads.
     """
@@ -78,7 +79,7 @@ class ShardResult:
     max_length: dict[str, int]
     n_records: dict[str, int]
     n_chunks: dict[str, int]
-    roles: dict
+    facts: dict
     summary: dict = field(default_factory=dict)
 
 
@@ -87,8 +88,8 @@ def run_shard(protocol: Protocol, sources: dict[str, str], finetuned: dict[str, 
               progress: ProgressFactory = no_progress) -> ShardResult:
     """Run shard ``(i, n)`` of every data set's chunks and return its chunk states."""
     load, describe, provenance = model_functions(protocol, sources, finetuned, log)
-    roles = study_roles(protocol, data)
-    jobs, _ = study_jobs(protocol, roles=roles)
+    facts = study_facts(data)
+    jobs = study_jobs(protocol, facts=facts).jobs
     runner = make_runner(protocol, cache=cache, log=log, progress=progress, shard=shard, keep_chunks=True)
     runner.run(load, {name: d.records for name, d in data.items()}, jobs, models=[m.name for m in protocol.models],
                describe=describe)
@@ -100,7 +101,7 @@ def run_shard(protocol: Protocol, sources: dict[str, str], finetuned: dict[str, 
         max_length={f"{m}/{d}": c.max_length for (m, d), c in runner.pass_counts.items()},
         n_records={name: len(d.records) for name, d in data.items()},
         n_chunks={name: -(-len(d.records) // size) for name, d in data.items()},
-        roles={name: [list(kept), dict(dropped)] for name, (kept, dropped) in roles.items()},
+        facts=facts,
         summary=runner_summary(runner),
     )
 
@@ -114,7 +115,7 @@ def shard_manifest(protocol: Protocol, shard: ShardResult, datasets: dict, data:
         "chunk_size": protocol.execution.chunk_size,
         "batching": {"batch_size": protocol.scoring.batch_size, "memory_budget_mb": protocol.execution.memory_budget_mb},
         "n_records": shard.n_records, "n_chunks": shard.n_chunks, "max_length": shard.max_length,
-        "roles": shard.roles,
+        "facts": shard.facts,
         "skipped_before_parsing": {name: [list(x) for x in d.skipped] for name, d in data.items()},
         "chunks": {label: sorted(chunks) for label, chunks in shard.entries.items()},
         "summary": shard.summary,
@@ -276,8 +277,8 @@ def passes_from_shards(protocol: Protocol, parts: Sequence[ShardResult], data: d
     from headstats.engine.runner import InputEmbeddings, ModelInfo, PassCounts, build_collector
 
     first = parts[0]
-    roles = {name: (list(kept), dict(dropped)) for name, (kept, dropped) in first.roles.items()}
-    jobs, dropped = study_jobs(protocol, roles=roles)
+    plan = study_jobs(protocol, facts=first.facts)
+    jobs = plan.jobs
     provenance: dict = {}
     for part in parts:
         provenance.update(part.provenance)
@@ -309,7 +310,7 @@ def passes_from_shards(protocol: Protocol, parts: Sequence[ShardResult], data: d
             for k in expected:
                 counts.add_chunk(chunks[k]["counts"])
             passed[(m, job.dataset)] = counts.as_dict()
-    return assemble_passes(protocol, jobs, passed, data, dropped, provenance, execution, log=log)
+    return assemble_passes(protocol, plan, passed, data, provenance, execution, log=log)
 
 
 def _max_length(parts: Sequence[ShardResult], model: str, dataset: str) -> int:
@@ -359,4 +360,4 @@ def merge_shards(folders: Sequence[str | Path], out: str | Path, *, overwrite: b
 def _as_result(shard: ShardFolder) -> ShardResult:
     info = shard.manifest[SHARD_KEY]
     return ShardResult((info["index"], info["of"]), shard.entries, shard.manifest.get("models", {}),
-                       info["max_length"], info["n_records"], info["n_chunks"], info["roles"], info.get("summary", {}))
+                       info["max_length"], info["n_records"], info["n_chunks"], info["facts"], info.get("summary", {}))

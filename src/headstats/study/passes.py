@@ -15,7 +15,7 @@ from headstats.engine.runner import ProgressFactory, no_progress
 from headstats.errors import DataError
 from headstats.measures import MeasureArray
 from headstats.study.models import model_functions
-from headstats.study.plan import study_jobs
+from headstats.study.plan import StudyPlan, study_jobs
 from headstats.study.results import LoadedData, Log
 
 
@@ -26,18 +26,23 @@ class StudyPasses:
     Attributes
     ----------
     arrays : list of MeasureArray
-        Role scores per (measure, model, data set): measures in the order of ``scoring.measures`` (the primary
-        first), then models in protocol order, then data sets.
+        The study's per-input scores (``scores.parquet``): the results of the jobs of the analysis that the
+        protocol's ``scoring`` section turns on (:func:`~headstats.study.plan.scores_analysis`), in its plan's order (per measure of
+        ``scoring.measures``, the primary first, then models in protocol order, then data sets).
     counts : dict
-        ``"<model>/<dataset>"`` -> inputs read, scored, skipped (with reasons), roles not applicable,
-        participation.
+        ``"<model>/<dataset>"`` -> inputs read, scored, skipped (with reasons), and what each collector of that
+        model and data set adds (a collector's ``input_counts()``, e.g. the roles not applicable and participation).
     provenance : dict
         Model name -> provenance (with the fine-tuning recipe where headstats fine-tuned it).
     tables : dict
-        Analysis name -> table name -> frame concatenated over its jobs (``special_mass``, ``similarity``,
-        and each analysis of ``protocol.analyses``).
+        Analysis name -> table name -> frame concatenated over its jobs (every job named by a registered analysis),
+        with its declared hypotheses' tests and its finish step's tables.
     execution : dict
         How the passes ran (recorded in the manifest; never part of a table).
+    planned : dict
+        Enabled analysis -> the jobs its plan gave (a job two analyses planned is the same object in both), their
+        collectors holding the merged states: what an analysis' finish reads beside its tables (the role
+        assignment's offset gate reads its controls' per-input values).
     """
 
     arrays: list[MeasureArray]
@@ -46,9 +51,7 @@ class StudyPasses:
     tables: dict[str, dict[str, pd.DataFrame]]
     #: How the passes ran: executor, cache folder, chunks run and found in the cache, forward passes, loads.
     execution: dict = field(default_factory=dict)
-    #: The offset-matched excess of the scored syntactic roles per (measure, model, parsed data set), what the
-    #: role assignment's offset gate tests (METHODS 6.2; ``statistics.offset_gate``); empty with the gate off.
-    offset_control: list[MeasureArray] = field(default_factory=list)
+    planned: dict[str, list] = field(default_factory=dict)
 
     def comparison_attention(self) -> dict[str, pd.DataFrame]:
         """The ``similarity`` and ``special_mass`` tables the comparison step takes."""
@@ -84,14 +87,14 @@ def run_passes(
     forward pass, and a model none of whose chunks is missing is never loaded.
     """
     load, describe, provenance = model_functions(protocol, sources, finetuned, log, cache=cache)
-    jobs, dropped = study_jobs(protocol, data)
+    plan = study_jobs(protocol, data)
     runner = make_runner(protocol, cache=cache, log=log, progress=progress)
-    passed = runner.run(load, {name: d.records for name, d in data.items()}, jobs, digests=record_digests(data),
+    passed = runner.run(load, {name: d.records for name, d in data.items()}, plan.jobs, digests=record_digests(data),
                         models=[m.name for m in protocol.models], describe=describe)
     execution = {"executor": "local", "device": protocol.device, "dtype": protocol.dtype,
                  "cache_dir": str(cache) if cache is not None else None, "chunk_size": protocol.execution.chunk_size,
                  **runner_summary(runner)}
-    return assemble_passes(protocol, jobs, passed, data, dropped, provenance, execution, log=log)
+    return assemble_passes(protocol, plan, passed, data, provenance, execution, log=log)
 
 
 def record_digests(data: dict[str, LoadedData]) -> dict[str, list[bytes]]:
@@ -114,44 +117,44 @@ def runner_summary(runner) -> dict:
             "model_loads": runner.loads}
 
 
-def assemble_passes(protocol: Protocol, jobs: list, passed: dict, data: dict[str, LoadedData],
-                    dropped: dict[str, dict[str, str]], provenance: dict, execution: dict, *,
-                    log: Log = lambda message: None) -> StudyPasses:
-    """:class:`StudyPasses` from jobs whose collectors hold their (merged) states; ``log`` says how long each
-    analysis' tables and finish step took (probe training and permutations take minutes on large runs)."""
-    arrays, counts = [], {}
-    for job in jobs:
-        if job.name != "role_scores":
-            continue
-        model, name = job.models[0], job.dataset
-        arrays.append(job.collector.result())
-        if f"{model}/{name}" in counts:  # another measure's scores: the same inputs, counted once
-            continue
-        count = data[name].counted(passed[(model, name)])
-        if count["n_scored"] == 0:
-            raise DataError(
-                f"no input of data set {name!r} could be scored ({count['skipped']}); "
-                "raise scoring.max_length or set scoring.too_long: truncate"
-            )
-        counts[f"{model}/{name}"] = count | {"model": model, "dataset": name,
-                                             "roles_not_applicable": dropped[name],
-                                             "participation": job.collector.participation()}
-    from headstats.assignment.offset_gate import gate_only, is_gate_job
+def assemble_passes(protocol: Protocol, plan: StudyPlan, passed: dict, data: dict[str, LoadedData],
+                    provenance: dict, execution: dict, *, log: Log = lambda message: None) -> StudyPasses:
+    """:class:`StudyPasses` from a plan whose jobs' collectors hold their (merged) states; ``log`` says how long
+    each analysis' tables and finish step took (probe training and permutations take minutes on large runs)."""
+    from headstats.analyses import ANALYSES
+    from headstats.study.analysis_tests import finish_analyses
+    from headstats.study.plan import scores_analysis
 
-    sc, st = protocol.scoring, protocol.statistics
-    gate = [job.collector.result() for job in jobs if is_gate_job(job, sc, st)]
-    jobs = [job for job in jobs if not gate_only(job, sc, st, protocol.analyses, protocol.options_of)]
+    jobs, planned = plan.jobs, plan.planned
+    counts = {}
+    for model in (m.name for m in protocol.models):
+        for name in data:
+            if (model, name) not in passed:
+                continue
+            count = data[name].counted(passed[(model, name)])
+            if count["n_scored"] == 0:
+                raise DataError(
+                    f"no input of data set {name!r} could be scored ({count['skipped']}); "
+                    "raise scoring.max_length or set scoring.too_long: truncate"
+                )
+            count |= {"model": model, "dataset": name}
+            for job in jobs:  # what each collector of this model and data set adds, the first job's first
+                if job.models == (model,) and job.dataset == name and callable(getattr(job.collector, "input_counts",
+                                                                                       None)):
+                    count |= {k: v for k, v in job.collector.input_counts().items() if k not in count}
+            counts[f"{model}/{name}"] = count
+    scoring = scores_analysis()
+    arrays = [job.collector.result() for job in planned.get(scoring, []) if job.name == scoring]
+    # a job's tables are an analysis' when the job is named by one (a control only the role assignment reads is not)
+    jobs = [job for job in jobs if job.name in ANALYSES]
     tables: dict[str, dict[str, list[pd.DataFrame]]] = {}
     for job in jobs:
-        if job.name != "role_scores":
-            clock = time.perf_counter()
-            for table, frame in job.collector.tables().items():
-                tables.setdefault(job.name, {}).setdefault(table, []).append(frame)
-            _log_slow(log, f"{job.name} tables of {', '.join(job.models)} on {job.dataset}", clock)
+        clock = time.perf_counter()
+        for table, frame in job.collector.tables().items():
+            tables.setdefault(job.name, {}).setdefault(table, []).append(frame)
+        _log_slow(log, f"{job.name} tables of {', '.join(job.models)} on {job.dataset}", clock)
     joined = {name: {t: pd.concat(frames, ignore_index=True) for t, frames in per.items()}
               for name, per in tables.items()}
-    from headstats.study.analysis_tests import finish_analyses
-
     joined = finish_analyses(jobs, joined, protocol, log=log)
     order = {m.name: provenance[m.name] for m in protocol.models if m.name in provenance}
-    return StudyPasses(arrays, counts, order, joined, execution, gate)
+    return StudyPasses(arrays, counts, order, joined, execution, planned)

@@ -51,68 +51,118 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
-def study_roles(protocol: Protocol, data: dict[str, LoadedData]) -> dict[str, tuple[list[str], dict[str, str]]]:
-    """Per data set: the roles scored on it, and those left out with the reason."""
-    from headstats.study.scoring import applicable_roles
+#: The protocol section whose analysis' per-input results are the study's scores (``scores.parquet``).
+SCORES_FIELD = "scoring"
 
-    return {name: applicable_roles(protocol.scoring.roles, has_pairs=d.has_pairs, has_parses=d.has_parses)
-            for name, d in data.items()}
+
+def scores_analysis() -> str:
+    """The registered analysis that the protocol's ``scoring`` section turns on (:data:`SCORES_FIELD`): its
+    collector's per-input results are the study's scores."""
+    from headstats.analyses import ANALYSES, list_analyses
+
+    list_analyses()  # imports every analysis package
+    return next(name for name, spec in ANALYSES.items() if spec.protocol_field == SCORES_FIELD)
+
+
+def study_facts(data: dict[str, LoadedData]) -> dict[str, dict[str, bool]]:
+    """Per data set what an analysis' planner may read of it (:attr:`PlanContext.extra`\ ``["datasets"]``):
+    ``has_pairs`` (some record is a sentence pair) and ``has_parses`` (some record is parsed)."""
+    return {name: {"has_pairs": bool(d.has_pairs), "has_parses": bool(d.has_parses)} for name, d in data.items()}
+
+
+@dataclass
+class StudyPlan:
+    """Every engine job of a study, and the jobs each analysis planned.
+
+    Attributes
+    ----------
+    jobs : list of Job
+        Every job once, in plan order (what the runner runs).
+    planned : dict
+        Enabled analysis -> the jobs it planned (the comparisons' collectors are in :attr:`jobs` only): a job two
+        analyses plan (the offset gate's control and ``analyses: [offset_control]``) is the same object in both.
+    """
+
+    jobs: list
+    planned: dict[str, list]
 
 
 def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
-               roles: dict[str, tuple[list[str], dict[str, str]]] | None = None) -> tuple[list, dict[str, dict[str, str]]]:
-    """Every engine job of a study: role scores per (model, data set), the comparisons' collectors, and each
-    analysis of ``protocol.analyses`` (per model and data set; per compared pair for a pair collector).
+               facts: dict[str, dict[str, bool]] | None = None) -> StudyPlan:
+    """Every engine job of a study: those of each analysis the protocol enables
+    (:meth:`~headstats.config.protocol.Protocol.enabled_analyses`: first those a protocol section turns on, then
+    the comparisons' collectors, then each of ``analyses``), a job planned twice run once.
 
-    ``roles`` (from :func:`study_roles`) stands for ``data`` when the records are not at hand (merging shards).
-    Returns the jobs and, per data set, the roles left out of it with the reason.
+    An analysis with a planner of its own (:attr:`~headstats.analyses.AnalysisSpec.plan`) plans its jobs from its
+    options and a :class:`~headstats.analyses.PlanContext` whose ``extra`` holds ``datasets`` (:func:`study_facts`),
+    ``statistics`` (the study's statistics options) and ``analyses`` (the options of each analysis of
+    ``analyses:``); any other runs once per model and data set (per compared pair for a pair collector).
+    ``facts`` (from :func:`study_facts`) stands for ``data`` when the records are not at hand (merging shards).
     """
-    from headstats.analyses import get_analysis
-    from headstats.analyses.role_scores import RoleScores
+    from headstats.analyses import PlanContext, get_analysis
+    from headstats.measures import measure_options
     from headstats.study.comparison import comparison_jobs
+
+    facts = facts if facts is not None else study_facts(data or {})
+    names = list(facts)
+    measure = measure_options(protocol.scoring)
+    context = PlanContext(tuple(m.name for m in protocol.models), tuple(names), measure, protocol.seed,
+                          extra={"datasets": facts, "statistics": protocol.statistics,
+                                 "analyses": {a: protocol.options_of(a) for a in protocol.analyses}})
+    enabled = protocol.enabled_analyses()
+    own = [a for a in enabled if get_analysis(a).protocol_field is not None]
+    plan = StudyPlan([], {})
+
+    def add(planned: list) -> list:
+        out = []
+        for job in planned:  # a job planned already (the gate's control) runs once
+            if job in plan.jobs:
+                job = plan.jobs[plan.jobs.index(job)]
+            else:
+                plan.jobs.append(job)
+            out.append(job)
+        return out
+
+    for analysis in own:
+        plan.planned[analysis] = add(analysis_jobs(protocol, analysis, context))
+    add(comparison_jobs(protocol, names, measure))
+    for analysis in enabled:
+        if analysis not in own:
+            plan.planned[analysis] = add(analysis_jobs(protocol, analysis, context))
+    return plan
+
+
+def analysis_jobs(protocol: Protocol, analysis: str, context) -> list:
+    """The jobs of one analysis: its own planner's (``plan(options, context)``), else one per model and data set
+    of ``context`` (per compared pair for a pair collector; only the data sets of its ``datasets`` option when it
+    has one)."""
+    from headstats.analyses import get_analysis
     from headstats.engine.runner import Job
 
-    settings = protocol.scoring
-    roles = roles if roles is not None else study_roles(protocol, data or {})
-    jobs: list = []
-    kept = {name: list(k) for name, (k, _) in roles.items()}
-    dropped = {name: dict(d) for name, (_, d) in roles.items()}
-    names = list(roles)
-    from headstats.study.scoring import measure_options
-
-    measure = measure_options(settings)
-    # the role scores once per measure (one pass gives every measure's view); every other job reads the primary
-    jobs += [Job(RoleScores, (m.name,), name, {"roles": kept[name], "settings": settings,
-                                                **measure_options(settings, which)}, name="role_scores")
-             for which in settings.measures for m in protocol.models for name in names]
-    from headstats.assignment.offset_gate import gate_jobs
-
-    # the offset gate's controls of the syntactic roles (METHODS 6.2), in the same pass, once per measure
-    jobs += gate_jobs(settings, protocol.statistics, [m.name for m in protocol.models], kept,
-                      {which: measure_options(settings, which) for which in settings.measures}, seed=protocol.seed,
-                      analyses=protocol.analyses, options_of=protocol.options_of)
-    jobs += comparison_jobs(protocol, names, measure)
-    pairs = [(c.base, f) for c in protocol.compare for f in c.finetuned]
+    spec = get_analysis(analysis)
+    mine = protocol.options_of(analysis)
+    plan = spec.plan_function()
+    if plan is not None:
+        return list(plan(mine, context))
+    collector = spec.collector_class()
+    # A job carries what its collector reads, and so its cache key names only that: the analysis' own
+    # options, the seed, the data set's file for a collector that reads it again; never the protocol.
+    options = {} if mine is None else {"options": mine}
     specs = {d.name: d for d in protocol.datasets}
-    for analysis in protocol.analyses:
-        collector = get_analysis(analysis).collector_class()
-        # A job carries what its collector reads, and so its cache key names only that: the analysis' own
-        # options, the seed, the data set's file for a collector that reads it again; never the protocol.
-        mine = protocol.options_of(analysis)
-        options = {} if mine is None else {"options": mine}
 
-        def job(models: tuple[str, ...], dataset: str) -> Job:
-            extra = {"source": data_source(specs[dataset])} if getattr(collector, "reads_source", False) else {}
-            if getattr(collector, "reads_task", False):  # the data set's GLUE task (importance: a classifier's task)
-                extra["glue_task"] = specs[dataset].glue.task if specs[dataset].glue is not None else None
-            return Job(collector, models, dataset, {**options, **extra, **measure}, name=analysis, seed=protocol.seed)
+    def job(models: tuple[str, ...], dataset: str) -> Job:
+        extra = {"source": data_source(specs[dataset])} if getattr(collector, "reads_source", False) else {}
+        if getattr(collector, "reads_task", False):  # the data set's GLUE task (importance: a classifier's task)
+            extra["glue_task"] = specs[dataset].glue.task if specs[dataset].glue is not None else None
+        return Job(collector, models, dataset, {**options, **extra, **context.measure}, name=analysis,
+                   seed=protocol.seed)
 
-        # an analysis' own ``datasets`` option (e.g. clustering's) runs it on those data sets only
-        on = [d for d in names if getattr(mine, "datasets", None) is None or d in mine.datasets]
-        planned = [job(pair, d) for pair in pairs for d in on] if getattr(collector, "pair", False) else \
-            [job((m.name,), d) for m in protocol.models for d in on]
-        jobs += [j for j in planned if j not in jobs]  # a job planned already (the gate's control) runs once
-    return jobs, dropped
+    # an analysis' own ``datasets`` option (e.g. clustering's) runs it on those data sets only
+    on = [d for d in context.datasets if getattr(mine, "datasets", None) is None or d in mine.datasets]
+    if getattr(collector, "pair", False):
+        pairs = [(c.base, f) for c in protocol.compare for f in c.finetuned]
+        return [job(pair, d) for pair in pairs for d in on]
+    return [job((m,), d) for m in context.models for d in on]
 
 
 def data_source(spec: DatasetSpec) -> dict:
@@ -127,7 +177,7 @@ def data_source(spec: DatasetSpec) -> dict:
 
 def job_label(job) -> str:
     """A job's name in shard folders and logs: ``<analysis>[@<measure>]:<model>[+<model>]:<dataset>`` (unique in a
-    study; the measure named when it is not the weights, as the role scores run once per measure)."""
+    study; the measure named when it is not the weights, as an analysis may run once per measure)."""
     measure = job.options.get("measure")
     return f"{job.name}{'@' + str(measure) if measure else ''}:{'+'.join(job.models)}:{job.dataset}"
 

@@ -16,13 +16,12 @@ import numpy as np
 import pandas as pd
 
 from headstats.inputs.records import Record
-from headstats.measures import SCORE_COLUMNS, MeasureArray
+from headstats.measures import SCORE_COLUMNS, MeasureArray, measure_options
 from headstats.model.loading import LoadedModel
-from headstats.analyses.roles import get_role
+from headstats.analyses.roles import record_kinds
 from headstats.analyses.sieves import ScoreSettings
 
-__all__ = ["SCORE_COLUMNS", "ScoreRun", "applicable_roles", "long_frame", "measure_options", "score_records",
-           "write_scores"]
+__all__ = ["SCORE_COLUMNS", "ScoreRun", "long_frame", "score_records", "write_scores"]
 
 
 class ScoreRun:
@@ -101,38 +100,6 @@ def long_frame(arrays: Iterable[MeasureArray]) -> pd.DataFrame:
     return pd.DataFrame(data, columns=SCORE_COLUMNS)
 
 
-def measure_options(settings, measure: str | None = None) -> dict:
-    """What a job adds to its options for the attention ``measure`` it reads (METHODS 6.1; default: the scoring's
-    primary measure, the first of ``measures``): ``{"measure": "norm"}``, or nothing for ``weights`` (the runner's
-    default), so that a weights job keeps the cache key it always had."""
-    measure = settings.measure if measure is None else measure
-    return {} if measure == "weights" else {"measure": measure}
-
-
-def record_kinds(records: Sequence[Record]) -> tuple[bool, bool]:
-    """Whether some record is a sentence pair, and whether some record is parsed (what decides which roles
-    apply, :func:`applicable_roles`)."""
-    return any(r.is_pair for r in records), any(r.words_a is not None for r in records)
-
-
-def applicable_roles(roles: Sequence[str], records: Sequence[Record] | None = None, *,
-                     has_pairs: bool | None = None, has_parses: bool | None = None) -> tuple[list[str], dict[str, str]]:
-    """Drop pair-only roles (``block``) from a data set that has no pairs, and arc roles from one without
-    parses; say why. ``has_pairs`` and ``has_parses`` stand for ``records`` when they are known without them."""
-    if has_pairs is None or has_parses is None:
-        has_pairs, has_parses = record_kinds(records or ())
-    kept, dropped = [], {}
-    for role in roles:
-        spec = get_role(role)
-        if spec.pairs_only and not has_pairs:
-            dropped[role] = "the data set has no sentence pairs"
-        elif spec.kind == "arc" and not has_parses:
-            dropped[role] = "the data set has no dependency parses"
-        else:
-            kept.append(role)
-    return kept, dropped
-
-
 def score_records(
     loaded: LoadedModel,
     records: Sequence[Record],
@@ -166,22 +133,26 @@ def score_records(
     """
     from contextlib import contextmanager
 
-    from headstats.analyses.role_scores import RoleScores
-    from headstats.engine.runner import Job, Runner
+    from headstats.analyses import PlanContext, get_analysis
+    from headstats.engine.runner import Runner
+    from headstats.study.plan import scores_analysis
 
     @contextmanager
     def bar(description: str, total: int):
         yield progress or (lambda n: None)
 
-    kept, dropped = applicable_roles(roles, records)
-    # one job per measure, all fed by the same forward pass (the runner makes every measure's view of a batch)
-    jobs = [Job(RoleScores, (loaded.name,), dataset, {"roles": kept, "settings": settings,
-                                                      **measure_options(settings, measure)}, name="role_scores")
-            for measure in settings.measures]
+    # the study's scoring analysis plans the jobs: one per measure, all fed by the same forward pass (the runner
+    # makes every measure's view of a batch); no statistics, so no control of an offset gate
+    name = scores_analysis()
+    has_pairs, has_parses = record_kinds(records)
+    context = PlanContext((loaded.name,), (dataset,), extra={
+        "datasets": {dataset: {"has_pairs": has_pairs, "has_parses": has_parses}}, "statistics": None})
+    jobs = [job for job in get_analysis(name).plan_function()(settings.model_copy(update={"roles": list(roles)}),
+                                                               context) if job.name == name]
     runner = Runner(batch_size=batch_size, max_length=max_length, too_long=too_long, progress=bar)
     counts = runner.run(lambda name: loaded, {dataset: records}, jobs)[(loaded.name, dataset)]
     collector = jobs[0].collector
-    counts.update(roles_not_applicable=dropped, participation=collector.participation())
+    counts.update(collector.input_counts())
     return ScoreRun(collector.result(), counts, [job.collector.result() for job in jobs[1:]])
 
 
