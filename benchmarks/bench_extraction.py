@@ -79,7 +79,7 @@ def compare_speed(n: int, batch_size: int, *, chunk: int = 128, repeats: int = 3
     """
     import torch
 
-    from headstats.analyses.role_scores import RoleScores
+    from headstats.analyses.pande_roles.collect import RoleScores
     from headstats.model.encoding import encode_records
     from headstats.engine.runner import DEFAULT_MEMORY_BUDGET, Job, Runner, attention_cells
     from headstats.engine.forward import length_sorted_batches

@@ -49,7 +49,7 @@ def compare_speed(n: int, batch_size: int, *, chunk: int, repeats: int) -> dict:
     """CPU and wall time of the bare SDPA forward, the map-free engine and the eager engine, chunk by chunk."""
     import torch
 
-    from headstats.analyses.role_scores import RoleScores
+    from headstats.analyses.pande_roles.collect import RoleScores
     from headstats.analyses.sieves import DEFAULT_ROLES
     from headstats.engine.forward import length_sorted_batches
     from headstats.engine.runner import DEFAULT_MEMORY_BUDGET, Job, Runner, attention_cells
@@ -100,7 +100,7 @@ def compare_speed(n: int, batch_size: int, *, chunk: int, repeats: int) -> dict:
 
 def memory_child(path: str, pieces: int, n: int, map_free: bool) -> None:
     """Peak resident memory of scoring ``n`` inputs of ``pieces`` pieces (the high-water mark reset after loading)."""
-    from headstats.analyses.role_scores import RoleScores
+    from headstats.analyses.pande_roles.collect import RoleScores
     from headstats.analyses.sieves import DEFAULT_ROLES
     from headstats.engine.runner import Job, Runner
     from headstats.inputs.records import Record

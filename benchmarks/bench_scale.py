@@ -173,7 +173,7 @@ def large_child(mode: str, n: int, hidden: int) -> None:
     import torch
     from transformers import BertConfig, BertModel
 
-    from headstats.analyses.role_scores import RoleScores
+    from headstats.analyses.pande_roles.collect import RoleScores
     from headstats.engine.forward import length_sorted_batches, pad_batch
     from headstats.engine.runner import DEFAULT_MEMORY_BUDGET, Job, Runner, attention_cells
     from headstats.model.encoding import encode_records
@@ -189,7 +189,7 @@ def large_child(mode: str, n: int, hidden: int) -> None:
     records = short_records(n)
     start = time.perf_counter()
     if mode == "engine":
-        job = Job(RoleScores, ("bert-large-random",), "short", {"roles": ROLES_WITHOUT_PARSES}, name="role_scores")
+        job = Job(RoleScores, ("bert-large-random",), "short", {"roles": ROLES_WITHOUT_PARSES}, name="pande_roles")
         counts = Runner(batch_size=32, max_length=128, chunk_size=1024).run(lambda name: loaded, {"short": records},
                                                                             [job])
         scored = counts[("bert-large-random", "short")]["n_scored"]  # an input of many pieces may be too long

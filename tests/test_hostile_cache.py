@@ -27,7 +27,7 @@ ELSEWHERE = {"dependency": "tests/analyses/test_dependency.py (runs with a cache
                             "before its tables, a separate fault)",
              "coreference": "tests/analyses/test_coreference.py (runs with a cache)",
              "similarity": "tests/engine/test_safe_state.py::test_every_state_type_round_trips",
-             "role_scores": "every run (the role scores)", "special_mass": "every run (run by the study itself)",
+             "pande_roles": "every run (the role scores)", "special_mass": "every run (run by the study itself)",
              "offset_control": "tests/analyses/offset_control/test_collect.py and tests/test_testing.py "
                                "(check_analysis: chunked and merged states; its state is a ScoreState)"}
 TABLES = ("scores.parquet", "tests.csv", "roles.csv")

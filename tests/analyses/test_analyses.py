@@ -11,8 +11,8 @@ from headstats.errors import ProtocolError, UnknownNameError
 
 def test_builtins_are_discovered():
     assert set(list_analyses()) >= {"entropy", "surface", "clustering", "pictures", "dependency"}
-    assert "role_scores" not in list_analyses()
-    assert set(list_analyses(selectable=False)) >= {"role_scores", "special_mass", "similarity", "entropy"}
+    assert "pande_roles" not in list_analyses()
+    assert set(list_analyses(selectable=False)) >= {"pande_roles", "special_mass", "similarity", "entropy"}
     spec = get_analysis("entropy")
     assert spec.section is not None and issubclass(spec.collector_class(), Collector) and "entropy" in spec.description
 
@@ -27,7 +27,7 @@ def test_unknown_name_suggests_the_nearest():
 def test_builtins_the_study_runs_cannot_be_named():
     assert check_analyses(["entropy"]) == ["entropy"]
     with pytest.raises(ProtocolError, match="run by the study itself.*entropy"):
-        check_analyses(["role_scores"])
+        check_analyses(["pande_roles"])
 
 
 def test_register_from_python():

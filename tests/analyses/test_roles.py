@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from headstats.errors import HeadstatsError
+from headstats.inputs.records import Record
 from headstats.analyses.roles import (
     BUILTIN_ROLES,
+    applicable_roles,
     check_role,
     get_role,
     list_roles,
@@ -110,3 +112,30 @@ def test_an_unknown_role_suggests_the_nearest_and_lists_the_valid_ones():
 
     with pytest.raises(UnknownNameError, match="did you mean 'local'.*choose one of local, delimiter"):
         get_role("locl")
+
+
+ROLES = ["local", "delimiter", "delimiter_cls", "delimiter_sep", "block", "syntactic", "syntactic:nsubj",
+         "syntactic:dobj"]
+
+
+def test_applicable_roles():
+    """Pair-only roles leave a data set without pairs, arc roles one without parses, each with the reason."""
+    from conftest import space_words as words
+
+    singles = [Record("0", "the cat"), Record("1", "a dog")]
+    kept, dropped = applicable_roles(ROLES, singles)
+    assert kept == ["local", "delimiter", "delimiter_cls", "delimiter_sep"]
+    assert dropped == {
+        "block": "the data set has no sentence pairs",
+        "syntactic": "the data set has no dependency parses",
+        "syntactic:nsubj": "the data set has no dependency parses",
+        "syntactic:dobj": "the data set has no dependency parses",
+    }
+    parse = ([1, 2, -1], ["det", "nsubj", "ROOT"])
+    parsed_pairs = [Record("p0", "the cat sat", "a dog ran", words_a=words("the cat sat", *parse),
+                           words_b=words("a dog ran", *parse))]
+    assert applicable_roles(ROLES, parsed_pairs) == (ROLES, {})
+    assert applicable_roles(ROLES, has_pairs=True, has_parses=True) == (ROLES, {})
+    unparsed_pairs = [Record("p", "the cat", "a dog")]
+    assert applicable_roles(["block", "syntactic"], unparsed_pairs) == (
+        ["block"], {"syntactic": "the data set has no dependency parses"})

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from conftest import space_words
-from headstats.analyses.role_scores import RoleScores
+from headstats.analyses.pande_roles.collect import RoleScores
 from headstats.analyses.roles import register_role, unregister_role
 from headstats.analyses.sieve_gather import _plans, map_free_scores, role_scores_of
 from headstats.analyses.sieves import DEFAULT_ROLES, ScoreSettings, score_and_ceilings

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from headstats.analyses.role_scores import RoleScores
+from headstats.analyses.pande_roles.collect import RoleScores
 from headstats.analyses.special_mass.collect import SpecialMass
 from headstats.engine.cache import (MARKER, StateCache, canonical, decode, default_cache_root, digest, encode,
                                      resolve_cache_root)
@@ -204,7 +204,7 @@ def counting(monkeypatch):
 
 
 def jobs():
-    return [Job(RoleScores, ("m",), "d", {"roles": ROLES}, name="role_scores"),
+    return [Job(RoleScores, ("m",), "d", {"roles": ROLES}, name="pande_roles"),
             Job(SpecialMass, ("m",), "d", name="special_mass")]
 
 

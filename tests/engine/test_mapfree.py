@@ -11,7 +11,7 @@ import torch
 import transformers
 
 from conftest import space_words
-from headstats.analyses.role_scores import RoleScores
+from headstats.analyses.pande_roles.collect import RoleScores
 from headstats.analyses.sieve_gather import map_free_scores
 from headstats.analyses.sieves import DEFAULT_ROLES, ScoreSettings, score_and_ceilings
 from headstats.engine.batch import MapFreeView, forward_map_free, forward_views

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import build_tiny_bert
-from headstats.analyses.role_scores import RoleScores
+from headstats.analyses.pande_roles.collect import RoleScores
 from headstats.analyses.similarity.collect import AttentionSimilarity
 from headstats.analyses.special_mass.collect import SpecialMass
 from headstats.engine.collector import Collector
@@ -55,7 +55,7 @@ def counting(monkeypatch):
 
 
 def comparison_jobs():
-    jobs = [Job(RoleScores, (m,), "d", {"roles": ROLES}, name="role_scores") for m in ("base", "other")]
+    jobs = [Job(RoleScores, (m,), "d", {"roles": ROLES}, name="pande_roles") for m in ("base", "other")]
     jobs += [Job(SpecialMass, (m,), "d", name="special_mass") for m in ("base", "other")]
     jobs.append(Job(AttentionSimilarity, ("base", "other"), "d", name="similarity"))
     return jobs

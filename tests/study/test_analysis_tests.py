@@ -35,9 +35,9 @@ def test_hypothesis_tests_use_the_protocols_statistics():
         job.collector = FakeCollector(MeasureArray("m", dataset, [str(i) for i in range(10)], ("v",), values),
                                       [{"name": "high", "measure": "v", "threshold": 0.5}])
         jobs.append(job)
-    role = Job(object, ("m",), "a", name="role_scores")
-    role.collector = FakeCollector(None, [])
-    out = hypothesis_tests([*jobs, role], protocol(statistics={"correction": "bonferroni"}))
+    scores = Job(object, ("m",), "a", name="scores")  # a per-input result that declares no hypotheses
+    scores.collector = FakeCollector(None, [])
+    out = hypothesis_tests([*jobs, scores], protocol(statistics={"correction": "bonferroni"}))
     assert list(out) == ["mine"]
     t = out["mine"]
     assert len(t) == 4 and set(t["family"]) == {"model=m|dataset=a", "model=m|dataset=b"}

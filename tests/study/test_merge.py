@@ -81,7 +81,7 @@ def test_shards_merge_into_byte_identical_tables(tmp_path, models, reference):
     shard = manifest(tmp_path / "shard2")
     assert shard["headstats_shard"]["index"] == 2 and shard["written_by"] == "headstats"
     # 8 chunks of 'single' (30 records by 4) -> chunks 2..4 in shard 2 of 3
-    assert shard["headstats_shard"]["chunks"]["role_scores:base:single"] == [2, 3, 4]
+    assert shard["headstats_shard"]["chunks"]["pande_roles:base:single"] == [2, 3, 4]
     cli("merge", tmp_path / "shard3", tmp_path / "shard1", tmp_path / "shard2", "--out", tmp_path / "merged")
     assert tables(tmp_path / "merged") == tables(reference)
     merged, whole = manifest(tmp_path / "merged"), manifest(reference)

@@ -52,7 +52,7 @@ def test_an_analysis_option_reruns_that_analysis_alone_and_another_options_reuse
     _cached_run(tmp_path, tiny_model_dir)
     # clustering.max_inputs changes the clustering state: only the clustering runs again
     assert _cached_run(tmp_path, tiny_model_dir, extra={"analysis_options": {"clustering": {"max_inputs": 5}}}) == [
-        "tiny / single: 0 of 12 inputs found in the cache (role_scores, surface reused; clustering computed)"]
+        "tiny / single: 0 of 12 inputs found in the cache (pande_roles, surface reused; clustering computed)"]
     # options read only after the pass (a hypothesis' threshold, the permutations) and the seed reuse every state
     after = {"surface": {"hypotheses": [{"name": "prev", "measure": "prev", "threshold": 0.1}]},
              "clustering": {"max_inputs": 5, "n_permutations": 199}}
@@ -65,7 +65,7 @@ def test_an_analysis_option_reruns_that_analysis_alone_and_another_options_reuse
 def test_a_scoring_option_reruns_the_scores_alone(tmp_path, tiny_model_dir):
     _cached_run(tmp_path, tiny_model_dir)
     assert _cached_run(tmp_path, tiny_model_dir, extra={"scoring": {"roles": ["local"], "window": 1}}) == [
-        "tiny / single: 0 of 12 inputs found in the cache (surface, clustering reused; role_scores computed)"]
+        "tiny / single: 0 of 12 inputs found in the cache (surface, clustering reused; pande_roles computed)"]
 
 
 def test_each_analysis_finish_step_says_when_it_starts_and_how_long_it_took(tmp_path, tiny_model_dir):

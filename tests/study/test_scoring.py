@@ -10,8 +10,8 @@ import torch
 from headstats.model.encoding import encode_record
 from headstats.engine.forward import pad_batch
 from headstats.inputs.records import Record
-from headstats.measures import MeasureArray
-from headstats.study.scoring import SCORE_COLUMNS, applicable_roles, long_frame, measure_options, score_records
+from headstats.measures import MeasureArray, measure_options
+from headstats.study.scoring import SCORE_COLUMNS, long_frame, score_records
 from headstats.analyses.roles import register_role, unregister_role
 
 ROLES = ["local", "delimiter", "delimiter_cls", "delimiter_sep", "block", "syntactic", "syntactic:nsubj",
@@ -147,23 +147,6 @@ def test_long_frame_order():
         assert row.score == values[idx[row.sentence_id], row.layer, row.head, roles[row.role]]
 
 
-def test_applicable_roles():
-    singles = [Record("0", "the cat"), Record("1", "a dog")]
-    kept, dropped = applicable_roles(ROLES, singles)
-    assert kept == ["local", "delimiter", "delimiter_cls", "delimiter_sep"]
-    assert dropped == {
-        "block": "the data set has no sentence pairs",
-        "syntactic": "the data set has no dependency parses",
-        "syntactic:nsubj": "the data set has no dependency parses",
-        "syntactic:dobj": "the data set has no dependency parses",
-    }
-    parsed_pairs = [RECORDS[3]]
-    assert applicable_roles(ROLES, parsed_pairs) == (ROLES, {})
-    unparsed_pairs = [Record("p", "the cat", "a dog")]
-    assert applicable_roles(["block", "syntactic"], unparsed_pairs) == (
-        ["block"], {"syntactic": "the data set has no dependency parses"})
-
-
 def test_user_pair_role_dropped_for_singles(tiny_model):
     register_role("pairs_only_pipeline_test", lambda layout, options: np.ones((layout.length,) * 2, bool),
                   pairs_only=True)
@@ -233,7 +216,7 @@ def test_the_norm_measure_scores_norm_weighted_maps_and_keeps_weights_keys(tmp_p
     import yaml
     from tiny_study import tiny_protocol
 
-    from headstats.analyses.role_scores import RoleScores
+    from headstats.analyses.pande_roles.collect import RoleScores
     from headstats.config.protocol import load_protocol
     from headstats.engine.batch import forward_views, view_of
     from headstats.engine.runner import Job, build_collector

@@ -23,7 +23,7 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, da
     that ``report`` writes (:data:`~headstats.study.results.ReportWriter`) before the manifest lists the files."""
     from headstats.assignment.offset_gate import gate_controls
     from headstats.assignment.tables import analyse, ceiling_warnings
-    from headstats.study.plan import scores_analysis
+    from headstats.study.scoring import scores_analysis
     from headstats.study.comparison import run_comparisons
     from headstats.study.memo import write_scores_memoised
 

@@ -27,8 +27,9 @@ class StudyPasses:
     ----------
     arrays : list of MeasureArray
         The study's per-input scores (``scores.parquet``): the results of the jobs of the analysis that the
-        protocol's ``scoring`` section turns on (:func:`~headstats.study.plan.scores_analysis`), in its plan's order (per measure of
-        ``scoring.measures``, the primary first, then models in protocol order, then data sets).
+        protocol's ``scoring`` section turns on (:func:`~headstats.study.scoring.scores_analysis`), in its plan's
+        order (per measure of ``scoring.measures``, the primary first, then models in protocol order, then data
+        sets).
     counts : dict
         ``"<model>/<dataset>"`` -> inputs read, scored, skipped (with reasons), and what each collector of that
         model and data set adds (a collector's ``input_counts()``, e.g. the roles not applicable and participation).
@@ -123,7 +124,7 @@ def assemble_passes(protocol: Protocol, plan: StudyPlan, passed: dict, data: dic
     each analysis' tables and finish step took (probe training and permutations take minutes on large runs)."""
     from headstats.analyses import ANALYSES
     from headstats.study.analysis_tests import finish_analyses
-    from headstats.study.plan import scores_analysis
+    from headstats.study.scoring import scores_analysis
 
     jobs, planned = plan.jobs, plan.planned
     counts = {}

@@ -51,21 +51,8 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
-#: The protocol section whose analysis' per-input results are the study's scores (``scores.parquet``).
-SCORES_FIELD = "scoring"
-
-
-def scores_analysis() -> str:
-    """The registered analysis that the protocol's ``scoring`` section turns on (:data:`SCORES_FIELD`): its
-    collector's per-input results are the study's scores."""
-    from headstats.analyses import ANALYSES, list_analyses
-
-    list_analyses()  # imports every analysis package
-    return next(name for name, spec in ANALYSES.items() if spec.protocol_field == SCORES_FIELD)
-
-
 def study_facts(data: dict[str, LoadedData]) -> dict[str, dict[str, bool]]:
-    """Per data set what an analysis' planner may read of it (:attr:`PlanContext.extra`\ ``["datasets"]``):
+    """Per data set what an analysis' planner may read of it (``PlanContext.extra["datasets"]``):
     ``has_pairs`` (some record is a sentence pair) and ``has_parses`` (some record is parsed)."""
     return {name: {"has_pairs": bool(d.has_pairs), "has_parses": bool(d.has_parses)} for name, d in data.items()}
 

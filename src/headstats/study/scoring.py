@@ -100,6 +100,19 @@ def long_frame(arrays: Iterable[MeasureArray]) -> pd.DataFrame:
     return pd.DataFrame(data, columns=SCORE_COLUMNS)
 
 
+#: The protocol section whose analysis' per-input results are the study's scores (``scores.parquet``).
+SCORES_FIELD = "scoring"
+
+
+def scores_analysis() -> str:
+    """The registered analysis that the protocol's ``scoring`` section turns on (:data:`SCORES_FIELD`): its
+    collector's per-input results are the study's scores."""
+    from headstats.analyses import ANALYSES, list_analyses
+
+    list_analyses()  # imports every analysis package
+    return next(name for name, spec in ANALYSES.items() if spec.protocol_field == SCORES_FIELD)
+
+
 def score_records(
     loaded: LoadedModel,
     records: Sequence[Record],
@@ -135,7 +148,6 @@ def score_records(
 
     from headstats.analyses import PlanContext, get_analysis
     from headstats.engine.runner import Runner
-    from headstats.study.plan import scores_analysis
 
     @contextmanager
     def bar(description: str, total: int):

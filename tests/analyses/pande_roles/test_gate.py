@@ -1,5 +1,5 @@
-"""The offset gate in a study (METHODS 6.2; ``statistics.offset_gate``): the control is planned by default on every
-parsed data set that scores a syntactic role, once per attention measure, and serves ``analyses: [offset_control]``
+"""The offset gate in a study (METHODS 6.2; ``statistics.offset_gate``): the roles' planner plans the control by
+default on every parsed data set that scores a syntactic role, once per attention measure, and serves ``analyses: [offset_control]``
 too (one control, not two); with the gate off none is planned; ``tests.csv`` carries the control's test, equal to
 ``offset_control_tests.csv``."""
 
@@ -13,7 +13,6 @@ import yaml
 
 import headstats as hs
 from headstats.config.protocol import Protocol, load_protocol
-from headstats.assignment.offset_gate import gate_only, is_gate_job
 from headstats.study.plan import job_label, study_jobs
 
 DEMO = Path(__file__).resolve().parents[3] / "data" / "demo" / "mini.conllu"
@@ -31,46 +30,48 @@ def protocol(tiny_model_dir, **extra) -> Protocol:
     return Protocol.model_validate(raw)
 
 
-#: the roles each data set keeps: ``plain`` stands for a data set without parses (its arc roles dropped)
-ROLES = {"ud": (["local", *SYNTACTIC], {}), "plain": (["local"], {r: "the data set has no parses" for r in SYNTACTIC})}
-
-
-def is_analysis_job(job, p: Protocol) -> bool:
-    return not gate_only(job, p.scoring, p.statistics, p.analyses, p.options_of)
-
-
-def gate_job(job, p: Protocol) -> bool:
-    return is_gate_job(job, p.scoring, p.statistics)
+#: what the planners read of each data set: ``plain`` stands for a data set without parses (its arc roles dropped)
+FACTS = {"ud": {"has_pairs": False, "has_parses": True}, "plain": {"has_pairs": False, "has_parses": False}}
 
 
 def offset_jobs(p: Protocol) -> list:
-    return [j for j in study_jobs(p, roles=ROLES)[0] if j.name == "offset_control"]
+    """The study's jobs of the offset control: the gate's and the analysis'."""
+    return [j for j in study_jobs(p, facts=FACTS).jobs if j.name in ("offset_control", "offset_gate")]
+
+
+def gate_controls_of(p: Protocol) -> list:
+    """The jobs the roles plan for their offset gate (their planned jobs that are not role scores)."""
+    return [j for j in study_jobs(p, facts=FACTS).planned["pande_roles"] if j.name != "pande_roles"]
 
 
 def test_the_gate_plans_one_control_per_measure_on_parsed_data_and_shares_it_with_the_analysis(tiny_model_dir):
     p = protocol(tiny_model_dir)
     [job] = offset_jobs(p)  # the parsed data set only, the scoring's relations and arc direction
     assert job.dataset == "ud" and job.options["options"].relations == ["nsubj", "amod"]
-    assert gate_job(job, p) and not is_analysis_job(job, p)  # its tables are not written without the analysis
+    # named by no analysis: its tables are not written without the analysis; its values are the gate's
+    assert job.name == "offset_gate" and gate_controls_of(p) == [job]
     both = protocol(tiny_model_dir, scoring={"measures": ["weights", "norm"]})
     assert [j.options.get("measure") for j in offset_jobs(both)] == [None, "norm"]
     # analyses: [offset_control] with the scoring's options: the gate's job of the primary measure is its job
     shared = protocol(tiny_model_dir, scoring={"measures": ["weights", "norm"]}, analyses=["offset_control"],
                       analysis_options={"offset_control": {"relations": ["nsubj", "amod"]}})
-    jobs = offset_jobs(shared)
-    assert [(j.dataset, j.options.get("measure")) for j in jobs] == [("ud", None), ("ud", "norm"), ("plain", None)]
-    assert [is_analysis_job(j, shared) for j in jobs] == [True, False, True]
-    assert [gate_job(j, shared) for j in jobs] == [True, True, True]  # same options on plain: no arcs, no effect
+    plan = study_jobs(shared, facts=FACTS)
+    jobs = [j for j in plan.jobs if j.name in ("offset_control", "offset_gate")]
+    assert [(j.name, j.dataset, j.options.get("measure")) for j in jobs] == [
+        ("offset_control", "ud", None), ("offset_gate", "ud", "norm"), ("offset_control", "plain", None)]
+    gate = [j for j in plan.planned["pande_roles"] if j.name != "pande_roles"]
+    assert gate == jobs[:2] and gate[0] is plan.planned["offset_control"][0]  # one job, planned by both
+    assert plan.planned["offset_control"] == [jobs[0], jobs[2]]
     # other options: the analysis runs its own control beside the gate's
     other = protocol(tiny_model_dir, analyses=["offset_control"])  # the default relations, not the scoring's
-    jobs = [j for j in study_jobs(other, roles=ROLES)[0] if j.name in ("offset_control", "offset_gate")]
-    assert [(j.name, j.dataset, gate_job(j, other), is_analysis_job(j, other)) for j in jobs] == [
-        ("offset_gate", "ud", True, False), ("offset_control", "ud", False, True),
-        ("offset_control", "plain", False, True)]  # two jobs of one data set and measure: two labels (shards)
-    assert len({job_label(j) for j in jobs}) == 3
+    jobs = offset_jobs(other)
+    assert [(j.name, j.dataset) for j in jobs] == [("offset_gate", "ud"), ("offset_control", "ud"),
+                                                   ("offset_control", "plain")]
+    assert gate_controls_of(other) == jobs[:1]
+    assert len({job_label(j) for j in jobs}) == 3  # two jobs of one data set and measure: two labels (shards)
     # the gate off: no control unless the analysis asks for it
     off = protocol(tiny_model_dir, statistics={"offset_gate": False})
-    assert offset_jobs(off) == []
+    assert offset_jobs(off) == [] and gate_controls_of(off) == []
 
 
 def test_a_run_gates_its_syntactic_roles_with_the_control_the_analysis_reports(tmp_path, tiny_model_dir):

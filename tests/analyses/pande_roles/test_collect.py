@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from headstats.analyses.role_scores import RoleScores, ScoreState
+from headstats.analyses.pande_roles.collect import RoleScores, ScoreState
 from headstats.model.encoding import Arc, EncodedInput
 from headstats.engine.batch import view_of
 from headstats.engine.collector import Context
@@ -86,3 +86,41 @@ def test_ceilings_travel_with_the_scores_in_data_set_order(tiny_model):
         assert array.ceilings[k, 1] == pytest.approx(n)  # one [CLS]: n / 1
     assert np.all(array.values[..., 0] <= array.ceilings[:, None, None, 0] + 1e-5)
     assert array.select(["delimiter_cls"]).ceilings.shape == (3, 1)
+
+
+def test_the_plan_scores_the_applicable_roles_once_per_measure_then_the_gate_on_parsed_data():
+    """``plan(scoring, context)``: per measure (the primary first), model and data set a role-score job with the
+    roles that apply there (``block`` needs pairs, arc roles parses) and those left out with the reason; then the
+    offset gate's control on the data sets that keep an arc role, only with statistics whose gate is on."""
+    from headstats.analyses import PlanContext
+    from headstats.analyses.pande_roles.collect import plan
+    from headstats.config.protocol import StatisticsOptions
+
+    scoring = ScoreSettings(roles=["local", "block", "syntactic"], measures=["weights", "norm"])
+    facts = {"pairs": {"has_pairs": True, "has_parses": False}, "ud": {"has_pairs": False, "has_parses": True}}
+    context = PlanContext(("a", "b"), ("pairs", "ud"), seed=3,
+                          extra={"datasets": facts, "statistics": StatisticsOptions()})
+    jobs = plan(scoring, context)
+    scores = [j for j in jobs if j.name == "pande_roles"]
+    assert [(j.options.get("measure"), j.models, j.dataset) for j in scores] == [
+        (m, (model,), d) for m in (None, "norm") for model in ("a", "b") for d in ("pairs", "ud")]
+    by_data = {j.dataset: j.options for j in scores}
+    assert by_data["pairs"]["roles"] == ["local", "block"] and by_data["ud"]["roles"] == ["local", "syntactic"]
+    assert by_data["pairs"]["not_applicable"] == {"syntactic": "the data set has no dependency parses"}
+    assert by_data["ud"]["not_applicable"] == {"block": "the data set has no sentence pairs"}
+    gate = [j for j in jobs if j.name != "pande_roles"]
+    assert [(j.name, j.options.get("measure"), j.models, j.dataset, j.seed) for j in gate] == [
+        ("offset_gate", m, (model,), "ud", 3) for m in (None, "norm") for model in ("a", "b")]
+    alone = plan(scoring, PlanContext(("a",), ("ud",), extra={"datasets": facts, "statistics": None}))
+    assert alone == [j for j in scores if j.models == ("a",) and j.dataset == "ud"]  # scores alone: no gate
+    off = StatisticsOptions(offset_gate=False)
+    assert all(j.name == "pande_roles" for j in plan(scoring, PlanContext(
+        ("a",), ("ud",), extra={"datasets": facts, "statistics": off})))
+
+
+def test_input_counts_are_the_roles_left_out_and_the_participation():
+    c = RoleScores(Context(("m",), "d", 1, 1, {"roles": ["local"], "settings": ScoreSettings(window=1),
+                                              "not_applicable": {"block": "the data set has no sentence pairs"}}))
+    c.update(view_of(torch.stack([U, A])[:, None, None], [make(0), make(1)]))
+    assert c.input_counts() == {"roles_not_applicable": {"block": "the data set has no sentence pairs"},
+                                "participation": {"local": 2}}
