@@ -93,7 +93,7 @@ def run(n: int, analyses: list[str], batch_size: int, data: Path | None = DATA) 
     rows = []
     for spec in protocol.datasets:
         data = load_data(spec, protocol)
-        jobs, _ = study_jobs(protocol, {spec.name: data})
+        jobs = study_jobs(protocol, {spec.name: data}).jobs
         jobs = [j for j in jobs if j.name in analyses]
         for job in jobs:
             job.collector = build_collector(job, {loaded.name: loaded})

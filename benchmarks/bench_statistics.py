@@ -84,7 +84,8 @@ def best_of(fn, repeats: int) -> tuple[float, object]:
 
 
 def full_statistics(n: int, repeats: int) -> None:
-    from headstats.assignment.tables import analyse, statistics_kwargs
+    from headstats.assignment.tables import analyse
+    from headstats.stats.options import statistics_kwargs
     from headstats.config.protocol import ReportOptions, StatisticsOptions
     from headstats.stats.matrix import score_matrix
     from headstats.stats.onesample import test_roles

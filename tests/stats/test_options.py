@@ -93,3 +93,12 @@ def test_tau_per_role_and_seed():
     assert check_seed(np.int64(3)) == 3
     with pytest.raises(HeadstatsError, match="seed must be an integer >= 0"):
         check_seed(True)
+
+
+def test_statistics_kwargs_are_the_checked_options_and_the_seed():
+    from headstats.config.protocol import StatisticsOptions
+    from headstats.stats.options import statistics_kwargs
+
+    kwargs = statistics_kwargs(StatisticsOptions(test="wilcoxon", tau=2.0, alpha=0.01, sensitivity=False), 7)
+    assert kwargs["seed"] == 7 and type(kwargs["options"]) is TestOptions  # the protocol's own fields left out
+    assert (kwargs["options"].test, kwargs["options"].tau, kwargs["options"].alpha) == ("wilcoxon", 2.0, 0.01)

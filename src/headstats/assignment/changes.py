@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from headstats.assignment.role_assignment import heads_per_role_per_layer as _heads_per_role_per_layer
-from headstats.assignment.role_assignment import role_columns
+from headstats.tables.study_tables import role_columns
 from headstats.errors import HeadstatsError
 from headstats.stats.paired import paired_tests
 

@@ -58,7 +58,7 @@ def gate_controls(jobs: Sequence, scoring, statistics) -> list[MeasureArray]:
 def control_tests(arrays: Sequence[MeasureArray], kwargs: dict) -> pd.DataFrame:
     """The one-sided test of every head's offset-matched excess, per arc role of each array (the control's
     per-input values, one array per model and data set), with the study's statistics keywords ``kwargs``
-    (:func:`headstats.assignment.tables.statistics_kwargs`). Rows are named by the role they control."""
+    (:func:`headstats.stats.options.statistics_kwargs`). Rows are named by the role they control."""
     from headstats.analyses.offset_control.options import control_hypotheses, tested_role
     from headstats.stats.hypotheses import test_measures
 

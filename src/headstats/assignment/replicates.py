@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from headstats.assignment.role_assignment import role_columns
+from headstats.tables.study_tables import role_columns
 from headstats.assignment.seed_evidence import seed_claims
 from headstats.stats.corrections import correct_within_families, family_labels, reject
 from headstats.stats.existence import claims_correction

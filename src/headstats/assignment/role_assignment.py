@@ -11,7 +11,7 @@ from itertools import combinations
 
 import pandas as pd
 
-HEAD_KEYS = ["model", "dataset", "layer", "head"]
+from headstats.tables.study_tables import HEAD_KEYS, role_columns
 
 
 def role_table(tests: pd.DataFrame) -> pd.DataFrame:
@@ -49,16 +49,6 @@ def role_table(tests: pd.DataFrame) -> pd.DataFrame:
     wide["roles"] = ["+".join(r for r, h in zip(roles, row) if h) for row in held]
     wide["n_roles"] = held.sum(axis=1).astype(int)
     return wide.reset_index()
-
-
-def role_columns(roles: pd.DataFrame) -> list[str]:
-    """The boolean role columns of a role table."""
-    return [c for c in roles.columns if c not in (*HEAD_KEYS, *NOT_ROLES)]
-
-
-#: The columns of a role table that are not roles: the attention measure, the roles held, and whether they hold
-#: under every measure.
-NOT_ROLES = ("measure", "roles", "n_roles", "robust_across_measures")
 
 
 def heads_per_role_per_layer(roles: pd.DataFrame) -> pd.DataFrame:

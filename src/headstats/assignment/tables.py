@@ -15,9 +15,9 @@ from typing import Union
 import numpy as np
 import pandas as pd
 
-from headstats.assignment.role_assignment import (colocation, heads_per_role_per_layer, role_columns, role_table,
-                                                  strongest_heads)
+from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, role_table, strongest_heads
 from headstats.measures import MeasureArray
+from headstats.tables.study_tables import role_columns
 
 #: The per-input scores of a study: one array per (model, dataset), or the long scores table.
 Scores = Union[pd.DataFrame, Sequence[MeasureArray]]
@@ -183,15 +183,6 @@ def ceiling_warnings(ceilings: pd.DataFrame) -> list[str]:
     return out
 
 
-def statistics_kwargs(options, seed: int) -> dict:
-    """Keyword arguments of :func:`headstats.stats.onesample.test_roles`, ``test_measures``, ``tau_sensitivity``
-    and ``robustness``: the protocol's statistics as one :class:`~headstats.stats.options.TestOptions` (its
-    defaults and checks) and the seed."""
-    from headstats.stats.options import TestOptions
-
-    return {"options": TestOptions.of(options), "seed": seed}
-
-
 def analyse(scores: Scores, statistics, seed: int = 0, *, scales: Mapping[str, str] | None = None,
             top_k: int = 10, offset_control: Sequence[MeasureArray] = ()) -> Analysis:
     """Run the tests on the scores and derive the role tables, per attention measure.
@@ -290,6 +281,7 @@ def _analyse_measure(scores: Scores, statistics, seed: int = 0, *, scales: Mappi
     """:func:`analyse` on the scores of one attention measure (no ``measure`` column)."""
     from headstats.stats.matrix import score_matrix
     from headstats.stats.onesample import test_roles
+    from headstats.stats.options import statistics_kwargs
 
     kwargs = statistics_kwargs(statistics, seed)
     matrix = score_matrix(scores.drop(columns="measure") if isinstance(scores, pd.DataFrame) and "measure" in

@@ -25,7 +25,7 @@ from matplotlib.legend_handler import HandlerBase  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from headstats.assignment.role_assignment import role_columns  # noqa: E402
+from headstats.tables.study_tables import role_columns  # noqa: E402
 from headstats.plots import style  # noqa: E402
 from headstats.plots.style import role_colours  # noqa: E402,F401  (re-exported: the figures' role colours)
 

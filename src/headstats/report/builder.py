@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from headstats.assignment.tables import Analysis
-from headstats.assignment.role_assignment import role_columns
+from headstats.tables.study_tables import role_columns
 from headstats.errors import HeadstatsError, OutputError
 from headstats.provenance import package_versions
 from headstats.report.blocks import Report, render_tables, write_report

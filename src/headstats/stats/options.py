@@ -21,7 +21,7 @@ from pydantic import BeforeValidator, Field, ValidationError
 from headstats.errors import HeadstatsError
 from headstats.fields import Float, Int, StrictModel, per_role
 
-__all__ = ["FAMILY_KEYS", "MIN_RESAMPLES", "TauSpec", "TestOptions", "check_seed"]
+__all__ = ["FAMILY_KEYS", "MIN_RESAMPLES", "TauSpec", "TestOptions", "check_seed", "statistics_kwargs"]
 
 #: Columns whose values may define the families of the correction (``family``).
 FAMILY_KEYS = ("model", "dataset", "role", "layer")
@@ -178,3 +178,10 @@ def check_seed(seed: object) -> int:
         if not (isinstance(seed, np.integer) and seed >= 0):
             raise HeadstatsError(f"seed must be an integer >= 0, got {seed!r}")
     return int(seed)
+
+
+def statistics_kwargs(options, seed: int) -> dict:
+    """Keyword arguments of :func:`headstats.stats.onesample.test_roles`, ``test_measures``, ``tau_sensitivity``
+    and ``robustness``: the protocol's statistics as one :class:`~headstats.stats.options.TestOptions` (its
+    defaults and checks) and the seed."""
+    return {"options": TestOptions.of(options), "seed": seed}

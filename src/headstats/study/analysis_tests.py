@@ -27,7 +27,7 @@ from headstats.measures import MeasureArray
 
 def hypothesis_tests(jobs, protocol) -> dict[str, pd.DataFrame]:
     """``<analysis>_tests`` per analysis whose collectors declare hypotheses (see the module docstring)."""
-    from headstats.assignment.tables import statistics_kwargs
+    from headstats.stats.options import statistics_kwargs
     from headstats.stats.hypotheses import test_measures
 
     arrays: dict[str, list[MeasureArray]] = {}

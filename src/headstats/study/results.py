@@ -133,7 +133,7 @@ class StudyResult:
     def _summary_rows(self) -> list[list]:
         """Per (model, data set): inputs scored, heads, heads with a role, and the heads per role (under the
         primary attention measure; with several, the heads whose roles hold under every measure too)."""
-        from headstats.assignment.role_assignment import role_columns
+        from headstats.tables.study_tables import role_columns
         from headstats.measures import attention_measures, on_measure
 
         roles = self.roles

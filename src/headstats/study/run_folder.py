@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from headstats.assignment.role_assignment import role_columns
+from headstats.tables.study_tables import role_columns
 from headstats.errors import HeadstatsError
 from headstats.tables import RunTables
 

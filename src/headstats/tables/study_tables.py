@@ -7,6 +7,8 @@ from __future__ import annotations
 from headstats.tables.declared import COMPARISON, STUDY, TableSpec, declare_tables
 
 _KEYS = ("model", "dataset", "layer", "head")
+#: The keys of a row of the role table (``roles``): one head of a model on a data set.
+HEAD_KEYS = list(_KEYS)
 
 _STUDY = declare_tables(STUDY, {
     "scores": TableSpec("one row per input, layer, head and role (column `score`)", formats=("parquet",)),
@@ -65,3 +67,13 @@ _COMPARISON = declare_tables(COMPARISON, dict([
 SCORES, TESTS, ROLES, CLAIMS = (_STUDY[n] for n in ("scores", "tests", "roles", "claims"))
 CONTROLS, MEASURE_AGREEMENT = _STUDY["controls"], _STUDY["measure_agreement"]
 PAIRED_TESTS, SEED_CLAIMS = _COMPARISON["compare_paired_tests"], _COMPARISON["compare_seed_claims"]
+
+
+def role_columns(roles) -> list[str]:
+    """The boolean role columns of a role table."""
+    return [c for c in roles.columns if c not in (*HEAD_KEYS, *NOT_ROLES)]
+
+
+#: The columns of a role table that are not roles: the attention measure, the roles held, and whether they hold
+#: under every measure.
+NOT_ROLES = ("measure", "roles", "n_roles", "robust_across_measures")

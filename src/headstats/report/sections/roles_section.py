@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from headstats.assignment.role_assignment import role_columns
+from headstats.tables.study_tables import role_columns
 from headstats.assignment.tables import Analysis
 from headstats.plots import roles_plots
 from headstats.plots.style import order_roles
