@@ -128,9 +128,17 @@ def test_layers_never_reach_up(path):
 
 
 PACKAGES = sorted(p.parent for p in ANALYSES_DIR.glob("*/__init__.py"))
-STATISTICS = sorted((SRC / "stats").rglob("*.py")) + [f for pkg in PACKAGES for f in sorted(pkg.glob("*.py"))
-                                                      if f.stem in ("finish", "claims", "options")]
-FIGURES = sorted((SRC / "plots").rglob("*.py")) + [f for pkg in PACKAGES for f in sorted(pkg.glob("figures.py"))]
+
+
+def _of_role(*roles: str) -> list[Path]:
+    """The files of every analysis package that have one of ``roles``: ``<role>.py``, or the modules of a
+    subpackage ``<role>/`` (a role whose code is large)."""
+    return [f for pkg in PACKAGES for f in sorted(pkg.rglob("*.py"))
+            if f.relative_to(pkg).parts[0].removesuffix(".py") in roles]
+
+
+STATISTICS = sorted((SRC / "stats").rglob("*.py")) + _of_role("finish", "claims", "options")
+FIGURES = sorted((SRC / "plots").rglob("*.py")) + _of_role("figures")
 
 
 @pytest.mark.parametrize("path", STATISTICS, ids=_name)
@@ -149,10 +157,13 @@ def test_plots_compute_no_statistics(path):
 
 
 def test_every_file_of_an_analysis_package_has_a_known_role():
+    """A file of an analysis package is named by its role, or sits in a subpackage named by it (``claims/``)."""
     assert PACKAGES
     odd = [str(f.relative_to(SRC)) for pkg in PACKAGES for f in pkg.iterdir()
-           if f.suffix == ".py" and f.stem not in ROLES or f.is_dir() and f.name != "__pycache__"]
+           if f.suffix == ".py" and f.stem not in ROLES or f.is_dir() and f.name not in ("__pycache__", *ROLES)]
     assert not odd, f"an analysis package holds only {sorted(ROLES)}: {odd}"
+    nested = [str(f.relative_to(SRC)) for pkg in PACKAGES for f in pkg.glob("*/*/*.py")]
+    assert not nested, f"a role's subpackage holds modules, not folders: {nested}"
 
 
 def _registry():
@@ -205,7 +216,7 @@ def test_an_analysis_uses_another_only_through_a_declared_dependency(package):
     mine = [spec for spec in specs.values() if isinstance(spec.collector, str)
             and spec.collector.startswith(f"headstats.analyses.{package.name}.")]
     declared = {r for spec in mine for r in spec.requires}
-    used = {_analysis_package(m) for f in package.glob("*.py") for m, _ in _imports(f)} - {None, package.name}
+    used = {_analysis_package(m) for f in package.rglob("*.py") for m, _ in _imports(f)} - {None, package.name}
     assert used <= declared, f"{package.name} uses {sorted(used - declared)} without declaring it (requires=...)"
 
 

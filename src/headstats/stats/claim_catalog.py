@@ -1,6 +1,6 @@
 """The catalog of claims: the registry of :mod:`headstats.stats.claims` with every claim module imported: Pande et
-al.'s (:mod:`headstats.stats.paper_claims`) and each registered analysis' ``claims.py`` (the registry of analyses
-imports them: :func:`headstats.analyses.load_all_claims`). Importing a claim module registers its claims; this
+al.'s fine-tuning claims (:mod:`headstats.stats.paper_claims`) and each registered analysis' ``claims`` (the
+registry of analyses imports them: :func:`headstats.analyses.load_all_claims`; the roles' claims are theirs). Importing a claim module registers its claims; this
 module sits above ``claims.py``, so that ``claims.py`` names none of them and no import closes a circle.
 
 A run asks the catalog (:func:`evaluate_all_claims`, the study's ``claims.csv``); a user's own claims,
@@ -14,10 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import pandas as pd
 
 from headstats.analyses import load_all_claims
-# importing a module registers its claims: Pande et al.'s roles and fine-tuning claims, then each analysis'
+# importing a module registers its claims: Pande et al.'s fine-tuning claims, then each analysis'
 from headstats.stats import paper_claims
-from headstats.stats import control_claims  # Pande et al.'s roles against random-init controls
-from headstats.stats import measure_claims  # Pande et al.'s roles under norm-weighted attention
 from headstats.stats.claims import CLAIMS, RUN_FAMILY, ClaimSettings, evaluate_claims
 
 load_all_claims()
@@ -32,24 +30,29 @@ def evaluate_all_claims(tables: Mapping[str, pd.DataFrame], settings: ClaimSetti
 
 
 def ordered_claims(analyses: Sequence[str] = ()) -> list[str]:
-    """Every registered claim, in the order ``claims.csv`` lists them: Pande et al.'s, then each analysis' claims in
-    the order of ``analyses`` (a protocol's) and then of the registry, then the claims registered outside any
-    analysis; within each, the order they were registered in."""
+    """Every registered claim, in the order ``claims.csv`` lists them: the claims of the analyses a protocol section
+    turns on (the roles of Pande et al., ``scoring``), then Pande et al.'s fine-tuning claims, then each analysis'
+    claims in the order of ``analyses`` (a protocol's) and then of the registry, then the claims registered outside
+    any analysis; within each, the order they were registered in (an analysis' ``claims`` module, or the modules of
+    its ``claims/`` package)."""
     from headstats.analyses import get_analysis, list_analyses
 
     load_all_claims()  # an analysis registered since this module was imported
-    order = list(dict.fromkeys([*analyses, *list_analyses(selectable=False)]))
+    every = list_analyses(selectable=False)
+    sections = [name for name in every if get_analysis(name).protocol_field is not None]
+    order = list(dict.fromkeys([*sections, *analyses, *every]))
     owner = {}
     for rank, name in enumerate(order):
         module = get_analysis(name).claims
         if module:
             owner.setdefault(module, rank)
 
-    def rank(key: str) -> int:
+    def rank(key: str) -> float:
         module = CLAIMS.get(key).evaluate.__module__
-        # Pande et al.'s first, then against the controls, then across measures, whatever imported them first
-        first = (paper_claims.__name__, control_claims.__name__, measure_claims.__name__)
-        return first.index(module) - len(first) if module in first else owner.get(module, len(order))
+        if module == paper_claims.__name__:
+            return len(sections) - 0.5
+        package = next((m for m in owner if module == m or module.startswith(m + ".")), None)
+        return owner[package] if package is not None else len(order)
 
     return sorted(CLAIMS.names(), key=rank)
 

@@ -16,6 +16,7 @@ from headstats.analyses.pande_roles.options import ScoreSettings
 register_analysis(
     "pande_roles", "headstats.analyses.pande_roles.collect:RoleScores",
     options=ScoreSettings, selectable=False, protocol_field="scoring",
-    plan="headstats.analyses.pande_roles.collect:plan", requires=("offset_control",),
+    plan="headstats.analyses.pande_roles.collect:plan", claims="headstats.analyses.pande_roles.claims",
+    requires=("offset_control",),
     description="sieve bias score of every role, per input, layer and head, tested against tau (Pande et al. 2021)",
 )

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as sps
 
 from headstats.stats.claims import ClaimSettings, evaluate_claims
-from headstats.stats.control_claims import learned_evidence
+from headstats.analyses.pande_roles.claims.controls import learned_evidence
 
 
 def role_table(model: str, held: int, n_layers: int = 6, n_heads: int = 12) -> pd.DataFrame:

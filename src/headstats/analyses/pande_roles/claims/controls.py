@@ -21,7 +21,7 @@ import pandas as pd
 from headstats.analyses.sieves import DEFAULT_ROLES
 from headstats.stats.claims import ClaimSettings, Evidence, as_run_tables, register_claim
 from headstats.stats.exact import share_test
-from headstats.stats.paper_claims import RoleGroup, role_groups
+from headstats.analyses.pande_roles.claims.paper import RoleGroup, role_groups
 from headstats.tables.study_tables import CONTROLS, ROLES
 
 SOURCE = "random-init control (METHODS 6.3)"

@@ -10,7 +10,7 @@ from scipy import stats as sps
 from statsmodels.stats.proportion import binom_test, proportion_confint
 
 from headstats.stats.claims import ClaimSettings, evaluate_claims
-from headstats.stats.measure_claims import survives_evidence
+from headstats.analyses.pande_roles.claims.measures import survives_evidence
 
 
 def agreement(n_weights: int, n_kept: int, n_norm_only: int, n_heads: int = 72, role: str = "delimiter",
