@@ -668,7 +668,7 @@ class Runner:
 
 
 def _reused(jobs: Sequence[Job], found: Sequence[Mapping[int, Any]]) -> str:
-    """`` (pande_roles, surface reused; clustering computed)`` when some jobs found every chunk's state in the
+    """`` (<job>, <job> reused; <job> computed)`` when some jobs found every chunk's state in the
     cache and others did not (an analysis added, or one analysis' options changed); else ``""``."""
     whole = {id(j) for j in jobs if found and all(id(j) in f for f in found)}
     if not whole or len(whole) == len(jobs):

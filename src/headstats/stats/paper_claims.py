@@ -2,7 +2,7 @@
 5.1): later layers change most, [SEP] attention falls and spreads, delimiter heads are lost, syntactic heads are
 gained. The comparison tests them over seeds (:func:`headstats.assignment.replicates.replicate_comparison` writes
 their evidence to ``seed_claims``); the seed claims of one comparison form their own family. The claims of the role
-table are the roles' (:mod:`headstats.analyses.pande_roles.claims`).
+table are registered by the roles' own package (its ``claims``).
 """
 
 from __future__ import annotations
