@@ -73,12 +73,9 @@ class RoleScores(PerInputCollector):
                 "participation": self.participation()}
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        """``participation``: ``model, dataset, role, n_inputs, n_taking_part``. The scores are :meth:`result`."""
-        state = self.state()
-        return {"participation": pd.DataFrame({
-            "model": self.context.model, "dataset": self.context.dataset, "role": list(self.roles),
-            "n_inputs": len(state.index), "n_taking_part": list(self.participation().values()),
-        })}
+        """None of its own: the scores are :meth:`result`, the role tables (participation included) are made from
+        them after the pass, and the inputs taking part are :meth:`input_counts`."""
+        return {}
 
 
 
