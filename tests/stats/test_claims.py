@@ -137,8 +137,10 @@ def test_a_count_test_that_underflows_is_a_bound_never_cannot_tell(user_claim):
 def test_a_significant_verdict_on_an_effect_below_the_stated_size_says_so():
     # issue 32 item 9: [CLS] heads "contradicted" on a mean layer 0.18 above all heads when 66 of 72 hold the
     # role; cls_early declares a smallest effect of one layer
+    from headstats.analyses import load_all_claims
     from headstats.stats.claims import CLAIMS, effect_note
 
+    load_all_claims()  # the roles' claims are their package's
     assert CLAIMS.get("cls_early").smallest_effect == 1.0
     assert effect_note(0.18, 1.0) == "effect below the stated size (|estimate| 0.18 < 1)"
     assert effect_note(-1.5, 1.0) == "" and effect_note(0.18, float("nan")) == ""
