@@ -527,12 +527,12 @@ def test_an_analysis_turned_on_by_a_protocol_section_runs_when_that_section_is_n
     try:
         plain = Protocol.model_validate({"name": "x", "datasets": [{"name": "d", "path": "x.txt"}],
                                          "analyses": ["distance"]})
-        assert plain.enabled_analyses() == ["distance"]
+        assert plain.enabled_analyses() == ["pande_roles", "distance"]  # the roles: turned on by ``scoring``
         compared = Protocol.model_validate({
             "name": "x", "models": [{"name": "a", "path": "a"}, {"name": "b", "path": "b"}],
             "datasets": [{"name": "d", "path": "x.txt"}], "analyses": ["distance"],
             "compare": [{"base": "a", "finetuned": ["b"]}]})
-        assert compared.enabled_analyses() == ["compare_field_test", "distance"]
+        assert compared.enabled_analyses() == ["pande_roles", "compare_field_test", "distance"]
         assert compared.options_of("compare_field_test") is compared.compare
     finally:
         ANALYSES.unregister("compare_field_test")
