@@ -82,9 +82,22 @@ def test_save_lays_out_once_and_every_format_keeps_that_layout(tmp_path, monkeyp
         return fig
 
     fig = figure("constrained")
-    style.save(fig, tmp_path, "f")
-    # matplotlib draws a figure with a layout engine twice per file (once to lay it out); PDF and SVG once
-    assert len(draws) == 4 and fig.get_layout_engine() is None
+    paths = style.save(fig, tmp_path, "f")
+    # matplotlib draws a figure with a layout engine twice per file (once to lay it out); save runs the layout
+    # itself, then draws once per file
+    assert len(draws) == 3 and fig.get_layout_engine() is None
+    # the same bytes as matplotlib's own way: the PNG saved with the engine (its pre-draw lays the figure out),
+    # then PDF and SVG with the positions it left
+    own = figure("constrained")
+    with style.context():
+        for k, path in enumerate(paths):
+            fmt = path.suffix[1:]
+            out = io.BytesIO()
+            own.savefig(out, format=fmt, dpi=style.preset().dpi, metadata=style._metadata(fmt))
+            assert out.getvalue() == path.read_bytes(), fmt
+            if k == 0:
+                style._drop_layout_engine(own)
+    draws.clear()
     reference = figure("constrained")  # the layout constrained_layout gives at the PNG's resolution
     with style.context():
         reference.savefig(io.BytesIO(), format="png", dpi=style.preset().dpi)

@@ -78,3 +78,25 @@ def test_a_table_behind_a_link_or_out_of_the_folder_is_refused(run, tmp_path):
         check_run_tables(run, manifest(run), ["tests.csv"])
     with pytest.raises(OutputError, match="leads out of the folder"):
         check_run_tables(run, manifest(run), ["../elsewhere.csv"])
+
+
+def test_spreadsheet_safe_quotes_each_formula_cell_whatever_the_column_holds():
+    """Text starting like a formula gets one ``'`` in front, in object, string and mixed columns (lists among
+    the cells too); other cells, numbers and missing values stay as they are."""
+    from headstats.tables.schemas import from_spreadsheet_safe, spreadsheet_safe
+
+    frame = pd.DataFrame({
+        "names": ["=SUM(A1)", "ok", None, np.nan, "+1", "'q"] * 3,
+        "typed": pd.array(["-a", "b", "c", "@d", "e", None] * 3, dtype="string"),
+        "mixed": [[1], "x", "=y", 2, 3.0, None] * 3,
+        "n": range(18),
+    })
+    safe = spreadsheet_safe(frame)
+    names = safe["names"].tolist()[:6]
+    assert [names[k] for k in (0, 1, 4, 5)] == ["'=SUM(A1)", "ok", "'+1", "''q"] and safe["names"][2:4].isna().all()
+    assert safe["typed"].tolist()[:5] == ["'-a", "b", "c", "'@d", "e"] and pd.isna(safe["typed"][5])
+    assert safe["mixed"].tolist()[:6] == [[1], "x", "'=y", 2, 3.0, None]
+    assert safe["n"].tolist() == list(range(18)) and frame["names"][0] == "=SUM(A1)"  # the input is not changed
+    assert from_spreadsheet_safe(safe.copy())["names"].tolist()[:2] == ["=SUM(A1)", "ok"]
+    plain = pd.DataFrame({"names": ["a", "b"] * 5})
+    assert spreadsheet_safe(plain) is plain  # nothing to quote: the same frame

@@ -316,6 +316,8 @@ def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] | None 
             bbox = fig.get_tightbbox().padded(matplotlib.rcParams["savefig.pad_inches"])
         if isinstance(engine, PlaceHolderLayoutEngine):  # laid out by fig.tight_layout(): nothing to run at draw,
             _drop_layout_engine(fig)  # so no draw before the first file's either
+        elif engine is not None and formats:  # the layout alone, as the first file's pre-draw would run it
+            _lay_out(fig, engine, formats[0])
         for k, fmt in enumerate(formats):
             path = Path(folder) / f"{name}.{fmt}"
             fig.savefig(path, format=fmt, dpi=preset().dpi, metadata=_metadata(fmt), bbox_inches=bbox)
@@ -325,6 +327,30 @@ def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] | None 
         if screen is not None:
             fig.savefig(screen, format="rgba", dpi=screen_dpi, bbox_inches=bbox)
     return paths
+
+
+def _lay_out(fig: Figure, engine, fmt: str) -> None:
+    """Run ``fig``'s layout ``engine`` once, measuring text as saving it as ``fmt`` would, and keep its positions
+    (no layout engine left).
+
+    matplotlib saves a figure with a layout engine by drawing it twice: once with drawing switched off, so that
+    the engine runs inside the draw (``print_figure``'s pre-draw), then once for the file, without the engine.
+    The engine measures the figure's text with the canvas' renderer at the saving dpi whatever the pre-draw's
+    renderer is (``Figure._get_renderer``); running it here, with the figure at that dpi on the canvas that
+    format is saved with, gives the same positions without the pre-draw's pass over every artist (tested: the
+    same files)."""
+    from matplotlib import cbook
+
+    canvas = fig.canvas
+    with cbook._setattr_cm(canvas, manager=None), canvas._switch_canvas_and_return_print_method(fmt), \
+            cbook._setattr_cm(fig, dpi=preset().dpi), cbook._setattr_cm(fig.canvas, _device_pixel_ratio=1), \
+            cbook._setattr_cm(fig.canvas, _is_saving=True):
+        if fig.axes:  # as Figure.draw runs it
+            try:
+                engine.execute(fig)
+            except ValueError:  # matplotlib's draw lets a layout that cannot be made pass too
+                pass
+    _drop_layout_engine(fig)
 
 
 def _drop_layout_engine(fig: Figure) -> None:

@@ -51,11 +51,22 @@ def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
         column = frame[name]
         if column.dtype != object and not pd.api.types.is_string_dtype(column.dtype):
             continue
-        text = column.map(lambda v: isinstance(v, str) and v.startswith(_FORMULA_START))
+        text = _starts_a_formula(column)
         if text.any():
             out = frame.copy() if out is None else out
             out[name] = column.where(~text, "'" + column.astype(str))
     return frame if out is None else out
+
+
+def _starts_a_formula(column: pd.Series) -> pd.Series:
+    """Which cells of a text column are text that starts like a formula (:data:`_FORMULA_START`): each distinct
+    value looked at once (a table's text columns repeat a few names over many rows), every cell one look-up."""
+    try:
+        starts = [v for v in pd.unique(column.to_numpy(object))
+                  if isinstance(v, str) and v.startswith(_FORMULA_START)]
+    except TypeError:  # cells that cannot be hashed (lists): one by one
+        return column.map(lambda v: isinstance(v, str) and v.startswith(_FORMULA_START))
+    return column.isin(starts) if starts else pd.Series(False, index=column.index)
 
 
 def from_spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:

@@ -55,13 +55,14 @@ def check_maps(maps: pd.DataFrame, tokens: pd.DataFrame) -> None:
         if wrong.any():
             refuse(f"holds the {column} {printable(str(maps[column].iloc[int(np.argmax(wrong))]))[:40]!r} (row "
                    f"{int(np.argmax(wrong)) + 1}), not a position")
-    pieces = set(zip(tokens["dataset"].astype(str), tokens["sentence_id"].astype(str),
-                     tokens["position"].astype(int)))
-    for column in ("query", "key"):
-        found = [(d, s, int(p)) in pieces for d, s, p in zip(maps["dataset"].astype(str),
-                                                          maps["sentence_id"].astype(str), maps[column])]
-        if not all(found):
-            row = found.index(False)
+    pieces = pd.MultiIndex.from_arrays([tokens["dataset"].astype(str).to_numpy(object),
+                                        tokens["sentence_id"].astype(str).to_numpy(object),
+                                        tokens["position"].astype(int).to_numpy()])
+    inputs = [maps["dataset"].astype(str).to_numpy(object), maps["sentence_id"].astype(str).to_numpy(object)]
+    for column in ("query", "key"):  # every (data set, input, position) in the tokens' (one look-up per row)
+        found = pd.MultiIndex.from_arrays([*inputs, pd.to_numeric(maps[column]).astype(int).to_numpy()]).isin(pieces)
+        if not found.all():
+            row = int(np.argmin(found))
             refuse(f"holds the {column} {int(maps[column].iloc[row])} of input "
                    f"{printable(str(maps['sentence_id'].iloc[row]))[:40]!r} (row {row + 1}), which has no such piece "
                    "in attention_tokens.csv")
