@@ -296,9 +296,10 @@ def save(fig: Figure, folder: Path, name: str, *, formats: Sequence[str] | None 
     """Save ``fig`` as ``folder/name.<fmt>`` for each format (default: the preset's; PNG at the preset's
     ``dpi``, PDF with TrueType text, SVG with text as text); return the paths.
 
-    The first file's drawing lays the figure out (its layout engine, e.g. ``layout="constrained"``); the other
-    files keep that layout, so every format shows the same figure and each of them costs one draw instead of
-    two (matplotlib draws once more before saving a figure with a layout engine or ``bbox_inches="tight"``).
+    The figure's layout engine (e.g. ``layout="constrained"``) runs once, as the first file's format measures
+    text (:func:`_lay_out`), and every file keeps that layout, so every format shows the same figure and each of
+    them costs one draw instead of two (matplotlib draws once more before saving a figure with a layout engine
+    or ``bbox_inches="tight"``).
     A figure without a layout engine is cropped to its tight bounding box, measured once here without that
     draw. A figure marked with :func:`laid_out` (its axes placed by
     :func:`panel_rects`) or laid out by ``fig.tight_layout()`` is saved as it is: one draw per file. ``screen``: a file object that also gets the
@@ -338,10 +339,13 @@ def _lay_out(fig: Figure, engine, fmt: str) -> None:
     The engine measures the figure's text with the canvas' renderer at the saving dpi whatever the pre-draw's
     renderer is (``Figure._get_renderer``); running it here, with the figure at that dpi on the canvas that
     format is saved with, gives the same positions without the pre-draw's pass over every artist (tested: the
-    same files)."""
+    same files). It uses matplotlib's internal canvas switch (tested with matplotlib 3.11); where a version lacks
+    it, the engine is left on the figure and matplotlib's own pre-draw lays it out."""
     from matplotlib import cbook
 
     canvas = fig.canvas
+    if not (hasattr(canvas, "_switch_canvas_and_return_print_method") and hasattr(cbook, "_setattr_cm")):
+        return  # another matplotlib: its own way (the pre-draw), the same files
     with cbook._setattr_cm(canvas, manager=None), canvas._switch_canvas_and_return_print_method(fmt), \
             cbook._setattr_cm(fig, dpi=preset().dpi), cbook._setattr_cm(fig.canvas, _device_pixel_ratio=1), \
             cbook._setattr_cm(fig.canvas, _is_saving=True):
