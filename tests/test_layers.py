@@ -177,7 +177,7 @@ def _registry():
 HORIZONTAL = ("stats", "plots", "engine", "study", "report")
 #: Known exception, removed by issue 31 item 4 (the roles of Pande et al. and the pretrained-vs-fine-tuned
 #: comparison become analyses like the others): the study runs these collectors itself and names them.
-STUDY_BUILTINS = {"similarity", "special_mass"}
+STUDY_BUILTINS: set[str] = set()
 
 
 def _strings(path: Path) -> set[str]:

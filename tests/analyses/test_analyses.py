@@ -12,7 +12,7 @@ from headstats.errors import ProtocolError, UnknownNameError
 def test_builtins_are_discovered():
     assert set(list_analyses()) >= {"entropy", "surface", "clustering", "pictures", "dependency"}
     assert "pande_roles" not in list_analyses()
-    assert set(list_analyses(selectable=False)) >= {"pande_roles", "special_mass", "similarity", "entropy"}
+    assert set(list_analyses(selectable=False)) >= {"pande_roles", "finetune_comparison", "entropy"}
     spec = get_analysis("entropy")
     assert spec.section is not None and issubclass(spec.collector_class(), Collector) and "entropy" in spec.description
 

@@ -532,7 +532,8 @@ def test_an_analysis_turned_on_by_a_protocol_section_runs_when_that_section_is_n
             "name": "x", "models": [{"name": "a", "path": "a"}, {"name": "b", "path": "b"}],
             "datasets": [{"name": "d", "path": "x.txt"}], "analyses": ["distance"],
             "compare": [{"base": "a", "finetuned": ["b"]}]})
-        assert compared.enabled_analyses() == ["pande_roles", "compare_field_test", "distance"]
+        # the comparison (finetune_comparison) is turned on by the same section, in the registry's order
+        assert compared.enabled_analyses() == ["pande_roles", "finetune_comparison", "compare_field_test", "distance"]
         assert compared.options_of("compare_field_test") is compared.compare
     finally:
         ANALYSES.unregister("compare_field_test")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from headstats.analyses.pande_roles.collect import RoleScores
-from headstats.analyses.special_mass.collect import SpecialMass
+from headstats.analyses.finetune_comparison.collect import SpecialMass
 from headstats.engine.cache import (MARKER, StateCache, canonical, decode, default_cache_root, digest, encode,
                                      resolve_cache_root)
 from headstats.engine.forward import inputs_per_batch

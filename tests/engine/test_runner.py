@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import build_tiny_bert
+from headstats.analyses.finetune_comparison.collect import AttentionSimilarity, SpecialMass
 from headstats.analyses.pande_roles.collect import RoleScores
-from headstats.analyses.similarity.collect import AttentionSimilarity
-from headstats.analyses.special_mass.collect import SpecialMass
 from headstats.engine.collector import Collector
 from headstats.errors import IncompatibleResultsError
 from headstats.inputs.records import Record

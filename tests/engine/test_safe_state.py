@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from headstats.analyses.similarity.collect import AttentionSimilarity
+from headstats.analyses.finetune_comparison.collect import AttentionSimilarity
 from headstats.engine.collector import Context, Moments, ScoreState
 from headstats.engine.safe_state import DamagedState, UnsupportedState, pack, unpack
 

@@ -314,9 +314,9 @@ def test_analysis_sections_use_the_registry_entrys_report(tmp_path):
         report = Report("t")
         lines: list[str] = []
         tables = RunTables().add("section_test", {"a": pd.DataFrame({"x": [1]})})
-        tables.add("distance", {"distance": distance}).add("special_mass", {})
+        tables.add("distance", {"distance": distance}).add("offset_control", {})
         analysis_sections(report, tmp_path, tables, log=lines.append)
-        sections = [name for name in ("section_test", "distance", "special_mass")
+        sections = [name for name in ("section_test", "distance", "offset_control")
                     if get_analysis(name).section_function() is not None]
         assert lines == [f"report: the section of {name}" for name in sections]  # one line as each starts
         # each file its own description: the one its analysis' spec declares, else its analysis' named

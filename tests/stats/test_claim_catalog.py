@@ -26,13 +26,16 @@ def test_the_builtin_claims_are_listed_with_their_hypotheses():
 
 
 def test_claims_are_ordered_pande_first_then_by_the_protocols_analyses():
-    """claims.csv lists Pande et al.'s claims, then each analysis' in the protocol's order (Clark et al.'s protocol:
+    """claims.csv lists Pande et al.'s claims, then each analysis' in the order of the study's enabled analyses (those
+    a protocol section turns on first: the comparison's seed claims with ``compare:``; then Clark et al.'s protocol:
     surface, clustering, ..., dependency, coreference, probing), then the others."""
     from headstats.stats.claim_catalog import ordered_claims
 
-    keys = ordered_claims(["surface", "clustering", "pictures", "dependency", "coreference", "probing"])
+    keys = ordered_claims(["finetune_comparison", "surface", "clustering", "pictures", "dependency", "coreference",
+                           "probing"])
     at = {key: i for i, key in enumerate(keys)}
-    assert keys[0] == "delimiter_largest" and at["syntactic_heads_gained"] < at["previous_token_heads"]
+    assert keys[0] == "delimiter_largest" and at["local_syntactic"] < at["later_layers_change_most"]
+    assert at["syntactic_heads_gained"] < at["previous_token_heads"]
     assert at["previous_token_heads"] < at["sep_middle_layers"] < at["layer_heads_cluster"] < at["head_beats_offset"]
     assert at["head_beats_offset"] < at["coreference_head_beats_baselines"] < at["probes_beat_baselines"]
     assert at["probes_beat_baselines"] < at["importance_role_local"]  # not in the protocol: after its analyses

@@ -46,3 +46,38 @@ def test_run_study_tables_equal_scipy_and_statsmodels_on_its_own_scores(tmp_path
     assert provenance["tokenizer_fingerprint"] == manifest["models"]["tiny"]["vocab_sha256"]
     assert provenance["data_sha256"] == {"single": hashlib.sha256((DEMO / "sentences.txt").read_bytes()).hexdigest()}
     assert provenance["versions"]["numpy"] == np.__version__
+
+
+def test_an_analysis_that_reads_the_studys_tables_finishes_on_them_and_keeps_only_its_own():
+    """A spec's ``reads``: the study adds the role table and the models table (each model's group, seed and
+    provenance) to the analysis' tables before its finish step, and keeps what the finish returns besides them; an
+    analysis that reads nothing is left as the pass finished it."""
+    from types import SimpleNamespace
+
+    from headstats.analyses import ANALYSES, register_analysis
+    from headstats.study.finish import finish_reading_study
+    from headstats.tables.study_tables import MODELS, ROLES
+
+    seen = {}
+
+    def finish(tables, statistics, options, seed):
+        seen.update(tables)
+        return {"held": tables["roles"].assign(n_models=len(tables["models"]))}
+
+    register_analysis("_reads_study", "headstats.analyses.distance.collect:AttentionDistance", selectable=False,
+                      finish=finish, reads=(ROLES, MODELS))
+    roles = pd.DataFrame({"model": ["a"], "dataset": ["d"], "layer": [0], "head": [0], "local": [True]})
+    protocol = SimpleNamespace(statistics=None, seed=0, options_of=lambda name: None,
+                               models=[SimpleNamespace(name="a", replicate_of="g", finetune=SimpleNamespace(seed=3))])
+    passes = SimpleNamespace(provenance={"a": {"weights_sha256": "x"}}, arrays=[])
+    primary = SimpleNamespace(roles=roles, tests=None, tables={})
+    try:
+        out = finish_reading_study(protocol, {"_reads_study": {"own": roles}, "distance": {"distance": roles}},
+                                   passes, primary)
+    finally:
+        ANALYSES.unregister("_reads_study")
+    assert set(seen) == {"own", "roles", "models"} and seen["roles"] is roles
+    assert seen["models"].to_dict("records") == [{"model": "a", "replicate_of": "g", "finetune_seed": 3,
+                                                  "provenance": {"weights_sha256": "x"}}]
+    assert list(out["_reads_study"]) == ["own", "held"] and out["_reads_study"]["held"]["n_models"].tolist() == [1]
+    assert out["distance"] == {"distance": roles}

@@ -41,7 +41,8 @@ def test_a_run_folder_reads_back_as_the_run_wrote_it(tmp_path):
     assert roles["block"].isna().tolist() == [True, False] and roles["block"].iloc[1]
     assert str(roles["block"].dtype) == "boolean" and roles["roles"].tolist() == ["local", ""]
     assert set(tables.of("study")) == {"tests", "roles", "heads_per_layer", "colocation"}
-    assert list(tables.comparison) == ["paired_tests"] and tables.comparison["paired_tests"]["delta"].tolist() == [0.25]
+    compared = tables.of("finetune_comparison")  # by their keys, apart from the study's
+    assert list(compared) == ["paired_tests"] and compared["paired_tests"]["delta"].tolist() == [0.25]
 
 
 def test_read_roles_takes_true_and_1_as_held(tmp_path):

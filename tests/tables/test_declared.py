@@ -3,7 +3,6 @@
 import pytest
 
 from headstats.tables import TABLES, TableSpec, declare_tables, table_spec
-from headstats.tables.declared import COMPARISON
 
 
 def test_a_declared_table_gets_its_name_owner_and_files():
@@ -20,12 +19,6 @@ def test_a_declared_table_gets_its_name_owner_and_files():
 def test_two_owners_cannot_declare_one_file():
     with pytest.raises(ValueError, match="already declared by 'study'"):
         declare_tables("_spec_other", {"roles": "my roles"})
-
-
-def test_a_comparison_table_is_a_file_with_the_comparisons_own_name():
-    spec = TABLES.get("compare_paired_tests")
-    assert (spec.owner, spec.key, spec.files) == (COMPARISON, "paired_tests",
-                                                  ("compare_paired_tests.csv", "compare_paired_tests.parquet"))
 
 
 def test_an_undeclared_table_gets_a_generic_spec_of_its_owner():

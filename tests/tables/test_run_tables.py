@@ -6,26 +6,29 @@ import pytest
 from headstats.folders import WRITTEN_BY
 from headstats.tables import RunTables
 from headstats.tables.schemas import DamagedRunError
-from headstats.tables.study_tables import PAIRED_TESTS, ROLES, SEED_CLAIMS
+from headstats.analyses.finetune_comparison.tables import PAIRED_TESTS, SEED_CLAIMS
+from headstats.tables.study_tables import ROLES
 
 
 def _tables() -> RunTables:
     tables = RunTables({"tests": pd.DataFrame({"model": ["m"], "p": [0.5]}),
                         "roles": pd.DataFrame({"model": ["m"], "dataset": ["d"], "layer": [0], "head": [1]})})
-    tables.add("comparison", {"paired_tests": pd.DataFrame({"layer": [0], "mean_diff": [0.25]}),
-                              "seed_claims": pd.DataFrame({"claim": ["=x"]})})
+    tables.add("finetune_comparison", {"paired_tests": pd.DataFrame({"layer": [0], "mean_diff": [0.25]}),
+                                       "seed_claims": pd.DataFrame({"claim": ["=x"]})})
     tables.add("surface", {"surface_tests": pd.DataFrame({"layer": [0], "p": [0.01]})})
     tables.add("entropy", {})
     return tables
 
 
-def test_the_comparisons_tables_are_their_declared_files_and_claims_index_them_by_spec():
+def test_tables_declared_under_a_key_are_their_declared_files_and_claims_index_them_by_spec():
     tables = _tables()
     assert list(tables) == ["tests", "roles", "compare_paired_tests", "compare_seed_claims", "surface_tests"]
     assert tables[PAIRED_TESTS] is tables["compare_paired_tests"]
     assert SEED_CLAIMS in tables and ROLES in tables
-    assert list(tables.comparison) == ["paired_tests", "seed_claims"]
-    assert {k: list(v) for k, v in tables.analyses().items()} == {"surface": ["surface_tests"], "entropy": []}
+    assert list(tables.of("finetune_comparison")) == ["paired_tests", "seed_claims"]  # by their keys
+    assert {k: list(v) for k, v in tables.analyses().items()} == {
+        "finetune_comparison": ["compare_paired_tests", "compare_seed_claims"], "surface": ["surface_tests"],
+        "entropy": []}
     assert tables.owner("surface_tests") == "surface"
     assert tables.describe("roles") == "one row per head, a boolean column per role"
 
@@ -47,8 +50,8 @@ def test_read_gives_back_what_was_written_with_each_tables_owner(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     back, read_manifest = RunTables.read(tmp_path)
     assert read_manifest["analysis_tables"] == manifest["analysis_tables"]
-    assert back.owner("compare_seed_claims") == "comparison" and back.owner("surface_tests") == "surface"
-    assert list(back.analyses()) == ["surface", "entropy"]
+    assert back.owner("compare_seed_claims") == "finetune_comparison" and back.owner("surface_tests") == "surface"
+    assert list(back.analyses()) == ["surface", "entropy", "finetune_comparison"]
     for name in tables:
         pd.testing.assert_frame_equal(back[name], tables[name])
 

@@ -133,6 +133,14 @@ class AnalysisSpec:
         ``plan(options, context) -> list of engine Jobs`` (or the reference of one in its ``collect.py``), for an
         analysis whose jobs are not one per model and data set (one per compared pair for a pair collector);
         ``context`` is a :class:`PlanContext`.
+    reads : tuple of TableSpec
+        The study's own tables (:mod:`headstats.tables.study_tables`: the role table, the scores, the models) that
+        its finish step and its sections read besides its own: the study adds each to the analysis' tables under
+        its name (``tables["roles"]``) and finishes such an analysis once the study's tables exist; what it
+        reads is not written as its own.
+    answer : callable or str, optional
+        A second report section, drawn right after the run's claims (the answer to the analysis' question, before
+        the detail of its :attr:`section`); same signature as :attr:`section`.
     """
 
     name: str
@@ -149,6 +157,8 @@ class AnalysisSpec:
     fix: str = ""
     protocol_field: str | None = None
     plan: Callable[..., Any] | str | None = None
+    reads: tuple[TableSpec, ...] = ()
+    answer: ReportSection | str | None = None
 
     def collector_class(self) -> Callable[..., Any]:
         """The collector, imported if it was named by reference."""
@@ -157,6 +167,10 @@ class AnalysisSpec:
     def section_function(self) -> ReportSection | None:
         """The report section, imported if it was named by reference."""
         return _load(self.section)
+
+    def answer_function(self) -> ReportSection | None:
+        """The report section drawn after the claims (:attr:`answer`), imported if it was named by reference."""
+        return _load(self.answer)
 
     def plan_function(self) -> Callable[..., Any] | None:
         """The analysis' own planner (:attr:`plan`), imported if it was named by reference; None for the default."""
@@ -238,14 +252,15 @@ def register_analysis(name: str, collector: Callable[..., Any] | str, *, descrip
                       finish: Finish | str | tuple | None = None, claims: str | None = None,
                       tables: Mapping[str, TableSpec | str] | None = None, requires: tuple[str, ...] = (),
                       needs: tuple[str, ...] = (), fix: str = "", protocol_field: str | None = None,
-                      plan: Callable[..., Any] | str | None = None, overwrite: bool = False) -> AnalysisSpec:
+                      plan: Callable[..., Any] | str | None = None, reads: tuple[TableSpec, ...] = (),
+                      answer: ReportSection | str | None = None, overwrite: bool = False) -> AnalysisSpec:
     """Register an analysis under ``name`` (see :class:`AnalysisSpec`; a table may be given by its description
     alone); returns its spec."""
     if not name.replace("_", "").isalnum():
         raise ValueError(f"analysis name {name!r} must be letters, digits and '_'")
     declared = declare_tables(name, tables or {}, overwrite=overwrite)
     spec = AnalysisSpec(name, collector, description, section, selectable, options, finish, claims, declared,
-                        tuple(requires), tuple(needs), fix, protocol_field, plan)
+                        tuple(requires), tuple(needs), fix, protocol_field, plan, tuple(reads), answer)
     return ANALYSES.register(name, spec, overwrite=overwrite)
 
 

@@ -13,6 +13,7 @@ query position i. Two kinds exist:
 Users add a sieve role by registering a function of one sequence's :class:`SequenceLayout`::
 
     import numpy as np
+import pandas as pd
     from headstats.analyses.roles import register_role
 
     def previous_token(layout, options):

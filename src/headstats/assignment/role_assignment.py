@@ -11,7 +11,8 @@ from itertools import combinations
 
 import pandas as pd
 
-from headstats.tables.study_tables import HEAD_KEYS, role_columns
+# the role table's columns and heads per role per layer: beside its declaration (the comparison reads them too)
+from headstats.tables.study_tables import HEAD_KEYS, heads_per_role_per_layer, role_columns  # noqa: F401
 
 
 def role_table(tests: pd.DataFrame) -> pd.DataFrame:
@@ -49,20 +50,6 @@ def role_table(tests: pd.DataFrame) -> pd.DataFrame:
     wide["roles"] = ["+".join(r for r, h in zip(roles, row) if h) for row in held]
     wide["n_roles"] = held.sum(axis=1).astype(int)
     return wide.reset_index()
-
-
-def heads_per_role_per_layer(roles: pd.DataFrame) -> pd.DataFrame:
-    """Count of heads holding each role in each layer: ``model, dataset, layer, role, n_heads, share``.
-
-    Roles not tested on a data set (NA in the role table) are left out of that data set's rows.
-    """
-    cols = role_columns(roles)
-    long = roles.melt(id_vars=HEAD_KEYS, value_vars=cols, var_name="role", value_name="held").dropna(subset=["held"])
-    grouped = long.groupby(["model", "dataset", "layer", "role"], sort=False)["held"]
-    out = grouped.agg(n_heads="sum", n_total="size").reset_index()
-    out["n_heads"] = out["n_heads"].astype(int)
-    out["share"] = out["n_heads"] / out["n_total"]
-    return out
 
 
 def colocation(roles: pd.DataFrame, *, pairs: bool = True) -> pd.DataFrame:

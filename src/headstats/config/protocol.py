@@ -28,6 +28,8 @@ from headstats.errors import HeadstatsError, ProtocolError, UnknownNameError
 # The scoring section is the analyses' own schema (ScoreSettings); the protocol only composes it.
 from headstats.analyses.sieves import DEFAULT_RELATIONS, DEFAULT_ROLES, SCALES, ScoreSettings  # noqa: F401
 from headstats.fields import Float, Int, Seed, StrictModel, non_empty_list
+# The comparison's options are its package's own (CompareSpec); the protocol composes them.
+from headstats.analyses.finetune_comparison.options import CompareSpec  # noqa: F401
 from headstats.model.recipe import FinetuneRecipe
 from headstats.stats.options import TestOptions
 from headstats.report.options import ReportOptions  # noqa: F401 - the report layer's options (leaf module)
@@ -120,32 +122,6 @@ class StatisticsOptions(TestOptions):
     #: computed for the assignment and those columns are NaN (``analyses: [offset_control]`` still writes its own).
     offset_gate: bool = Field(True, description="assign a syntactic role only if the head also beats its "
                                                 "offset-matched control (METHODS 6.2); false: as the paper")
-
-
-class CompareSpec(StrictModel):
-    """A pretrained-vs-fine-tuned comparison, paired by input."""
-
-    base: str
-    finetuned: list[str]
-    datasets: list[str] | None = None
-    #: A registered paired test (:data:`headstats.stats.paired.PAIRED_TESTS`; ``headstats list-tests``): the built-in
-    #: ``wilcoxon`` and ``t``, or one added with ``hs.register_paired_test``.
-    test: str = "wilcoxon"
-    alternative: Literal["two-sided", "greater", "less"] = "two-sided"
-    correction: str = "holm"
-    family: list[Literal["model", "dataset", "role", "layer"]] = Field(
-        default_factory=lambda: ["model", "dataset"]
-    )
-    confidence: Float = Field(0.95, gt=0, lt=1)
-    #: Margin of a change that matters (practical significance), in score units (``min_change_scale:
-    #: score``) or as a share of the pretrained model's mean score of each head and role (``share``); with
-    #: seeds, heads are tested to exceed it and to stay within it (TOST). None: no margin tests.
-    min_change: Float | None = Field(None, gt=0)
-    min_change_scale: Literal["score", "share"] = "score"
-    #: With seeds, the per-cell test over seeds, a registered one (:data:`headstats.stats.seeds.SEED_TESTS`):
-    #: ``moderated_t`` (limma's empirical-Bayes t, which borrows the seed-to-seed variance of all cells; Smyth
-    #: 2004), ``t`` (the plain one-sample t over seeds), or one added with ``hs.register_seed_test``.
-    seed_test: str = "moderated_t"
 
 
 def control_name(name: str, seed: int) -> str:

@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import warnings
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -35,36 +35,44 @@ from headstats.report.figures import FigureRenderer, active_renderer
 from headstats.report.methods import methods_section
 from headstats.report.sections import by_model_and_dataset
 from headstats.report.sections.claims_section import claims_section
-from headstats.report.sections.comparison_section import comparison_section
 from headstats.report.sections.files_section import files_section
 from headstats.report.sections.inputs_section import inputs_section
 from headstats.report.sections.measures_section import measures_section
 from headstats.report.sections.roles_section import role_sections
-from headstats.report.sections.seeds_section import has_seeds, seeds_answer_section
 from headstats.report.sections.skipped_section import skipped_section
 from headstats.report.sections.statistics_section import statistics_sections
 from headstats.report.sections.strongest_section import strongest_section
 from headstats.report.sections.summary_section import summary_section
 from headstats.tables import RunTables
 from headstats.tables.declared import STUDY
+from headstats.tables.study_tables import MODELS, ROLES, models_table
 
 
 # ============================================================================================ assembly
 
 def analysis_sections(report: Report, root: Path, tables: RunTables, claims: pd.DataFrame | None = None,
-                      log: Callable[[str], None] = lambda message: None) -> None:
+                      log: Callable[[str], None] = lambda message: None, *, builtin: bool = False,
+                      inputs: Mapping[str, pd.DataFrame] | None = None, answers: bool = False) -> None:
     """The section of each analysis of the run (the ``section`` of its registry entry, see
-    :mod:`headstats.analyses`), given its tables and the run's ``claims`` (as ``tables["claims"]``: a section
-    states verdicts only from there). ``log`` gets a line as each section starts (a Clark run's take most of a
-    minute together)."""
+    :mod:`headstats.analyses`), given its tables (a :class:`~headstats.tables.RunTables` indexed by their specs),
+    the study's tables its spec ``reads`` that ``inputs`` holds (name -> frame) and the run's ``claims`` (as
+    ``tables["claims"]``: a section states verdicts only from there). ``builtin``: the analyses a protocol section
+    of their own turns on (their spec's ``protocol_field``), else those of ``analyses:``; ``answers``: their
+    ``answer`` sections (drawn right after the claims) instead. ``log`` gets a line as each section starts (a Clark
+    run's take most of a minute together)."""
     from headstats.analyses import get_analysis
 
     for name, own in tables.analyses().items():
-        section = get_analysis(name).section_function()
+        spec = get_analysis(name)
+        if (spec.protocol_field is not None) != builtin:
+            continue
+        section = spec.answer_function() if answers else spec.section_function()
         if section is not None:
-            log(f"report: the section of {name}")
-            mine = RunTables(own, owner=name)
-            section(report, root, mine.replaced({"claims": claims}) if claims is not None else mine)
+            log(f"report: the {'answer' if answers else 'section'} of {name}")
+            mine = RunTables(own, owner=name).replaced(
+                {**{r.name: inputs[r.name] for r in spec.reads if inputs and r.name in inputs},
+                 **({"claims": claims} if claims is not None else {})})
+            section(report, root, mine)
 
 
 def analyses_lead(protocol, analyses: dict | None) -> bool:
@@ -120,7 +128,9 @@ def _build_report(root: Path, protocol, tables: RunTables, manifest: dict, *, fo
     every_measure = Analysis(tests=tables["tests"], roles=tables["roles"],
                              tables={name: frame for name, frame in tables.of(STUDY).items()
                                      if name not in ("tests", "roles")})
-    analysis, comparison, analyses = every_measure.on_measure(), tables.comparison, tables.analyses()
+    analysis, analyses = every_measure.on_measure(), tables.analyses()
+    # the study's tables an analysis' section may read (its spec's ``reads``): the role table and the models
+    inputs = {ROLES.name: analysis.roles, MODELS.name: models_table(protocol.models, manifest.get("models") or {})}
     report = Report(title=f"headstats report: {protocol.name}")
     report.latex_caption = f"Protocol {protocol.name}. "
     if protocol.description:
@@ -130,8 +140,7 @@ def _build_report(root: Path, protocol, tables: RunTables, manifest: dict, *, fo
     claims = analysis.tables.get("claims")
     skipped_section(report, analyses)
     claims_section(report, claims)
-    if has_seeds(comparison):
-        seeds_answer_section(report, comparison, claims)
+    analysis_sections(report, root, tables, claims, log=log, builtin=True, inputs=inputs, answers=True)
     # the protocol's own analyses lead when it names any: their sections come right after the claims, and the
     # roles of Pande et al. (always scored) follow; a protocol of roles alone leads with the roles
     lead = analyses_lead(protocol, analyses)
@@ -151,9 +160,7 @@ def _build_report(root: Path, protocol, tables: RunTables, manifest: dict, *, fo
     log("report: p-values, power and tau sensitivity")
     statistics_sections(report, root, analysis, protocol, formats=formats, figures=figures)
     strongest_section(report, analysis, protocol)
-    if comparison:
-        log("report: pretrained against fine-tuned")
-        comparison_section(report, root, comparison, manifest, formats=formats, figures=figures)
+    analysis_sections(report, root, tables, claims, log=log, builtin=True, inputs=inputs)
     if not lead:
         analysis_sections(report, root, tables, claims, log=log)
     files_section(report, tables, formats=formats)

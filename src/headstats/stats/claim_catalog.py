@@ -1,7 +1,8 @@
-"""The catalog of claims: the registry of :mod:`headstats.stats.claims` with every claim module imported: Pande et
-al.'s fine-tuning claims (:mod:`headstats.stats.paper_claims`) and each registered analysis' ``claims`` (the
-registry of analyses imports them: :func:`headstats.analyses.load_all_claims`; the roles' claims are theirs). Importing a claim module registers its claims; this
-module sits above ``claims.py``, so that ``claims.py`` names none of them and no import closes a circle.
+"""The catalog of claims: the registry of :mod:`headstats.stats.claims` with every claim module imported: each
+registered analysis' ``claims`` (the registry of analyses imports them: :func:`headstats.analyses.load_all_claims`;
+Pande et al.'s on the roles and on fine-tuning are those of the roles' and the comparison's packages). Importing a
+claim module registers its claims; this module sits above ``claims.py``, so that ``claims.py`` names none of them
+and no import closes a circle.
 
 A run asks the catalog (:func:`evaluate_all_claims`, the study's ``claims.csv``); a user's own claims,
 registered with :func:`headstats.stats.claims.register_claim` before the run, are in the same registry.
@@ -14,8 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 import pandas as pd
 
 from headstats.analyses import load_all_claims
-# importing a module registers its claims: Pande et al.'s fine-tuning claims, then each analysis'
-from headstats.stats import paper_claims
 from headstats.stats.claims import CLAIMS, RUN_FAMILY, ClaimSettings, evaluate_claims
 
 load_all_claims()
@@ -47,10 +46,8 @@ def ordered_claims(analyses: Sequence[str] = ()) -> list[str]:
         if module:
             owner.setdefault(module, rank)
 
-    def rank(key: str) -> float:
+    def rank(key: str) -> int:
         module = CLAIMS.get(key).evaluate.__module__
-        if module == paper_claims.__name__:
-            return len(sections) - 0.5
         package = next((m for m in owner if module == m or module.startswith(m + ".")), None)
         return owner[package] if package is not None else len(order)
 

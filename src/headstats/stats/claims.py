@@ -206,7 +206,7 @@ class Claim:
         What the estimate is (e.g. ``conditional odds ratio, last two layers against the others``).
     evaluate : callable
         ``evaluate(tables, settings) -> iterable of Evidence``; ``tables`` is the run's
-        :class:`~headstats.tables.RunTables`, indexed by a declared table (``tables[ROLES]``, ``tables[SEED_CLAIMS]``
+        :class:`~headstats.tables.RunTables`, indexed by a declared table (``tables[ROLES]``, ``tables[TESTS]``
         of :mod:`headstats.tables.study_tables`, ``tables[SURFACE_TESTS]`` of an analysis' ``tables.py``).
     tables : tuple of str
         The tables it reads (their file names, from the specs given to :func:`register_claim`): the claim is
@@ -252,7 +252,7 @@ def register_claim(key: str, *, sentence: str, source: str, hypothesis: str, uni
     ``{model}`` and ``{dataset}``; default every claim of the run).
 
     ``tables`` are the tables it reads: declared specs (:mod:`headstats.tables.study_tables`: ``ROLES``,
-    ``SEED_CLAIMS`` ...; an analysis' own from its ``tables.py``), or table names.
+    ``TESTS`` ...; an analysis' own from its ``tables.py``), or table names.
 
     Returns the function, which takes the run's :class:`~headstats.tables.RunTables` (or a mapping of table names
     to frames, made one), so that it can be called and tested on its own.

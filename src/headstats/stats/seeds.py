@@ -48,7 +48,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -493,6 +493,3 @@ def pairwise_mean_abs(values: np.ndarray) -> np.ndarray:
         return np.nanmean(diffs, 0)
 
 
-def seed_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
-    """The k(k-1)/2 pairs of seed model names, in order."""
-    return list(itertools.combinations(list(names), 2))

@@ -13,7 +13,6 @@ from headstats.study.passes import StudyPasses
 from headstats.study.results import Log, ReportWriter, StudyResult
 from headstats.study.storage import write_manifest
 from headstats.tables import RunTables
-from headstats.tables.declared import COMPARISON
 from headstats.tables.study_tables import CONTROLS
 
 
@@ -24,7 +23,6 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, da
     from headstats.assignment.offset_gate import gate_controls
     from headstats.assignment.tables import analyse, ceiling_warnings
     from headstats.study.scoring import scores_analysis
-    from headstats.study.comparison import run_comparisons
     from headstats.study.memo import write_scores_memoised
 
     st = protocol.statistics
@@ -42,17 +40,13 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, da
         log(f"warning: {warning}")
     log(f"tested in {time.perf_counter() - clock:.1f} s: {int(analysis.tests['reject'].eq(True).sum()):,} "
         "(head, role) pairs assigned")
-    if protocol.compare:
-        log("comparing fine-tuned with base models, head by head")
-    # the comparisons read the primary measure (the first of scoring.measures), as the pass' other collectors do
-    from headstats.measures import on_measure
-
-    primary = analysis.on_measure()
-    comparison = run_comparisons(protocol, on_measure(passes.arrays, protocol.scoring.measure), primary.roles,
-                                 passes.comparison_attention(), provenance=passes.provenance)
-    analyses = {name: tables for name, tables in passes.tables.items() if name in protocol.analyses}
-    analysis.tables["claims"] = run_claims(protocol, analysis, study_tables(analysis, comparison, analyses))
-    tables = study_tables(analysis, comparison, analyses)
+    enabled = protocol.enabled_analyses()
+    analyses = {name: tables for name, tables in passes.tables.items() if name in enabled}
+    # an analysis that reads the study's tables finishes now that they exist (the primary measure's, as the pass'
+    # collectors read)
+    analyses = finish_reading_study(protocol, analyses, passes, analysis.on_measure(), log=log)
+    analysis.tables["claims"] = run_claims(protocol, analysis, study_tables(analysis, analyses))
+    tables = study_tables(analysis, analyses)
     manifest = {
         "headstats_run": protocol.name,
         "protocol_sha256": protocol.fingerprint(),
@@ -83,11 +77,53 @@ def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, da
                        manifest)
 
 
-def study_tables(analysis, comparison: dict[str, pd.DataFrame],
-               analyses: dict[str, dict[str, pd.DataFrame]]) -> RunTables:
-    """The run's tables: the tests, roles and role tables of every measure, the comparison's, each analysis'."""
+def finish_reading_study(protocol: Protocol, analyses: dict[str, dict[str, pd.DataFrame]], passes: StudyPasses,
+                         primary, *, log: Log = lambda message: None) -> dict[str, dict[str, pd.DataFrame]]:
+    """``analyses`` with the finish step of each analysis whose spec ``reads`` the study's tables run on its tables
+    and those (:func:`study_inputs`), in the order of ``analyses``; what it read is not kept as its own."""
+    from headstats.analyses import get_analysis
+
+    out = dict(analyses)
+    known: dict[str, pd.DataFrame] = {}
+    for name, own in analyses.items():
+        spec = get_analysis(name)
+        if not spec.reads:
+            continue
+        log(f"finishing {name}: its tests and tables")
+        clock = time.perf_counter()
+        inputs = study_inputs(spec.reads, protocol, passes, primary, known)
+        finished = spec.finished({**own, **inputs}, protocol.statistics, protocol.options_of(name), protocol.seed,
+                                 log=log)
+        out[name] = {key: frame for key, frame in finished.items() if key not in inputs}
+        log(f"finished {name} in {time.perf_counter() - clock:.1f} s")
+    return out
+
+
+def study_inputs(reads, protocol: Protocol, passes: StudyPasses, primary,
+                 known: dict[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
+    """The study's tables ``reads`` (declared specs of :mod:`headstats.tables.study_tables`), by name, each made
+    once (``known`` keeps them between analyses): the long scores of the primary measure, the models table, the
+    primary measure's tests, roles and role tables."""
+    from headstats.measures import on_measure
+    from headstats.study.scoring import long_frame
+    from headstats.tables.study_tables import MODELS, ROLES, SCORES, TESTS, models_table
+
+    known = {} if known is None else known
+    for spec in reads:
+        if spec.name in known:
+            continue
+        if spec.name == SCORES.name:
+            known[spec.name] = long_frame(on_measure(passes.arrays, protocol.scoring.measure))
+        elif spec.name == MODELS.name:
+            known[spec.name] = models_table(protocol.models, passes.provenance)
+        else:
+            known[spec.name] = {ROLES.name: primary.roles, TESTS.name: primary.tests, **primary.tables}[spec.name]
+    return {spec.name: known[spec.name] for spec in reads}
+
+
+def study_tables(analysis, analyses: dict[str, dict[str, pd.DataFrame]]) -> RunTables:
+    """The run's tables: the tests, roles and role tables of every measure, each analysis'."""
     tables = RunTables({"tests": analysis.tests, "roles": analysis.roles, **analysis.tables})
-    tables.add(COMPARISON, comparison)
     for name, frames in analyses.items():
         tables.add(name, frames)
     return tables
@@ -126,4 +162,5 @@ def run_claims(protocol: Protocol, analysis, tables: RunTables) -> pd.DataFrame:
                               CONTROLS.name: controls})
     st = protocol.statistics
     return evaluate_all_claims(tables, ClaimSettings(alpha=st.alpha, correction=claims_correction(st.correction),
-                                                     confidence=st.confidence), analyses=protocol.analyses)
+                                                     confidence=st.confidence),
+                               analyses=protocol.enabled_analyses())

@@ -54,10 +54,6 @@ class StudyPasses:
     execution: dict = field(default_factory=dict)
     planned: dict[str, list] = field(default_factory=dict)
 
-    def comparison_attention(self) -> dict[str, pd.DataFrame]:
-        """The ``similarity`` and ``special_mass`` tables the comparison step takes."""
-        return {**self.tables.get("similarity", {}), **self.tables.get("special_mass", {})}
-
 
 def make_runner(protocol: Protocol, *, cache: Path | None, log: Log, progress: ProgressFactory,
                 shard: tuple[int, int] | None = None, keep_chunks: bool = False):

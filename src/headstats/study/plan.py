@@ -66,8 +66,7 @@ class StudyPlan:
     jobs : list of Job
         Every job once, in plan order (what the runner runs).
     planned : dict
-        Enabled analysis -> the jobs it planned (the comparisons' collectors are in :attr:`jobs` only): a job two
-        analyses plan (the offset gate's control and ``analyses: [offset_control]``) is the same object in both.
+        Enabled analysis -> the jobs it planned: a job two analyses plan (the offset gate's control and ``analyses: [offset_control]``) is the same object in both.
     """
 
     jobs: list
@@ -78,24 +77,25 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
                facts: dict[str, dict[str, bool]] | None = None) -> StudyPlan:
     """Every engine job of a study: those of each analysis the protocol enables
     (:meth:`~headstats.config.protocol.Protocol.enabled_analyses`: first those a protocol section turns on, then
-    the comparisons' collectors, then each of ``analyses``), a job planned twice run once.
+    each of ``analyses``), a job planned twice run once.
 
     An analysis with a planner of its own (:attr:`~headstats.analyses.AnalysisSpec.plan`) plans its jobs from its
     options and a :class:`~headstats.analyses.PlanContext` whose ``extra`` holds ``datasets`` (:func:`study_facts`),
-    ``statistics`` (the study's statistics options) and ``analyses`` (the options of each analysis of
-    ``analyses:``); any other runs once per model and data set (per compared pair for a pair collector).
+    ``statistics`` (the study's statistics options), ``analyses`` (the options of each analysis of
+    ``analyses:``) and ``replicate_of`` (model -> its replicate group, or None); any other runs once per model and
+    data set (per compared pair for a pair collector).
     ``facts`` (from :func:`study_facts`) stands for ``data`` when the records are not at hand (merging shards).
     """
     from headstats.analyses import PlanContext, get_analysis
     from headstats.measures import measure_options
-    from headstats.study.comparison import comparison_jobs
 
     facts = facts if facts is not None else study_facts(data or {})
     names = list(facts)
     measure = measure_options(protocol.scoring)
     context = PlanContext(tuple(m.name for m in protocol.models), tuple(names), measure, protocol.seed,
                           extra={"datasets": facts, "statistics": protocol.statistics,
-                                 "analyses": {a: protocol.options_of(a) for a in protocol.analyses}})
+                                 "analyses": {a: protocol.options_of(a) for a in protocol.analyses},
+                                 "replicate_of": {m.name: m.replicate_of for m in protocol.models}})
     enabled = protocol.enabled_analyses()
     own = [a for a in enabled if get_analysis(a).protocol_field is not None]
     plan = StudyPlan([], {})
@@ -112,7 +112,6 @@ def study_jobs(protocol: Protocol, data: dict[str, LoadedData] | None = None, *,
 
     for analysis in own:
         plan.planned[analysis] = add(analysis_jobs(protocol, analysis, context))
-    add(comparison_jobs(protocol, names, measure))
     for analysis in enabled:
         if analysis not in own:
             plan.planned[analysis] = add(analysis_jobs(protocol, analysis, context))

@@ -9,8 +9,6 @@ from headstats.registry import Registry
 
 #: The owner of the study's own tables (tests, roles, the role tables, the claims).
 STUDY = "study"
-#: The owner of the comparison's and the seeds' tables (files ``compare_<name>``).
-COMPARISON = "comparison"
 
 
 @dataclass(frozen=True)
@@ -31,12 +29,12 @@ class TableSpec:
     name : str
         The file's name without suffix (filled in when declared).
     owner : str
-        ``"study"``, ``"comparison"`` or the analysis that writes it (filled in when declared).
+        ``"study"`` or the analysis that writes it (filled in when declared).
     listed : bool
         Whether the report's "Files and reproduction" section lists it among the study's tables.
     key : str
-        Its name among its owner's tables where that differs from the file's (the comparison's ``paired_tests`` is
-        the file ``compare_paired_tests``); default :attr:`name`.
+        Its name among its owner's tables where that differs from the file's (an analysis' ``paired_tests``
+        written as the file ``compare_paired_tests``); default :attr:`name`.
     """
 
     description: str
@@ -78,6 +76,5 @@ def table_spec(name: str, owner: str = STUDY) -> TableSpec:
     """The declared spec of table ``name``, else a generic one of ``owner``'s."""
     if name in TABLES:
         return TABLES.get(name)
-    what = {STUDY: "a table of the study", COMPARISON: "a table of the comparison"}.get(owner,
-                                                                                         f"a table of {owner}")
+    what = "a table of the study" if owner == STUDY else f"a table of {owner}"
     return TableSpec(what, name=name, owner=owner, key=name)

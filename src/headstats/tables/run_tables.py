@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from headstats.tables.declared import COMPARISON, STUDY, TABLES, TableSpec, table_spec
+from headstats.tables.declared import STUDY, TABLES, TableSpec, table_spec
 
 
 def write_table(frame: pd.DataFrame, folder: Path, name: str, *, csv: bool = True, parquet: bool = True) -> None:
@@ -23,7 +23,7 @@ def write_table(frame: pd.DataFrame, folder: Path, name: str, *, csv: bool = Tru
 
 class RunTables(Mapping[str, pd.DataFrame]):
     """The tables of a run, by file name without suffix (``"roles"``, ``"compare_paired_tests"``,
-    ``"dependency_table"``), each owned by the study, the comparison or an analysis and described by its declared
+    ``"dependency_table"``), each owned by the study or an analysis and described by its declared
     :class:`~headstats.tables.declared.TableSpec` (:data:`~headstats.tables.declared.TABLES`).
 
     A mapping: ``tables["roles"]`` or ``tables[ROLES]`` (a declared spec) gives the frame. What the study hands
@@ -61,8 +61,9 @@ class RunTables(Mapping[str, pd.DataFrame]):
 
     # ------------------------------------------------------------------ building
     def add(self, owner: str, frames: Mapping[str, pd.DataFrame]) -> "RunTables":
-        """Add ``owner``'s tables, each by its name among its owner's (the comparison's ``paired_tests`` becomes the
-        declared file ``compare_paired_tests``); a table of the same file is replaced. Returns self."""
+        """Add ``owner``'s tables, each by its name among its owner's (a key declared with another file name, as
+        ``paired_tests`` for the file ``compare_paired_tests``, becomes that file); a table of the same file is
+        replaced. Returns self."""
         files = {(spec.owner, spec.key): name for name, spec in TABLES.items() if spec.owner == owner}
         if owner not in self._order:
             self._order.append(owner)
@@ -92,7 +93,7 @@ class RunTables(Mapping[str, pd.DataFrame]):
 
     # ------------------------------------------------------------------ what each table is
     def owner(self, name: str | TableSpec) -> str:
-        """Who writes the table: ``"study"``, ``"comparison"`` or an analysis."""
+        """Who writes the table: ``"study"`` or an analysis."""
         name = self._name(name)
         if name in self._owners:
             return self._owners[name]
@@ -108,20 +109,16 @@ class RunTables(Mapping[str, pd.DataFrame]):
         return self.spec(name).description
 
     def of(self, owner: str) -> dict[str, pd.DataFrame]:
-        """``owner``'s tables, each by its name among its owner's (the comparison's without the files' prefix)."""
+        """``owner``'s tables, each by its name among its owner's (its declared key, e.g. without a files'
+        prefix)."""
         return {self.spec(name).key: frame for name, frame in self._frames.items() if self.owner(name) == owner}
-
-    @property
-    def comparison(self) -> dict[str, pd.DataFrame]:
-        """The comparison's and the seeds' tables by their own names (``paired_tests``, ``seed_claims`` ...)."""
-        return self.of(COMPARISON)
 
     def analyses(self) -> dict[str, dict[str, pd.DataFrame]]:
         """Each analysis' tables, the analyses in the order their first table was added."""
-        out: dict[str, dict[str, pd.DataFrame]] = {o: {} for o in self._order if o not in (STUDY, COMPARISON)}
+        out: dict[str, dict[str, pd.DataFrame]] = {o: {} for o in self._order if o != STUDY}
         for name, frame in self._frames.items():
             owner = self.owner(name)
-            if owner not in (STUDY, COMPARISON):
+            if owner != STUDY:
                 out.setdefault(owner, {})[name] = frame
         return out
 

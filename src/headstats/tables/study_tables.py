@@ -1,10 +1,15 @@
 """The study's own tables, declared as each analysis declares its own: the scores, the tests and roles of Pande et
-al.'s roles with the tables made from them, the claims, and the comparison's and the seeds' tables
-(``compare_<name>``). Claims name them by these specs (``tables=(ROLES,)``), never by a string."""
+al.'s roles with the tables made from them, the claims, and what the study hands an analysis' finish step and
+section (:attr:`headstats.analyses.AnalysisSpec.reads`). Claims name them by these specs (``tables=(ROLES,)``), never by a string."""
 
 from __future__ import annotations
 
-from headstats.tables.declared import COMPARISON, STUDY, TableSpec, declare_tables
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from headstats.tables.declared import STUDY, TableSpec, declare_tables
 
 _KEYS = ("model", "dataset", "layer", "head")
 #: The keys of a row of the role table (``roles``): one head of a model on a data set.
@@ -36,37 +41,15 @@ _STUDY = declare_tables(STUDY, {
                                    "under each measure and under all (robust_across_measures)"),
     "controls": TableSpec("the controls of each model, for the claims (not written)", formats=(),
                           columns=("model", "control"), listed=False),
+    "models": TableSpec("per model its replicate group (`replicate_of`), its fine-tuning seed (`finetune_seed`) and "
+                        "its provenance (`provenance`, a mapping: the fine-tuning recipe and dev metrics where "
+                        "headstats fine-tuned it), for an analysis that reads them (not written)", formats=(),
+                        columns=("model", "replicate_of", "finetune_seed", "provenance"), listed=False),
 })
 
 
-def _compare(key: str, description: str, **more) -> tuple[str, TableSpec]:
-    return f"compare_{key}", TableSpec(description, key=key, listed=False, **more)
-
-
-_COMPARISON = declare_tables(COMPARISON, dict([
-    _compare("paired_tests", "per fine-tuned model, data set, role and head the paired test of the change of its "
-             "scores", formats=("csv", "parquet")),
-    _compare("transitions", "per role and layer the heads kept, gained and lost by fine-tuning"),
-    _compare("role_changes", "per head its roles before and after fine-tuning, gained and lost"),
-    _compare("heads_per_layer", "heads holding each role in each layer, before and after fine-tuning"),
-    _compare("similarity", "per head the cosine similarity of its attention before and after fine-tuning"),
-    _compare("special_mass", "per head the attention mass on [CLS], [SEP] and other tokens of each model"),
-    _compare("special_mass_per_layer", "the attention mass on [CLS], [SEP] and other tokens per layer"),
-    _compare("layer_summary", "per layer the share of heads that changed and the mean change"),
-    _compare("seed_changes", "per head and role the change over fine-tuning seeds, tested against the variation "
-             "between seeds"),
-    _compare("seed_per_seed", "per seed, head and role the change of the mean score"),
-    _compare("seed_metrics", "each seed's dev metrics, with their mean, sd, smallest and largest"),
-    _compare("seed_distance", "per head the distance of each seed's attention from the base's and the other seeds'"),
-    _compare("seed_layer_change", "per seed and layer the mean change of the scores"),
-    _compare("seed_special_mass", "per layer the change of the attention mass on [SEP] and other tokens over seeds"),
-    _compare("seed_transitions", "per role the heads gained and lost, over seeds"),
-    _compare("seed_claims", "the evidence of Pande et al.'s claims over seeds (one row per claim and data set)"),
-]))
-
 SCORES, TESTS, ROLES, CLAIMS = (_STUDY[n] for n in ("scores", "tests", "roles", "claims"))
-CONTROLS, MEASURE_AGREEMENT = _STUDY["controls"], _STUDY["measure_agreement"]
-PAIRED_TESTS, SEED_CLAIMS = _COMPARISON["compare_paired_tests"], _COMPARISON["compare_seed_claims"]
+CONTROLS, MEASURE_AGREEMENT, MODELS = _STUDY["controls"], _STUDY["measure_agreement"], _STUDY["models"]
 
 
 def role_columns(roles) -> list[str]:
@@ -77,3 +60,27 @@ def role_columns(roles) -> list[str]:
 #: The columns of a role table that are not roles: the attention measure, the roles held, and whether they hold
 #: under every measure.
 NOT_ROLES = ("measure", "roles", "n_roles", "robust_across_measures")
+
+
+def heads_per_role_per_layer(roles) -> pd.DataFrame:
+    """Count of heads holding each role in each layer: ``model, dataset, layer, role, n_heads, share``.
+
+    Roles not tested on a data set (NA in the role table) are left out of that data set's rows.
+    """
+    cols = role_columns(roles)
+    long = roles.melt(id_vars=HEAD_KEYS, value_vars=cols, var_name="role", value_name="held").dropna(subset=["held"])
+    grouped = long.groupby(["model", "dataset", "layer", "role"], sort=False)["held"]
+    out = grouped.agg(n_heads="sum", n_total="size").reset_index()
+    out["n_heads"] = out["n_heads"].astype(int)
+    out["share"] = out["n_heads"] / out["n_total"]
+    return out
+
+
+def models_table(models: Iterable[Any], provenance: Mapping[str, Any]) -> pd.DataFrame:
+    """The study's :data:`MODELS` table: per model of ``models`` (the protocol's model specs: ``name``,
+    ``replicate_of``, ``finetune`` with its ``seed``) its replicate group, its fine-tuning seed and its ``provenance``
+    (name -> provenance mapping: the run's manifest ``models``), as Python objects (None where absent)."""
+    rows = [{"model": m.name, "replicate_of": m.replicate_of,
+             "finetune_seed": None if m.finetune is None else m.finetune.seed,
+             "provenance": provenance.get(m.name) or {}} for m in models]
+    return pd.DataFrame(rows, columns=list(MODELS.columns), dtype=object)

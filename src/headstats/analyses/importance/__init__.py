@@ -15,7 +15,7 @@ register_analysis(
     finish="headstats.analyses.importance.finish:finish_importance",
     claims="headstats.analyses.importance.claims",
     section="headstats.analyses.importance.section:importance_section",
-    requires=("gradients",),
+    requires=("gradients", "finetune_comparison"),
     needs=("ablation",),
     tables=DECLARED,
     description="head importance: the task's loss change when a head is mean- or zero-ablated, the gradient "

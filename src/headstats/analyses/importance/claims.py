@@ -34,8 +34,9 @@ from scipy import stats as sps
 from headstats.analyses.importance.tables import IMPORTANCE
 from headstats.stats.claims import ClaimSettings, Evidence, register_claim
 from headstats.stats.exact import label_permutation_test
+from headstats.analyses.finetune_comparison.tables import PAIRED_TESTS
 from headstats.tables import RunTables
-from headstats.tables.study_tables import PAIRED_TESTS, ROLES
+from headstats.tables.study_tables import ROLES
 
 
 #: Roles whose claim ``importance_role_<role>`` is registered (Pande et al.'s roles).

@@ -26,7 +26,8 @@ def files_section(report: Report, tables: RunTables, *, formats: Sequence[str] |
     report.text(
         "".join(f"- {' / '.join(f'`{file}`' for file in spec.files)}: {spec.description}\n" for spec in study)
         + "- `*.tex`: the main tables as LaTeX (booktabs) for a paper, each caption with its own method sentence\n"
-        + "".join(f"- `{name}.csv`: {tables.describe(name)}\n" for own in tables.analyses().values() for name in own)
+        + "".join(f"- `{name}.csv`: {tables.describe(name)}\n" for own in tables.analyses().values() for name in own
+                  if tables.spec(name).listed)
         + f"- `figures/`: every figure as PNG (shown here){papers}\n"
         "- `manifest.json`: versions, model weight hashes, data hashes, seed, counts\n"
         "- `protocol.resolved.yaml`: rerun with `headstats run protocol.resolved.yaml`; rebuild this report from "

@@ -22,7 +22,7 @@ column of ``claims.csv``.
 
 A role whose mean ceiling is at or below tau cannot be assigned to any head, so a claim that needs it reads
 ``cannot tell`` (role out of reach), never "does not hold". The fine-tuning claims of the paper, tested over seeds
-by the comparison, are :mod:`headstats.stats.paper_claims`'.
+by the comparison, are its package's (``analyses/finetune_comparison/claims.py``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from headstats.assignment.changes import (
+from headstats.analyses.finetune_comparison.finish.changes import (
     change_direction,
     heads_per_role_per_layer_by_stage,
     layer_change_summary,
@@ -16,7 +16,7 @@ from headstats.assignment.changes import (
     special_mass_per_layer,
 )
 from headstats.errors import HeadstatsError
-from headstats.config.protocol import CompareSpec
+from headstats.analyses.finetune_comparison.options import CompareSpec
 
 
 def roles_frame(model: str, held: dict[tuple[int, int], set[str]], *, layers=2, heads=3,

@@ -9,7 +9,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.weightstats import DescrStatsW
 
-from headstats.assignment.replicates import (
+from headstats.analyses.finetune_comparison.finish.replicates import (
     per_seed_changes,
     seed_change_tests,
     seed_metrics,

@@ -14,7 +14,7 @@ similarity and [CLS]/[SEP] mass):
   between each seed and the base (Kovaleva et al. 2019);
 - ``seed_layer_change``, ``seed_special_mass``, ``seed_transitions``: the per-seed series behind the paper's
   three claims (Pande et al. 2021, section 6), and ``seed_claims``: the evidence of each claim over seeds (the
-  exact sign-flip test, :mod:`headstats.assignment.seed_evidence`), whose verdict the registry of claims gives
+  exact sign-flip test, :mod:`.seed_evidence`), whose verdict the registry of claims gives
   (:mod:`headstats.stats.claims`).
 
 What the report says of them is the report's (:mod:`headstats.report.sections.seeds_section`).
@@ -22,16 +22,16 @@ What the report says of them is the report's (:mod:`headstats.report.sections.se
 
 from __future__ import annotations
 
-import math
-
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from headstats.tables.study_tables import role_columns
-from headstats.assignment.seed_evidence import seed_claims
+from headstats.analyses.finetune_comparison.finish.seed_evidence import seed_claims
+from headstats.analyses.finetune_comparison.tables import (SEED_CHANGES, SEED_CLAIMS, SEED_DISTANCE, SEED_LAYER_CHANGE,
+                                                           SEED_METRICS, SEED_PER_SEED, SEED_SPECIAL_MASS,
+                                                           SEED_TRANSITIONS, SIMILARITY, SPECIAL_MASS)
 from headstats.stats.corrections import correct_within_families, family_labels, reject
 from headstats.stats.existence import claims_correction
 from headstats.stats.paired import pair_scores
@@ -47,6 +47,7 @@ from headstats.stats.seeds import (
     slope_over_seeds,
     t_over_seeds,
 )
+from headstats.tables.study_tables import role_columns
 
 CELL = ["dataset", "role", "layer", "head"]
 METRIC_KEYS = ("accuracy", "f1", "mcc", "majority_baseline")
@@ -497,38 +498,38 @@ def replicate_comparison(
 ) -> dict[str, pd.DataFrame]:
     """Every seed-level table of one replicate group against its base (see the module docstring).
 
-    ``spec`` is the :class:`headstats.config.protocol.CompareSpec` (``alternative, correction, family,
+    ``spec`` is the :class:`..options.CompareSpec` (``alternative, correction, family,
     confidence, min_change, min_change_scale``); ``seed_scores`` the scores of each seed model on the
     compared data sets; ``attention`` the engine's ``similarity`` (base-seed and seed-seed pairs) and
     ``special_mass`` tables; ``metrics`` each seed model's ``metrics.json``.
     """
     members = list(seed_scores)
     changes = per_seed_changes(base_scores, seed_scores)
-    tables = {"seed_changes": seed_change_tests(
+    tables = {SEED_CHANGES.key: seed_change_tests(
         changes, group, alternative=spec.alternative, correction=spec.correction, family=tuple(spec.family),
         alpha=alpha, confidence=spec.confidence, min_change=getattr(spec, "min_change", None),
         min_change_scale=getattr(spec, "min_change_scale", "score"), seed_test=getattr(spec, "seed_test", "moderated_t"))}
-    tables["seed_per_seed"] = changes.assign(group=group)
+    tables[SEED_PER_SEED.key] = changes.assign(group=group)
     if metrics is not None:
-        tables["seed_metrics"] = seed_metrics(metrics, {group: members}, seeds)
+        tables[SEED_METRICS.key] = seed_metrics(metrics, {group: members}, seeds)
     claims: list[dict] = []
-    similarity = (attention or {}).get("similarity")
+    similarity = (attention or {}).get(SIMILARITY.key)
     if similarity is not None and len(similarity):
-        tables["seed_distance"] = seed_distance(similarity, base, group, members)
+        tables[SEED_DISTANCE.key] = seed_distance(similarity, base, group, members)
     layer_long, c = layer_change(similarity, changes, base, group, members, confidence=spec.confidence)
-    tables["seed_layer_change"] = layer_long
+    tables[SEED_LAYER_CHANGE.key] = layer_long
     claims += c
-    special = (attention or {}).get("special_mass")
+    special = (attention or {}).get(SPECIAL_MASS.key)
     if special is not None and len(special):
         mass, c = special_mass_change(special, base, group, members, correction=spec.correction, alpha=alpha,
                                       confidence=spec.confidence)
-        tables["seed_special_mass"] = mass
+        tables[SEED_SPECIAL_MASS.key] = mass
         claims += c
     if roles:
         trans, c = seed_transitions(roles, base, group, members, list(dict.fromkeys(changes["dataset"])),
                                     alpha=alpha, confidence=spec.confidence)
-        tables["seed_transitions"] = trans
+        tables[SEED_TRANSITIONS.key] = trans
         claims += c
-    tables["seed_claims"] = seed_claims(claims, alpha=alpha, confidence=spec.confidence,
+    tables[SEED_CLAIMS.key] = seed_claims(claims, alpha=alpha, confidence=spec.confidence,
                                         correction=claims_correction(spec.correction))
     return tables

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from headstats.plots.compare_plots import (
+from headstats.analyses.finetune_comparison.figures import (
     change_map,
     heads_per_layer_before_after,
     similarity_map,

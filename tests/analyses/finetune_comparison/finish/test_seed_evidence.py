@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from headstats.assignment.replicates import seed_transitions
-from headstats.assignment.seed_evidence import seed_claims
+from headstats.analyses.finetune_comparison.finish.replicates import seed_transitions
+from headstats.analyses.finetune_comparison.finish.seed_evidence import seed_claims
 
 
 def test_seed_claims_use_the_exact_sign_flip_test_and_cannot_tell_with_three_seeds():
@@ -49,7 +49,7 @@ def test_seed_claims_over_six_seeds_can_be_supported():
 def test_twelve_seed_claims_over_eight_seeds_can_all_be_supported():
     # issue 32: every seed in the claimed direction, twelve claims of one comparison: two-sided (2/256 = 0.0078 >
     # 0.05 / 12) none was supported under Holm; one-sided 1/256 <= 0.05 / 12, all are
-    from headstats.assignment.seed_evidence import seed_claims
+    from headstats.analyses.finetune_comparison.finish.seed_evidence import seed_claims
     from headstats.stats.claim_catalog import evaluate_all_claims
     from headstats.stats.claims import ClaimSettings
 
@@ -89,15 +89,3 @@ def test_the_hypothesis_text_states_the_direction_that_was_tested(alternative):
                     f"pattern equally likely); H1 (one-sided, {alternative}): it is shifted {side} 0 (mean over "
                     f"seeds {sign} 0; exact sign-flip test, {'upper' if sign == '>' else 'lower'} tail)")
     assert f"mean over seeds {other} 0" not in text
-
-
-def test_a_claim_of_two_parts_states_both_directions():
-    from headstats.stats.claims import CLAIMS
-    from headstats.stats.paper_claims import seed_hypothesis
-
-    text = CLAIMS.get("sep_attention_falls").hypothesis
-    assert text == seed_hypothesis("sep_attention_falls")
-    assert text.startswith("H0: one of the parts is null (intersection-union, p the larger of the parts'): (1) H0: "
-                           "the per-seed change of the mean attention mass on [SEP]")
-    assert "(one-sided, less): it is shifted below 0" in text and "(one-sided, greater): it is shifted above 0" in text
-    assert "H1 (one-sided, greater): it is shifted above 0" in CLAIMS.get("syntactic_heads_gained").hypothesis

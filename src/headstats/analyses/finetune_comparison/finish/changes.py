@@ -9,11 +9,11 @@ the models themselves for the attention maps, and returns tidy tables:
 - ``role_changes``: per head, the roles held before and after, and which were gained or lost;
 - ``heads_per_layer``: heads per role per layer before and after (the paper's figure);
 - ``similarity``: per head, the cosine similarity of the two models' attention maps of the same input,
-  averaged over inputs (Kovaleva et al. 2019; the collector :mod:`headstats.analyses.similarity.collect`, run in the
+  averaged over inputs (Kovaleva et al. 2019; the collector :class:`..collect.AttentionSimilarity`, run in the
   study's forward passes);
 - ``special_mass``: per model and head, the attention mass on [CLS], on [SEP] and on other tokens (the
   paper: after fine-tuning, attention to [SEP] falls and spreads to other tokens; the collector
-  :mod:`headstats.analyses.special_mass.collect`);
+  :class:`..collect.SpecialMass`);
 - ``layer_summary``: which layers changed most.
 
 Models are compared only when their tokenizers are identical (:func:`headstats.model.tokenizers.check_same_tokenizer`,
@@ -29,10 +29,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from headstats.assignment.role_assignment import heads_per_role_per_layer as _heads_per_role_per_layer
-from headstats.tables.study_tables import role_columns
+from headstats.analyses.finetune_comparison.tables import (HEADS_PER_LAYER, LAYER_SUMMARY, PAIRED_TESTS, ROLE_CHANGES,
+                                                           SIMILARITY, SPECIAL_MASS, SPECIAL_MASS_PER_LAYER,
+                                                           TRANSITIONS)
 from headstats.errors import HeadstatsError
 from headstats.stats.paired import paired_tests
+from headstats.tables.study_tables import heads_per_role_per_layer as _heads_per_role_per_layer
+from headstats.tables.study_tables import role_columns
 
 # ------------------------------------------------------------------------------------------- tokenizers
 
@@ -230,7 +233,7 @@ def run_comparison(
     alpha: float = 0.05,
     attention: Mapping[str, pd.DataFrame] | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """All comparison tables of one :class:`headstats.config.protocol.CompareSpec`.
+    """All comparison tables of one :class:`..options.CompareSpec`.
 
     Parameters
     ----------
@@ -275,25 +278,25 @@ def run_comparison(
             transitions.append(role_transitions(rb, ra))
             changes.append(role_changes(rb, ra))
             per_layer.append(heads_per_role_per_layer_by_stage(ra).assign(stage="after"))
-    tables: dict[str, pd.DataFrame] = {"paired_tests": pd.concat(paired, ignore_index=True)}
+    tables: dict[str, pd.DataFrame] = {PAIRED_TESTS.key: pd.concat(paired, ignore_index=True)}
     if transitions:
         rb = roles[spec.base][roles[spec.base]["dataset"].isin(datasets)]
-        tables["transitions"] = pd.concat(transitions, ignore_index=True)
-        tables["role_changes"] = pd.concat(changes, ignore_index=True)
-        tables["heads_per_layer"] = pd.concat([heads_per_role_per_layer_by_stage(rb), *per_layer], ignore_index=True)
+        tables[TRANSITIONS.key] = pd.concat(transitions, ignore_index=True)
+        tables[ROLE_CHANGES.key] = pd.concat(changes, ignore_index=True)
+        tables[HEADS_PER_LAYER.key] = pd.concat([heads_per_role_per_layer_by_stage(rb), *per_layer], ignore_index=True)
     similarity = None
     if attention is not None:
-        similarity = attention.get("similarity")
+        similarity = attention.get(SIMILARITY.key)
         if similarity is not None:
             similarity = similarity[similarity["dataset"].isin(datasets)
                                     & similarity["model_b"].isin(list(spec.finetuned))].reset_index(drop=True)
-            tables["similarity"] = similarity
-        special = attention.get("special_mass")
+            tables[SIMILARITY.key] = similarity
+        special = attention.get(SPECIAL_MASS.key)
         if special is not None:
             special = special[special["dataset"].isin(datasets)
                               & special["model"].isin([spec.base, *spec.finetuned])].drop_duplicates(
                 ["model", "dataset", "layer", "head", "target"]).reset_index(drop=True)
-            tables["special_mass"] = special
-            tables["special_mass_per_layer"] = special_mass_per_layer(special)
-    tables["layer_summary"] = layer_change_summary(tables["paired_tests"], similarity)
+            tables[SPECIAL_MASS.key] = special
+            tables[SPECIAL_MASS_PER_LAYER.key] = special_mass_per_layer(special)
+    tables[LAYER_SUMMARY.key] = layer_change_summary(tables[PAIRED_TESTS.key], similarity)
     return tables

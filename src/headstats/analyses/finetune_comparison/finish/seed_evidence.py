@@ -1,5 +1,5 @@
 """The evidence of the fine-tuning claims over seeds (Pande et al. 2021, section 6), from the per-seed values the
-seed-level tables of :mod:`headstats.assignment.replicates` computed: the exact sign-flip test over seeds, its
+seed-level tables of :mod:`.replicates` computed: the exact sign-flip test over seeds, its
 floor, the t interval of the mean and, with too few seeds, the reason no verdict can be reached. The registry of
 claims (:mod:`headstats.stats.claims`) turns it into verdicts.
 """
@@ -12,9 +12,9 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
+from headstats.analyses.finetune_comparison.claims import SEED_CLAIMS, SEED_FAMILY, seed_hypothesis
 from headstats.stats.claims import Evidence, evidence_fields
 from headstats.stats.exact import signflip_bound, signflip_claim
-from headstats.stats.paper_claims import SEED_CLAIMS, SEED_FAMILY, seed_hypothesis
 from headstats.stats.seeds import corrected_level, seeds_needed
 
 __all__ = ["seed_claims", "seed_evidence"]
@@ -72,7 +72,7 @@ def _hypothesis(c: dict) -> str:
 def seed_claims(claims: list[dict], *, alpha: float, confidence: float = 0.95,
                 correction: str = "holm") -> pd.DataFrame:
     """The evidence of each claim over seeds (``claim`` and the :class:`Evidence` fields; ``model`` is the
-    replicate group), for the registry of claims (:mod:`headstats.stats.paper_claims` registers the keys):
+    replicate group), for the registry of claims (:mod:`..claims` registers the keys):
     the exact sign-flip test over seeds, one-sided in the claimed direction, never a p-value of 0 (its floor is
     ``1/2^k``). The seed claims of one replicate group form one family (``family``), corrected with
     ``correction`` (the claims' correction: :func:`headstats.stats.existence.claims_correction`)."""

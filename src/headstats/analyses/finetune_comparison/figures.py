@@ -1,10 +1,10 @@
 """Figures of a pretrained-vs-fine-tuned comparison.
 
-Tables of :mod:`headstats.assignment.changes` in, ``matplotlib.figure.Figure`` out (object-oriented API, headless,
-no ``plt.show``): the change map (layer x head), heads per role per layer before and after (the paper's
-figure), the per-head cosine similarity of the two models' attention maps, and the attention mass on [CLS]
-and [SEP] per layer before and after. Every function that draws one panel takes ``ax=``; nothing here
-computes a statistic.
+Tables of the comparison's finish step (:mod:`headstats.analyses.finetune_comparison.finish`) in,
+``matplotlib.figure.Figure`` out (object-oriented API, headless, no ``plt.show``): the change map (layer x head),
+heads per role per layer before and after (the paper's figure), the per-head cosine similarity of the two models'
+attention maps, and the attention mass on [CLS] and [SEP] per layer before and after. Every function that draws
+one panel takes ``ax=``; nothing here computes a statistic.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def heads_per_layer_before_after(
     Parameters
     ----------
     heads_per_layer : DataFrame
-        :func:`headstats.assignment.changes.heads_per_role_per_layer_by_stage` output (``model, stage, dataset, layer, role,
+        :func:`.finish.changes.heads_per_role_per_layer_by_stage` output (``model, stage, dataset, layer, role,
         n_heads``); ``stage`` is ``before`` or ``after``.
     dataset, model_after : str, optional
         Which data set and fine-tuned model (may be omitted when the table holds one).
@@ -185,7 +185,7 @@ def similarity_map(
     Parameters
     ----------
     similarity : DataFrame
-        the ``similarity`` table of :class:`headstats.analyses.similarity.collect.AttentionSimilarity` (``layer, head, cosine_mean``).
+        the ``similarity`` table of :class:`..collect.AttentionSimilarity` (``layer, head, cosine_mean``).
     """
     part = _select(similarity, dataset=dataset, model_b=model_b)
     if part.empty:
@@ -220,7 +220,7 @@ def special_mass_plot(
     Parameters
     ----------
     per_layer : DataFrame
-        :func:`headstats.assignment.changes.special_mass_per_layer` output (``model, dataset, layer, target, mass``).
+        :func:`.finish.changes.special_mass_per_layer` output (``model, dataset, layer, target, mass``).
     models : sequence of str, optional
         Models in drawing order (first solid grey = before); default: all, in table order.
     """
