@@ -175,9 +175,6 @@ def _registry():
 
 #: The folders that name no analysis: the toolkits (statistics, plots, engine), the study and the report.
 HORIZONTAL = ("stats", "plots", "engine", "study", "report")
-#: Known exception, removed by issue 31 item 4 (the roles of Pande et al. and the pretrained-vs-fine-tuned
-#: comparison become analyses like the others): the study runs these collectors itself and names them.
-STUDY_BUILTINS: set[str] = set()
 
 
 def _strings(path: Path) -> set[str]:
@@ -194,9 +191,9 @@ def _strings(path: Path) -> set[str]:
 def test_no_horizontal_folder_names_an_analysis(path):
     """No module of the toolkits, the study or the report refers to an analysis package, or names a registered
     analysis or a table one declares in a string: it reaches analyses only through the registry."""
-    specs = {name: spec for name, spec in _registry().items() if name not in STUDY_BUILTINS}
+    specs = _registry()
     names = set(specs) | {table for spec in specs.values() for table in spec.tables}
-    referred = [m for m, _ in _imports(path) if _analysis_package(m) not in (None, *STUDY_BUILTINS)]
+    referred = [m for m, _ in _imports(path) if _analysis_package(m) is not None]
     assert not referred, f"{_name(path)} refers to {referred}"
     named = sorted(_strings(path) & names)
     assert not named, f"{_name(path)} names the analyses or their tables {named}"
@@ -420,10 +417,6 @@ def _imports_as(path: Path, pretend: Path) -> list[tuple[str, list[str]]]:
 
 def test_known_exceptions_are_still_needed():
     """An exception listed above that the code no longer has is removed from the list (keeps the list honest)."""
-    horizontal = [p for folder in HORIZONTAL for p in sorted((SRC / folder).rglob("*.py"))]
-    for name in STUDY_BUILTINS:
-        assert any(name in _strings(p) or any(_analysis_package(m) == name for m, _ in _imports(p))
-                   for p in horizontal), f"drop {name} from STUDY_BUILTINS"
     graph = _graph()
     for me, other in KNOWN_UPWARD:
         assert other in graph.get(me, set()) or any(

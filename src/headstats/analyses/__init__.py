@@ -335,6 +335,15 @@ def list_analyses(*, selectable: bool = True) -> list[str]:
     return [n for n, spec in ANALYSES.items() if spec.selectable or not selectable]
 
 
+def section_analyses() -> list[str]:
+    """The analyses a protocol section turns on (a spec's ``protocol_field``), in the order the study runs, finishes
+    and reports them: the registry's, but those that read the study's tables (``reads``, made from the others'
+    results) after the others."""
+    _discover()
+    own = [n for n, spec in ANALYSES.items() if spec.protocol_field is not None]
+    return sorted(own, key=lambda n: bool(ANALYSES.get(n).reads))
+
+
 def check_analyses(names: list[str]) -> list[str]:
     """Refuse an unknown analysis name, or one that a protocol may not name; return the names."""
     _discover()

@@ -364,12 +364,10 @@ class Protocol(StrictModel):
     def enabled_analyses(self) -> list[str]:
         """Every analysis the study runs: those turned on by a protocol section of their own (a registered
         analysis' ``protocol_field``: the roles by ``scoring``, the comparison by ``compare``) when that section
-        is not empty, in the registry's order, then those of ``analyses``."""
-        from headstats.analyses import ANALYSES, list_analyses
+        is not empty, in their order (:func:`headstats.analyses.section_analyses`), then those of ``analyses``."""
+        from headstats.analyses import get_analysis, section_analyses
 
-        list_analyses()  # imports every analysis package
-        builtin = [name for name, spec in ANALYSES.items()
-                   if spec.protocol_field is not None and getattr(self, spec.protocol_field, None)]
+        builtin = [name for name in section_analyses() if getattr(self, get_analysis(name).protocol_field, None)]
         return builtin + [name for name in self.analyses if name not in builtin]
 
     def pass_fingerprint(self) -> str:

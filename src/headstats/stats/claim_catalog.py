@@ -34,11 +34,11 @@ def ordered_claims(analyses: Sequence[str] = ()) -> list[str]:
     claims in the order of ``analyses`` (a protocol's) and then of the registry, then the claims registered outside
     any analysis; within each, the order they were registered in (an analysis' ``claims`` module, or the modules of
     its ``claims/`` package)."""
-    from headstats.analyses import get_analysis, list_analyses
+    from headstats.analyses import get_analysis, list_analyses, section_analyses
 
     load_all_claims()  # an analysis registered since this module was imported
     every = list_analyses(selectable=False)
-    sections = [name for name in every if get_analysis(name).protocol_field is not None]
+    sections = section_analyses()
     order = list(dict.fromkeys([*sections, *analyses, *every]))
     owner = {}
     for rank, name in enumerate(order):
