@@ -181,7 +181,7 @@ def test_the_plan_has_the_mass_of_every_compared_model_and_the_similarity_of_eve
     """Two entries: ``base`` vs ``other`` on every data set, ``base`` vs a group of three seeds on ``d1``: the mass of
     each (model, data set) once, the similarity of each (base, fine-tuned) pair and of the 3 seed pairs."""
     from headstats.analyses import PlanContext
-    from headstats.analyses.finetune_comparison.collect import plan
+    from headstats.analyses.finetune_comparison.collect import comparison_jobs as plan
     from headstats.analyses.finetune_comparison.options import CompareSpec
 
     seeds = ["s0", "s1", "s2"]

@@ -18,7 +18,7 @@ from headstats.analyses.finetune_comparison.tables import DECLARED, OWNER, READS
 register_analysis(
     OWNER, "headstats.analyses.finetune_comparison.collect:SpecialMass",
     selectable=False, protocol_field="compare", options=CompareSpec,
-    plan="headstats.analyses.finetune_comparison.collect:plan",
+    plan="headstats.analyses.finetune_comparison.collect:comparison_jobs",
     finish="headstats.analyses.finetune_comparison.finish:finish_comparisons",
     claims="headstats.analyses.finetune_comparison.claims",
     section="headstats.analyses.finetune_comparison.section:comparison_section",

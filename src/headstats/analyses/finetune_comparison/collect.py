@@ -15,8 +15,9 @@ layer l, head h, with ``A`` and ``B`` the two models' maps cut to the n real pos
 averaged over inputs (``cosine_mean``, ``cosine_sd`` with ddof = 1, ``n``). Both views of a batch are alive at
 once, so a comparison costs no extra forward pass.
 
-**Plan** (:func:`plan`): the mass of every compared model and the similarity of every (base, fine-tuned) pair and of
-every two seeds of a replicate group (the seed-to-seed distance), on each compared data set.
+**Plan** (:func:`comparison_jobs`, the spec's ``plan``): the mass of every compared model and the similarity of every
+(base, fine-tuned) pair and of every two seeds of a replicate group (the seed-to-seed distance), on each compared
+data set.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ class AttentionSimilarity(PairCollector):
         return {SIMILARITY.key: frame}
 
 
-def plan(options: Sequence[Any], context: Any) -> list:
+def comparison_jobs(options: Sequence[Any], context: Any) -> list:
     """The engine jobs of a protocol's comparisons (``options``: its ``compare:`` entries, each a
     :class:`~headstats.analyses.finetune_comparison.options.CompareSpec`): the [CLS]/[SEP] mass of every compared
     model and the attention similarity of every (base, fine-tuned) pair and of every two seeds of a replicate group,
