@@ -26,8 +26,9 @@ IN_THE_RUN = ["entropy", "surface", "clustering", "distance", "pictures", "probi
 ELSEWHERE = {"dependency": "tests/analyses/test_dependency.py (runs with a cache; a plain-text run here stops "
                             "before its tables, a separate fault)",
              "coreference": "tests/analyses/test_coreference.py (runs with a cache)",
-             "similarity": "tests/engine/test_safe_state.py::test_every_state_type_round_trips",
-             "pande_roles": "every run (the role scores)", "special_mass": "every run (run by the study itself)",
+             "finetune_comparison": "tests/engine/test_safe_state.py::test_every_state_type_round_trips (the "
+                                    "similarity and [CLS]/[SEP] mass states)",
+             "pande_roles": "every run (the role scores)",
              "offset_control": "tests/analyses/offset_control/test_collect.py and tests/test_testing.py "
                                "(check_analysis: chunked and merged states; its state is a ScoreState)"}
 TABLES = ("scores.parquet", "tests.csv", "roles.csv")
