@@ -7,7 +7,7 @@ quickstart-like comparison on a sixth of the quickstart's heads without the sens
 decision-error simulation on 2 small families.
 
 Prints, measured in this one run:
-- the wall time of every table a study computes from the scores (``headstats.assignment.tables.analyse`` with the
+- the wall time of every table a study computes from the scores (``headstats.analyses.pande_roles.finish.tables.analyse`` with the
   default statistics: t-test, Holm within (model, dataset), power, sample sizes and Bayes factors, the tau x
   alpha sensitivity grid and the robustness table over t/wilcoxon/sign x four corrections) on planted
   scores of N inputs x 144 heads (12 layers x 12) x 10 roles, handed over as a
@@ -84,7 +84,7 @@ def best_of(fn, repeats: int) -> tuple[float, object]:
 
 
 def full_statistics(n: int, repeats: int) -> None:
-    from headstats.assignment.tables import analyse
+    from headstats.analyses.pande_roles.finish.tables import analyse
     from headstats.stats.options import statistics_kwargs
     from headstats.config.protocol import ReportOptions, StatisticsOptions
     from headstats.stats.matrix import score_matrix
@@ -133,7 +133,7 @@ def cpu(fn) -> tuple[float, float, object]:
 def quickstart_bootstrap(*, smoke: bool, sensitivity: bool, repeats: int = 1) -> None:
     import pandas as pd
 
-    from headstats.assignment.tables import analyse
+    from headstats.analyses.pande_roles.finish.tables import analyse
     from headstats.config.protocol import StatisticsOptions
     from headstats.stats.onesample import test_roles
 

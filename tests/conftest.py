@@ -151,7 +151,7 @@ PLANTED_HELD = {
 
 
 def planted_roles(held: dict = PLANTED_HELD, *, dataset: str = "d1", untested: tuple[str, ...] = ("block",)) -> pd.DataFrame:
-    """A role table (:func:`headstats.assignment.role_assignment.role_table` shape) of model ``m`` holding
+    """A role table (:func:`headstats.analyses.pande_roles.finish.role_assignment.role_table` shape) of model ``m`` holding
     ``held``; the roles in ``untested`` all NA."""
     rows = []
     for layer in range(6):

@@ -29,7 +29,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "headstats"
 #: ``headstats.tables`` (tested).
 LAYERS = ["errors", "registry", "fields", "provenance", "measures", "folders", "hub", "lazy", "tables",
           "analysis.tables", "inputs", "model", "engine", "analyses", "stats", "analysis.statistics", "config",
-          "assignment", "study", "plots", "analysis.figures", "report", "analysis.section", "analysis.spec", "cli",
+          "study", "plots", "analysis.figures", "report", "analysis.section", "analysis.spec", "cli",
           "api", "testing", "__init__"]
 #: The file roles of an analysis package ``analyses/<name>/`` and the layer of each.
 ROLES = {"__init__": "analysis.spec", "tables": "analysis.tables", "options": "analyses", "collect": "analyses",
@@ -433,7 +433,7 @@ SAME_NAME_ON_PURPOSE = {"finetune": {"model/finetune/train.py", "cli/finetune_co
                         "run": {"api.py", "cli/study_commands.py"}, "score": {"api.py", "cli/study_commands.py"},
                         "read_records": {"api.py", "inputs/readers.py"},
                         "test_roles": {"api.py", "stats/onesample/entry.py"},
-                        "role_table": {"api.py", "assignment/role_assignment.py"}}
+                        "role_table": {"api.py", "analyses/pande_roles/finish/role_assignment.py"}}
 
 
 def test_one_meaning_per_public_name():

@@ -192,7 +192,7 @@ def test_roles(scores, *, options=None, tau=None, alpha=None, test=None, correct
     (``weights`` for scores that name none), the first measure's rows first."""
     import pandas as pd
 
-    from headstats.assignment.tables import add_ceilings
+    from headstats.analyses.pande_roles.finish.tables import add_ceilings
     from headstats.measures import attention_measures, on_measure
     from headstats.stats.onesample import test_roles as tests_of
     from headstats.stats.power import mark_out_of_reach
@@ -223,9 +223,9 @@ NO_CEILING_NOTE = ("power assumes tau is reachable: these scores carry no ceilin
 
 
 def role_table(tests, **options):
-    """:func:`headstats.assignment.role_assignment.role_table` (the same arguments), carrying the tests'
+    """:func:`headstats.analyses.pande_roles.finish.role_assignment.role_table` (the same arguments), carrying the tests'
     ``.attrs["provenance"]`` over to the role table."""
-    from headstats.assignment.role_assignment import role_table as roles_of
+    from headstats.analyses.pande_roles.finish.role_assignment import role_table as roles_of
     from headstats.provenance import of_frame
 
     return _attach(roles_of(tests, **options), of_frame(tests))

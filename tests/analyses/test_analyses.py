@@ -86,3 +86,28 @@ def test_finish_adds_and_replaces_tables():
         assert get_analysis("entropy").finished({"a": a}, None, None, 0) == {"a": a}
     finally:
         ANALYSES.unregister("finish_test")
+
+
+def test_finish_gets_what_it_declares_of_the_study_context():
+    """A step gets ``jobs``, ``report``, ``warn`` (and ``log``) only when it declares a parameter of that name; a
+    step of a tuple that declares none is called with the four positional arguments alone."""
+    import pandas as pd
+
+    seen = {}
+
+    def first(tables, statistics, options, seed, *, jobs, warn):
+        warn(f"{len(jobs)} jobs")
+        return {"n": pd.DataFrame({"jobs": [len(jobs)]})}
+
+    def second(tables, statistics, options, seed):
+        seen["second"] = set(tables)
+        return {}
+
+    register_analysis("finish_context_test", Collector, finish=(first, second))
+    try:
+        warnings = []
+        out = get_analysis("finish_context_test").finished({}, None, None, 0, jobs=["a", "b", "c"],
+                                                           report=object(), warn=warnings.append)
+        assert out["n"]["jobs"].item() == 3 and warnings == ["3 jobs"] and seen["second"] == {"n"}
+    finally:
+        ANALYSES.unregister("finish_context_test")

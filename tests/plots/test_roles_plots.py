@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, role_table
+from headstats.analyses.pande_roles.finish.role_assignment import colocation, role_table
+from headstats.tables.study_tables import heads_per_role_per_layer
 from headstats.plots import style
 from headstats.plots.roles_plots import (
     CELL_PAD,

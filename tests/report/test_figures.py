@@ -159,7 +159,9 @@ def _svg_text_sizes(path: Path) -> tuple[float, list[float]]:
 @pytest.fixture(scope="module")
 def quickstart_report(tmp_path_factory) -> tuple[Path, float]:
     """The quickstart's report built from its golden tables with ``report.figures.width: column``."""
-    from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, strongest_heads
+    from headstats.analyses.pande_roles.finish.role_assignment import colocation
+    from headstats.tables.study_tables import heads_per_role_per_layer
+    from headstats.tables.study_tables import strongest_heads
     from headstats.config.protocol import Protocol
     from headstats.report.builder import build_report
     from headstats.study.run_folder import read_roles

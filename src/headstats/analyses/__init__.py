@@ -56,7 +56,9 @@ passes as the role scores, concatenates each of its ``tables()`` over models and
    tested one-sided per head with the protocol's statistics, as the table ``<analysis>_tests``
    (:mod:`headstats.study.analysis_tests`);
 2. **finish** (:attr:`AnalysisSpec.finish`): ``finish(tables, statistics, options, seed) -> {name: frame}`` gets
-   the analysis' tables (with ``<analysis>_tests`` if any) and returns the tables to add or replace;
+   the analysis' tables (with ``<analysis>_tests`` if any) and returns the tables to add or replace; a step that
+   declares ``log``, ``jobs`` (its planned jobs, to test their per-input results), ``report`` (the report options)
+   or ``warn`` (a warning for the manifest) gets it (:meth:`AnalysisSpec.finished`);
 3. every table is written as ``<table>.csv``; its **claims** are tested with every registered claim
    (``claims.csv``), and its **section** is added to the report from the same tables.
 
@@ -187,18 +189,25 @@ class AnalysisSpec:
         return spec.description if spec is not None else f"a table of the {self.name} analysis ({self.description})"
 
     def finished(self, tables: Mapping[str, Any], statistics: Any, options: Any, seed: int, *,
-                 log: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 log: Callable[[str], None] | None = None, **context: Any) -> dict[str, Any]:
         """``tables`` with what :attr:`finish` returns added (replacing tables of the same name; a table it
         returns as None is dropped). A tuple of steps runs in order, each on the tables the previous left. A step
-        with a ``log`` parameter gets ``log``, to say how a long step is going (a permutation test per data set)."""
+        with a ``log`` parameter gets ``log``, to say how a long step is going (a permutation test per data set).
+
+        ``context``: what else the study may hand a step, each to a step that declares a parameter of that name:
+        ``jobs`` (the analysis' planned jobs, whose collectors hold per-input results, for a step that tests them
+        rather than tables), ``report`` (the protocol's report options, e.g. ``top_k``) and ``warn`` (records a
+        warning in the manifest's ``warnings`` and the log)."""
         import inspect
 
         steps = self.finish if isinstance(self.finish, tuple) else (self.finish,)
         out = dict(tables)
+        given = {"log": log, **context}
         for step in steps:
             finish = _load(step)
             if finish is not None:
-                extra = {"log": log} if log is not None and "log" in inspect.signature(finish).parameters else {}
+                wanted = inspect.signature(finish).parameters
+                extra = {name: value for name, value in given.items() if value is not None and name in wanted}
                 out.update(finish(RunTables(out, owner=self.name), statistics, options, seed, **extra))
         return {name: table for name, table in out.items() if table is not None}
 

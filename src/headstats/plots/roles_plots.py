@@ -1,7 +1,7 @@
 """Figures of role assignment: the layer x head role grid, mean-score maps, heads per role per layer, and
 co-location as an UpSet plot.
 
-Every function takes the tables of :mod:`headstats.assignment.role_assignment` (or the tests table) and returns a
+Every function takes the role tables (:mod:`headstats.tables.study_tables`, or the tests table) and returns a
 ``matplotlib.figure.Figure`` (object-oriented API, headless, no ``plt.show``). Nothing here computes a
 statistic: the figures draw the numbers the tables hold. Colours, role order and fonts come from
 :mod:`headstats.plots.style`.
@@ -104,7 +104,7 @@ def role_grid(roles: pd.DataFrame, *, title: str = "", legend: bool = True) -> F
     Parameters
     ----------
     roles : DataFrame
-        Rows of :func:`headstats.assignment.role_assignment.role_table` for one (model, dataset): ``layer``, ``head`` and a
+        Rows of the role table (``roles``) for one (model, dataset): ``layer``, ``head`` and a
         boolean (or NA) column per role.
     title : str
         Axes title.
@@ -356,7 +356,7 @@ def heads_per_layer_plot(per_layer: pd.DataFrame, *, title: str = "", ncols: int
     Parameters
     ----------
     per_layer : DataFrame
-        Rows of :func:`headstats.assignment.role_assignment.heads_per_role_per_layer` for one (model, dataset):
+        Rows of :func:`headstats.tables.study_tables.heads_per_role_per_layer` for one (model, dataset):
         ``layer, role, n_heads`` (and ``n_total``, heads per layer).
     title : str
         Figure title.
@@ -439,7 +439,7 @@ def upset_plot(coloc: pd.DataFrame, *, roles: Sequence[str] | None = None, max_i
     Parameters
     ----------
     coloc : DataFrame
-        :func:`headstats.assignment.role_assignment.colocation` rows for one (model, dataset); only ``kind == "exact"`` rows are
+        ``colocation`` rows for one (model, dataset); only ``kind == "exact"`` rows are
         drawn (``combination`` joins roles with ``+``; ``none`` is heads without any role).
     roles : sequence of str, optional
         Roles to show as rows, also those no head holds (default: the roles named in the combinations).

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from headstats.assignment.tables import Analysis
+from headstats.tables.study_tables import Analysis
 from headstats.tables.study_tables import role_columns
 from headstats.errors import HeadstatsError, OutputError
 from headstats.provenance import package_versions
@@ -221,7 +221,7 @@ def rebuild_report(run_dir: str | Path, *, top_k: int | None = None, html: bool 
         The folder is not a finished headstats run, is locked by a running headstats, or the rebuild would
         overwrite a file headstats did not write.
     """
-    from headstats.assignment.role_assignment import strongest_heads
+    from headstats.tables.study_tables import strongest_heads
     from headstats.folders import (STAGING_MARKER, _acquire_lock, _owner_record, _sweep_stale_staging, output_file_list,
                                    replace_outputs)
     from headstats.study.run_folder import load_run_tables

@@ -13,33 +13,25 @@ from headstats.study.passes import StudyPasses
 from headstats.study.results import Log, ReportWriter, StudyResult
 from headstats.study.storage import write_manifest
 from headstats.tables import RunTables
-from headstats.tables.study_tables import CONTROLS
+from headstats.tables.study_tables import CONTROLS, Analysis
 
 
 def finish_study(protocol: Protocol, claim: OutputClaim, passes: StudyPasses, datasets: dict, *,
                  started: float, log: Log, report: ReportWriter | None = None) -> StudyResult:
     """Statistics, comparisons, tables and manifest of a study's passes, written to ``claim``, with the report
     that ``report`` writes (:data:`~headstats.study.results.ReportWriter`) before the manifest lists the files."""
-    from headstats.assignment.offset_gate import gate_controls
-    from headstats.assignment.tables import analyse, ceiling_warnings
+    from headstats.analyses import get_analysis
     from headstats.study.scoring import scores_analysis
     from headstats.study.memo import write_scores_memoised
 
-    st = protocol.statistics
-    tests = sum(a.n_layers * a.n_heads * len(a.measures) for a in passes.arrays)
-    log(f"testing every head and role: {tests:,} (head, role) pairs, {st.test} test, tau {st.tau_text()}, "
-        f"{st.correction} correction"
-        + (", with tau/alpha sensitivity and robustness" if st.sensitivity else ""))
-    clock = time.perf_counter()
-    scales = {role: protocol.scoring.scale_of(role) for role in protocol.scoring.roles}
-    controls = gate_controls(passes.planned.get(scores_analysis(), []), protocol.scoring, st)
-    analysis = analyse(passes.arrays, st, protocol.seed, scales=scales, top_k=protocol.report.top_k,
-                       offset_control=controls)
-    warnings = ceiling_warnings(analysis.tables.get("ceilings", pd.DataFrame(columns=["n_taking_part"])))
-    for warning in warnings:
-        log(f"warning: {warning}")
-    log(f"tested in {time.perf_counter() - clock:.1f} s: {int(analysis.tests['reject'].eq(True).sum()):,} "
-        "(head, role) pairs assigned")
+    # the scores' analysis (the one the scoring section turns on) tests its planned jobs' per-input results
+    warnings: list[str] = []
+    scoring = scores_analysis()
+    tested = get_analysis(scoring).finished(
+        {}, protocol.statistics, protocol.options_of(scoring), protocol.seed, log=log,
+        jobs=passes.planned.get(scoring, []), report=protocol.report,
+        warn=lambda warning: (warnings.append(warning), log(f"warning: {warning}")))
+    analysis = Analysis(tests=tested.pop("tests"), roles=tested.pop("roles"), tables=tested)
     enabled = protocol.enabled_analyses()
     analyses = {name: tables for name, tables in passes.tables.items() if name in enabled}
     # an analysis that reads the study's tables finishes now that they exist (the primary measure's, as the pass'

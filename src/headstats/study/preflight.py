@@ -158,7 +158,7 @@ def tau_warnings(protocol: Protocol) -> list[str]:
     """One-line warnings for a tau that is out of reach whatever the inputs (METHODS 1.6), found without data.
 
     ``validate`` prints them; ``run`` checks every role's ceiling on the encoded inputs and warns with the
-    exact numbers (:func:`headstats.assignment.tables.ceiling_warnings`), since most ceilings depend on the
+    exact numbers (the ceiling warnings of the roles' finish step), since most ceilings depend on the
     inputs' lengths. Found here: a role on the ``mass`` or ``ceiling`` scale (ceiling 1) with tau >= 1, and
     ``block`` on the bias scale, whose ceiling on a pair of a and b pieces is ``2 + 2/a + 1/b`` (counting
     special queries; ``2 + 6/(a + b)`` without), so tau >= 3 needs a side of one or two pieces.

@@ -1,10 +1,15 @@
 """The study's own tables, declared as each analysis declares its own: the scores, the tests and roles of Pande et
 al.'s roles with the tables made from them, the claims, and what the study hands an analysis' finish step and
-section (:attr:`headstats.analyses.AnalysisSpec.reads`). Claims name them by these specs (``tables=(ROLES,)``), never by a string."""
+section (:attr:`headstats.analyses.AnalysisSpec.reads`). Claims name them by these specs (``tables=(ROLES,)``), never by a string.
+
+Beside them, the views of the role tables that the study and the report read without naming the roles'
+analysis: :class:`Analysis` (the tests, roles and role tables, per attention measure), :func:`strongest_heads`
+(recomputed by the report for another ``top_k``) and :func:`gate_summary`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -84,3 +89,81 @@ def models_table(models: Iterable[Any], provenance: Mapping[str, Any]) -> pd.Dat
              "finetune_seed": None if m.finetune is None else m.finetune.seed,
              "provenance": provenance.get(m.name) or {}} for m in models]
     return pd.DataFrame(rows, columns=list(MODELS.columns), dtype=object)
+
+
+# ------------------------------------------------------------------ views of the role tables
+
+@dataclass
+class Analysis:
+    """Tables of a study.
+
+    Attributes
+    ----------
+    tests : DataFrame
+        One row per (model, dataset, role, layer, head): see ``docs/statistics.md``.
+    roles : DataFrame
+        One row per (model, dataset, layer, head): a boolean column per role and ``roles``.
+    tables : dict of str -> DataFrame
+        ``heads_per_layer``, ``colocation``, ``strongest_heads``, ``participation`` and, when asked,
+        ``tau_sensitivity`` and ``robustness``; comparison tables are added by the study.
+    """
+
+    tests: pd.DataFrame
+    roles: pd.DataFrame
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    @property
+    def measures(self) -> list[str]:
+        """The attention measures of the run, the primary first (``["weights"]`` for tables without the column)."""
+        from headstats.measures import attention_measures
+
+        return attention_measures(self.tests)
+
+    def on_measure(self, measure: str | None = None) -> "Analysis":
+        """The tables of one attention measure (default: the primary), what the report's role sections, the
+        comparisons and Pande et al.'s claims read; the other tables (claims, analyses') are kept as they are."""
+        from headstats.measures import on_measure
+
+        measure = measure or self.measures[0]
+        tables = {name: on_measure(t, measure).reset_index(drop=True)
+                  if name in PER_MEASURE_TABLES and "measure" in t.columns else t for name, t in self.tables.items()}
+        return Analysis(on_measure(self.tests, measure).reset_index(drop=True),
+                        on_measure(self.roles, measure).reset_index(drop=True), tables)
+
+
+
+#: The tables of :func:`analyse` that hold one set of rows per attention measure (a ``measure`` column).
+PER_MEASURE_TABLES = ("tests", "roles", "heads_per_layer", "power_summary", "underpowered", "colocation",
+                      "strongest_heads", "participation", "ceilings", "tau_sensitivity", "robustness")
+
+
+def strongest_heads(tests: pd.DataFrame, *, k: int = 10) -> pd.DataFrame:
+    """The k heads with the largest effect in score units per (model, dataset, role), with their test results.
+
+    Ranked by ``mean_minus_tau`` (mean score - tau, in the score's unit), shown with ``ceiling_share`` (mean /
+    the mean ceiling of the head's inputs: the share of what a perfect head would score) when ``tests`` has it.
+    Not by Cohen's d: a head whose scores barely vary gets a huge |d| for a tiny difference (issue 20: sd
+    1.7e-5 gave d = -58,038), and d is NaN below the sd floor.
+    """
+    ranked = tests.dropna(subset=["mean"]).assign(mean_minus_tau=lambda t: t["mean"] - t["tau"])
+    ranked = ranked.sort_values("mean_minus_tau", ascending=False, kind="stable")
+    measure = ["measure"] if "measure" in ranked else []  # several attention measures: the top k of each
+    cols = ["model", "dataset", *measure, "role", "layer", "head", "n", "mean", "tau", "mean_minus_tau",
+            *(["ceiling_share"] if "ceiling_share" in ranked else []), "ci_low", "p_corr", "reject"]
+    return ranked.groupby(["model", "dataset", *measure, "role"], sort=False).head(k)[cols].reset_index(drop=True)
+
+
+def gate_summary(tests: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, data set[, measure], role) of the gated roles: ``n_passed_tau`` (heads whose score test
+    rejected), ``n_removed`` (taken away by the gate) and ``n_assigned`` (kept); empty when the gate removed
+    nothing because it did not apply."""
+    gated = tests[tests["gate_removed"].notna()] if "gate_removed" in tests else tests.iloc[:0]
+    keys = [c for c in ("model", "dataset", "measure", "role") if c in tests.columns]
+    if gated.empty:
+        return pd.DataFrame(columns=[*keys, "n_passed_tau", "n_removed", "n_assigned"])
+    removed = gated["gate_removed"].astype(bool)
+    assigned = gated["reject"].fillna(False).astype(bool)
+    frame = gated[keys].assign(n_removed=removed.astype(int), n_assigned=assigned.astype(int),
+                               n_passed_tau=(removed | assigned).astype(int))
+    out = frame.groupby(keys, sort=False)[["n_passed_tau", "n_removed", "n_assigned"]].sum().reset_index()
+    return out

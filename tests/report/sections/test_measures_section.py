@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from headstats.assignment.tables import Analysis
+from headstats.tables.study_tables import Analysis
 from headstats.report.blocks import Report
 from headstats.report.sections.measures_section import measure_counts, measures_section
 

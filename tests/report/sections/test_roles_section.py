@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from headstats.assignment.role_assignment import heads_per_role_per_layer
+from headstats.tables.study_tables import heads_per_role_per_layer
 from headstats.report.sections.roles_section import role_counts
 
 from conftest import planted_roles

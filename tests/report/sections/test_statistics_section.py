@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from headstats.assignment.tables import Analysis
+from headstats.tables.study_tables import Analysis
 from headstats.config.protocol import Protocol
 from headstats.report.blocks import Report
 from headstats.report.sections.statistics_section import statistics_sections

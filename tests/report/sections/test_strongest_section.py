@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from headstats.assignment.role_assignment import strongest_heads
-from headstats.assignment.tables import Analysis
+from headstats.tables.study_tables import strongest_heads
+from headstats.tables.study_tables import Analysis
 from headstats.config.protocol import Protocol
 from headstats.report.blocks import Report
 from headstats.report.sections.strongest_section import strongest_section

@@ -1,6 +1,6 @@
 """The options of the offset-matched control (``analysis_options: {offset_control: {...}}``), and the arc roles and
 hypotheses it measures and tests. No torch: the protocol composes them, and the role assignment's offset gate
-(:mod:`headstats.assignment.offset_gate`) reads them.
+(:mod:`headstats.analyses.pande_roles.finish.offset_gate`) reads them.
 
 For the relations ``r_1..r_k`` the control measures the arc roles ``syntactic`` (arcs of any of them) and
 ``syntactic:<r_i>``; the hypothesis of arc role ``x`` is named ``x_beyond_offset``: H0: mean offset-matched

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from headstats.assignment.tables import Analysis
+from headstats.tables.study_tables import Analysis
 from headstats.plots.style import order_roles
 from headstats.report.blocks import Report
 from headstats.report.sections.claims_section import claim_cell

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from headstats.tables.study_tables import role_columns
-from headstats.assignment.tables import Analysis
+from headstats.tables.study_tables import Analysis
 from headstats.plots import roles_plots
 from headstats.plots.style import order_roles
 from headstats.report.blocks import Report, figure_tag
@@ -125,7 +125,7 @@ def role_sections(report: Report, root: Path, analysis: Analysis, protocol, *,
 def _gate_lines(report: Report, tests: pd.DataFrame, protocol) -> None:
     """How many syntactic assignments the offset gate removed (METHODS 6.2), per model, data set and role; a line
     saying the gate was off when a run scored syntactic roles without it."""
-    from headstats.assignment.offset_gate import gate_summary
+    from headstats.tables.study_tables import gate_summary
 
     summary = gate_summary(tests)
     if summary.empty:

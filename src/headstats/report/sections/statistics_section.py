@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from headstats.assignment.tables import Analysis
+from headstats.tables.study_tables import Analysis
 from headstats.report.blocks import Report, figure_tag
 from headstats.report.figures import FigureRenderer
 from headstats.report.sections import by_model_and_dataset

@@ -4,7 +4,7 @@ ceiling and the marginal and adjusted lower bounds.
 
 from __future__ import annotations
 
-from headstats.assignment.tables import Analysis
+from headstats.tables.study_tables import Analysis
 from headstats.plots.style import order_roles
 from headstats.report.blocks import Report
 from headstats.report.sections import adjusted_bound_words, tested_parameter

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from headstats.tables.study_tables import role_columns
-from headstats.assignment.tables import Analysis
+from headstats.tables.study_tables import Analysis
 from headstats.plots import roles_plots
 from headstats.plots.style import order_roles, role_family
 from headstats.report.blocks import Report, figure_tag
@@ -46,7 +46,7 @@ def role_summary(roles: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     roles : DataFrame
-        :func:`headstats.assignment.role_assignment.role_table` output (a boolean or NA column per role).
+        the role table (``roles``; a boolean or NA column per role).
 
     Returns
     -------

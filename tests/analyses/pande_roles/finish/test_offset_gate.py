@@ -18,8 +18,9 @@ from statsmodels.stats.multitest import multipletests
 from headstats.analyses.offset_control.collect import offset_excess, word_arcs
 from headstats.analyses.offset_control.options import control_roles
 from headstats.analyses.sieves import ScoreSettings, score_and_ceilings
-from headstats.assignment.offset_gate import OFFSET_COLUMNS, gate_summary
-from headstats.assignment.tables import analyse
+from headstats.analyses.pande_roles.finish.offset_gate import OFFSET_COLUMNS
+from headstats.tables.study_tables import gate_summary
+from headstats.analyses.pande_roles.finish.tables import analyse
 from headstats.config.protocol import StatisticsOptions
 from headstats.engine.batch import view_of
 from headstats.measures import MeasureArray

@@ -93,19 +93,3 @@ def with_offset_gate(tests: pd.DataFrame, control: pd.DataFrame, *, gate: bool) 
         out.loc[controlled, "reject"] = assigned[controlled] & beats[controlled]
     out["gate_removed"] = removed
     return out
-
-
-def gate_summary(tests: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, data set[, measure], role) of the gated roles: ``n_passed_tau`` (heads whose score test
-    rejected), ``n_removed`` (taken away by the gate) and ``n_assigned`` (kept); empty when the gate removed
-    nothing because it did not apply."""
-    gated = tests[tests["gate_removed"].notna()] if "gate_removed" in tests else tests.iloc[:0]
-    keys = [c for c in ("model", "dataset", "measure", "role") if c in tests.columns]
-    if gated.empty:
-        return pd.DataFrame(columns=[*keys, "n_passed_tau", "n_removed", "n_assigned"])
-    removed = gated["gate_removed"].astype(bool)
-    assigned = gated["reject"].fillna(False).astype(bool)
-    frame = gated[keys].assign(n_removed=removed.astype(int), n_assigned=assigned.astype(int),
-                               n_passed_tau=(removed | assigned).astype(int))
-    out = frame.groupby(keys, sort=False)[["n_passed_tau", "n_removed", "n_assigned"]].sum().reset_index()
-    return out

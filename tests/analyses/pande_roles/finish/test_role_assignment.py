@@ -3,7 +3,9 @@
 import pandas as pd
 import pytest
 
-from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, role_table, strongest_heads
+from headstats.analyses.pande_roles.finish.role_assignment import colocation, role_table
+from headstats.tables.study_tables import heads_per_role_per_layer
+from headstats.tables.study_tables import strongest_heads
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
-"""From the scores table to every table of a study: tests, role assignment and the paper's analyses.
+"""From the role scores to every role table of a study: tests, role assignment and the paper's analyses.
 
-This sits in the roles/comparison layer: it calls the statistics layer with the statistics options the
+The roles' finish step (:mod:`headstats.analyses.pande_roles.finish`): it calls the statistics layer with the statistics options the
 study hands it (never the protocol) and returns tables; it computes nothing itself and draws nothing. The scores come as a list of
 :class:`~headstats.measures.MeasureArray` (one per model and data set) or as the long scores table; they are
 packed once (:func:`headstats.stats.matrix.score_matrix`) for every test and table.
@@ -9,15 +9,15 @@ packed once (:func:`headstats.stats.matrix.score_matrix`) for every test and tab
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Union
 
 import numpy as np
 import pandas as pd
 
-from headstats.assignment.role_assignment import colocation, heads_per_role_per_layer, role_table, strongest_heads
+from headstats.analyses.pande_roles.finish.role_assignment import colocation, role_table
+from headstats.tables.study_tables import heads_per_role_per_layer
 from headstats.measures import MeasureArray
-from headstats.tables.study_tables import role_columns
+from headstats.tables.study_tables import Analysis, role_columns, strongest_heads
 
 #: The per-input scores of a study: one array per (model, dataset), or the long scores table.
 Scores = Union[pd.DataFrame, Sequence[MeasureArray]]
@@ -26,44 +26,6 @@ PARTICIPATION_COLUMNS = ["model", "dataset", "role", "n_inputs", "n_taking_part"
 #: Columns of :func:`ceiling_table`.
 CEILING_COLUMNS = ["model", "dataset", "role", "scale", "tau", "n_taking_part", "mean_ceiling", "min_ceiling",
                    "max_ceiling", "share_below_tau", "tau_reachable"]
-
-
-@dataclass
-class Analysis:
-    """Tables of a study.
-
-    Attributes
-    ----------
-    tests : DataFrame
-        One row per (model, dataset, role, layer, head): see ``docs/statistics.md``.
-    roles : DataFrame
-        One row per (model, dataset, layer, head): a boolean column per role and ``roles``.
-    tables : dict of str -> DataFrame
-        ``heads_per_layer``, ``colocation``, ``strongest_heads``, ``participation`` and, when asked,
-        ``tau_sensitivity`` and ``robustness``; comparison tables are added by the study.
-    """
-
-    tests: pd.DataFrame
-    roles: pd.DataFrame
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-
-    @property
-    def measures(self) -> list[str]:
-        """The attention measures of the run, the primary first (``["weights"]`` for tables without the column)."""
-        from headstats.measures import attention_measures
-
-        return attention_measures(self.tests)
-
-    def on_measure(self, measure: str | None = None) -> "Analysis":
-        """The tables of one attention measure (default: the primary), what the report's role sections, the
-        comparisons and Pande et al.'s claims read; the other tables (claims, analyses') are kept as they are."""
-        from headstats.measures import on_measure
-
-        measure = measure or self.measures[0]
-        tables = {name: on_measure(t, measure).reset_index(drop=True)
-                  if name in PER_MEASURE_TABLES and "measure" in t.columns else t for name, t in self.tables.items()}
-        return Analysis(on_measure(self.tests, measure).reset_index(drop=True),
-                        on_measure(self.roles, measure).reset_index(drop=True), tables)
 
 
 def participation(scores: Scores) -> pd.DataFrame:
@@ -201,7 +163,7 @@ def analyse(scores: Scores, statistics, seed: int = 0, *, scales: Mapping[str, s
 
     ``offset_control``: the offset-matched excess of the syntactic roles (METHODS 6.2), one array per (attention
     measure, model, parsed data set), as the study computes it in the role scores' pass. Its one-sided tests fill
-    the ``offset_*`` columns of ``tests`` (:mod:`headstats.assignment.offset_gate`; NaN without it) and, when
+    the ``offset_*`` columns of ``tests`` (:mod:`headstats.analyses.pande_roles.finish.offset_gate`; NaN without it) and, when
     ``statistics.offset_gate`` is on, a syntactic role is assigned only to the heads that beat their control too.
     """
     from headstats.measures import attention_measures, on_measure
@@ -218,11 +180,6 @@ def analyse(scores: Scores, statistics, seed: int = 0, *, scales: Mapping[str, s
     if len(measures) > 1:
         tables["measure_agreement"] = measure_agreement(tests)
     return Analysis(tests=tests, roles=roles, tables=tables)
-
-
-#: The tables of :func:`analyse` that hold one set of rows per attention measure (a ``measure`` column).
-PER_MEASURE_TABLES = ("tests", "roles", "heads_per_layer", "power_summary", "underpowered", "colocation",
-                      "strongest_heads", "participation", "ceilings", "tau_sensitivity", "robustness")
 
 
 def _joined(frames: Sequence[pd.DataFrame], measures: Sequence[str]) -> pd.DataFrame:
@@ -292,7 +249,7 @@ def _analyse_measure(scores: Scores, statistics, seed: int = 0, *, scales: Mappi
     robust = _in_background(_robustness, matrix, kwargs) if statistics.sensitivity else None
     from headstats.stats.power import mark_out_of_reach, power_summary, underpowered
 
-    from headstats.assignment.offset_gate import control_tests, with_offset_gate
+    from headstats.analyses.pande_roles.finish.offset_gate import control_tests, with_offset_gate
 
     tests = mark_out_of_reach(add_ceilings(test_roles(matrix, **kwargs), scores))
     tests = with_offset_gate(tests, control_tests(offset_control, kwargs),

@@ -1,4 +1,5 @@
-"""Tests of headstats.assignment.tables: every table of a study is the same from MeasureArrays as from the long table."""
+"""Tests of headstats.analyses.pande_roles.finish.tables: every table of a study is the same from MeasureArrays as from the
+long table; the roles' finish step, through the registry, gives the tables of ``analyse``."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from headstats.assignment.tables import analyse, participation
+from headstats.analyses.pande_roles.finish.tables import analyse, participation
 from headstats.config.protocol import ReportOptions, StatisticsOptions
 from conftest import long_frame, planted_arrays
 
@@ -48,7 +49,7 @@ def _with_ceilings():
 
 
 def test_ceiling_columns_and_table_by_hand():
-    from headstats.assignment.tables import add_ceilings, ceiling_table, ceiling_warnings
+    from headstats.analyses.pande_roles.finish.tables import add_ceilings, ceiling_table, ceiling_warnings
     from headstats.stats.onesample import test_roles
 
     array = _with_ceilings()
@@ -78,7 +79,7 @@ def test_ceiling_columns_and_table_by_hand():
 
 
 def test_the_long_table_has_no_ceilings():
-    from headstats.assignment.tables import add_ceilings
+    from headstats.analyses.pande_roles.finish.tables import add_ceilings
     from headstats.stats.onesample import test_roles
 
     array = _with_ceilings()
@@ -153,3 +154,50 @@ def test_robust_across_measures_and_measure_agreement_by_hand():
                  & (t["layer"] == r.layer) & (t["head"] == r.head)].set_index("measure")["reject"]
         assert (r.weights, r.norm, r.robust_across_measures) == (mine["weights"], mine["norm"],
                                                                  mine["weights"] and mine["norm"])
+
+
+def test_finish_roles_through_the_registry_tests_the_role_jobs_results():
+    """The spec's finish reads the role scores from the planned jobs named by the collector (a gate control job is
+    not a role score), ``top_k`` from the report options, and gives ``analyse``'s tables; a tau out of reach of a
+    role's ceilings goes to ``warn``."""
+    from types import SimpleNamespace
+
+    from headstats.analyses import get_analysis
+    from headstats.analyses.pande_roles.collect import GATE_ONLY, NAME
+    from headstats.analyses.sieves import ScoreSettings
+
+    arrays = planted_arrays(seed=2)
+    control = SimpleNamespace(name=GATE_ONLY, options={}, collector=None)  # never read: the gate is off
+    jobs = [SimpleNamespace(name=NAME, collector=SimpleNamespace(result=lambda a=a: a)) for a in arrays]
+    statistics = StatisticsOptions(offset_gate=False)
+    warnings = []
+    out = get_analysis(NAME).finished({}, statistics, ScoreSettings(), 0, jobs=[*jobs, control],
+                                      report=ReportOptions(top_k=2), warn=warnings.append)
+    expected = analyse(arrays, statistics, 0, top_k=2)
+    pd.testing.assert_frame_equal(out.pop("tests"), expected.tests, check_exact=True)
+    pd.testing.assert_frame_equal(out.pop("roles"), expected.roles, check_exact=True)
+    assert out.keys() == expected.tables.keys()
+    for name in out:
+        pd.testing.assert_frame_equal(out[name], expected.tables[name], check_exact=True, obj=name)
+    assert out["strongest_heads"].groupby(["model", "dataset", "role"]).size().max() == 2
+    assert warnings == []  # planted arrays carry no ceilings: nothing to warn about
+
+
+def test_finish_roles_warns_of_a_tau_out_of_reach():
+    """tau = 3 on the arrays of :func:`_with_ceilings`: mean ceiling of local (2 + 3 + 2.5 + 4) / 4 = 2.875, of
+    block over the three inputs taking part (2 + 2.5 + 2) / 3 = 2.1667: both lines reach ``warn``."""
+    from types import SimpleNamespace
+
+    from headstats.analyses import get_analysis
+    from headstats.analyses.pande_roles.collect import NAME
+    from headstats.analyses.sieves import ScoreSettings
+
+    array = _with_ceilings()
+    warnings = []
+    get_analysis(NAME).finished({}, StatisticsOptions(tau=3.0, offset_gate=False, sensitivity=False),
+                                ScoreSettings(roles=["local", "block"]), 0,
+                                jobs=[SimpleNamespace(name=NAME, collector=SimpleNamespace(result=lambda: array))],
+                                warn=warnings.append)
+    assert [w.split(" on ")[0] for w in warnings] == [
+        "tau = 3 is at or above the mean ceiling 2.88 of role local",
+        "tau = 3 is at or above the mean ceiling 2.17 of role block"]

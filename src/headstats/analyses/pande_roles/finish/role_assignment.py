@@ -2,7 +2,9 @@
 
 A head is assigned role f when its corrected p-value is below alpha (``reject`` in the tests table).
 These functions take the tests table of :func:`headstats.stats.onesample.test_roles` and return tidy
-tables: the role-assignment grid, heads per role per layer, co-location of roles, strongest heads.
+tables: the role-assignment grid and co-location of roles (heads per role per layer:
+:func:`headstats.tables.study_tables.heads_per_role_per_layer`, shared with the comparison; the strongest heads:
+:func:`headstats.tables.study_tables.strongest_heads`, which the report recomputes for another ``top_k``).
 """
 
 from __future__ import annotations
@@ -72,19 +74,3 @@ def colocation(roles: pd.DataFrame, *, pairs: bool = True) -> pd.DataFrame:
                 n = int((group[a] & group[b]).sum())
                 rows.append((model, dataset, f"{a}+{b}", "pair", n, n / total))
     return pd.DataFrame(rows, columns=["model", "dataset", "combination", "kind", "n_heads", "share"])
-
-
-def strongest_heads(tests: pd.DataFrame, *, k: int = 10) -> pd.DataFrame:
-    """The k heads with the largest effect in score units per (model, dataset, role), with their test results.
-
-    Ranked by ``mean_minus_tau`` (mean score - tau, in the score's unit), shown with ``ceiling_share`` (mean /
-    the mean ceiling of the head's inputs: the share of what a perfect head would score) when ``tests`` has it.
-    Not by Cohen's d: a head whose scores barely vary gets a huge |d| for a tiny difference (issue 20: sd
-    1.7e-5 gave d = -58,038), and d is NaN below the sd floor.
-    """
-    ranked = tests.dropna(subset=["mean"]).assign(mean_minus_tau=lambda t: t["mean"] - t["tau"])
-    ranked = ranked.sort_values("mean_minus_tau", ascending=False, kind="stable")
-    measure = ["measure"] if "measure" in ranked else []  # several attention measures: the top k of each
-    cols = ["model", "dataset", *measure, "role", "layer", "head", "n", "mean", "tau", "mean_minus_tau",
-            *(["ceiling_share"] if "ceiling_share" in ranked else []), "ci_low", "p_corr", "reject"]
-    return ranked.groupby(["model", "dataset", *measure, "role"], sort=False).head(k)[cols].reset_index(drop=True)
