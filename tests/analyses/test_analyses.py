@@ -111,3 +111,28 @@ def test_finish_gets_what_it_declares_of_the_study_context():
         assert out["n"]["jobs"].item() == 3 and warnings == ["3 jobs"] and seen["second"] == {"n"}
     finally:
         ANALYSES.unregister("finish_context_test")
+
+
+def test_a_section_of_slots_is_drawn_in_each_named_slot_of_the_report():
+    """``section={slot: part}``: the builder draws each part in its slot, for the enabled analyses, in their order;
+    such an analysis has no single section (:meth:`AnalysisSpec.section_function` is None)."""
+    from types import SimpleNamespace
+
+    from headstats.report.builder import SlotContext, slot_sections
+
+    drawn = []
+    register_analysis("slot_test", Collector, section={
+        "summary": lambda report, root, tables, context: drawn.append(("summary", report, tables, context.lead)),
+        "closing": lambda report, root, tables, context: drawn.append(("closing", report, tables, context.lead))})
+    try:
+        assert get_analysis("slot_test").section_function() is None
+        context = SlotContext(SimpleNamespace(enabled_analyses=lambda: ["slot_test"]), {}, None, None, None, True,
+                              lambda message: None)
+        for slot in ("summary", "results", "closing"):
+            slot_sections(slot, "report", None, "tables", context)
+        assert drawn == [("summary", "report", "tables", True), ("closing", "report", "tables", True)]
+        slot_sections("summary", "report", None, "tables",
+                      SlotContext(SimpleNamespace(enabled_analyses=lambda: []), {}, None, None, None, False, print))
+        assert len(drawn) == 2  # not enabled: not drawn
+    finally:
+        ANALYSES.unregister("slot_test")

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from headstats.errors import HeadstatsError
-from headstats.plots import roles_plots, stats_plots
+from headstats.analyses.pande_roles import figures as roles_plots
+from headstats.plots import stats_plots
 from headstats.report import figures as figures_module
 from headstats.report.figures import WORKERS_ENV, FigureRenderer, available_cpus, figure_workers
 from headstats.tables import RunTables

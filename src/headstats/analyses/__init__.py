@@ -78,6 +78,12 @@ from headstats.errors import ProtocolError
 from headstats.registry import Registry
 from headstats.tables import RunTables, TableSpec, declare_tables
 
+#: ``part(report, root, tables, context)``: a part of the report an analysis places in one of the builder's named
+#: slots (``section={"summary": ..., "results": ..., "closing": ...}``), for an analysis whose report is interleaved
+#: with the report's own sections: ``summary`` after the claims (and the analyses that lead), ``results`` after the
+#: methods and inputs, ``closing`` after the statistics. ``tables`` are the run's tables, ``context`` the builder's
+#: :class:`~headstats.report.builder.SlotContext`.
+ReportSlot = Callable[..., None]
 #: ``section(report, root, tables)``: add a section to a :class:`headstats.report.blocks.Report` from the analysis'
 #: tables (a :class:`~headstats.tables.RunTables`, each frame concatenated over models and data sets, indexed by a
 #: declared spec or its name; with the run's ``claims``); figures go under ``root / "figures"``.
@@ -102,8 +108,10 @@ class AnalysisSpec:
         ``collector(context) -> Collector`` (a :class:`~headstats.engine.collector.PairCollector` for analyses of
         two models), or the ``"module:attribute"`` reference of its class in ``collect.py``.
     description : str
-    section : callable or str, optional
-        Its report section (see :data:`ReportSection`), or the reference of one in ``section.py``.
+    section : callable or str, or a mapping of slot -> callable or str, optional
+        Its report section (see :data:`ReportSection`), or the reference of one in ``section.py``; or the parts it
+        places in the report's named slots (``{"summary": ..., "results": ..., "closing": ...}``, see
+        :data:`ReportSlot`), for an analysis whose report is interleaved with the report's own sections.
     selectable : bool
         Whether a protocol may name it in ``analyses:`` (built-ins that the study runs by itself are not).
     options : pydantic model class, optional
@@ -167,8 +175,14 @@ class AnalysisSpec:
         return _load(self.collector)
 
     def section_function(self) -> ReportSection | None:
-        """The report section, imported if it was named by reference."""
-        return _load(self.section)
+        """The report section, imported if it was named by reference (None for parts placed in the report's
+        slots, :meth:`slot_function`)."""
+        return None if isinstance(self.section, Mapping) else _load(self.section)
+
+    def slot_function(self, slot: str) -> ReportSlot | None:
+        """The part of the report this analysis places in the builder's slot ``slot`` (``summary``, ``results``,
+        ``closing``: :data:`ReportSlot`), when its ``section`` is such a mapping; else None."""
+        return _load(self.section.get(slot)) if isinstance(self.section, Mapping) else None
 
     def answer_function(self) -> ReportSection | None:
         """The report section drawn after the claims (:attr:`answer`), imported if it was named by reference."""

@@ -266,7 +266,7 @@ def order_roles(roles: Iterable[str]) -> list[str]:
 
 
 def role_slots(roles: Iterable[str]) -> dict[str, int]:
-    """The slot of each role in a role grid's cell (:func:`headstats.plots.roles_plots.role_grid`), the same in
+    """The slot of each role in a role grid's cell (the roles' role grid), the same in
     every run: a built-in role keeps its place in :data:`ROLE_ORDER` (a built-in role absent from the run leaves
     its slot empty, up to the last built-in role present), the other roles follow in :func:`order_roles` order.
     A run without ``block`` draws ``syntactic`` where a run with it does."""

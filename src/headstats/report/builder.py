@@ -22,7 +22,9 @@ import tempfile
 import warnings
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -33,18 +35,12 @@ from headstats.provenance import package_versions
 from headstats.report.blocks import Report, render_tables, write_report
 from headstats.report.figures import FigureRenderer, active_renderer
 from headstats.report.methods import methods_section
-from headstats.report.sections import by_model_and_dataset
 from headstats.report.sections.claims_section import claims_section
 from headstats.report.sections.files_section import files_section
 from headstats.report.sections.inputs_section import inputs_section
-from headstats.report.sections.measures_section import measures_section
-from headstats.report.sections.roles_section import role_sections
 from headstats.report.sections.skipped_section import skipped_section
 from headstats.report.sections.statistics_section import statistics_sections
-from headstats.report.sections.strongest_section import strongest_section
-from headstats.report.sections.summary_section import summary_section
 from headstats.tables import RunTables
-from headstats.tables.declared import STUDY
 from headstats.tables.study_tables import MODELS, ROLES, models_table
 
 
@@ -73,6 +69,34 @@ def analysis_sections(report: Report, root: Path, tables: RunTables, claims: pd.
                 {**{r.name: inputs[r.name] for r in spec.reads if inputs and r.name in inputs},
                  **({"claims": claims} if claims is not None else {})})
             section(report, root, mine)
+
+
+@dataclass(frozen=True)
+class SlotContext:
+    """What a part of the report placed in a named slot (:data:`headstats.analyses.ReportSlot`) gets besides the
+    run's tables: the protocol, the manifest, the run's claims, the figure formats and renderer, whether the
+    protocol's own analyses lead the report, and the progress log."""
+
+    protocol: Any
+    manifest: dict
+    claims: pd.DataFrame | None
+    formats: Sequence[str] | None
+    figures: FigureRenderer
+    lead: bool
+    log: Callable[[str], None]
+
+
+def slot_sections(slot: str, report: Report, root: Path, tables: RunTables, context: SlotContext) -> None:
+    """The parts that the enabled analyses place in the slot ``slot`` (their spec's ``section`` mapping), in the
+    order of the protocol's enabled analyses."""
+    from headstats.analyses import get_analysis
+
+    protocol = context.protocol
+    names = protocol.enabled_analyses() if callable(getattr(protocol, "enabled_analyses", None)) else []
+    for name in names:
+        part = get_analysis(name).slot_function(slot)
+        if part is not None:
+            part(report, root, tables, context)
 
 
 def analyses_lead(protocol, analyses: dict | None) -> bool:
@@ -125,9 +149,7 @@ def build_report(root: Path, protocol, tables: RunTables, manifest: dict, *,
 def _build_report(root: Path, protocol, tables: RunTables, manifest: dict, *, formats: Sequence[str] | None,
                   log: Callable[[str], None], figures: FigureRenderer) -> Report:
     # every section but "Across measures" reads the primary attention measure (the first of scoring.measures)
-    every_measure = Analysis(tests=tables["tests"], roles=tables["roles"],
-                             tables={name: frame for name, frame in tables.of(STUDY).items()
-                                     if name not in ("tests", "roles")})
+    every_measure = Analysis.of_run(tables)
     analysis, analyses = every_measure.on_measure(), tables.analyses()
     # the study's tables an analysis' section may read (its spec's ``reads``): the role table and the models
     inputs = {ROLES.name: analysis.roles, MODELS.name: models_table(protocol.models, manifest.get("models") or {})}
@@ -136,7 +158,6 @@ def _build_report(root: Path, protocol, tables: RunTables, manifest: dict, *, fo
     if protocol.description:
         report.text(protocol.description)
     report.contents(levels=(2, 3))
-    n_sets = len(by_model_and_dataset(analysis.roles, protocol))
     claims = analysis.tables.get("claims")
     skipped_section(report, analyses)
     claims_section(report, claims)
@@ -148,18 +169,15 @@ def _build_report(root: Path, protocol, tables: RunTables, manifest: dict, *, fo
         analysis_sections(report, root, tables, claims, log=log)
         methods_section(report, protocol, manifest, analysis.tests)
         inputs_section(report, manifest, analysis)
-    log(f"report: summary and role grids of {n_sets} (model, data set)")
-    summary_section(report, root, analysis, protocol, manifest, formats=formats, figures=figures,
-                    heading="Roles of Pande et al. (2021): summary" if lead else "Summary")
+    context = SlotContext(protocol, manifest, claims, formats, figures, lead, log)
+    slot_sections("summary", report, root, tables, context)
     if not lead:
         methods_section(report, protocol, manifest, analysis.tests)
         inputs_section(report, manifest, analysis)
-    measures_section(report, every_measure, claims)
-    log(f"report: mean-score maps, heads per layer and co-location ({3 * n_sets} figures)")
-    role_sections(report, root, analysis, protocol, formats=formats, figures=figures)
+    slot_sections("results", report, root, tables, context)
     log("report: p-values, power and tau sensitivity")
     statistics_sections(report, root, analysis, protocol, formats=formats, figures=figures)
-    strongest_section(report, analysis, protocol)
+    slot_sections("closing", report, root, tables, context)
     analysis_sections(report, root, tables, claims, log=log, builtin=True, inputs=inputs)
     if not lead:
         analysis_sections(report, root, tables, claims, log=log)

@@ -112,6 +112,13 @@ class Analysis:
     roles: pd.DataFrame
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
+    @classmethod
+    def of_run(cls, tables) -> "Analysis":
+        """The tests, roles and the study's other tables of a run's :class:`~headstats.tables.RunTables`, every
+        attention measure's rows (:meth:`on_measure` keeps one)."""
+        return cls(tests=tables["tests"], roles=tables["roles"],
+                   tables={name: frame for name, frame in tables.of(STUDY).items() if name not in ("tests", "roles")})
+
     @property
     def measures(self) -> list[str]:
         """The attention measures of the run, the primary first (``["weights"]`` for tables without the column)."""

@@ -5,7 +5,8 @@ offset-matched control (METHODS 6.2).
 Turned on by the protocol's ``scoring:`` section (its options, :class:`~headstats.analyses.sieves.ScoreSettings`),
 not by ``analyses:``: every study scores the roles. Its planner (:func:`~headstats.analyses.pande_roles.collect.plan`)
 plans the role scores once per attention measure of ``scoring.measures`` and the offset gate's controls; its finish
-step (:func:`~headstats.analyses.pande_roles.finish.finish_roles`) tests them and makes the role tables; the run's
+step (:func:`~headstats.analyses.pande_roles.finish.finish_roles`) tests them and makes the role tables, its report parts
+(:mod:`~headstats.analyses.pande_roles.section`) sit in the report's slots; the run's
 role tables (``tests``, ``roles``, ...) are the study's (:mod:`headstats.tables.study_tables`). The package's files:
 see :mod:`headstats.analyses`."""
 
@@ -19,6 +20,7 @@ register_analysis(
     options=ScoreSettings, selectable=False, protocol_field="scoring",
     plan="headstats.analyses.pande_roles.collect:plan", finish="headstats.analyses.pande_roles.finish:finish_roles",
     claims="headstats.analyses.pande_roles.claims",
+    section={slot: f"headstats.analyses.pande_roles.section:{slot}" for slot in ("summary", "results", "closing")},
     requires=("offset_control",),
     description="sieve bias score of every role, per input, layer and head, tested against tau (Pande et al. 2021)",
 )

@@ -1,11 +1,12 @@
 """The report's sections, one module per section: where a report section goes.
 
 - The report's own sections, which :mod:`headstats.report.builder` assembles in their order: the claims
-  (``claims_section``), what was not run (``skipped_section``), the summary of the roles (``summary_section``),
-  the inputs (``inputs_section``), the roles in detail (``roles_section``), p-values, power and sensitivity
-  (``statistics_section``), the strongest heads (``strongest_section``), pretrained against fine-tuned
-  (``comparison_section``, with ``seeds_section``) and the files (``files_section``). The methods paragraph is
-  :mod:`headstats.report.methods`.
+  (``claims_section``), what was not run (``skipped_section``), the inputs (``inputs_section``), p-values, power
+  and sensitivity (``statistics_section``), pretrained against fine-tuned (``comparison_section``, with
+  ``seeds_section``) and the files (``files_section``). The methods paragraph is :mod:`headstats.report.methods`.
+  The parts of an analysis interleaved with them (the summary, the role figures and tables, the strongest heads of
+  the roles of Pande et al.) come through the registry, in the builder's named slots
+  (:func:`headstats.report.builder.slot_sections`).
 
 The section of each analysis lives in its own package (``headstats/analyses/<name>/section.py``), named by its
 spec (``register_analysis(..., section=...)``); the builder finds it only through the registry, and no module here

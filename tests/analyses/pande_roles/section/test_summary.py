@@ -7,7 +7,7 @@ import pytest
 
 import pandas as pd
 
-from headstats.report.sections.summary_section import heads_by_role_set, multi_role_heads, role_summary, with_controls
+from headstats.analyses.pande_roles.section.summary import heads_by_role_set, multi_role_heads, role_summary, with_controls
 
 from conftest import planted_roles
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from headstats.tables.study_tables import Analysis
 from headstats.report.blocks import Report
-from headstats.report.sections.measures_section import measure_counts, measures_section
+from headstats.analyses.pande_roles.section.measures import measure_counts, measures_section
 
 
 def agreement() -> pd.DataFrame:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from headstats.tables.study_tables import role_columns
 from headstats.tables.study_tables import Analysis
-from headstats.plots import roles_plots
+from headstats.analyses.pande_roles import figures as roles_plots
 from headstats.plots.style import order_roles
 from headstats.report.blocks import Report, figure_tag
 from headstats.report.figures import FigureRenderer

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from headstats.analyses.pande_roles.finish.role_assignment import colocation, role_table
 from headstats.tables.study_tables import heads_per_role_per_layer
 from headstats.plots import style
-from headstats.plots.roles_plots import (
+from headstats.analyses.pande_roles.figures import (
     CELL_PAD,
     grid_layout,
     heads_per_layer_plot,
@@ -176,7 +176,7 @@ def test_mean_score_maps(tests_table):
 
 
 def test_mean_score_maps_one_scale_per_family_with_the_datas_range():
-    from headstats.plots.roles_plots import plain
+    from headstats.analyses.pande_roles.figures import plain
 
     rows = [dict(model="m", dataset="d", role=role, layer=layer, head=head, mean=base + layer + head / 10,
                  reject=False)

@@ -9,7 +9,7 @@ from headstats.tables.study_tables import strongest_heads
 from headstats.tables.study_tables import Analysis
 from headstats.config.protocol import Protocol
 from headstats.report.blocks import Report
-from headstats.report.sections.strongest_section import strongest_section
+from headstats.analyses.pande_roles.section.strongest import strongest_section
 
 
 def planted_tests() -> pd.DataFrame:

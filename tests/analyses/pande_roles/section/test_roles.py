@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from headstats.tables.study_tables import heads_per_role_per_layer
-from headstats.report.sections.roles_section import role_counts
+from headstats.analyses.pande_roles.section.roles import role_counts
 
 from conftest import planted_roles
 
