@@ -25,20 +25,14 @@ def test_finetuned_models_table_has_one_row_per_fine_tuned_model():
     assert finetuned_models_table(None).empty
 
 
-def test_comparison_summaries_count_changes_by_the_tested_estimate_and_name_roles_and_sep_mass():
+def test_comparison_summaries_count_changes_by_the_tested_estimate_and_name_roles_and_sep_mass(paired_up_up_down):
     import pandas as pd
 
     from headstats.analyses.finetune_comparison.finish.changes import layer_change_summary
     from headstats.analyses.finetune_comparison.section import comparison_summaries
 
     # three significant changes: two up, one down by their Hodges-Lehmann estimate (issue 8: not the median)
-    paired = pd.DataFrame({
-        "model_before": "b", "model_after": "a", "dataset": "d", "layer": [0, 0, 1], "head": [0, 1, 0],
-        "role": "local", "test": "wilcoxon", "alternative": "two-sided", "correction": "holm", "family": "f",
-        "alpha": 0.05, "median_diff": [-0.02, -0.05, 0.3], "estimate": [0.55, 0.52, -0.4],
-        "ci_low": [0.33, 0.40, -0.6], "ci_high": [0.74, 0.70, -0.2], "p_unc": [1e-4, 1e-4, 1e-3],
-        "reject": [True, True, True],
-    })
+    paired = paired_up_up_down
     transitions = pd.DataFrame({"model_after": "a", "dataset": "d", "layer": [0, 1], "role": "delimiter",
                                 "before": [3, 1], "after": [1, 0], "gained": [0, 0], "lost": [2, 1]})
     mass = pd.DataFrame({"model": ["b", "b", "a", "a"], "dataset": "d", "layer": [0, 1, 0, 1], "target": "sep",

@@ -150,16 +150,10 @@ def test_layer_change_summary_ranks():
     assert s.loc[0, "rank_abs_change"] == 2 and s.loc[1, "share_heads_changed"] == 0.5
 
 
-def test_direction_of_a_change_comes_from_the_tested_estimate_not_the_median():
+def test_direction_of_a_change_comes_from_the_tested_estimate_not_the_median(paired_up_up_down):
     # issue 8: a significant increase whose median difference is negative (most inputs fall a little, a few
     # rise a lot) was counted "down"; the test is about the pseudo-median / mean, whose interval is above 0
-    paired = pd.DataFrame({
-        "model_before": "b", "model_after": "a", "dataset": "d", "layer": [0, 0, 1], "head": [0, 1, 0],
-        "role": "local", "test": "wilcoxon", "alternative": "two-sided", "correction": "holm", "family": "f",
-        "alpha": 0.05, "median_diff": [-0.02, -0.05, 0.3], "estimate": [0.55, 0.52, -0.4],
-        "ci_low": [0.33, 0.40, -0.6], "ci_high": [0.74, 0.70, -0.2], "p_unc": [1e-4, 1e-4, 1e-3],
-        "reject": [True, True, True],
-    })
+    paired = paired_up_up_down
     assert change_direction(paired).tolist() == ["up", "up", "down"]
     s = layer_change_summary(paired).set_index("layer")
     assert s.loc[0, "n_up"] == 2 and s.loc[0, "n_down"] == 0 and s.loc[1, "n_down"] == 1
