@@ -1,6 +1,7 @@
 """Benchmark: the full statistics of a study on planted scores, and the Walsh bound at real size.
 
 Run:  python benchmarks/bench_statistics.py [--n 10000] [--repeats 2] [--smoke] [--replicates 20] [--only grid]
+      [--grid-b 143999 23999]
 
 ``--smoke`` runs every step on 200 inputs once (seconds; ``tests/test_benchmarks.py`` runs it), the
 quickstart-like comparison on a sixth of the quickstart's heads without the sensitivity tables, and the
@@ -23,10 +24,14 @@ Prints, measured in this one run:
   cells settled by the bootstrap's draw-free bound, and the share of (head, role) cells whose assignment is the
   same as with every cell drawing the full B (target: at least 99 %);
 - the bootstrap's tau grid on the quickstart's scores (``--only grid``; 13 taus x 3 alphas, B = 719,999, the
-  auto B of alpha 0.01): every head drawing B (the reference), then sequential at the auto B and at the smaller
-  B of ``--grid-b``, each with its CPU time, the part spent generating resample blocks, the heads drawn to B,
-  and its (head, role, tau, alpha) decisions against the reference's; and the floor of any grid equal to the
-  reference: the resample indices alone of every stream to B (``--smoke``: 4 heads of the first layer);
+  auto B of alpha 0.01): every head drawing B (the reference); the default grid, sequential with the cells
+  still open after the plain looks decided by importance sampling (:mod:`headstats.stats.onesample.tilted`);
+  the sequential grid without importance sampling (its counts are the reference's) and at the smaller B of
+  ``--grid-b``; each with its CPU time, the part spent generating resample blocks, the heads drawn to B, and
+  its (head, role, tau, alpha) decisions against the reference's; for the default grid, each differing
+  decision checked against a precise estimate of its cell's p-value (200,000 tilted draws); and the floor of
+  any grid equal to the reference: the resample indices alone of every stream to B (``--smoke``: 4 heads of
+  the first layer);
 - a simulation of the sequential bootstrap's decision error: planted families of m hypotheses whose means
   straddle tau, each tested sequentially and with the full B; cells with another decision, among them
   stopped cells (the rule's resampling risk bounds them), and the share of draws spent.
@@ -176,9 +181,12 @@ def quickstart_bootstrap(*, smoke: bool, sensitivity: bool, repeats: int = 1) ->
 
 
 def grid_options(*, smoke: bool, grid_b: list[int]) -> None:
-    """The bootstrap's tau grid (13 taus x 3 alphas) on the quickstart's scores: the full-B grid, the sequential
-    grid at the auto B and at each of ``grid_b``, per-cell decisions against the full-B grid's, and the floor of
-    the full-B draws (the resample indices alone)."""
+    """The bootstrap's tau grid (13 taus x 3 alphas) on the quickstart's scores: the full-B grid (the reference),
+    the default grid (sequential, the cells still open after the plain looks decided by importance sampling),
+    the sequential grid without importance sampling (the full-B counts) and at each of ``grid_b``, per-cell
+    decisions against the reference's; for each differing decision, which side a precise estimate of that
+    cell's p-value (200,000 tilted draws) takes; and the floor of the full-B draws (the resample indices
+    alone)."""
     from unittest import mock
 
     import pandas as pd
@@ -191,8 +199,7 @@ def grid_options(*, smoke: bool, grid_b: list[int]) -> None:
     scores = pd.read_parquet(QUICKSTART_SCORES).drop(columns="measure")
     if smoke:  # 4 heads of the first layer
         scores = scores[(scores["layer"] == 0) & (scores["head"] < 4)]
-    mat = score_matrix(scores)
-    labels = family_labels(mat.keys, ("model", "dataset")).to_numpy()
+    labels = family_labels(score_matrix(scores).keys, ("model", "dataset")).to_numpy()
     alphas = (0.01, 0.05, 0.1)
     runs: list = []
     generating = [0.0]
@@ -204,11 +211,17 @@ def grid_options(*, smoke: bool, grid_b: list[int]) -> None:
         generating[0] += time.thread_time() - c0
         return out
 
-    def grid(b: int | None = None, **kw):
+    def grid(b: int | None = None, importance: bool = True, **kw):
         runs.clear()
         generating[0] = 0.0
         keep = sens.sequential_pvalues
-        with mock.patch.object(sens, "sequential_pvalues", lambda *a, **k: runs.append(keep(*a, **k)) or runs[-1]), \
+        mat = score_matrix(scores)  # a fresh matrix: no bound kept from another run
+
+        def spy(*a, **k):
+            runs.append(keep(*a, **{**k, "importance": importance and k.get("importance", False)}))
+            return runs[-1]
+
+        with mock.patch.object(sens, "sequential_pvalues", spy), \
                 mock.patch.object(draws.BootstrapStream, "_generate", timed_generate), \
                 mock.patch.object(sens, "resolve_n_resamples", (lambda *a, **k: b) if b else sens.resolve_n_resamples):
             c, _, table = cpu(lambda: sens.tau_sensitivity(mat, test="bootstrap", seed=0, **kw))
@@ -218,21 +231,27 @@ def grid_options(*, smoke: bool, grid_b: list[int]) -> None:
 
     c_full, t_full, r_full, d_full = grid(sequential=False)
     b_auto = r_full.total
-    print(f"bootstrap tau grid of the quickstart{' (4 heads of layer 0)' if smoke else ''}: {len(mat.n):,} heads x 13 taus x 3 "
+    print(f"bootstrap tau grid of the quickstart{' (4 heads of layer 0)' if smoke else ''}: {len(labels):,} heads x 13 taus x 3 "
           f"alphas = {d_full.size:,} decisions, CPU time, one BLAS thread:")
     print(f"  every head drawing B = {b_auto:,} (the reference): {c_full:.2f} s, of which the resample blocks "
           f"{generating[0]:.2f} s")
-    for b in [None, *grid_b]:
-        c, table, run, dec = grid(b)
+    for b, importance in [(None, True), (None, False), *[(b, False) for b in grid_b]]:
+        c, table, run, dec = grid(b, importance)
         differ = dec != d_full
         extra, missing = (dec & ~d_full).sum(axis=(1, 2)), (~dec & d_full).sum(axis=(1, 2))
         rows = int((table["n_heads_assigned"].to_numpy() == t_full["n_heads_assigned"].to_numpy()).sum())
-        print(f"  sequential, B = {run.total:,}{' (auto)' if b is None else ''}: {c:.2f} s, of which the resample "
-              f"blocks {generating[0]:.2f} s; heads drawn to B: {int((run.drawn >= run.total).sum())}; decisions "
-              f"differing from the reference: {int(differ.sum())} of {differ.size:,} (at alpha 0.01 / 0.05 / 0.1: "
-              f"extra {'/'.join(map(str, extra))}, missing {'/'.join(map(str, missing))}); count rows equal: "
-              f"{rows} of {len(table)}")
-    ns = [n for n in np.unique(mat.n) if n >= 2]
+        how = "importance sampling near the level" if importance else "plain draws to B near the level"
+        print(f"  sequential, B = {run.total:,}{' (auto)' if b is None else ''}, {how}: {c:.2f} s, of which the "
+              f"resample blocks {generating[0]:.2f} s; heads drawn to B: {int((run.drawn >= run.total).sum())}; "
+              f"decisions differing from the reference: {int(differ.sum())} of {differ.size:,} (at alpha 0.01 / "
+              f"0.05 / 0.1: extra {'/'.join(map(str, extra))}, missing {'/'.join(map(str, missing))}); count rows "
+              f"equal: {rows} of {len(table)}")
+        if importance:
+            tilted = run.tilted > 0
+            print(f"    cells estimated by importance sampling: {int(tilted.sum())}, {int(run.tilted.sum()):,} tilted "
+                  f"draws in all (most {int(run.tilted.max()) if tilted.any() else 0:,})")
+            print("    " + precise_check(run, dec, d_full, labels, alphas))
+    ns = [n for n in np.unique(score_matrix(scores).n) if n >= 2]
     blocks = -(-b_auto // draws.RESAMPLE_BLOCK)
 
     def indices() -> None:  # what every stream drawn to B needs at the least: its resample indices
@@ -244,6 +263,28 @@ def grid_options(*, smoke: bool, grid_b: list[int]) -> None:
     c_idx, _, _ = cpu(indices)
     print(f"  floor of a grid equal to the reference: the resample indices alone of {len(ns)} streams (N = "
           f"{', '.join(map(str, ns))}) to B = {b_auto:,}: {c_idx:.2f} s")
+
+
+def precise_check(run, dec, ref, labels, alphas, draws: int = 200_000) -> str:
+    """For each decision of ``run`` that differs from the reference's: a precise estimate of the cell's p-value
+    (``draws`` tilted draws, seeded apart) in place of the run's, and whether the corrected decision is then
+    the run's or the reference's."""
+    from headstats.stats.corrections import correct_rows_within_families, reject
+
+    cells = sorted({(int(j), int(g)) for _, j, g in zip(*np.nonzero(dec != ref))})
+    if not cells:
+        return "no differing decision to check"
+    precise = run.p.copy()
+    for j, g in cells:
+        rows, _, stream = next(b for b in run.streams if g in b[0])
+        (cell,) = stream.tilted_cells([int(np.flatnonzero(rows == g)[0])], [j], [(2026, j, g)])
+        cell.draw(draws)
+        precise[j, g] = cell.estimate
+    now = np.stack([reject(correct_rows_within_families(precise, labels, correction="holm"), a) for a in alphas])
+    differing = dec != ref
+    grid_side = int((differing & (now == dec)).sum())
+    return (f"the {int(differing.sum())} differing decisions, each cell's p-value estimated again from {draws:,} "
+            f"tilted draws: the grid's decision {grid_side}, the reference's {int(differing.sum()) - grid_side}")
 
 
 def planted_family(m: int, n: int, rng) -> "pd.DataFrame":
@@ -328,7 +369,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--replicates", type=int, default=20, help="families of the decision-error simulation")
     parser.add_argument("--no-sensitivity", action="store_true",
                         help="quickstart-like comparison without the tau grid and robustness tables")
-    parser.add_argument("--grid-b", type=int, nargs="*", default=[143_999, 71_999, 23_999],
+    parser.add_argument("--grid-b", type=int, nargs="*", default=[],
                         help="smaller B at which the bootstrap's tau grid is also run (--only grid)")
     parser.add_argument("--only", choices=["full", "quickstart", "grid", "error", "walsh"], default=None,
                         help="run one part only")
@@ -340,7 +381,7 @@ def main(argv: list[str] | None = None) -> None:
         "full": lambda: full_statistics(args.n, args.repeats),
         "quickstart": lambda: quickstart_bootstrap(smoke=args.smoke, repeats=args.repeats,
                                                    sensitivity=not (args.no_sensitivity or args.smoke)),
-        "grid": lambda: grid_options(smoke=args.smoke, grid_b=[9_999] if args.smoke else args.grid_b),
+        "grid": lambda: grid_options(smoke=args.smoke, grid_b=args.grid_b),
         "error": lambda: print_decision_error(args.replicates, *((60, 25) if args.smoke else (300, 40))),
         "walsh": lambda: walsh_bound(args.repeats, **({"n": 1_000, "n_old": 300} if args.smoke else {})),
     }

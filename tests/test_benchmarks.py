@@ -42,10 +42,19 @@ def test_statistics(capsys):
     assert stopped > 50.0
     by_bound, assigned = map(int, re.search(r"settled by the draw-free bound: (\d+) of the (\d+) assigned", out).groups())
     assert 0 < by_bound <= assigned
-    # the bootstrap's tau grid at its auto B: every decision that of the grid with every head drawing B
+    # the bootstrap's tau grid at its auto B: without importance sampling every decision that of the grid with
+    # every head drawing B; with it (the default) none drawn to B, and each differing decision checked
     assert "bootstrap tau grid of the quickstart (4 heads of layer 0): 76 heads x 13 taus x 3 alphas" in out
-    differ = re.search(r"B = 39,999 \(auto\): [\d.]+ s, .*decisions differing from the reference: (\d+) of 2,964", out)
-    assert differ is not None and differ.group(1) == "0"
+    plain = re.search(r"B = 39,999 \(auto\), plain draws to B near the level: [\d.]+ s, .*decisions differing "
+                      r"from the reference: (\d+) of 2,964", out)
+    assert plain is not None and plain.group(1) == "0"
+    tilted = re.search(r"B = 39,999 \(auto\), importance sampling near the level: [\d.]+ s, .*heads drawn to B: "
+                       r"(\d+); decisions differing from the reference: (\d+) of 2,964", out)
+    assert tilted is not None and tilted.group(1) == "0" and int(tilted.group(2)) <= 30  # 99 %
+    assert re.search(r"cells estimated by importance sampling: [1-9]\d*, [\d,]+ tilted draws", out)
+    checked = re.search(r"(no differing decision to check|the (\d+) differing decisions, .* the grid's decision "
+                        r"(\d+), the reference's (\d+))", out)
+    assert checked is not None
     assert re.search(r"the resample indices alone of 10 streams .* to B = 39,999: [\d.]+ s", out)
     errors = re.search(r"(\d+) cells, [\d,]+ assigned by the full-B run; same decision: [\d,]+ \(([\d.]+)%\); "
                        r"stopped early: [\d,]+ \([\d.]+%\), of which with another decision: (\d+)", out)

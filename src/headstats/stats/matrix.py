@@ -49,6 +49,9 @@ class ScoreMatrix:
     n: np.ndarray
     n_missing: np.ndarray
     _moments: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    #: Draw-free bounds computed for this matrix, by (row, statistic): the tests and tables of one study (the
+    #: test table, the tau grid) compute each once (:func:`~headstats.stats.onesample.tailbound.bootstrap_t_tail`)
+    bounds: dict = field(default_factory=dict, repr=False, compare=False)
 
     def blocks(self, min_n: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield ``(rows, x)``: the hypotheses with the same n (>= ``min_n``) and their ``(k, n)`` scores.

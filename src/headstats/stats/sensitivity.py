@@ -109,7 +109,7 @@ def tau_sensitivity(
         p_all = sequential_pvalues(mat, test=test, taus=np.broadcast_to(taus, (g, taus.size)), alphas=alphas,
                                    correction=correction, labels=family_labels(mat.keys, fam).to_numpy(),
                                    seed=seed, n_resamples=n_resamples, min_n=min_n, keep_fixed_b=False,
-                                   sequential=opts.sequential and opts.n_resamples == "auto").p
+                                   sequential=opts.sequential and opts.n_resamples == "auto", importance=True).p
     else:
         p_all = np.empty((taus.size, g))
         for i, tau in enumerate(taus):

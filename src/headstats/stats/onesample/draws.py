@@ -16,7 +16,8 @@ import math
 
 import numpy as np
 
-from headstats.stats.onesample.tailbound import bootstrap_t_quantile, bootstrap_t_tail
+from headstats.stats.onesample.tailbound import bootstrap_t_quantile, bootstrap_t_tail, tilts_at
+from headstats.stats.onesample.tilted import TiltedCell, mixture_tilts, studentized
 
 #: Resampling tests draw their resamples in blocks of this many, so results do not depend on memory.
 RESAMPLE_BLOCK = 1000
@@ -69,8 +70,8 @@ class NullStream:
         self.drawn_obs = np.zeros(self.obs.shape, dtype=np.int64)
         self._slack = _tolerance(self.obs)
         self._block_no, self._block = -1, None
-        #: the ``keep`` largest null statistics of each row so far (``-inf``: none yet), for quantiles
-        self.top = np.full((self.k, keep), -np.inf) if keep else None
+        #: the ``keep`` largest null statistics of each row so far (its first :attr:`filled` columns), for quantiles
+        self.top = np.empty((self.k, keep)) if keep else None
         #: how many of :attr:`top`'s columns hold a value, per row (all draws until there are ``keep``)
         self.filled = np.zeros(self.k, dtype=np.int64)
 
@@ -152,6 +153,12 @@ class NullStream:
 
     #: ``(k, n_obs)`` upper bounds on each row's infinite-draw p-value known without drawing (None: none)
     tail: np.ndarray | None = None
+    #: ``tilted_cells(rows, cols, seeds)``: importance-sampling estimates of the rows' p-values at their observed
+    #: statistics ``cols`` (:class:`~headstats.stats.onesample.tilted.TiltedCell`); None: the stream has none
+    tilted_cells = None
+    #: ``(memo, keys)``: bounds computed before and the key of each row (:func:`bootstrap_t_tail`'s ``memo``),
+    #: set by the run that reads the stream; None: none kept
+    bounds: tuple[dict, np.ndarray] | None = None
     #: ``(k, n_obs)`` rows whose count of all ``total`` draws is known to be 0 but for a stated risk (set by
     #: the sequential run from :attr:`tail`): their p-value is the fixed-B run's, ``1 / (1 + total)``
     certified: np.ndarray | None = None
@@ -224,13 +231,26 @@ class BootstrapStream(NullStream):
         """Chernoff's bound on each row's infinite-draw p-value at each observed t
         (:func:`~headstats.stats.onesample.tailbound.bootstrap_t_tail`), computed on first use."""
         if self._tail is None:
-            self._tail = bootstrap_t_tail(self.xc, self.obs, self._slack)
+            self._tail = bootstrap_t_tail(self.xc, self.obs, self._slack, memo=self.bounds)
         return self._tail
 
     def quantile_bound(self, level: float, rows: np.ndarray) -> np.ndarray:
         """For ``rows``: a value at least the ``level`` quantile of the bootstrap-t law, from the bound without
         drawing (:func:`~headstats.stats.onesample.tailbound.bootstrap_t_quantile`)."""
         return bootstrap_t_quantile(self.xc[rows], 1.0 - level)
+
+    def tilted_cells(self, rows: np.ndarray, cols: np.ndarray, seeds: list) -> list[TiltedCell]:
+        """The importance-sampling estimates of the p-values of cells ``(rows[i], cols[i])`` (row, observed t),
+        their mixtures found at once, each seeded by ``seeds[i]``."""
+        rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+        if rows.size == 0:
+            return []
+        t = self.obs[rows, cols]
+        memo = None if self.bounds is None else (self.bounds[0], np.asarray(self.bounds[1])[rows])
+        mixtures = mixture_tilts(*tilts_at(self.xc[rows], t, self._slack[rows, cols], memo=memo))
+        return [TiltedCell(self.xc[r], float(self.mean[r]), float(t[i]), float(t[i] - self._slack[r, c]), seed,
+                           mixture=mixtures[i])
+                for i, (r, c, seed) in enumerate(zip(rows.tolist(), cols.tolist(), seeds))]
 
     def _generate(self, j: int, size: int):
         n = self.n
@@ -249,13 +269,8 @@ class BootstrapStream(NullStream):
         return xr @ w / self.n, (xr * xr) @ w / self.n
 
     def _studentized(self, m1: np.ndarray, m2: np.ndarray, mean: np.ndarray) -> np.ndarray:
-        """:math:`t^*` from the resample moments (elementwise; ``mean``: the row's mean, broadcast to them)."""
-        n = self.n
-        var = np.maximum(m2 - m1 * m1, 0.0) * n / (n - 1) if n > 1 else np.full_like(m1, np.nan)
-        se = np.sqrt(var / n)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            moved = np.abs(m1) > 1e-12 * (np.abs(mean) + 1)
-            return np.where(se > 0, m1 / se, np.where(moved, np.sign(m1) * np.inf, 0.0))
+        """:func:`~headstats.stats.onesample.tilted.studentized` with this stream's N."""
+        return studentized(m1, m2, mean, self.n)
 
     def _null(self, rows: np.ndarray, block, a: int, b: int) -> np.ndarray:
         m1, m2 = self._moments(rows, block, a, b)

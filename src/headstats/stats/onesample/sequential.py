@@ -39,6 +39,7 @@ user are not known to be monotone: with them every cell runs to B.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -50,11 +51,14 @@ from headstats.stats.matrix import ScoreMatrix
 from headstats.stats.onesample.builtin import tau_matrix
 from headstats.stats.onesample.draws import MIN_BEYOND
 from headstats.stats.onesample.spec import OneSampleResult, get_test
+from headstats.stats.onesample.tilted import FIRST_DRAWS, MAX_DRAWS, MIN_HITS
 
 #: Bound on the probability that any stopped cell's decision differs from that of the infinite-draw test.
 RESAMPLING_RISK = 1e-3
 #: The first look at a cell's count; then after every doubling.
 FIRST_LOOK = 250
+#: With importance sampling, the plain draws every cell takes before the cells not settled turn to tilted draws.
+IMPORTANCE_AFTER = 2000
 #: The corrections whose corrected p-values never decrease when an uncorrected one grows.
 MONOTONE_CORRECTIONS = frozenset({"holm", "bonferroni", "fdr_bh", "fdr_by", "none"})
 
@@ -112,6 +116,8 @@ class SequentialRun:
     streams: list = field(default_factory=list)
     #: ``(n_obs, g)``: the reported p-value is the test's draw-free bound (smaller than the Monte Carlo one)
     bounded: np.ndarray | None = None
+    #: ``(n_obs, g)``: tilted draws of each cell whose p-value is an importance-sampling estimate (else 0)
+    tilted: np.ndarray | None = None
 
     def lower_bound(self, cells: np.ndarray, level: float, bound) -> np.ndarray:
         """The test's lower bound at ``level`` of the given cells, from the draws each took.
@@ -178,7 +184,7 @@ def _settled(low: np.ndarray, high: np.ndarray, labels: np.ndarray, correction: 
 def sequential_pvalues(
     mat: ScoreMatrix, *, test: str, taus, alphas: Sequence[float], correction: str, labels: np.ndarray,
     seed: int, n_resamples: int, min_n: int, confidence: float | None = None, sequential: bool = True,
-    risk: float = RESAMPLING_RISK, keep_fixed_b: bool = True,
+    risk: float = RESAMPLING_RISK, keep_fixed_b: bool = True, importance: bool = False,
 ) -> SequentialRun:
     """p-values of a resampling test for every cell of ``mat``, each cell stopping once settled (module doc).
 
@@ -192,6 +198,9 @@ def sequential_pvalues(
     then decided by its bound at levels below ``1 / (1 + B)``, and a cell drawn to B for one tau keeps the
     bound at the others); True: cells drawn to B keep the fixed-B run's p-value, and a cell the bound shows
     would see no exceedance in B draws reports ``1 / (1 + B)``, the fixed-B run's.
+    ``importance=True`` (tables of decisions only; a sequential run of a stream with tilted draws, the
+    bootstrap-t): the cells not settled after :data:`IMPORTANCE_AFTER` plain draws estimate their p-value by
+    importance sampling (:func:`_importance`) instead of drawing on to B.
     """
     spec = get_test(test)
     if spec.stream is None:
@@ -203,8 +212,9 @@ def sequential_pvalues(
     blocks = []
     for rows, x in mat.blocks(min_n=min_n):
         x = np.sort(x, axis=1)
-        blocks.append((rows, x, spec.stream(x, tau_all[rows], seed=seed, n_resamples=n_resamples,
-                                            confidence=confidence)))
+        stream = spec.stream(x, tau_all[rows], seed=seed, n_resamples=n_resamples, confidence=confidence)
+        stream.bounds = (mat.bounds, rows)  # a bound of the same row and t is computed once per matrix
+        blocks.append((rows, x, stream))
     defined = np.zeros(g, dtype=bool)
     exact = np.zeros(g, dtype=bool)
     for rows, _, s in blocks:
@@ -212,9 +222,15 @@ def sequential_pvalues(
         exact[rows] = s.exact
     total = int(n_resamples)
     steps = looks(total) if sequential and correction in MONOTONE_CORRECTIONS else [total]
+    importance = (importance and len(steps) > 1 and total > IMPORTANCE_AFTER
+                  and all(s.exact or s.tilted_cells is not None for _, _, s in blocks))
+    rounds = 0
+    if importance:
+        steps = [look for look in steps if look < IMPORTANCE_AFTER] + [IMPORTANCE_AFTER]
+        rounds = len(looks(MAX_DRAWS, FIRST_DRAWS))
     n_cells = int((defined & ~exact).sum()) * n_obs
     bound_all = not keep_fixed_b and len(steps) > 1  # (a run of B draws everywhere is the fixed-B run)
-    eps = risk / max(n_cells * len(steps), 1)
+    eps = risk / max(n_cells * (len(steps) + rounds), 1)
     low = np.full((n_obs, g), np.nan)
     high = np.full((n_obs, g), np.nan)
     p = np.full((n_obs, g), np.nan)
@@ -245,6 +261,13 @@ def sequential_pvalues(
         active &= ~done
         if not active.any():
             break
+    tilted = np.zeros((n_obs, g), dtype=np.int64)
+    if importance and active.any():
+        kept = _importance(blocks, active=active, settled=settled, decided=decided, p=p, low=low, high=high,
+                           tilted=tilted, labels=labels, correction=correction, alphas=alphas, eps=eps, seed=seed)
+        done = active & settled.all(axis=0)
+        stopped |= done
+        active &= ~done
     # the reported p-values must give every settled cell its decision; redraw (to B) the rows they do not
     while settled.any():
         p_corr = correct_rows_within_families(p, labels, correction=correction)
@@ -264,6 +287,10 @@ def sequential_pvalues(
         stopped &= ~wrong
         settled[:, wrong] = False
         _collect(blocks, p, low, high, eps, bounded, bound_all)
+        tilted[:, wrong] = 0
+        if tilted.any():  # the estimates of the cells not redrawn stand
+            on = tilted > 0
+            p[on], low[on], high[on] = kept[0][on], kept[1][on], kept[2][on]
     drawn = np.zeros(g, dtype=np.int64)
     for rows, _, s in blocks:
         drawn[rows] = s.drawn
@@ -271,7 +298,7 @@ def sequential_pvalues(
         low[:, rows] = np.where(full, p[:, rows], low[:, rows])
         high[:, rows] = np.where(full, p[:, rows], high[:, rows])
     run = SequentialRun(p=p, low=low, high=high, drawn=drawn, stopped=stopped, total=total, eps=eps,
-                        streams=blocks, bounded=bounded)
+                        streams=blocks, bounded=bounded, tilted=tilted if importance else None)
     if confidence is not None:
         notes = run.notes()
         for rows, x, s in blocks:
@@ -308,3 +335,60 @@ def _collect(blocks, p, low, high, eps, bounded, bound_all) -> None:
         p[:, rows] = np.where(ok, p_rows, np.nan).T
         low[:, rows] = np.where(ok, np.minimum(lo, p_rows), np.nan).T
         high[:, rows] = np.where(ok, np.maximum(hi, p_rows), np.nan).T
+
+
+def _importance(blocks, *, active, settled, decided, p, low, high, tilted, labels, correction, alphas, eps,
+                seed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Settle the cells still open after the plain draws by importance sampling (in place).
+
+    Every open cell (a row still drawing, a tau not settled) gets a
+    :class:`~headstats.stats.onesample.tilted.TiltedCell` seeded by ``(seed, stream, row, tau)``, and draws
+    :data:`~headstats.stats.onesample.tilted.FIRST_DRAWS` tilted resamples, then doubles them each round
+    up to :data:`~headstats.stats.onesample.tilted.MAX_DRAWS`. Its reported p-value is the estimate
+    :math:`\hat p` (or the test's draw-free bound U where smaller), and its box the intersection of the plain
+    draws' Clopper-Pearson box, :math:`\hat p \pm z\,\mathrm{se}` (z the normal quantile of
+    :math:`1 - \epsilon / 2`, once the cell has :data:`~headstats.stats.onesample.tilted.MIN_HITS` hits) and
+    :math:`[0, U]`, widened to hold :math:`\hat p`. After each round the boxes decide as in the plain looks
+    (:func:`_settled`), and the cells settled stop. A cell not settled after the last round is decided by its
+    estimate (its box straddles the level: within a few standard errors of it, where the full-B run's count
+    is no surer). A cell also stops, decided by its estimate, once its standard error is at most that of
+    the Monte Carlo p-value of B plain draws, :math:`\sqrt{\hat p (1 - \hat p) / B}`: its decision is then
+    at least as sure as the full-B run's. Returns the reported p-values and boxes ``(p, low, high)``, to
+    restore after a redraw.
+    """
+    total = max(int(s.total) for _, _, s in blocks if not s.exact)
+    z = float(sps.norm.isf(eps / 2))
+    cells = []  # (row, tau, cell, the stream's bound)
+    for b, (rows, _, s) in enumerate(blocks):
+        if s.exact:
+            continue
+        open_ = (~settled[:, rows].T) & active[rows][:, None] & np.isfinite(s.obs)  # (k, n_obs)
+        local, cols = np.nonzero(open_)
+        made = s.tilted_cells(local, cols, [(int(seed), b, int(r), int(j)) for r, j in zip(local, cols)])
+        tail = s.tail
+        cells += [(int(rows[r]), int(j), cell, float(tail[r, j])) for r, j, cell in zip(local, cols, made)]
+    mc_p, mc_low, mc_high = p.copy(), low.copy(), high.copy()
+    draws = FIRST_DRAWS
+    while cells:
+        for r, j, cell, tail in cells:
+            cell.draw(draws - cell.drawn)
+            est, se = cell.estimate, cell.standard_error
+            p[j, r] = min(est, tail)
+            lo, hi = mc_low[j, r], min(mc_high[j, r], tail)
+            if np.isfinite(se):
+                lo, hi = max(lo, est - z * se), min(hi, est + z * se)
+            low[j, r], high[j, r] = min(lo, p[j, r]), max(hi, p[j, r])
+            tilted[j, r] = cell.drawn
+        same, dec = _settled(low, high, labels, correction, alphas)
+        now = same & (tilted > 0) & ~settled
+        decided[:] = np.where(now[None], dec, decided)
+        settled |= now
+        if draws >= MAX_DRAWS:
+            break
+        cells = [c for c in cells if not settled[c[1], c[0]]
+                 and not c[2].standard_error <= math.sqrt(c[2].estimate * (1 - c[2].estimate) / total)]
+        draws *= 2
+    for r, j, cell, _ in cells:  # too few hits to trust the estimate: the plain draws' p-value and box
+        if cell.hits < MIN_HITS and not settled[j, r]:
+            p[j, r], low[j, r], high[j, r], tilted[j, r] = mc_p[j, r], mc_low[j, r], mc_high[j, r], 0
+    return p.copy(), low.copy(), high.copy()

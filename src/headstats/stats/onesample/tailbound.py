@@ -35,7 +35,7 @@ both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from scipy.special import logsumexp
@@ -80,31 +80,39 @@ def _saddle(z: np.ndarray, z2: np.ndarray, m1: np.ndarray, m2: np.ndarray, lam: 
         lam, mu, g, L = (np.where(bad, 0.0, lam), np.where(bad, 0.0, mu), np.where(bad, 0.0, g),
                          np.where(bad, 0.0, L))
         q = np.where(bad[:, None], 1.0 / z.shape[1], q)
+    lam, mu, g, L = (np.array(a, dtype=float) for a in (lam, mu, g, L))
+    m1, m2 = (np.broadcast_to(np.asarray(a, dtype=float), lam.shape) for a in (m1, m2))
+    act = np.arange(lam.size)  # rows still moving: each row's steps depend on that row alone
     for _ in range(steps):
-        qz, qz2 = q * z, q * z2
+        qa, za, z2a = q[act], z[act], z2[act]
+        qz, qz2 = qa * za, qa * z2a
         e1, e2 = qz.sum(axis=1), qz2.sum(axis=1)
-        e3, e4 = (qz2 * z).sum(axis=1), (qz2 * z2).sum(axis=1)
-        g1, g2 = e1 - m1, m2 - e2
+        e3, e4 = (qz2 * za).sum(axis=1), (qz2 * z2a).sum(axis=1)
+        g1, g2 = e1 - m1[act], m2[act] - e2
         h11, h12, h22 = e2 - e1 * e1, e1 * e2 - e3, e4 - e2 * e2
         with np.errstate(all="ignore"):
             det = h11 * h22 - h12 * h12
             d1 = np.nan_to_num((h22 * g1 - h12 * g2) / det)
             d2 = np.nan_to_num((h11 * g2 - h12 * g1) / det)
             todo = np.abs(g1 * d1 + g2 * d2) > 1e-10  # the Newton decrement: rows not yet at their minimum
-        if not todo.any():
+        act, d1, d2 = act[todo], d1[todo], d2[todo]
+        if act.size == 0:
             break
+        pending = np.ones(act.size, dtype=bool)
         for s in (1.0, 0.3, 0.1, 0.03):  # a damped step where the full one does not lower G
-            nl, nm = np.maximum(lam - s * d1, 0.0), mu - s * d2
-            nL, nq = _log_mgf(z, z2, nl, nm)
+            sub = act[pending]
+            nl, nm = np.maximum(lam[sub] - s * d1[pending], 0.0), mu[sub] - s * d2[pending]
+            nL, nq = _log_mgf(z[sub], z2[sub], nl, nm)
             with np.errstate(all="ignore"):
-                ng = nL - nl * m1 + nm * m2
-            better = todo & np.isfinite(ng) & (ng < g)
-            lam, mu, g, L = (np.where(better, nl, lam), np.where(better, nm, mu), np.where(better, ng, g),
-                             np.where(better, nL, L))
-            q = np.where(better[:, None], nq, q)
-            todo &= ~better
-            if not todo.any():
+                ng = nL - nl * m1[sub] + nm * m2[sub]
+            better = np.isfinite(ng) & (ng < g[sub])
+            won = sub[better]
+            lam[won], mu[won], g[won], L[won] = nl[better], nm[better], ng[better], nL[better]
+            q[won] = nq[better]
+            pending[np.flatnonzero(pending)[better]] = False
+            if not pending.any():
                 break
+        act = act[~pending]  # a row no step lowered would search the same steps again: it has stopped
     return lam, mu, L
 
 
@@ -121,6 +129,15 @@ class Tilts:
     chord_lam: np.ndarray  # (k,) the first piece's one-dimensional tilt
     mean_lam: np.ndarray  # (k, P) the one-dimensional tilt of M_1 >= c a (0: none) and its log mgf
     mean_L: np.ndarray
+
+    def row(self, i: int) -> "Tilts":
+        """Row ``i`` alone (a Tilts of one row)."""
+        return Tilts(*(getattr(self, f.name)[i:i + 1] for f in fields(self)))
+
+    @staticmethod
+    def stack(rows: list["Tilts"]) -> "Tilts":
+        """The rows of several Tilts of the same N, in order."""
+        return Tilts(*(np.concatenate([getattr(r, f.name) for r in rows]) for f in fields(Tilts)))
 
     def log_bound(self, c: np.ndarray) -> np.ndarray:
         """``(k, P)`` the log of each piece's bound at ``c`` (``(k,)``); -inf for an empty piece."""
@@ -235,7 +252,43 @@ def _linear_log_mgf(w: np.ndarray, steps: int) -> np.ndarray:
     return best, lam
 
 
-def bootstrap_t_tail(x: np.ndarray, t: np.ndarray, slack: np.ndarray | float = 0.0) -> np.ndarray:
+def bound_points(t: np.ndarray, slack, *, cap: bool = True) -> np.ndarray:
+    """The t at which the bounds are taken: ``t (1 - T_MARGIN)`` less twice the count's slack (so the bound
+    covers the rounding of the null statistics), and (``cap``) :data:`T_CAP` for any larger t."""
+    t = np.asarray(t, dtype=float)
+    at = t * (1.0 - T_MARGIN) - 2.0 * np.broadcast_to(np.asarray(slack, dtype=float).reshape(t.shape[0], -1)
+                                                       if np.ndim(slack) else slack, t.shape)
+    return np.where(at >= T_CAP, T_CAP, at) if cap else at
+
+
+def tilts_at(x: np.ndarray, t: np.ndarray, slack: np.ndarray, *,
+             memo: tuple[dict, np.ndarray] | None = None) -> tuple[Tilts, np.ndarray]:
+    """The tilts of :func:`find_tilts` for each row of ``x`` (``(k, N)``) at its ``t`` (``(k,)``), at the point
+    :func:`bound_points` gives as :func:`bootstrap_t_tail` takes its bound (not capped: a tilt aimed at a
+    smaller t seldom reaches a far larger one), and the c they are for: those :func:`bootstrap_t_tail` found
+    for the same row and t are taken from ``memo``, the others found now."""
+    x = np.asarray(x, dtype=float)
+    y = x - x.mean(axis=1, keepdims=True)
+    s0 = np.sqrt((y * y).mean(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where((s0 > 0)[:, None], y / s0[:, None], 0.0)
+    n = x.shape[1]
+    at = bound_points(np.asarray(t, dtype=float)[:, None], np.asarray(slack, dtype=float)[:, None], cap=False)[:, 0]
+    at = np.maximum(at, 0.0)
+    c = at / np.sqrt(n - 1 + at * at)
+    known, keys = memo if memo is not None else ({}, np.arange(x.shape[0]))
+    rows: list = [known[name][1] if name in known else None
+                  for name in zip(keys.tolist(), at.tolist())]
+    missing = [i for i, row in enumerate(rows) if row is None]
+    if missing:
+        found = find_tilts(z[missing], c[missing])
+        for j, i in enumerate(missing):
+            rows[i] = found.row(j)
+    return Tilts.stack(rows), c
+
+
+def bootstrap_t_tail(x: np.ndarray, t: np.ndarray, slack: np.ndarray | float = 0.0, *,
+                     memo: tuple[dict, np.ndarray] | None = None) -> np.ndarray:
     r"""Upper bounds on the infinite-draw bootstrap-t p-values :math:`P^*(t^* \ge t - \text{slack})`.
 
     Parameters
@@ -246,6 +299,11 @@ def bootstrap_t_tail(x: np.ndarray, t: np.ndarray, slack: np.ndarray | float = 0
         ``(k,)`` or ``(k, n_obs)`` observed statistics (one per tau of the sensitivity grid).
     slack : numpy.ndarray or float
         The slack of the count's comparison, broadcast to ``t``.
+    memo : (dict, numpy.ndarray), optional
+        Bounds computed before, by (key of the row, t at which the bound is taken), and the key of each row of
+        ``x`` (its row in a :class:`~headstats.stats.matrix.ScoreMatrix`, whose ``bounds`` this is): a bound
+        found there is reused, and the new ones are added (each row's bound depends on that row alone, so
+        it is the same number).
 
     Returns
     -------
@@ -263,10 +321,7 @@ def bootstrap_t_tail(x: np.ndarray, t: np.ndarray, slack: np.ndarray | float = 0
     k, n = x.shape
     y = x - x.mean(axis=1, keepdims=True)
     s0 = np.sqrt((y * y).mean(axis=1))
-    at = t2 * (1.0 - T_MARGIN) - 2.0 * np.broadcast_to(np.asarray(slack, dtype=float).reshape(k, -1)
-                                                        if np.ndim(slack) else slack, t2.shape)
-    capped = at >= T_CAP
-    at = np.where(capped, T_CAP, at)
+    at = bound_points(t2, slack)
     want = np.isfinite(at) & (at >= T_MIN) & (s0 > 0)[:, None] & (n > 1)
     out = np.ones(t2.shape)
     rows, cols = np.nonzero(want)
@@ -274,7 +329,15 @@ def bootstrap_t_tail(x: np.ndarray, t: np.ndarray, slack: np.ndarray | float = 0
         # one bound per distinct (row, t): the capped t of a row is computed once
         pairs, inverse = np.unique(np.stack([rows, at[rows, cols]], axis=1), axis=0, return_inverse=True)
         r, tt = pairs[:, 0].astype(np.int64), pairs[:, 1]
-        u = chernoff_tail(y[r] / s0[r, None], tt / np.sqrt(n - 1 + tt * tt))
+        known, keys = memo if memo is not None else ({}, np.arange(k))
+        names = list(zip(keys[r].tolist(), tt.tolist()))
+        u = np.array([known[name][0] if name in known else np.nan for name in names])
+        new = np.flatnonzero(np.isnan(u))
+        if new.size:
+            c = tt[new] / np.sqrt(n - 1 + tt[new] * tt[new])
+            tilts = find_tilts(y[r[new]] / s0[r[new], None], c)
+            u[new] = tilts.bound(c)
+            known.update((names[i], (u[i], tilts.row(j))) for j, i in enumerate(new))
         out[rows, cols] = u[inverse.ravel()]
     # a bound at a smaller t of the same row also bounds a larger t
     order = np.argsort(t2, axis=1, kind="stable")
