@@ -85,3 +85,17 @@ def test_measure_arrays_give_the_same_tables_as_the_long_frame():
         pd.testing.assert_frame_equal(tau_sensitivity(arrays, test=test), tau_sensitivity(frame, test=test),
                                       check_exact=True)
     pd.testing.assert_frame_equal(robustness(arrays), robustness(frame), check_exact=True)
+
+
+def test_the_test_table_and_the_grid_of_one_matrix_share_their_bounds(scores):
+    """The draw-free bounds (and their tilts) found for one score matrix are kept there: the bootstrap's test
+    table and tau grid read from one matrix give, value for value, what each gives on a matrix of its own."""
+    from headstats.stats.matrix import score_matrix
+
+    frame = scores.drop(columns=[c for c in ("measure",) if c in scores])
+    shared = score_matrix(frame)
+    table = test_roles(shared, test="bootstrap", tau=2.5)
+    grid = tau_sensitivity(shared, test="bootstrap", taus=[2.5, 3.0])
+    assert len(shared.bounds) > 0
+    pd.testing.assert_frame_equal(table, test_roles(score_matrix(frame), test="bootstrap", tau=2.5))
+    pd.testing.assert_frame_equal(grid, tau_sensitivity(score_matrix(frame), test="bootstrap", taus=[2.5, 3.0]))

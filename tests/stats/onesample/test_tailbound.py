@@ -127,3 +127,49 @@ def test_the_quantile_bound_is_above_the_exact_bootstrap_quantile():
     s.advance(np.arange(3), s.total)
     drawn_q = s.quantile(1 - 1e-3)
     assert (q >= drawn_q).all() and (q - drawn_q < 2.5).all()
+
+
+def test_bounds_kept_by_row_and_t_are_reused_bit_for_bit(monkeypatch):
+    """A bound found for (row, t) is kept in the memo and reused: the same numbers as computing it again,
+    whatever other rows were computed with it."""
+    import headstats.stats.onesample.tailbound as tailbound
+
+    rng = np.random.default_rng(4)
+    x = rng.gamma(2.0, 1.0, size=(6, 40))
+    t = np.array([[2.5, 4.0], [3.0, 12.0], [5.0, 6.0], [1.0, 3.5], [7.0, 2.2], [4.4, 9.0]])
+    fresh = bootstrap_t_tail(x, t)
+    memo = ({}, np.arange(100, 106))
+    first = bootstrap_t_tail(x[:3], t[:3], memo=(memo[0], memo[1][:3]))
+    np.testing.assert_array_equal(first, fresh[:3])
+    assert len(memo[0]) == 6  # (row 0: 2.5, 4), (row 1: 3, 12 at T_CAP), (row 2: 5, 6)
+    both = bootstrap_t_tail(x, t, memo=memo)  # rows 0-2 from the memo, 3-5 found now
+    np.testing.assert_array_equal(both, fresh)
+
+    def refuse(*a, **k):
+        raise AssertionError("a kept bound was computed again")
+
+    monkeypatch.setattr(tailbound, "find_tilts", refuse)
+    np.testing.assert_array_equal(bootstrap_t_tail(x, t, memo=memo), fresh)
+
+
+def test_tilts_at_are_the_tilts_of_the_bound():
+    """tilts_at gives, for a (row, t) the bound kept, its tilts (the bound at their c is the bound), the same
+    as found afresh; Tilts.row and Tilts.stack take rows apart and back."""
+    from headstats.stats.onesample.tailbound import Tilts, bound_points, find_tilts, tilts_at
+
+    rng = np.random.default_rng(5)
+    x = rng.gamma(2.0, 1.0, size=(4, 50))
+    t = np.array([3.0, 4.5, 6.0, 8.0])
+    slack = np.abs(t) * 1e-14
+    memo = ({}, np.arange(4))
+    bound = bootstrap_t_tail(x, t, slack, memo=memo)
+    kept, c = tilts_at(x, t, slack, memo=memo)
+    at = bound_points(t[:, None], slack[:, None])[:, 0]
+    np.testing.assert_array_equal(c, at / np.sqrt(49 + at * at))
+    np.testing.assert_allclose(kept.bound(c), bound, rtol=1e-12)
+    new, _ = tilts_at(x, t, slack)
+    np.testing.assert_array_equal(new.lam, kept.lam)
+    y = x - x.mean(axis=1, keepdims=True)
+    whole = find_tilts(y / np.sqrt((y * y).mean(axis=1, keepdims=True)), c)
+    again = Tilts.stack([whole.row(i) for i in range(4)])
+    np.testing.assert_array_equal(again.bound(c), whole.bound(c))

@@ -31,6 +31,11 @@ stops once its decision is settled:
    the reported p-values must give every stopped cell its settled decision; a stopped cell for which it
    does not (an event of the resampling risk) is drawn again to B, until none is left.
 
+4. With ``importance=True`` (the tau grid of the bootstrap, a table of decisions): the cells still open after
+   :data:`IMPORTANCE_AFTER` plain draws are not drawn on to B; each estimates its p-value from tilted draws
+   (:mod:`~headstats.stats.onesample.tilted`), its box narrowed by :math:`\hat p \pm z\,\mathrm{se}`, until it
+   is settled or its estimate is at least as precise as the fixed-B run's p-value (:func:`_importance`).
+
 The reported p-value of a stopped cell is :math:`(1 + c) / (1 + L)` (METHODS: ``(1 + #) / (1 + draws)``
 with the L draws it took), or U where that is smaller; ``n_resamples`` gives L per row and the note its box
 (and when U is reported). Corrections registered by a
