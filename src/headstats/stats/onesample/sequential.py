@@ -353,8 +353,9 @@ def _importance(blocks, *, active, settled, decided, p, low, high, tilted, label
     :math:`\hat p` (or the test's draw-free bound U where smaller), and its box the intersection of the plain
     draws' Clopper-Pearson box, :math:`\hat p \pm z\,\mathrm{se}` (z the normal quantile of
     :math:`1 - \epsilon / 2`, once the cell has :data:`~headstats.stats.onesample.tilted.MIN_HITS` hits) and
-    :math:`[0, U]`, widened to hold :math:`\hat p`. After each round the boxes decide as in the plain looks
-    (:func:`_settled`), and the cells settled stop. A cell not settled after the last round is decided by its
+    :math:`[0, U]`, widened to hold :math:`\hat p` (before it has that many hits, a cell reports its plain
+    draws' p-value and box, and one that never has them keeps them). After each round the boxes decide as in
+    the plain looks (:func:`_settled`), and the cells settled stop. A cell not settled after the last round is decided by its
     estimate (its box straddles the level: within a few standard errors of it, where the full-B run's count
     is no surer). A cell also stops, decided by its estimate, once its standard error is at most that of
     the Monte Carlo p-value of B plain draws, :math:`\sqrt{\hat p (1 - \hat p) / B}`: its decision is then
@@ -373,12 +374,13 @@ def _importance(blocks, *, active, settled, decided, p, low, high, tilted, label
         tail = s.tail
         cells += [(int(rows[r]), int(j), cell, float(tail[r, j])) for r, j, cell in zip(local, cols, made)]
     mc_p, mc_low, mc_high = p.copy(), low.copy(), high.copy()
+    every = list(cells)
     draws = FIRST_DRAWS
     while cells:
         for r, j, cell, tail in cells:
             cell.draw(draws - cell.drawn)
             est, se = cell.estimate, cell.standard_error
-            p[j, r] = min(est, tail)
+            p[j, r] = min(est, tail) if cell.hits >= MIN_HITS else mc_p[j, r]  # (few hits: not yet an estimate)
             lo, hi = mc_low[j, r], min(mc_high[j, r], tail)
             if np.isfinite(se):
                 lo, hi = max(lo, est - z * se), min(hi, est + z * se)
@@ -393,7 +395,7 @@ def _importance(blocks, *, active, settled, decided, p, low, high, tilted, label
         cells = [c for c in cells if not settled[c[1], c[0]]
                  and not c[2].standard_error <= math.sqrt(c[2].estimate * (1 - c[2].estimate) / total)]
         draws *= 2
-    for r, j, cell, _ in cells:  # too few hits to trust the estimate: the plain draws' p-value and box
-        if cell.hits < MIN_HITS and not settled[j, r]:
+    for r, j, cell, _ in every:  # too few hits to trust the estimate: the plain draws' p-value and box
+        if cell.hits < MIN_HITS:
             p[j, r], low[j, r], high[j, r], tilted[j, r] = mc_p[j, r], mc_low[j, r], mc_high[j, r], 0
     return p.copy(), low.copy(), high.copy()
