@@ -259,7 +259,8 @@ class BootstrapStream(NullStream):
             idx = (codes // (n ** np.arange(n))[None, :]) % n
         else:
             idx = self._rng.integers(0, n, size=(size, n))
-        w = np.bincount((np.arange(size)[:, None] * n + idx).ravel(), minlength=size * n).reshape(size, n)
+        idx += np.arange(0, size * n, n)[:, None]  # resample b's inputs counted in bins b n .. b n + n - 1
+        w = np.bincount(idx.ravel(), minlength=size * n).reshape(size, n)
         return w.astype(float).T  # (n, b): how often each input is drawn in each resample
 
     def _moments(self, rows: np.ndarray, block, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
