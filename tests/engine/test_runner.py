@@ -44,10 +44,10 @@ def counting(monkeypatch):
     from headstats.engine import forward as extraction
 
     forwards: Counter = Counter()
-    for name in ("forward_attentions", "forward_gathered"):  # with the maps, or map-free (a role-only pass)
-        def forward(*args, real=getattr(extraction, name)):
+    for name in ("forward_attentions", "forward_fused"):  # transformers' eager path, or the fused one
+        def forward(*args, real=getattr(extraction, name), **kwargs):
             forwards[args[0].name] += 1
-            return real(*args)
+            return real(*args, **kwargs)
 
         monkeypatch.setattr(extraction, name, forward)
     return forwards
@@ -158,10 +158,10 @@ def batch_shapes(monkeypatch):
     from headstats.engine import forward as extraction
 
     shapes: dict[str, list[tuple[int, int]]] = {}
-    for name in ("forward_attentions", "forward_gathered"):  # with the maps, or map-free (a role-only pass)
-        def forward(*args, real=getattr(extraction, name)):
+    for name in ("forward_attentions", "forward_fused"):  # transformers' eager path, or the fused one
+        def forward(*args, real=getattr(extraction, name), **kwargs):
             shapes.setdefault(args[0].name, []).append(tuple(args[1].input_ids.shape))
-            return real(*args)
+            return real(*args, **kwargs)
 
         monkeypatch.setattr(extraction, name, forward)
     return shapes
@@ -274,12 +274,14 @@ def test_a_job_key_holds_the_seed_only_for_a_collector_whose_state_depends_on_it
     encoding = {"max_length": 128, "too_long": "skip"}
 
     def key(factory, seed, **options):
-        return job_key(Job(factory, ("m",), "d", {"roles": ["local"], **options}, seed=seed), identity, encoding)
+        return job_key(Job(factory, ("m",), "d", {"roles": ["local"], **options}, seed=seed), identity, encoding,
+                       "fused-sdpa/2")
 
     assert key(RoleScores, 0) == key(RoleScores, 7)  # the role scores do not read the seed
     assert key(Seeded, 0) != key(Seeded, 7)
     assert key(RoleScores, 0) != key(RoleScores, 0, window=1)  # its own options are in it
-    assert key(RoleScores, 0) != job_key(Job(RoleScores, ("m",), "other", {"roles": ["local"]}), identity, encoding)
+    assert key(RoleScores, 0) != job_key(Job(RoleScores, ("m",), "other", {"roles": ["local"]}), identity, encoding,
+                                         "fused-sdpa/2")
 
 
 class TaskProbe(Collector):
