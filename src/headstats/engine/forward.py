@@ -188,7 +188,3 @@ def forward_fused(loaded: LoadedModel, batch: Batch, gathers: Sequence["Gather"]
         attention = torch.stack(attentions, dim=1).float()
     return [recorder.result() for recorder in active.recorders], attention
 
-
-def forward_gathered(loaded: LoadedModel, batch: Batch, gather: "Gather") -> "Gathered":
-    """What ``gather`` asks of every layer, from one pass without attention maps (:func:`forward_fused`)."""
-    return forward_fused(loaded, batch, [gather])[0][0]
