@@ -109,3 +109,25 @@ def test_states_of_the_two_paths_have_different_keys_and_are_never_served_across
     for map_free in (True, False):
         served, runner = run(tiny_model, [roles(), clustering()], StateCache(cache.root), map_free=map_free)
         assert runner.forward_passes == 0 and scores(served) == scores(fused if map_free else eager)
+
+
+def test_a_model_that_does_not_dispatch_through_the_attention_interface_runs_eager_for_every_job(
+        tiny_model, tmp_path, monkeypatch):
+    """Its layers never call the fused function (here: the registered name runs transformers' eager attention, as a
+    model with an attention of its own would): the runner says so and runs transformers' eager path for every job,
+    the same bytes as ``Runner(map_free=False)``, and records ``eager`` as the path of its states."""
+    from transformers.models.bert.modeling_bert import eager_attention_forward
+
+    from headstats.engine import mapfree
+
+    eager, _ = run(tiny_model, [roles(), clustering()], map_free=False)
+    monkeypatch.setattr(mapfree, "map_free_attention", eager_attention_forward)
+    try:
+        cache = StateCache(tmp_path)
+        own, runner = run(tiny_model, [roles(), clustering()], cache)
+        assert runner.attention == {"m": EAGER_PATH} and scores(own) == scores(eager) and js(own) == js(eager)
+        again, runner = run(tiny_model, [roles(), clustering()], StateCache(cache.root))
+        assert runner.forward_passes == 0 and runner.attention == {"m": EAGER_PATH}  # as its entries say
+    finally:
+        monkeypatch.undo()
+        mapfree.register()

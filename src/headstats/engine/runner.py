@@ -215,23 +215,23 @@ def feed(
         views: dict[tuple[str, str], BatchView] = {}
         with torch.inference_mode():
             for m in needed:
-                free = [job for job in singles[m] if fused[m] and runs_map_free(job)]
-                mapped = [job for job in singles[m] if job not in free]
-                measures = tuple(dict.fromkeys([job_measure(job) for job in mapped]
-                                               + [measure for model, measure in kept if model == m]))
+                paired = sorted(measure for model, measure in kept if model == m)
+
+                def maps_for(readers: Sequence[Job]) -> tuple[str, ...]:  # the measures whose maps are read
+                    return tuple(dict.fromkeys([job_measure(job) for job in readers] + paired))
+
                 by_job: dict[int, BatchView] = {}
                 if fused[m]:
+                    free = [job for job in singles[m] if runs_map_free(job)]
                     try:
-                        free_views, by_measure = fused_views(loaded[m], items, [_gather_of(job) for job in free],
-                                                             dataset=dataset, measures=measures)
+                        free_views, by_measure = fused_views(
+                            loaded[m], items, [_gather_of(job) for job in free], dataset=dataset,
+                            measures=maps_for([job for job in singles[m] if job not in free]))
                         by_job = {id(job): view for job, view in zip(free, free_views)}
                     except MapFreeUnsupported:
                         fused[m] = False  # a model that does not call transformers' attention functions
                 if not fused[m]:
-                    by_measure = forward_views(loaded[m], items, dataset=dataset,
-                                               measures=tuple(dict.fromkeys(
-                                                   [job_measure(job) for job in singles[m]]
-                                                   + [measure for model, measure in kept if model == m])))
+                    by_measure = forward_views(loaded[m], items, dataset=dataset, measures=maps_for(singles[m]))
                 passes += 1
                 for job in singles[m]:
                     view = by_job[id(job)] if id(job) in by_job else by_measure[job_measure(job)]
