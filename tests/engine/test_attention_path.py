@@ -123,9 +123,12 @@ def test_a_model_that_does_not_dispatch_through_the_attention_interface_runs_eag
     eager, _ = run(tiny_model, [roles(), clustering()], map_free=False)
     monkeypatch.setattr(mapfree, "map_free_attention", eager_attention_forward)
     try:
-        cache = StateCache(tmp_path)
-        own, runner = run(tiny_model, [roles(), clustering()], cache)
+        cache, lines = StateCache(tmp_path), []
+        own, runner = run(tiny_model, [roles(), clustering()], cache, log=lines.append)
         assert runner.attention == {"m": EAGER_PATH} and scores(own) == scores(eager) and js(own) == js(eager)
+        assert [line for line in lines if "eager" in line] == [  # said once, not once per chunk
+            "model 'm': its attention does not go through transformers' attention functions; its passes run "
+            "transformers' eager attention (scores the same to float32 rounding)"]
         again, runner = run(tiny_model, [roles(), clustering()], StateCache(cache.root))
         assert runner.forward_passes == 0 and runner.attention == {"m": EAGER_PATH}  # as its entries say
     finally:

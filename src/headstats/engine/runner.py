@@ -685,6 +685,11 @@ class Runner:
         paths: dict[str, str] = {m: attention_path(self.map_free) for m in loaded}
         self.forward_passes += feed(loaded, encoding.inputs, jobs, dataset=dataset, advance=advance,
                                      map_free=self.map_free, paths=paths, **batching)
+        for m, path in paths.items():
+            if path != attention_path(self.map_free) and self.attention.get(m) != path:
+                self.log(f"model {m!r}: its attention does not go through transformers' attention functions; its "
+                         "passes run transformers' eager attention (scores the same to float32 rounding)")
+                self.attention[m] = path
         for job in jobs:
             if job.collector.needs_ablations:  # the chunk's ablation batches, before its state is taken
                 self.ablation_passes += run_ablations(job.collector)
