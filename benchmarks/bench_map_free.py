@@ -12,8 +12,11 @@ Prints, measured in this one run on the same inputs, as CPU time of this process
 - ``map-free``: headstats' engine with every default role (``Runner`` as ``headstats score`` runs it: encoding
   with offsets and word alignment, one map-free forward pass per batch, :mod:`headstats.engine.mapfree`, and the
   role scores): the ratio to the bare forward should be at most 1.15;
-- ``eager``: the same engine with the attention maps (``Runner(map_free=False)``), the path of a pass whose
-  analyses need whole maps;
+- ``eager``: the same engine on transformers' eager attention with the maps (``Runner(map_free=False)``);
+- ``shared``: the role scores beside an analysis that reads whole maps (the attention entropy), one fused pass
+  that makes the maps for it and gathers the role scores without them (the path every pass takes), against
+  ``shared-eager``: the same two jobs on transformers' eager attention (how such a pass ran before the role
+  scores' path became the job's own), and whether ``shared`` gave the role scores of ``map-free`` to the bit;
 - the largest difference between the two paths' scores over the whole run (parity: at most 1e-5);
 - peak resident memory while scoring inputs of 512 pieces (``--memory-inputs``, one batch each within the default
   memory budget) through a BERT-base-sized model (12 layers x 12 heads, hidden 768, random weights), map-free
@@ -49,6 +52,7 @@ def compare_speed(n: int, batch_size: int, *, chunk: int, repeats: int) -> dict:
     """CPU and wall time of the bare SDPA forward, the map-free engine and the eager engine, chunk by chunk."""
     import torch
 
+    from headstats.analyses.entropy.collect import AttentionEntropy
     from headstats.analyses.pande_roles.collect import RoleScores
     from headstats.analyses.sieves import DEFAULT_ROLES
     from headstats.engine.forward import length_sorted_batches
@@ -83,7 +87,18 @@ def compare_speed(n: int, batch_size: int, *, chunk: int, repeats: int) -> dict:
         scores[name][k] = job.collector.result().values
         assert scores[name][k].shape[0] == len(encoded[k])
 
-    contenders = (("bare", bare), ("map-free", lambda k: engine(k, "map-free")), ("eager", lambda k: engine(k, "eager")))
+    shared_scores: list = [None] * len(chunks)
+
+    def shared(k: int, map_free: bool) -> None:
+        jobs = [Job(RoleScores, (loaded.name,), "bench", {"roles": list(DEFAULT_ROLES)}),
+                Job(AttentionEntropy, (loaded.name,), "bench")]
+        Runner(batch_size=batch_size, max_length=128, map_free=map_free).run(
+            lambda _: loaded, {"bench": chunks[k]}, jobs)
+        if map_free:
+            shared_scores[k] = jobs[0].collector.result().values
+
+    contenders = (("bare", bare), ("map-free", lambda k: engine(k, "map-free")), ("eager", lambda k: engine(k, "eager")),
+                  ("shared", lambda k: shared(k, True)), ("shared-eager", lambda k: shared(k, False)))
     for _, fn in contenders:
         fn(0)  # warm-up
     load_before = os.getloadavg()
@@ -94,6 +109,7 @@ def compare_speed(n: int, batch_size: int, *, chunk: int, repeats: int) -> dict:
     return {"n_inputs": len(records), "source": source, "chunk": chunk, "repeats": repeats,
             "threads": torch.get_num_threads(), "load": (load_before, os.getloadavg()),
             "total": total, "same_nan": bool((np.isfinite(free) == both).all()),
+            "shared_same_bytes": np.concatenate(shared_scores).tobytes() == free.tobytes(),
             "max_abs": float(np.abs(free[both] - eager[both]).max()),
             "max_rel": float((np.abs(free[both] - eager[both]) / np.maximum(np.abs(eager[both]), 1e-12)).max())}
 
@@ -171,6 +187,12 @@ def report_speed(speed: dict, batch_size: int) -> None:
     print(f"ratio map-free / bare SDPA: {t['map-free'][1] / t['bare'][1]:.3f} CPU, "
           f"{t['map-free'][0] / t['bare'][0]:.3f} wall  (target <= 1.15)")
     print(f"ratio eager / bare SDPA: {t['eager'][1] / t['bare'][1]:.3f} CPU, {t['eager'][0] / t['bare'][0]:.3f} wall")
+    for name, what in (("shared", "role scores + entropy, one fused pass with maps"),
+                       ("shared-eager", "role scores + entropy, transformers' eager maps")):
+        print(f"{what}: {t[name][1]:.3f} s CPU, {t[name][0]:.3f} s wall")
+    print(f"ratio shared / shared-eager: {t['shared'][1] / t['shared-eager'][1]:.3f} CPU, "
+          f"{t['shared'][0] / t['shared-eager'][0]:.3f} wall; role scores beside the entropy equal the map-free "
+          f"run's to the bit: {speed['shared_same_bytes']}")
     print(f"parity map-free vs eager over every score: max abs difference {speed['max_abs']:.2e}, max relative "
           f"{speed['max_rel']:.2e}, same NaN cells: {speed['same_nan']}  (target <= 1e-5)")
 

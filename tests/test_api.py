@@ -50,14 +50,10 @@ def test_score_test_and_roles_equal_the_layers_below(tiny_model):
     assert hs.role_table(tests).shape[0] == 4  # 2 layers x 2 heads
 
 
-def test_score_and_test_several_measures_at_once(tiny_model, monkeypatch):
-    """``hs.score(..., measures=[weights, norm])``: one array per measure from one pass, each equal to a score of that
-    measure alone; ``hs.test_roles`` tests each as its own run, a ``measure`` column telling them apart."""
-    from headstats.engine import runner as engine_runner
-
-    # weights alone would run map-free (the same to float32 rounding, tests/engine/test_mapfree.py): here every
-    # pass keeps the maps, so that one pass of two measures is compared bit for bit with each measure alone
-    monkeypatch.setattr(engine_runner, "runs_map_free", lambda *args, **kwargs: False)
+def test_score_and_test_several_measures_at_once(tiny_model):
+    """``hs.score(..., measures=[weights, norm])``: one array per measure from one pass, each the same bytes as a
+    score of that measure alone (the weights' scores run map-free alone and beside the norm's maps: one path, the
+    job's own); ``hs.test_roles`` tests each as its own run, a ``measure`` column telling them apart."""
     records = hs.read_records(DEMO / "sentences.txt", limit=10)
     roles = ["local", "delimiter_cls"]
     both = hs.score(tiny_model, records, roles=roles, measures=["weights", "norm"], progress=False)

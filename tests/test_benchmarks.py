@@ -151,6 +151,9 @@ def test_map_free(capsys):
     assert out.startswith("inputs: 16 from")
     assert re.search(r"ratio map-free / bare SDPA: [\d.]+ CPU, [\d.]+ wall", out)
     assert re.search(r"ratio eager / bare SDPA: [\d.]+ CPU", out)
+    # beside an analysis that reads the maps, the role scores take their own path: the same bytes as alone
+    assert re.search(r"ratio shared / shared-eager: [\d.]+ CPU, [\d.]+ wall; role scores beside the entropy equal "
+                     r"the map-free run's to the bit: True", out)
     # the two paths' scores over the whole run: float32 rounding of the attention logits, and the same NaN cells
     relative = float(re.search(r"max relative ([\d.e+-]+), same NaN cells: True", out).group(1))
     assert relative < 1e-4

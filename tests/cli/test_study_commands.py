@@ -487,6 +487,8 @@ def test_score_runs_the_passes_of_run_through_the_state_cache(tmp_path, tiny_mod
     assert second.exit_code == 0 and second.output == "", second.output
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
     assert manifest["execution"]["forward_passes"] == 0 and manifest["execution"]["chunks_cached"] == 1
+    # the attention path that made the cached states, read back from their entries
+    assert list(manifest["execution"]["attention"].values()) == ["fused-sdpa/2"]  # one model
     a, b = (pd.read_parquet(tmp_path / name / "scores.parquet") for name in "ab")
     pd.testing.assert_frame_equal(a, b)
     assert set(a["model"]) == {str(tiny_model_dir)} and len(a) == 6 * 2 * 2  # inputs x layers x heads

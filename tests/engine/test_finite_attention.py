@@ -31,14 +31,22 @@ TEXTS = ["the cat sat on the mat .", "a dog ran", "she read the book", "the old 
 RECORDS = [Record(sentence_id=f"s{i}", text_a=t) for i, t in enumerate(TEXTS)]
 
 
+def eager_runner(monkeypatch) -> None:
+    """Every runner made from here on runs transformers' eager attention, with the maps (``map_free=False``)."""
+    from headstats.engine import runner as engine_runner
+
+    real = engine_runner.Runner.__init__
+    monkeypatch.setattr(engine_runner.Runner, "__init__",
+                        lambda self, **kwargs: real(self, **{**kwargs, "map_free": False}))
+
+
 def plant(monkeypatch, value: float, *, index: int = 3, layer: int = 1, head: int = 0, padding: bool = False):
     """Every forward pass puts ``value`` into one weight of the map of input ``index`` (file order) at
     ``(layer, head)``: among its real positions, or (``padding``) in a padded row only. Returns the ids
-    of the inputs it was planted in. Planted in the maps, so every pass keeps them (a role-only pass would run
-    map-free; a NaN that the model itself makes stops it too, test_a_checkpoint_with_a_nan_weight_...)."""
-    from headstats.engine import runner as engine_runner
-
-    monkeypatch.setattr(engine_runner, "runs_map_free", lambda *args, **kwargs: False)
+    of the inputs it was planted in. Planted in the maps of transformers' eager attention, which every pass then
+    takes (``Runner(map_free=False)``; the fused path checks its maps the same way, and a NaN that the model itself
+    makes stops a map-free pass too, test_a_checkpoint_with_a_nan_weight_...)."""
+    eager_runner(monkeypatch)
     real = extraction.forward_attentions
     planted: list[str] = []
 
@@ -85,9 +93,7 @@ def test_a_checkpoint_with_a_nan_weight_is_named_as_the_cause(tiny_model_dir, tm
 
 
 def test_non_finite_weights_in_padding_only_change_nothing(tiny_model, monkeypatch):
-    from headstats.engine import runner as engine_runner
-
-    monkeypatch.setattr(engine_runner, "runs_map_free", lambda *args, **kwargs: False)  # both with the maps
+    eager_runner(monkeypatch)  # both with the maps
     clean = hs.score(tiny_model, RECORDS, dataset="d", roles=["local", "delimiter", "block"], batch_size=6,
                      parse=False)
     planted = plant(monkeypatch, math.nan, index=1, padding=True)  # "a dog ran": padded in the batch of six

@@ -1,7 +1,7 @@
 """Role scores without attention maps (headstats.engine.mapfree, analyses/sieve_gather.py): the gathered weights
 and every role's score equal the eager maps' on every family headstats loads, padded batches and pairs
 included; the traps of a custom attention name (no padding mask unless one is registered, a boolean mask that
-the CPU kernel refuses) are tested; the runner picks the path per pass."""
+the CPU kernel refuses) are tested; a job takes its path whatever shares its pass."""
 
 from __future__ import annotations
 
@@ -209,7 +209,7 @@ def test_the_mask_is_registered_and_additive_float(tokenizer, monkeypatch, path)
     monkeypatch.setattr(mapfree, "map_free_attention", spy)
     try:
         mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
-        with torch.inference_mode(), gathering(loaded.model, Gather(diagonals={0})) as recorder:
+        with torch.inference_mode(), gathering(loaded.model, Gather(diagonals={0})) as active:
             loaded.model(input_ids=torch.tensor([[2, 7, 8, 3], [2, 9, 3, 0]]), attention_mask=mask)
     finally:
         monkeypatch.undo()
@@ -217,7 +217,7 @@ def test_the_mask_is_registered_and_additive_float(tokenizer, monkeypatch, path)
     assert len(seen) == loaded.n_layers
     assert seen[0] is not None and seen[0].dtype == torch.float32  # additive, as the CPU kernel wants it
     assert seen[0][1, 0, 0, 2] < -1e30 and seen[0][1, 0, 0, 1] == 0
-    assert recorder.result().diagonal(0)[1, :, :, 2:].abs().max() < 1  # a row, not a padded key's weight 1
+    assert active.recorders[0].result().diagonal(0)[1, :, :, 2:].abs().max() < 1  # a row, not a padded key's weight 1
     assert loaded.model.config._attn_implementation == "eager"  # restored
 
 
@@ -225,9 +225,9 @@ def test_a_boolean_mask_is_made_additive(tokenizer):
     query, key, value = (torch.randn(2, 3, 5, 4) for _ in range(3))
     mask = torch.ones(2, 1, 5, 5, dtype=torch.bool)
     mask[1, ..., 3:] = False
-    from headstats.engine.mapfree import _ACTIVE, _Recorder
+    from headstats.engine.mapfree import _ACTIVE, _Pass
 
-    token = _ACTIVE.set(_Recorder(Gather(diagonals={1})))
+    token = _ACTIVE.set(_Pass([Gather(diagonals={1})], maps=False))
     try:
         out, _ = map_free_attention(None, query, key, value, mask, scaling=0.5)
     finally:
@@ -237,25 +237,29 @@ def test_a_boolean_mask_is_made_additive(tokenizer):
 
 
 def _count(monkeypatch):
+    """Forward passes: transformers' eager attention (``eager``), the fused path with maps (``maps``) or without."""
     from headstats.engine import forward as extraction
 
-    calls = {"maps": 0, "free": 0}
-    maps, free = extraction.forward_attentions, extraction.forward_gathered
+    calls = {"eager": 0, "maps": 0, "free": 0}
+    eager, fused = extraction.forward_attentions, extraction.forward_fused
 
-    def count_maps(*args, **kwargs):
-        calls["maps"] += 1
-        return maps(*args, **kwargs)
+    def count_eager(*args, **kwargs):
+        calls["eager"] += 1
+        return eager(*args, **kwargs)
 
-    def count_free(*args, **kwargs):
-        calls["free"] += 1
-        return free(*args, **kwargs)
+    def count_fused(*args, maps=False, **kwargs):
+        calls["maps" if maps else "free"] += 1
+        return fused(*args, maps=maps, **kwargs)
 
-    monkeypatch.setattr(extraction, "forward_attentions", count_maps)
-    monkeypatch.setattr(extraction, "forward_gathered", count_free)
+    monkeypatch.setattr(extraction, "forward_attentions", count_eager)
+    monkeypatch.setattr(extraction, "forward_fused", count_fused)
     return calls
 
 
-def test_the_runner_runs_the_role_scores_alone_without_maps(tiny_model, monkeypatch):
+def test_the_runner_runs_the_role_scores_without_maps_whatever_shares_their_pass(tiny_model, monkeypatch):
+    """Alone, the role scores' pass makes no map; beside an analysis that reads the maps, one fused pass makes them
+    for it, and the role scores are still computed without them: the same bytes. Transformers' eager path
+    (``map_free=False``) gives them to float32 rounding."""
     from headstats.analyses.entropy.collect import AttentionEntropy
 
     records = _records()
@@ -263,26 +267,33 @@ def test_the_runner_runs_the_role_scores_alone_without_maps(tiny_model, monkeypa
     options = {"roles": list(DEFAULT_ROLES), "settings": settings}
     results = {}
     for path, jobs in (("free", [Job(RoleScores, ("m",), "d", options)]),
-                       ("eager", [Job(RoleScores, ("m",), "d", options), Job(AttentionEntropy, ("m",), "d")])):
+                       ("maps", [Job(RoleScores, ("m",), "d", options), Job(AttentionEntropy, ("m",), "d")])):
         calls = _count(monkeypatch)
-        Runner(batch_size=4).run(lambda name: tiny_model, {"d": records}, jobs)
+        runner = Runner(batch_size=4)
+        runner.run(lambda name: tiny_model, {"d": records}, jobs)
         results[path] = jobs[0].collector.result().values
-        assert calls == ({"maps": 0, "free": 2} if path == "free" else {"maps": 2, "free": 0})
-    np.testing.assert_allclose(results["free"], results["eager"], rtol=1e-5, atol=1e-6)
+        assert calls == {"eager": 0, "maps": 0, "free": 2} if path == "free" else {"eager": 0, "maps": 2, "free": 0}
+        assert runner.attention == {"m": "fused-sdpa/2"}
+    assert results["free"].tobytes() == results["maps"].tobytes()
     calls = _count(monkeypatch)
     jobs = [Job(RoleScores, ("m",), "d", options)]
-    Runner(batch_size=4, map_free=False).run(lambda name: tiny_model, {"d": records}, jobs)
-    assert calls == {"maps": 2, "free": 0}
+    runner = Runner(batch_size=4, map_free=False)
+    runner.run(lambda name: tiny_model, {"d": records}, jobs)
+    assert calls == {"eager": 2, "maps": 0, "free": 0} and runner.attention == {"m": "eager"}
+    np.testing.assert_allclose(jobs[0].collector.result().values, results["free"], rtol=1e-5, atol=1e-6)
 
 
-def test_the_norm_measure_keeps_the_maps():
-    # norm-weighted attention (METHODS 6.1) reweights every key by its value norm: its pass keeps the eager path
-    job = Job(RoleScores, ("m",), "d", {"roles": ["local"], "measure": "norm"})
-    job.collector = RoleScores(Context(("m",), "d", 2, 2, {"roles": ["local"]}))
-    assert runs_map_free([job], ("weights",))
-    assert not runs_map_free([job], ("norm",))
-    assert not runs_map_free([job], ("weights", "norm"))
-    assert not runs_map_free([job], ("weights",), paired=True)
+def test_whether_a_job_reads_a_map_free_view_is_a_property_of_the_job():
+    # norm-weighted attention (METHODS 6.1) reweights every key by its value norm: its collector reads the maps
+    context = Context(("m",), "d", 2, 2, {"roles": ["local"]})
+    weights, norm = (Job(RoleScores, ("m",), "d", {"roles": ["local"], "measure": m}) for m in ("weights", "norm"))
+    weights.collector, norm.collector = RoleScores(context), RoleScores(context)
+    assert runs_map_free(weights) and not runs_map_free(norm)
+    from headstats.analyses.entropy.collect import AttentionEntropy
+
+    entropy = Job(AttentionEntropy, ("m",), "d")
+    entropy.collector = AttentionEntropy(Context(("m",), "d", 2, 2, {}))
+    assert not runs_map_free(entropy)
 
 
 def test_non_finite_attention_stops_the_map_free_pass_naming_where(tokenizer):

@@ -44,10 +44,10 @@ def counting(monkeypatch):
     from headstats.engine import forward as extraction
 
     forwards: Counter = Counter()
-    for name in ("forward_attentions", "forward_gathered"):  # with the maps, or map-free (a role-only pass)
-        def forward(*args, real=getattr(extraction, name)):
+    for name in ("forward_attentions", "forward_fused"):  # transformers' eager path, or the fused one
+        def forward(*args, real=getattr(extraction, name), **kwargs):
             forwards[args[0].name] += 1
-            return real(*args)
+            return real(*args, **kwargs)
 
         monkeypatch.setattr(extraction, name, forward)
     return forwards
@@ -75,15 +75,15 @@ def test_one_load_per_model_and_one_forward_per_model_and_batch(two_models, monk
     assert counts[("base", "d")]["n_scored"] == counts[("other", "d")]["n_scored"] == 12
     similarity = jobs[-1].collector.tables()["similarity"]
     assert (similarity["n"] == 12).all() and len(similarity) == 4
-    # the engine's scores are those of scoring each model alone, on the same batches (alone, the role scores run
-    # map-free: the same to float32 rounding)
+    # the engine's scores are those of scoring each model alone, on the same batches: the same bytes (the role
+    # scores take the same map-free path beside the pair collector, whose maps the same fused pass makes)
     for job in jobs[:2]:
         alone = score_records(two_models[job.models[0]], RECORDS, dataset="d", roles=ROLES, batch_size=5).array
         got = job.collector.result()
         assert list(got.sentence_ids) == [r.sentence_id for r in RECORDS]
         assert got.provenance["model"]["vocab_sha256"] == two_models[job.models[0]].provenance["vocab_sha256"]
         assert got.provenance["roles"] == ROLES and got.provenance["settings"]["window"] == 2
-        np.testing.assert_allclose(got.values, alone.values, rtol=1e-5, atol=1e-6)
+        assert got.values.tobytes() == alone.values.tobytes()
 
 
 def test_chunks_give_the_same_scores(two_models):
@@ -158,10 +158,10 @@ def batch_shapes(monkeypatch):
     from headstats.engine import forward as extraction
 
     shapes: dict[str, list[tuple[int, int]]] = {}
-    for name in ("forward_attentions", "forward_gathered"):  # with the maps, or map-free (a role-only pass)
-        def forward(*args, real=getattr(extraction, name)):
+    for name in ("forward_attentions", "forward_fused"):  # transformers' eager path, or the fused one
+        def forward(*args, real=getattr(extraction, name), **kwargs):
             shapes.setdefault(args[0].name, []).append(tuple(args[1].input_ids.shape))
-            return real(*args)
+            return real(*args, **kwargs)
 
         monkeypatch.setattr(extraction, name, forward)
     return shapes
@@ -274,12 +274,17 @@ def test_a_job_key_holds_the_seed_only_for_a_collector_whose_state_depends_on_it
     encoding = {"max_length": 128, "too_long": "skip"}
 
     def key(factory, seed, **options):
-        return job_key(Job(factory, ("m",), "d", {"roles": ["local"], **options}, seed=seed), identity, encoding)
+        return job_key(Job(factory, ("m",), "d", {"roles": ["local"], **options}, seed=seed), identity, encoding,
+                       "fused-sdpa/2")
 
     assert key(RoleScores, 0) == key(RoleScores, 7)  # the role scores do not read the seed
     assert key(Seeded, 0) != key(Seeded, 7)
     assert key(RoleScores, 0) != key(RoleScores, 0, window=1)  # its own options are in it
-    assert key(RoleScores, 0) != job_key(Job(RoleScores, ("m",), "other", {"roles": ["local"]}), identity, encoding)
+    assert key(RoleScores, 0) != job_key(Job(RoleScores, ("m",), "other", {"roles": ["local"]}), identity, encoding,
+                                         "fused-sdpa/2")
+    # the attention path: the fused one and transformers' eager one differ in the last float32 digits
+    assert key(RoleScores, 0) != job_key(Job(RoleScores, ("m",), "d", {"roles": ["local"]}), identity, encoding,
+                                         "eager")
 
 
 class TaskProbe(Collector):

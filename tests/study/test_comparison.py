@@ -161,18 +161,21 @@ def test_each_model_is_loaded_once_and_each_batch_runs_once_through_it(case, tmp
 
     path, model_dirs, expected_forwards, check = case(tmp_path, tiny_model_dir)
     loads, forwards = Counter(), Counter()
-    real_load, real_forward = models.load_model, extraction.forward_attentions
+    real_load = models.load_model
 
     def load(spec, **kwargs):
         loads[spec] += 1
         return real_load(spec, **kwargs)
 
-    def forward(loaded, batch):
-        forwards[loaded.name] += 1
-        return real_forward(loaded, batch)
+    def counted(real):
+        def forward(loaded, *args, **kwargs):
+            forwards[loaded.name] += 1
+            return real(loaded, *args, **kwargs)
+        return forward
 
     monkeypatch.setattr(models, "load_model", load)
-    monkeypatch.setattr(extraction, "forward_attentions", forward)
+    for name in ("forward_attentions", "forward_fused"):  # transformers' eager path, or the fused one (every pass)
+        monkeypatch.setattr(extraction, name, counted(getattr(extraction, name)))
     protocol = load_protocol(path)
     result = run_study(protocol, tmp_path / "out", report=build_report)
     assert loads == {str(p): 1 for p in model_dirs}

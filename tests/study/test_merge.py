@@ -87,6 +87,9 @@ def test_shards_merge_into_byte_identical_tables(tmp_path, models, reference):
     merged, whole = manifest(tmp_path / "merged"), manifest(reference)
     assert merged["inputs"] == whole["inputs"] and merged["models"] == whole["models"]
     assert merged["datasets"] == whole["datasets"]
+    # the attention path of each model's states: the same in the merge as in the run (fused-sdpa: every pass)
+    assert merged["execution"]["attention"] == whole["execution"]["attention"] == {"base": "fused-sdpa/2",
+                                                                                 "tuned": "fused-sdpa/2"}
 
 
 def test_merge_refuses_shards_that_are_not_one_run(tmp_path, models):

@@ -252,26 +252,58 @@ class MapFreeView(BatchView):
 
 def forward_map_free(loaded: LoadedModel, items: Sequence[EncodedInput], gather_of: Callable[[MapFreeView], Any],
                      *, dataset: str = "") -> MapFreeView:
-    """One forward pass of ``loaded`` over the padded batch of ``items`` without attention maps.
+    """One forward pass of ``loaded`` over the padded batch of ``items`` without attention maps
+    (:func:`fused_views` with one gather and no maps).
 
     ``gather_of(view)`` says what to compute of every layer's attention (a :class:`~headstats.engine.mapfree.Gather`,
-    from the view's layout before the pass); the view's :attr:`MapFreeView.gathered` holds it after. Non-finite
-    attention (a row's log-sum-exp) stops as on the eager path (:func:`finite_attention`, which then runs the
-    batch with its maps to locate it). Call inside ``torch.inference_mode()``.
+    from the view's layout before the pass); the view's :attr:`MapFreeView.gathered` holds it after. Call inside
+    ``torch.inference_mode()``.
+    """
+    return fused_views(loaded, items, [gather_of], dataset=dataset, measures=())[0][0]
+
+
+def fused_views(loaded: LoadedModel, items: Sequence[EncodedInput],
+                gathers_of: Sequence[Callable[[MapFreeView], Any]], *, dataset: str = "",
+                measures: Sequence[str] = ()) -> tuple[list[MapFreeView], dict[str, BatchView]]:
+    """One forward pass of ``loaded`` over the padded batch of ``items`` through the fused attention path
+    (:func:`headstats.engine.forward.forward_fused`): a :class:`MapFreeView` per entry of ``gathers_of`` (each
+    ``gather_of(view)`` says what that view's collector asks; each is computed on its own), and the views of
+    ``measures`` from the same pass's maps (none: no map is made), as :func:`forward_views` makes them.
+
+    Non-finite attention stops as on the eager path (:func:`finite_attention`; a row's non-finite log-sum-exp in a
+    pass without maps runs the batch with its maps to locate it). Call inside ``torch.inference_mode()``.
     """
     from headstats.engine import forward as extraction
 
     device = next(loaded.model.parameters()).device
-    pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
-    batch = extraction.pad_batch(list(items), pad_id, device)
+    batch = _padded(loaded, items, device)
     width = int(batch.input_ids.shape[1])
-    view = MapFreeView(loaded.name, dataset, batch.inputs, None, batch.input_ids,
-                       shape=(len(batch.inputs), loaded.n_layers, loaded.n_heads, width), on=device)
-    gathered = extraction.forward_gathered(loaded, batch, gather_of(view))
-    if not gathered.finite:
-        finite_attention(extraction.forward_attentions(loaded, batch), batch.inputs, loaded, dataset)
-    view.gathered = gathered
-    return view
+    free = [MapFreeView(loaded.name, dataset, batch.inputs, None, batch.input_ids,
+                        shape=(len(batch.inputs), loaded.n_layers, loaded.n_heads, width), on=device)
+            for _ in gathers_of]
+    gathers = [gather_of(view) for gather_of, view in zip(gathers_of, free)]
+    found: list = []
+
+    def maps() -> torch.Tensor:
+        gathered, attention = extraction.forward_fused(loaded, batch, gathers, maps=True)
+        found.extend(gathered)
+        return attention
+
+    views = _measure_views(loaded, batch, dataset, measures, maps) if measures else {}
+    if not measures:
+        found = extraction.forward_fused(loaded, batch, gathers)[0]
+        if not all(gathered.finite for gathered in found):
+            finite_attention(extraction.forward_attentions(loaded, batch), batch.inputs, loaded, dataset)
+    for view, gathered in zip(free, found):
+        view.gathered = gathered
+    return free, views
+
+
+def _padded(loaded: LoadedModel, items: Sequence[EncodedInput], device: Any):
+    from headstats.engine import forward as extraction
+
+    pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
+    return extraction.pad_batch(list(items), pad_id, device)
 
 
 def view_of(attention: torch.Tensor, inputs: Sequence[EncodedInput], *, model: str = "", dataset: str = "",
@@ -302,26 +334,32 @@ MEASURES: tuple[str, ...] = (WEIGHTS, "norm")
 
 def forward_views(loaded: LoadedModel, items: Sequence[EncodedInput], *, dataset: str = "",
                   measures: Sequence[str] = (WEIGHTS,)) -> dict[str, BatchView]:
-    """One forward pass of ``loaded`` over the padded batch of ``items``, as one view per measure.
+    """One forward pass of ``loaded`` over the padded batch of ``items`` with transformers' eager attention
+    (:func:`headstats.engine.forward.forward_attentions`), as one view per measure (:func:`_measure_views`)."""
+    from headstats.engine import forward as extraction
+
+    batch = _padded(loaded, items, next(loaded.model.parameters()).device)
+    return _measure_views(loaded, batch, dataset, measures, lambda: extraction.forward_attentions(loaded, batch))
+
+
+def _measure_views(loaded: LoadedModel, batch: Any, dataset: str, measures: Sequence[str],
+                   run: Callable[[], torch.Tensor]) -> dict[str, BatchView]:
+    """One view per measure of the maps that ``run()`` returns (B, L, H, T, T), checked finite.
 
     ``"norm"`` reads each head's ``||f_h(x_j)||`` in the same pass (hooks on the stock model,
     :mod:`headstats.model.value_norms`) and renormalises the weights with them (:func:`norm_weighted`); its view
     shares the batch's inputs and ids and derives everything else (masks, word-level maps) from ``A_norm``.
     """
-    from headstats.engine import forward as extraction
     from headstats.model.value_norms import capture_value_norms, norm_weighted
 
     unknown = [m for m in measures if m not in MEASURES]
     if unknown:
         raise ValueError(f"unknown attention measure {unknown[0]!r}; the measures are {', '.join(MEASURES)}")
-    device = next(loaded.model.parameters()).device
-    pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
-    batch = extraction.pad_batch(list(items), pad_id, device)
     if "norm" not in measures:
-        attention = finite_attention(extraction.forward_attentions(loaded, batch), batch.inputs, loaded, dataset)
+        attention = finite_attention(run(), batch.inputs, loaded, dataset)
         return {WEIGHTS: BatchView(loaded.name, dataset, batch.inputs, attention, batch.input_ids)}
     with capture_value_norms(loaded.model, loaded.n_heads) as norms:
-        attention = finite_attention(extraction.forward_attentions(loaded, batch), batch.inputs, loaded, dataset)
+        attention = finite_attention(run(), batch.inputs, loaded, dataset)
     if len(norms) != attention.shape[1]:
         raise RuntimeError(f"read the value norms of {len(norms)} layers, but the model returned "
                            f"{attention.shape[1]} attention layers")

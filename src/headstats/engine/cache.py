@@ -10,6 +10,9 @@ hashes everything that determines it (:func:`digest`):
   and data set (:func:`headstats.engine.runner.job_key`); nothing of the other jobs, data sets or models;
 - each model's identity: weights sha256, tokenizer fingerprint, model type, shape, dtype and device type;
 - the encoding: the effective maximum length and what is done with longer inputs (``too_long``);
+- the attention path (:func:`headstats.engine.runner.attention_path`: the fused SDPA path, or transformers' eager
+  one; they differ in the last float32 digits). Nothing of the jobs that share a pass: a job's path is its own
+  (:func:`headstats.engine.runner.runs_map_free`), so its state is the same bytes whichever jobs ran beside it;
 - the batching: the batch size and the attention-cell budget that cut a chunk into batches (a forward pass over
   a padded batch differs from one over another batch in the last float32 digits, so a state computed with
   another batching is another state);

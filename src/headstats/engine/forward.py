@@ -155,15 +155,18 @@ class MapFreeUnsupported(HeadstatsError):
     """A model whose attention cannot be run map-free (it does not call transformers' attention functions)."""
 
 
-def forward_gathered(loaded: LoadedModel, batch: Batch, gather: "Gather") -> "Gathered":
-    """Run the model on a batch without attention maps and return what ``gather`` asks of every layer
-    (:mod:`headstats.engine.mapfree`: the fused kernel, each row's log-sum-exp, the asked-for weights only).
+def forward_fused(loaded: LoadedModel, batch: Batch, gathers: Sequence["Gather"], *,
+                  maps: bool = False) -> tuple[list["Gathered"], torch.Tensor | None]:
+    """Run the model on a batch through the fused attention path (:mod:`headstats.engine.mapfree`): what each of
+    ``gathers`` asks of every layer, computed on its own, and with ``maps`` the attention maps stacked as
+    (B, L, H, N, N), float32 (else None). The layers' outputs are the fused kernel's whatever is asked, so each
+    result is the same whichever others are asked in the same pass.
 
     Raises
     ------
     MapFreeUnsupported
         If the model's attention does not dispatch through transformers' ``AttentionInterface`` (the runner
-        then runs it with its maps).
+        then runs it with transformers' eager attention).
     """
     from headstats.engine.mapfree import gathering
 
@@ -171,10 +174,17 @@ def forward_gathered(loaded: LoadedModel, batch: Batch, gather: "Gather") -> "Ga
     kwargs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
     if _accepts_token_type_ids(model):
         kwargs["token_type_ids"] = batch.token_type_ids
-    with gathering(model, gather) as recorder:
-        model(**kwargs)
-    if len(recorder.layers) != loaded.n_layers:
+    with gathering(model, *gathers, maps=maps) as active:
+        outputs = model(**kwargs, output_attentions=True) if maps else model(**kwargs)
+    if active.calls != loaded.n_layers:
         raise MapFreeUnsupported(
-            f"model {loaded.name!r} called the map-free attention {len(recorder.layers)} times for its "
+            f"model {loaded.name!r} called the map-free attention {active.calls} times for its "
             f"{loaded.n_layers} layers; its attention does not dispatch through transformers' AttentionInterface")
-    return recorder.result()
+    attention = None
+    if maps:
+        attentions = getattr(outputs, "attentions", None)
+        if not attentions or len(attentions) != loaded.n_layers or any(a is None for a in attentions):
+            raise MapFreeUnsupported(f"model {loaded.name!r} returned no attention maps from the fused path")
+        attention = torch.stack(attentions, dim=1).float()
+    return [recorder.result() for recorder in active.recorders], attention
+

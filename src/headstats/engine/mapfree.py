@@ -20,9 +20,18 @@ module runs the model with an attention function registered through transformers
 
 What needs every weight of a row (dense columns, entropy) is read, up to :data:`SCORES_MAX_WIDTH` pieces, from
 the layer's weights ``exp(s - lse)`` (B, H, T, T), formed from one product ``Q K^T`` and dropped within the
-layer; in wider batches, as extra value columns of the same fused call (``[V | K | W]``; the kernel wants
+layer; in wider batches, as extra value columns of a second fused call (``[V | K | W]``; the kernel wants
 queries and keys as wide as the values, so they get zero columns, which add nothing to ``s_ij``). So no
 ``layers x heads x T x T`` tensor is ever made, and the model's own attention output is the kernel's.
+
+One attention path for every pass of the runner. The layer's output is always the one plain fused call's,
+whatever the pass computes beside it: each job that gathers has its own recorder (:class:`_Pass`), fed the same
+queries, keys and log-sum-exp, and a pass whose other collectors read whole maps gets them from the same layer
+(``softmax(scale Q K^T + mask)``, transformers' eager formula on the fused pass's queries and keys). So a job's
+numbers are a function of the job, its batch and its model alone: the role scores of a chunk are the same
+bytes whether they run alone or beside clustering, and so are clustering's whether the role scores share the
+pass or not (``tests/engine/test_attention_path.py``). The path is named in the cache keys
+(:data:`ATTENTION_PATH`) and the run's manifest (``execution.attention``).
 
 The mask is registered with the function: transformers builds none for an attention name it does not know
 (padded keys would then be attended). It is the eager one, additive float, which the CPU kernel needs (it
@@ -31,10 +40,12 @@ log-sum-exp is the CPU flash kernel (``aten._scaled_dot_product_flash_attention_
 memory-efficient one (``aten._scaled_dot_product_efficient_attention``); on other devices, or where that kernel
 refuses the shapes, the layer's rows are computed in plain torch (``B x H x T x T`` at a time).
 
-Not served map-free: the norm-weighted measure (METHODS 6.1, which reweights every key by its value norm: its
-pass keeps the maps), and every analysis that reads whole maps (clustering, pictures, dependency, ...): the
-runner runs a pass map-free only when all its collectors declare it
-(:attr:`~headstats.engine.collector.Collector.map_free`, :func:`~headstats.engine.runner.runs_map_free`).
+Not served by a gather: the norm-weighted measure (METHODS 6.1, which reweights every key by its value norm),
+and every analysis that reads whole maps (clustering, pictures, dependency, ...): their collectors get the maps of
+the same pass (:attr:`~headstats.engine.collector.Collector.map_free`,
+:func:`~headstats.engine.runner.runs_map_free`). A model whose attention does not dispatch through transformers'
+``AttentionInterface`` runs transformers' eager attention for every job instead (``attention: eager`` in the
+manifest).
 """
 
 from __future__ import annotations
@@ -42,12 +53,18 @@ from __future__ import annotations
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from headstats.lazy import torch
 
 #: The attention name registered in transformers' ``AttentionInterface`` and ``AttentionMaskInterface``.
 MAP_FREE = "headstats_map_free"
+#: The attention path of the runner's passes, as cache keys and manifests name it: every layer's output from the
+#: fused SDPA kernel, gathers and maps from its queries and keys (this module); bump the number when what this
+#: path computes changes. :data:`EAGER_PATH`: transformers' eager attention with its maps (``Runner(map_free=False)``,
+#: or a model that does not dispatch through ``AttentionInterface``).
+ATTENTION_PATH = "fused-sdpa/2"
+EAGER_PATH = "eager"
 
 
 @dataclass
@@ -157,7 +174,18 @@ class _Recorder:
         return Gathered(columns, diagonals, pairs, entropy, finite)
 
 
-_ACTIVE: ContextVar[_Recorder | None] = ContextVar("headstats_map_free_recorder", default=None)
+class _Pass:
+    """One forward pass through :data:`MAP_FREE`: a :class:`_Recorder` per job that gathers (each computes what its
+    own :class:`Gather` asks, whatever the others ask), and whether the layers also return their attention maps
+    (``maps``: for the collectors of the pass that read whole maps). ``calls`` counts the layers that called it."""
+
+    def __init__(self, gathers: Sequence[Gather], maps: bool) -> None:
+        self.recorders = [_Recorder(gather) for gather in gathers]
+        self.maps = maps
+        self.calls = 0
+
+
+_ACTIVE: ContextVar[_Pass | None] = ContextVar("headstats_map_free_pass", default=None)
 
 
 def _attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None,
@@ -197,49 +225,59 @@ def _aligned_bias(mask: torch.Tensor, heads: int) -> torch.Tensor:
     return padded[..., :S].expand(B, heads, T, S)
 
 
-def _mask_at(mask: torch.Tensor | None, b: Any, i: Any, j: Any) -> Any:
-    return 0.0 if mask is None else mask[b, 0, i, j].float()
-
-
 #: Dense key columns and the entropy need every weight of a row. Up to this width (pieces) they are read from
 #: the layer's (B, H, T, T) weights, formed from one product ``Q K^T`` and dropped in the layer; wider batches
-#: get them as extra value columns of the fused call (no (T, T) matrix at all).
+#: get them as extra value columns of a second fused call (no (T, T) matrix at all).
 SCORES_MAX_WIDTH = 160
 
 
 def map_free_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                        attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
-                       **kwargs: Any) -> tuple[torch.Tensor, None]:
+                       **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The attention function of :data:`MAP_FREE` (transformers' signature: query, key, value (B, H, T, d),
-    an additive float mask (B, 1, T, T) or None; returns the output (B, T, H, d) and no weights).
+    an additive float mask (B, 1, T, T) or None; returns the output (B, T, H, d) and the weights or None).
 
-    Outside :func:`gathering` it is plain SDPA; inside, it also records what the active :class:`Gather` asks for.
+    Outside :func:`gathering` it is plain SDPA. Inside, the layer's output is always the one fused call's
+    (:func:`_attend`), whatever the pass gathers or returns, so the hidden states of a pass, and with them every
+    number of every job, do not depend on which other jobs share it; each recorder then computes what its own
+    :class:`Gather` asks from the same queries, keys and log-sum-exp; and, when the pass asks for maps, the layer
+    returns its weights ``softmax(scale Q K^T + mask)`` (float32, :func:`_maps`) for the collectors that read them.
     """
-    recorder = _ACTIVE.get()
-    if recorder is None or dropout:
+    active = _ACTIVE.get()
+    if active is None or dropout:
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
+    active.calls += 1
     mask = attention_mask
     if mask is not None and mask.dtype == torch.bool:  # the CPU kernel wants it additive
         mask = torch.zeros(mask.shape, dtype=query.dtype, device=query.device).masked_fill(
             ~mask, torch.finfo(query.dtype).min)
-    gather = recorder.gather
     B, H, T, d = query.shape
     scale = float(scaling) if scaling is not None else d ** -0.5
-    whole_rows = recorder.dense is not None or gather.entropy
-    layer: dict[str, Any] = {}
-    if whole_rows and T > SCORES_MAX_WIDTH:
-        out, lse = _widened(recorder, query, key, value, mask, scale, layer)
-    else:
-        out, lse = _attend(query, key, value, mask, scale)
-        if whole_rows:
-            _from_weights(recorder, query, key, mask, scale, lse, layer)
-    layer["finite"] = torch.isfinite(lse).all()
-    _gathered(recorder, query, key, mask, scale, lse, layer)
-    recorder.layers.append(layer)
-    return out[..., :d].transpose(1, 2).contiguous(), None
+    out, lse = _attend(query, key, value, mask, scale)
+    finite = torch.isfinite(lse).all() if active.recorders else None
+    for recorder in active.recorders:
+        layer: dict[str, Any] = {"finite": finite}
+        if recorder.dense is not None or recorder.gather.entropy:  # every weight of a row
+            if T > SCORES_MAX_WIDTH:
+                _widened(recorder, query, key, value, mask, scale, layer)
+            else:
+                _from_weights(recorder, query, key, mask, scale, lse, layer)
+        _gathered(recorder, query, key, mask, scale, lse, layer)
+        recorder.layers.append(layer)
+    weights = _maps(query, key, mask, scale) if active.maps else None
+    return out.transpose(1, 2).contiguous(), weights
+
+
+def _maps(query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scale: float) -> torch.Tensor:
+    """The layer's attention weights ``softmax(scale Q K^T + mask)`` (B, H, T, T), float32: transformers' eager
+    formula on the queries and keys of the fused pass (a padded key's weight is exactly 0)."""
+    scores = torch.matmul(query, key.transpose(-1, -2)) * scale
+    if mask is not None:
+        scores = scores + mask
+    return torch.softmax(scores, -1, dtype=torch.float32)
 
 
 def _from_weights(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None,
@@ -257,9 +295,10 @@ def _from_weights(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, m
 
 
 def _widened(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-             mask: torch.Tensor | None, scale: float, layer: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
-    """The fused call with dense key columns and ``V = K`` (entropy) as extra value columns; the kernel wants
-    queries and keys as wide as the values: zeros, which add nothing to ``s_ij``."""
+             mask: torch.Tensor | None, scale: float, layer: dict[str, Any]) -> None:
+    """Dense key columns and the entropy from a second fused call, with them (and ``V = K`` for the entropy) as
+    extra value columns; the kernel wants queries and keys as wide as the values: zeros, which add nothing to
+    ``s_ij``. Only its extra columns are kept: the layer's output is the plain call's, the same in every pass."""
     B, H, T, d = query.shape
     extra = [key] if recorder.gather.entropy else []
     if recorder.dense is not None:
@@ -274,7 +313,6 @@ def _widened(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, value:
         rest = rest[..., d:]
     if recorder.dense is not None:
         layer["dense"] = rest
-    return out, lse
 
 
 def _gathered(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None,
@@ -334,18 +372,19 @@ def register() -> None:
 
 
 @contextmanager
-def gathering(model: Any, gather: Gather) -> Iterator[_Recorder]:
-    """Run ``model`` map-free inside the block: its attention is :data:`MAP_FREE` and every layer's call records
-    what ``gather`` asks for (``recorder.result()`` after the forward pass). The model's attention
-    implementation is restored on the way out."""
+def gathering(model: Any, *gathers: Gather, maps: bool = False) -> Iterator[_Pass]:
+    """Run ``model`` through :data:`MAP_FREE` inside the block: every layer's output is the fused kernel's, each
+    of ``gathers`` is computed by its own recorder (``active.recorders[k].result()`` after the forward pass),
+    and with ``maps`` every layer also returns its attention weights (ask the model for ``output_attentions``).
+    The model's attention implementation is restored on the way out."""
     register()
     config = model.config
     before = config._attn_implementation
-    recorder = _Recorder(gather)
-    token = _ACTIVE.set(recorder)
+    active = _Pass(gathers, maps)
+    token = _ACTIVE.set(active)
     config._attn_implementation = MAP_FREE
     try:
-        yield recorder
+        yield active
     finally:
         config._attn_implementation = before
         _ACTIVE.reset(token)

@@ -44,7 +44,7 @@ from headstats.lazy import torch
 
 from headstats.model.encoding import EncodedInput, encode_records
 from headstats.engine.ablation import run_ablations
-from headstats.engine.batch import WEIGHTS, BatchView, forward_map_free, forward_views
+from headstats.engine.batch import WEIGHTS, BatchView, forward_views, fused_views
 from headstats.engine.collector import Collector, Context
 from headstats.errors import HeadstatsError, IncompatibleResultsError
 from headstats.engine.forward import MapFreeUnsupported, length_sorted_batches, progress_order
@@ -165,6 +165,7 @@ def feed(
     max_cells: int | None = None,
     advance: Advance | None = None,
     map_free: bool = True,
+    paths: dict[str, str] | None = None,
 ) -> int:
     """Run encoded inputs through every model that ``jobs`` need, once per batch, and update every collector.
 
@@ -186,8 +187,14 @@ def feed(
     advance : callable, optional
         Called with the number of inputs done after each batch.
     map_free : bool
-        Run a model's pass without attention maps where its collectors allow it (:func:`runs_map_free`); False:
-        always with the maps (the eager path).
+        Run every pass through the fused attention path (:mod:`headstats.engine.mapfree`): the jobs that
+        :func:`runs_map_free` get map-free views, each computed on its own; the others (and pair collectors) the
+        maps of the same pass, made only when one of them reads them. So every job's numbers are the same whichever
+        jobs share its pass. A model whose attention does not dispatch through transformers' ``AttentionInterface``
+        runs transformers' eager attention for every job. False: always transformers' eager attention, every job
+        reading the maps.
+    paths : dict, optional
+        Filled with each model's attention path (:func:`attention_path`), as its passes ran.
 
     Returns
     -------
@@ -200,64 +207,75 @@ def feed(
         raise ValueError(f"jobs name models {missing} that are not loaded")
     singles = {m: [job for job in jobs if not job.is_pair and job.models[0] == m] for m in needed}
     pairs = [job for job in jobs if job.is_pair]
-    measures = {m: tuple(dict.fromkeys(job_measure(job) for job in jobs if m in job.models)) for m in needed}
     kept = {(m, job_measure(job)) for job in pairs for m in job.models}
-    without_maps = {m: map_free and runs_map_free(singles[m], measures[m], paired=any(m in j.models for j in pairs))
-                    for m in needed}
+    fused = {m: map_free for m in needed}
     passes = 0
     batches = length_sorted_batches(inputs, batch_size, max_cells=max_cells)
     for items in (batches[i] for i in progress_order(len(batches))):  # the time left is right early
         views: dict[tuple[str, str], BatchView] = {}
         with torch.inference_mode():
             for m in needed:
-                by_measure = None
-                if without_maps[m]:
+                paired = sorted(measure for model, measure in kept if model == m)
+
+                def maps_for(readers: Sequence[Job]) -> tuple[str, ...]:  # the measures whose maps are read
+                    return tuple(dict.fromkeys([job_measure(job) for job in readers] + paired))
+
+                by_job: dict[int, BatchView] = {}
+                if fused[m]:
+                    free = [job for job in singles[m] if runs_map_free(job)]
                     try:
-                        by_measure = {WEIGHTS: forward_map_free(loaded[m], items, _gather_of(singles[m]),
-                                                                dataset=dataset)}
+                        free_views, by_measure = fused_views(
+                            loaded[m], items, [_gather_of(job) for job in free], dataset=dataset,
+                            measures=maps_for([job for job in singles[m] if job not in free]))
+                        by_job = {id(job): view for job, view in zip(free, free_views)}
                     except MapFreeUnsupported:
-                        without_maps[m] = False  # a model that does not call transformers' attention functions
-                if by_measure is None:
-                    by_measure = forward_views(loaded[m], items, dataset=dataset, measures=measures[m])
+                        fused[m] = False  # a model that does not call transformers' attention functions
+                if not fused[m]:
+                    by_measure = forward_views(loaded[m], items, dataset=dataset, measures=maps_for(singles[m]))
                 passes += 1
                 for job in singles[m]:
-                    view = by_measure[job_measure(job)]
+                    view = by_job[id(job)] if id(job) in by_job else by_measure[job_measure(job)]
                     if job.collector.needs_gradients:
                         with torch.inference_mode(False), torch.enable_grad():  # the grad-enabled batch
                             job.collector.update(view)
                     else:
                         job.collector.update(view)
                 views.update({(m, measure): view for measure, view in by_measure.items() if (m, measure) in kept})
-                del by_measure
+                del by_measure, by_job
             for job in pairs:
                 measure = job_measure(job)
                 job.collector.update(views[job.models[0], measure], views[job.models[1], measure])  # type: ignore[call-arg]
         views.clear()
         if advance is not None:
             advance(len(items))
+    if paths is not None:
+        paths.update({m: attention_path(fused[m]) for m in needed})
     return passes
 
 
-def runs_map_free(jobs: Sequence[Job], measures: Sequence[str], *, paired: bool = False) -> bool:
-    """Whether a model's pass runs without attention maps (:mod:`headstats.engine.mapfree`): when it reads the
-    weights only, no pair collector reads it, and every collector of the pass declares
-    :attr:`~headstats.engine.collector.Collector.map_free` (the role scores do; analyses that need whole maps,
-    such as clustering, pictures or dependency's argmax, do not, and their pass keeps the maps for all)."""
-    return (bool(jobs) and not paired and tuple(measures) == (WEIGHTS,)
-            and all(job.collector is not None and job.collector.map_free and not job.collector.needs_gradients
-                    for job in jobs))
+def runs_map_free(job: Job) -> bool:
+    """Whether a job's collector reads a map-free view (:mod:`headstats.engine.mapfree`), whatever else shares its
+    pass: it declares :attr:`~headstats.engine.collector.Collector.map_free` (the role scores do; analyses that
+    need whole maps, such as clustering, pictures or dependency's argmax, do not), reads the weights (not the
+    ``norm`` measure), one model, and no gradients. Its pass-mates never change its path: a pass whose other
+    collectors read whole maps makes them in the same fused pass (:func:`~headstats.engine.batch.fused_views`)."""
+    collector = job.collector
+    return (not job.is_pair and job_measure(job) == WEIGHTS and collector is not None and collector.map_free
+            and not collector.needs_gradients)
 
 
-def _gather_of(jobs: Sequence[Job]) -> Callable[[BatchView], Any]:
-    """What the collectors of ``jobs`` ask a map-free pass to compute of a batch, together."""
-    from headstats.engine.mapfree import Gather
+def attention_path(fused: bool) -> str:
+    """The name of a pass's attention path, for cache keys and manifests: :data:`~headstats.engine.mapfree.
+    ATTENTION_PATH` (the fused SDPA kernel, gathers and maps from its queries and keys) or
+    :data:`~headstats.engine.mapfree.EAGER_PATH` (transformers' eager attention)."""
+    from headstats.engine.mapfree import ATTENTION_PATH, EAGER_PATH
 
-    def gather_of(view: BatchView) -> Any:
-        gather = Gather()
-        for job in jobs:
-            gather.update(job.collector.gather(view))
-        return gather
-    return gather_of
+    return ATTENTION_PATH if fused else EAGER_PATH
+
+
+def _gather_of(job: Job) -> Callable[[BatchView], Any]:
+    """What the collector of ``job`` asks a map-free view to compute of a batch."""
+    return lambda view: job.collector.gather(view)
 
 
 def job_measure(job: Job) -> str:
@@ -318,20 +336,23 @@ def collector_identity(factory: Any) -> dict:
             "version": str(getattr(factory, "version", "1"))}
 
 
-def job_key(job: Job, models: Sequence[Mapping[str, Any]], encoding: Mapping[str, Any]) -> str:
+def job_key(job: Job, models: Sequence[Mapping[str, Any]], encoding: Mapping[str, Any], attention: str) -> str:
     """The part of a job's chunk keys that is the same for every chunk: what its collector reads and nothing else.
 
     That is the collector's class and code ``version`` (:func:`collector_identity`), the names it is bound to
     (they label its tables), its options (:attr:`Job.options`: its analysis' own options, fields read only
     after the pass left out, see :data:`~headstats.engine.cache.AFTER_PASS`), the seed when its state depends
     on it (:attr:`~headstats.engine.collector.Collector.seeded`), its models' identities
-    (:func:`model_identity`) and the encoding (``max_length``, ``too_long``). The records and the batching
-    enter each chunk's key (:meth:`Runner._pass`). Nothing of other jobs, other data sets or other models is
-    in it: adding a data set, a model or an analysis, or changing another analysis' options, reuses the state.
+    (:func:`model_identity`), the encoding (``max_length``, ``too_long``) and the attention path of its passes
+    (:func:`attention_path`: the fused SDPA path and the eager one differ in the last float32 digits). The records
+    and the batching enter each chunk's key (:meth:`Runner._pass`). Nothing of other jobs, other data sets or
+    other models is in it: adding a data set, a model or an analysis, or changing another analysis' options,
+    reuses the state, and since a job's path is its own (:func:`feed`), the state is the same bytes whichever
+    jobs shared the pass that made it.
     """
     seed = job.seed if getattr(job.factory, "seeded", False) else None
     return digest(collector_identity(job.factory), job.name, list(job.models), job.dataset, dict(job.options),
-                  {"seed": seed}, list(models), dict(encoding))
+                  {"seed": seed}, list(models), dict(encoding), {"attention": attention})
 
 
 #: Provenance keys that identify a model's numbers (others, such as its path, do not change a state).
@@ -407,11 +428,12 @@ class Runner:
         pass does not depend on the longest input of the data. Default :data:`DEFAULT_MEMORY_BUDGET`
         (``execution.memory_budget_mb``).
     map_free : bool
-        Run a pass without attention maps when all its collectors allow it (:func:`runs_map_free`; the role
-        scores alone do): the fused attention kernel and only the weights the scores read
-        (``benchmarks/bench_map_free.py``: 1.12x the bare SDPA forward against 1.25x with the maps, and no
-        attention maps in memory). False: every pass with its maps. The scores agree to float32 rounding
-        (1e-5 relative at most), so the choice is not part of the cache keys.
+        Run every pass through the fused attention path (:func:`feed`, :mod:`headstats.engine.mapfree`): the role
+        scores read only the weights they need (``benchmarks/bench_map_free.py``: 1.12x the bare SDPA forward
+        against 1.25x with the maps, and no attention maps in memory), whatever else shares their pass; the maps
+        are made only for the collectors that read them. False: transformers' eager attention, every collector
+        reading the maps. The two paths agree to float32 rounding (1e-5 relative at most) but not to the bit, so
+        the path is part of every cache key (:func:`job_key`) and named in :attr:`attention`.
     """
 
     def __init__(self, *, batch_size: int | str = 32, max_length: int = 128, too_long: str = "skip",
@@ -441,6 +463,7 @@ class Runner:
         self.forward_passes = 0
         self.ablation_passes = 0
         self.loads = 0
+        self.attention: dict[str, str] = {}
 
     def run(
         self,
@@ -490,6 +513,8 @@ class Runner:
         return_freed_memory()
         self.forward_passes = self.ablation_passes = self.loads = 0
         self.pass_counts: dict[tuple[str, str], PassCounts] = {}
+        #: Model -> the attention path (:func:`attention_path`) that made its states, computed or from the cache.
+        self.attention: dict[str, str] = {}
         counts: dict[tuple[str, str], dict] = {}
         groups = plan_groups(order, [tuple(j.models) for j in jobs if j.is_pair])  # type: ignore[misc]
         for number, group in enumerate(groups):
@@ -537,7 +562,7 @@ class Runner:
 
     def _job_keys(self, infos: Mapping[str, ModelInfo], jobs: Sequence[Job], effective: int) -> dict[int, str]:
         return {id(job): job_key(job, [model_identity(infos[m].provenance) for m in job.models],
-                                 {"max_length": effective, "too_long": self.too_long})
+                                 {"max_length": effective, "too_long": self.too_long}, attention_path(self.map_free))
                 for job in jobs}
 
     def _pass(self, infos: Mapping[str, ModelInfo], ensure_loaded: Callable[[], dict[str, LoadedModel]],
@@ -596,6 +621,7 @@ class Runner:
                     counts.chunks_run += 1
                 counts.add_chunk(entries[id(jobs[0])]["counts"])
                 for job in jobs:
+                    self.attention.update(entries[id(job)].get("attention", {}))
                     states[id(job)].append(entries[id(job)]["state"])
                     if self.keep_chunks:
                         job.chunks[k] = entries[id(job)]
@@ -656,12 +682,19 @@ class Runner:
             advance(len(chunk) - len(encoding.inputs))  # skipped inputs are done too
         for job in jobs:
             job.collector = build_collector(job, infos, task_models=self._task_models, tokenizer=first.tokenizer)
+        paths: dict[str, str] = {m: attention_path(self.map_free) for m in loaded}
         self.forward_passes += feed(loaded, encoding.inputs, jobs, dataset=dataset, advance=advance,
-                                     map_free=self.map_free, **batching)
+                                     map_free=self.map_free, paths=paths, **batching)
+        for m, path in paths.items():
+            if path != attention_path(self.map_free) and self.attention.get(m) != path:
+                self.log(f"model {m!r}: its attention does not go through transformers' attention functions; its "
+                         "passes run transformers' eager attention (scores the same to float32 rounding)")
+                self.attention[m] = path
         for job in jobs:
             if job.collector.needs_ablations:  # the chunk's ablation batches, before its state is taken
                 self.ablation_passes += run_ablations(job.collector)
-        entries = {id(job): {"state": job.collector.state(), "counts": chunk_counts} for job in jobs}
+        entries = {id(job): {"state": job.collector.state(), "counts": chunk_counts,
+                             "attention": {m: paths[m] for m in job.models}} for job in jobs}
         for job in jobs:
             job.collector = None
         return entries

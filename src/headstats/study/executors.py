@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from headstats.config.protocol import Protocol
-from headstats.study.passes import StudyPasses
+from headstats.study.passes import StudyPasses, attention_of
 from headstats.study.results import LoadedData, Log
 
 
@@ -109,5 +109,6 @@ def run_on_ray(protocol: Protocol, sources: dict[str, str], finetuned: dict[str,
                  "chunks_cached": sum(p.summary.get("chunks_cached", 0) for p in parts),
                  "inputs_cached": sum(p.summary.get("inputs_cached", 0) for p in parts),
                  "forward_passes": sum(p.summary.get("forward_passes", 0) for p in parts),
-                 "model_loads": sum(p.summary.get("model_loads", 0) for p in parts)}
+                 "model_loads": sum(p.summary.get("model_loads", 0) for p in parts),
+                 "attention": attention_of(p.summary for p in parts)}
     return passes_from_shards(protocol, parts, data, execution)

@@ -38,7 +38,7 @@ from headstats.model.identity import provenance_source
 from headstats.engine.runner import ProgressFactory, no_progress
 from headstats.study.finish import finish_study
 from headstats.study.models import model_functions
-from headstats.study.passes import StudyPasses, assemble_passes, make_runner, runner_summary
+from headstats.study.passes import StudyPasses, assemble_passes, attention_of, make_runner, runner_summary
 from headstats.study.plan import job_label, study_facts, study_jobs
 from headstats.study.results import LoadedData, Log, ReportWriter, StudyResult
 from headstats.study.storage import write_manifest
@@ -349,7 +349,8 @@ def merge_shards(folders: Sequence[str | Path], out: str | Path, *, overwrite: b
                              skipped=[tuple(x) for x in head["skipped_before_parsing"].get(name, [])])
             for name in head["n_records"]}
     execution = {"executor": "merge", "shards": [str(s.path) for s in shards], "device": protocol.device,
-                 "dtype": protocol.dtype, "chunk_size": head["chunk_size"]}
+                 "dtype": protocol.dtype, "chunk_size": head["chunk_size"],
+                 "attention": attention_of(part.summary for part in parts)}
     log(f"merging {len(shards)} shards")
     with claim_output(out, overwrite=overwrite) as claim:
         passes = passes_from_shards(protocol, parts, data, execution, log=log)

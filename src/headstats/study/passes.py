@@ -107,11 +107,22 @@ def _log_slow(log: Log, what: str, clock: float, *, over: float = 1.0) -> None:
 
 
 def runner_summary(runner) -> dict:
-    """Chunks run and found in the cache, inputs found there, forward passes and model loads of a runner."""
+    """Chunks run and found in the cache, inputs found there, forward passes, model loads of a runner, and the
+    attention path that made each model's states (``attention``: model -> ``fused-sdpa/<n>`` or ``eager``,
+    :func:`headstats.engine.runner.attention_path`)."""
     counts = list(getattr(runner, "pass_counts", {}).values())
     return {"chunks_run": sum(c.chunks_run for c in counts), "chunks_cached": sum(c.chunks_cached for c in counts),
             "inputs_cached": sum(c.n_cached for c in counts), "forward_passes": runner.forward_passes,
-            "model_loads": runner.loads}
+            "model_loads": runner.loads, "attention": dict(sorted(getattr(runner, "attention", {}).items()))}
+
+
+def attention_of(summaries) -> dict:
+    """Model -> attention path, over the summaries of several runners (shards): :func:`runner_summary`'s
+    ``attention`` merged (one path per model, as every shard runs the same protocol)."""
+    merged: dict[str, str] = {}
+    for summary in summaries:
+        merged.update(summary.get("attention", {}))
+    return dict(sorted(merged.items()))
 
 
 def assemble_passes(protocol: Protocol, plan: StudyPlan, passed: dict, data: dict[str, LoadedData],
