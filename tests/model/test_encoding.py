@@ -250,3 +250,21 @@ def test_invisible_inputs_are_skipped_as_empty(tokenizer, roberta_tokenizer):
     result = encode_records(records, roberta_tokenizer)
     assert dict(result.skipped) == {"empty": 3}
     assert [e.sentence_id for e in result.inputs] == ["ok", "fffd"]
+
+
+def test_align_words_is_the_overlap_rule_in_order_and_out_of_order():
+    """A word's pieces are those whose span overlaps it (start < word end, end > word start): found by two
+    binary searches when the spans are in reading order, by the rule itself when they are not."""
+    from headstats.inputs.records import Word
+
+    def rule(words, offsets, seq, side):
+        on = np.array([s == side for s in seq]) & (offsets[:, 1] > offsets[:, 0])
+        pos = np.flatnonzero(on)
+        return [tuple(int(p) for p in pos[(offsets[pos, 0] < w.end) & (offsets[pos, 1] > w.start)]) for w in words]
+
+    seq = [None, 0, 0, 0, 0, 0, None]
+    words = [Word("ab", 0, 2, -1, ""), Word("cde", 3, 6, -1, ""), Word("f", 6, 7, -1, ""), Word("x", 9, 10, -1, "")]
+    in_order = np.array([[0, 0], [0, 2], [3, 4], [4, 6], [6, 7], [7, 7], [0, 0]])
+    assert align_words(words, in_order, seq, 0) == rule(words, in_order, seq, 0) == [(1,), (2, 3), (4,), ()]
+    out_of_order = np.array([[0, 0], [3, 4], [0, 2], [4, 6], [6, 7], [7, 7], [0, 0]])
+    assert align_words(words, out_of_order, seq, 0) == rule(words, out_of_order, seq, 0) == [(2,), (1, 3), (4,), ()]
