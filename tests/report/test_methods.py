@@ -70,3 +70,20 @@ def test_methods_section_is_a_heading_and_the_paragraph():
     assert "## Methods\n" in md and methods_paragraph(protocol, manifest) in md
     assert "We scored every attention head of m (BertModel, 6 layers x 2 heads) on d1 (20 inputs, 0 of them " \
            "pairs; no parse)." in md and "protocol sha256 `abababababababab`" in md
+
+
+@pytest.mark.parametrize("statistics, said", [
+    ({"test": "bootstrap"}, True),
+    ({"test": "bootstrap", "sensitivity": False}, False),
+    ({"test": "bootstrap", "sequential": False}, False),
+    ({"test": "bootstrap", "n_resamples": 99999}, False),
+    ({"test": "permutation"}, False),
+])
+def test_methods_paragraph_says_when_the_tau_grid_decides_by_importance_sampling(statistics, said):
+    protocol = Protocol.model_validate({"name": "p", "models": ["m"], "datasets": [{"name": "d1", "path": "x.txt"}],
+                                        "statistics": statistics})
+    manifest = {"protocol_sha256": "0" * 64, "models": {"m": {"architecture": "BertModel", "n_layers": 6,
+                                                              "n_heads": 2}},
+                "datasets": {"d1": {"n_read": 20, "pairs": 0, "parses": "none"}}}
+    text = methods_paragraph(protocol, manifest, pd.DataFrame({"n_resamples": [143999, 250]}))
+    assert ("decided by importance sampling" in text) == said

@@ -99,3 +99,15 @@ def test_the_test_table_and_the_grid_of_one_matrix_share_their_bounds(scores):
     assert len(shared.bounds) > 0
     pd.testing.assert_frame_equal(table, test_roles(score_matrix(frame), test="bootstrap", tau=2.5))
     pd.testing.assert_frame_equal(grid, tau_sensitivity(score_matrix(frame), test="bootstrap", taus=[2.5, 3.0]))
+
+
+def test_decides_near_level_by_importance_only_for_a_sequential_run_of_a_stream_with_tilted_draws(scores):
+    """The helper the report reads says what tau_sensitivity does: the bootstrap's sequential grid estimates cells
+    by importance sampling (its run has tilted cells), the sign flips' and a fixed-B run's do not."""
+    from headstats.stats.sensitivity import decides_near_level_by_importance
+
+    assert decides_near_level_by_importance("bootstrap", sequential=True, n_resamples="auto")
+    assert not decides_near_level_by_importance("bootstrap", sequential=False, n_resamples="auto")
+    assert not decides_near_level_by_importance("bootstrap", sequential=True, n_resamples=9999)
+    assert not decides_near_level_by_importance("permutation", sequential=True, n_resamples="auto")
+    assert not decides_near_level_by_importance("t", sequential=True, n_resamples="auto")

@@ -14,6 +14,7 @@ from headstats.stats.onesample import ONE_SAMPLE_TESTS
 
 def _resampling_sentence(st, tests: pd.DataFrame | None) -> str:
     from headstats.stats.onesample import ONE_SAMPLE_TESTS
+    from headstats.stats.sensitivity import decides_near_level_by_importance
 
     if st.test not in ONE_SAMPLE_TESTS or not ONE_SAMPLE_TESTS.get(st.test).resampling:
         return ""
@@ -31,6 +32,12 @@ def _resampling_sentence(st, tests: pd.DataFrame | None) -> str:
                         f"heads stopped earlier, once their corrected decision was settled (sequential Monte "
                         f"Carlo: Clopper-Pearson boxes, resampling risk at most 0.001; the note of each gives "
                         f"its draws and the box of its p-value). ")
+    if getattr(st, "sensitivity", False) and decides_near_level_by_importance(
+            st.test, sequential=st.sequential, n_resamples=st.n_resamples):
+        sentence += ("In the tau sensitivity table (`tau_sensitivity.csv`, counts of heads), the (head, tau) cells "
+                     "still undecided after 2,000 resamples were decided by importance sampling, a defensive mixture "
+                     "of tilted resampling laws, not by drawing every resample (headstats docs/statistics.md, "
+                     "section 2). ")
     return sentence
 
 

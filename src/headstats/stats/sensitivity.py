@@ -45,6 +45,17 @@ SENSITIVITY_COLUMNS: tuple[str, ...] = (
 DEFAULT_TAUS: np.ndarray = np.arange(1.0, 4.0 + 1e-9, 0.25)
 
 
+def decides_near_level_by_importance(test: str, *, sequential: bool, n_resamples: int | str) -> bool:
+    """Whether :func:`tau_sensitivity` decides, for this test and these options, the cells still open after the
+    plain looks by importance sampling (:mod:`~headstats.stats.onesample.tilted`) rather than by drawing
+    every resample: a sequential run (``n_resamples: auto``) of a test whose stream has tilted draws."""
+    spec = get_test(check_test(test))
+    if spec.stream is None or not (sequential and n_resamples == "auto"):
+        return False
+    probe = spec.stream(np.arange(3.0)[None, :], np.zeros((1, 1)), seed=0, n_resamples=10**6, confidence=None)
+    return getattr(probe, "tilted_cells", None) is not None
+
+
 def _check_grid(values: Sequence[float], name: str, *, open_unit: bool) -> np.ndarray:
     arr = np.atleast_1d(np.asarray(values, dtype=float))
     if arr.size == 0 or not np.isfinite(arr).all():
