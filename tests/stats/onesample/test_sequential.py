@@ -160,7 +160,7 @@ def test_the_bootstrap_grid_decides_the_cells_near_their_level_by_importance_sam
             precise = run.p.copy()
             precise[j, g] = cell.estimate
             assert reject(correct_rows_within_families(precise, labels, correction="holm"), a)[j, g] == dec[j, g]
-    assert differ == 2
+    assert 0 < differ <= 4  # 2 on this machine; a near-level count may move by the last bit of another CPU's BLAS
 
 
 def test_a_cell_with_too_few_tilted_hits_keeps_its_plain_draws(monkeypatch):
