@@ -170,6 +170,54 @@ def test_gathered_weights_equal_the_maps(tokenizer, path):
     np.testing.assert_allclose(got.entropy, entropy, atol=2e-5)
 
 
+@pytest.mark.parametrize("family", ["bert", "albert", "distilbert"])
+def test_maps_are_written_into_one_tensor_with_the_layers_own_numbers(family, tokenizer):
+    # with maps, the layers write softmax(scale Q K^T + mask) into the slices of one (B, L, H, T, T) tensor that
+    # the pass returns as it is: the same bytes as stacking each layer's own maps, padded batch and pairs included
+    from headstats.engine import forward as extraction
+    from headstats.engine import mapfree
+    from headstats.engine.batch import _padded
+
+    loaded = _loaded(family, tokenizer)
+    batch = _padded(loaded, encode_records(_records(), loaded.tokenizer, max_length=64).inputs, "cpu")
+    own, scaled = [], []
+    original = mapfree._maps
+
+    def spy(query, key, mask, scale, **kwargs):
+        scores = torch.matmul(query, key.transpose(-1, -2)) * scale  # the formula, out of place
+        own.append(torch.softmax(scores + mask if mask is not None else scores, -1, dtype=torch.float32))
+        scaled.append(bool(kwargs))
+        return original(query, key, mask, scale, **kwargs)
+
+    mapfree._maps = spy
+    try:
+        with torch.inference_mode():
+            _, attention = extraction.forward_fused(loaded, batch, [], maps=True)
+    finally:
+        mapfree._maps = original
+    assert scaled == [True] * loaded.n_layers  # every layer wrote into the pass' tensor
+    assert attention.shape == (len(batch.inputs), loaded.n_layers, loaded.n_heads, *own[0].shape[-2:])
+    assert attention.is_contiguous() and attention.dtype == torch.float32
+    assert attention.numpy().tobytes() == torch.stack(own, dim=1).numpy().tobytes()
+
+
+def test_maps_of_layers_of_another_shape_are_stacked():
+    # a layer the pass' tensor was not made for (more layers than declared, or another width) gets its own maps,
+    # and the pass then holds no tensor, so the caller stacks what the layers returned
+    from headstats.engine.mapfree import _Pass
+
+    torch.manual_seed(0)
+    query, key = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4)
+    active = _Pass([], maps=True, n_layers=1)
+    returned = []
+    for layer in range(2):
+        active.calls += 1
+        returned.append(active.layer_maps(query, key, None, 0.5))
+    expected = torch.softmax(torch.matmul(query, key.transpose(-1, -2)) * 0.5, -1)
+    assert torch.equal(returned[0], expected) and torch.equal(returned[1], expected)
+    assert active.stacked is None and not active.holds(returned)
+
+
 def test_padding_is_masked_in_a_padded_batch(tokenizer, path):
     # the trap: a custom attention name gets attention_mask=None unless a mask function is registered too, and
     # padded keys are then attended; an input's scores must not depend on the inputs padded beside it

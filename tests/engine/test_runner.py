@@ -447,3 +447,25 @@ def test_a_collector_that_needs_input_embeddings_gets_its_models_matrix_after_th
     Runner(batch_size=5, chunk_size=4, cache=StateCache(tmp_path / "c"), shard=(1, 1)).run(load, data, shard,
                                                                                          describe=describe)
     assert loads == {"base": 2, "other": 2} and shard[0].collector.context.input_embeddings is None
+
+
+def test_passes_unmap_large_buffers_and_the_steps_after_them_reuse_the_heap(two_models, monkeypatch):
+    # glibc's settings (mallopt): a fixed 1 MiB mmap threshold while the passes run, 32 MiB with a 64 MiB trim
+    # threshold once they end, even when a pass fails
+    from headstats.engine import runner as engine_runner
+
+    calls = []
+    monkeypatch.setattr(engine_runner, "_mallopt", lambda *settings, trim=False: calls.append((settings, trim)))
+    pass_setting = ((-3, 1 << 20),)
+    after = ((-3, 32 << 20), (-1, 64 << 20))
+    Runner(batch_size=5).run(two_models.get, {"d": RECORDS}, [Job(RoleScores, ("base",), "d", {"roles": ROLES})])
+    assert calls == [(pass_setting, False), (pass_setting, True), (after, False)]
+
+    class Failing(RoleScores):
+        def update(self, view):
+            raise RuntimeError("planted")
+
+    calls.clear()
+    with pytest.raises(RuntimeError, match="planted"):
+        Runner(batch_size=5).run(two_models.get, {"d": RECORDS}, [Job(Failing, ("base",), "d", {"roles": ROLES})])
+    assert calls == [(pass_setting, False), (after, False)]

@@ -174,7 +174,7 @@ def forward_fused(loaded: LoadedModel, batch: Batch, gathers: Sequence["Gather"]
     kwargs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
     if _accepts_token_type_ids(model):
         kwargs["token_type_ids"] = batch.token_type_ids
-    with gathering(model, *gathers, maps=maps) as active:
+    with gathering(model, *gathers, maps=maps, n_layers=loaded.n_layers) as active:
         outputs = model(**kwargs, output_attentions=True) if maps else model(**kwargs)
     if active.calls != loaded.n_layers:
         raise MapFreeUnsupported(
@@ -185,6 +185,7 @@ def forward_fused(loaded: LoadedModel, batch: Batch, gathers: Sequence["Gather"]
         attentions = getattr(outputs, "attentions", None)
         if not attentions or len(attentions) != loaded.n_layers or any(a is None for a in attentions):
             raise MapFreeUnsupported(f"model {loaded.name!r} returned no attention maps from the fused path")
-        attention = torch.stack(attentions, dim=1).float()
+        # the layers wrote their maps into one tensor (unless the model's layers returned others)
+        attention = active.stacked if active.holds(attentions) else torch.stack(attentions, dim=1).float()
     return [recorder.result() for recorder in active.recorders], attention
 

@@ -177,12 +177,44 @@ class _Recorder:
 class _Pass:
     """One forward pass through :data:`MAP_FREE`: a :class:`_Recorder` per job that gathers (each computes what its
     own :class:`Gather` asks, whatever the others ask), and whether the layers also return their attention maps
-    (``maps``: for the collectors of the pass that read whole maps). ``calls`` counts the layers that called it."""
+    (``maps``: for the collectors of the pass that read whole maps). ``calls`` counts the layers that called it.
 
-    def __init__(self, gathers: Sequence[Gather], maps: bool) -> None:
+    With ``n_layers``, the layers' maps are written into one (B, L, H, T, T) float32 tensor, :attr:`stacked` (layer
+    ``l`` returns its slice ``[:, l]``), and each layer's scores into one buffer of the pass: the same numbers as
+    stacking the layers' own maps, without a second copy of them or a fresh buffer per layer."""
+
+    def __init__(self, gathers: Sequence[Gather], maps: bool, n_layers: int | None = None) -> None:
         self.recorders = [_Recorder(gather) for gather in gathers]
         self.maps = maps
         self.calls = 0
+        self.n_layers = n_layers
+        #: (B, L, H, T, T): every layer's maps, when the pass asks for maps of ``n_layers`` layers.
+        self.stacked: torch.Tensor | None = None
+        self._scores: torch.Tensor | None = None
+
+    def layer_maps(self, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None,
+                   scale: float) -> torch.Tensor:
+        """The calling layer's maps (:func:`_maps`), in :attr:`stacked` where the layers' shapes allow."""
+        layer = self.calls - 1
+        B, H, T, _ = query.shape
+        shape = (B, self.n_layers or 0, H, T, key.shape[2])
+        if self.n_layers is None or layer >= self.n_layers or (layer > 0 and (
+                self.stacked is None or self.stacked.shape != shape)):
+            self.stacked = None  # a layer the tensor was not made for: stack the layers' own maps
+            return _maps(query, key, mask, scale)
+        if layer == 0:
+            self.stacked = torch.empty(shape, dtype=torch.float32, device=query.device)
+        scores = self._scores
+        if scores is None or scores.shape != (B, H, T, shape[-1]) or scores.dtype != query.dtype:
+            scores = self._scores = torch.empty((B, H, T, shape[-1]), dtype=query.dtype, device=query.device)
+        return _maps(query, key, mask, scale, out=self.stacked[:, layer], scores=scores)
+
+    def holds(self, attentions: Sequence[torch.Tensor]) -> bool:
+        """Whether ``attentions`` (the model's, one per layer) are the slices of :attr:`stacked`, untouched."""
+        stacked = self.stacked
+        return (stacked is not None and len(attentions) == stacked.shape[1]
+                and all(a.data_ptr() == stacked[:, k].data_ptr() and a.shape == stacked[:, k].shape
+                        and a.stride() == stacked[:, k].stride() for k, a in enumerate(attentions)))
 
 
 _ACTIVE: ContextVar[_Pass | None] = ContextVar("headstats_map_free_pass", default=None)
@@ -267,17 +299,24 @@ def map_free_attention(module: Any, query: torch.Tensor, key: torch.Tensor, valu
                 _from_weights(recorder, query, key, mask, scale, lse, layer)
         _gathered(recorder, query, key, mask, scale, lse, layer)
         recorder.layers.append(layer)
-    weights = _maps(query, key, mask, scale) if active.maps else None
+    weights = active.layer_maps(query, key, mask, scale) if active.maps else None
     return out.transpose(1, 2).contiguous(), weights
 
 
-def _maps(query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scale: float) -> torch.Tensor:
+def _maps(query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scale: float, *,
+          out: torch.Tensor | None = None, scores: torch.Tensor | None = None) -> torch.Tensor:
     """The layer's attention weights ``softmax(scale Q K^T + mask)`` (B, H, T, T), float32: transformers' eager
-    formula on the queries and keys of the fused pass (a padded key's weight is exactly 0)."""
-    scores = torch.matmul(query, key.transpose(-1, -2)) * scale
+    formula on the queries and keys of the fused pass (a padded key's weight is exactly 0). ``out``: where to write
+    them; ``scores``: a (B, H, T, T) buffer of the queries' dtype for ``Q K^T`` (scaled and masked in place: the
+    same numbers)."""
+    scores = torch.matmul(query, key.transpose(-1, -2), out=scores)
+    scores.mul_(scale)
     if mask is not None:
-        scores = scores + mask
-    return torch.softmax(scores, -1, dtype=torch.float32)
+        if mask.dtype == scores.dtype:
+            scores.add_(mask)
+        else:  # the sum's promoted dtype, as ``scores + mask`` gives
+            scores = scores + mask
+    return torch.softmax(scores, -1, dtype=torch.float32, out=out)
 
 
 def _from_weights(recorder: _Recorder, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None,
@@ -372,15 +411,16 @@ def register() -> None:
 
 
 @contextmanager
-def gathering(model: Any, *gathers: Gather, maps: bool = False) -> Iterator[_Pass]:
+def gathering(model: Any, *gathers: Gather, maps: bool = False, n_layers: int | None = None) -> Iterator[_Pass]:
     """Run ``model`` through :data:`MAP_FREE` inside the block: every layer's output is the fused kernel's, each
     of ``gathers`` is computed by its own recorder (``active.recorders[k].result()`` after the forward pass),
-    and with ``maps`` every layer also returns its attention weights (ask the model for ``output_attentions``).
+    and with ``maps`` every layer also returns its attention weights (ask the model for ``output_attentions``),
+    written into one (B, L, H, T, T) tensor (``active.stacked``) when the model's ``n_layers`` are given.
     The model's attention implementation is restored on the way out."""
     register()
     config = model.config
     before = config._attn_implementation
-    active = _Pass(gathers, maps)
+    active = _Pass(gathers, maps, n_layers)
     token = _ACTIVE.set(active)
     config._attn_implementation = MAP_FREE
     try:
