@@ -58,15 +58,19 @@ def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return frame if out is None else out
 
 
-def _starts_a_formula(column: pd.Series) -> pd.Series:
-    """Which cells of a text column are text that starts like a formula (:data:`_FORMULA_START`): each distinct
-    value looked at once (a table's text columns repeat a few names over many rows), every cell one look-up."""
+def _text_starting(column: pd.Series, start: str | tuple[str, ...]) -> pd.Series:
+    """Which cells of a text column are text that starts with ``start``: each distinct value looked at once (a
+    table's text columns repeat a few names over many rows), every cell one look-up."""
     try:
-        starts = [v for v in pd.unique(column.to_numpy(object))
-                  if isinstance(v, str) and v.startswith(_FORMULA_START)]
+        starts = [v for v in pd.unique(column.to_numpy(object)) if isinstance(v, str) and v.startswith(start)]
     except TypeError:  # cells that cannot be hashed (lists): one by one
-        return column.map(lambda v: isinstance(v, str) and v.startswith(_FORMULA_START))
+        return column.map(lambda v: isinstance(v, str) and v.startswith(start))
     return column.isin(starts) if starts else pd.Series(False, index=column.index)
+
+
+def _starts_a_formula(column: pd.Series) -> pd.Series:
+    """Which cells of a text column are text that starts like a formula (:data:`_FORMULA_START`)."""
+    return _text_starting(column, _FORMULA_START)
 
 
 def from_spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
@@ -74,7 +78,7 @@ def from_spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     for name in frame.columns:
         column = frame[name]
         if column.dtype == object or pd.api.types.is_string_dtype(column.dtype):
-            quoted = column.map(lambda v: isinstance(v, str) and v.startswith("'"))
+            quoted = _text_starting(column, "'")
             if quoted.any():
                 frame[name] = column.where(~quoted, column.astype(str).str[1:])
     return frame
