@@ -111,3 +111,8 @@ def test_decides_near_level_by_importance_only_for_a_sequential_run_of_a_stream_
     assert not decides_near_level_by_importance("bootstrap", sequential=True, n_resamples=9999)
     assert not decides_near_level_by_importance("permutation", sequential=True, n_resamples="auto")
     assert not decides_near_level_by_importance("t", sequential=True, n_resamples="auto")
+    # a correction registered by a user that is not known to be monotone (any name outside the five built in) draws
+    # every resample in one look, so nothing is left to importance sampling
+    assert decides_near_level_by_importance("bootstrap", sequential=True, n_resamples="auto", correction="fdr_bh")
+    assert not decides_near_level_by_importance("bootstrap", sequential=True, n_resamples="auto",
+                                                correction="hommel")

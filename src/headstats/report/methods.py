@@ -33,7 +33,7 @@ def _resampling_sentence(st, tests: pd.DataFrame | None) -> str:
                         f"Carlo: Clopper-Pearson boxes, resampling risk at most 0.001; the note of each gives "
                         f"its draws and the box of its p-value). ")
     if getattr(st, "sensitivity", False) and decides_near_level_by_importance(
-            st.test, sequential=st.sequential, n_resamples=st.n_resamples):
+            st.test, sequential=st.sequential, n_resamples=st.n_resamples, correction=st.correction):
         sentence += ("In the tau sensitivity table (`tau_sensitivity.csv`, counts of heads), the (head, tau) cells "
                      "still undecided after 2,000 resamples were decided by importance sampling, a defensive mixture "
                      "of tilted resampling laws, not by drawing every resample (headstats docs/statistics.md, "

@@ -35,7 +35,7 @@ from headstats.stats.corrections import (
 from headstats.stats.matrix import HYPOTHESIS_KEYS, ScoresLike, score_matrix
 from headstats.stats.corrections import family_labels
 from headstats.stats.onesample import check_test, get_test, resolve_n_resamples, run_pvalues
-from headstats.stats.onesample.sequential import sequential_pvalues
+from headstats.stats.onesample.sequential import MONOTONE_CORRECTIONS, sequential_pvalues
 from headstats.stats.options import TestOptions, check_seed
 
 #: Columns of :func:`tau_sensitivity`.
@@ -45,12 +45,15 @@ SENSITIVITY_COLUMNS: tuple[str, ...] = (
 DEFAULT_TAUS: np.ndarray = np.arange(1.0, 4.0 + 1e-9, 0.25)
 
 
-def decides_near_level_by_importance(test: str, *, sequential: bool, n_resamples: int | str) -> bool:
+def decides_near_level_by_importance(test: str, *, sequential: bool, n_resamples: int | str,
+                                     correction: str = "holm") -> bool:
     """Whether :func:`tau_sensitivity` decides, for this test and these options, the cells still open after the
     plain looks by importance sampling (:mod:`~headstats.stats.onesample.tilted`) rather than by drawing
-    every resample: a sequential run (``n_resamples: auto``) of a test whose stream has tilted draws."""
+    every resample: a sequential run (``n_resamples: auto``, so at least 9,999 resamples, more than the 2,000
+    plain draws before importance sampling) of a test whose stream has tilted draws, under a correction whose
+    corrected p-values never fall when an uncorrected one grows (the others draw every resample)."""
     spec = get_test(check_test(test))
-    if spec.stream is None or not (sequential and n_resamples == "auto"):
+    if spec.stream is None or not (sequential and n_resamples == "auto") or correction not in MONOTONE_CORRECTIONS:
         return False
     probe = spec.stream(np.arange(3.0)[None, :], np.zeros((1, 1)), seed=0, n_resamples=10**6, confidence=None)
     return getattr(probe, "tilted_cells", None) is not None
