@@ -47,15 +47,6 @@ def test_row_entropies_cut_into_blocks_equal_one_block(monkeypatch):
     np.testing.assert_array_equal(row_entropies(attn, [9, 7, 5], 0.999), whole)
 
 
-def test_an_entropy_block_stays_below_the_passes_mmap_threshold():
-    # a block's float64 rows and their logarithms are each allocated per block: below the 1 MiB threshold that the
-    # passes set, glibc reuses them from its heap instead of mapping and zero-filling them every time
-    from headstats.engine.runner import PASS_MMAP_THRESHOLD
-
-    assert 8 * ENTROPY_BLOCK < PASS_MMAP_THRESHOLD
-    assert 8 * 128 * 128 <= 8 * ENTROPY_BLOCK  # whole heads of a 128-piece input still fit in one block
-
-
 def test_thread_map_keeps_the_order():
     threads = torch.get_num_threads()
     try:

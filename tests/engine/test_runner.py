@@ -449,23 +449,14 @@ def test_a_collector_that_needs_input_embeddings_gets_its_models_matrix_after_th
     assert loads == {"base": 2, "other": 2} and shard[0].collector.context.input_embeddings is None
 
 
-def test_passes_unmap_large_buffers_and_the_steps_after_them_reuse_the_heap(two_models, monkeypatch):
-    # glibc's settings (mallopt): a fixed 1 MiB mmap threshold while the passes run, 32 MiB with a 64 MiB trim
-    # threshold once they end, even when a pass fails
+def test_a_run_fixes_the_allocators_thresholds_and_trims_after_each_data_set(two_models, monkeypatch):
+    # glibc's settings (mallopt): a fixed 32 MiB mmap threshold and a 64 MiB trim threshold, set when the run
+    # starts; the heap trimmed after each data set's pass
     from headstats.engine import runner as engine_runner
 
     calls = []
     monkeypatch.setattr(engine_runner, "_mallopt", lambda *settings, trim=False: calls.append((settings, trim)))
-    pass_setting = ((-3, 1 << 20),)
-    after = ((-3, 32 << 20), (-1, 64 << 20))
-    Runner(batch_size=5).run(two_models.get, {"d": RECORDS}, [Job(RoleScores, ("base",), "d", {"roles": ROLES})])
-    assert calls == [(pass_setting, False), (pass_setting, True), (after, False)]
-
-    class Failing(RoleScores):
-        def update(self, view):
-            raise RuntimeError("planted")
-
-    calls.clear()
-    with pytest.raises(RuntimeError, match="planted"):
-        Runner(batch_size=5).run(two_models.get, {"d": RECORDS}, [Job(Failing, ("base",), "d", {"roles": ROLES})])
-    assert calls == [(pass_setting, False), (after, False)]
+    policy = ((-3, 32 << 20), (-1, 64 << 20))
+    jobs = [Job(RoleScores, ("base",), d, {"roles": ROLES}) for d in ("d", "e")]
+    Runner(batch_size=5).run(two_models.get, {"d": RECORDS, "e": RECORDS[:3]}, jobs)
+    assert calls == [(policy, False), (policy, True), (policy, True)]

@@ -18,12 +18,8 @@ from headstats.lazy import torch
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: Float64 values of one block of :func:`row_entropies` (512 KiB): each of a block's two buffers stays below the
-#: passes' 1 MiB mmap threshold (:data:`headstats.engine.runner.PASS_MMAP_THRESHOLD`), so that glibc reuses them
-#: from its heap rather than mapping, zero-filling and unmapping them for every block. Blocks of 2 MiB took 2.2x
-#: the CPU time (0.82-0.91 s against 0.39 s for five batches of 14 inputs of 50-128 pieces, 6 x 12 heads, with
-#: 250,000 page faults against 1,400); a row's entropy is summed within one block, so the numbers are the same.
-ENTROPY_BLOCK = 1 << 16
+#: Float64 values of one block of :func:`row_entropies` (2 MiB).
+ENTROPY_BLOCK = 1 << 18
 
 
 def thread_map(function: Callable[[T], R], items: Iterable[T]) -> list[R]:

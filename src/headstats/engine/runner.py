@@ -114,13 +114,9 @@ class Job:
 
 #: glibc's ``mallopt`` parameters M_TRIM_THRESHOLD and M_MMAP_THRESHOLD.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-#: The mmap threshold while passes run (:func:`return_freed_memory`): buffers of 1 MiB and more are mapped on their
-#: own and unmapped when freed.
-PASS_MMAP_THRESHOLD = 1 << 20
-#: The mmap threshold after the passes (:func:`reuse_freed_memory`): glibc's largest default one
-#: (DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB on 64-bit), with a trim threshold of twice that, as glibc's own sliding
-#: threshold would settle.
-AFTER_PASS_MMAP_THRESHOLD = 32 << 20
+#: The mmap threshold of a run (:func:`return_freed_memory`): glibc's largest default one
+#: (DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB on 64-bit), fixed, with a trim threshold of twice that.
+MMAP_THRESHOLD = 32 << 20
 
 
 def _mallopt(*settings: tuple[int, int], trim: bool = False) -> None:
@@ -139,28 +135,21 @@ def _mallopt(*settings: tuple[int, int], trim: bool = False) -> None:
 
 
 def return_freed_memory(*, trim: bool = False) -> None:
-    """Make glibc give freed tensor memory back to the system while passes run (Linux; a no-op elsewhere).
+    """Fix glibc's allocator for a run (Linux; a no-op elsewhere): buffers up to :data:`MMAP_THRESHOLD` come from
+    its heap and are reused there, larger ones are mapped on their own and unmapped when freed, and the heap keeps
+    at most twice that free at its top; ``trim`` also returns what the heap holds free now (after each data set).
 
-    Attention buffers change size from batch to batch; with glibc's default, growing mmap threshold, freed
-    buffers stay in the heap as fragments, and resident memory grows with the number of batches (200 MiB
-    over 1,500 inputs). A fixed 1 MiB threshold (:data:`PASS_MMAP_THRESHOLD`) maps every large buffer on its own
-    and unmaps it when freed; ``trim`` also returns what the heap holds free now. :meth:`Runner.run` sets it for
-    its passes and :func:`reuse_freed_memory` after them.
+    glibc's default threshold slides up with the buffers freed, and so does its trim threshold: over many
+    batches of changing sizes, resident memory then grew with the number of batches (200 MiB over 1,500 inputs
+    on the eager path). A fixed 1 MiB threshold kept it flat but had every buffer of a MiB or more mapped,
+    zero-filled by the kernel page by page and unmapped again: 0.97 million page faults in a role-only run of
+    40 WikiText pairs and 100 EWT sentences and 1.45 million with every Clark et al. analysis (0.37 and 0.66
+    million with this setting, 1.1-1.9 s less CPU each), and a pass about 14 % slower than the same forward pass
+    under glibc's default (``benchmarks/bench_map_free.py``). With the fixed 32 MiB threshold the peak resident
+    memory of scoring 200, 1,500 and 4,000 EWT sentences was 649, 713 and 679 MiB (591, 636 and 640 MiB with
+    1 MiB): bounded, about 40-80 MiB above the 1 MiB setting.
     """
-    _mallopt((_M_MMAP_THRESHOLD, PASS_MMAP_THRESHOLD), trim=trim)
-
-
-def reuse_freed_memory() -> None:
-    """After the passes, let glibc reuse freed buffers of up to 32 MiB (:data:`AFTER_PASS_MMAP_THRESHOLD`) from its
-    heap again (Linux; a no-op elsewhere).
-
-    The pass' 1 MiB threshold (:func:`return_freed_memory`) has every buffer of a MiB or more mapped, zero-filled
-    by the kernel page by page, and unmapped when freed. The steps after the passes make many such buffers over
-    a bounded amount of memory (a probe's training steps, a figure's canvas): with the threshold left at 1 MiB, a
-    run with every Clark et al. analysis took 0.75 million more page faults after its passes (2.2 against 1.5
-    million in all, about a second of CPU time).
-    """
-    _mallopt((_M_MMAP_THRESHOLD, AFTER_PASS_MMAP_THRESHOLD), (_M_TRIM_THRESHOLD, 2 * AFTER_PASS_MMAP_THRESHOLD))
+    _mallopt((_M_MMAP_THRESHOLD, MMAP_THRESHOLD), (_M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD), trim=trim)
 
 
 def plan_groups(models: Sequence[str], pairs: Iterable[tuple[str, str]]) -> list[tuple[str, ...]]:
@@ -549,50 +538,47 @@ class Runner:
         self.attention: dict[str, str] = {}
         counts: dict[tuple[str, str], dict] = {}
         groups = plan_groups(order, [tuple(j.models) for j in jobs if j.is_pair])  # type: ignore[misc]
-        try:
-            for number, group in enumerate(groups):
-                group_jobs = [j for j in jobs if j.models[0] in group]
-                if len(group) > 1:
-                    self.log(f"running {', '.join(group)} together over the same batches (compared input by input)")
-                loaded: dict[str, LoadedModel] = {}
-                self._task_models = TaskModels()
+        for number, group in enumerate(groups):
+            group_jobs = [j for j in jobs if j.models[0] in group]
+            if len(group) > 1:
+                self.log(f"running {', '.join(group)} together over the same batches (compared input by input)")
+            loaded: dict[str, LoadedModel] = {}
+            self._task_models = TaskModels()
 
-                def ensure_loaded(group=group, loaded=loaded) -> dict[str, LoadedModel]:
-                    if not loaded:
-                        for name in group:
-                            loaded[name] = load(name)
-                            self.loads += 1
-                        check_same_tokenizer(*loaded.values(), names=list(loaded))  # they share batches
-                    return loaded
+            def ensure_loaded(group=group, loaded=loaded) -> dict[str, LoadedModel]:
+                if not loaded:
+                    for name in group:
+                        loaded[name] = load(name)
+                        self.loads += 1
+                    check_same_tokenizer(*loaded.values(), names=list(loaded))  # they share batches
+                return loaded
 
-                # a shard's collectors make no tables (their chunks' states are merged by `headstats merge`)
-                self._input_embeddings = (InputEmbeddings(lambda name, ensure=ensure_loaded: ensure()[name])
-                                          if self.shard is None else None)
+            # a shard's collectors make no tables (their chunks' states are merged by `headstats merge`)
+            self._input_embeddings = (InputEmbeddings(lambda name, ensure=ensure_loaded: ensure()[name])
+                                      if self.shard is None else None)
 
-                try:
-                    if describe is None:
-                        infos = {m: ModelInfo(dict(lm.provenance), lm.max_input_length)
-                                 for m, lm in ensure_loaded().items()}
-                    else:
-                        infos = {m: describe(m) for m in group}
-                    for dataset, records in data.items():
-                        wanted = [j for j in group_jobs if j.dataset == dataset]
-                        if wanted:
-                            result = self._pass(infos, ensure_loaded, dataset, records, wanted,
-                                                (digests or {}).get(dataset))
-                            return_freed_memory(trim=True)
-                            for m in dict.fromkeys(m for j in wanted for m in j.models):
-                                counts[(m, dataset)] = result.as_dict()
-                                self.pass_counts[(m, dataset)] = result
-                finally:
-                    loaded.clear()
-                    self.loads += self._task_models.loads
-                    self._task_models.clear()
-                    self._input_embeddings = None
-                    if number + 1 < len(groups):
-                        gc.collect()  # free this group's models before the next group's are loaded
-        finally:
-            reuse_freed_memory()  # the steps after the passes reuse their buffers
+            try:
+                if describe is None:
+                    infos = {m: ModelInfo(dict(lm.provenance), lm.max_input_length)
+                             for m, lm in ensure_loaded().items()}
+                else:
+                    infos = {m: describe(m) for m in group}
+                for dataset, records in data.items():
+                    wanted = [j for j in group_jobs if j.dataset == dataset]
+                    if wanted:
+                        result = self._pass(infos, ensure_loaded, dataset, records, wanted,
+                                            (digests or {}).get(dataset))
+                        return_freed_memory(trim=True)
+                        for m in dict.fromkeys(m for j in wanted for m in j.models):
+                            counts[(m, dataset)] = result.as_dict()
+                            self.pass_counts[(m, dataset)] = result
+            finally:
+                loaded.clear()
+                self.loads += self._task_models.loads
+                self._task_models.clear()
+                self._input_embeddings = None
+                if number + 1 < len(groups):
+                    gc.collect()  # free this group's models before the next group's are loaded
         return counts
 
     def _job_keys(self, infos: Mapping[str, ModelInfo], jobs: Sequence[Job], effective: int) -> dict[int, str]:
