@@ -114,7 +114,7 @@ class Job:
 
 #: glibc's ``mallopt`` parameters M_TRIM_THRESHOLD and M_MMAP_THRESHOLD.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-#: The mmap threshold of a run (:func:`return_freed_memory`): glibc's largest default one
+#: The mmap threshold of a run (:func:`settle_allocator`): glibc's largest default one
 #: (DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB on 64-bit), fixed, with a trim threshold of twice that.
 MMAP_THRESHOLD = 32 << 20
 
@@ -134,7 +134,7 @@ def _mallopt(*settings: tuple[int, int], trim: bool = False) -> None:
         pass
 
 
-def return_freed_memory(*, trim: bool = False) -> None:
+def settle_allocator(*, trim: bool = False) -> None:
     """Fix glibc's allocator for a run (Linux; a no-op elsewhere): buffers up to :data:`MMAP_THRESHOLD` come from
     its heap and are reused there, larger ones are mapped on their own and unmapped when freed, and the heap keeps
     at most twice that free at its top; ``trim`` also returns what the heap holds free now (after each data set).
@@ -531,7 +531,7 @@ class Runner:
         for job in jobs:
             if job.dataset not in data:
                 raise ValueError(f"job {job.name!r} names data set {job.dataset!r}, which is not among {list(data)}")
-        return_freed_memory()
+        settle_allocator()
         self.forward_passes = self.ablation_passes = self.loads = 0
         self.pass_counts: dict[tuple[str, str], PassCounts] = {}
         #: Model -> the attention path (:func:`attention_path`) that made its states, computed or from the cache.
@@ -568,7 +568,7 @@ class Runner:
                     if wanted:
                         result = self._pass(infos, ensure_loaded, dataset, records, wanted,
                                             (digests or {}).get(dataset))
-                        return_freed_memory(trim=True)
+                        settle_allocator(trim=True)
                         for m in dict.fromkeys(m for j in wanted for m in j.models):
                             counts[(m, dataset)] = result.as_dict()
                             self.pass_counts[(m, dataset)] = result
