@@ -153,6 +153,9 @@ def base_sized_model(folder: Path, *, layers: int, heads: int, hidden: int, posi
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=heads, intermediate_size=4 * hidden, max_position_embeddings=positions)
     torch.manual_seed(0)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # no shard-writing bar in the benchmark's printout
     BertModel(config).save_pretrained(folder)
     return folder
 

@@ -138,6 +138,20 @@ def test_models_of_a_group_must_share_a_tokenizer(two_models, tmp_path):
         Runner().run(models.get, {"d": RECORDS}, [job])
 
 
+
+def test_a_model_alone_is_not_fingerprinted_for_each_run(two_models, monkeypatch):
+    """The tokenizer check compares models that share batches; a model alone has nothing to be compared with, so
+    a run (each ``hs.score`` call) does not pay for hashing its vocabulary (about 60 ms for BERT's)."""
+    import headstats.model.tokenizers as tokenizers
+
+    fingerprinted = []
+    real = tokenizers.tokenizer_fingerprint
+    monkeypatch.setattr(tokenizers, "tokenizer_fingerprint", lambda t: fingerprinted.append(t) or real(t))
+    Runner().run(two_models.get, {"d": RECORDS}, [Job(RoleScores, ("base",), "d", {"roles": ["local"]})])
+    assert fingerprinted == []
+    Runner().run(two_models.get, {"d": RECORDS}, [Job(AttentionSimilarity, ("base", "other"), "d")])
+    assert len(fingerprinted) == 2  # two models sharing batches: both checked
+
 def test_jobs_are_checked(two_models):
     with pytest.raises(ValueError, match="not among"):
         Runner().run(two_models.get, {"d": RECORDS}, [Job(SpecialMass, ("base",), "nope")])

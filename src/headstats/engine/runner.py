@@ -550,7 +550,8 @@ class Runner:
                     for name in group:
                         loaded[name] = load(name)
                         self.loads += 1
-                    check_same_tokenizer(*loaded.values(), names=list(loaded))  # they share batches
+                    if len(loaded) > 1:  # models that share batches must split text alike (one has no other)
+                        check_same_tokenizer(*loaded.values(), names=list(loaded))
                 return loaded
 
             # a shard's collectors make no tables (their chunks' states are merged by `headstats merge`)
