@@ -237,3 +237,26 @@ def test_test_roles_names_every_option_of_the_statistics_it_runs():
     mine, theirs = inspect.signature(hs.test_roles).parameters, inspect.signature(test_roles).parameters
     assert list(mine) == list(theirs)
     assert {k: p.default for k, p in mine.items()} == {k: p.default for k, p in theirs.items()}
+
+
+def test_score_takes_sentences_and_pairs_as_text(tiny_model):
+    """A notebook's first call, ``hs.score(model, ["a sentence", ...])``: the same scores as the same Records."""
+    texts = ["The cat sat on the mat.", ("The dog barked.", "It was loud.")]
+    from headstats.inputs.records import Record
+
+    array = hs.score(tiny_model, texts, roles=["local", "block"], progress=False)
+    same = hs.score(tiny_model, [Record("0", texts[0]), Record("1", *texts[1])], roles=["local", "block"],
+                    progress=False)
+    assert list(array.sentence_ids) == ["0", "1"]
+    np.testing.assert_array_equal(array.values, same.values)
+    with pytest.raises(hs.DataError, match="input 0 is a int"):
+        hs.score(tiny_model, [7], progress=False)
+
+
+def test_score_given_a_sentence_instead_of_a_list_says_how_in_one_line(tiny_model, tmp_path):
+    with pytest.raises(hs.DataError, match=r"there is no data file 'The cat sat\.': give a data file's path, or "
+                                           r"the sentences as a list") as caught:
+        hs.score(tiny_model, "The cat sat.", progress=False)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(hs.DataError, match="there is no data file"):
+        hs.score(tiny_model, str(tmp_path / "missing.txt"), progress=False)

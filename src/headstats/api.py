@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from headstats.errors import IncompatibleResultsError
+from headstats.errors import DataError, IncompatibleResultsError
 
 
 def score(
@@ -35,8 +35,9 @@ def score(
     ----------
     model : LoadedModel or str
         A model from :func:`load_model`, or what it takes (``"default"``, a folder, a hub id).
-    records : sequence of Record, or a path
-        Records (:func:`read_records`), or a data file to read.
+    records : sequence of Record, str or (str, str); or a path
+        Records (:func:`read_records`), sentences, or sentence pairs (each gets its 0-based position as its id:
+        :func:`headstats.inputs.records.as_records`); or a data file to read.
     dataset : str
         The data set's name in the results.
     roles : sequence of str, optional
@@ -64,17 +65,23 @@ def score(
         (:func:`test_roles` takes it and tests each measure).
     """
     from headstats.analyses.sieves import ScoreSettings
+    from headstats.inputs.records import as_records
     from headstats.model.loading import LoadedModel, load_model
     from headstats.study.data import prepare_records
     from headstats.study.results import with_skipped
     from headstats.study.scoring import score_records
 
     loaded = model if isinstance(model, LoadedModel) else load_model(str(model))
+    if isinstance(records, str) and not Path(records).exists():  # a sentence, or a path with a typo
+        shown = records if len(records) <= 60 else records[:59] + "…"
+        raise DataError(f"there is no data file {shown!r}: give a data file's path, or the sentences as a list "
+                        "(hs.score(model, [\"The cat sat.\", ...]))")
     if isinstance(records, (str, Path)):
         records = read_records(records)
+    records = as_records(records)
     scoring = ScoreSettings(**({"roles": list(roles)} if roles is not None else {}), **options)
     mode = {None: "auto", True: "spacy", False: "none"}[parse]
-    records, skipped, _ = prepare_records(list(records), scoring, name=dataset, parse=mode)
+    records, skipped, _ = prepare_records(records, scoring, name=dataset, parse=mode)
     bar, _ = python_progress(progress)
     with bar(f"scoring {loaded.name} on {dataset}", len(records)) as advance:
         run = score_records(loaded, records, dataset=dataset, roles=scoring.roles,

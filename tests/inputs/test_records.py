@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from headstats.inputs.records import Record, Word
+from headstats.errors import DataError
+from headstats.inputs.records import Record, Word, as_records
 
 
 def test_single_and_pair_records():
@@ -40,3 +41,24 @@ def test_count_records_says_how_many_and_what_kind():
     assert count_records(single) == "3 inputs"
     assert count_records(pairs) == "1,200 pairs"
     assert count_records(single + pairs[:2]) == "5 inputs, 2 pairs"
+
+
+def test_sentences_and_pairs_become_records_numbered_by_position():
+    kept = Record("x", "A kept record.")
+    records = as_records(["The cat sat.", ("The cat sat.", "It slept."), ["A", "B"], kept])
+    assert records == [Record("0", "The cat sat."), Record("1", "The cat sat.", "It slept."), Record("2", "A", "B"),
+                       kept]
+    assert records[3] is kept
+    assert as_records(iter(["one"])) == [Record("0", "one")]
+
+
+@pytest.mark.parametrize("items, message", [
+    ([3], "input 0 is a int, not a sentence: give Records"),
+    (["a", ("a", "b", "c")], "input 1 is a tuple"),
+    (["a", ("a", 2)], "input 1 is a tuple"),
+    (["a", Record("0", "b")], "two inputs have the id '0'"),
+])
+def test_anything_else_is_refused_in_one_line(items, message):
+    with pytest.raises(DataError, match=message) as caught:
+        as_records(items)
+    assert "\n" not in str(caught.value)

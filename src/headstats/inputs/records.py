@@ -76,3 +76,35 @@ def count_records(records) -> str:
     kind = "pairs" if pairs == len(records) else "inputs" if not pairs else f"inputs, {pairs:,} pairs"
     return f"{len(records):,} {kind}"
 
+
+
+def as_records(items) -> list[Record]:
+    """The records of what a Python caller hands over: a :class:`Record` as it is, a ``str`` as one sentence, a
+    pair of ``str`` (a tuple or list of two) as a sentence pair. A sentence or pair gets its 0-based position as
+    its ``sentence_id``; none may be a Record's id too.
+
+    Raises
+    ------
+    DataError
+        One line naming the first item that is none of these, or an id given twice, and the fix.
+    """
+    from headstats.errors import DataError
+
+    out: list[Record] = []
+    for i, item in enumerate(items):
+        if isinstance(item, Record):
+            out.append(item)
+        elif isinstance(item, str):
+            out.append(Record(str(i), item))
+        elif isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(t, str) for t in item):
+            out.append(Record(str(i), item[0], item[1]))
+        else:
+            raise DataError(f"input {i} is a {type(item).__name__}, not a sentence: give Records "
+                            "(hs.read_records), sentences (str) or sentence pairs ((str, str))")
+    seen: set[str] = set()
+    for record in out:
+        if record.sentence_id in seen:
+            raise DataError(f"two inputs have the id {record.sentence_id!r}: give Records with distinct "
+                            "sentence_id values, or sentences alone (each gets its position)")
+        seen.add(record.sentence_id)
+    return out
