@@ -15,7 +15,9 @@ Each is run as ``headstats run PROTOCOL --out DIR --no-cache --quiet`` in a fres
 system) of that process **and of every process it started and waited for** (the report's figure workers
 included: ``os.wait4``'s resource usage counts the descendants that were waited for). Printed: each run's CPU and
 wall time, the median of each protocol, and the **ratio clark / roles (target <= 2)**, with the machine's load
-average before and after (``os.getloadavg``; on a busy machine CPU time is the steadier figure).
+average before and after (``os.getloadavg``; on a busy machine CPU time is the steadier figure), and each round's
+own ratio with their range: on a shared machine one protocol's CPU time moves by 20 % or more from run to run
+(roles 16.3-21.6 s in five rounds of one run), so one round's ratio says little.
 
 ``--keep DIR`` keeps the last run folder of each protocol in ``DIR/roles`` and ``DIR/clark``; ``--compare DIR``
 then compares their tables (every ``.csv``, ``.tex`` and ``.parquet`` file) with those kept by an earlier run in
@@ -154,6 +156,10 @@ def main(argv: list[str] | None = None) -> dict[str, list[dict]]:
     print(f"median CPU: roles {median['roles']:.2f} s, clark {median['clark']:.2f} s")
     print(f"ratio clark / roles: {median['clark'] / median['roles']:.2f} x CPU (target <= 2); "
           f"load average after: {os.getloadavg()[0]:.2f}")
+    paired = [c["cpu"] / r["cpu"] for r, c in zip(results["roles"], results["clark"])]
+    if len(paired) > 1:  # each round's two runs side by side: how far the machine moves the ratio
+        print(f"each round's ratio: {' '.join(f'{x:.2f}' for x in paired)} (median {statistics.median(paired):.2f}, "
+              f"range {min(paired):.2f}-{max(paired):.2f})")
     return results
 
 
