@@ -251,6 +251,10 @@ def test_score_takes_sentences_and_pairs_as_text(tiny_model):
     np.testing.assert_array_equal(array.values, same.values)
     with pytest.raises(hs.DataError, match="input 0 is a int"):
         hs.score(tiny_model, [7], progress=False)
+    with pytest.raises(hs.DataError, match="data set 'data' has no input; give at least one sentence or pair"):
+        hs.score(tiny_model, [], progress=False)
+    with pytest.raises(hs.DataError, match=r"could be scored \({'empty': 1}\); give inputs with visible text"):
+        hs.score(tiny_model, ["  "], progress=False)
 
 
 def test_score_given_a_sentence_instead_of_a_list_says_how_in_one_line(tiny_model, tmp_path):

@@ -14,6 +14,7 @@ from headstats.inputs.filters import (
     count_words,
     has_visible_text,
     is_empty_record,
+    nothing_to_score,
     skipped_counts,
     split_empty,
     split_too_long,
@@ -240,3 +241,14 @@ def test_skipped_inputs_cannot_fit_and_kept_prefixes_cover_every_piece_seen(toke
                     continue
                 ends = [e for (s, e), seq in zip(enc["offset_mapping"], enc.sequence_ids()) if seq == side]
                 assert max(ends) <= end, (name, record)
+
+
+@pytest.mark.parametrize("skipped, message", [
+    ({}, "data set 'd' has no input; give at least one sentence or pair"),
+    ({"empty": 2}, "no input of data set 'd' could be scored ({'empty': 2}); give inputs with visible text"),
+    ({"too_long": 1}, "({'too_long': 1}); raise scoring.max_length or set scoring.too_long: truncate"),
+    ({"empty": 1, "too_long": 1}, "raise scoring.max_length"),
+])
+def test_nothing_to_score_names_the_fix_that_fits_why(skipped, message):
+    error = nothing_to_score("d", skipped)
+    assert isinstance(error, DataError) and message in str(error) and "\n" not in str(error)

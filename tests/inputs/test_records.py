@@ -57,6 +57,9 @@ def test_sentences_and_pairs_become_records_numbered_by_position():
     (["a", ("a", "b", "c")], "input 1 is a tuple"),
     (["a", ("a", 2)], "input 1 is a tuple"),
     (["a", Record("0", "b")], "two inputs have the id '0'"),
+    (None, "the inputs are a NoneType: give a list of Records"),
+    (5, "the inputs are a int"),
+    ({"a": 1}, "the inputs are a dict"),
 ])
 def test_anything_else_is_refused_in_one_line(items, message):
     with pytest.raises(DataError, match=message) as caught:

@@ -301,3 +301,13 @@ def check_usable(records: Sequence[Record], source: str) -> None:
             f"no usable inputs in {source}: all {len(records)} record(s) are empty (no visible character, only "
             "whitespace or zero-width/invisible characters); add inputs with text or check the file"
         )
+
+
+def nothing_to_score(name: str, skipped: dict[str, int]) -> DataError:
+    """The one-line error for a data set of which no input is left to score, with the fix that fits why:
+    ``skipped`` is :func:`skipped_counts` of the data set (``{}``: it had no input at all)."""
+    if not skipped:
+        return DataError(f"data set {name!r} has no input; give at least one sentence or pair")
+    fix = ("raise scoring.max_length or set scoring.too_long: truncate" if skipped.get("too_long")
+           else "give inputs with visible text")
+    return DataError(f"no input of data set {name!r} could be scored ({skipped}); {fix}")

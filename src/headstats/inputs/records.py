@@ -88,8 +88,13 @@ def as_records(items) -> list[Record]:
     DataError
         One line naming the first item that is none of these, or an id given twice, and the fix.
     """
+    from collections.abc import Iterable, Mapping
+
     from headstats.errors import DataError
 
+    if isinstance(items, Mapping) or not isinstance(items, Iterable):
+        raise DataError(f"the inputs are a {type(items).__name__}: give a list of Records (hs.read_records), "
+                        "sentences (str) or sentence pairs ((str, str))")
     out: list[Record] = []
     for i, item in enumerate(items):
         if isinstance(item, Record):

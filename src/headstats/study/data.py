@@ -52,13 +52,12 @@ def prepare_records(records: list[Record], scoring: ScoreSettings, *, name: str,
     DataError
         If no record is left to score, with the reasons and the fix.
     """
-    from headstats.inputs.filters import skipped_counts, split_unusable
+    from headstats.inputs.filters import nothing_to_score, skipped_counts, split_unusable
     from headstats.inputs.parsing import parse_records
 
     records, skipped = split_unusable(records, max_length=scoring.max_length, too_long=scoring.too_long)
     if not records:
-        raise DataError(f"no input of data set {name!r} could be scored ({skipped_counts(skipped)}); "
-                        "raise scoring.max_length or set scoring.too_long: truncate")
+        raise nothing_to_score(name, skipped_counts(skipped))
     info: dict = {}
     if parse == "spacy" or (parse == "auto" and needs_parses(scoring)):
         if parse == "spacy":

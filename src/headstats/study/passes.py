@@ -12,7 +12,7 @@ import pandas as pd
 
 from headstats.config.protocol import Protocol
 from headstats.engine.runner import ProgressFactory, no_progress
-from headstats.errors import DataError
+from headstats.inputs.filters import nothing_to_score
 from headstats.measures import MeasureArray
 from headstats.study.models import model_functions
 from headstats.study.plan import StudyPlan, study_jobs
@@ -141,10 +141,7 @@ def assemble_passes(protocol: Protocol, plan: StudyPlan, passed: dict, data: dic
                 continue
             count = data[name].counted(passed[(model, name)])
             if count["n_scored"] == 0:
-                raise DataError(
-                    f"no input of data set {name!r} could be scored ({count['skipped']}); "
-                    "raise scoring.max_length or set scoring.too_long: truncate"
-                )
+                raise nothing_to_score(name, dict(count["skipped"]))
             count |= {"model": model, "dataset": name}
             for job in jobs:  # what each collector of this model and data set adds, the first job's first
                 if job.models == (model,) and job.dataset == name and callable(getattr(job.collector, "input_counts",
