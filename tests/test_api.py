@@ -264,3 +264,14 @@ def test_score_given_a_sentence_instead_of_a_list_says_how_in_one_line(tiny_mode
     assert "\n" not in str(caught.value)
     with pytest.raises(hs.DataError, match="there is no data file"):
         hs.score(tiny_model, str(tmp_path / "missing.txt"), progress=False)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"window": -1}, "invalid score options at 'window': -1 is not allowed; it must be a number >= 0"),
+    ({"windw": 2}, "unknown score option 'windw'; did you mean 'window'?"),
+    ({"bogus": 1}, "unknown score option 'bogus'; the options are roles, relations, window"),
+])
+def test_a_bad_score_option_is_one_line_naming_it(tiny_model, options, message):
+    with pytest.raises(hs.ProtocolError) as caught:
+        hs.score(tiny_model, ["The cat sat."], progress=False, **options)
+    assert message in str(caught.value) and "\n" not in str(caught.value)

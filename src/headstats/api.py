@@ -79,7 +79,7 @@ def score(
     if isinstance(records, (str, Path)):
         records = read_records(records)
     records = as_records(records)
-    scoring = ScoreSettings(**({"roles": list(roles)} if roles is not None else {}), **options)
+    scoring = _score_settings(ScoreSettings, {**({"roles": list(roles)} if roles is not None else {}), **options})
     mode = {None: "auto", True: "spacy", False: "none"}[parse]
     records, skipped, _ = prepare_records(records, scoring, name=dataset, parse=mode)
     bar, _ = python_progress(progress)
@@ -90,6 +90,27 @@ def score(
     for array in run.arrays:
         array.provenance.update(counts=with_skipped(run.counts, skipped))
     return run.array if len(run.arrays) == 1 else run.arrays
+
+
+def _score_settings(settings: type, given: dict) -> Any:
+    """``settings(**given)`` (the scoring options), or one line naming the first bad option and what it allows
+    (:func:`headstats.config.protocol.validation_message`), with the option meant when one is misspelt."""
+    from pydantic import ValidationError
+
+    from headstats.config.protocol import validation_message
+    from headstats.errors import ProtocolError
+    from headstats.registry import did_you_mean
+
+    try:
+        return settings(**given)
+    except ValidationError as exc:
+        unknown = [e["loc"][0] for e in exc.errors() if e["type"] == "extra_forbidden" and e["loc"]]
+        if unknown:
+            known = list(settings.model_fields)
+            raise ProtocolError(f"unknown score option {unknown[0]!r}"
+                                + (did_you_mean(str(unknown[0]), known) or f"; the options are {', '.join(known)}")
+                                ) from None
+        raise ProtocolError(validation_message(exc, what="score options")) from None
 
 
 class RecordList(list):
