@@ -275,3 +275,16 @@ def test_a_bad_score_option_is_one_line_naming_it(tiny_model, options, message):
     with pytest.raises(hs.ProtocolError) as caught:
         hs.score(tiny_model, ["The cat sat."], progress=False, **options)
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda s: hs.compare("a", s), "before is a str; give scores from hs.score (a MeasureArray) or a scores table"),
+    (lambda s: hs.compare(s, [1]), "after is a list; give scores from hs.score"),
+    (lambda s: hs.test_roles([1, 2, 3]), "scores is a list; give scores from hs.score"),
+    (lambda s: hs.role_table(s), "tests is a MeasureArray; give the table of hs.test_roles (a DataFrame)"),
+])
+def test_the_wrong_kind_of_object_is_one_line_naming_what_to_give(tiny_model, call, message):
+    scores = hs.score(tiny_model, ["The cat sat."], roles=["local"], progress=False)
+    with pytest.raises(hs.DataError) as caught:
+        call(scores)
+    assert message in str(caught.value) and "\n" not in str(caught.value)

@@ -191,6 +191,8 @@ def compare(before, after, *, test: str = "wilcoxon", alternative: str = "two-si
     from headstats.study.scoring import long_frame
     from headstats.stats.paired import paired_tests
 
+    _check_kind(before, "before")
+    _check_kind(after, "after")
     if isinstance(before, MeasureArray) and isinstance(after, MeasureArray):
         check_same_inputs(before, after)
         check_same_tokenizer(*(x.provenance.get("model", {}) for x in (before, after)),
@@ -225,6 +227,7 @@ def test_roles(scores, *, options=None, tau=None, alpha=None, test=None, correct
     from headstats.stats.onesample import test_roles as tests_of
     from headstats.stats.power import mark_out_of_reach
 
+    _check_kind(scores, "scores")
     options = dict(options=options, tau=tau, alpha=alpha, test=test, correction=correction, family=family,
                    confidence=confidence, seed=seed, min_n=min_n, n_resamples=n_resamples, sequential=sequential,
                    power_target=power_target, effect_of_interest=effect_of_interest)
@@ -256,7 +259,25 @@ def role_table(tests, **options):
     from headstats.analyses.pande_roles.finish.role_assignment import role_table as roles_of
     from headstats.provenance import of_frame
 
+    _check_kind(tests, "tests", tests=True)
     return _attach(roles_of(tests, **options), of_frame(tests))
+
+
+def _check_kind(value, name: str, *, tests: bool = False) -> None:
+    """Refuse, in one line, what is not scores (a MeasureArray of :func:`score`, a list of them, or a long scores
+    table) or, with ``tests``, not a test table (a DataFrame of :func:`test_roles`)."""
+    import pandas as pd
+
+    from headstats.measures import MeasureArray
+
+    if isinstance(value, pd.DataFrame):
+        return
+    if not tests and (isinstance(value, MeasureArray) or (isinstance(value, (list, tuple)) and value
+                                                          and all(isinstance(a, MeasureArray) for a in value))):
+        return
+    wanted = ("the table of hs.test_roles (a DataFrame)" if tests
+              else "scores from hs.score (a MeasureArray) or a scores table (a DataFrame, e.g. scores.parquet)")
+    raise DataError(f"{name} is a {type(value).__name__}; give {wanted}")
 
 
 def _provenance(scores) -> list:

@@ -40,5 +40,6 @@ def test_the_window_of_the_local_sieve_and_a_wrong_run_folder(tiny_model, tmp_pa
     assert view.data["inputs"][0]["label"] == "1: The cat sat on the mat."
     with pytest.raises(HeadstatsError, match="does not exist"):
         build_view(tiny_model, "a", run=tmp_path / "nowhere")
-    with pytest.raises(HeadstatsError, match="--window must be 0 or more"):
+    with pytest.raises(HeadstatsError,
+                       match=r"window must be 0 or more, not -1 \(headstats view --window; hs.view\(window=...\)\)"):
         build_view(tiny_model, "a", window=-1)

@@ -79,7 +79,7 @@ def build_view(model: Any = "default", text: str | None = None, *, pair: str | N
         stats, protocol = run_stats(run, model=name, dataset=dataset)
         settings = protocol.scoring
     if window is not None and window < 0:
-        raise HeadstatsError(f"--window must be 0 or more, not {window}")
+        raise HeadstatsError(f"window must be 0 or more, not {window} (headstats view --window; hs.view(window=...))")
     loaded = model if isinstance(model, LoadedModel) else load_model(str(model))
     inputs = view_inputs(loaded, records, max_length=max_length, measure=measure)
     data_ = viewer_data(inputs, model=loaded.name, measure=measure,
