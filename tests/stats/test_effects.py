@@ -62,6 +62,42 @@ def test_bayes_factor_matches_pingouin_and_handles_huge_t():
     assert huge[0] == np.inf and np.isnan(huge[1])  # pingouin raises ZeroDivisionError here
 
 
+def _jzs_bf10_mpmath(t: float, n: int, r: float = 0.707):
+    """BF10 of the JZS formula (Rouder et al. 2009) by 50-digit quadrature over g, the range split at every
+    power of ten so that the integrand's peak is never stepped over."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 50
+    nu, t, r = n - 1, mp.mpf(t), mp.mpf(r)
+
+    def integrand(g):
+        s = 1 + n * g * r ** 2
+        prior = (2 * mp.pi) ** -0.5 * g ** -1.5 * mp.e ** (-1 / (2 * g))  # inverse-gamma(1/2, 1/2)
+        return s ** -0.5 * (1 + t ** 2 / (s * nu)) ** (-(nu + 1) / mp.mpf(2)) * prior
+
+    numerator = mp.quad(integrand, [0] + [mp.mpf(10) ** k for k in range(-3, 16)] + [mp.inf])
+    return float(numerator / (1 + t ** 2 / nu) ** (-(nu + 1) / mp.mpf(2)))
+
+
+@pytest.mark.parametrize("t, n", [(-618.67, 3), (-1968.3, 3), (-1e4, 4), (300.0, 5), (-100.0, 3), (2.0, 30),
+                                  (40.0, 100)])
+def test_bayes_factor_equals_50_digit_quadrature_where_pingouin_fails(t, n):
+    """Few inputs and a huge t (a head whose scores barely vary): pingouin's quadrature over g gives -0.64 at
+    (t, N) = (-619, 3) and 1,577 instead of 18,803,484 at (-10,000, 4); the log-space sum is right everywhere."""
+    assert bayes_factor_two_sided(np.array([t]), np.array([n]))[0] == pytest.approx(_jzs_bf10_mpmath(t, n), rel=1e-10)
+
+
+def test_bayes_factor_is_positive_and_finite_or_inf_over_a_wide_range():
+    rng = np.random.default_rng(0)
+    t = rng.choice([-1.0, 1.0], 300) * 10 ** rng.uniform(-3, 6, 300)
+    n = rng.integers(2, 5000, 300)
+    bf = bayes_factor_two_sided(t, n)
+    assert ((bf > 0) & ~np.isnan(bf)).all()
+    # the same |t| gives the same factor (two-sided), and it grows with |t| at a fixed N
+    assert np.array_equal(bayes_factor_two_sided(-t, n), bf)
+    grid = bayes_factor_two_sided(np.linspace(0, 50, 51), np.full(51, 20))
+    assert (np.diff(grid) > 0).all()
+
+
 def test_bayes_factor_equals_cauchy_prior_integral():
     # JZS = Cauchy(0, r) prior on delta: BF10 = int nct.pdf(t; N-1, delta sqrt(N)) cauchy.pdf(delta; r) / t.pdf
     from scipy import integrate

@@ -5,9 +5,10 @@ Effect sizes: :func:`cohen_d` (the t-type tests, the paired ``d_z`` with tau = 0
 :mod:`headstats.stats.onesample`, :mod:`headstats.stats.paired` and :mod:`headstats.stats.power` calls these.
 
 pingouin asserts on arguments instead of raising, and renamed its output columns between versions. Everything
-pingouin is reached through the functions here (power, the sample size for a power, the Bayes factor), which
-take and return plain numbers and arrays and read none of pingouin's tables. Nothing else in headstats imports
-pingouin.
+pingouin is reached through the functions here (power, the sample size for a power), which take and return
+plain numbers and arrays and read none of pingouin's tables. Nothing else in headstats imports pingouin. The
+Bayes factor is pingouin's formula computed here (:func:`bayes_factor_two_sided`): pingouin's quadrature fails
+at few inputs and a huge t.
 
 pingouin is imported on first use, not with this module: importing pingouin imports seaborn and
 matplotlib, which the statistics layer must not pull in merely by being imported.
@@ -162,23 +163,71 @@ def mde_ttest_greater(n: np.ndarray, *, alpha, power: float) -> np.ndarray:
 
 
 def bayes_factor_two_sided(t: np.ndarray, n: np.ndarray, *, r: float = 0.707) -> np.ndarray:
-    r"""Two-sided JZS Bayes factor BF10 of a one-sample t statistic, ``pingouin.bayesfactor_ttest``.
+    r"""Two-sided JZS Bayes factor BF10 of a one-sample t statistic (the quantity of
+    ``pingouin.bayesfactor_ttest``, computed robustly).
 
     .. math:: \mathrm{BF}_{10} = \frac{\int_0^\infty (1 + N g r^2)^{-1/2}
         \left(1 + \frac{t^2}{\nu (1 + N g r^2)}\right)^{-(\nu+1)/2} (2\pi)^{-1/2} g^{-3/2} e^{-1/(2g)}\,dg}
         {(1 + t^2/\nu)^{-(\nu+1)/2}}
 
     (Rouder et al. 2009), :math:`\nu = N - 1`. It weighs H1: mean != tau against H0: mean = tau; it is
-    not a one-sided quantity. ``inf`` where the denominator underflows (overwhelming evidence), NaN where
-    t is not finite or N < 2.
+    not a one-sided quantity. ``inf`` where it overflows a float (overwhelming evidence), NaN where t is not
+    finite or N < 2.
+
+    Computed in log space over :math:`u = \ln g` (:func:`log_jzs_bf10`), vectorised over the tests. pingouin
+    integrates over g with adaptive quadrature, which fails where few inputs meet a huge t (a head whose scores
+    barely vary): at N = 3, t = -619 it returns -0.64 (a Bayes factor is positive; the integral is 426.93), at
+    N = 4, t = -10,000 it returns 1,577 (the integral is 18,803,484); both are checked against 50-digit
+    quadrature (mpmath) in the tests, and elsewhere the two agree to 1e-8.
     """
     t = np.atleast_1d(np.asarray(t, dtype=float))
     n = np.broadcast_to(np.asarray(n, dtype=float), t.shape)
     out = np.full(t.shape, np.nan)
-    for i in np.nonzero(np.isfinite(t) & np.isfinite(n) & (n >= 2))[0]:
-        try:
-            with np.errstate(all="ignore"):
-                out[i] = float(_pg().bayesfactor_ttest(float(t[i]), int(n[i]), r=r))
-        except (ZeroDivisionError, OverflowError):
-            out[i] = math.inf
+    ok = np.isfinite(t) & np.isfinite(n) & (n >= 2)
+    log_bf = log_jzs_bf10(t[ok], n[ok], r=r)
+    with np.errstate(over="ignore"):
+        out[ok] = np.where(log_bf > LOG_FLOAT_MAX, np.inf, np.exp(np.minimum(log_bf, LOG_FLOAT_MAX)))
+    return out
+
+
+#: ln of the largest float: a Bayes factor above it is reported as inf.
+LOG_FLOAT_MAX = math.log(np.finfo(float).max)
+#: Step of the grid of u = ln g over which the JZS integral is summed (:func:`log_jzs_bf10`).
+JZS_STEP = 0.1
+#: The grid's ends: g from e^-40 (the prior's e^(-1/2g) is below e^(-10^16) there) to at least e^80, and at least
+#: e^40 beyond t^2 (the integrand falls as 1/g past its peak, which sits near g = t^2 / (N r^2)).
+JZS_U_LOW, JZS_U_HIGH, JZS_U_PAST_PEAK = -40.0, 80.0, 40.0
+#: Tests per block of the vectorised sum (a block holds tests x grid points floats).
+JZS_BLOCK = 512
+
+
+def log_jzs_bf10(t: np.ndarray, n: np.ndarray, *, r: float = 0.707) -> np.ndarray:
+    r"""ln BF10 of :func:`bayes_factor_two_sided` for finite t and N >= 2, vectorised.
+
+    With :math:`g = e^u` the numerator is :math:`\int e^{h(u)} du`,
+    :math:`h(u) = -\tfrac12 \ln s - \tfrac{\nu+1}{2} \ln(1 + \tfrac{t^2}{s\nu}) - \tfrac12 \ln 2\pi
+    - \tfrac u2 - \tfrac{1}{2g}`, :math:`s = 1 + N g r^2`: a smooth bump over u, about one unit wide,
+    falling doubly exponentially to its left and as :math:`e^{-u}` to its right. It is summed by the trapezoidal
+    rule on a uniform grid of step :data:`JZS_STEP` (log-sum-exp, so nothing overflows), which for such an
+    integrand converges geometrically with the step: against adaptive quadrature around the peak, the largest
+    difference over 400 random (t, N), |t| from 1e-3 to 3e4 and N from 2 to 20,000, was 5e-13 in ln BF.
+    """
+    from scipy.special import logsumexp
+
+    t = np.asarray(t, dtype=float).ravel()
+    n = np.asarray(n, dtype=float).ravel()
+    out = np.empty(t.shape)
+    if not t.size:
+        return out
+    high = max(JZS_U_HIGH, float(np.log1p(np.max(t * t))) + JZS_U_PAST_PEAK)
+    u = np.arange(JZS_U_LOW, high + JZS_STEP / 2, JZS_STEP)
+    g, rr = np.exp(u), r * r
+    for start in range(0, t.size, JZS_BLOCK):
+        tt, nn = t[start:start + JZS_BLOCK, None], n[start:start + JZS_BLOCK, None]
+        nu = nn - 1.0
+        s = 1.0 + nn * rr * g
+        h = -0.5 * np.log(s) - 0.5 * (nu + 1.0) * np.log1p(tt * tt / (s * nu)) - 0.5 * u - 0.5 / g
+        null = -0.5 * (nu[:, 0] + 1.0) * np.log1p(tt[:, 0] ** 2 / nu[:, 0])
+        out[start:start + JZS_BLOCK] = (logsumexp(h, axis=1) + math.log(JZS_STEP) - 0.5 * math.log(2 * math.pi)
+                                        - null)
     return out
