@@ -98,6 +98,18 @@ def test_bayes_factor_is_positive_and_finite_or_inf_over_a_wide_range():
     assert (np.diff(grid) > 0).all()
 
 
+def test_bayes_factor_at_extreme_t_neither_overflows_nor_warns():
+    """Every term is a logarithm, so a t near the largest float (a head whose sd is 1e-300) is fine: with one degree
+    of freedom BF10 grows only like ln t (the Cauchy tails of both hypotheses), and with more it overflows to inf."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bf = bayes_factor_two_sided(np.array([1e300, -1e300, 1e300, 1e-300, 0.0]), np.array([2, 2, 50, 5, 5]))
+    assert 500 < bf[0] < 600 and bf[1] == bf[0] and bf[2] == np.inf
+    assert bf[3] == pytest.approx(bayes_factor_two_sided(np.array([0.0]), np.array([5]))[0], rel=1e-12) == bf[4]
+
+
 def test_bayes_factor_equals_cauchy_prior_integral():
     # JZS = Cauchy(0, r) prior on delta: BF10 = int nct.pdf(t; N-1, delta sqrt(N)) cauchy.pdf(delta; r) / t.pdf
     from scipy import integrate
