@@ -1,4 +1,4 @@
-"""Tests of headstats.stats.effects, the pingouin adapter: each function equals pingouin's own."""
+"""Tests of headstats.stats.effects: each function equals pingouin's own (the Bayes factor where pingouin's holds)."""
 
 from __future__ import annotations
 
@@ -152,3 +152,20 @@ def test_effect_size_below_the_sd_floor_is_not_reported():
     res = t_test(x, tau=3.0, confidence=0.95)
     assert np.isnan(res.effect_size[0]) and res.note[0].startswith("sd below 0.001")
     assert res.effect_size[1] == pytest.approx((2.5 - 3.0) / np.std(x[1], ddof=1))
+
+
+def test_power_is_pingouins_to_the_bit_and_imports_no_pingouin():
+    """The same scipy calls as ``pingouin.power_ttest``; a run's statistics never import pingouin (which imports
+    seaborn and matplotlib)."""
+    import subprocess
+    import sys
+
+    d, n = np.array([0.1, 0.5, 1.3, 2.0]), np.array([5, 20, 40, 300])
+    ref = pingouin.power_ttest(d=d, n=n, alpha=0.003, contrast="one-sample", alternative="greater")
+    assert np.array_equal(power_ttest_greater(d, n, alpha=0.003), ref)
+    code = ("import sys, numpy as np; from headstats.stats import effects as e; "
+            "e.power_ttest_greater(np.array([0.5]), np.array([20]), alpha=0.05); "
+            "e.n_for_power_greater(np.array([0.5]), power=0.8, alpha=0.05); "
+            "e.bayes_factor_two_sided(np.array([2.0]), np.array([30])); print('pingouin' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
