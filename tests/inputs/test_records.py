@@ -65,3 +65,11 @@ def test_anything_else_is_refused_in_one_line(items, message):
     with pytest.raises(DataError, match=message) as caught:
         as_records(items)
     assert "\n" not in str(caught.value)
+
+
+def test_first_shared_id_names_both_positions_and_the_id():
+    from headstats.inputs.records import first_shared_id
+
+    records = [Record("a", "x"), Record("b", "y"), Record("c", "z"), Record("b", "w"), Record("a", "v")]
+    assert first_shared_id(records) == (1, 3, "b")
+    assert first_shared_id(records[:3]) is None and first_shared_id([]) is None

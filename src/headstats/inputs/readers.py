@@ -26,7 +26,7 @@ from headstats.inputs.files import check_data_file, iter_lines
 from headstats.inputs.filters import check_usable, has_visible_text
 from headstats.inputs.conllu import read_conllu
 from headstats.inputs.coref import read_gap, read_gum_coref
-from headstats.inputs.records import Record
+from headstats.inputs.records import Record, first_shared_id
 from headstats.registry import Registry
 
 __all__ = ["INPUT_FORMATS", "InputFormat", "infer_format", "list_formats", "register_format", "read_records", "read_text", "read_jsonl", "read_conllu"]
@@ -165,14 +165,11 @@ def read_records(
 
 
 def _check_unique_ids(records: list[Record], path: Path) -> None:
-    seen: dict[str, int] = {}
-    for k, rec in enumerate(records):
-        if rec.sentence_id in seen:
-            raise DataError(
-                f"{os.fspath(path)}: records {seen[rec.sentence_id]} and {k} (0-based) share the id "
-                f"{rec.sentence_id!r}; give every record its own id"
-            )
-        seen[rec.sentence_id] = k
+    shared = first_shared_id(records)
+    if shared is not None:
+        earlier, later, sentence_id = shared
+        raise DataError(f"{os.fspath(path)}: records {earlier} and {later} (0-based) share the id {sentence_id!r}; "
+                        "give every record its own id")
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:

@@ -106,10 +106,19 @@ def as_records(items) -> list[Record]:
         else:
             raise DataError(f"input {i} is a {type(item).__name__}, not a sentence: give Records "
                             "(hs.read_records), sentences (str) or sentence pairs ((str, str))")
-    seen: set[str] = set()
-    for record in out:
-        if record.sentence_id in seen:
-            raise DataError(f"two inputs have the id {record.sentence_id!r}: give Records with distinct "
-                            "sentence_id values, or sentences alone (each gets its position)")
-        seen.add(record.sentence_id)
+    shared = first_shared_id(out)
+    if shared is not None:
+        raise DataError(f"two inputs have the id {shared[2]!r}: give Records with distinct sentence_id values, or "
+                        "sentences alone (each gets its position)")
     return out
+
+
+def first_shared_id(records) -> tuple[int, int, str] | None:
+    """The 0-based positions of the first record whose ``sentence_id`` an earlier one already has, of that earlier
+    one, and the id: ``(earlier, later, id)``; None when every id is its own."""
+    seen: dict[str, int] = {}
+    for k, record in enumerate(records):
+        if record.sentence_id in seen:
+            return seen[record.sentence_id], k, record.sentence_id
+        seen[record.sentence_id] = k
+    return None
