@@ -171,14 +171,11 @@ def bayes_factor_two_sided(t: np.ndarray, n: np.ndarray, *, r: float = 0.707) ->
     n = np.broadcast_to(np.asarray(n, dtype=float), t.shape)
     out = np.full(t.shape, np.nan)
     ok = np.isfinite(t) & np.isfinite(n) & (n >= 2)
-    log_bf = log_jzs_bf10(t[ok], n[ok], r=r)
-    with np.errstate(over="ignore"):
-        out[ok] = np.where(log_bf > LOG_FLOAT_MAX, np.inf, np.exp(np.minimum(log_bf, LOG_FLOAT_MAX)))
+    with np.errstate(over="ignore"):  # above the largest float: inf
+        out[ok] = np.exp(log_jzs_bf10(t[ok], n[ok], r=r))
     return out
 
 
-#: ln of the largest float: a Bayes factor above it is reported as inf.
-LOG_FLOAT_MAX = math.log(np.finfo(float).max)
 #: Step of the grid of u = ln g over which the JZS integral is summed (:func:`log_jzs_bf10`).
 JZS_STEP = 0.1
 #: The grid's ends: g from e^-40 (the prior's e^(-1/2g) is below e^(-10^16) there) to at least e^80, and at least
